@@ -1,0 +1,62 @@
+#include "test_support.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+
+namespace vkllm::test {
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+double nmse(const std::vector<float>& got, const std::vector<float>& ref) {
+    if (got.size() != ref.size()) return INFINITY;
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        double d = double(got[i]) - double(ref[i]);
+        if (std::isnan(got[i])) return INFINITY;
+        err += d * d;
+        norm += double(ref[i]) * double(ref[i]);
+    }
+    return norm > 0 ? err / norm : err;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return INFINITY;
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        double d = std::fabs(double(a[i]) - double(b[i]));
+        if (std::isnan(d)) return INFINITY;
+        m = std::max(m, d);
+    }
+    return m;
+}
+
+std::optional<std::string> shared_dir() {
+    const char* env = std::getenv("VKLLM_SHARED_DIR");
+    std::string dir = env ? env : source_dir() + "/../shared";
+    if (std::filesystem::is_directory(dir + "/models")) return std::filesystem::canonical(dir).string();
+    return std::nullopt;
+}
+
+std::string source_dir() {
+    const char* env = std::getenv("VKLLM_SOURCE_DIR");
+    return env ? env : ".";
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace vkllm::test

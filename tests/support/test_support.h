@@ -1,0 +1,31 @@
+// Helpers shared by the test programs: seeded random data, error metrics, test-data paths.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkllm::test {
+
+// Uniform floats in [lo, hi) from a fixed seed.
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// Normalized mean squared error: sum((a-b)^2) / sum(b^2), b the reference.
+double nmse(const std::vector<float>& got, const std::vector<float>& ref);
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+// ../shared beside the source tree (VKLLM_SHARED_DIR), or nullopt when it is absent.
+std::optional<std::string> shared_dir();
+// The source tree (VKLLM_SOURCE_DIR).
+std::string source_dir();
+
+std::vector<uint8_t> read_file(const std::string& path);
+
+}  // namespace vkllm::test
+
+// Skips the current test with a message when ../shared is missing; sets `var` to its path.
+#define VKLLM_REQUIRE_SHARED(var)                                                    \
+    auto var##_opt = ::vkllm::test::shared_dir();                                    \
+    if (!var##_opt) GTEST_SKIP() << "../shared is absent: skipping (needs shared models)"; \
+    const std::string var = *var##_opt
