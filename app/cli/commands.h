@@ -1,0 +1,20 @@
+// The vkllm subcommands. Each takes the arguments after its name and returns the exit code:
+// 0 success, 1 a runtime error (bad file, device failure), 2 a usage error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vkllm::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_info(const Args& args);      // devices and their capability records
+int cmd_inspect(const Args& args);   // a GGUF file's architecture, hyperparameters, tensors
+int cmd_tokenize(const Args& args);  // text -> token ids
+int cmd_run(const Args& args);       // generate text
+int cmd_logits(const Args& args);    // logits of every prompt position to a file
+int cmd_bench(const Args& args);     // prompt and decode speed
+int cmd_quantize(const Args& args);  // rewrite a GGUF file's weights in another type
+
+}  // namespace vkllm::cli

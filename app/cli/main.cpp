@@ -1,0 +1,57 @@
+// vkllm: the command-line front end. Dispatches to one cmd_* function per subcommand.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+    int (*run)(const vkllm::cli::Args&);
+    const char* help;
+};
+
+const std::map<std::string, Command>& commands() {
+    using namespace vkllm::cli;
+    static const std::map<std::string, Command> table = {
+        {"run", {cmd_run, "generate text: run -m MODEL -p PROMPT -n N [sampling options]"}},
+        {"logits", {cmd_logits, "logits of every prompt position: logits -m MODEL -p PROMPT -o OUT.f32"}},
+        {"tokenize", {cmd_tokenize, "token ids of a text: tokenize -m MODEL -p TEXT [--add-special] [--parse-special]"}},
+        {"bench", {cmd_bench, "prompt and decode speed: bench -m MODEL [-p 512] [-n 128] [-r 3] [--json]"}},
+        {"info", {cmd_info, "Vulkan devices and their capabilities: info [--json]"}},
+        {"inspect", {cmd_inspect, "a GGUF file: inspect FILE.gguf [--tensors]"}},
+        {"quantize", {cmd_quantize, "rewrite weights: quantize IN.gguf OUT.gguf TYPE"}},
+    };
+    return table;
+}
+
+void usage(FILE* out) {
+    std::fprintf(out, "usage: vkllm <command> [options]\n\ncommands:\n");
+    for (const auto& [name, cmd] : commands()) std::fprintf(out, "  %-9s %s\n", name.c_str(), cmd.help);
+    std::fprintf(out, "\nenvironment: VKLLM_DEVICE=INDEX|NAME, VKLLM_VALIDATE=1, VKLLM_LIMITS=mobile\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    auto it = commands().find(argv[1]);
+    if (it == commands().end()) {
+        std::fprintf(stderr, "vkllm: unknown command '%s'\n\n", argv[1]);
+        usage(stderr);
+        return 2;
+    }
+    vkllm::cli::Args args(argv + 2, argv + argc);
+    try {
+        return it->second.run(args);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "vkllm %s: error: %s\n", argv[1], e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,138 @@
+// Vulkan instance, device selection and the capability record every op consults.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace vkllm::gpu {
+
+class Pipeline;
+struct PipelineKey;
+
+// What a device can do. Ops choose their variants from this record, never from assumptions.
+struct Capabilities {
+    uint32_t index = 0;  // position in enumeration order
+    std::string name;
+    std::string type;    // "discrete", "integrated", "virtual", "cpu", "other"
+    uint32_t vendor_id = 0, device_id = 0;
+    std::string api_version;     // "1.3.239"
+    std::string driver_version;  // vendor-decoded when known
+    std::string driver_name, driver_info;
+
+    uint32_t subgroup_size = 1;
+    bool subgroup_basic = false, subgroup_arithmetic = false, subgroup_shuffle = false, subgroup_ballot = false;
+    uint32_t max_shared_memory = 0;          // bytes per workgroup
+    uint32_t max_workgroup_invocations = 0;
+    uint32_t max_workgroup_size[3] = {0, 0, 0};
+    uint32_t max_workgroup_count[3] = {0, 0, 0};
+    uint64_t max_storage_buffer_range = 0;   // largest binding, bytes
+    uint64_t max_memory_allocation_size = 0;
+    uint64_t min_storage_buffer_offset_alignment = 1;
+    uint32_t max_push_constants_size = 0;
+
+    struct Heap {
+        uint64_t size = 0;
+        uint64_t budget = 0;  // 0 when VK_EXT_memory_budget is absent
+        bool device_local = false;
+    };
+    std::vector<Heap> heaps;
+
+    bool fp16_arithmetic = false;   // shaderFloat16
+    bool int8_arithmetic = false;   // shaderInt8
+    bool storage_8bit = false;      // storageBuffer8BitAccess
+    bool storage_16bit = false;     // storageBuffer16BitAccess
+    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product
+    bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix
+    bool timestamps = false;
+    float timestamp_period_ns = 1.0f;
+
+    std::string limits_profile = "native";  // "mobile" when VKLLM_LIMITS=mobile clamped it
+
+    uint64_t device_local_bytes() const;
+    std::string to_text() const;
+    std::string to_json() const;
+};
+
+// Applies VKLLM_LIMITS (currently "mobile" or unset/"native"): 128 MiB bindings, 16 KiB shared
+// memory, no fp16, int8 or subgroup arithmetic. Throws for an unknown profile.
+void apply_limits_profile(Capabilities& caps, const std::string& profile);
+
+struct ContextOptions {
+    std::string device;      // index or name substring; empty: VKLLM_DEVICE, else the best device
+    int validate = -1;       // -1: from VKLLM_VALIDATE; 0/1 force
+    std::string limits;      // empty: from VKLLM_LIMITS
+};
+
+// Lists every physical device with its capability record (no logical device created).
+std::vector<Capabilities> enumerate_devices();
+
+// Count of validation-layer errors seen by any context in this process.
+uint64_t validation_error_count();
+
+// One logical device with one compute queue. Not thread-safe except where noted.
+class Context {
+public:
+    static std::unique_ptr<Context> create(const ContextOptions& options = {});
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const Capabilities& caps() const { return caps_; }
+    VkDevice device() const { return device_; }
+    VkPhysicalDevice physical_device() const { return physical_; }
+    VkQueue queue() const { return queue_; }
+    uint32_t queue_family() const { return queue_family_; }
+    VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
+    bool validation_enabled() const { return validation_; }
+
+    // Memory type index with all of `required` flags (and `preferred` if possible); throws if none.
+    uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+
+    // A compute pipeline for a shader variant with specialization constants (IDs 0..n-1),
+    // created once and cached for the context's lifetime.
+    const Pipeline& pipeline(const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
+                             const std::vector<uint32_t>& spec_constants = {});
+
+    // Runs `record` in a one-off command buffer and waits for it (uploads, downloads).
+    template <class F> void run_once(F&& record);
+    VkCommandBuffer begin_one_off();
+    void end_one_off(VkCommandBuffer cb);
+
+private:
+    Context() = default;
+    void create_instance(bool validate);
+    void create_device(uint32_t index);
+    void load_pipeline_cache();
+    void save_pipeline_cache();
+
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t queue_family_ = 0;
+    VkCommandPool one_off_pool_ = VK_NULL_HANDLE;
+    VkFence one_off_fence_ = VK_NULL_HANDLE;
+    VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+    std::string pipeline_cache_path_;
+    VkPhysicalDeviceMemoryProperties memory_props_{};
+    Capabilities caps_;
+    bool validation_ = false;
+    std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+template <class F>
+void Context::run_once(F&& record) {
+    VkCommandBuffer cb = begin_one_off();
+    record(cb);
+    end_one_off(cb);
+}
+
+}  // namespace vkllm::gpu

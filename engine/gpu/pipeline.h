@@ -1,0 +1,40 @@
+// A compute pipeline: one shader variant, its storage-buffer bindings (0..n-1, set 0), its push
+// constants and specialization constants (IDs 0..n-1, all 32-bit).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkllm::gpu {
+
+class Context;
+
+class Pipeline {
+public:
+    Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
+             const std::vector<uint32_t>& spec_constants);
+    ~Pipeline();
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+
+    const std::string& name() const { return name_; }
+    VkPipeline handle() const { return pipeline_; }
+    VkPipelineLayout layout() const { return layout_; }
+    VkDescriptorSetLayout set_layout() const { return set_layout_; }
+    uint32_t n_buffers() const { return n_buffers_; }
+    uint32_t push_bytes() const { return push_bytes_; }
+
+private:
+    Context& ctx_;
+    std::string name_;
+    uint32_t n_buffers_, push_bytes_;
+    VkShaderModule module_ = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+}  // namespace vkllm::gpu

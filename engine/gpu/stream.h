@@ -1,0 +1,73 @@
+// A command stream: records dispatches, barriers and timestamps into one command buffer,
+// submits it and waits. Descriptor sets come from pools owned by the stream and are recycled
+// when the stream is reset.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/buffer.h"
+
+namespace vkllm::gpu {
+
+class Context;
+class Pipeline;
+
+class Stream {
+public:
+    explicit Stream(Context& ctx);
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    Context& context() const { return ctx_; }
+
+    // Starts recording (resets the command buffer, descriptor pools and timestamps).
+    void begin();
+    // Binds `buffers` to bindings 0..n-1 and dispatches `groups` workgroups.
+    void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const void* push,
+                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+    template <class Push>
+    void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const Push& push, uint32_t gx,
+                  uint32_t gy = 1, uint32_t gz = 1) {
+        dispatch(p, buffers, &push, sizeof(Push), gx, gy, gz);
+    }
+    // Orders every earlier shader or transfer write before every later shader or transfer access.
+    // `why` names what it orders (kept for debugging; the call site carries the comment).
+    void barrier(const char* why);
+    void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
+    void fill_zero(const Buffer& dst, uint64_t offset = 0, uint64_t bytes = VK_WHOLE_SIZE);
+
+    // Timestamps: when profiling is on, mark(label) closes the previous interval and opens one
+    // named `label`; timings() after submit() gives the GPU milliseconds of each interval.
+    void set_profiling(bool on) { profiling_ = on; }
+    bool profiling() const { return profiling_; }
+    void mark(const char* label);
+    std::vector<std::pair<std::string, double>> timings() const;
+
+    // Ends recording, submits and blocks until the GPU has finished.
+    void submit_and_wait();
+    uint32_t dispatch_count() const { return dispatches_; }
+
+private:
+    VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+    Context& ctx_;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorPool> descriptor_pools_;
+    size_t current_pool_ = 0;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    std::vector<std::string> labels_;
+    std::vector<uint64_t> stamps_;
+    bool profiling_ = false;
+    bool recording_ = false;
+    uint32_t dispatches_ = 0;
+};
+
+}  // namespace vkllm::gpu

@@ -1,0 +1,127 @@
+// The Vulkan runtime: device selection, capabilities, buffers, pipelines, streams, timestamps.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "gpu/buffer.h"
+#include "gpu/device.h"
+#include "gpu/error.h"
+#include "gpu/pipeline.h"
+#include "gpu/shaders.h"
+#include "gpu/stream.h"
+#include "gpu_test.h"
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+using test::GpuTest;
+
+TEST(Devices, EnumerateListsAtLeastOneDeviceWithSaneLimits) {
+    auto devices = gpu::enumerate_devices();
+    ASSERT_FALSE(devices.empty());
+    for (const auto& d : devices) {
+        EXPECT_FALSE(d.name.empty());
+        EXPECT_GT(d.max_storage_buffer_range, 0u);
+        EXPECT_GT(d.max_shared_memory, 0u);
+        EXPECT_GE(d.subgroup_size, 1u);
+        EXPECT_NE(d.to_json().find("\"max_storage_buffer_range\""), std::string::npos);
+    }
+}
+
+TEST(Devices, MobileProfileClampsLimits) {
+    gpu::Capabilities c;
+    c.max_storage_buffer_range = 4ull << 30;
+    c.max_shared_memory = 64 << 10;
+    c.fp16_arithmetic = c.int8_arithmetic = c.subgroup_arithmetic = true;
+    gpu::apply_limits_profile(c, "mobile");
+    EXPECT_EQ(c.max_storage_buffer_range, 128ull << 20);
+    EXPECT_EQ(c.max_shared_memory, 16u << 10);
+    EXPECT_FALSE(c.fp16_arithmetic);
+    EXPECT_FALSE(c.int8_arithmetic);
+    EXPECT_FALSE(c.subgroup_arithmetic);
+    EXPECT_EQ(c.limits_profile, "mobile");
+    EXPECT_THROW(gpu::apply_limits_profile(c, "tiny"), std::runtime_error);
+}
+
+TEST(Devices, UnknownDeviceNameIsAClearError) {
+    gpu::ContextOptions opt;
+    opt.device = "no-such-gpu-anywhere";
+    try {
+        gpu::Context::create(opt);
+        FAIL() << "expected an error";
+    } catch (const gpu::GpuError& e) {
+        EXPECT_NE(std::string(e.what()).find("no-such-gpu-anywhere"), std::string::npos);
+    }
+}
+
+TEST_F(GpuTest, ContextHonoursLimitsEnvironment) {
+    const char* limits = std::getenv("VKLLM_LIMITS");
+    bool mobile = limits && std::string(limits) == "mobile";
+    EXPECT_EQ(ctx().caps().limits_profile, mobile ? "mobile" : "native");
+    if (mobile) {
+        EXPECT_LE(ctx().caps().max_storage_buffer_range, 128ull << 20);
+    }
+}
+
+TEST_F(GpuTest, UploadDispatchDownload) {
+    const uint32_t n = 1000;  // not a multiple of the workgroup size
+    auto a = test::random_floats(n, 1);
+    gpu::Buffer in(ctx(), n * 4, gpu::Memory::Device), out(ctx(), n * 4, gpu::Memory::Device);
+    in.upload(a.data(), n * 4);
+    const auto& p = ctx().pipeline("fill_test", 2, 8, {64});
+    struct { uint32_t n; float scale; } push{n, 2.5f};
+    gpu::Stream s(ctx());
+    s.set_profiling(true);
+    s.begin();
+    s.mark("fill");
+    s.dispatch(p, {in, out}, push, (n + 63) / 64);
+    s.submit_and_wait();
+    std::vector<float> got(n);
+    out.download(got.data(), n * 4);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[i], a[i] * 2.5f + float(i)) << i;
+    if (ctx().caps().timestamps) {
+        auto t = s.timings();
+        ASSERT_EQ(t.size(), 1u);
+        EXPECT_EQ(t[0].first, "fill");
+        EXPECT_GE(t[0].second, 0.0);
+    }
+}
+
+TEST_F(GpuTest, StreamIsReusableAndBarriersOrderDispatches) {
+    const uint32_t n = 257;
+    std::vector<float> ones(n, 1.0f);
+    gpu::Buffer a(ctx(), n * 4, gpu::Memory::Device), b(ctx(), n * 4, gpu::Memory::Device);
+    a.upload(ones.data(), n * 4);
+    const auto& p = ctx().pipeline("fill_test", 2, 8, {32});
+    struct { uint32_t n; float scale; } push{n, 1.0f};
+    gpu::Stream s(ctx());
+    for (int round = 0; round < 2; ++round) {
+        s.begin();
+        s.dispatch(p, {a, b}, push, (n + 31) / 32);  // b = a + i
+        s.barrier("b written above is read below");
+        s.dispatch(p, {b, a}, push, (n + 31) / 32);  // a = b + i = a + 2i
+        s.submit_and_wait();
+    }
+    std::vector<float> got(n);
+    a.download(got.data(), n * 4);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[i], 1.0f + 4.0f * float(i)) << i;
+}
+
+TEST_F(GpuTest, BindingOverTheRangeLimitIsRejected) {
+    const auto& p = ctx().pipeline("fill_test", 2, 8, {64});
+    gpu::Buffer a(ctx(), 64, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    struct { uint32_t n; float scale; } push{1, 1.0f};
+    EXPECT_THROW(s.dispatch(p, {a, gpu::BufferRange(a, 3, 16)}, push, 1), std::logic_error);  // misaligned
+    s.submit_and_wait();
+}
+
+TEST_F(GpuTest, UnknownShaderIsALogicError) {
+    EXPECT_EQ(gpu::find_shader("no_such_shader"), nullptr);
+    EXPECT_THROW(ctx().pipeline("no_such_shader", 1, 0), std::logic_error);
+}
+
+}  // namespace
+}  // namespace vkllm
