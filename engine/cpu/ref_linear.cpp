@@ -1,0 +1,79 @@
+// Reference matmul, embedding lookup and argmax over (possibly quantized) ggml-layout weights.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/ref_ops.h"
+#include "gguf/quant.h"
+
+namespace vkllm::cpu {
+
+namespace {
+
+void check_weight(const WeightView& w, const char* op) {
+    if (!w.data) throw ShapeError(std::string(op) + ": weight data is null");
+    if (w.n_in <= 0 || w.n_out <= 0)
+        throw ShapeError(std::string(op) + ": weight dims {" + std::to_string(w.n_in) + ", " +
+                         std::to_string(w.n_out) + "} must be positive");
+}
+
+}  // namespace
+
+size_t weight_row_bytes(const WeightView& w) {
+    auto traits = gguf::type_traits(w.type);
+    if (!traits || !traits->dequantizable)
+        throw ShapeError("weight of tensor type " + std::to_string(static_cast<uint32_t>(w.type)) +
+                         (traits ? std::string(" (") + traits->name + ")" : std::string()) +
+                         " cannot be dequantized on the CPU");
+    if (w.n_in % traits->block_size != 0)
+        throw ShapeError(std::string("weight row length ") + std::to_string(w.n_in) + " is not a multiple of the " +
+                         traits->name + " block size " + std::to_string(traits->block_size));
+    return static_cast<size_t>(w.n_in / traits->block_size) * traits->type_size;
+}
+
+void dequantize_weight_row(const WeightView& w, int64_t row, float* dst) {
+    check_weight(w, "dequantize_weight_row");
+    if (row < 0 || row >= w.n_out)
+        throw ShapeError("dequantize_weight_row: row " + std::to_string(row) + " outside [0, " +
+                         std::to_string(w.n_out) + ")");
+    const size_t row_bytes = weight_row_bytes(w);
+    gguf::dequantize_row(w.type, w.data + static_cast<size_t>(row) * row_bytes, dst, static_cast<size_t>(w.n_in));
+}
+
+void matmul(const WeightView& w, const float* x, float* y, int64_t n_tokens, const float* bias) {
+    check_weight(w, "matmul");
+    if (n_tokens < 0) throw ShapeError("matmul: negative n_tokens");
+    std::vector<float> row(static_cast<size_t>(w.n_in));  // [n_in] one dequantized weight row
+    for (int64_t o = 0; o < w.n_out; ++o) {
+        dequantize_weight_row(w, o, row.data());
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float* xt = x + t * w.n_in;
+            double acc = 0.0;
+            for (int64_t i = 0; i < w.n_in; ++i) acc += static_cast<double>(row[i]) * xt[i];
+            if (bias) acc += bias[o];
+            y[t * w.n_out + o] = static_cast<float>(acc);
+        }
+    }
+}
+
+void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out) {
+    check_weight(table, "get_rows");
+    for (int64_t t = 0; t < n; ++t) {
+        if (ids[t] < 0 || ids[t] >= table.n_out)
+            throw ShapeError("get_rows: id " + std::to_string(ids[t]) + " at index " + std::to_string(t) +
+                             " is outside the table's " + std::to_string(table.n_out) + " rows");
+        dequantize_weight_row(table, ids[t], out + t * table.n_in);
+    }
+}
+
+int64_t argmax(const float* x, int64_t n) {
+    if (n <= 0) throw ShapeError("argmax: empty input");
+    int64_t best = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        if (std::isnan(x[i])) continue;
+        if (best < 0 || x[i] > x[best]) best = i;  // strict: the first maximum wins
+    }
+    return best < 0 ? 0 : best;
+}
+
+}  // namespace vkllm::cpu
