@@ -1,0 +1,318 @@
+// Reference encoders for ggml's block formats: round-to-nearest with ggml's block scales.
+// The K-quants are simpler than llama.cpp's search-based quantizers (no importance weights, no
+// scale search): each group's scale comes from its min/max, and every scale is rounded to its
+// stored precision (fp16, 6-bit, ...) before the elements are quantized against it.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "gguf/quant.h"
+#include "gguf/quant_blocks.h"
+
+namespace vkllm::gguf {
+
+namespace {
+
+int nearest(float x) { return int(std::lrintf(x)); }
+int clampi(int v, int lo, int hi) { return std::min(hi, std::max(lo, v)); }
+float stored_half(float v) { return fp16_to_fp32(fp32_to_fp16(v)); }
+
+// The element with the largest magnitude, sign kept (symmetric formats map it to -2^(bits-1)).
+float signed_absmax(const float* x, int n) {
+    float best = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; ++i)
+        if (std::fabs(x[i]) > amax) {
+            amax = std::fabs(x[i]);
+            best = x[i];
+        }
+    return best;
+}
+
+// The 32-element formats follow ggml's reference quantizers exactly (same scale, same rounding),
+// so that re-quantizing an F32 model gives the bytes llama-quantize writes.
+
+// Symmetric: the element of largest magnitude maps to code 0 (value -half_range * d).
+// codes[i] = min(2*half_range - 1, trunc(x/d + half_range + 0.5)).
+void symmetric_codes(const float* x, int n, int half_range, uint8_t* d_out, int* codes) {
+    const float d = signed_absmax(x, n) / float(-half_range);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_half(d_out, d);
+    for (int i = 0; i < n; ++i)
+        codes[i] = clampi(int(x[i] * id + float(half_range) + 0.5f), 0, 2 * half_range - 1);
+}
+
+// Affine: value = q * d + m with m the block minimum, q in [0, levels-1].
+void affine_codes(const float* x, int n, int levels, uint8_t* d_out, uint8_t* m_out, int* codes) {
+    float lo = FLT_MAX, hi = -FLT_MAX;
+    for (int i = 0; i < n; ++i) {
+        lo = std::min(lo, x[i]);
+        hi = std::max(hi, x[i]);
+    }
+    const float d = (hi - lo) / float(levels - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_half(d_out, d);
+    put_half(m_out, lo);
+    for (int i = 0; i < n; ++i) codes[i] = clampi(int((x[i] - lo) * id + 0.5f), 0, levels - 1);
+}
+
+void encode_q4_0(const float* x, uint8_t* b) {
+    int q[32];
+    symmetric_codes(x, 32, 8, b, q);
+    for (int j = 0; j < 16; ++j) b[2 + j] = uint8_t(q[j] | (q[j + 16] << 4));
+}
+
+void encode_q4_1(const float* x, uint8_t* b) {
+    int q[32];
+    affine_codes(x, 32, 16, b, b + 2, q);
+    for (int j = 0; j < 16; ++j) b[4 + j] = uint8_t(q[j] | (q[j + 16] << 4));
+}
+
+void pack_5bit(const int* q, uint8_t* qh_out, uint8_t* qs) {
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        qs[j] = uint8_t((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+        qh |= uint32_t(q[j] >> 4) << j;
+        qh |= uint32_t(q[j + 16] >> 4) << (j + 16);
+    }
+    std::memcpy(qh_out, &qh, 4);
+}
+
+void encode_q5_0(const float* x, uint8_t* b) {
+    int q[32];
+    symmetric_codes(x, 32, 16, b, q);
+    pack_5bit(q, b + 2, b + 6);
+}
+
+void encode_q5_1(const float* x, uint8_t* b) {
+    int q[32];
+    affine_codes(x, 32, 32, b, b + 2, q);
+    pack_5bit(q, b + 4, b + 8);
+}
+
+void encode_q8_0(const float* x, uint8_t* b) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int i = 0; i < 32; ++i) b[2 + i] = uint8_t(int8_t(clampi(int(std::round(x[i] * id)), -127, 127)));
+}
+
+void encode_mxfp4(const float* x, uint8_t* b) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    // Shared exponent: the largest element lands in the top E2M1 binade (|value| up to 6 = 12/2).
+    const int e = amax > 0.0f ? clampi(int(std::floor(std::log2(amax))) - 2 + 127, 0, 254) : 0;
+    b[0] = uint8_t(e);
+    const float d = e8m0_half_to_fp32(uint8_t(e));
+    for (int j = 0; j < 32; ++j) {
+        int best = 0;
+        float best_err = FLT_MAX;
+        for (int k = 0; k < 16; ++k) {
+            const float err = std::fabs(float(kMxfp4Values[k]) * d - x[j]);
+            if (err < best_err) {
+                best_err = err;
+                best = k;
+            }
+        }
+        if (j < 16) b[1 + j] = uint8_t(best);
+        else b[1 + j - 16] |= uint8_t(best << 4);
+    }
+}
+
+// Packs 2-bit codes in the Q2_K/Q3_K order: element i -> qs[32*(i/128) + i%32], bit 2*((i%128)/32).
+void pack_2bit(const int* q, uint8_t* qs) {
+    std::memset(qs, 0, 64);
+    for (int i = 0; i < 256; ++i) qs[32 * (i / 128) + i % 32] |= uint8_t((q[i] & 3) << (2 * ((i % 128) / 32)));
+}
+
+// Per-group (scale, min) for value = scale * q - min with q in [0, levels-1] and min >= 0
+// (the group's minimum is clamped to <= 0 so that zero stays representable, as ggml does).
+void group_scale_min(const float* x, int n, int levels, float* scale, float* min) {
+    float lo = 0.0f, hi = -FLT_MAX;
+    for (int i = 0; i < n; ++i) {
+        lo = std::min(lo, x[i]);
+        hi = std::max(hi, x[i]);
+    }
+    *scale = (hi - lo) / float(levels - 1);
+    *min = -lo;
+}
+
+void encode_q2_k(const float* x, uint8_t* b) {
+    float scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+        group_scale_min(x + 16 * g, 16, 4, &scales[g], &mins[g]);
+        max_scale = std::max(max_scale, scales[g]);
+        max_min = std::max(max_min, mins[g]);
+    }
+    // 4-bit group scales and mins against fp16 super-scales.
+    const float d = stored_half(max_scale / 15.0f), dmin = stored_half(max_min / 15.0f);
+    put_half(b + 80, d);
+    put_half(b + 82, dmin);
+    int q[256];
+    for (int g = 0; g < 16; ++g) {
+        const int ls = d > 0 ? clampi(nearest(scales[g] / d), 0, 15) : 0;
+        const int lm = dmin > 0 ? clampi(nearest(mins[g] / dmin), 0, 15) : 0;
+        b[g] = uint8_t(ls | (lm << 4));
+        const float dl = d * ls, ml = dmin * lm;
+        for (int i = 16 * g; i < 16 * g + 16; ++i) q[i] = dl > 0 ? clampi(nearest((x[i] + ml) / dl), 0, 3) : 0;
+    }
+    pack_2bit(q, b + 16);
+}
+
+void encode_q3_k(const float* x, uint8_t* b) {
+    // Signed group scales (q in [-4, 3]), then 6-bit signed scales against one fp16 super-scale.
+    float scales[16], max_scale = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+        scales[g] = signed_absmax(x + 16 * g, 16) / -4.0f;
+        if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
+    }
+    uint8_t* packed = b + 96;
+    std::memset(packed, 0, 12);
+    const float d = max_scale != 0.0f ? stored_half(max_scale / -32.0f) : 0.0f;
+    put_half(b + 108, d);
+    int q[256];
+    for (int g = 0; g < 16; ++g) {
+        const int ls = d != 0.0f ? clampi(nearest(scales[g] / d), -32, 31) + 32 : 32;
+        packed[g % 8] |= uint8_t((ls & 0xF) << (4 * (g / 8)));
+        packed[8 + g % 4] |= uint8_t((ls >> 4) << (2 * (g / 4)));
+        const float dl = d * float(ls - 32);
+        for (int i = 16 * g; i < 16 * g + 16; ++i) q[i] = (dl != 0.0f ? clampi(nearest(x[i] / dl), -4, 3) : 0) + 4;
+    }
+    std::memset(b, 0, 32);  // hmask: bit (i/32) of byte i%32 is bit 2 of code i
+    for (int i = 0; i < 256; ++i)
+        if (q[i] & 4) b[i % 32] |= uint8_t(1 << (i / 32));
+    pack_2bit(q, b + 32);
+}
+
+// Shared by Q4_K (16 levels) and Q5_K (32 levels): eight groups of 32 with 6-bit scale and min.
+void encode_k_affine(const float* x, uint8_t* b, int levels, int* q) {
+    float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
+    for (int s = 0; s < 8; ++s) {
+        group_scale_min(x + 32 * s, 32, levels, &scales[s], &mins[s]);
+        max_scale = std::max(max_scale, scales[s]);
+        max_min = std::max(max_min, mins[s]);
+    }
+    const float d = stored_half(max_scale / 63.0f), dmin = stored_half(max_min / 63.0f);
+    put_half(b, d);
+    put_half(b + 2, dmin);
+    uint8_t* packed = b + 4;
+    std::memset(packed, 0, 12);
+    for (int s = 0; s < 8; ++s) {
+        const int ls = d > 0 ? clampi(nearest(scales[s] / d), 0, 63) : 0;
+        const int lm = dmin > 0 ? clampi(nearest(mins[s] / dmin), 0, 63) : 0;
+        if (s < 4) {
+            packed[s] |= uint8_t(ls);
+            packed[s + 4] |= uint8_t(lm);
+        } else {  // low 4 bits in byte s+4, high 2 bits in the top of bytes s-4 (scale) and s (min)
+            packed[s + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+            packed[s - 4] |= uint8_t((ls >> 4) << 6);
+            packed[s] |= uint8_t((lm >> 4) << 6);
+        }
+        const float dl = d * ls, ml = dmin * lm;
+        for (int i = 32 * s; i < 32 * s + 32; ++i) q[i] = dl > 0 ? clampi(nearest((x[i] + ml) / dl), 0, levels - 1) : 0;
+    }
+}
+
+void encode_q4_k(const float* x, uint8_t* b) {
+    int q[256];
+    encode_k_affine(x, b, 16, q);
+    uint8_t* qs = b + 16;  // element i -> qs[32*(i/64) + i%32], high nibble when i%64 >= 32
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) qs[32 * c + l] = uint8_t(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+}
+
+void encode_q5_k(const float* x, uint8_t* b) {
+    int q[256];
+    encode_k_affine(x, b, 32, q);
+    uint8_t* qh = b + 16;
+    uint8_t* qs = b + 48;
+    std::memset(qh, 0, 32);
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l)
+            qs[32 * c + l] = uint8_t((q[64 * c + l] & 0xF) | ((q[64 * c + 32 + l] & 0xF) << 4));
+    for (int i = 0; i < 256; ++i) qh[i % 32] |= uint8_t((q[i] >> 4) << (i / 32));
+}
+
+void encode_q6_k(const float* x, uint8_t* b) {
+    // Signed group scales (q in [-32, 31]) stored as int8 against one fp16 super-scale.
+    float scales[16], max_scale = 0.0f;
+    for (int g = 0; g < 16; ++g) {
+        scales[g] = signed_absmax(x + 16 * g, 16) / -32.0f;
+        if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
+    }
+    const float d = max_scale != 0.0f ? stored_half(max_scale / -128.0f) : 0.0f;
+    put_half(b + 208, d);
+    int q[256];
+    for (int g = 0; g < 16; ++g) {
+        const int ls = d != 0.0f ? clampi(nearest(scales[g] / d), -128, 127) : 0;
+        b[192 + g] = uint8_t(int8_t(ls));
+        const float dl = d * float(ls);
+        for (int i = 16 * g; i < 16 * g + 16; ++i) q[i] = (dl != 0.0f ? clampi(nearest(x[i] / dl), -32, 31) : 0) + 32;
+    }
+    uint8_t* ql = b;
+    uint8_t* qh = b + 128;
+    std::memset(b, 0, 192);
+    for (int i = 0; i < 256; ++i) {  // see decode_q6_k for the layout
+        const int h = i / 128, k = (i % 128) / 32, l = i % 32;
+        ql[64 * h + l + 32 * (k % 2)] |= uint8_t((q[i] & 0xF) << (4 * (k / 2)));
+        qh[32 * h + l] |= uint8_t((q[i] >> 4) << (2 * k));
+    }
+}
+
+using BlockEncoder = void (*)(const float*, uint8_t*);
+
+BlockEncoder block_encoder(TensorType t) {
+    switch (t) {
+        case TensorType::Q4_0: return encode_q4_0;
+        case TensorType::Q4_1: return encode_q4_1;
+        case TensorType::Q5_0: return encode_q5_0;
+        case TensorType::Q5_1: return encode_q5_1;
+        case TensorType::Q8_0: return encode_q8_0;
+        case TensorType::Q2_K: return encode_q2_k;
+        case TensorType::Q3_K: return encode_q3_k;
+        case TensorType::Q4_K: return encode_q4_k;
+        case TensorType::Q5_K: return encode_q5_k;
+        case TensorType::Q6_K: return encode_q6_k;
+        case TensorType::MXFP4: return encode_mxfp4;
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+bool can_quantize(TensorType t) {
+    return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || block_encoder(t) != nullptr;
+}
+
+void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n) {
+    TypeTraits tr = checked_traits(t, n, "quantize_row");
+    switch (t) {
+        case TensorType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+        case TensorType::F16:
+            for (size_t i = 0; i < n; ++i) {
+                const uint16_t h = fp32_to_fp16(src[i]);
+                std::memcpy(dst + 2 * i, &h, 2);
+            }
+            return;
+        case TensorType::BF16:
+            for (size_t i = 0; i < n; ++i) {
+                const uint16_t h = fp32_to_bf16(src[i]);
+                std::memcpy(dst + 2 * i, &h, 2);
+            }
+            return;
+        default: break;
+    }
+    BlockEncoder encode = block_encoder(t);
+    if (!encode) throw UnsupportedType("quantize_row: cannot encode " + type_display_name(t) + " tensors");
+    for (size_t blk = 0; blk < n / tr.block_size; ++blk) encode(src + blk * tr.block_size, dst + blk * tr.type_size);
+}
+
+std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n) {
+    std::vector<uint8_t> out(row_size(t, n));
+    quantize_row(t, src, out.data(), n);
+    return out;
+}
+
+}  // namespace vkllm::gguf
