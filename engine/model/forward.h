@@ -1,0 +1,68 @@
+// The one forward pass: walks a ModelSpec's layers, recording every op into one command buffer
+// per step. Owns the KV cache and the scratch activations of a session.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "model/spec.h"
+#include "model/weights.h"
+#include "vkllm/probe.h"
+
+namespace vkllm::gpu { class Context; }
+
+namespace vkllm::model {
+
+class Forward {
+public:
+    // n_batch: most tokens per step. Throws ModelError for spec features not implemented.
+    Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch);
+
+    // Runs tokens ids[0..n_tokens) at positions pos0.. (n_tokens <= max_tokens(all_logits)),
+    // writing their K/V into the cache. logits: [n_tokens, n_vocab] when all_logits, else the
+    // last token's [n_vocab].
+    void step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits, const ProbeConfig& probes,
+              ProbeResults* results);
+
+    int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
+    int n_ctx() const { return n_ctx_; }
+    uint64_t kv_bytes() const { return kv_bytes_; }
+
+private:
+    void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
+    void alloc_probe_buffers(const ProbeConfig& probes);
+    void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
+
+    gpu::Context& ctx_;
+    const ModelSpec& spec_;
+    const Weights& w_;
+    int n_ctx_, n_batch_, n_logit_rows_;
+    gpu::Stream stream_;
+
+    // Host-visible inputs, written before each submit.
+    gpu::Buffer ids_;        // int32 [n_batch]
+    gpu::Buffer positions_;  // int32 [n_batch]
+    gpu::Buffer kv_pos_;     // int32 [n_ctx]: the position each cache slot holds
+    // Scratch activations (device-local).
+    gpu::Buffer x_;          // [n_batch, n_embd] the residual stream
+    gpu::Buffer h_;          // [n_batch, n_embd] normalised input of a block
+    gpu::Buffer q_;          // [n_batch, n_head * head_dim]
+    gpu::Buffer attn_;       // [n_batch, n_head * head_dim_v]
+    gpu::Buffer gate_, up_;  // [n_batch, n_ff]
+    gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
+    gpu::Buffer logits_host_;
+    // KV cache, one pair per layer: [n_ctx, n_head_kv * head_dim] and [n_ctx, n_head_kv * head_dim_v].
+    std::vector<gpu::Buffer> k_cache_, v_cache_;
+    uint64_t kv_bytes_ = 0;
+
+    // Probe buffers, allocated on first use.
+    std::vector<int> probed_layers_;
+    std::vector<gpu::Buffer> probs_;       // per probed layer: [n_batch, n_head, n_ctx]
+    std::vector<gpu::Buffer> probs_host_;  // per probed layer: [n_head, n_ctx] of the newest token
+    gpu::Buffer residual_host_;            // [n_layer + 1, n_batch, n_embd]
+};
+
+}  // namespace vkllm::model

@@ -1,0 +1,233 @@
+#include "model/spec.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "gguf/gguf.h"
+
+namespace vkllm::model {
+namespace {
+
+// Reads `<arch>.<key>` metadata with clear errors for missing or malformed values.
+class Meta {
+public:
+    Meta(const gguf::File& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+    const gguf::File& file() const { return f_; }
+
+    bool has(const std::string& key) const { return f_.has(arch_ + "." + key); }
+    int64_t integer(const std::string& key) const {
+        auto v = f_.get_int(arch_ + "." + key);
+        if (!v) throw ModelError(f_.path() + ": missing metadata key '" + arch_ + "." + key + "'");
+        return *v;
+    }
+    int64_t integer(const std::string& key, int64_t fallback) const {
+        return f_.get_int(arch_ + "." + key).value_or(fallback);
+    }
+    double real(const std::string& key, double fallback) const {
+        return f_.get_float(arch_ + "." + key).value_or(fallback);
+    }
+    std::string text(const std::string& key, const std::string& fallback) const {
+        return f_.get_string(arch_ + "." + key).value_or(fallback);
+    }
+    // A per-layer integer that files store either once or as an array of n_layer values.
+    int64_t per_layer(const std::string& key, int layer, int64_t fallback) const {
+        const gguf::Value* v = f_.find(arch_ + "." + key);
+        if (!v) return fallback;
+        if (v->type != gguf::ValueType::ARRAY) return v->as_int(arch_ + "." + key);
+        if (size_t(layer) >= v->arr.size())
+            throw ModelError(f_.path() + ": metadata '" + arch_ + "." + key + "' has " +
+                             std::to_string(v->arr.size()) + " values for " + std::to_string(layer + 1) + "+ layers");
+        return v->arr[size_t(layer)].as_int(arch_ + "." + key);
+    }
+
+private:
+    const gguf::File& f_;
+    std::string arch_;
+};
+
+void require_positive(const gguf::File& f, const char* what, int64_t v, int64_t max = 1 << 24) {
+    if (v <= 0 || v > max)
+        throw ModelError(f.path() + ": " + what + " = " + std::to_string(v) + " is out of range");
+}
+
+// Hyperparameters every transformer family shares, read with llama.cpp's key names.
+ModelSpec common_spec(const Meta& m, const std::string& arch) {
+    const gguf::File& f = m.file();
+    ModelSpec s;
+    s.arch = arch;
+    s.name = f.get_string("general.name").value_or("");
+    s.n_layer = int(m.integer("block_count"));
+    s.n_embd = int(m.integer("embedding_length"));
+    s.n_ctx_train = int(m.integer("context_length", 2048));
+    require_positive(f, "block_count", s.n_layer, 4096);
+    require_positive(f, "embedding_length", s.n_embd);
+    require_positive(f, "context_length", s.n_ctx_train, int64_t(1) << 30);
+
+    const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
+    if (!embd) throw ModelError(f.path() + ": missing tensor 'token_embd.weight'");
+    if (embd->dims.size() != 2 || int64_t(embd->dims[0]) != s.n_embd)
+        throw ModelError(f.path() + ": tensor 'token_embd.weight' is not [" + std::to_string(s.n_embd) + ", n_vocab]");
+    s.n_vocab = int(embd->dims[1]);
+    s.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+
+    for (int l = 0; l < s.n_layer; ++l) {
+        LayerSpec L;
+        AttentionSpec& a = L.attn;
+        a.n_head = int(m.per_layer("attention.head_count", l, 0));
+        a.n_head_kv = int(m.per_layer("attention.head_count_kv", l, a.n_head));
+        require_positive(f, "attention.head_count", a.n_head, 1 << 16);
+        require_positive(f, "attention.head_count_kv", a.n_head_kv, a.n_head);
+        if (a.n_head % a.n_head_kv)
+            throw ModelError(f.path() + ": head_count " + std::to_string(a.n_head) +
+                             " is not a multiple of head_count_kv " + std::to_string(a.n_head_kv));
+        a.head_dim = int(m.integer("attention.key_length", s.n_embd / a.n_head));
+        a.head_dim_v = int(m.integer("attention.value_length", a.head_dim));
+        require_positive(f, "attention.key_length", a.head_dim, 4096);
+        require_positive(f, "attention.value_length", a.head_dim_v, 4096);
+        a.scale = 1.0f / std::sqrt(float(a.head_dim));
+
+        RopeSpec& r = a.rope;
+        r.n_dims = int(m.integer("rope.dimension_count", a.head_dim));
+        if (r.n_dims > a.head_dim || r.n_dims % 2)
+            throw ModelError(f.path() + ": rope.dimension_count " + std::to_string(r.n_dims) + " does not fit head dim " +
+                             std::to_string(a.head_dim));
+        r.freq_base = float(m.real("rope.freq_base", 10000.0));
+        std::string scaling = m.text("rope.scaling.type", "none");
+        double factor = m.real("rope.scaling.factor", 1.0);
+        if (scaling == "none" || factor == 1.0 || factor == 0.0) r.scaling = RopeScaling::None;
+        else if (scaling == "linear") r.scaling = RopeScaling::Linear;
+        else if (scaling == "yarn") r.scaling = RopeScaling::Yarn;
+        else throw ModelError(f.path() + ": rope scaling '" + scaling + "' is not supported");
+        if (r.scaling != RopeScaling::None) r.factor = float(factor);
+        r.n_ctx_orig = int(m.integer("rope.scaling.original_context_length", s.n_ctx_train));
+        if (r.scaling == RopeScaling::Yarn) {
+            r.ext_factor = 1.0f;
+            r.beta_fast = float(m.real("rope.scaling.yarn_beta_fast", 32.0));
+            r.beta_slow = float(m.real("rope.scaling.yarn_beta_slow", 1.0));
+        }
+        r.attn_factor = float(m.real("rope.scaling.attn_factor", 1.0));
+        r.freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
+        if (r.freq_factors && r.scaling == RopeScaling::None) r.scaling = RopeScaling::Llama3;
+
+        L.ffn.n_ff = int(m.per_layer("feed_forward_length", l, 0));
+        require_positive(f, "feed_forward_length", L.ffn.n_ff, 1 << 20);
+        s.layers.push_back(L);
+    }
+    return s;
+}
+
+// Llama 1/2/3, TinyLlama, SmolLM, Mistral-style dense models: RMSNorm before attention and FFN,
+// RoPE with adjacent pairs (llama.cpp's converter permutes Q/K for it), SwiGLU.
+ModelSpec llama_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "llama");
+    s.norm = NormKind::RMSNorm;
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
+    if (m.has("expert_count") && m.integer("expert_count") > 0)
+        throw ModelError(m.file().path() + ": llama with experts (Mixtral) is not supported yet");
+    for (int l = 0; l < s.n_layer; ++l) {
+        LayerSpec& L = s.layers[size_t(l)];
+        L.attn.window = int(m.integer("attention.sliding_window", 0));
+        L.ffn.activation = Activation::SiLU;
+        L.ffn.gated = true;
+    }
+    return s;
+}
+
+using FamilyFn = std::function<ModelSpec(const Meta&)>;
+
+const std::map<std::string, FamilyFn>& families() {
+    static const std::map<std::string, FamilyFn> table = {
+        {"llama", llama_spec},
+    };
+    return table;
+}
+
+const char* name_of(NormPlacement p) {
+    switch (p) {
+        case NormPlacement::Pre: return "pre";
+        case NormPlacement::Post: return "post";
+        case NormPlacement::Sandwich: return "sandwich";
+    }
+    return "?";
+}
+
+const char* name_of(Activation a) {
+    switch (a) {
+        case Activation::SiLU: return "silu";
+        case Activation::GeluTanh: return "gelu";
+        case Activation::GeluErf: return "gelu-erf";
+    }
+    return "?";
+}
+
+const char* name_of(RopeScaling r) {
+    switch (r) {
+        case RopeScaling::None: return "";
+        case RopeScaling::Linear: return " linear";
+        case RopeScaling::Yarn: return " yarn";
+        case RopeScaling::Llama3: return " freq-factors";
+    }
+    return "?";
+}
+
+}  // namespace
+
+std::vector<std::string> supported_architectures() {
+    std::vector<std::string> names;
+    for (const auto& [name, fn] : families()) names.push_back(name);
+    return names;
+}
+
+ModelSpec ModelSpec::from_gguf(const gguf::File& f) {
+    auto arch = f.get_string("general.architecture");
+    if (!arch) throw ModelError(f.path() + ": missing metadata key 'general.architecture'");
+    auto it = families().find(*arch);
+    if (it == families().end()) {
+        std::string list;
+        for (const auto& n : supported_architectures()) list += (list.empty() ? "" : ", ") + n;
+        throw ModelError(f.path() + ": architecture '" + *arch + "' is not supported (supported: " + list + ")");
+    }
+    return it->second(Meta(f, *arch));
+}
+
+uint64_t ModelSpec::kv_bytes_per_token() const {
+    uint64_t total = 0;
+    for (const auto& L : layers)
+        total += uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim + L.attn.head_dim_v) * sizeof(float);
+    return total;
+}
+
+std::string ModelSpec::to_table() const {
+    std::ostringstream s;
+    s << "architecture " << arch << (name.empty() ? "" : " (" + name + ")") << ": " << n_layer << " layers, n_embd "
+      << n_embd << ", n_vocab " << n_vocab << ", context " << n_ctx_train << "\n";
+    s << "norm " << (norm == NormKind::RMSNorm ? "RMSNorm" : "LayerNorm") << " eps " << norm_eps
+      << (tied_embeddings ? ", tied embeddings" : "") << (learned_positions ? ", learned positions" : "");
+    if (embd_scale != 1.0f) s << ", embedding scale " << embd_scale;
+    if (final_softcap > 0) s << ", final soft-cap " << final_softcap;
+    s << "\n";
+    s << "layer  heads(q/kv) head_dim  attention        rope                     norm      ffn\n";
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const LayerSpec& L = layers[i];
+        const AttentionSpec& a = L.attn;
+        char attn[64], rope[64], ffn[64], heads[32];
+        std::snprintf(heads, sizeof heads, "%d/%d", a.n_head, a.n_head_kv);
+        if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
+        else std::snprintf(attn, sizeof attn, "global");
+        if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
+        else
+            std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
+                          double(a.rope.freq_base), name_of(a.rope.scaling));
+        std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.gated ? "gated " : "", name_of(L.ffn.activation), L.ffn.n_ff);
+        char line[320];
+        std::snprintf(line, sizeof line, "%5zu  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", i, heads, a.head_dim, attn, rope,
+                      name_of(L.norm_placement), ffn, a.qk_norm ? ", qk-norm" : "", a.softcap > 0 ? ", softcap" : "");
+        s << line;
+    }
+    return s.str();
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,93 @@
+// ModelSpec: a model's architecture as data. One small function per family maps GGUF metadata
+// to a spec (spec_families.cpp); the one forward pass (forward.cpp) walks the layer specs.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vkllm::gguf {
+class File;
+}
+
+namespace vkllm::model {
+
+// The model cannot run here: unsupported architecture, missing tensor, inconsistent shapes.
+struct ModelError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+enum class NormKind { RMSNorm, LayerNorm };
+// Pre: x += f(norm(x)). Post: x = x + norm(f(x)) (OLMo 2). Sandwich: x += norm2(f(norm1(x))) (Gemma 2/3).
+enum class NormPlacement { Pre, Post, Sandwich };
+enum class Activation { SiLU, GeluTanh, GeluErf };
+enum class RopeScaling { None, Linear, Yarn, Llama3 };
+
+struct RopeSpec {
+    bool enabled = true;      // false: a NoPE layer
+    int n_dims = 0;           // rotated dims per head
+    bool neox = false;        // NeoX pairing (i, i + n_dims/2); else adjacent pairs
+    float freq_base = 10000.0f;
+    RopeScaling scaling = RopeScaling::None;
+    float factor = 1.0f;      // Linear/Yarn: positions are divided by it
+    int n_ctx_orig = 0;
+    float attn_factor = 1.0f;
+    float ext_factor = 0.0f, beta_fast = 32.0f, beta_slow = 1.0f;
+    bool freq_factors = false;  // the model has a rope_freqs tensor (Llama 3.x, LongRoPE)
+};
+
+struct AttentionSpec {
+    int n_head = 0, n_head_kv = 0;
+    int head_dim = 0;       // of queries and keys
+    int head_dim_v = 0;     // of values
+    int window = 0;         // > 0: sliding window of this many positions
+    float scale = 0.0f;     // logit scale (usually 1/sqrt(head_dim))
+    float softcap = 0.0f;   // > 0: Gemma 2 attention-logit soft-capping
+    bool qk_norm = false;   // RMSNorm of each q and k head (Qwen3, OLMo 2, Gemma 3)
+    bool bias_qkv = false;  // q, k, v projections have biases (Qwen2, GPT-2)
+    bool bias_o = false;
+    bool fused_qkv = false; // one attn_qkv tensor (GPT-2, Phi-3)
+    RopeSpec rope;
+};
+
+struct FfnSpec {
+    int n_ff = 0;
+    Activation activation = Activation::SiLU;
+    bool gated = true;       // act(gate) * up; false: act(up) (GPT-2)
+    bool fused_gate_up = false;  // one ffn_up tensor holding [gate; up] (Phi-3)
+    bool bias = false;
+};
+
+struct LayerSpec {
+    AttentionSpec attn;
+    FfnSpec ffn;
+    NormPlacement norm_placement = NormPlacement::Pre;
+};
+
+struct ModelSpec {
+    std::string arch;          // general.architecture
+    std::string name;          // general.name
+    int n_layer = 0, n_embd = 0, n_vocab = 0;
+    int n_ctx_train = 0;
+    NormKind norm = NormKind::RMSNorm;
+    float norm_eps = 1e-5f;
+    float embd_scale = 1.0f;           // multiply embeddings (Gemma: sqrt(n_embd))
+    bool learned_positions = false;    // GPT-2 position_embd
+    bool tied_embeddings = false;      // output projection = token_embd
+    float final_softcap = 0.0f;        // Gemma 2 final-logit soft-capping
+    std::vector<LayerSpec> layers;
+
+    // Maps the file's metadata to a spec; ModelError names an unsupported architecture or a
+    // missing key.
+    static ModelSpec from_gguf(const gguf::File& f);
+    // KV-cache bytes per token summed over layers (f32 cache).
+    uint64_t kv_bytes_per_token() const;
+    // A per-layer table a person can read (vkllm inspect).
+    std::string to_table() const;
+};
+
+// Architectures from_gguf understands.
+std::vector<std::string> supported_architectures();
+
+}  // namespace vkllm::model

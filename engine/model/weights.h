@@ -1,0 +1,53 @@
+// A model's tensors on the GPU, found by llama.cpp's tensor names.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "model/spec.h"
+#include "ops/ops.h"
+
+namespace vkllm::gguf { class File; }
+namespace vkllm::gpu { class Context; }
+
+namespace vkllm::model {
+
+struct LayerWeights {
+    const gpu::Buffer* attn_norm = nullptr;  // [n_embd] f32
+    const gpu::Buffer* attn_norm_b = nullptr;
+    ops::Weight wq, wk, wv, wo;              // wq: {n_embd, n_head*head_dim} ...
+    const gpu::Buffer* ffn_norm = nullptr;   // [n_embd] f32
+    const gpu::Buffer* ffn_norm_b = nullptr;
+    ops::Weight gate, up, down;              // gate/up: {n_embd, n_ff}; down: {n_ff, n_embd}
+};
+
+class Weights {
+public:
+    // Uploads every tensor the spec needs. ModelError names a missing tensor, a wrong shape or
+    // a type the GPU kernels do not support.
+    Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spec);
+
+    ops::Weight token_embd;             // {n_embd, n_vocab}
+    ops::Weight output;                 // {n_embd, n_vocab}; token_embd when tied
+    const gpu::Buffer* output_norm = nullptr;
+    const gpu::Buffer* output_norm_b = nullptr;
+    const gpu::Buffer* rope_freqs = nullptr;  // [n_rot/2] f32 or null
+    std::vector<LayerWeights> layers;
+
+    uint64_t bytes() const { return bytes_; }
+
+private:
+    ops::Weight matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true);
+    const gpu::Buffer* vector(const std::string& name, int64_t n, bool required = true);
+    const gpu::Buffer* upload(const void* data, uint64_t n_bytes);
+
+    gpu::Context& ctx_;
+    const gguf::File& file_;
+    std::vector<std::unique_ptr<gpu::Buffer>> buffers_;
+    uint64_t bytes_ = 0;
+};
+
+}  // namespace vkllm::model

@@ -1,0 +1,93 @@
+// GPU ops: one C++ function per shader family. Each checks shapes, fills push constants, picks a
+// variant from the device's capabilities and records a dispatch into a Stream. No op waits for
+// the GPU or inserts barriers: the caller orders dependent ops with Stream::barrier.
+//
+// Conventions: activations are float32, row-major; `[n_tokens, n]` is n_tokens rows of n.
+// Weights use ggml's layout: {n_in, n_out} is n_out rows of n_in elements, quantised per row.
+// Element offsets (`*_offset`) are in elements of the buffer's element type, so callers never
+// need to respect the device's binding-offset alignment.
+#pragma once
+
+#include <cstdint>
+
+#include "gguf/gguf.h"
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+
+namespace vkllm::ops {
+
+using gpu::Buffer;
+using gpu::Stream;
+using gguf::TensorType;
+
+// A weight matrix resident on the GPU.
+struct Weight {
+    TensorType type = TensorType::F32;
+    const Buffer* buffer = nullptr;  // raw GGUF bytes of the tensor, starting at offset 0
+    int64_t n_in = 0;                // row length (elements)
+    int64_t n_out = 0;               // number of rows
+};
+
+// True when a weight of this type can be used by matmul/get_rows on the GPU.
+bool gpu_supports(TensorType t);
+
+// y[t, o] = sum_i W[o, i] * x[t, i]  (+ y[t, o] when accumulate: the residual add fused in).
+// x: [n_tokens, n_in] at x_offset; y: [n_tokens, y_stride] at y_offset (y_stride >= n_out,
+// 0 means n_out). One token takes the matrix-vector path; more take the tiled matrix path.
+void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
+            int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0);
+
+// out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: [n, table.n_in]
+void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& out, int64_t n);
+
+// y = x / sqrt(mean(x^2) + eps) * w   (w optional: nullptr = no weight). x, y: [n_rows, n]
+// x and y may be the same buffer. `x_offset`/`y_offset` in floats; rows are `stride` apart
+// (0: n), so per-head norms (QK-norm) work in place on [n_tokens, n_heads, head_dim].
+void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
+              int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
+
+struct RopeParams {
+    int n_dims = 0;         // rotated dimensions per head (<= head_dim)
+    bool neox = false;      // pair i with i + n_dims/2 (NeoX); else pairs (2i, 2i+1)
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;   // linear scaling: 1/factor
+    // YaRN (ggml's rope_yarn); ext_factor 0 disables it.
+    float ext_factor = 0.0f, attn_factor = 1.0f, beta_fast = 32.0f, beta_slow = 1.0f;
+    int n_ctx_orig = 0;
+};
+
+// In place on x: [n_tokens, n_heads, head_dim] at x_offset (floats), rows of a token
+// `token_stride` floats apart (0: n_heads * head_dim). positions: int32 [n_tokens].
+// freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
+void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
+          int head_dim, const RopeParams& p, const Buffer* freq_factors = nullptr, int64_t token_stride = 0);
+
+struct AttentionParams {
+    int n_head = 0, n_head_kv = 0, head_dim = 0;  // GQA: query head h reads kv head h / (n_head / n_head_kv)
+    float scale = 1.0f;      // usually 1/sqrt(head_dim)
+    bool causal = true;      // keys at positions > the query's are masked
+    int window = 0;          // > 0: keys at positions <= q_pos - window are masked (sliding window)
+    float softcap = 0.0f;    // > 0: logits become softcap * tanh(logits / softcap)
+};
+
+// Attention of n_q queries over n_kv cached keys/values.
+//   q:   [n_q, n_head, head_dim] at q_offset        q_pos:  int32 [n_q], absolute positions
+//   k,v: [n_kv_slots, n_head_kv, head_dim] caches    kv_pos: int32 [n_kv], position held by each
+//        slot (-1: empty), so ring-buffer caches work unchanged
+//   out: [n_q, n_head, head_dim]
+//   sinks: optional float [n_head]: a learned logit per head that joins the softmax denominator
+//   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes)
+void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
+               const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
+               const Buffer* sinks = nullptr, const Buffer* probs = nullptr);
+
+// out = silu(gate) * up, elementwise over n values.
+void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
+// out = a + b, elementwise over n values (out may alias a or b).
+void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n);
+// Row softmax of x: [n_rows, n] into y, of scale * x.
+void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_t n, float scale = 1.0f);
+// out[r] = index of the largest value in row r of x: [n_rows, n] (lowest index on ties). out: int32.
+void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, int64_t n_rows, int64_t n);
+
+}  // namespace vkllm::ops
