@@ -1,0 +1,33 @@
+// The CPU reference forward: the same ModelSpec walked with engine/cpu's plain reference ops,
+// reading the weights straight from the mapped GGUF file. It is the oracle the GPU forward is
+// tested against (logits and attention probabilities), independent of llama.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/spec.h"
+
+namespace vkllm::gguf { class File; }
+
+namespace vkllm::model {
+
+class ReferenceForward {
+public:
+    ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx);
+
+    // Appends `tokens` at positions n_past().. and returns their logits [n_tokens, n_vocab].
+    // probs_layer >= 0 records that layer's attention probabilities of the last token
+    // [n_head, n_past()] in *probs.
+    std::vector<float> eval(const std::vector<int32_t>& tokens, int probs_layer = -1, std::vector<float>* probs = nullptr);
+    int n_past() const { return n_past_; }
+
+private:
+    const gguf::File& file_;
+    const ModelSpec& spec_;
+    int n_ctx_;
+    int n_past_ = 0;
+    std::vector<std::vector<float>> k_, v_;  // per layer [n_ctx, n_head_kv * head_dim]
+};
+
+}  // namespace vkllm::model

@@ -1,0 +1,117 @@
+// The GPU forward against the CPU reference forward on the same file: logits through prefill
+// and decode, context overflow, and the probes (attention probabilities, residual statistics,
+// op timings).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "gguf/gguf.h"
+#include "gpu/device.h"
+#include "model/reference_forward.h"
+#include "test_support.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm {
+namespace {
+
+class ForwardTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto shared = test::shared_dir();
+        if (!shared) GTEST_SKIP() << "../shared is absent: skipping (needs shared models)";
+        errors_before_ = gpu::validation_error_count();
+        model_ = Model::load(*shared + "/models/stories260K/stories260K-Q8_0.gguf");
+    }
+    void TearDown() override {
+        if (model_) EXPECT_EQ(gpu::validation_error_count(), errors_before_);
+    }
+    std::unique_ptr<Model> model_;
+    uint64_t errors_before_ = 0;
+};
+
+TEST_F(ForwardTest, PrefillInChunksAndDecodeMatchTheCpuReference) {
+    SessionOptions so;
+    so.n_batch = 7;  // forces the prompt through several passes
+    Session session(*model_, so);
+    model::ReferenceForward ref(model_->file(), model_->spec(), session.n_ctx());
+    std::vector<int32_t> prompt = model_->tokenizer().encode("The cat sat on the mat and looked at the bird", true, false);
+    ASSERT_GT(prompt.size(), 7u);
+    auto got = session.eval(prompt, true);
+    auto want = ref.eval(prompt);
+    EXPECT_LT(test::nmse(got, want), 1e-8);
+    for (int32_t t : {5, 100, 300}) {
+        auto g = session.eval({t});
+        auto w = ref.eval({t});
+        std::vector<float> last(w.end() - model_->spec().n_vocab, w.end());
+        EXPECT_LT(test::nmse(g, last), 1e-8);
+    }
+}
+
+TEST_F(ForwardTest, ContextOverflowIsAClearErrorAndKeepsTheCache) {
+    SessionOptions so;
+    so.n_ctx = 8;
+    Session session(*model_, so);
+    session.eval({1, 2, 3, 4, 5});
+    EXPECT_THROW(session.eval({1, 2, 3, 4}), ContextOverflow);
+    EXPECT_EQ(session.n_past(), 5);
+    EXPECT_NO_THROW(session.eval({6, 7, 8}));
+    EXPECT_THROW(session.eval({9}), ContextOverflow);
+    EXPECT_THROW(session.eval({100000}), std::invalid_argument);
+}
+
+TEST_F(ForwardTest, AttentionProbesMatchTheCpuReferenceAndSumToOne) {
+    const int layer = 2;
+    SessionOptions so;
+    so.probes.attention_layers = {layer};
+    so.probes.residual_stats = true;
+    so.probes.timings = true;
+    Session session(*model_, so);
+    model::ReferenceForward ref(model_->file(), model_->spec(), session.n_ctx());
+    std::vector<int32_t> prompt = model_->tokenizer().encode("Lily and Ben played with a ball", true, false);
+    for (int step = 0; step < 2; ++step) {
+        std::vector<int32_t> toks = step == 0 ? prompt : std::vector<int32_t>{42};
+        session.eval(toks);
+        std::vector<float> want;
+        ref.eval(toks, layer, &want);
+        const ProbeResults& r = session.probes();
+        ASSERT_EQ(r.attention.size(), 1u);
+        const AttentionProbe& p = r.attention[0];
+        EXPECT_EQ(p.layer, layer);
+        EXPECT_EQ(p.n_kv, session.n_past());
+        ASSERT_EQ(p.probs.size(), size_t(p.n_head) * size_t(p.n_kv));
+        for (int h = 0; h < p.n_head; ++h) {
+            double sum = std::accumulate(p.probs.begin() + long(h) * p.n_kv, p.probs.begin() + long(h + 1) * p.n_kv, 0.0);
+            EXPECT_NEAR(sum, 1.0, 1e-5) << "head " << h;
+        }
+        EXPECT_LT(test::nmse(p.probs, want), 1e-8);
+
+        ASSERT_EQ(r.residual.size(), size_t(model_->spec().n_layer + 1));
+        for (const ResidualStat& s : r.residual) {
+            EXPECT_GE(s.max_abs, s.median_abs);
+            EXPECT_GE(s.channel, 0);
+            EXPECT_LT(s.channel, model_->spec().n_embd);
+            EXPECT_GE(s.token, session.n_past() - int(toks.size()));
+            EXPECT_LT(s.token, session.n_past());
+        }
+    }
+    if (model_->context().caps().timestamps) {
+        const auto& t = session.probes().timings;
+        auto has = [&](const char* op) {
+            return std::any_of(t.begin(), t.end(), [&](const OpTiming& o) { return o.op == op && o.count > 0; });
+        };
+        EXPECT_TRUE(has("matmul"));
+        EXPECT_TRUE(has("attention"));
+    }
+}
+
+TEST_F(ForwardTest, ProbesOffRecordNothing) {
+    Session session(*model_);
+    session.eval({1, 50, 60});
+    EXPECT_TRUE(session.probes().attention.empty());
+    EXPECT_TRUE(session.probes().residual.empty());
+    EXPECT_TRUE(session.probes().timings.empty());
+}
+
+}  // namespace
+}  // namespace vkllm
