@@ -1,0 +1,150 @@
+// Token sampler: penalties -> top-k -> top-p -> min-p -> temperature -> draw (see sampler.h).
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+namespace vkllm::sampling {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+// Higher logit first; equal logits by lower token id.
+bool better(const TokenProb& a, const TokenProb& b) {
+    return a.logit != b.logit ? a.logit > b.logit : a.token < b.token;
+}
+
+// prob = softmax(logit / temperature) over `c` (sorted, best first), in double.
+void softmax_probs(std::vector<TokenProb>& c, double temperature) {
+    const double max_logit = c.front().logit;
+    double sum = 0.0;
+    std::vector<double> e(c.size());
+    for (size_t i = 0; i < c.size(); ++i) sum += e[i] = std::exp((c[i].logit - max_logit) / temperature);
+    for (size_t i = 0; i < c.size(); ++i) c[i].prob = static_cast<float>(e[i] / sum);
+}
+
+}  // namespace
+
+Rng::Rng(uint64_t seed) {
+    uint64_t state = seed;
+    for (uint64_t& s : s_) s = splitmix64(state);
+}
+
+uint64_t Rng::next() {
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+}
+
+double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) {
+    if (!(params_.repeat_penalty > 0.0f))
+        throw SamplingError("repeat_penalty must be > 0 (1 turns it off), got " +
+                            std::to_string(params_.repeat_penalty));
+}
+
+void Sampler::accept(int32_t token) {
+    if (params_.repeat_last_n == 0) return;
+    history_.push_back(token);
+    if (params_.repeat_last_n > 0 && history_.size() > static_cast<size_t>(params_.repeat_last_n))
+        history_.pop_front();
+}
+
+void Sampler::reset() {
+    history_.clear();
+    candidates_.clear();
+    rng_ = Rng(params_.seed);
+}
+
+void Sampler::apply_penalties(std::vector<float>& logits) const {
+    if (history_.empty()) return;
+    if (params_.repeat_penalty == 1.0f && params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f)
+        return;
+    std::unordered_map<int32_t, int> counts;
+    for (int32_t t : history_) ++counts[t];
+    for (const auto& [token, count] : counts) {
+        if (token < 0 || token >= static_cast<int32_t>(logits.size())) continue;
+        float& l = logits[token];
+        l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
+        l -= count * params_.frequency_penalty + params_.presence_penalty;
+    }
+}
+
+int32_t Sampler::sample(const float* logits_in, int32_t n_vocab) {
+    if (n_vocab <= 0) throw SamplingError("sample: n_vocab must be positive, got " + std::to_string(n_vocab));
+    std::vector<float> logits(logits_in, logits_in + n_vocab);  // [n_vocab] after penalties
+    apply_penalties(logits);
+
+    candidates_.clear();
+    for (int32_t t = 0; t < n_vocab; ++t)
+        if (std::isfinite(logits[t]) || logits[t] > 0.0f)  // keep +inf, drop NaN and -inf
+            candidates_.push_back({t, logits[t], 0.0f});
+    if (candidates_.empty()) throw SamplingError("sample: every logit is NaN or -inf");
+
+    if (params_.temperature <= 0.0f) {
+        const TokenProb best = *std::min_element(candidates_.begin(), candidates_.end(), better);
+        candidates_.assign(1, {best.token, best.logit, 1.0f});
+        return best.token;
+    }
+
+    // top-k (and the sort every later step relies on)
+    const size_t k = params_.top_k > 0 ? std::min<size_t>(params_.top_k, candidates_.size()) : candidates_.size();
+    std::partial_sort(candidates_.begin(), candidates_.begin() + k, candidates_.end(), better);
+    candidates_.resize(k);
+
+    // +inf logits: those tokens alone are possible, equally likely.
+    if (std::isinf(candidates_.front().logit)) {
+        size_t n_inf = 0;
+        while (n_inf < candidates_.size() && std::isinf(candidates_[n_inf].logit)) ++n_inf;
+        candidates_.resize(n_inf);
+        for (auto& c : candidates_) c.logit = 0.0f;
+    }
+
+    // top-p and min-p on the untempered distribution
+    softmax_probs(candidates_, 1.0);
+    if (params_.top_p < 1.0f) {
+        double cumulative = 0.0;
+        size_t keep = 0;
+        while (keep < candidates_.size()) {
+            cumulative += candidates_[keep++].prob;
+            if (cumulative >= params_.top_p) break;
+        }
+        candidates_.resize(std::max<size_t>(keep, 1));
+    }
+    if (params_.min_p > 0.0f) {
+        const double threshold = static_cast<double>(params_.min_p) * candidates_.front().prob;
+        size_t keep = 1;
+        while (keep < candidates_.size() && candidates_[keep].prob >= threshold) ++keep;
+        candidates_.resize(keep);
+    }
+
+    softmax_probs(candidates_, params_.temperature);
+    double total = 0.0;
+    for (const auto& c : candidates_) total += c.prob;
+    const double target = rng_.uniform() * total;  // in [0, total)
+    double cumulative = 0.0;
+    for (const auto& c : candidates_) {
+        cumulative += c.prob;
+        if (target < cumulative) return c.token;
+    }
+    return candidates_.back().token;  // only reachable through rounding
+}
+
+}  // namespace vkllm::sampling
