@@ -1,3 +1,11 @@
 # The table of shader variants: vkllm_shader(<name> <source> [DEFINE ...]).
 # Names encode the variant so the engine can pick one by type and capability.
 vkllm_shader(fill_test fill_test.comp)
+
+# --- norm, rope, attention, elementwise, softmax, argmax (helper D2) ---
+# _sg: reductions use subgroup arithmetic (chosen when caps().subgroup_arithmetic).
+vkllm_shader(rms_norm      norm.comp RMS_NORM)
+vkllm_shader(rms_norm_sg   norm.comp RMS_NORM USE_SUBGROUP)
+vkllm_shader(layer_norm    norm.comp LAYER_NORM)
+vkllm_shader(layer_norm_sg norm.comp LAYER_NORM USE_SUBGROUP)
+# --- end helper D2 ---

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 
 #include "gguf/gguf.h"
 #include "gpu/buffer.h"
@@ -19,6 +20,11 @@ namespace vkllm::ops {
 using gpu::Buffer;
 using gpu::Stream;
 using gguf::TensorType;
+
+// Bad shapes or arguments given to an op: the message names the op and the offending value.
+struct ShapeError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 // A weight matrix resident on the GPU.
 struct Weight {
@@ -71,6 +77,8 @@ struct AttentionParams {
 };
 
 // Attention of n_q queries over n_kv cached keys/values.
+    int chunk = 0;           // > 0: only keys in the query's chunk, k_pos / chunk == q_pos / chunk (Llama 4)
+    int head_dim_v = 0;      // of v and out; 0: head_dim (MLA uses a smaller value head)
 //   q:   [n_q, n_head, head_dim] at q_offset        q_pos:  int32 [n_q], absolute positions
 //   k,v: [n_kv_slots, n_head_kv, head_dim] caches    kv_pos: int32 [n_kv], position held by each
 //        slot (-1: empty), so ring-buffer caches work unchanged
@@ -79,7 +87,15 @@ struct AttentionParams {
 //   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes)
 void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
                const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
-               const Buffer* sinks = nullptr, const Buffer* probs = nullptr);
+               const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
+// Bytes of scratch that lets attention() split n_q queries over n_kv keys on this device (0: it
+// would not split). Grows with n_q and n_kv; a buffer sized for the largest call serves all.
+uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const AttentionParams& p);
+//   scratch: optional, attention_scratch_bytes() long. With it, few queries over a long cache are
+//        split over the keys (split-K: partial softmax per key range, then a combine pass), which
+//        keeps a large GPU busy during decode; without it one workgroup walks all keys per head.
+// Records one dispatch, or two with a barrier between them when split. Positions must be >= 0;
+// a slot with a negative kv_pos is empty. head_dim and head_dim_v up to 256.
 
 // out = silu(gate) * up, elementwise over n values.
 void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
@@ -91,3 +107,22 @@ void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_
 void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, int64_t n_rows, int64_t n);
 
 }  // namespace vkllm::ops
+// --- Ops for the GPT-2 / Gemma / Phi / BERT-style families -----------------------------------
+
+// LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance; w and b
+// optional (nullptr). x, y: [n_rows, n], rows `stride` floats apart (0: n); may be the same buffer.
+void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
+                uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
+// y = gelu(x) over n values, tanh approximation (GPT-2); y may alias x.
+void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
+// y = 0.5 x (1 + erf(x / sqrt 2)) over n values (exact GELU); y may alias x.
+void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
+// out = gelu(gate) * up (tanh approximation), elementwise over n values (out may alias either).
+void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
+// x *= factor over n values starting at x_offset (floats).
+void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offset = 0);
+// x[t, :] += bias for t < n_rows: x is [n_rows, n] at x_offset with rows `stride` floats apart
+// (0: n); bias is float [n].
+void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
+              int64_t stride = 0);
+

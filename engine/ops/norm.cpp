@@ -1,0 +1,56 @@
+// RMSNorm and LayerNorm over rows (shaders/norm.comp): one workgroup per row.
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+struct NormPush {
+    uint32_t n, n_rows, stride, x_shift, y_shift, w_shift, b_shift, flags;
+    float eps;
+};
+
+void row_norm(Stream& s, const char* op, bool layer, const Buffer& x, uint64_t x_offset, const Buffer* w,
+              const Buffer* b, const Buffer& y, uint64_t y_offset, int64_t n_rows, int64_t n, float eps,
+              int64_t stride) {
+    detail::require(n > 0 && n_rows >= 0, op, "needs n > 0 and n_rows >= 0, got n " + std::to_string(n) +
+                                                  ", n_rows " + std::to_string(n_rows));
+    if (stride == 0) stride = n;
+    detail::require(stride >= n, op, "row stride " + std::to_string(stride) + " is shorter than a row of " +
+                                         std::to_string(n));
+    detail::require(eps >= 0.0f, op, "eps must be >= 0");
+    if (n_rows == 0) return;
+    gpu::Context& ctx = s.context();
+    const uint64_t span = uint64_t(n_rows - 1) * uint64_t(stride) + uint64_t(n);  // floats touched
+    const detail::Window xw = detail::window(ctx, x, x_offset, span, op, "x");
+    const detail::Window yw = detail::window(ctx, y, y_offset, span, op, "y");
+    const detail::Window ww = w ? detail::window(ctx, *w, 0, n, op, "weight") : xw;
+    const detail::Window bw = b ? detail::window(ctx, *b, 0, n, op, "bias") : xw;
+
+    const bool subgroups = ctx.caps().subgroup_arithmetic;
+    const std::string variant = std::string(layer ? "layer_norm" : "rms_norm") + (subgroups ? "_sg" : "");
+    const uint32_t wg = detail::workgroup_size(ctx, n >= 1024 ? 256 : 64);
+    const auto& pipeline = ctx.pipeline(variant, 4, sizeof(NormPush), {wg});
+    NormPush push{uint32_t(n),        uint32_t(n_rows), uint32_t(stride), xw.shift, yw.shift,
+                  w ? ww.shift : 0u, b ? bw.shift : 0u, (w ? 1u : 0u) | (b ? 2u : 0u), eps};
+    const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_rows), op);
+    s.dispatch(pipeline, {xw.range, ww.range, bw.range, yw.range}, push, g.x, g.y);
+}
+
+}  // namespace
+
+void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
+              int64_t n_rows, int64_t n, float eps, int64_t stride) {
+    row_norm(s, "rms_norm", false, x, x_offset, w, nullptr, y, y_offset, n_rows, n, eps, stride);
+}
+
+void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
+                uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride) {
+    row_norm(s, "layer_norm", true, x, x_offset, w, b, y, y_offset, n_rows, n, eps, stride);
+}
+
+}  // namespace vkllm::ops
