@@ -74,28 +74,28 @@ struct AttentionParams {
     bool causal = true;      // keys at positions > the query's are masked
     int window = 0;          // > 0: keys at positions <= q_pos - window are masked (sliding window)
     float softcap = 0.0f;    // > 0: logits become softcap * tanh(logits / softcap)
+    int chunk = 0;           // > 0: only keys in the query's chunk, k_pos / chunk == q_pos / chunk (Llama 4)
+    int head_dim_v = 0;      // of v and out; 0: head_dim (MLA uses a smaller value head)
 };
 
 // Attention of n_q queries over n_kv cached keys/values.
-    int chunk = 0;           // > 0: only keys in the query's chunk, k_pos / chunk == q_pos / chunk (Llama 4)
-    int head_dim_v = 0;      // of v and out; 0: head_dim (MLA uses a smaller value head)
 //   q:   [n_q, n_head, head_dim] at q_offset        q_pos:  int32 [n_q], absolute positions
 //   k,v: [n_kv_slots, n_head_kv, head_dim] caches    kv_pos: int32 [n_kv], position held by each
 //        slot (-1: empty), so ring-buffer caches work unchanged
 //   out: [n_q, n_head, head_dim]
 //   sinks: optional float [n_head]: a learned logit per head that joins the softmax denominator
 //   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes)
+//   scratch: optional, attention_scratch_bytes() long. With it, few queries over a long cache are
+//        split over the keys (split-K: partial softmax per key range, then a combine pass), which
+//        keeps a large GPU busy during decode; without it one workgroup walks all keys per head.
+// Records one dispatch, or two with a barrier between them when split. Positions must be >= 0;
+// a slot with a negative kv_pos is empty. head_dim and head_dim_v up to 256.
 void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
                const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
                const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
 // Bytes of scratch that lets attention() split n_q queries over n_kv keys on this device (0: it
 // would not split). Grows with n_q and n_kv; a buffer sized for the largest call serves all.
 uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const AttentionParams& p);
-//   scratch: optional, attention_scratch_bytes() long. With it, few queries over a long cache are
-//        split over the keys (split-K: partial softmax per key range, then a combine pass), which
-//        keeps a large GPU busy during decode; without it one workgroup walks all keys per head.
-// Records one dispatch, or two with a barrier between them when split. Positions must be >= 0;
-// a slot with a negative kv_pos is empty. head_dim and head_dim_v up to 256.
 
 // out = silu(gate) * up, elementwise over n values.
 void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
@@ -106,7 +106,6 @@ void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_
 // out[r] = index of the largest value in row r of x: [n_rows, n] (lowest index on ties). out: int32.
 void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, int64_t n_rows, int64_t n);
 
-}  // namespace vkllm::ops
 // --- Ops for the GPT-2 / Gemma / Phi / BERT-style families -----------------------------------
 
 // LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance; w and b
@@ -126,3 +125,4 @@ void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offse
 void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
               int64_t stride = 0);
 
+}  // namespace vkllm::ops
