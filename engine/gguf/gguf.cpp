@@ -222,12 +222,12 @@ void File::parse() {
     uint64_t n_kv = c.read<uint64_t>("header (metadata count)");
     // A key/value pair takes at least 8 (key length) + 4 (type) + 1 bytes.
     if (n_kv > c.remaining() / 13)
-        c.fail("header (metadata count)", "claims " + std::to_string(n_kv) + " metadata entries, more than the " +
-                                              std::to_string(c.remaining()) + " bytes left could hold");
+        c.fail("header (metadata count)", "claims " + std::to_string(n_kv) + " metadata entries, but only " +
+                                              std::to_string(c.remaining()) + " bytes follow (truncated or corrupt file)");
     // A tensor record takes at least 8 (name length) + 4 (n_dims) + 8 (one dim) + 4 (type) + 8 (offset).
     if (n_tensors > c.remaining() / 32)
-        c.fail("header (tensor count)", "claims " + std::to_string(n_tensors) + " tensors, more than the " +
-                                            std::to_string(c.remaining()) + " bytes left could hold");
+        c.fail("header (tensor count)", "claims " + std::to_string(n_tensors) + " tensors, but only " +
+                                            std::to_string(c.remaining()) + " bytes follow (truncated or corrupt file)");
 
     // Metadata.
     for (uint64_t k = 0; k < n_kv; ++k) {
