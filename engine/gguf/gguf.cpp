@@ -243,10 +243,13 @@ void File::parse() {
 
     if (const Value* a = find("general.alignment")) {
         if (!a->is_integer()) c.fail("metadata 'general.alignment'", std::string("must be an integer, found a ") + value_type_name(a->type));
-        int64_t al = a->as_int("general.alignment");
-        if (al <= 0 || (al & (al - 1)) != 0 || al > (int64_t(1) << 30))
-            c.fail("metadata 'general.alignment'", "must be a power of two between 1 and 2^30, found " + std::to_string(al));
-        alignment_ = static_cast<uint64_t>(al);
+        // Read the raw field: any integer type may hold it, including unsigned values above 2^63.
+        const bool negative = a->i < 0;
+        const uint64_t al = a->u ? a->u : static_cast<uint64_t>(a->i);
+        if (negative || al == 0 || (al & (al - 1)) != 0 || al > (uint64_t(1) << 30))
+            c.fail("metadata 'general.alignment'", "must be a power of two between 1 and 2^30, found " +
+                                                       (negative ? std::to_string(a->i) : std::to_string(al)));
+        alignment_ = al;
     } else {
         alignment_ = kDefaultAlignment;
     }

@@ -293,6 +293,11 @@ TEST(GgufMalformed, BadValues) {
     expect_format_error(Raw().header(0, 2).kv_u32("k", 1).kv_u32("k", 2).b, {"metadata 'k'", "duplicate key"});
     expect_format_error(Raw().header(0, 1).kv_u32("general.alignment", 48).b, {"general.alignment", "power of two"});
     expect_format_error(Raw().header(0, 1).kv_u32("general.alignment", 0).b, {"general.alignment"});
+    // Found by the fuzzer: an unsigned alignment above 2^63 once escaped without the file name.
+    expect_format_error(Raw().header(0, 1).str("general.alignment").put<uint32_t>(10).put<uint64_t>(~uint64_t(0)).b,
+                        {"general.alignment", "power of two", "18446744073709551615"});
+    expect_format_error(Raw().header(0, 1).str("general.alignment").put<uint32_t>(5).put<int32_t>(-32).b,
+                        {"general.alignment", "-32"});
     // Nesting beyond the limit.
     Writer deep;
     deep.set("deep", nested(12));
