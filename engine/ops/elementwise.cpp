@@ -1,0 +1,86 @@
+// Elementwise ops (shaders/elementwise.comp): activations, gated units, add, scale, row bias.
+#include <algorithm>
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+struct ElementwisePush {
+    uint32_t n, a_shift, b_shift, o_shift, row_len, stride;
+    float factor;
+};
+
+constexpr uint32_t kThreads = 256;
+
+void require_count(int64_t n, const char* op) {
+    detail::require(n >= 0 && uint64_t(n) <= 0xffffffffull, op,
+                    "value count " + std::to_string(n) + " is negative or over 2^32");
+}
+
+// Grid-stride dispatch: enough workgroups to cover n, capped by the device's x limit.
+uint32_t groups_for(const gpu::Context& ctx, uint64_t n, uint32_t threads) {
+    return uint32_t(std::clamp<uint64_t>((n + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
+}
+
+// out[i] = f(a[i], b[i]) over n values (b optional for unary ops).
+void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, const Buffer* b, const Buffer& out,
+         uint64_t out_offset, int64_t n, float factor = 0.0f) {
+    require_count(n, variant);
+    if (n == 0) return;
+    gpu::Context& ctx = s.context();
+    const detail::Window aw = detail::window(ctx, a, a_offset, uint64_t(n), variant, "input");
+    const detail::Window bw = b ? detail::window(ctx, *b, 0, uint64_t(n), variant, "second input") : aw;
+    const detail::Window ow = detail::window(ctx, out, out_offset, uint64_t(n), variant, "output");
+    const uint32_t threads = detail::workgroup_size(ctx, kThreads);
+    const auto& pipeline = ctx.pipeline(variant, 3, sizeof(ElementwisePush), {threads});
+    ElementwisePush push{uint32_t(n), aw.shift, b ? bw.shift : 0u, ow.shift, 1, 1, factor};
+    s.dispatch(pipeline, {aw.range, bw.range, ow.range}, push, groups_for(ctx, uint64_t(n), threads));
+}
+
+}  // namespace
+
+void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n) {
+    run(s, "swiglu", gate, 0, &up, out, 0, n);
+}
+
+void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n) {
+    run(s, "geglu", gate, 0, &up, out, 0, n);
+}
+
+void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n) {
+    run(s, "add", a, 0, &b, out, 0, n);
+}
+
+void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n) { run(s, "gelu", x, 0, nullptr, y, 0, n); }
+
+void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n) { run(s, "gelu_erf", x, 0, nullptr, y, 0, n); }
+
+void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offset) {
+    run(s, "scale", x, x_offset, nullptr, x, x_offset, n, factor);
+}
+
+void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
+              int64_t stride) {
+    const char* op = "add_bias";
+    if (stride == 0) stride = n;
+    detail::require(n > 0 && n_rows >= 0 && stride >= n, op,
+                    "needs n > 0, n_rows >= 0 and stride >= n; got n " + std::to_string(n) + ", n_rows " +
+                        std::to_string(n_rows) + ", stride " + std::to_string(stride));
+    require_count(n_rows * n, op);
+    if (n_rows == 0) return;
+    gpu::Context& ctx = s.context();
+    const uint64_t span = uint64_t(n_rows - 1) * uint64_t(stride) + uint64_t(n);
+    const detail::Window xw = detail::window(ctx, x, x_offset, span, op, "x");
+    const detail::Window bw = detail::window(ctx, bias, 0, uint64_t(n), op, "bias");
+    const uint32_t threads = detail::workgroup_size(ctx, kThreads);
+    const auto& pipeline = ctx.pipeline(op, 3, sizeof(ElementwisePush), {threads});
+    ElementwisePush push{uint32_t(n_rows * n), xw.shift, bw.shift, xw.shift, uint32_t(n), uint32_t(stride), 0.0f};
+    s.dispatch(pipeline, {xw.range, bw.range, xw.range}, push, groups_for(ctx, uint64_t(n_rows * n), threads));
+}
+
+}  // namespace vkllm::ops

@@ -1,0 +1,75 @@
+#version 450
+// Elementwise ops, one variant per OP define; a grid-stride loop over n values.
+//   SWIGLU:   out = silu(a) * b            GEGLU:    out = gelu(a) * b       ADD: out = a + b
+//   GELU:     out = gelu(a) (tanh form)    GELU_ERF: out = 0.5 a (1 + erf(a / sqrt 2))
+//   SCALE:    out = a * factor             ADD_BIAS: out[r, c] = a[r, c] + b[c], rows `stride` apart
+// out may be the same memory as a or b: each element is read and written by one invocation.
+#include "common.glsl"
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+
+layout(push_constant) uniform Push {
+    uint n;        // values to produce (ADD_BIAS: rows * row_len)
+    uint a_shift;  // element offsets inside the bound windows
+    uint b_shift;
+    uint o_shift;
+    uint row_len;  // ADD_BIAS: bias length
+    uint stride;   // ADD_BIAS: floats between rows of a and out
+    float factor;  // SCALE
+} pc;
+
+float silu(float x) { return x / (1.0 + exp(-x)); }
+
+// GELU, tanh approximation (Hendrycks & Gimpel 2016): 0.5 x (1 + tanh(z)) = x * sigmoid(2z),
+// z = sqrt(2/pi) (x + 0.044715 x^3); the sigmoid form cannot overflow into NaN.
+float gelu_tanh(float x) {
+    const float z = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    return x / (1.0 + exp(-2.0 * z));
+}
+
+// erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), odd extension for x < 0.
+float erf_approx(float x) {
+    const float ax = abs(x);
+    const float t = 1.0 / (1.0 + 0.3275911 * ax);
+    const float poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return sign(x) * (1.0 - poly * exp(-ax * ax));
+}
+
+float apply(uint i) {
+#if defined(ADD_BIAS)
+    const uint row = i / pc.row_len, col = i - row * pc.row_len;
+    return a[pc.a_shift + row * pc.stride + col] + b[pc.b_shift + col];
+#else
+    const float x = a[pc.a_shift + i];
+#if defined(SWIGLU)
+    return silu(x) * b[pc.b_shift + i];
+#elif defined(GEGLU)
+    return gelu_tanh(x) * b[pc.b_shift + i];
+#elif defined(ADD)
+    return x + b[pc.b_shift + i];
+#elif defined(GELU)
+    return gelu_tanh(x);
+#elif defined(GELU_ERF)
+    return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476));
+#elif defined(SCALE)
+    return x * pc.factor;
+#else
+#error "elementwise.comp: define one OP"
+#endif
+#endif
+}
+
+void main() {
+    const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += threads) {
+#if defined(ADD_BIAS)
+        const uint row = i / pc.row_len, col = i - row * pc.row_len;
+        o[pc.o_shift + row * pc.stride + col] = apply(i);
+#else
+        o[pc.o_shift + i] = apply(i);
+#endif
+    }
+}
