@@ -15,4 +15,7 @@ vkllm_shader(gelu          elementwise.comp GELU)
 vkllm_shader(gelu_erf      elementwise.comp GELU_ERF)
 vkllm_shader(scale         elementwise.comp SCALE)
 vkllm_shader(add_bias      elementwise.comp ADD_BIAS)
+vkllm_shader(softmax       softmax.comp)
+vkllm_shader(softmax_sg    softmax.comp USE_SUBGROUP)
+vkllm_shader(argmax        argmax.comp)
 # --- end helper D2 ---

@@ -1,0 +1,29 @@
+// Row softmax (shaders/softmax.comp): one workgroup per row.
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_t n, float scale) {
+    const char* op = "softmax";
+    detail::require(n > 0 && n_rows >= 0, op, "needs n > 0 and n_rows >= 0, got n " + std::to_string(n) +
+                                                  ", n_rows " + std::to_string(n_rows));
+    if (n_rows == 0) return;
+    gpu::Context& ctx = s.context();
+    const uint64_t count = uint64_t(n_rows) * uint64_t(n);
+    const detail::Window xw = detail::window(ctx, x, 0, count, op, "x");
+    const detail::Window yw = detail::window(ctx, y, 0, count, op, "y");
+    struct {
+        uint32_t n, n_rows, x_shift, y_shift;
+        float scale;
+    } push{uint32_t(n), uint32_t(n_rows), xw.shift, yw.shift, scale};
+    const uint32_t wg = detail::workgroup_size(ctx, n >= 2048 ? 256 : 64);
+    const auto& pipeline = ctx.pipeline(ctx.caps().subgroup_arithmetic ? "softmax_sg" : "softmax", 2, sizeof(push), {wg});
+    const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_rows), op);
+    s.dispatch(pipeline, {xw.range, yw.range}, push, g.x, g.y);
+}
+
+}  // namespace vkllm::ops
