@@ -18,4 +18,5 @@ vkllm_shader(add_bias      elementwise.comp ADD_BIAS)
 vkllm_shader(softmax       softmax.comp)
 vkllm_shader(softmax_sg    softmax.comp USE_SUBGROUP)
 vkllm_shader(argmax        argmax.comp)
+vkllm_shader(rope          rope.comp)
 # --- end helper D2 ---

@@ -1,0 +1,86 @@
+// Rotary position embedding (shaders/rope.comp), in place, with linear and YaRN scaling.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+struct RopePush {
+    uint32_t n_pairs_total, n_heads, head_dim, n_pairs, token_stride, x_shift, pos_shift, ff_shift, flags;
+    float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
+};
+
+// YaRN's correction range as ggml computes it (ggml_rope_yarn_corr_dims, in float): the pair
+// index where a wave makes n_rot turns over the original context is
+// n_dims ln(n_ctx_orig / (2 pi n_rot)) / (2 ln base); the ramp runs from the beta_fast index
+// (floored) to the beta_slow index (ceiled), clamped to [0, n_dims - 1].
+void yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, float beta_slow, float dims[2]) {
+    auto corr_dim = [&](float n_rot) {
+        return float(n_dims) * std::log(float(n_ctx_orig) / (n_rot * 2.0f * 3.14159265358979f)) / (2.0f * std::log(base));
+    };
+    dims[0] = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+    dims[1] = std::min(float(n_dims - 1), std::ceil(corr_dim(beta_slow)));
+}
+
+}  // namespace
+
+void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
+          int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride) {
+    const char* op = "rope";
+    detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
+                    "needs n_tokens >= 0 and positive n_heads and head_dim");
+    detail::require(p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= head_dim, op,
+                    "n_dims " + std::to_string(p.n_dims) + " must be even, positive and <= head_dim " +
+                        std::to_string(head_dim));
+    detail::require(p.freq_base > 0.0f && p.freq_scale > 0.0f, op, "freq_base and freq_scale must be > 0");
+    const bool yarn = p.ext_factor != 0.0f;
+    detail::require(!yarn || p.n_ctx_orig > 0, op, "YaRN (ext_factor != 0) needs n_ctx_orig > 0");
+    const int64_t row = int64_t(n_heads) * head_dim;
+    if (token_stride == 0) token_stride = row;
+    detail::require(token_stride >= row, op, "token_stride " + std::to_string(token_stride) +
+                                                 " is shorter than n_heads * head_dim = " + std::to_string(row));
+    if (n_tokens == 0) return;
+    const uint64_t n_pairs_total = uint64_t(n_tokens) * uint64_t(n_heads) * uint64_t(p.n_dims / 2);
+    detail::require(n_pairs_total <= 0xffffffffull, op, "too many pairs for one dispatch");
+
+    gpu::Context& ctx = s.context();
+    const uint64_t span = uint64_t(n_tokens - 1) * uint64_t(token_stride) + uint64_t(row);
+    const detail::Window xw = detail::window(ctx, x, x_offset, span, op, "x");
+    const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
+    const detail::Window fw =
+        freq_factors ? detail::window(ctx, *freq_factors, 0, uint64_t(p.n_dims / 2), op, "freq_factors") : pw;
+
+    RopePush push{};
+    push.n_pairs_total = uint32_t(n_pairs_total);
+    push.n_heads = uint32_t(n_heads);
+    push.head_dim = uint32_t(head_dim);
+    push.n_pairs = uint32_t(p.n_dims / 2);
+    push.token_stride = uint32_t(token_stride);
+    push.x_shift = xw.shift;
+    push.pos_shift = pw.shift;
+    push.ff_shift = freq_factors ? fw.shift : 0u;
+    push.flags = (p.neox ? 1u : 0u) | (freq_factors ? 2u : 0u) | (yarn ? 4u : 0u);
+    push.log2_base = std::log2(p.freq_base);
+    push.freq_scale = p.freq_scale;
+    push.ext_factor = p.ext_factor;
+    push.mscale = p.attn_factor * (yarn ? 1.0f + 0.1f * std::log(1.0f / p.freq_scale) : 1.0f);
+    if (yarn) {
+        float dims[2];
+        yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow, dims);
+        push.corr_low = dims[0];
+        push.corr_high = dims[1];
+    }
+    const uint32_t threads = detail::workgroup_size(ctx, 128);
+    const uint32_t groups =
+        uint32_t(std::clamp<uint64_t>((n_pairs_total + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
+    const auto& pipeline = ctx.pipeline("rope", 3, sizeof(RopePush), {threads});
+    s.dispatch(pipeline, {xw.range, pw.range, fw.range}, push, groups);
+}
+
+}  // namespace vkllm::ops

@@ -1,0 +1,58 @@
+#version 450
+// Rotary position embedding in place (RoFormer, Su et al. 2021) with linear and YaRN frequency
+// scaling (Peng et al. 2023), following ggml's rope_yarn. One invocation per rotated pair:
+//   theta_extrap = pos * base^(-2j / n_dims) / freq_factor[j],  theta_interp = freq_scale * theta_extrap
+//   YaRN: mix = ext_factor * ramp(j), theta = theta_interp (1 - mix) + theta_extrap mix
+//   (x0, x1) -> mscale * (x0 cos - x1 sin, x0 sin + x1 cos)
+// Pairs are (j, j + n_dims/2) for NeoX, (2j, 2j + 1) otherwise; dims past n_dims are untouched.
+#include "common.glsl"
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer Pos { int pos[]; };
+layout(std430, binding = 2) readonly buffer FreqFactors { float freq_factors[]; };
+
+layout(push_constant) uniform Push {
+    uint n_pairs_total;  // n_tokens * n_heads * n_pairs
+    uint n_heads;
+    uint head_dim;
+    uint n_pairs;        // n_dims / 2
+    uint token_stride;   // floats between tokens
+    uint x_shift;        // element offsets inside the bound windows
+    uint pos_shift;
+    uint ff_shift;
+    uint flags;          // bit 0: NeoX pairing, bit 1: freq_factors, bit 2: YaRN
+    float log2_base;     // log2(freq_base)
+    float freq_scale;
+    float ext_factor;
+    float mscale;        // attn_factor, times YaRN's 1 + 0.1 ln(1 / freq_scale) when YaRN is on
+    float corr_low;      // YaRN correction dims (pair indices)
+    float corr_high;
+} pc;
+
+void main() {
+    const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    const bool neox = (pc.flags & 1u) != 0u, has_ff = (pc.flags & 2u) != 0u, yarn = (pc.flags & 4u) != 0u;
+    for (uint e = gl_GlobalInvocationID.x; e < pc.n_pairs_total; e += threads) {
+        const uint j = e % pc.n_pairs;
+        const uint head = e / pc.n_pairs;  // token * n_heads + h
+        const uint token = head / pc.n_heads, h = head - token * pc.n_heads;
+
+        float theta_extrap = float(pos[pc.pos_shift + token]) * exp2(-float(j) / float(pc.n_pairs) * pc.log2_base);
+        if (has_ff) theta_extrap /= freq_factors[pc.ff_shift + j];
+        float theta = pc.freq_scale * theta_extrap;
+        if (yarn) {
+            const float ramp = 1.0 - clamp((float(j) - pc.corr_low) / max(0.001, pc.corr_high - pc.corr_low), 0.0, 1.0);
+            const float mix = ramp * pc.ext_factor;
+            theta = theta * (1.0 - mix) + theta_extrap * mix;
+        }
+        const float c = cos(theta) * pc.mscale, s = sin(theta) * pc.mscale;
+
+        const uint base = pc.x_shift + token * pc.token_stride + h * pc.head_dim;
+        const uint i0 = base + (neox ? j : 2u * j);
+        const uint i1 = i0 + (neox ? pc.n_pairs : 1u);
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * c - x1 * s;
+        x[i1] = x0 * s + x1 * c;
+    }
+}

@@ -1,0 +1,154 @@
+// rope on the GPU against the CPU reference: both pairings, partial rotation, linear and YaRN
+// scaling, frequency factors, and heads inside a wider row (token_stride, offsets).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cpu/ref_ops.h"
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "gpu_test.h"
+#include "ops/ops.h"
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+struct Case {
+    std::string name;
+    int n_heads, head_dim;
+    ops::RopeParams p;
+    bool freq_factors = false;
+    int max_pos = 100;
+    double tolerance = 1e-10;
+};
+
+cpu::RopeParams to_reference(const ops::RopeParams& p, const float* freq_factors) {
+    cpu::RopeParams r;
+    r.n_dims = p.n_dims;
+    r.neox = p.neox;
+    r.freq_base = p.freq_base;
+    r.freq_scale = p.freq_scale;
+    r.scaling = p.ext_factor != 0.0f ? cpu::RopeParams::Yarn : cpu::RopeParams::Linear;
+    r.ext_factor = p.ext_factor;
+    r.attn_factor = p.attn_factor;
+    r.beta_fast = p.beta_fast;
+    r.beta_slow = p.beta_slow;
+    r.orig_ctx = p.n_ctx_orig;
+    r.freq_factors = freq_factors;
+    return r;
+}
+
+class Rope : public test::GpuTest {
+protected:
+    // Rotates a [n_tokens, n_heads, head_dim] block that sits at `offset` inside rows of
+    // `token_stride` floats, and checks it against the reference and that nothing else moved.
+    void check(const Case& c, int64_t n_tokens, int64_t token_stride, uint64_t offset) {
+        SCOPED_TRACE(c.name + " n_tokens " + std::to_string(n_tokens));
+        const int64_t row = int64_t(c.n_heads) * c.head_dim;
+        if (token_stride == 0) token_stride = row;
+        const size_t total = size_t(offset + n_tokens * token_stride);
+        auto buf = test::random_floats(total, uint32_t(n_tokens * 13 + c.head_dim));
+        std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+        for (int64_t t = 0; t < n_tokens; ++t) pos[size_t(t)] = int32_t((t * 7919 + 3) % (c.max_pos + 1));
+        std::vector<float> factors;
+        if (c.freq_factors) factors = cpu::llama3_freq_factors(c.p.n_dims, c.p.freq_base, 8.0f, 1.0f, 4.0f, 8192);
+
+        // Reference: gather the heads, rotate, scatter back.
+        std::vector<float> heads(size_t(n_tokens * row));
+        for (int64_t t = 0; t < n_tokens; ++t)
+            std::copy_n(buf.begin() + long(offset + t * token_stride), row, heads.begin() + long(t * row));
+        const cpu::RopeParams rp = to_reference(c.p, c.freq_factors ? factors.data() : nullptr);
+        cpu::rope(heads.data(), n_tokens, c.n_heads, c.head_dim, pos.data(), rp);
+        std::vector<float> expect = buf;
+        for (int64_t t = 0; t < n_tokens; ++t)
+            std::copy_n(heads.begin() + long(t * row), row, expect.begin() + long(offset + t * token_stride));
+
+        gpu::Buffer xb(ctx(), total * 4, gpu::Memory::Device), pb(ctx(), pos.size() * 4, gpu::Memory::Device);
+        gpu::Buffer fb(ctx(), std::max<size_t>(factors.size(), 1) * 4, gpu::Memory::Device);
+        xb.upload(buf.data(), total * 4);
+        pb.upload(pos.data(), pos.size() * 4);
+        if (!factors.empty()) fb.upload(factors.data(), factors.size() * 4);
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::rope(s, xb, offset, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr,
+                  token_stride == row ? 0 : token_stride);
+        s.submit_and_wait();
+        std::vector<float> got(total);
+        xb.download(got.data(), total * 4);
+        EXPECT_LT(test::nmse(got, expect), c.tolerance);
+        // Outside the rotated dims the values are bit-identical.
+        for (size_t i = 0; i < total; ++i) {
+            const bool inside = i >= offset && (i - offset) % size_t(token_stride) < size_t(row) &&
+                                (i - offset) % size_t(token_stride) % size_t(c.head_dim) < size_t(c.p.n_dims);
+            if (!inside) {
+                ASSERT_EQ(got[i], buf[i]) << "element " << i << " is outside the rotation";
+            }
+        }
+    }
+};
+
+std::vector<Case> cases() {
+    std::vector<Case> v;
+    ops::RopeParams p;
+    p.n_dims = 64;
+    v.push_back({"normal", 4, 64, p});
+    p.neox = true;
+    v.push_back({"neox", 4, 64, p});
+    p.n_dims = 32;  // Phi-2 style partial rotation of an 80-wide head
+    v.push_back({"neox partial", 3, 80, p});
+    p.neox = false;
+    v.push_back({"normal partial", 3, 80, p});
+    p = {};
+    p.n_dims = 128;
+    p.freq_base = 500000.0f;
+    v.push_back({"llama3 freq_factors", 2, 128, p, true, 3000, 1e-8});
+    p = {};
+    p.n_dims = 8;
+    p.freq_scale = 0.25f;
+    v.push_back({"linear scale, head_dim 8", 5, 8, p});
+    p = {};
+    p.n_dims = 64;
+    p.neox = true;
+    p.freq_scale = 0.25f;
+    p.ext_factor = 1.0f;
+    p.attn_factor = 0.9f;
+    p.n_ctx_orig = 4096;
+    p.freq_base = 1000000.0f;
+    v.push_back({"yarn", 4, 64, p, false, 12000, 1e-7});
+    return v;
+}
+
+TEST_F(Rope, MatchesReferenceContiguous) {
+    for (const Case& c : cases())
+        for (int64_t n_tokens : {1, 3, 17, 64}) check(c, n_tokens, 0, 0);
+}
+
+TEST_F(Rope, RotatesHeadsInsideWiderRowsAtAnOffset) {
+    // The K part of a fused QKV row: [n_tokens, (n_head + 2 n_head_kv) * head_dim], K after Q.
+    for (const Case& c : cases()) {
+        const int64_t row = int64_t(c.n_heads) * c.head_dim;
+        check(c, 17, 3 * row + 4, uint64_t(row + 1));
+    }
+}
+
+TEST_F(Rope, BadParametersAreClearErrors) {
+    gpu::Buffer xb(ctx(), 1024, gpu::Memory::Device), pb(ctx(), 64, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    ops::RopeParams p;
+    p.n_dims = 7;  // odd
+    EXPECT_THROW(ops::rope(s, xb, 0, pb, 2, 2, 8, p), ops::ShapeError);
+    p.n_dims = 16;  // > head_dim
+    EXPECT_THROW(ops::rope(s, xb, 0, pb, 2, 2, 8, p), ops::ShapeError);
+    p.n_dims = 8;
+    p.ext_factor = 1.0f;  // YaRN without n_ctx_orig
+    EXPECT_THROW(ops::rope(s, xb, 0, pb, 2, 2, 8, p), ops::ShapeError);
+    p.ext_factor = 0.0f;
+    EXPECT_THROW(ops::rope(s, xb, 0, pb, 100, 2, 8, p), ops::ShapeError);  // x too small
+    s.submit_and_wait();
+}
+
+}  // namespace
+}  // namespace vkllm
