@@ -20,3 +20,13 @@ vkllm_shader(softmax_sg    softmax.comp USE_SUBGROUP)
 vkllm_shader(argmax        argmax.comp)
 vkllm_shader(rope          rope.comp)
 # --- end helper D2 ---
+
+# --- Weight ops (matvec, matmul, get_rows; helper D1): one variant per weight type, named
+# <op>_<type>; matvec_<type>_sg reduces with subgroupAdd (chosen when subgroup arithmetic is on).
+foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4)
+  string(TOUPPER ${wtype} WTYPE)
+  vkllm_shader(matvec_${wtype}    matvec.comp   WTYPE_${WTYPE})
+  vkllm_shader(matvec_${wtype}_sg matvec.comp   WTYPE_${WTYPE} USE_SUBGROUP)
+  vkllm_shader(matmul_${wtype}    matmul.comp   WTYPE_${WTYPE})
+  vkllm_shader(get_rows_${wtype}  get_rows.comp WTYPE_${WTYPE})
+endforeach()

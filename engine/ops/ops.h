@@ -36,6 +36,9 @@ struct Weight {
 
 // True when a weight of this type can be used by matmul/get_rows on the GPU.
 bool gpu_supports(TensorType t);
+// Bytes to allocate for a weight's buffer: its rows rounded up to whole 32-bit words (shaders
+// read words, and a tensor such as Q6_K can end mid-word). matmul/get_rows reject smaller buffers.
+uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 
 // y[t, o] = sum_i W[o, i] * x[t, i]  (+ y[t, o] when accumulate: the residual add fused in).
 // x: [n_tokens, n_in] at x_offset; y: [n_tokens, y_stride] at y_offset (y_stride >= n_out,

@@ -1,0 +1,140 @@
+// y = W x over ggml-layout weights: shaders/matvec.comp for one token (decode, memory-bound),
+// shaders/matmul.comp for several (prefill, tiled). Weights larger than one binding are split
+// into row windows; activations larger than one binding into token windows.
+#include <algorithm>
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/ops.h"
+#include "ops/weight_ops.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+using weights::require;
+
+struct MatvecPush {
+    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate;
+};
+
+struct MatmulPush {
+    uint32_t n_in, n_rows, n_tokens, w_base, row_bytes, x_base, y_base, y_stride, accumulate;
+};
+
+// Tile shape of matmul.comp: BM weight rows x BN tokens per workgroup, BK elements of K per step,
+// TM x TN outputs per thread.
+struct Tiles {
+    uint32_t bm, bn, bk, tm, tn;
+    uint32_t threads() const { return (bm / tm) * (bn / tn); }
+    uint32_t shared_bytes() const { return 4 * bk * (bm + 1 + bn + 1); }
+};
+
+// The largest tile the device holds for this many tokens: big tiles reuse each decoded weight
+// for more tokens; small token counts would waste most of a wide tile.
+Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
+    static constexpr Tiles kCandidates[] = {
+        {128, 128, 16, 8, 8},  // 256 threads, 16.5 KiB
+        {64, 64, 16, 4, 4},    // 256 threads, 8.3 KiB
+        {64, 32, 16, 4, 2},    // 256 threads, 6.3 KiB
+        {32, 32, 16, 4, 4},    // 64 threads, 4.2 KiB: devices with small workgroups
+    };
+    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    for (const Tiles& t : kCandidates) {
+        if (t.shared_bytes() > caps.max_shared_memory || t.threads() > max_threads) continue;
+        if (n_tokens <= int64_t(t.bn) / 2 && &t != &kCandidates[3]) continue;  // mostly empty columns
+        return t;
+    }
+    return kCandidates[3];
+}
+
+// Threads and rows per workgroup of matvec.comp, from the units (8 elements) in a row: enough
+// threads to read a row in few passes, and several rows per group when rows are short.
+void pick_matvec(const gpu::Capabilities& caps, uint64_t units, uint32_t* threads, uint32_t* rows) {
+    *threads = units >= 256 ? 128 : 64;
+    *rows = units >= 256 ? 2 : 4;
+    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    while (*threads > max_threads) *threads /= 2;
+}
+
+}  // namespace
+
+void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
+            int64_t n_tokens, bool accumulate, int64_t y_stride) {
+    const char* op = "matmul";
+    const weights::Layout layout = weights::checked_layout(w, op);
+    require(n_tokens >= 0, op, "negative n_tokens " + std::to_string(n_tokens));
+    if (y_stride == 0) y_stride = w.n_out;
+    require(y_stride >= w.n_out, op,
+            "y_stride " + std::to_string(y_stride) + " is shorter than the " + std::to_string(w.n_out) + " outputs");
+    if (n_tokens == 0) return;
+
+    const uint64_t n_in = uint64_t(w.n_in), n_out = uint64_t(w.n_out), stride = uint64_t(y_stride);
+    const uint64_t x_end = (x_offset + uint64_t(n_tokens) * n_in) * 4;
+    const uint64_t y_end = (y_offset + uint64_t(n_tokens - 1) * stride + n_out) * 4;
+    require(x.valid() && x_end <= x.size(), op,
+            "x needs " + std::to_string(x_end) + " bytes, its buffer holds " + std::to_string(x.size()));
+    require(y.valid() && y_end <= y.size(), op,
+            "y needs " + std::to_string(y_end) + " bytes, its buffer holds " + std::to_string(y.size()));
+    require(&x != &y || x_end <= y_offset * 4 || y_end <= x_offset * 4, op, "x and y overlap in the same buffer");
+
+    gpu::Context& ctx = s.context();
+    const gpu::Capabilities& caps = ctx.caps();
+    const weights::Limits lim = weights::limits(caps);
+    // Usable bytes of a window after the alignment slack at its start and the word rounding at its end.
+    const uint64_t usable = lim.max_binding - lim.align - 4;
+
+    const uint64_t row_bytes = layout.row_bytes;
+    require(row_bytes <= usable && n_in * 4 <= usable, op,
+            "one row of " + std::to_string(n_in) + " elements does not fit one binding (" +
+                std::to_string(lim.max_binding) + " bytes)");
+    const bool single = n_tokens == 1;
+    const Tiles tiles = pick_tiles(caps, n_tokens);
+    uint32_t mv_threads = 0, mv_rows = 0;
+    pick_matvec(caps, n_in / 8, &mv_threads, &mv_rows);
+    // Rows per window: what one binding holds, and what one grid covers.
+    const uint64_t grid_rows = single ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
+                                      : uint64_t(lim.max_groups[0]) * tiles.bm;
+    const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
+    const std::string suffix = layout.format.suffix;
+    const gpu::Pipeline& pipe =
+        single ? ctx.pipeline("matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 3, sizeof(MatvecPush),
+                              {mv_threads, mv_rows})
+               : ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
+                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
+
+    for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
+        const uint64_t rows = std::min(rows_per_window, n_out - row0);
+        const weights::Window ww = weights::window(*w.buffer, row0 * row_bytes, (row0 + rows) * row_bytes, lim, op, "weight");
+        // Tokens per window: x [t, n_in] and y [t, y_stride] (of which `rows` columns) must fit.
+        uint64_t per = std::min(usable / (n_in * 4), usable / 4 >= rows ? (usable / 4 - rows) / stride + 1 : 0);
+        if (!single) per = std::min<uint64_t>(per, uint64_t(lim.max_groups[1]) * tiles.bn);
+        require(per >= 1, op, "a token's activations do not fit one binding");
+        for (uint64_t t0 = 0; t0 < uint64_t(n_tokens); t0 += per) {
+            const uint64_t nt = std::min<uint64_t>(per, uint64_t(n_tokens) - t0);
+            const uint64_t x_first = x_offset + t0 * n_in, y_first = y_offset + t0 * stride + row0;
+            const weights::Window xw = weights::window(x, x_first * 4, (x_first + nt * n_in) * 4, lim, op, "x");
+            const weights::Window yw =
+                weights::window(y, y_first * 4, (y_first + (nt - 1) * stride + rows) * 4, lim, op, "y");
+            if (nt == 1 && single) {
+                const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift, uint32_t(row_bytes),
+                                      xw.shift / 4,  yw.shift / 4,    accumulate ? 1u : 0u};
+                // A 2-D grid when the row groups exceed the x limit; the shader skips the padding.
+                const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
+                const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
+                const uint64_t gy = (groups + gx - 1) / gx;
+                require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
+                s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+            } else {
+                const MatmulPush push{uint32_t(n_in), uint32_t(rows),  uint32_t(nt),     ww.shift,
+                                      uint32_t(row_bytes), xw.shift / 4, yw.shift / 4, uint32_t(stride),
+                                      accumulate ? 1u : 0u};
+                const uint64_t gx = (rows + tiles.bm - 1) / tiles.bm, gy = (nt + tiles.bn - 1) / tiles.bn;
+                require(gx <= lim.max_groups[0], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
+                s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+            }
+        }
+    }
+}
+
+}  // namespace vkllm::ops

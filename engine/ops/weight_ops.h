@@ -1,0 +1,55 @@
+// Internal to the weight ops (matmul.cpp, get_rows.cpp, weights.cpp): weight formats the shaders
+// decode, the limits the ops plan their dispatches against, and binding windows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gpu/buffer.h"
+#include "gpu/device.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops::weights {
+
+// How the shaders see one weight type (shaders/include/dequant*.glsl).
+struct Format {
+    const char* suffix = nullptr;  // shader variant suffix: "q4_0" -> matvec_q4_0
+    uint32_t block_elems = 1;      // elements per ggml block (1 for float types: any row length)
+    uint32_t block_bytes = 4;
+    uint32_t unit_elems = 8;       // elements per matvec work unit
+};
+
+// The checked layout of a weight: format, bytes per row, total bytes read. Throws ShapeError
+// naming `op` for an unsupported type, a row length that is not a whole number of blocks, a
+// missing buffer or one too small for the rows (rounded up to whole 32-bit words).
+struct Layout {
+    Format format;
+    uint64_t row_bytes = 0;
+    uint64_t total_bytes = 0;
+};
+Layout checked_layout(const Weight& w, const char* op);
+
+// The limits dispatches are planned against: the device's (possibly VKLLM_LIMITS-clamped)
+// capabilities, optionally narrowed further for tests by the environment:
+//   VKLLM_MAX_BINDING_BYTES=<n>     largest binding in bytes (splits weights into row windows)
+//   VKLLM_MAX_WORKGROUP_COUNT=<n>   largest workgroup count per grid dimension
+struct Limits {
+    uint64_t max_binding = 0;  // bytes, also capped below 4 GiB so byte addresses fit a uint
+    uint64_t align = 4;        // binding offset alignment (>= 4)
+    uint32_t max_groups[3] = {1, 1, 1};
+};
+Limits limits(const gpu::Capabilities& caps);
+
+// A binding window over bytes [begin, end) of `b`: the binding starts at the aligned offset at
+// or below `begin`; `shift` is begin's byte offset inside it. The end is rounded up to a whole
+// word (within the buffer). Throws ShapeError naming `op`/`what` when the window exceeds the limit.
+struct Window {
+    gpu::BufferRange range;
+    uint32_t shift = 0;  // bytes
+};
+Window window(const Buffer& b, uint64_t begin, uint64_t end, const Limits& lim, const char* op, const char* what);
+
+// Throws ShapeError("<op>: <message>") unless `ok`.
+void require(bool ok, const char* op, const std::string& message);
+
+}  // namespace vkllm::ops::weights

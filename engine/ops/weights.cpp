@@ -1,0 +1,127 @@
+// Weight formats the GPU decodes, and the dispatch planning shared by matmul and get_rows.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "gguf/quant.h"
+#include "ops/ops.h"
+#include "ops/weight_ops.h"
+
+namespace vkllm::ops {
+
+namespace weights {
+
+namespace {
+
+// The types shaders/include/dequant*.glsl decode (block sizes as ggml-common.h).
+bool gpu_format(TensorType t, Format* f) {
+    switch (t) {
+        case TensorType::F32: *f = {"f32", 1, 4, 8}; return true;
+        case TensorType::F16: *f = {"f16", 1, 2, 8}; return true;
+        case TensorType::BF16: *f = {"bf16", 1, 2, 8}; return true;
+        case TensorType::Q8_0: *f = {"q8_0", 32, 34, 8}; return true;
+        case TensorType::Q4_0: *f = {"q4_0", 32, 18, 8}; return true;
+        case TensorType::Q4_1: *f = {"q4_1", 32, 20, 8}; return true;
+        case TensorType::Q5_0: *f = {"q5_0", 32, 22, 8}; return true;
+        case TensorType::Q5_1: *f = {"q5_1", 32, 24, 8}; return true;
+        case TensorType::Q2_K: *f = {"q2_k", 256, 84, 8}; return true;
+        case TensorType::Q3_K: *f = {"q3_k", 256, 110, 8}; return true;
+        case TensorType::Q4_K: *f = {"q4_k", 256, 144, 8}; return true;
+        case TensorType::Q5_K: *f = {"q5_k", 256, 176, 8}; return true;
+        case TensorType::Q6_K: *f = {"q6_k", 256, 210, 8}; return true;
+        case TensorType::MXFP4: *f = {"mxfp4", 32, 17, 8}; return true;
+        default: return false;
+    }
+}
+
+std::string type_name(TensorType t) {
+    auto tr = gguf::type_traits(t);
+    return tr ? std::string(tr->name) : "type " + std::to_string(static_cast<uint32_t>(t));
+}
+
+// A positive integer from the environment, or `fallback` when unset. Throws for garbage.
+uint64_t env_limit(const char* name, uint64_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (*end != '\0' || n == 0)
+        throw ShapeError(std::string(name) + "='" + v + "' is not a positive integer");
+    return std::min<uint64_t>(n, fallback);
+}
+
+uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+}  // namespace
+
+void require(bool ok, const char* op, const std::string& message) {
+    if (!ok) throw ShapeError(std::string(op) + ": " + message);
+}
+
+Layout checked_layout(const Weight& w, const char* op) {
+    Layout l;
+    require(gpu_format(w.type, &l.format), op,
+            "the GPU cannot decode " + type_name(w.type) +
+                " weights (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4)");
+    require(w.n_in > 0 && w.n_out > 0, op,
+            "weight dims {" + std::to_string(w.n_in) + ", " + std::to_string(w.n_out) + "} must be positive");
+    require(w.n_in % l.format.block_elems == 0, op,
+            "row length " + std::to_string(w.n_in) + " is not a multiple of the " + type_name(w.type) +
+                " block size " + std::to_string(l.format.block_elems));
+    require(w.n_in < (int64_t(1) << 30), op, "row length " + std::to_string(w.n_in) + " is too long");
+    require(w.buffer && w.buffer->valid(), op, "weight buffer is not allocated");
+    l.row_bytes = uint64_t(w.n_in) / l.format.block_elems * l.format.block_bytes;
+    l.total_bytes = l.row_bytes * uint64_t(w.n_out);
+    const uint64_t needed = weight_buffer_bytes(w.type, w.n_in, w.n_out);
+    require(w.buffer->size() >= needed, op,
+            "weight buffer holds " + std::to_string(w.buffer->size()) + " bytes; " + std::to_string(w.n_out) +
+                " rows of " + std::to_string(w.n_in) + " " + type_name(w.type) + " elements need " +
+                std::to_string(needed) + " (ops::weight_buffer_bytes: shaders read whole 32-bit words)");
+    return l;
+}
+
+Limits limits(const gpu::Capabilities& caps) {
+    Limits lim;
+    // Byte addresses inside a binding are 32-bit in the shaders.
+    lim.max_binding = env_limit("VKLLM_MAX_BINDING_BYTES", std::min<uint64_t>(caps.max_storage_buffer_range, 0xFFFFFFF0u));
+    lim.align = std::max<uint64_t>(caps.min_storage_buffer_offset_alignment, 4);
+    for (int i = 0; i < 3; ++i)
+        lim.max_groups[i] = uint32_t(env_limit("VKLLM_MAX_WORKGROUP_COUNT", caps.max_workgroup_count[i]));
+    require(lim.max_binding >= 2 * lim.align + 16, "weight ops",
+            "the binding limit of " + std::to_string(lim.max_binding) + " bytes is too small to be usable");
+    return lim;
+}
+
+Window window(const Buffer& b, uint64_t begin, uint64_t end, const Limits& lim, const char* op, const char* what) {
+    require(end <= b.size(), op,
+            std::string(what) + " needs bytes [" + std::to_string(begin) + ", " + std::to_string(end) +
+                ") but its buffer holds " + std::to_string(b.size()));
+    const uint64_t start = begin / lim.align * lim.align;
+    const uint64_t stop = std::min(round_up(std::max(end, begin + 1), 4), b.size());
+    require(stop - start <= lim.max_binding, op,
+            std::string(what) + " spans " + std::to_string(stop - start) +
+                " bytes, more than one binding may (" + std::to_string(lim.max_binding) + ")");
+    Window w;
+    w.range = gpu::BufferRange(b, start, stop - start);
+    w.shift = uint32_t(begin - start);
+    return w;
+}
+
+}  // namespace weights
+
+bool gpu_supports(TensorType t) {
+    weights::Format f;
+    return weights::gpu_format(t, &f);
+}
+
+uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out) {
+    weights::Format f;
+    if (!weights::gpu_format(t, &f))
+        throw ShapeError("weight_buffer_bytes: the GPU cannot decode " + weights::type_name(t) + " weights");
+    if (n_in <= 0 || n_out < 0 || n_in % f.block_elems)
+        throw ShapeError("weight_buffer_bytes: bad weight dims {" + std::to_string(n_in) + ", " +
+                         std::to_string(n_out) + "} for " + weights::type_name(t));
+    return weights::round_up(uint64_t(n_in) / f.block_elems * f.block_bytes * uint64_t(n_out), 4);
+}
+
+}  // namespace vkllm::ops

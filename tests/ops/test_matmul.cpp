@@ -1,0 +1,244 @@
+// ops::matmul (matvec and tiled matmul shaders) against cpu::matmul on the same weight bytes,
+// for every weight type the GPU decodes: odd shapes, accumulate, offsets and strides, and
+// weights split into binding windows.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cpu/ref_ops.h"
+#include "gguf/quant.h"
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "gpu_test.h"
+#include "ops/ops.h"
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+using gguf::TensorType;
+
+const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                             TensorType::Q6_K, TensorType::MXFP4};
+
+uint32_t block_of(TensorType t) { return gguf::type_traits(t)->block_size; }
+
+// Row lengths to test: whole blocks for block types; odd lengths for float types.
+std::vector<int64_t> row_lengths(TensorType t) {
+    switch (block_of(t)) {
+        case 1: return {17, 64, 100};
+        case 32: return {32, 64, 96};
+        default: return {256, 512};
+    }
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (old_) setenv(name_, old_->c_str(), 1);
+        else unsetenv(name_);
+    }
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+// A random weight quantized to `type`, on the host and on the GPU.
+struct TestWeight {
+    TensorType type;
+    int64_t n_in, n_out;
+    std::vector<uint8_t> bytes;
+    gpu::Buffer buffer;
+
+    ops::Weight gpu() const { return {type, &buffer, n_in, n_out}; }
+    cpu::WeightView cpu() const { return {type, bytes.data(), n_in, n_out}; }
+};
+
+TestWeight make_weight(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t n_out, uint32_t seed) {
+    auto values = test::random_floats(size_t(n_in * n_out), seed);
+    TestWeight w{type, n_in, n_out, gguf::quantize(type, values.data(), values.size()), {}};
+    w.buffer = gpu::Buffer(ctx, ops::weight_buffer_bytes(type, n_in, n_out), gpu::Memory::Device);
+    w.buffer.upload(w.bytes.data(), w.bytes.size());
+    return w;
+}
+
+gpu::Buffer upload(gpu::Context& ctx, const std::vector<float>& v) {
+    gpu::Buffer b(ctx, v.size() * 4, gpu::Memory::Device);
+    b.upload(v.data(), v.size() * 4);
+    return b;
+}
+
+std::vector<float> download(const gpu::Buffer& b) {
+    std::vector<float> v(b.size() / 4);
+    b.download(v.data(), b.size());
+    return v;
+}
+
+// Runs matmul with x at x_offset and y at y_offset (rows y_stride apart, 0: n_out) in buffers
+// whose other elements hold sentinels; checks against the reference and that the sentinels
+// survive. With accumulate, y starts random and the reference adds it.
+void check_matmul(gpu::Context& ctx, const TestWeight& w, int64_t n_tokens, bool accumulate = false,
+                  int64_t x_offset = 0, int64_t y_offset = 0, int64_t y_stride = 0, double tol = 1e-9) {
+    const int64_t stride = y_stride ? y_stride : w.n_out;
+    const uint32_t seed = uint32_t(w.n_in * 7 + w.n_out * 13 + n_tokens);
+    auto x = test::random_floats(size_t(n_tokens * w.n_in), seed, -2.0f, 2.0f);
+    std::vector<float> x_all(size_t(x_offset), 7.0f);
+    x_all.insert(x_all.end(), x.begin(), x.end());
+    x_all.push_back(7.0f);  // a float past the end
+
+    const size_t y_size = size_t(y_offset + n_tokens * stride + 2);
+    std::vector<float> y_all(y_size, -3.5f);  // sentinels
+    auto y0 = test::random_floats(size_t(n_tokens * w.n_out), seed + 1);
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t o = 0; o < w.n_out; ++o)
+            if (accumulate) y_all[size_t(y_offset + t * stride + o)] = y0[size_t(t * w.n_out + o)];
+
+    std::vector<float> ref(size_t(n_tokens * w.n_out));
+    cpu::matmul(w.cpu(), x.data(), ref.data(), n_tokens);
+    if (accumulate)
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] += y0[i];
+
+    gpu::Buffer xb = upload(ctx, x_all), yb = upload(ctx, y_all);
+    gpu::Stream s(ctx);
+    s.begin();
+    ops::matmul(s, w.gpu(), xb, uint64_t(x_offset), yb, uint64_t(y_offset), n_tokens, accumulate, y_stride);
+    s.submit_and_wait();
+    auto got_all = download(yb);
+
+    std::vector<float> got(ref.size());
+    std::vector<bool> written(y_size, false);
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t o = 0; o < w.n_out; ++o) {
+            const size_t at = size_t(y_offset + t * stride + o);
+            got[size_t(t * w.n_out + o)] = got_all[at];
+            written[at] = true;
+        }
+    const std::string what = std::string(gguf::type_traits(w.type)->name) + " n_in " + std::to_string(w.n_in) +
+                             " n_out " + std::to_string(w.n_out) + " n_tokens " + std::to_string(n_tokens);
+    EXPECT_LT(test::nmse(got, ref), tol) << what;
+    for (size_t i = 0; i < y_size; ++i)
+        if (!written[i]) {
+            ASSERT_EQ(got_all[i], -3.5f) << what << ": y element " << i << " outside the output changed";
+        }
+}
+
+class MatmulType : public test::GpuTest, public ::testing::WithParamInterface<TensorType> {};
+
+TEST_P(MatmulType, MatchesReferenceForOddShapes) {
+    const TensorType type = GetParam();
+    ASSERT_TRUE(ops::gpu_supports(type));
+    for (int64_t n_in : row_lengths(type)) {
+        for (int64_t n_out : {1, 7, 33, 100}) {
+            TestWeight w = make_weight(ctx(), type, n_in, n_out, uint32_t(n_in + n_out));
+            for (int64_t n_tokens : {1, 2, 5, 17, 67}) check_matmul(ctx(), w, n_tokens);
+        }
+    }
+}
+
+TEST_P(MatmulType, AccumulatesWithOffsetsAndStride) {
+    const TensorType type = GetParam();
+    TestWeight w = make_weight(ctx(), type, row_lengths(type).back(), 45, 99);
+    for (int64_t n_tokens : {1, 3, 70}) {
+        check_matmul(ctx(), w, n_tokens, /*accumulate=*/true);
+        check_matmul(ctx(), w, n_tokens, /*accumulate=*/false, /*x_offset=*/3, /*y_offset=*/5, /*y_stride=*/52);
+        check_matmul(ctx(), w, n_tokens, /*accumulate=*/true, /*x_offset=*/1, /*y_offset=*/17, /*y_stride=*/45);
+    }
+}
+
+// A binding limit far below the weight's size splits it into row windows at aligned offsets
+// (rows do not start at aligned bytes) and the activations into token windows.
+TEST_P(MatmulType, SplitsWeightsLargerThanOneBinding) {
+    const TensorType type = GetParam();
+    const int64_t n_in = row_lengths(type).front(), n_out = 101;
+    TestWeight w = make_weight(ctx(), type, n_in, n_out, 5);
+    const uint64_t align = std::max<uint64_t>(ctx().caps().min_storage_buffer_offset_alignment, 4);
+    const uint64_t row_bytes = w.bytes.size() / uint64_t(n_out);
+    // Room for about 3 rows and 3 tokens of x per window.
+    const uint64_t limit = 2 * align + 16 + std::max<uint64_t>(3 * row_bytes, 3 * uint64_t(n_in) * 4);
+    ASSERT_GT(w.bytes.size(), 2 * limit) << "the weight should need several windows";
+    ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(limit));
+    for (int64_t n_tokens : {1, 2, 9}) check_matmul(ctx(), w, n_tokens);
+    check_matmul(ctx(), w, 1, /*accumulate=*/true, /*x_offset=*/2, /*y_offset=*/3, /*y_stride=*/0);
+}
+
+// Few workgroups per grid dimension: matvec folds its row groups into a 2-D grid, matmul splits rows.
+TEST_P(MatmulType, RespectsWorkgroupCountLimits) {
+    const TensorType type = GetParam();
+    TestWeight w = make_weight(ctx(), type, row_lengths(type).front(), 301, 6);
+    ScopedEnv env("VKLLM_MAX_WORKGROUP_COUNT", "3");
+    for (int64_t n_tokens : {1, 4}) check_matmul(ctx(), w, n_tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<TensorType>& info) {
+                             return std::string(gguf::type_traits(info.param)->name);
+                         });
+
+class Matmul : public test::GpuTest {};
+
+// A projection the size of a small model's (decode and a prefill chunk) in the types of a
+// Q4_K_M file; larger K than the sweep above.
+TEST_F(Matmul, ModelSizedProjections) {
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::F16}) {
+        TestWeight w = make_weight(ctx(), type, 1024, 288, 11);
+        for (int64_t n_tokens : {1, 129}) check_matmul(ctx(), w, n_tokens);
+    }
+}
+
+TEST_F(Matmul, RejectsBadArguments) {
+    TestWeight w = make_weight(ctx(), TensorType::Q4_0, 64, 4, 1);
+    gpu::Buffer x(ctx(), 64 * 4 * 2, gpu::Memory::Device), y(ctx(), 4 * 4 * 2, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    // Unsupported types.
+    EXPECT_FALSE(ops::gpu_supports(TensorType::Q8_1));
+    EXPECT_FALSE(ops::gpu_supports(TensorType::I32));
+    ops::Weight bad = w.gpu();
+    bad.type = TensorType::Q8_1;
+    EXPECT_THROW(ops::matmul(s, bad, x, 0, y, 0, 1), ops::ShapeError);
+    // A row length that is not a whole number of blocks.
+    bad = w.gpu();
+    bad.n_in = 48;
+    EXPECT_THROW(ops::matmul(s, bad, x, 0, y, 0, 1), ops::ShapeError);
+    // A weight buffer too small for its rows.
+    bad = w.gpu();
+    bad.n_out = 100;
+    EXPECT_THROW(ops::matmul(s, bad, x, 0, y, 0, 1), ops::ShapeError);
+    // Activations outside their buffers, a short stride, aliasing.
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 3), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 1, y, 0, 2), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 2, false, 3), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, x, 60, 1), ops::ShapeError);
+    EXPECT_THROW(ops::weight_buffer_bytes(TensorType::Q4_K, 100, 1), ops::ShapeError);
+    EXPECT_EQ(ops::weight_buffer_bytes(TensorType::Q6_K, 256, 3), 632u);  // 630 rounded up to words
+    s.submit_and_wait();
+}
+
+TEST_F(Matmul, BadBindingLimitOverrideIsAClearError) {
+    TestWeight w = make_weight(ctx(), TensorType::F32, 8, 2, 1);
+    gpu::Buffer x(ctx(), 8 * 4, gpu::Memory::Device), y(ctx(), 2 * 4, gpu::Memory::Device);
+    ScopedEnv env("VKLLM_MAX_BINDING_BYTES", "lots");
+    gpu::Stream s(ctx());
+    s.begin();
+    try {
+        ops::matmul(s, w.gpu(), x, 0, y, 0, 1);
+        ADD_FAILURE() << "expected an error";
+    } catch (const ops::ShapeError& e) {
+        EXPECT_NE(std::string(e.what()).find("VKLLM_MAX_BINDING_BYTES"), std::string::npos) << e.what();
+    }
+    s.submit_and_wait();
+}
+
+}  // namespace
+}  // namespace vkllm
