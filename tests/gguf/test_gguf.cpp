@@ -352,6 +352,32 @@ TEST(GgufMalformed, UnknownButNamedTypesOpenForInspection) {
     }
 }
 
+TEST(GgufMalformed, FuzzCorpusParsesOrFailsCleanly) {
+    // The fuzzer's seeds and regression inputs (tests/fuzz/corpus), replayed without clang.
+    const std::filesystem::path dir = std::filesystem::path(vkllm::test::source_dir()) / "tests/fuzz/corpus";
+    if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found (set VKLLM_SOURCE_DIR)";
+    int n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        SCOPED_TRACE(entry.path().string());
+        std::vector<uint8_t> bytes = vkllm::test::read_file(entry.path().string());
+        bool regression = entry.path().filename().string().rfind("regress_", 0) == 0;
+        try {
+            auto f = parse(bytes, "corpus.gguf");
+            EXPECT_FALSE(regression) << "regression input parsed";
+            for (const TensorInfo& t : f->tensors()) {
+                if (type_traits(t.type)->dequantizable) {
+                    EXPECT_EQ(dequantize_tensor(t).size(), t.n_elements());
+                }
+            }
+        } catch (const FormatError& e) {
+            EXPECT_TRUE(regression) << e.what();
+            EXPECT_EQ(std::string(e.what()).rfind("corpus.gguf: ", 0), 0u) << e.what();
+        }
+        ++n;
+    }
+    EXPECT_GE(n, 6);
+}
+
 TEST(Gguf, TypeNames) {
     EXPECT_EQ(type_from_name("q4_k"), TensorType::Q4_K);
     EXPECT_EQ(type_from_name("MXFP4"), TensorType::MXFP4);
