@@ -1,0 +1,150 @@
+#include "random_model/arch_tables.h"
+
+namespace vkllm::random_model {
+namespace {
+
+using D = Dim;
+
+// Pieces the families share, composed below. Names follow llama.cpp's LLM_TENSOR_NAMES.
+std::vector<TensorRule> embeddings_and_head() {
+    return {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"rope_freqs.weight", {D::RopeHalf}, Init::RopeFreqs, Presence::Llama3Rope},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
+    };
+}
+
+struct AttentionOptions {
+    bool qkv_bias = false;  // Qwen2
+    bool qk_norm = false;   // Qwen3, Gemma 3: RMSNorm over each head of q and k
+    bool post_norm = false; // Gemma 2/3: a norm on the attention output before the residual add
+};
+
+std::vector<TensorRule> attention(AttentionOptions o) {
+    std::vector<TensorRule> t = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
+    };
+    if (o.qkv_bias) {
+        t.push_back({"blk.{L}.attn_q.bias", {D::QProj}, Init::Bias});
+        t.push_back({"blk.{L}.attn_k.bias", {D::KvProj}, Init::Bias});
+        t.push_back({"blk.{L}.attn_v.bias", {D::KvProj}, Init::Bias});
+    }
+    if (o.qk_norm) {
+        t.push_back({"blk.{L}.attn_q_norm.weight", {D::HeadDim}, Init::Norm});
+        t.push_back({"blk.{L}.attn_k_norm.weight", {D::HeadDim}, Init::Norm});
+    }
+    t.push_back({"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix});
+    if (o.post_norm) t.push_back({"blk.{L}.post_attention_norm.weight", {D::Embd}, Init::Norm});
+    return t;
+}
+
+// act(gate(x)) * up(x) -> down.
+std::vector<TensorRule> gated_ffn(bool post_norm) {
+    std::vector<TensorRule> t = {
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+    };
+    if (post_norm) t.push_back({"blk.{L}.post_ffw_norm.weight", {D::Embd}, Init::Norm});
+    return t;
+}
+
+std::vector<TensorRule> concat(std::vector<TensorRule> a, const std::vector<TensorRule>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+std::vector<TensorRule> without(std::vector<TensorRule> t, Presence p) {
+    std::erase_if(t, [p](const TensorRule& r) { return r.presence == p; });
+    return t;
+}
+
+std::vector<ArchTable> make_tables() {
+    std::vector<ArchTable> tables;
+
+    // Llama 1/2/3, SmolLM, TinyLlama: pre-RMSNorm, RoPE, SwiGLU; Llama 3.x rope_freqs.
+    ArchTable llama;
+    llama.name = "llama";
+    llama.globals = embeddings_and_head();
+    llama.per_layer = concat(attention({}), gated_ffn(false));
+    tables.push_back(llama);
+
+    // Qwen2 / Qwen2.5: llama plus q, k, v biases; llama.cpp sizes wq as [n_embd, n_embd].
+    ArchTable qwen2;
+    qwen2.name = "qwen2";
+    qwen2.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    qwen2.per_layer = concat(attention({.qkv_bias = true}), gated_ffn(false));
+    qwen2.norm_eps = 1e-6f;
+    qwen2.rope_freq_base = 1000000.0f;
+    qwen2.head_dim_free = false;
+    tables.push_back(qwen2);
+
+    // Qwen3 (dense): llama plus per-head RMSNorm of q and k before RoPE.
+    ArchTable qwen3;
+    qwen3.name = "qwen3";
+    qwen3.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    qwen3.per_layer = concat(attention({.qk_norm = true}), gated_ffn(false));
+    qwen3.norm_eps = 1e-6f;
+    qwen3.rope_freq_base = 1000000.0f;
+    tables.push_back(qwen3);
+
+    // Gemma 2: sandwich norms, logit soft-capping, sliding window on every other layer, output
+    // always tied to token_embd.
+    ArchTable gemma2;
+    gemma2.name = "gemma2";
+    gemma2.globals = without(without(embeddings_and_head(), Presence::Llama3Rope), Presence::Untied);
+    gemma2.per_layer = concat(attention({.post_norm = true}), gated_ffn(true));
+    gemma2.norm_eps = 1e-6f;
+    gemma2.always_write_head_dims = true;
+    gemma2.always_tied = true;
+    gemma2.default_sliding_window = 4096;
+    gemma2.extra_metadata = {
+        {"attn_logit_softcapping", gguf::Value::from_f32(50.0f)},
+        {"final_logit_softcapping", gguf::Value::from_f32(30.0f)},
+    };
+    tables.push_back(gemma2);
+
+    // Gemma 3 (text): Gemma 2's sandwich norms plus q/k norms, no soft-capping; five local layers
+    // (RoPE base 10000) to one global (base 1e6).
+    ArchTable gemma3;
+    gemma3.name = "gemma3";
+    gemma3.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    gemma3.per_layer = concat(attention({.qk_norm = true, .post_norm = true}), gated_ffn(true));
+    gemma3.norm_eps = 1e-6f;
+    gemma3.rope_freq_base = 1000000.0f;
+    gemma3.always_write_head_dims = true;
+    gemma3.default_sliding_window = 512;
+    gemma3.extra_metadata = {
+        {"rope.freq_base_swa", gguf::Value::from_f32(10000.0f)},
+    };
+    tables.push_back(gemma3);
+
+    return tables;
+}
+
+}  // namespace
+
+bool ArchTable::has_presence(Presence p) const {
+    for (const auto* list : {&globals, &per_layer})
+        for (const TensorRule& r : *list)
+            if (r.presence == p) return true;
+    return false;
+}
+
+const std::vector<ArchTable>& arch_tables() {
+    static const std::vector<ArchTable> tables = make_tables();
+    return tables;
+}
+
+const ArchTable* find_arch_table(const std::string& arch) {
+    for (const ArchTable& t : arch_tables())
+        if (t.name == arch) return &t;
+    return nullptr;
+}
+
+}  // namespace vkllm::random_model

@@ -1,0 +1,333 @@
+#include "random_model/random_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <sstream>
+
+#include "gguf/quant.h"
+#include "random_model/arch_tables.h"
+#include "random_model/random_weights.h"
+
+namespace vkllm::random_model {
+
+using gguf::TensorType;
+using gguf::Value;
+
+namespace {
+
+// Sizes every symbolic Dim resolves to.
+struct Sizes {
+    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, rope_half;
+
+    uint64_t of(Dim d) const {
+        switch (d) {
+            case Dim::Embd: return embd;
+            case Dim::Vocab: return vocab;
+            case Dim::Ff: return ff;
+            case Dim::QProj: return q_proj;
+            case Dim::KvProj: return kv_proj;
+            case Dim::HeadDim: return head_dim;
+            case Dim::RopeHalf: return rope_half;
+        }
+        return 0;
+    }
+};
+
+float parse_float(const std::string& text, const std::string& what) {
+    try {
+        size_t used = 0;
+        float v = std::stof(text, &used);
+        if (used == text.size() && std::isfinite(v)) return v;
+    } catch (const std::exception&) {
+    }
+    throw ConfigError("--rope-scaling: " + what + " '" + text + "' is not a number");
+}
+
+int parse_int(const std::string& text, const std::string& what) {
+    try {
+        size_t used = 0;
+        int v = std::stoi(text, &used);
+        if (used == text.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw ConfigError("--rope-scaling: " + what + " '" + text + "' is not an integer");
+}
+
+std::string replace_layer(std::string pattern, int layer) {
+    const size_t at = pattern.find("{L}");
+    if (at != std::string::npos) pattern.replace(at, 3, std::to_string(layer));
+    return pattern;
+}
+
+// Llama 3 RoPE scaling as a per-frequency divisor of theta (llama.cpp's rope_freqs tensor), as
+// convert_hf_to_gguf.py computes it: high frequencies (wavelength < orig_ctx / high_freq_factor)
+// keep theta, low ones (wavelength > orig_ctx / low_freq_factor) are divided by `factor`, and
+// the band between interpolates smoothly.
+std::vector<float> llama3_rope_freq_factors(const RopeScalingConfig& r, float freq_base, uint64_t head_dim) {
+    const double old_ctx = r.original_context;
+    const double low_wavelen = old_ctx / r.low_freq_factor;
+    const double high_wavelen = old_ctx / r.high_freq_factor;
+    std::vector<float> factors;
+    for (uint64_t i = 0; i < head_dim; i += 2) {
+        const double freq = 1.0 / std::pow(double(freq_base), double(i) / double(head_dim));
+        const double wavelen = 2.0 * std::numbers::pi / freq;
+        if (wavelen < high_wavelen) {
+            factors.push_back(1.0f);
+        } else if (wavelen > low_wavelen) {
+            factors.push_back(r.factor);
+        } else {
+            const double smooth = (old_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+            factors.push_back(float(1.0 / ((1.0 - smooth) / r.factor + smooth)));
+        }
+    }
+    return factors;
+}
+
+void require(bool ok, const std::string& message) {
+    if (!ok) throw ConfigError(message);
+}
+
+// Checks the configuration against the family; returns it with defaults filled in.
+RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
+    const int kMaxSize = 1 << 20;
+    auto in_range = [&](const char* option, int v, int max) {
+        require(v > 0 && v <= max, std::string(option) + " must be between 1 and " + std::to_string(max) + ", not " +
+                                       std::to_string(v));
+    };
+    in_range("--n-embd", c.n_embd, kMaxSize);
+    in_range("--n-layer", c.n_layer, 4096);
+    in_range("--n-head", c.n_head, 4096);
+    in_range("--n-head-kv", c.n_head_kv, c.n_head);
+    in_range("--n-ff", c.n_ff, kMaxSize);
+    in_range("--n-ctx", c.n_ctx, 1 << 24);
+    require(c.n_head % c.n_head_kv == 0, "--n-head " + std::to_string(c.n_head) + " is not a multiple of --n-head-kv " +
+                                             std::to_string(c.n_head_kv));
+    if (c.head_dim == 0) {
+        require(c.n_embd % c.n_head == 0, "--n-embd " + std::to_string(c.n_embd) + " is not a multiple of --n-head " +
+                                              std::to_string(c.n_head) + "; give --head-dim");
+        c.head_dim = c.n_embd / c.n_head;
+    }
+    in_range("--head-dim", c.head_dim, 4096);
+    require(c.head_dim % 2 == 0, "--head-dim " + std::to_string(c.head_dim) + " must be even (RoPE rotates pairs)");
+    require(arch.head_dim_free || c.head_dim * c.n_head == c.n_embd,
+            arch.name + " needs head_dim * n_head == n_embd (llama.cpp sizes its projections so); drop --head-dim");
+
+    require(gguf::can_quantize(c.type) && gguf::type_traits(c.type).has_value(),
+            std::string("--type ") + (gguf::type_traits(c.type) ? gguf::type_traits(c.type)->name : "?") +
+                " cannot be written (no quantizer for it)");
+    if (arch.always_tied) c.tied = true;
+    if (c.name.empty()) c.name = "random-" + arch.name;
+    if (c.rope_freq_base == 0.0f) c.rope_freq_base = arch.rope_freq_base;
+    require(c.rope_freq_base > 1.0f, "--rope-freq-base must be above 1");
+
+    const RopeScalingConfig& r = c.rope_scaling;
+    if (r.kind != RopeScalingConfig::Kind::None) require(r.factor > 0.0f, "--rope-scaling factor must be positive");
+    if (r.kind == RopeScalingConfig::Kind::Yarn || r.kind == RopeScalingConfig::Kind::Llama3)
+        require(r.original_context > 0, "--rope-scaling: the original context length must be positive");
+    if (r.kind == RopeScalingConfig::Kind::Llama3) {
+        require(arch.has_presence(Presence::Llama3Rope), "llama3 rope scaling (a rope_freqs tensor) is not read by " +
+                                                             arch.name + " in llama.cpp");
+        require(r.low_freq_factor > 0.0f && r.high_freq_factor > r.low_freq_factor,
+                "--rope-scaling llama3: needs 0 < LOW < HIGH");
+    }
+
+    require(c.sliding_window >= 0, "--sliding-window must be positive");
+    if (arch.default_sliding_window == 0)
+        require(c.sliding_window == 0, arch.name + " has no sliding-window attention; drop --sliding-window");
+    else if (c.sliding_window == 0)
+        c.sliding_window = arch.default_sliding_window;
+    return c;
+}
+
+std::vector<uint8_t> encode(TensorType type, const std::vector<float>& values) {
+    if (type == TensorType::F32) {
+        std::vector<uint8_t> bytes(values.size() * sizeof(float));
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+        return bytes;
+    }
+    return gguf::quantize(type, values.data(), values.size());
+}
+
+std::vector<float> initial_values(const TensorRule& rule, const std::string& name, const std::vector<uint64_t>& dims,
+                                  const RandomModelConfig& c, const Sizes& sizes) {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    Rng rng(c.seed, name);
+    switch (rule.init) {
+        case Init::Embedding: return normal_values(rng, n, 0.0, 1.0 / std::sqrt(double(sizes.embd)));
+        case Init::Matrix: return normal_values(rng, n, 0.0, 1.0 / std::sqrt(double(dims[0])));
+        case Init::Norm: return normal_values(rng, n, 1.0, 0.1);
+        case Init::Bias: return normal_values(rng, n, 0.0, 0.1);
+        case Init::RopeFreqs: return llama3_rope_freq_factors(c.rope_scaling, c.rope_freq_base, sizes.head_dim);
+    }
+    return {};
+}
+
+bool present(Presence p, const RandomModelConfig& c) {
+    switch (p) {
+        case Presence::Always: return true;
+        case Presence::Untied: return !c.tied;
+        case Presence::Llama3Rope: return c.rope_scaling.kind == RopeScalingConfig::Kind::Llama3;
+    }
+    return false;
+}
+
+void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name, const RandomModelConfig& c,
+                const Sizes& sizes) {
+    std::vector<uint64_t> dims;
+    for (Dim d : rule.dims) dims.push_back(sizes.of(d));
+    // 1-D tensors (norms, biases, rope factors) stay F32, as llama.cpp's quantizer leaves them.
+    const TensorType type = dims.size() == 1 ? TensorType::F32 : matrix_storage_type(c.type, dims[0]);
+    w.add_tensor(name, type, dims, encode(type, initial_values(rule, name, dims, c, sizes)));
+}
+
+void copy_tokenizer(gguf::Writer& w, const gguf::File& vocab) {
+    for (const std::string& key : vocab.keys_in_order())
+        if (key.rfind("tokenizer.", 0) == 0) w.set(key, *vocab.find(key));
+}
+
+}  // namespace
+
+RopeScalingConfig parse_rope_scaling(const std::string& text) {
+    std::vector<std::string> parts;
+    std::stringstream in(text);
+    for (std::string part; std::getline(in, part, ':');) parts.push_back(part);
+    RopeScalingConfig r;
+    const std::string kind = parts.empty() ? "" : parts[0];
+    auto expect_parts = [&](size_t n, const char* form) {
+        require(parts.size() == n, "--rope-scaling '" + text + "': expected " + form);
+    };
+    if (kind == "none") {
+        expect_parts(1, "none");
+    } else if (kind == "linear") {
+        expect_parts(2, "linear:FACTOR");
+        r.kind = RopeScalingConfig::Kind::Linear;
+        r.factor = parse_float(parts[1], "factor");
+    } else if (kind == "yarn") {
+        expect_parts(3, "yarn:FACTOR:ORIGINAL_CONTEXT");
+        r.kind = RopeScalingConfig::Kind::Yarn;
+        r.factor = parse_float(parts[1], "factor");
+        r.original_context = parse_int(parts[2], "original context");
+    } else if (kind == "llama3") {
+        expect_parts(5, "llama3:FACTOR:LOW_FREQ_FACTOR:HIGH_FREQ_FACTOR:ORIGINAL_CONTEXT");
+        r.kind = RopeScalingConfig::Kind::Llama3;
+        r.factor = parse_float(parts[1], "factor");
+        r.low_freq_factor = parse_float(parts[2], "low frequency factor");
+        r.high_freq_factor = parse_float(parts[3], "high frequency factor");
+        r.original_context = parse_int(parts[4], "original context");
+    } else {
+        throw ConfigError("--rope-scaling '" + text + "': unknown kind (linear, yarn, llama3 or none)");
+    }
+    return r;
+}
+
+std::vector<std::string> architectures() {
+    std::vector<std::string> names;
+    for (const ArchTable& t : arch_tables()) names.push_back(t.name);
+    return names;
+}
+
+TensorType matrix_storage_type(TensorType requested, uint64_t row_length) {
+    auto fits = [row_length](TensorType t) { return row_length % gguf::type_traits(t)->block_size == 0; };
+    if (fits(requested)) return requested;
+    TensorType fallback = TensorType::F16;
+    switch (requested) {
+        case TensorType::Q2_K:
+        case TensorType::Q3_K: fallback = TensorType::Q4_0; break;
+        case TensorType::Q4_K: fallback = TensorType::Q5_0; break;
+        case TensorType::Q5_K: fallback = TensorType::Q5_1; break;
+        case TensorType::Q6_K: fallback = TensorType::Q8_0; break;
+        default: break;
+    }
+    return fits(fallback) ? fallback : TensorType::F16;
+}
+
+uint32_t file_type_of(TensorType type) {
+    switch (type) {  // LLAMA_FTYPE_* (llama.h); K-quants as their _M mixes
+        case TensorType::F32: return 0;
+        case TensorType::F16: return 1;
+        case TensorType::Q4_0: return 2;
+        case TensorType::Q4_1: return 3;
+        case TensorType::Q8_0: return 7;
+        case TensorType::Q5_0: return 8;
+        case TensorType::Q5_1: return 9;
+        case TensorType::Q2_K: return 10;
+        case TensorType::Q3_K: return 12;
+        case TensorType::Q4_K: return 15;
+        case TensorType::Q5_K: return 17;
+        case TensorType::Q6_K: return 18;
+        case TensorType::BF16: return 32;
+        case TensorType::MXFP4: return 38;
+        default: break;
+    }
+    auto traits = gguf::type_traits(type);
+    throw ConfigError(std::string("no llama.cpp file type for tensor type ") + (traits ? traits->name : "?"));
+}
+
+gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab) {
+    const ArchTable* arch = find_arch_table(config.arch);
+    if (!arch) {
+        std::string list;
+        for (const auto& n : architectures()) list += (list.empty() ? "" : ", ") + n;
+        throw ConfigError("--arch '" + config.arch + "' is not known (known: " + list + ")");
+    }
+    const RandomModelConfig c = validated(config, *arch);
+    const auto tokens = vocab.get_strings("tokenizer.ggml.tokens");
+    if (!tokens || tokens->empty())
+        throw ConfigError(vocab.path() + ": no tokenizer.ggml.tokens: not a vocabulary file (--vocab-from)");
+
+    Sizes sizes{};
+    sizes.embd = uint64_t(c.n_embd);
+    sizes.vocab = tokens->size();
+    sizes.ff = uint64_t(c.n_ff);
+    sizes.head_dim = uint64_t(c.head_dim);
+    sizes.q_proj = uint64_t(c.n_head) * sizes.head_dim;
+    sizes.kv_proj = uint64_t(c.n_head_kv) * sizes.head_dim;
+    sizes.rope_half = sizes.head_dim / 2;
+
+    gguf::Writer w;
+    const std::string a = arch->name + ".";
+    w.set("general.architecture", Value::from_string(arch->name));
+    w.set("general.name", Value::from_string(c.name));
+    w.set("general.file_type", Value::from_u32(file_type_of(c.type)));
+    w.set("general.quantization_version", Value::from_u32(2));
+    w.set(a + "vocab_size", Value::from_u32(uint32_t(sizes.vocab)));
+    w.set(a + "context_length", Value::from_u32(uint32_t(c.n_ctx)));
+    w.set(a + "embedding_length", Value::from_u32(uint32_t(c.n_embd)));
+    w.set(a + "block_count", Value::from_u32(uint32_t(c.n_layer)));
+    w.set(a + "feed_forward_length", Value::from_u32(uint32_t(c.n_ff)));
+    w.set(a + "attention.head_count", Value::from_u32(uint32_t(c.n_head)));
+    w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
+    w.set(a + "attention.layer_norm_rms_epsilon", Value::from_f32(arch->norm_eps));
+    w.set(a + "rope.freq_base", Value::from_f32(c.rope_freq_base));
+    w.set(a + "rope.dimension_count", Value::from_u32(uint32_t(c.head_dim)));
+    if (arch->always_write_head_dims || c.head_dim * c.n_head != c.n_embd) {
+        w.set(a + "attention.key_length", Value::from_u32(uint32_t(c.head_dim)));
+        w.set(a + "attention.value_length", Value::from_u32(uint32_t(c.head_dim)));
+    }
+    const RopeScalingConfig& r = c.rope_scaling;
+    if (r.kind == RopeScalingConfig::Kind::Linear || r.kind == RopeScalingConfig::Kind::Yarn) {
+        w.set(a + "rope.scaling.type", Value::from_string(r.kind == RopeScalingConfig::Kind::Linear ? "linear" : "yarn"));
+        w.set(a + "rope.scaling.factor", Value::from_f32(r.factor));
+        if (r.kind == RopeScalingConfig::Kind::Yarn)
+            w.set(a + "rope.scaling.original_context_length", Value::from_u32(uint32_t(r.original_context)));
+    }
+    if (c.sliding_window > 0) w.set(a + "attention.sliding_window", Value::from_u32(uint32_t(c.sliding_window)));
+    for (const auto& [key, value] : arch->extra_metadata) w.set(a + key, value);
+    copy_tokenizer(w, vocab);
+
+    for (const TensorRule& rule : arch->globals)
+        if (present(rule.presence, c)) add_tensor(w, rule, rule.name, c, sizes);
+    for (int layer = 0; layer < c.n_layer; ++layer)
+        for (const TensorRule& rule : arch->per_layer)
+            if (present(rule.presence, c)) add_tensor(w, rule, replace_layer(rule.name, layer), c, sizes);
+    return w;
+}
+
+void write_random_model(const RandomModelConfig& config, const std::string& vocab_path, const std::string& out_path) {
+    auto vocab = gguf::File::open(vocab_path);
+    build_random_model(config, *vocab).write(out_path);
+}
+
+}  // namespace vkllm::random_model

@@ -1,0 +1,68 @@
+// Random-weight GGUF models with llama.cpp's tensor names and metadata keys: the same files
+// llama.cpp's converter would write for a model of that architecture, but with seeded random
+// weights. Used to compare vkllm with llama.cpp on every architecture without downloading models.
+//
+// Architectures are described as data (arch_tables.cpp): a list of tensors (name pattern, shape
+// in symbolic sizes, how to initialise) plus the metadata that differs from the common set.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+
+namespace vkllm::random_model {
+
+// A configuration that cannot make a valid model (the message says which option and why).
+struct ConfigError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// RoPE scaling as the converter records it: linear and YaRN as `<arch>.rope.scaling.*`
+// metadata; Llama 3 as a `rope_freqs.weight` tensor of per-frequency divisors.
+struct RopeScalingConfig {
+    enum class Kind { None, Linear, Yarn, Llama3 };
+    Kind kind = Kind::None;
+    float factor = 1.0f;
+    int original_context = 0;     // YaRN and Llama 3: the context length the model was trained at
+    float low_freq_factor = 1.0f;   // Llama 3
+    float high_freq_factor = 4.0f;  // Llama 3
+};
+
+// Parses "linear:F", "yarn:F:ORIG" or "llama3:F:LOW:HIGH:ORIG" (or "none").
+RopeScalingConfig parse_rope_scaling(const std::string& text);
+
+struct RandomModelConfig {
+    std::string arch = "llama";
+    std::string name;  // general.name; empty: "random-<arch>"
+    uint64_t seed = 0;
+    int n_embd = 64, n_layer = 2, n_head = 4, n_head_kv = 2, n_ff = 160, n_ctx = 256;
+    int head_dim = 0;                // 0: n_embd / n_head
+    gguf::TensorType type = gguf::TensorType::F32;  // of matrices whose row length allows it
+    bool tied = false;               // no output.weight: the output projection is token_embd
+    float rope_freq_base = 0.0f;     // 0: the architecture's usual base
+    RopeScalingConfig rope_scaling;
+    int sliding_window = 0;          // 0: the architecture's default (if it has sliding windows)
+};
+
+// Architectures this generator knows, e.g. {"gemma2", "gemma3", "llama", "qwen2", "qwen3"}.
+std::vector<std::string> architectures();
+
+// The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:
+// `requested` if its block divides the row, else llama.cpp's quantizer fallback (Q4_K -> Q5_0,
+// Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0) if that fits, else F16.
+gguf::TensorType matrix_storage_type(gguf::TensorType requested, uint64_t row_length);
+
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) for a model whose matrices are `type`.
+uint32_t file_type_of(gguf::TensorType type);
+
+// Builds the model in memory. The tokenizer (every tokenizer.* key) is copied from `vocab`;
+// n_vocab is its token count. Throws ConfigError for an invalid configuration.
+gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab);
+
+// The same, reading the vocabulary from a GGUF file, and writing the model to `out_path`.
+void write_random_model(const RandomModelConfig& config, const std::string& vocab_path, const std::string& out_path);
+
+}  // namespace vkllm::random_model
