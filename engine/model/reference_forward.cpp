@@ -35,10 +35,10 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
     const int T = int(tokens.size());
     const int E = spec_.n_embd;
     if (n_past_ + T > n_ctx_) throw std::out_of_range("reference forward: context full");
-    std::vector<int32_t> pos(size_t(T));
+    std::vector<int32_t> pos(static_cast<size_t>(T));
     for (int i = 0; i < T; ++i) pos[size_t(i)] = n_past_ + i;
     const int n_kv = n_past_ + T;
-    std::vector<int32_t> kv_pos(size_t(n_kv));
+    std::vector<int32_t> kv_pos(static_cast<size_t>(n_kv));
     for (int i = 0; i < n_kv; ++i) kv_pos[size_t(i)] = i;
 
     std::vector<float> x(size_t(T) * size_t(E)), h(x.size());
