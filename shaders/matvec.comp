@@ -1,8 +1,10 @@
 #version 450
 // y = W x for one token (decode): the memory-bound matrix-vector product. A workgroup computes
-// ROWS consecutive rows; its threads stride over the rows' 8-element units so that consecutive
-// threads read consecutive words of a row (coalesced), each unit of x is loaded once for all
-// ROWS rows, and the partial sums are reduced in shared memory (USE_SUBGROUP: subgroupAdd first).
+// ROWS consecutive rows. Its threads stride over 32-element units of the rows (consecutive
+// threads take consecutive units, so a subgroup reads a contiguous span of each row), two units
+// per loop trip so each thread keeps several loads in flight; x is loaded once per unit for all
+// ROWS rows and dotted in the quantized domain (dequant_dot.glsl). Partial sums are reduced in
+// shared memory (USE_SUBGROUP: subgroupAdd first).
 #include "common.glsl"
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -10,12 +12,15 @@
 #endif
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 128u;  // threads per workgroup (a power of two)
-layout(constant_id = 1) const uint ROWS = 2u;  // rows per workgroup
+layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a power of two)
+layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
+layout(constant_id = 2) const bool X_VEC4 = false;   // x_base is a multiple of 4: read x as vec4
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
-layout(std430, binding = 1) readonly buffer X { float x[]; };  // [n_in] from x_base
-layout(std430, binding = 2) buffer Y { float y[]; };           // [n_rows] from y_base
+#include "dequant_dot.glsl"
+layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_in] from x_base
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
+layout(std430, binding = 2) buffer Y { float y[]; };             // [n_rows] from y_base
 
 layout(push_constant) uniform Push {
     uint n_in;        // row length (elements)
@@ -29,35 +34,44 @@ layout(push_constant) uniform Push {
 
 shared float partial[ROWS * WG];  // [ROWS][WG]
 
+uint row_addr[ROWS];
+float acc[ROWS];
+
+vec4 x_quad(uint e) {
+    const uint i = pc.x_base + e;
+    if (X_VEC4) return x4[i >> 2];
+    return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+}
+
+// Adds unit `unit` of every row to acc.
+void accumulate_unit(uint unit) {
+    const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
+    vec4 xv[8];
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROWS;
     if (row0 >= pc.n_rows) return;  // a padding workgroup of the 2-D grid (uniform)
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
-    uint row_addr[ROWS];
-    float acc[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         row_addr[r] = pc.w_base + min(row0 + r, pc.n_rows - 1u) * pc.row_bytes;
         acc[r] = 0.0;
     }
 
-    const uint n_units = (pc.n_in / BLOCK_ELEMS) * UNITS_PER_BLOCK;  // float types: whole groups of 8
-    for (uint unit = tid; unit < n_units; unit += WG) {
-        const uint ib = unit / UNITS_PER_BLOCK, u = unit % UNITS_PER_BLOCK;
-        const uint e_lo = pc.x_base + ib * BLOCK_ELEMS + unit_lo_elem(u);
-        const uint e_hi = pc.x_base + ib * BLOCK_ELEMS + unit_hi_elem(u);
-        const vec4 x_lo = vec4(x[e_lo], x[e_lo + 1u], x[e_lo + 2u], x[e_lo + 3u]);
-        const vec4 x_hi = vec4(x[e_hi], x[e_hi + 1u], x[e_hi + 2u], x[e_hi + 3u]);
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-            vec4 w_lo, w_hi;
-            dequant_unit(row_addr[r] + ib * BLOCK_BYTES, u, w_lo, w_hi);
-            acc[r] += dot(w_lo, x_lo) + dot(w_hi, x_hi);
-        }
+    const uint n_units = (pc.n_in / BLOCK_ELEMS) * MV_UNITS;  // float types: whole groups of 32
+    uint unit = tid;
+    for (; unit + WG < n_units; unit += 2u * WG) {
+        accumulate_unit(unit);
+        accumulate_unit(unit + WG);
     }
+    if (unit < n_units) accumulate_unit(unit);
 #ifdef W_FLOAT
-    // Float rows may end in a partial group of 8.
-    for (uint e = (pc.n_in & ~7u) + tid; e < pc.n_in; e += WG) {
+    // Float rows may end in a partial group of 32.
+    for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
         const float xe = x[pc.x_base + e];
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
     }

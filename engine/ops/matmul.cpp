@@ -48,11 +48,12 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
     return kCandidates[3];
 }
 
-// Threads and rows per workgroup of matvec.comp, from the units (8 elements) in a row: enough
-// threads to read a row in few passes, and several rows per group when rows are short.
+// Threads and rows per workgroup of matvec.comp, from the 32-element units in a row. Each thread
+// should get at least two units of each row (loads in flight); short rows take more rows per
+// workgroup so that each x value loaded serves more weights.
 void pick_matvec(const gpu::Capabilities& caps, uint64_t units, uint32_t* threads, uint32_t* rows) {
-    *threads = units >= 256 ? 128 : 64;
-    *rows = units >= 256 ? 2 : 4;
+    *threads = units >= 512 ? 128 : 64;
+    *rows = units >= 64 ? 2 : 4;
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     while (*threads > max_threads) *threads /= 2;
 }
@@ -91,17 +92,17 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
     const bool single = n_tokens == 1;
     const Tiles tiles = pick_tiles(caps, n_tokens);
     uint32_t mv_threads = 0, mv_rows = 0;
-    pick_matvec(caps, n_in / 8, &mv_threads, &mv_rows);
+    pick_matvec(caps, n_in / 32, &mv_threads, &mv_rows);
     // Rows per window: what one binding holds, and what one grid covers.
     const uint64_t grid_rows = single ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
                                       : uint64_t(lim.max_groups[0]) * tiles.bm;
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const std::string suffix = layout.format.suffix;
-    const gpu::Pipeline& pipe =
-        single ? ctx.pipeline("matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 3, sizeof(MatvecPush),
-                              {mv_threads, mv_rows})
-               : ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
-                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
+    const std::string matvec_name = "matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : "");
+    const gpu::Pipeline* tiled =
+        single ? nullptr
+               : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
+                               {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_out - row0);
@@ -120,6 +121,8 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
                 const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift, uint32_t(row_bytes),
                                       xw.shift / 4,  yw.shift / 4,    accumulate ? 1u : 0u};
                 // A 2-D grid when the row groups exceed the x limit; the shader skips the padding.
+                const uint32_t x_vec4 = push.x_base % 4 == 0 ? 1u : 0u;  // x quads are 16-byte aligned
+                const gpu::Pipeline& pipe = ctx.pipeline(matvec_name, 3, sizeof(MatvecPush), {mv_threads, mv_rows, x_vec4});
                 const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
                 const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
                 const uint64_t gy = (groups + gx - 1) / gx;
@@ -131,7 +134,7 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
                                       accumulate ? 1u : 0u};
                 const uint64_t gx = (rows + tiles.bm - 1) / tiles.bm, gy = (nt + tiles.bn - 1) / tiles.bn;
                 require(gx <= lim.max_groups[0], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-                s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+                s.dispatch(*tiled, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
             }
         }
     }

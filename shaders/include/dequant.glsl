@@ -3,16 +3,14 @@
 //
 // The includer defines exactly one WTYPE_<TYPE> (WTYPE_F32, WTYPE_Q4_0, ...). This file
 // declares the weight buffer (binding 0) and, for that type:
-//   BLOCK_ELEMS, BLOCK_BYTES   a block of elements and its bytes (8 elements for float types)
+//   BLOCK_ELEMS, BLOCK_BYTES   a block of elements and its bytes (32 elements for float types)
 //   vec4 dequant4(blk, q)      elements 4q..4q+3 of the block at byte address blk
-//   UNITS_PER_BLOCK            matvec work units per block: 8 elements each, two quads that
-//   dequant_unit(blk, u, lo, hi)   share their words: elements unit_lo_elem(u) + 0..3 and
-//   unit_lo_elem(u), unit_hi_elem(u)  unit_hi_elem(u) + 0..3
 // Float types also give w_elem(row_base, e) for the elements of a row past its last full
-// group of 8 (F32/F16/BF16 rows may have any length).
+// block (F32/F16/BF16 rows may have any length). dequant_dot.glsl adds matvec's fused dots.
 //
-// Blocks sit at any even byte address (Q4_0 blocks are 18 bytes, Q6_K 210), so multi-byte
-// fields are assembled from the word stream by byte address. Layouts: ggml-common.h.
+// Blocks sit at any even byte address (Q4_0 blocks are 18 bytes, Q6_K 210; MXFP4's 17-byte
+// blocks at any address), so multi-byte fields are assembled from the word stream by byte
+// address. Layouts: ggml-common.h.
 
 layout(std430, binding = 0) readonly buffer WeightWords { uint w_words[]; };
 
@@ -43,28 +41,25 @@ uint spread4(uint b) { return (b & 1u) | ((b & 2u) << 7) | ((b & 4u) << 14) | ((
 
 #if defined(WTYPE_F32) || defined(WTYPE_F16) || defined(WTYPE_BF16)
 #define W_FLOAT 1
-const uint BLOCK_ELEMS = 8u;
-const uint UNITS_PER_BLOCK = 1u;
-uint unit_lo_elem(uint u) { return 0u; }
-uint unit_hi_elem(uint u) { return 4u; }
+const uint BLOCK_ELEMS = 32u;  // any row length; blocks only group the elements
 #endif
 
 #if defined(WTYPE_F32)
-const uint BLOCK_BYTES = 32u;
+const uint BLOCK_BYTES = 128u;
 float w_elem(uint row_base, uint e) { return uintBitsToFloat(w_words[(row_base >> 2) + e]); }
 vec4 dequant4(uint blk, uint q) {
     const uint i = (blk >> 2) + 4u * q;
     return uintBitsToFloat(uvec4(w_words[i], w_words[i + 1u], w_words[i + 2u], w_words[i + 3u]));
 }
 #elif defined(WTYPE_F16)
-const uint BLOCK_BYTES = 16u;
+const uint BLOCK_BYTES = 64u;
 float w_elem(uint row_base, uint e) { return read_f16(row_base + 2u * e); }
 vec4 dequant4(uint blk, uint q) {
     const uint a = blk + 8u * q;
     return vec4(unpackHalf2x16(read_u32(a)), unpackHalf2x16(read_u32(a + 4u)));
 }
 #elif defined(WTYPE_BF16)
-const uint BLOCK_BYTES = 16u;
+const uint BLOCK_BYTES = 64u;
 float w_elem(uint row_base, uint e) { return uintBitsToFloat(read_u16(row_base + 2u * e) << 16); }
 vec4 dequant4(uint blk, uint q) {
     const uint a = blk + 8u * q;
@@ -74,68 +69,38 @@ vec4 dequant4(uint blk, uint q) {
 
 #elif defined(WTYPE_Q8_0)
 // d: f16 at 0; qs: int8[32] at 2. x = d * q
-const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 34u, UNITS_PER_BLOCK = 4u;
+const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 34u;
 vec4 dequant4(uint blk, uint q) { return read_f16(blk) * bytes_s(read_u32(blk + 2u + 4u * q)); }
-uint unit_lo_elem(uint u) { return 8u * u; }
-uint unit_hi_elem(uint u) { return 8u * u + 4u; }
 
 #elif defined(WTYPE_Q4_0)
 // d: f16 at 0; qs[16] at 2: byte j holds element j (low nibble) and j + 16 (high). x = d (q - 8)
-const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 18u, UNITS_PER_BLOCK = 4u;
+const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 18u;
 vec4 dequant4(uint blk, uint q) {
     const uint w = read_u32(blk + 2u + 4u * (q & 3u)) >> (4u * (q >> 2));
     return read_f16(blk) * (bytes_u(w & 0x0F0F0F0Fu) - 8.0);
 }
-uint unit_lo_elem(uint u) { return 4u * u; }
-uint unit_hi_elem(uint u) { return 4u * u + 16u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const float d = read_f16(blk);
-    const uint w = read_u32(blk + 2u + 4u * u);
-    lo = d * (bytes_u(w & 0x0F0F0F0Fu) - 8.0);
-    hi = d * (bytes_u((w >> 4) & 0x0F0F0F0Fu) - 8.0);
-}
 
 #elif defined(WTYPE_Q4_1)
 // d, m: f16 at 0, 2; qs[16] at 4 (nibbles as Q4_0). x = d q + m
-const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 20u, UNITS_PER_BLOCK = 4u;
+const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 20u;
 vec4 dequant4(uint blk, uint q) {
     const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);  // blocks are 4-byte aligned
     const uint w = w_words[(blk >> 2) + 1u + (q & 3u)] >> (4u * (q >> 2));
     return dm.x * bytes_u(w & 0x0F0F0F0Fu) + dm.y;
 }
-uint unit_lo_elem(uint u) { return 4u * u; }
-uint unit_hi_elem(uint u) { return 4u * u + 16u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
-    const uint w = w_words[(blk >> 2) + 1u + u];
-    lo = dm.x * bytes_u(w & 0x0F0F0F0Fu) + dm.y;
-    hi = dm.x * bytes_u((w >> 4) & 0x0F0F0F0Fu) + dm.y;
-}
 
 #elif defined(WTYPE_Q5_0)
 // d: f16 at 0; qh: u32 at 2, bit j = 5th bit of element j; qs[16] at 6. x = d (q - 16)
-const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 22u, UNITS_PER_BLOCK = 4u;
+const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 22u;
 vec4 dequant4(uint blk, uint q) {
     const uint w = (read_u32(blk + 6u + 4u * (q & 3u)) >> (4u * (q >> 2))) & 0x0F0F0F0Fu;
     const uint h = spread4(read_u32(blk + 2u) >> (4u * q)) << 4;
     return read_f16(blk) * (bytes_u(w | h) - 16.0);
 }
-uint unit_lo_elem(uint u) { return 4u * u; }
-uint unit_hi_elem(uint u) { return 4u * u + 16u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const float d = read_f16(blk);
-    const uint w = read_u32(blk + 6u + 4u * u);
-    const uint qh = read_u32(blk + 2u) >> (4u * u);
-    lo = d * (bytes_u((w & 0x0F0F0F0Fu) | (spread4(qh) << 4)) - 16.0);
-    hi = d * (bytes_u(((w >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> 16) << 4)) - 16.0);
-}
 
 #elif defined(WTYPE_Q5_1)
 // d, m: f16 at 0, 2; qh: u32 at 4; qs[16] at 8. x = d q + m
-const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 24u, UNITS_PER_BLOCK = 4u;
+const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 24u;
 vec4 dequant4(uint blk, uint q) {
     const uint b = blk >> 2;  // blocks are 4-byte aligned
     const vec2 dm = unpackHalf2x16(w_words[b]);
@@ -143,25 +108,7 @@ vec4 dequant4(uint blk, uint q) {
     const uint h = spread4(w_words[b + 1u] >> (4u * q)) << 4;
     return dm.x * bytes_u(w | h) + dm.y;
 }
-uint unit_lo_elem(uint u) { return 4u * u; }
-uint unit_hi_elem(uint u) { return 4u * u + 16u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const uint b = blk >> 2;
-    const vec2 dm = unpackHalf2x16(w_words[b]);
-    const uint w = w_words[b + 2u + u];
-    const uint qh = w_words[b + 1u] >> (4u * u);
-    lo = dm.x * bytes_u((w & 0x0F0F0F0Fu) | (spread4(qh) << 4)) + dm.y;
-    hi = dm.x * bytes_u(((w >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> 16) << 4)) + dm.y;
-}
 #endif
 
 #include "dequant_k.glsl"
 
-#ifndef HAS_DEQUANT_UNIT
-// Unit u of a block, for types whose two quads share no words.
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    lo = dequant4(blk, unit_lo_elem(u) >> 2);
-    hi = dequant4(blk, unit_hi_elem(u) >> 2);
-}
-#endif

@@ -16,7 +16,7 @@ vec2 k4_scale_min(uint b, uint s) {
 #if defined(WTYPE_Q4_K)
 // d, dmin: f16 at 0, 2; scales[12] at 4; qs[128] at 16: element 32s + l of sub-block s is
 // nibble s%2 of qs[32(s/2) + l]. x = d sc q - dmin m
-const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 144u, UNITS_PER_BLOCK = 32u;
+const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 144u;
 vec4 dequant4(uint blk, uint q) {
     const uint b = blk >> 2, e = 4u * q, s = e >> 5;  // blocks are 4-byte aligned
     const vec2 dm = unpackHalf2x16(w_words[b]);
@@ -24,22 +24,10 @@ vec4 dequant4(uint blk, uint q) {
     const uint w = w_words[b + 4u + 8u * (s >> 1) + ((e & 31u) >> 2)] >> (4u * (s & 1u));
     return (dm.x * sm.x) * bytes_u(w & 0x0F0F0F0Fu) - dm.y * sm.y;
 }
-// Unit u: qs word j = u%8 of the pair of sub-blocks p = u/8 (2p: low nibbles, 2p+1: high).
-uint unit_lo_elem(uint u) { return 64u * (u >> 3) + 4u * (u & 7u); }
-uint unit_hi_elem(uint u) { return unit_lo_elem(u) + 32u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const uint b = blk >> 2, p = u >> 3;
-    const vec2 dm = unpackHalf2x16(w_words[b]);
-    const vec2 sm_lo = k4_scale_min(b, 2u * p), sm_hi = k4_scale_min(b, 2u * p + 1u);
-    const uint w = w_words[b + 4u + 8u * p + (u & 7u)];
-    lo = (dm.x * sm_lo.x) * bytes_u(w & 0x0F0F0F0Fu) - dm.y * sm_lo.y;
-    hi = (dm.x * sm_hi.x) * bytes_u((w >> 4) & 0x0F0F0F0Fu) - dm.y * sm_hi.y;
-}
 
 #elif defined(WTYPE_Q5_K)
 // As Q4_K plus qh[32] at 16 (bit s of qh[l]: 5th bit of element 32s + l); qs[128] at 48.
-const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 176u, UNITS_PER_BLOCK = 32u;
+const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 176u;
 vec4 dequant4(uint blk, uint q) {
     const uint b = blk >> 2, e = 4u * q, s = e >> 5, l = (e & 31u) >> 2;
     const vec2 dm = unpackHalf2x16(w_words[b]);
@@ -48,24 +36,12 @@ vec4 dequant4(uint blk, uint q) {
     const uint h = ((w_words[b + 4u + l] >> s) & 0x01010101u) << 4;
     return (dm.x * sm.x) * bytes_u(w | h) - dm.y * sm.y;
 }
-uint unit_lo_elem(uint u) { return 64u * (u >> 3) + 4u * (u & 7u); }
-uint unit_hi_elem(uint u) { return unit_lo_elem(u) + 32u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const uint b = blk >> 2, p = u >> 3, j = u & 7u;
-    const vec2 dm = unpackHalf2x16(w_words[b]);
-    const vec2 sm_lo = k4_scale_min(b, 2u * p), sm_hi = k4_scale_min(b, 2u * p + 1u);
-    const uint w = w_words[b + 12u + 8u * p + j];
-    const uint h = w_words[b + 4u + j] >> (2u * p);
-    lo = (dm.x * sm_lo.x) * bytes_u((w & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4)) - dm.y * sm_lo.y;
-    hi = (dm.x * sm_hi.x) * bytes_u(((w >> 4) & 0x0F0F0F0Fu) | (((h >> 1) & 0x01010101u) << 4)) - dm.y * sm_hi.y;
-}
 
 #elif defined(WTYPE_Q6_K)
 // ql[128] at 0, qh[64] at 128, scales int8[16] at 192 (one per 16 elements), d: f16 at 208.
 // In half h (128 elements), element 32k + l has its low nibble in ql[64h + 32(k%2) + l]
 // (nibble k/2) and its top two bits in qh[32h + l] at bit 2k. x = d sc (q - 32)
-const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 210u, UNITS_PER_BLOCK = 32u;
+const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 210u;
 float q6k_scale(uint blk, uint e) { return float(int(read_u8(blk + 192u + (e >> 4)) << 24) >> 24); }
 vec4 dequant4(uint blk, uint q) {
     const uint e = 4u * q, h = e >> 7, k = (e >> 5) & 3u, l = e & 31u;
@@ -73,26 +49,11 @@ vec4 dequant4(uint blk, uint q) {
     const uint qh = (read_u32(blk + 128u + 32u * h + l) >> (2u * k)) & 0x03030303u;
     return (read_f16(blk + 208u) * q6k_scale(blk, e)) * (bytes_u(ql | (qh << 4)) - 32.0);
 }
-// Unit u: half h = u/16, k = (u/8)%2, l = 4(u%8): quads at 32k + l (low nibbles) and
-// 32(k+2) + l (high nibbles) of the half, which share their ql and qh words.
-uint unit_lo_elem(uint u) { return 128u * (u >> 4) + 32u * ((u >> 3) & 1u) + 4u * (u & 7u); }
-uint unit_hi_elem(uint u) { return unit_lo_elem(u) + 64u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const uint h = u >> 4, k = (u >> 3) & 1u, l = 4u * (u & 7u);
-    const uint ql = read_u32(blk + 64u * h + 32u * k + l);
-    const uint qh = read_u32(blk + 128u + 32u * h + l) >> (2u * k);
-    const float d = read_f16(blk + 208u);
-    const uint e_lo = 128u * h + 32u * k + l;
-    lo = (d * q6k_scale(blk, e_lo)) * (bytes_u((ql & 0x0F0F0F0Fu) | ((qh & 0x03030303u) << 4)) - 32.0);
-    hi = (d * q6k_scale(blk, e_lo + 64u)) *
-         (bytes_u(((ql >> 4) & 0x0F0F0F0Fu) | (((qh >> 4) & 0x03030303u) << 4)) - 32.0);
-}
 
 #elif defined(WTYPE_Q2_K)
 // scales[16] at 0 (low nibble: scale, high: min, per 16 elements); qs[64] at 16: element i is
 // bits 2((i%128)/32) of qs[32(i/128) + i%32]; d, dmin: f16 at 80, 82. x = d sc q - dmin m
-const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 84u, UNITS_PER_BLOCK = 32u;
+const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 84u;
 vec4 dequant4(uint blk, uint q) {
     const uint b = blk >> 2, e = 4u * q;  // blocks are 4-byte aligned
     const vec2 dm = unpackHalf2x16(w_words[b + 20u]);
@@ -100,14 +61,12 @@ vec4 dequant4(uint blk, uint q) {
     const uint w = w_words[b + 4u + 8u * (e >> 7) + ((e & 31u) >> 2)] >> (2u * ((e >> 5) & 3u));
     return (dm.x * float(sc & 0xFu)) * bytes_u(w & 0x03030303u) - dm.y * float(sc >> 4);
 }
-uint unit_lo_elem(uint u) { return 8u * u; }
-uint unit_hi_elem(uint u) { return 8u * u + 4u; }
 
 #elif defined(WTYPE_Q3_K)
 // hmask[32] at 0 (bit i/32 of hmask[i%32]: high bit of element i), qs[64] at 32 (low two bits,
 // as Q2_K), scales: sixteen 6-bit values in 12 bytes at 96 (offset 32), d: f16 at 108.
 // x = d (sc - 32) (q - (high ? 0 : 4))
-const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 110u, UNITS_PER_BLOCK = 32u;
+const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 110u;
 float q3k_scale(uint blk, uint g) {
     const uint low = (read_u8(blk + 96u + (g & 7u)) >> (4u * (g >> 3))) & 0xFu;
     const uint high = (read_u8(blk + 104u + (g & 3u)) >> (2u * (g >> 2))) & 3u;
@@ -119,13 +78,11 @@ vec4 dequant4(uint blk, uint q) {
     const uint hm = (read_u32(blk + l) >> (e >> 5)) & 0x01010101u;
     return (read_f16(blk + 108u) * q3k_scale(blk, e >> 4)) * (bytes_u(q2 | (hm << 2)) - 4.0);
 }
-uint unit_lo_elem(uint u) { return 8u * u; }
-uint unit_hi_elem(uint u) { return 8u * u + 4u; }
 
 #elif defined(WTYPE_MXFP4)
 // e: E8M0 scale byte at 0; qs[16] at 1 (nibbles as Q4_0) index E2M1 values. Blocks are 17
 // bytes, so they sit at any byte address. x = 2^(e-127) * value
-const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 17u, UNITS_PER_BLOCK = 4u;
+const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 17u;
 // E2M1 values doubled (integers); the scale is halved to match (as ggml's tables).
 const float MXFP4_VALUES[16] = float[16](0., 1., 2., 3., 4., 6., 8., 12., 0., -1., -2., -3., -4., -6., -8., -12.);
 // 32 bits at any byte address (a word-aligned read loads the same word twice).
@@ -142,14 +99,5 @@ vec4 mxfp4_values(uint nibbles) {
 vec4 dequant4(uint blk, uint q) {
     const uint w = read_u32_any(blk + 1u + 4u * (q & 3u)) >> (4u * (q >> 2));
     return e8m0_half(read_u8(blk)) * mxfp4_values(w);
-}
-uint unit_lo_elem(uint u) { return 4u * u; }
-uint unit_hi_elem(uint u) { return 4u * u + 16u; }
-#define HAS_DEQUANT_UNIT 1
-void dequant_unit(uint blk, uint u, out vec4 lo, out vec4 hi) {
-    const float d = e8m0_half(read_u8(blk));
-    const uint w = read_u32_any(blk + 1u + 4u * u);
-    lo = d * mxfp4_values(w);
-    hi = d * mxfp4_values(w >> 4);
 }
 #endif

@@ -187,13 +187,17 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
 
 class Matmul : public test::GpuTest {};
 
-// A projection the size of a small model's (decode and a prefill chunk) in the types of a
-// Q4_K_M file; larger K than the sweep above.
+// Projections the size of a small model's (decode and a prefill chunk) in the types of a
+// Q4_K_M file: long rows take matvec's wider workgroups and its two-units-per-trip loop.
 TEST_F(Matmul, ModelSizedProjections) {
     for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::F16}) {
-        TestWeight w = make_weight(ctx(), type, 1024, 288, 11);
-        for (int64_t n_tokens : {1, 129}) check_matmul(ctx(), w, n_tokens);
+        TestWeight w = make_weight(ctx(), type, 4608, 96, 11);
+        for (int64_t n_tokens : {1, 17}) check_matmul(ctx(), w, n_tokens);
     }
+    TestWeight w = make_weight(ctx(), TensorType::Q4_0, 513 * 32, 9, 12);
+    check_matmul(ctx(), w, 1);
+    TestWeight big = make_weight(ctx(), TensorType::Q4_K, 1024, 288, 13);
+    check_matmul(ctx(), big, 129);
 }
 
 TEST_F(Matmul, RejectsBadArguments) {

@@ -1,0 +1,202 @@
+// Matvec's work units (include after dequant.glsl): 32 elements of a block (or super-block) whose
+// words one thread reads together, dotted with x in the quantized domain, e.g. for Q4_K
+//   sum_i (d sc q_i - dmin m) x_i = d sc sum_i q_i x_i - dmin m sum_i x_i,
+// so the scales are applied once per 16 or 32 elements, not per element. Per type:
+//   MV_UNITS                  units per block (BLOCK_ELEMS / 32)
+//   mv_quad_elem(u, i)        offset in the block of the first element of quad i (0..7) of unit u
+//   mv_dot(blk, u, xv)        dot of unit u of the block at byte address blk with x, where xv[i]
+//                             holds x at the elements of quad i
+
+// 16 bytes at an even byte address as four words, in 5 loads (a word-aligned run loads its last
+// word twice rather than the one past it, which may lie outside the binding).
+void load_run4(uint a, out uint q[4]) {
+    const uint i = a >> 2, odd = (a >> 1) & 1u;
+    const uint w0 = w_words[i], w1 = w_words[i + 1u], w2 = w_words[i + 2u], w3 = w_words[i + 3u];
+    const uint w4 = w_words[i + 3u + odd];
+    if (odd != 0u) {
+        q[0] = (w0 >> 16) | (w1 << 16);
+        q[1] = (w1 >> 16) | (w2 << 16);
+        q[2] = (w2 >> 16) | (w3 << 16);
+        q[3] = (w3 >> 16) | (w4 << 16);
+    } else {
+        q[0] = w0;
+        q[1] = w1;
+        q[2] = w2;
+        q[3] = w3;
+    }
+}
+
+vec4 nib_lo(uint w) { return bytes_u(w & 0x0F0F0F0Fu); }
+vec4 nib_hi(uint w) { return bytes_u((w >> 4) & 0x0F0F0F0Fu); }
+// Sum of the x values of quads i0..i0+3.
+float xsum4(vec4 xv[8], uint i0) { return dot(xv[i0] + xv[i0 + 1u] + xv[i0 + 2u] + xv[i0 + 3u], vec4(1.0)); }
+
+#if defined(WTYPE_F16) || defined(WTYPE_BF16)
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 1u;
+uint mv_quad_elem(uint u, uint i) { return 4u * i; }
+vec4 halves4(uint a, uint b) {
+#ifdef WTYPE_F16
+    return vec4(unpackHalf2x16(a), unpackHalf2x16(b));
+#else
+    return uintBitsToFloat(uvec4(a << 16, a & 0xFFFF0000u, b << 16, b & 0xFFFF0000u));
+#endif
+}
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    float s = 0.0;
+    [[unroll]] for (uint r = 0u; r < 4u; ++r) {  // four runs of 8 halves
+        uint q[4];
+        load_run4(blk + 16u * r, q);
+        s += dot(halves4(q[0], q[1]), xv[2u * r]) + dot(halves4(q[2], q[3]), xv[2u * r + 1u]);
+    }
+    return s;
+}
+
+#elif defined(WTYPE_Q8_0)
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 1u;
+uint mv_quad_elem(uint u, uint i) { return 4u * i; }
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    uint a[4], b[4];
+    load_run4(blk + 2u, a);
+    load_run4(blk + 18u, b);
+    float s = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) s += dot(bytes_s(a[j]), xv[j]) + dot(bytes_s(b[j]), xv[4u + j]);
+    return read_f16(blk) * s;
+}
+
+#elif defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1)
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 1u;
+uint mv_quad_elem(uint u, uint i) { return 4u * i; }  // word j: quads j (low nibbles), j + 4 (high)
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    uint q[4];
+#ifdef WTYPE_Q4_0
+    load_run4(blk + 2u, q);
+#else
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 1u + j];
+#endif
+    float s = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) s += dot(nib_lo(q[j]), xv[j]) + dot(nib_hi(q[j]), xv[4u + j]);
+    const float xs = xsum4(xv, 0u) + xsum4(xv, 4u);
+#ifdef WTYPE_Q4_0
+    return read_f16(blk) * (s - 8.0 * xs);
+#else
+    const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
+    return dm.x * s + dm.y * xs;
+#endif
+}
+
+#elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1)
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 1u;
+uint mv_quad_elem(uint u, uint i) { return 4u * i; }
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    uint q[4];
+#ifdef WTYPE_Q5_0
+    load_run4(blk + 6u, q);
+    const uint qh = read_u32(blk + 2u);
+#else
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 2u + j];
+    const uint qh = w_words[(blk >> 2) + 1u];
+#endif
+    float s = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        const uint lo = (q[j] & 0x0F0F0F0Fu) | (spread4(qh >> (4u * j)) << 4);
+        const uint hi = ((q[j] >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> (16u + 4u * j)) << 4);
+        s += dot(bytes_u(lo), xv[j]) + dot(bytes_u(hi), xv[4u + j]);
+    }
+    const float xs = xsum4(xv, 0u) + xsum4(xv, 4u);
+#ifdef WTYPE_Q5_0
+    return read_f16(blk) * (s - 16.0 * xs);
+#else
+    const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
+    return dm.x * s + dm.y * xs;
+#endif
+}
+
+#elif defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
+// Unit u: sub-block pair p = u/2, half h = u%2: qs words 4h..4h+3 of the pair hold elements
+// 64p + 16h + 0..15 (low nibbles, sub-block 2p) and 64p + 32 + 16h + 0..15 (high, 2p + 1).
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 8u;
+uint mv_quad_elem(uint u, uint i) { return 64u * (u >> 1) + 16u * (u & 1u) + 4u * (i & 3u) + 32u * (i >> 2); }
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // blocks are 4-byte aligned
+    const vec2 dm = unpackHalf2x16(w_words[b]);
+    const vec2 sm_lo = k4_scale_min(b, 2u * p), sm_hi = k4_scale_min(b, 2u * p + 1u);
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+#ifdef WTYPE_Q4_K
+        const uint q = w_words[b + 4u + 8u * p + 4u * h + j];
+        lo += dot(nib_lo(q), xv[j]);
+        hi += dot(nib_hi(q), xv[4u + j]);
+#else
+        const uint q = w_words[b + 12u + 8u * p + 4u * h + j];
+        const uint qh = w_words[b + 4u + 4u * h + j] >> (2u * p);
+        lo += dot(bytes_u((q & 0x0F0F0F0Fu) | ((qh & 0x01010101u) << 4)), xv[j]);
+        hi += dot(bytes_u(((q >> 4) & 0x0F0F0F0Fu) | (((qh >> 1) & 0x01010101u) << 4)), xv[4u + j]);
+#endif
+    }
+    return dm.x * (sm_lo.x * lo + sm_hi.x * hi) - dm.y * (sm_lo.y * xsum4(xv, 0u) + sm_hi.y * xsum4(xv, 4u));
+}
+
+#elif defined(WTYPE_Q6_K)
+// Unit u: half H = u/4, k = (u/2)%2, h = u%2: ql bytes 64H + 32k + 16h + 0..15 hold elements
+// 128H + 32k + 16h + 0..15 (low nibbles) and the same + 64 (high nibbles); their top bits are
+// in qh bytes 32H + 16h + 0..15 at bits 2k and 2k + 4. Each 16 elements share one scale.
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 8u;
+uint mv_quad_elem(uint u, uint i) {
+    return 128u * (u >> 2) + 32u * ((u >> 1) & 1u) + 16u * (u & 1u) + 4u * (i & 3u) + 64u * (i >> 2);
+}
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
+    uint ql[4], qh[4];
+    load_run4(blk + 64u * H + 32u * k + 16u * h, ql);
+    load_run4(blk + 128u + 32u * H + 16u * h, qh);
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        const uint top = qh[j] >> (2u * k);
+        lo += dot(bytes_u((ql[j] & 0x0F0F0F0Fu) | ((top & 0x03030303u) << 4)), xv[j]);
+        hi += dot(bytes_u(((ql[j] >> 4) & 0x0F0F0F0Fu) | (((top >> 4) & 0x03030303u) << 4)), xv[4u + j]);
+    }
+    const uint g = 8u * H + 2u * k + h;  // scale of the low 16 elements; the high ones use g + 4
+    return read_f16(blk + 208u) * (q6k_scale(blk, 16u * g) * (lo - 32.0 * xsum4(xv, 0u)) +
+                                   q6k_scale(blk, 16u * (g + 4u)) * (hi - 32.0 * xsum4(xv, 4u)));
+}
+
+#elif defined(WTYPE_Q2_K)
+// Unit u: half H = u/4, c = u%4: qs bytes 32H + 8c + 0..7 hold, at bits 2s, elements
+// 128H + 32s + 8c + 0..7 for s = 0..3 (quads 2s and 2s + 1), each 8 under one scale byte.
+#define HAS_MV_DOT 1
+const uint MV_UNITS = 8u;
+uint mv_quad_elem(uint u, uint i) { return 128u * (u >> 2) + 32u * (i >> 1) + 8u * (u & 3u) + 4u * (i & 1u); }
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    const uint b = blk >> 2, H = u >> 2, c = u & 3u;  // blocks are 4-byte aligned
+    const vec2 dm = unpackHalf2x16(w_words[b + 20u]);
+    const uint q0 = w_words[b + 4u + 8u * H + 2u * c], q1 = w_words[b + 4u + 8u * H + 2u * c + 1u];
+    // scale byte of group 8H + 2s + c/2: bytes 8H + c/2 + {0, 2, 4, 6}
+    const uint s01 = w_words[b + 2u * H] >> (8u * (c >> 1)), s23 = w_words[b + 2u * H + 1u] >> (8u * (c >> 1));
+    const uint sc[4] = uint[4](s01 & 0xFFu, (s01 >> 16) & 0xFFu, s23 & 0xFFu, (s23 >> 16) & 0xFFu);
+    float sum = 0.0, msum = 0.0;
+    [[unroll]] for (uint s = 0u; s < 4u; ++s) {
+        const float qx = dot(bytes_u((q0 >> (2u * s)) & 0x03030303u), xv[2u * s]) +
+                         dot(bytes_u((q1 >> (2u * s)) & 0x03030303u), xv[2u * s + 1u]);
+        sum += float(sc[s] & 0xFu) * qx;
+        msum += float(sc[s] >> 4) * dot(xv[2u * s] + xv[2u * s + 1u], vec4(1.0));
+    }
+    return dm.x * sum - dm.y * msum;
+}
+#endif
+
+#ifndef HAS_MV_DOT
+// Any other type: unit u is elements 32u..32u+31 of the block, decoded quad by quad.
+const uint MV_UNITS = BLOCK_ELEMS / 32u;
+uint mv_quad_elem(uint u, uint i) { return 32u * u + 4u * i; }
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    float s = 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) s += dot(dequant4(blk, 8u * u + i), xv[i]);
+    return s;
+}
+#endif
