@@ -40,7 +40,7 @@ int run(const Args& args) {
     // Random tokens, as llama-bench uses: the speed does not depend on the text.
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> pick(0, spec.n_vocab - 1);
-    std::vector<int32_t> prompt(size_t(n_prompt));
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (auto& t : prompt) t = pick(rng);
 
     using clock = std::chrono::steady_clock;

@@ -2,6 +2,7 @@
 // (the layout of ../shared/tools/llama-oracle).
 #include <cstdio>
 
+#include "model/spec.h"
 #include "options.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/model.h"

@@ -1,4 +1,5 @@
 // vkllm run: generate text, streaming it to stdout as the tokens detokenise.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
