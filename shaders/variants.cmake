@@ -19,6 +19,8 @@ vkllm_shader(softmax       softmax.comp)
 vkllm_shader(softmax_sg    softmax.comp USE_SUBGROUP)
 vkllm_shader(argmax        argmax.comp)
 vkllm_shader(rope          rope.comp)
+vkllm_shader(attention          attention.comp)
+vkllm_shader(attention_combine  attention_combine.comp)
 # --- end helper D2 ---
 
 # --- Weight ops (matvec, matmul, get_rows; helper D1): one variant per weight type, named

@@ -1,0 +1,349 @@
+// attention on the GPU against the CPU reference: GQA/MQA, prefill and decode (with and without
+// split-K), causal / sliding-window / chunk masks, soft-capping, sinks, empty slots and
+// ring-buffer slot orders, probabilities.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/ref_ops.h"
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "gpu_test.h"
+#include "ops/ops.h"
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+struct Case {
+    int n_head = 8, n_head_kv = 8, head_dim = 64, head_dim_v = 0;
+    int64_t n_q = 1, n_kv = 1;  // n_kv: cache slots
+    bool causal = true;
+    int window = 0, chunk = 0;
+    float softcap = 0.0f;
+    bool sinks = false, probs = false, scratch = false;
+    bool ring = false;        // slots hold positions in ring-buffer order (pos % n_kv), not sorted
+    int empty_slots = 0;      // slots marked -1, their K/V filled with NaN
+    float q_gain = 1.0f;      // scales q: large logits test the softmax's stability
+    uint64_t q_offset = 0;
+
+    std::string name() const {
+        std::string s = "h" + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " d" +
+                        std::to_string(head_dim) + (head_dim_v ? "/" + std::to_string(head_dim_v) : "") + " q" +
+                        std::to_string(n_q) + " kv" + std::to_string(n_kv);
+        if (!causal) s += " noncausal";
+        if (window) s += " window" + std::to_string(window);
+        if (chunk) s += " chunk" + std::to_string(chunk);
+        if (softcap > 0) s += " softcap";
+        if (sinks) s += " sinks";
+        if (probs) s += " probs";
+        if (scratch) s += " split";
+        if (ring) s += " ring";
+        if (empty_slots) s += " empty" + std::to_string(empty_slots);
+        return s;
+    }
+};
+
+class Attention : public test::GpuTest {
+protected:
+    template <class T>
+    gpu::Buffer upload(const std::vector<T>& v) {
+        gpu::Buffer b(ctx(), std::max<size_t>(v.size(), 1) * sizeof(T), gpu::Memory::Device);
+        if (!v.empty()) b.upload(v.data(), v.size() * sizeof(T));
+        return b;
+    }
+    std::vector<float> download(const gpu::Buffer& b, size_t n) {
+        std::vector<float> v(n);
+        b.download(v.data(), n * 4);
+        return v;
+    }
+
+    void check(const Case& c) {
+        SCOPED_TRACE(c.name());
+        const int dv = c.head_dim_v ? c.head_dim_v : c.head_dim;
+        const size_t q_size = size_t(c.n_q * c.n_head * c.head_dim);
+        const size_t k_row = size_t(c.n_head_kv * c.head_dim), v_row = size_t(c.n_head_kv * dv);
+        std::mt19937 rng(uint32_t(c.n_q * 1000 + c.n_kv + c.head_dim));
+
+        // Positions: the cache holds the last n_kv positions of a sequence; the queries are its
+        // last n_q tokens (their keys already written, as the forward pass does).
+        const int32_t first = c.ring ? 37 : 0;  // a ring has wrapped: slot = pos % n_kv
+        std::vector<int32_t> kv_pos(size_t(c.n_kv));
+        for (int64_t j = 0; j < c.n_kv; ++j) {
+            const int32_t pos = first + int32_t(j);
+            kv_pos[size_t(c.ring ? pos % c.n_kv : j)] = pos;
+        }
+        const int32_t last = first + int32_t(c.n_kv) - 1;
+        std::vector<int32_t> q_pos(size_t(c.n_q));
+        for (int64_t i = 0; i < c.n_q; ++i) q_pos[size_t(i)] = last - int32_t(c.n_q - 1 - i);
+        std::vector<size_t> slots(size_t(c.n_kv));
+        std::iota(slots.begin(), slots.end(), 0);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        for (int e = 0; e < c.empty_slots; ++e) kv_pos[slots[size_t(e)]] = -1;
+
+        auto q = test::random_floats(size_t(c.q_offset) + q_size, 1 + uint32_t(c.n_q), -c.q_gain, c.q_gain);
+        auto k = test::random_floats(size_t(c.n_kv) * k_row, 2 + uint32_t(c.n_kv));
+        auto v = test::random_floats(size_t(c.n_kv) * v_row, 3 + uint32_t(c.n_kv));
+        auto sinks = test::random_floats(size_t(c.n_head), 4, -1.0f, 3.0f);
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        for (int64_t j = 0; j < c.n_kv; ++j)
+            if (kv_pos[size_t(j)] < 0) {  // an empty slot may hold anything
+                std::fill_n(k.begin() + long(size_t(j) * k_row), k_row, nan);
+                std::fill_n(v.begin() + long(size_t(j) * v_row), v_row, nan);
+            }
+
+        // Reference over the occupied slots, probabilities scattered back to slot order.
+        std::vector<float> kc, vc;
+        std::vector<int32_t> pc;
+        std::vector<size_t> occupied;
+        for (int64_t j = 0; j < c.n_kv; ++j) {
+            if (kv_pos[size_t(j)] < 0) continue;
+            occupied.push_back(size_t(j));
+            pc.push_back(kv_pos[size_t(j)]);
+            kc.insert(kc.end(), k.begin() + long(size_t(j) * k_row), k.begin() + long(size_t(j + 1) * k_row));
+            vc.insert(vc.end(), v.begin() + long(size_t(j) * v_row), v.begin() + long(size_t(j + 1) * v_row));
+        }
+        cpu::AttentionParams rp;
+        rp.n_head = c.n_head;
+        rp.n_head_kv = c.n_head_kv;
+        rp.head_dim = c.head_dim;
+        rp.head_dim_v = dv;
+        rp.scale = 1.0f / std::sqrt(float(c.head_dim));
+        rp.causal = c.causal;
+        rp.window = c.window;
+        rp.chunk = c.chunk;
+        rp.softcap = c.softcap;
+        rp.sinks = c.sinks ? sinks.data() : nullptr;
+        const int64_t n_occ = int64_t(occupied.size());
+        std::vector<float> ref_out(size_t(c.n_q * c.n_head * dv)), ref_probs_c(size_t(c.n_q * c.n_head * n_occ));
+        cpu::attention(q.data() + c.q_offset, kc.data(), vc.data(), q_pos.data(), pc.data(), ref_out.data(),
+                       ref_probs_c.data(), c.n_q, n_occ, rp);
+        std::vector<float> ref_probs(size_t(c.n_q * c.n_head * c.n_kv), 0.0f);
+        for (int64_t row = 0; row < c.n_q * c.n_head; ++row)
+            for (int64_t jj = 0; jj < n_occ; ++jj)
+                ref_probs[size_t(row * c.n_kv) + occupied[size_t(jj)]] = ref_probs_c[size_t(row * n_occ + jj)];
+
+        ops::AttentionParams p;
+        p.n_head = c.n_head;
+        p.n_head_kv = c.n_head_kv;
+        p.head_dim = c.head_dim;
+        p.head_dim_v = c.head_dim_v;
+        p.scale = rp.scale;
+        p.causal = c.causal;
+        p.window = c.window;
+        p.chunk = c.chunk;
+        p.softcap = c.softcap;
+        gpu::Buffer qb = upload(q), kb = upload(k), vb = upload(v), qpb = upload(q_pos), kpb = upload(kv_pos);
+        gpu::Buffer sb = upload(sinks);
+        gpu::Buffer ob(ctx(), ref_out.size() * 4, gpu::Memory::Device);
+        gpu::Buffer pb(ctx(), std::max<size_t>(ref_probs.size(), 1) * 4, gpu::Memory::Device);
+        const uint64_t scratch_bytes = c.scratch ? ops::attention_scratch_bytes(ctx(), c.n_q, c.n_kv, p) : 0;
+        if (c.scratch && c.n_kv >= 256) {
+            EXPECT_GT(scratch_bytes, 0u) << "this case is meant to split";
+        }
+        gpu::Buffer scratch(ctx(), std::max<uint64_t>(scratch_bytes, 4), gpu::Memory::Device);
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::attention(s, qb, c.q_offset, qpb, kb, vb, kpb, ob, c.n_q, c.n_kv, p, c.sinks ? &sb : nullptr,
+                       c.probs ? &pb : nullptr, scratch_bytes ? &scratch : nullptr);
+        s.submit_and_wait();
+
+        const auto out = download(ob, ref_out.size());
+        EXPECT_LT(test::nmse(out, ref_out), 1e-9);
+        EXPECT_LT(test::max_abs_diff(out, ref_out), 1e-4);
+        if (!c.probs) return;
+        const auto probs = download(pb, ref_probs.size());
+        EXPECT_LT(test::nmse(probs, ref_probs), 1e-9);
+        EXPECT_LT(test::max_abs_diff(probs, ref_probs), 1e-5);
+        for (int64_t row = 0; row < c.n_q * c.n_head; ++row) {
+            double sum = 0, ref_sum = 0;
+            for (int64_t j = 0; j < c.n_kv; ++j) {
+                sum += probs[size_t(row * c.n_kv + j)];
+                ref_sum += ref_probs[size_t(row * c.n_kv + j)];
+                if (kv_pos[size_t(j)] < 0) {
+                    ASSERT_EQ(probs[size_t(row * c.n_kv + j)], 0.0f) << "empty slot " << j;
+                }
+            }
+            // 1 when some key is visible and there is no sink; less with a sink; 0 when nothing is visible.
+            EXPECT_NEAR(sum, ref_sum, 1e-5) << "row " << row;
+            if (!c.sinks && ref_sum > 0) {
+                EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << row;
+            }
+        }
+    }
+};
+
+TEST_F(Attention, ShapesAcrossHeadDimsAndGroupings) {
+    for (int d : {8, 64, 80, 128})
+        for (int kv_heads : {8, 4, 1})
+            for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {17, 17}, {40, 130}, {1, 700}}) {
+                Case c;
+                c.head_dim = d;
+                c.n_head_kv = kv_heads;
+                c.n_q = n_q;
+                c.n_kv = n_kv;
+                check(c);
+            }
+}
+
+TEST_F(Attention, DecodeSplitOverKeysMatches) {
+    for (int d : {64, 128})
+        for (int kv_heads : {8, 2, 1})
+            for (int64_t n_kv : {130, 700, 4100}) {
+                Case c;
+                c.head_dim = d;
+                c.n_head_kv = kv_heads;
+                c.n_kv = n_kv;
+                c.scratch = true;
+                check(c);
+            }
+    Case few;  // a few queries (speculative decoding) split too
+    few.n_q = 3;
+    few.n_kv = 700;
+    few.n_head_kv = 2;
+    few.scratch = true;
+    check(few);
+}
+
+TEST_F(Attention, SlidingWindowSmallerThanThePrompt) {
+    for (bool split : {false, true})
+        for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{40, 130}, {1, 700}, {17, 17}}) {
+            Case c;
+            c.n_head_kv = 2;
+            c.n_q = n_q;
+            c.n_kv = n_kv;
+            c.window = 16;
+            c.scratch = split && n_q == 1;
+            check(c);
+        }
+}
+
+TEST_F(Attention, ChunkedAndNonCausal) {
+    Case c;
+    c.n_q = 40;
+    c.n_kv = 130;
+    c.chunk = 32;
+    check(c);
+    c.chunk = 0;
+    c.causal = false;
+    c.n_q = 17;
+    c.n_kv = 17;
+    check(c);
+}
+
+TEST_F(Attention, SoftcapAndLargeLogitsStayStable) {
+    Case c;
+    c.n_head_kv = 4;
+    c.n_q = 17;
+    c.n_kv = 130;
+    c.q_gain = 40.0f;  // logits in the hundreds: a softmax without max subtraction overflows
+    check(c);
+    c.softcap = 30.0f;
+    check(c);
+    c.n_q = 1;
+    c.n_kv = 700;
+    c.scratch = true;
+    check(c);
+}
+
+TEST_F(Attention, SinksJoinTheDenominator) {
+    for (bool split : {false, true}) {
+        Case c;
+        c.n_head_kv = 2;
+        c.sinks = true;
+        c.n_q = split ? 1 : 40;
+        c.n_kv = split ? 700 : 130;
+        c.scratch = split;
+        check(c);
+        c.window = 8;  // gpt-oss: sliding-window layers with sinks
+        check(c);
+    }
+}
+
+TEST_F(Attention, EmptySlotsAndRingBufferOrder) {
+    for (bool split : {false, true}) {
+        Case c;
+        c.n_head_kv = 4;
+        c.ring = true;
+        c.empty_slots = 9;
+        c.n_q = split ? 1 : 17;
+        c.n_kv = split ? 700 : 130;
+        c.scratch = split;
+        check(c);
+        c.window = 64;  // a sliding-window layer's ring
+        check(c);
+    }
+    Case all_empty;  // nothing visible: zeros
+    all_empty.n_kv = 5;
+    all_empty.empty_slots = 5;
+    check(all_empty);
+}
+
+TEST_F(Attention, ProbabilitiesMatchAndSumToOne) {
+    const Case base = [] {
+        Case c;
+        c.probs = true;
+        c.n_head_kv = 2;
+        return c;
+    }();
+    for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{17, 17}, {40, 130}, {1, 700}, {1, 4100}}) {
+        Case c = base;
+        c.n_q = n_q;
+        c.n_kv = n_kv;
+        c.scratch = true;  // probabilities take the unsplit two-pass path regardless
+        check(c);
+        c.window = 16;
+        c.sinks = true;
+        c.ring = true;
+        c.empty_slots = 3;
+        check(c);
+    }
+}
+
+TEST_F(Attention, WideHeadsAndDifferentValueWidth) {
+    for (int64_t n_q : {1, 17}) {
+        Case c;
+        c.head_dim = 256;  // Gemma: shared memory is tight on mobile-class devices
+        c.n_head_kv = 4;
+        c.n_q = n_q;
+        c.n_kv = 130;
+        c.probs = n_q == 17;
+        check(c);
+        c.head_dim = 192;  // MLA: wider keys than values
+        c.head_dim_v = 128;
+        c.n_head_kv = 8;
+        c.scratch = n_q == 1;
+        check(c);
+    }
+}
+
+TEST_F(Attention, QueriesAtAnOffset) {
+    Case c;
+    c.n_q = 3;
+    c.n_kv = 5;
+    c.q_offset = 13;
+    check(c);
+}
+
+TEST_F(Attention, BadParametersAreClearErrors) {
+    gpu::Buffer b(ctx(), 4096, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    ops::AttentionParams p;
+    p.n_head = 6;
+    p.n_head_kv = 4;  // not a divisor
+    p.head_dim = 8;
+    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1, p), ops::ShapeError);
+    p.n_head_kv = 2;
+    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1000, p), ops::ShapeError);  // k too small
+    s.submit_and_wait();
+}
+
+}  // namespace
+}  // namespace vkllm
