@@ -1,21 +1,25 @@
 #version 450
 // Y = X W^T for several tokens (prefill): a tiled matrix product. A workgroup computes a tile
 // of BM weight rows x BN tokens; each step it decodes a BM x BK slice of W and loads a BN x BK
-// slice of X into shared memory (fp32), then every thread accumulates a TM x TN register tile.
-// Tile sizes are specialization constants chosen by the host to fit the device's shared memory.
+// slice of X into shared memory (fp32), then every thread accumulates a TM x TN register tile
+// from vec4 reads of shared memory (four rows or tokens per read; a thread's rows are TM/4
+// groups of 4, spread so that a subgroup's reads are contiguous). Tile sizes are specialization
+// constants chosen by the host to fit the device's shared memory.
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 256u;  // = (BM / TM) * (BN / TN)
-layout(constant_id = 1) const uint BM = 64u;   // weight rows per tile
-layout(constant_id = 2) const uint BN = 64u;   // tokens per tile
-layout(constant_id = 3) const uint BK = 16u;   // elements of K per step (a multiple of 4 dividing 32)
-layout(constant_id = 4) const uint TM = 4u;    // rows per thread
-layout(constant_id = 5) const uint TN = 4u;    // tokens per thread
+layout(constant_id = 0) const uint WG = 256u;        // = (BM / TM) * (BN / TN)
+layout(constant_id = 1) const uint BM = 64u;         // weight rows per tile
+layout(constant_id = 2) const uint BN = 64u;         // tokens per tile
+layout(constant_id = 3) const uint BK = 16u;         // elements of K per step (a multiple of 4 dividing 32)
+layout(constant_id = 4) const uint TM = 4u;          // rows per thread (a multiple of 4)
+layout(constant_id = 5) const uint TN = 4u;          // tokens per thread (a multiple of 4)
+layout(constant_id = 6) const bool X_VEC4 = false;   // x_base and n_in are multiples of 4
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
-layout(std430, binding = 1) readonly buffer X { float x[]; };  // [n_tokens, n_in] from x_base
-layout(std430, binding = 2) buffer Y { float y[]; };           // [n_tokens, y_stride] from y_base
+layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_tokens, n_in] from x_base
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
+layout(std430, binding = 2) buffer Y { float y[]; };             // [n_tokens, y_stride] from y_base
 
 layout(push_constant) uniform Push {
     uint n_in;        // row length (elements)
@@ -29,9 +33,8 @@ layout(push_constant) uniform Push {
     uint accumulate;  // 1: y += X W^T (fused residual add)
 } pc;
 
-// +1 padding keeps the transposed stores of the x tile free of bank conflicts.
-shared float w_tile[BK * (BM + 1u)];  // [BK][BM + 1]
-shared float x_tile[BK * (BN + 1u)];  // [BK][BN + 1]
+shared vec4 w_tile[BK * BM / 4u];  // [BK][BM] weights, k-major
+shared vec4 x_tile[BK * BN / 4u];  // [BK][BN] activations, k-major
 
 // Elements k..k+3 of weight row `row` (zero past the row's end).
 vec4 weight_quad(uint row, uint k) {
@@ -46,46 +49,65 @@ vec4 weight_quad(uint row, uint k) {
     return dequant4(row_addr + (k / BLOCK_ELEMS) * BLOCK_BYTES, (k % BLOCK_ELEMS) >> 2);
 }
 
+// Elements k..k+3 of token `tok`'s activations (zero past the row's end).
+vec4 x_quad(uint tok, uint k) {
+    const uint i = pc.x_base + tok * pc.n_in + k;
+    if (X_VEC4) return x4[i >> 2];
+    vec4 v = vec4(0.0);
+    for (uint c = 0u; c < 4u && k + c < pc.n_in; ++c) v[c] = x[i + c];
+    return v;
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN;
     const uint tx = tid % (BM / TM), ty = tid / (BM / TM);
+    // Thread rows: g * RG + 4 tx + c (g < TM/4, c < 4); tokens: h * TG + 4 ty + c.
+    const uint RG = 4u * BM / TM, TG = 4u * BN / TN;
 
-    float acc[TM * TN];  // [TN][TM]
-    [[unroll]] for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
+    vec4 acc[TN * TM / 4u];  // [TN][TM/4]: acc[j * TM/4 + g][c] is row g RG + 4 tx + c, token j
+    [[unroll]] for (uint i = 0u; i < TN * TM / 4u; ++i) acc[i] = vec4(0.0);
 
     for (uint k0 = 0u; k0 < pc.n_in; k0 += BK) {
-        // W slice: quad (r, kq) -> w_tile[4 kq + i][r]; consecutive threads take consecutive rows.
+        // W slice: thread decodes quad (r, kq); consecutive threads take consecutive rows, so
+        // the shared stores of a subgroup are contiguous.
         for (uint idx = tid; idx < BM * (BK / 4u); idx += WG) {
             const uint r = idx % BM, kq = idx / BM;
             const uint row = m0 + r, k = k0 + 4u * kq;
             const vec4 v = (row < pc.n_rows && k < pc.n_in) ? weight_quad(row, k) : vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) w_tile[(4u * kq + i) * (BM + 1u) + r] = v[i];
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) w_tile[((4u * kq + i) * BM + r) >> 2][r & 3u] = v[i];
         }
-        // X slice: consecutive threads read consecutive floats of a token.
-        for (uint idx = tid; idx < BN * BK; idx += WG) {
-            const uint kk = idx % BK, t = idx / BK;
-            const uint tok = n0 + t, k = k0 + kk;
-            x_tile[kk * (BN + 1u) + t] = (tok < pc.n_tokens && k < pc.n_in) ? x[pc.x_base + tok * pc.n_in + k] : 0.0;
+        // X slice: likewise one quad of K per thread, consecutive threads on consecutive tokens.
+        for (uint idx = tid; idx < BN * (BK / 4u); idx += WG) {
+            const uint t = idx % BN, kq = idx / BN;
+            const uint tok = n0 + t, k = k0 + 4u * kq;
+            const vec4 v = (tok < pc.n_tokens && k < pc.n_in) ? x_quad(tok, k) : vec4(0.0);
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) x_tile[((4u * kq + i) * BN + t) >> 2][t & 3u] = v[i];
         }
         barrier();
         for (uint kk = 0u; kk < BK; ++kk) {
-            float a[TM], b[TN];
-            [[unroll]] for (uint i = 0u; i < TM; ++i) a[i] = w_tile[kk * (BM + 1u) + tx + i * (BM / TM)];
-            [[unroll]] for (uint j = 0u; j < TN; ++j) b[j] = x_tile[kk * (BN + 1u) + ty + j * (BN / TN)];
-            [[unroll]] for (uint j = 0u; j < TN; ++j)
-                [[unroll]] for (uint i = 0u; i < TM; ++i) acc[j * TM + i] += a[i] * b[j];
+            vec4 a[TM / 4u], b[TN / 4u];
+            [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) a[g] = w_tile[(kk * BM + g * RG) / 4u + tx];
+            [[unroll]] for (uint h = 0u; h < TN / 4u; ++h) b[h] = x_tile[(kk * BN + h * TG) / 4u + ty];
+            [[unroll]] for (uint h = 0u; h < TN / 4u; ++h)
+                [[unroll]] for (uint c = 0u; c < 4u; ++c)
+                    [[unroll]] for (uint g = 0u; g < TM / 4u; ++g)
+                        acc[(4u * h + c) * (TM / 4u) + g] += a[g] * b[h][c];
         }
         barrier();
     }
 
     [[unroll]] for (uint j = 0u; j < TN; ++j) {
-        const uint tok = n0 + ty + j * (BN / TN);
-        [[unroll]] for (uint i = 0u; i < TM; ++i) {
-            const uint row = m0 + tx + i * (BM / TM);
-            if (tok < pc.n_tokens && row < pc.n_rows) {
-                const uint yi = pc.y_base + tok * pc.y_stride + row;
-                y[yi] = pc.accumulate != 0u ? y[yi] + acc[j * TM + i] : acc[j * TM + i];
+        const uint tok = n0 + (j / 4u) * TG + 4u * ty + (j % 4u);
+        if (tok >= pc.n_tokens) continue;
+        [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) {
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                const uint row = m0 + g * RG + 4u * tx + c;
+                if (row < pc.n_rows) {
+                    const uint yi = pc.y_base + tok * pc.y_stride + row;
+                    const float v = acc[j * (TM / 4u) + g][c];
+                    y[yi] = pc.accumulate != 0u ? y[yi] + v : v;
+                }
             }
         }
     }

@@ -23,29 +23,29 @@ struct MatmulPush {
 };
 
 // Tile shape of matmul.comp: BM weight rows x BN tokens per workgroup, BK elements of K per step,
-// TM x TN outputs per thread.
+// TM x TN outputs per thread (multiples of 4: the shader reads shared memory as vec4).
 struct Tiles {
     uint32_t bm, bn, bk, tm, tn;
     uint32_t threads() const { return (bm / tm) * (bn / tn); }
-    uint32_t shared_bytes() const { return 4 * bk * (bm + 1 + bn + 1); }
+    uint32_t shared_bytes() const { return 4 * bk * (bm + bn); }
 };
 
 // The largest tile the device holds for this many tokens: big tiles reuse each decoded weight
-// for more tokens; small token counts would waste most of a wide tile.
+// for more tokens; few tokens would leave most of a wide tile empty.
 Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
     static constexpr Tiles kCandidates[] = {
-        {128, 128, 16, 8, 8},  // 256 threads, 16.5 KiB
-        {64, 64, 16, 4, 4},    // 256 threads, 8.3 KiB
-        {64, 32, 16, 4, 2},    // 256 threads, 6.3 KiB
-        {32, 32, 16, 4, 4},    // 64 threads, 4.2 KiB: devices with small workgroups
+        {128, 128, 16, 8, 8},  // 256 threads, 16 KiB
+        {64, 64, 16, 4, 4},    // 256 threads, 8 KiB
+        {64, 32, 16, 4, 4},    // 128 threads, 6 KiB
     };
+    static constexpr Tiles kSmallest = {32, 32, 16, 4, 4};  // 64 threads, 4 KiB
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     for (const Tiles& t : kCandidates) {
         if (t.shared_bytes() > caps.max_shared_memory || t.threads() > max_threads) continue;
-        if (n_tokens <= int64_t(t.bn) / 2 && &t != &kCandidates[3]) continue;  // mostly empty columns
+        if (n_tokens <= int64_t(t.bn) / 2) continue;
         return t;
     }
-    return kCandidates[3];
+    return kSmallest;
 }
 
 // Threads and rows per workgroup of matvec.comp, from the 32-element units in a row. Each thread
@@ -99,10 +99,7 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const std::string suffix = layout.format.suffix;
     const std::string matvec_name = "matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : "");
-    const gpu::Pipeline* tiled =
-        single ? nullptr
-               : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
-                               {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
+    const std::string matmul_name = "matmul_" + suffix;
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_out - row0);
@@ -134,7 +131,10 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
                                       accumulate ? 1u : 0u};
                 const uint64_t gx = (rows + tiles.bm - 1) / tiles.bm, gy = (nt + tiles.bn - 1) / tiles.bn;
                 require(gx <= lim.max_groups[0], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-                s.dispatch(*tiled, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+                const uint32_t x_vec4 = push.x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
+                const gpu::Pipeline& pipe = ctx.pipeline(matmul_name, 3, sizeof(MatmulPush),
+                                                         {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn, x_vec4});
+                s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
             }
         }
     }

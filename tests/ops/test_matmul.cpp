@@ -149,7 +149,7 @@ TEST_P(MatmulType, MatchesReferenceForOddShapes) {
 TEST_P(MatmulType, AccumulatesWithOffsetsAndStride) {
     const TensorType type = GetParam();
     TestWeight w = make_weight(ctx(), type, row_lengths(type).back(), 45, 99);
-    for (int64_t n_tokens : {1, 3, 70}) {
+    for (int64_t n_tokens : {1, 3, 40, 70}) {  // matvec and each tile shape
         check_matmul(ctx(), w, n_tokens, /*accumulate=*/true);
         check_matmul(ctx(), w, n_tokens, /*accumulate=*/false, /*x_offset=*/3, /*y_offset=*/5, /*y_stride=*/52);
         check_matmul(ctx(), w, n_tokens, /*accumulate=*/true, /*x_offset=*/1, /*y_offset=*/17, /*y_stride=*/45);
