@@ -43,6 +43,8 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 // y[t, o] = sum_i W[o, i] * x[t, i]  (+ y[t, o] when accumulate: the residual add fused in).
 // x: [n_tokens, n_in] at x_offset; y: [n_tokens, y_stride] at y_offset (y_stride >= n_out,
 // 0 means n_out). One token takes the matrix-vector path; more take the tiled matrix path.
+// x and y must not overlap. A weight larger than one binding (maxStorageBufferRange, or
+// VKLLM_MAX_BINDING_BYTES when that is smaller: a hook for tests) is split into row windows.
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
             int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0);
 
