@@ -69,6 +69,7 @@ Plan make_plan(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const Attenti
     const gpu::Capabilities& caps = ctx.caps();
     Plan plan;
     plan.wg = detail::workgroup_size(ctx, kThreads);
+    detail::require(plan.wg >= 32, "attention", "needs workgroups of at least 32 invocations");
     plan.d = uint32_t(p.head_dim);
     plan.dv = uint32_t(p.head_dim_v > 0 ? p.head_dim_v : p.head_dim);
     plan.group = uint32_t(p.n_head / p.n_head_kv);
@@ -76,11 +77,14 @@ Plan make_plan(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const Attenti
     // One query (decode) gets its own shape; any other count shares the prefill one, which keeps
     // the number of pipeline variants (and their compile time) small.
     plan.bq = n_q == 1 ? 1 : std::max<uint32_t>(1, kRowsPerBlock / plan.gb);
-    // Shared memory: queries [R][D], tile scores [R][BK], four floats per row, two flags.
+    // Shared memory: queries [R][D padded to vec4s], tile scores [R][BK], four words per row, two flags.
     for (;;) {
         const uint32_t rows = plan.gb * plan.bq;
-        plan.bk = std::min(plan.wg, std::max<uint32_t>(32, plan.wg / rows));
-        const uint64_t bytes = 4ull * (uint64_t(rows) * plan.d + uint64_t(rows) * plan.bk + 4ull * rows + 2);
+        // Tiles of about 512 scores: few rows (decode) take long tiles, so each invocation scores
+        // one key against all rows and every K row is loaded once.
+        plan.bk = std::min(plan.wg, std::max<uint32_t>(32, 512 / rows));
+        const uint64_t d_padded = (plan.d + 3) / 4 * 4;
+        const uint64_t bytes = 4ull * (rows * d_padded + uint64_t(rows) * plan.bk + 4ull * rows + 2);
         if (bytes <= caps.max_shared_memory) break;
         if (plan.bq > 1) {
             plan.bq /= 2;

@@ -90,16 +90,17 @@ struct AttentionParams {
 //   out: [n_q, n_head, head_dim]
 //   sinks: optional float [n_head]: a learned logit per head that joins the softmax denominator
 //   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes)
-//   scratch: optional, attention_scratch_bytes() long. With it, few queries over a long cache are
-//        split over the keys (split-K: partial softmax per key range, then a combine pass), which
-//        keeps a large GPU busy during decode; without it one workgroup walks all keys per head.
+//   scratch: optional. With it, few queries over a long cache are split over the keys (split-K:
+//        partial softmax per key range, then a combine pass), which keeps a large GPU busy during
+//        decode; without it one workgroup walks all keys per (query block, head block). Pass one
+//        of attention_scratch_bytes(ctx, 1, n_ctx, p) bytes for decode; a smaller one splits less.
 // Records one dispatch, or two with a barrier between them when split. Positions must be >= 0;
 // a slot with a negative kv_pos is empty. head_dim and head_dim_v up to 256.
 void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
                const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
                const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
-// Bytes of scratch that lets attention() split n_q queries over n_kv keys on this device (0: it
-// would not split). Grows with n_q and n_kv; a buffer sized for the largest call serves all.
+// Bytes of scratch that lets attention() split n_q queries over n_kv keys as far as it would on
+// this device (0: it would not split). Calls with probabilities never split.
 uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const AttentionParams& p);
 
 // out = silu(gate) * up, elementwise over n values.

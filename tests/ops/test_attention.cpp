@@ -30,6 +30,7 @@ struct Case {
     bool sinks = false, probs = false, scratch = false;
     bool ring = false;        // slots hold positions in ring-buffer order (pos % n_kv), not sorted
     int empty_slots = 0;      // slots marked -1, their K/V filled with NaN
+    double scratch_share = 1.0;  // of attention_scratch_bytes(): a smaller scratch splits less
     float q_gain = 1.0f;      // scales q: large logits test the softmax's stability
     uint64_t q_offset = 0;
 
@@ -143,7 +144,8 @@ protected:
         gpu::Buffer sb = upload(sinks);
         gpu::Buffer ob(ctx(), ref_out.size() * 4, gpu::Memory::Device);
         gpu::Buffer pb(ctx(), std::max<size_t>(ref_probs.size(), 1) * 4, gpu::Memory::Device);
-        const uint64_t scratch_bytes = c.scratch ? ops::attention_scratch_bytes(ctx(), c.n_q, c.n_kv, p) : 0;
+        const uint64_t scratch_bytes =
+            c.scratch ? uint64_t(double(ops::attention_scratch_bytes(ctx(), c.n_q, c.n_kv, p)) * c.scratch_share) : 0;
         if (c.scratch && c.n_kv >= 256) {
             EXPECT_GT(scratch_bytes, 0u) << "this case is meant to split";
         }
@@ -203,6 +205,12 @@ TEST_F(Attention, DecodeSplitOverKeysMatches) {
                 c.scratch = true;
                 check(c);
             }
+    Case small;  // a third of the scratch: fewer, longer splits
+    small.n_kv = 4100;
+    small.n_head_kv = 2;
+    small.scratch = true;
+    small.scratch_share = 0.34;
+    check(small);
     Case few;  // a few queries (speculative decoding) split too
     few.n_q = 3;
     few.n_kv = 700;
