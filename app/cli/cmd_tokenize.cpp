@@ -1,0 +1,68 @@
+// vkllm tokenize -m MODEL -p TEXT [--add-special] [--parse-special]
+// Prints the token ids of TEXT, space-separated, on one line.
+#include <cstdio>
+#include <string>
+
+#include "commands.h"
+#include "gguf/gguf.h"
+#include "tokenizer/tokenizer.h"
+
+namespace vkllm::cli {
+
+namespace {
+
+int usage_error(const std::string& message) {
+    std::fprintf(stderr,
+                 "vkllm tokenize: %s\n"
+                 "usage: vkllm tokenize -m MODEL.gguf -p TEXT [--add-special] [--parse-special]\n"
+                 "  --add-special    add BOS/EOS as the model's vocabulary asks\n"
+                 "  --parse-special  turn special-token text such as <|im_start|> into its id\n",
+                 message.c_str());
+    return 2;
+}
+
+}  // namespace
+
+int cmd_tokenize(const Args& args) {
+    std::string model_path;
+    std::string text;
+    bool have_text = false;
+    bool add_special = false;
+    bool parse_special = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "-m" || a == "--model" || a == "-p" || a == "--prompt") {
+            if (i + 1 >= args.size()) return usage_error("option " + a + " needs a value");
+            if (a == "-m" || a == "--model") {
+                model_path = args[++i];
+            } else {
+                text = args[++i];
+                have_text = true;
+            }
+        } else if (a == "--add-special") {
+            add_special = true;
+        } else if (a == "--parse-special") {
+            parse_special = true;
+        } else if (a == "-h" || a == "--help") {
+            std::printf("usage: vkllm tokenize -m MODEL.gguf -p TEXT [--add-special] [--parse-special]\n");
+            return 0;
+        } else {
+            return usage_error("unknown argument '" + a + "'");
+        }
+    }
+    if (model_path.empty()) return usage_error("missing -m MODEL");
+    if (!have_text) return usage_error("missing -p TEXT");
+
+    const auto file = gguf::File::open(model_path);
+    const auto tok = tokenizer::Tokenizer::from_gguf(*file);
+    const std::vector<int32_t> ids = tok->encode(text, add_special, parse_special);
+    std::string line;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) line += ' ';
+        line += std::to_string(ids[i]);
+    }
+    std::printf("%s\n", line.c_str());
+    return 0;
+}
+
+}  // namespace vkllm::cli

@@ -1,0 +1,36 @@
+// Internal: the state behind a Tokenizer, shared by tokenizer_load.cpp (building it from GGUF)
+// and tokenizer.cpp (encoding and decoding with it).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
+
+namespace vkllm::tokenizer {
+
+struct Tokenizer::Impl {
+    enum class Model { SentencePiece, ByteLevelBpe };
+    Model model = Model::SentencePiece;
+    std::string pre_name;  // ByteLevelBpe: the `tokenizer.ggml.pre` in use
+
+    detail::Vocab vocab;
+    std::unique_ptr<detail::BpeMerges> merges;       // ByteLevelBpe
+    std::unique_ptr<PreTokenizer> pre_tokenizer;     // ByteLevelBpe
+    bool ignore_merges = false;
+
+    int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
+    bool add_bos = false, add_eos = false, add_space_prefix = false;
+
+    // Tokens matched in text before tokenizing (CONTROL, USER_DEFINED, UNKNOWN), longest first.
+    std::vector<int32_t> special_tokens;
+    std::vector<int32_t> eog;  // sorted
+};
+
+// Builds the state from GGUF metadata (tokenizer_load.cpp).
+std::unique_ptr<Tokenizer::Impl> load_tokenizer(const gguf::File& f);
+
+}  // namespace vkllm::tokenizer
