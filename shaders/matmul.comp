@@ -14,7 +14,6 @@ layout(constant_id = 2) const uint BN = 64u;         // tokens per tile
 layout(constant_id = 3) const uint BK = 16u;         // elements of K per step (a multiple of 4 dividing 32)
 layout(constant_id = 4) const uint TM = 4u;          // rows per thread (a multiple of 4)
 layout(constant_id = 5) const uint TN = 4u;          // tokens per thread (a multiple of 4)
-layout(constant_id = 6) const bool X_VEC4 = false;   // x_base and n_in are multiples of 4
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
 layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_tokens, n_in] from x_base
@@ -31,6 +30,7 @@ layout(push_constant) uniform Push {
     uint y_base;      // index of y[0, 0] in the y binding
     uint y_stride;    // floats between tokens in y
     uint accumulate;  // 1: y += X W^T (fused residual add)
+    uint x_vec4;      // 1: x_base and n_in are multiples of 4, so x quads can be read as vec4
 } pc;
 
 shared vec4 w_tile[BK * BM / 4u];  // [BK][BM] weights, k-major
@@ -52,7 +52,7 @@ vec4 weight_quad(uint row, uint k) {
 // Elements k..k+3 of token `tok`'s activations (zero past the row's end).
 vec4 x_quad(uint tok, uint k) {
     const uint i = pc.x_base + tok * pc.n_in + k;
-    if (X_VEC4) return x4[i >> 2];
+    if (pc.x_vec4 != 0u) return x4[i >> 2];
     vec4 v = vec4(0.0);
     for (uint c = 0u; c < 4u && k + c < pc.n_in; ++c) v[c] = x[i + c];
     return v;

@@ -14,7 +14,6 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a power of two)
 layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
-layout(constant_id = 2) const bool X_VEC4 = false;   // x_base is a multiple of 4: read x as vec4
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
 #include "dequant_dot.glsl"
@@ -30,6 +29,7 @@ layout(push_constant) uniform Push {
     uint x_base;      // index of x[0] in the x binding
     uint y_base;      // index of y[0] in the y binding
     uint accumulate;  // 1: y += W x (fused residual add)
+    uint x_vec4;      // 1: x_base is a multiple of 4, so x quads can be read as vec4
 } pc;
 
 shared float partial[ROWS * WG];  // [ROWS][WG]
@@ -39,7 +39,7 @@ float acc[ROWS];
 
 vec4 x_quad(uint e) {
     const uint i = pc.x_base + e;
-    if (X_VEC4) return x4[i >> 2];
+    if (pc.x_vec4 != 0u) return x4[i >> 2];
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 

@@ -15,11 +15,11 @@ namespace {
 using weights::require;
 
 struct MatvecPush {
-    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate;
+    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4;
 };
 
 struct MatmulPush {
-    uint32_t n_in, n_rows, n_tokens, w_base, row_bytes, x_base, y_base, y_stride, accumulate;
+    uint32_t n_in, n_rows, n_tokens, w_base, row_bytes, x_base, y_base, y_stride, accumulate, x_vec4;
 };
 
 // Tile shape of matmul.comp: BM weight rows x BN tokens per workgroup, BK elements of K per step,
@@ -98,8 +98,11 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
                                       : uint64_t(lim.max_groups[0]) * tiles.bm;
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const std::string suffix = layout.format.suffix;
-    const std::string matvec_name = "matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : "");
-    const std::string matmul_name = "matmul_" + suffix;
+    const gpu::Pipeline* pipe =
+        single ? &ctx.pipeline("matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 3, sizeof(MatvecPush),
+                               {mv_threads, mv_rows})
+               : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
+                               {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_out - row0);
@@ -114,27 +117,23 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
             const weights::Window xw = weights::window(x, x_first * 4, (x_first + nt * n_in) * 4, lim, op, "x");
             const weights::Window yw =
                 weights::window(y, y_first * 4, (y_first + (nt - 1) * stride + rows) * 4, lim, op, "y");
-            if (nt == 1 && single) {
-                const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift, uint32_t(row_bytes),
-                                      xw.shift / 4,  yw.shift / 4,    accumulate ? 1u : 0u};
+            const uint32_t x_base = xw.shift / 4;
+            const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;  // x quads 16-byte aligned
+            if (single) {
+                const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift,          uint32_t(row_bytes),
+                                      x_base,         yw.shift / 4,   accumulate ? 1u : 0u, x_vec4};
                 // A 2-D grid when the row groups exceed the x limit; the shader skips the padding.
-                const uint32_t x_vec4 = push.x_base % 4 == 0 ? 1u : 0u;  // x quads are 16-byte aligned
-                const gpu::Pipeline& pipe = ctx.pipeline(matvec_name, 3, sizeof(MatvecPush), {mv_threads, mv_rows, x_vec4});
                 const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
                 const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
                 const uint64_t gy = (groups + gx - 1) / gx;
                 require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-                s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+                s.dispatch(*pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
             } else {
-                const MatmulPush push{uint32_t(n_in), uint32_t(rows),  uint32_t(nt),     ww.shift,
-                                      uint32_t(row_bytes), xw.shift / 4, yw.shift / 4, uint32_t(stride),
-                                      accumulate ? 1u : 0u};
+                const MatmulPush push{uint32_t(n_in), uint32_t(rows), uint32_t(nt),      ww.shift,
+                                      uint32_t(row_bytes), x_base, yw.shift / 4, uint32_t(stride),
+                                      accumulate ? 1u : 0u, x_vec4};
                 const uint64_t gx = (rows + tiles.bm - 1) / tiles.bm, gy = (nt + tiles.bn - 1) / tiles.bn;
-                require(gx <= lim.max_groups[0], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-                const uint32_t x_vec4 = push.x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
-                const gpu::Pipeline& pipe = ctx.pipeline(matmul_name, 3, sizeof(MatmulPush),
-                                                         {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn, x_vec4});
-                s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+                s.dispatch(*pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
             }
         }
     }
