@@ -16,7 +16,6 @@ struct Format {
     const char* suffix = nullptr;  // shader variant suffix: "q4_0" -> matvec_q4_0
     uint32_t block_elems = 1;      // elements per ggml block (1 for float types: any row length)
     uint32_t block_bytes = 4;
-    uint32_t unit_elems = 8;       // elements per matvec work unit
 };
 
 // The checked layout of a weight: format, bytes per row, total bytes read. Throws ShapeError

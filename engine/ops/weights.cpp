@@ -16,20 +16,20 @@ namespace {
 // The types shaders/include/dequant*.glsl decode (block sizes as ggml-common.h).
 bool gpu_format(TensorType t, Format* f) {
     switch (t) {
-        case TensorType::F32: *f = {"f32", 1, 4, 8}; return true;
-        case TensorType::F16: *f = {"f16", 1, 2, 8}; return true;
-        case TensorType::BF16: *f = {"bf16", 1, 2, 8}; return true;
-        case TensorType::Q8_0: *f = {"q8_0", 32, 34, 8}; return true;
-        case TensorType::Q4_0: *f = {"q4_0", 32, 18, 8}; return true;
-        case TensorType::Q4_1: *f = {"q4_1", 32, 20, 8}; return true;
-        case TensorType::Q5_0: *f = {"q5_0", 32, 22, 8}; return true;
-        case TensorType::Q5_1: *f = {"q5_1", 32, 24, 8}; return true;
-        case TensorType::Q2_K: *f = {"q2_k", 256, 84, 8}; return true;
-        case TensorType::Q3_K: *f = {"q3_k", 256, 110, 8}; return true;
-        case TensorType::Q4_K: *f = {"q4_k", 256, 144, 8}; return true;
-        case TensorType::Q5_K: *f = {"q5_k", 256, 176, 8}; return true;
-        case TensorType::Q6_K: *f = {"q6_k", 256, 210, 8}; return true;
-        case TensorType::MXFP4: *f = {"mxfp4", 32, 17, 8}; return true;
+        case TensorType::F32: *f = {"f32", 1, 4}; return true;
+        case TensorType::F16: *f = {"f16", 1, 2}; return true;
+        case TensorType::BF16: *f = {"bf16", 1, 2}; return true;
+        case TensorType::Q8_0: *f = {"q8_0", 32, 34}; return true;
+        case TensorType::Q4_0: *f = {"q4_0", 32, 18}; return true;
+        case TensorType::Q4_1: *f = {"q4_1", 32, 20}; return true;
+        case TensorType::Q5_0: *f = {"q5_0", 32, 22}; return true;
+        case TensorType::Q5_1: *f = {"q5_1", 32, 24}; return true;
+        case TensorType::Q2_K: *f = {"q2_k", 256, 84}; return true;
+        case TensorType::Q3_K: *f = {"q3_k", 256, 110}; return true;
+        case TensorType::Q4_K: *f = {"q4_k", 256, 144}; return true;
+        case TensorType::Q5_K: *f = {"q5_k", 256, 176}; return true;
+        case TensorType::Q6_K: *f = {"q6_k", 256, 210}; return true;
+        case TensorType::MXFP4: *f = {"mxfp4", 32, 17}; return true;
         default: return false;
     }
 }
