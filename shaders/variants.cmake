@@ -32,3 +32,9 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   vkllm_shader(matmul_${wtype}    matmul.comp   WTYPE_${WTYPE})
   vkllm_shader(get_rows_${wtype}  get_rows.comp WTYPE_${WTYPE})
 endforeach()
+
+# --- activation rounding before quantised matmuls (llama.cpp CPU parity) ---
+vkllm_shader(round_act_q8_32  round_act.comp BLOCK=32)
+vkllm_shader(round_act_q8_256 round_act.comp BLOCK=256)
+vkllm_shader(round_act_f16    round_act.comp BLOCK=1 ROUND_F16)
+vkllm_shader(round_act_bf16   round_act.comp BLOCK=1 ROUND_BF16)

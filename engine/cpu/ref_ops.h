@@ -53,6 +53,14 @@ void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out
 // (returns 0 when every element is NaN). Throws ShapeError when n <= 0.
 int64_t argmax(const float* x, int64_t n);
 
+// llama.cpp's CPU backend quantises activations before a dot product with a quantised weight
+// (ggml's vec_dot_type). y = x rounded that way over n values (a multiple of block):
+//   block 32 (Q8_0/Q8_1): d = fp16(max|x| / 127), y = d * round-half-even(x * 127 / max|x|)
+//   block 256 (Q8_K): m = the x of largest |x| (first on ties), s = -127 / m,
+//                     y = (1 / s) * min(127, round-half-even(s * x))
+// (round-half-even as the x86 SIMD paths round; std::nearbyint in the default rounding mode).
+void round_activations(const float* x, float* y, int64_t n, int block);
+
 // ---------------------------------------------------------------------------------------------
 // Normalisation, softmax, element-wise (ref_elementwise.cpp)
 

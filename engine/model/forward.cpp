@@ -47,6 +47,19 @@ ops::RopeParams rope_params(const RopeSpec& r) {
     return p;
 }
 
+ops::AttentionParams attention_params(const AttentionSpec& a) {
+    ops::AttentionParams p;
+    p.n_head = a.n_head;
+    p.n_head_kv = a.n_head_kv;
+    p.head_dim = a.head_dim;
+    p.head_dim_v = a.head_dim_v;
+    p.scale = a.scale;
+    p.causal = true;
+    p.window = a.window;
+    p.softcap = a.softcap;
+    return p;
+}
+
 int max_q_dim(const ModelSpec& s) {
     int m = 0;
     for (const auto& L : s.layers) m = std::max({m, L.attn.n_head * L.attn.head_dim, L.attn.n_head * L.attn.head_dim_v});
@@ -61,9 +74,10 @@ int max_ff(const ModelSpec& s) {
 
 }  // namespace
 
-Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch)
+Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
+                 bool round_activations)
     : ctx_(ctx), spec_(spec), w_(weights), n_ctx_(n_ctx), n_batch_(std::max(1, std::min(n_batch, n_ctx))),
-      stream_(ctx) {
+      round_activations_(round_activations), stream_(ctx) {
     check_supported(spec);
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     // Logits of many tokens are only needed by `vkllm logits`; keep that buffer within one binding.
@@ -87,8 +101,16 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     attn_ = gpu::Buffer(ctx, B * uint64_t(max_q_dim(spec)) * F, gpu::Memory::Device);
     gate_ = gpu::Buffer(ctx, B * uint64_t(max_ff(spec)) * F, gpu::Memory::Device);
     up_ = gpu::Buffer(ctx, B * uint64_t(max_ff(spec)) * F, gpu::Memory::Device);
+    if (round_activations_) {
+        for (size_t m = 1; m < 5; ++m) rounded_[m] = gpu::Buffer(ctx, B * widest * F, gpu::Memory::Device);
+    }
     logits_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * uint64_t(spec.n_vocab) * F, gpu::Memory::Device);
     logits_host_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * uint64_t(spec.n_vocab) * F, gpu::Memory::Host);
+
+    // Decode attention splits the keys over workgroups when given scratch for partial results.
+    uint64_t scratch = 0;
+    for (const LayerSpec& L : spec.layers) scratch = std::max(scratch, ops::attention_scratch_bytes(ctx, 1, n_ctx, attention_params(L.attn)));
+    if (scratch) attn_scratch_ = gpu::Buffer(ctx, std::min(scratch, range), gpu::Memory::Device);
 
     for (const LayerSpec& L : spec.layers) {
         uint64_t k_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * F;
@@ -121,6 +143,37 @@ void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
                                      gpu::Memory::Host);
 }
 
+const gpu::Buffer& Forward::MatmulInputs::of(const ops::Weight& w) const {
+    const gpu::Buffer* r = rounded[size_t(ops::activation_rounding(w.type))];
+    return r ? *r : *plain;
+}
+
+uint64_t Forward::MatmulInputs::offset_of(const ops::Weight& w) const {
+    return rounded[size_t(ops::activation_rounding(w.type))] ? 0 : offset;
+}
+
+Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
+                                              std::initializer_list<const ops::Weight*> weights) {
+    MatmulInputs in;
+    in.plain = &x;
+    in.offset = offset;
+    if (!round_activations_) return in;
+    bool any = false;
+    for (const ops::Weight* w : weights) {
+        ops::ActRounding mode = ops::activation_rounding(w->type);
+        if (mode == ops::ActRounding::None || in.rounded[size_t(mode)]) continue;
+        // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
+        if (n % ops::rounding_block(mode)) continue;
+        const gpu::Buffer& dst = rounded_[size_t(mode)];
+        stream_.mark("round_act");
+        ops::round_activations(stream_, x, offset, dst, 0, rows, n, mode);
+        in.rounded[size_t(mode)] = &dst;
+        any = true;
+    }
+    if (any) stream_.barrier("rounded activations are complete before the matmuls read them");
+    return in;
+}
+
 void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes) {
     const LayerSpec& L = spec_.layers[size_t(l)];
     const AttentionSpec& a = L.attn;
@@ -134,11 +187,12 @@ void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& pro
     s.mark("rms_norm");
     ops::rms_norm(s, x_, 0, w.attn_norm, h_, 0, T, spec_.n_embd, spec_.norm_eps);
     s.barrier("normalised h is read by the q/k/v projections");
+    MatmulInputs in = prepare_inputs(h_, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
     s.mark("matmul");
-    ops::matmul(s, w.wq, h_, 0, q_, 0, T);
+    ops::matmul(s, w.wq, in.of(w.wq), in.offset_of(w.wq), q_, 0, T);
     // K and V go straight into their cache slots pos0..pos0+T-1.
-    ops::matmul(s, w.wk, h_, 0, k_cache_[size_t(l)], uint64_t(pos0) * kv_row, T);
-    ops::matmul(s, w.wv, h_, 0, v_cache_[size_t(l)], uint64_t(pos0) * kv_row_v, T);
+    ops::matmul(s, w.wk, in.of(w.wk), in.offset_of(w.wk), k_cache_[size_t(l)], uint64_t(pos0) * kv_row, T);
+    ops::matmul(s, w.wv, in.of(w.wv), in.offset_of(w.wv), v_cache_[size_t(l)], uint64_t(pos0) * kv_row_v, T);
     s.barrier("q and the new k/v rows are complete before rope and attention read them");
     if (a.rope.enabled) {
         s.mark("rope");
@@ -148,43 +202,39 @@ void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& pro
         ops::rope(s, k_cache_[size_t(l)], uint64_t(pos0) * kv_row, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
         s.barrier("rotated q and k are complete before attention reads them");
     }
-    ops::AttentionParams ap;
-    ap.n_head = a.n_head;
-    ap.n_head_kv = a.n_head_kv;
-    ap.head_dim = a.head_dim;
-    ap.scale = a.scale;
-    ap.causal = true;
-    ap.window = a.window;
-    ap.softcap = a.softcap;
+    const ops::AttentionParams ap = attention_params(a);
     auto probed = std::find(probed_layers_.begin(), probed_layers_.end(), l);
     const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
     const int n_kv = pos0 + T;
     s.mark("attention");
     ops::attention(s, q_, 0, positions_, k_cache_[size_t(l)], v_cache_[size_t(l)], kv_pos_, attn_, T, n_kv, ap,
-                   nullptr, probs);
+                   nullptr, probs, attn_scratch_.valid() ? &attn_scratch_ : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
     if (probs) {
         // The newest token's probabilities: the last of T rows of [n_head, n_kv].
         uint64_t row = uint64_t(a.n_head) * uint64_t(n_kv) * F;
         s.copy(*probs, uint64_t(T - 1) * row, probs_host_[size_t(probed - probed_layers_.begin())], 0, row);
     }
+    in = prepare_inputs(attn_, 0, T, a.n_head * a.head_dim_v, {&w.wo});
     s.mark("matmul");
-    ops::matmul(s, w.wo, attn_, 0, x_, 0, T, /*accumulate=*/true);
+    ops::matmul(s, w.wo, in.of(w.wo), in.offset_of(w.wo), x_, 0, T, /*accumulate=*/true);
     s.barrier("the residual stream is updated before the FFN norm reads it");
 
     // --- FFN block: x += W_down (silu(W_gate h) * W_up h), h = norm(x)
     s.mark("rms_norm");
     ops::rms_norm(s, x_, 0, w.ffn_norm, h_, 0, T, spec_.n_embd, spec_.norm_eps);
     s.barrier("normalised h is read by the gate and up projections");
+    in = prepare_inputs(h_, 0, T, spec_.n_embd, {&w.gate, &w.up});
     s.mark("matmul");
-    ops::matmul(s, w.gate, h_, 0, gate_, 0, T);
-    ops::matmul(s, w.up, h_, 0, up_, 0, T);
+    ops::matmul(s, w.gate, in.of(w.gate), in.offset_of(w.gate), gate_, 0, T);
+    ops::matmul(s, w.up, in.of(w.up), in.offset_of(w.up), up_, 0, T);
     s.barrier("gate and up are complete before SwiGLU combines them");
     s.mark("swiglu");
     ops::swiglu(s, gate_, up_, gate_, int64_t(T) * L.ffn.n_ff);
     s.barrier("the SwiGLU product is complete before the down projection reads it");
+    in = prepare_inputs(gate_, 0, T, L.ffn.n_ff, {&w.down});
     s.mark("matmul");
-    ops::matmul(s, w.down, gate_, 0, x_, 0, T, /*accumulate=*/true);
+    ops::matmul(s, w.down, in.of(w.down), in.offset_of(w.down), x_, 0, T, /*accumulate=*/true);
     s.barrier("the residual stream is complete before the next layer (or a probe copy) reads it");
     if (probes.residual_stats) {
         uint64_t bytes = uint64_t(T) * uint64_t(spec_.n_embd) * F;
@@ -218,8 +268,9 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     s.mark("rms_norm");
     ops::rms_norm(s, x_, first, w_.output_norm, h_, 0, rows, spec_.n_embd, spec_.norm_eps);
     s.barrier("the final norm is complete before the output projection reads it");
+    MatmulInputs in = prepare_inputs(h_, 0, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
-    ops::matmul(s, w_.output, h_, 0, logits_, 0, rows);
+    ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, rows);
     s.barrier("logits are complete before the copy to host memory");
     s.mark("copy");
     s.copy(logits_, 0, logits_host_, 0, uint64_t(rows) * uint64_t(spec_.n_vocab) * F);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -18,8 +19,11 @@ namespace vkllm::model {
 
 class Forward {
 public:
-    // n_batch: most tokens per step. Throws ModelError for spec features not implemented.
-    Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch);
+    // n_batch: most tokens per step. round_activations: quantised matmuls read activations
+    // rounded as llama.cpp's CPU backend rounds them (ops::activation_rounding), for parity.
+    // Throws ModelError for spec features not implemented.
+    Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
+            bool round_activations = true);
 
     // Runs tokens ids[0..n_tokens) at positions pos0.. (n_tokens <= max_tokens(all_logits)),
     // writing their K/V into the cache. logits: [n_tokens, n_vocab] when all_logits, else the
@@ -32,6 +36,18 @@ public:
     uint64_t kv_bytes() const { return kv_bytes_; }
 
 private:
+    // The activations a group of matmuls reads: x itself, or x rounded per weight type.
+    struct MatmulInputs {
+        const gpu::Buffer* plain = nullptr;
+        uint64_t offset = 0;
+        const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding
+        const gpu::Buffer& of(const ops::Weight& w) const;
+        uint64_t offset_of(const ops::Weight& w) const;
+    };
+    // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
+    // after when anything was rounded.
+    MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
+                                std::initializer_list<const ops::Weight*> weights);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void alloc_probe_buffers(const ProbeConfig& probes);
     void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
@@ -40,6 +56,7 @@ private:
     const ModelSpec& spec_;
     const Weights& w_;
     int n_ctx_, n_batch_, n_logit_rows_;
+    bool round_activations_;
     gpu::Stream stream_;
 
     // Host-visible inputs, written before each submit.
@@ -52,6 +69,8 @@ private:
     gpu::Buffer q_;          // [n_batch, n_head * head_dim]
     gpu::Buffer attn_;       // [n_batch, n_head * head_dim_v]
     gpu::Buffer gate_, up_;  // [n_batch, n_ff]
+    gpu::Buffer rounded_[5];  // by ops::ActRounding, [n_batch, widest]: activations rounded for matmuls
+    gpu::Buffer attn_scratch_;  // split-K partial results of decode attention
     gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
     gpu::Buffer logits_host_;
     // KV cache, one pair per layer: [n_ctx, n_head_kv * head_dim] and [n_ctx, n_head_kv * head_dim_v].

@@ -23,12 +23,44 @@ std::vector<float> vec(const gguf::File& f, const std::string& name) {
 
 }  // namespace
 
-ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx)
-    : file_(file), spec_(spec), n_ctx_(n_ctx) {
+ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations)
+    : file_(file), spec_(spec), n_ctx_(n_ctx), round_activations_(round_activations) {
     for (const LayerSpec& L : spec.layers) {
         k_.emplace_back(size_t(n_ctx) * size_t(L.attn.n_head_kv * L.attn.head_dim));
         v_.emplace_back(size_t(n_ctx) * size_t(L.attn.n_head_kv * L.attn.head_dim_v));
     }
+}
+
+void ReferenceForward::matmul(const std::string& name, const float* x, float* y, int n_tokens) const {
+    cpu::WeightView w = view(file_, name);
+    int block = 0;
+    switch (w.type) {
+        case gguf::TensorType::Q4_0: case gguf::TensorType::Q4_1: case gguf::TensorType::Q5_0:
+        case gguf::TensorType::Q5_1: case gguf::TensorType::Q8_0: case gguf::TensorType::MXFP4:
+            block = 32;
+            break;
+        case gguf::TensorType::Q2_K: case gguf::TensorType::Q3_K: case gguf::TensorType::Q4_K:
+        case gguf::TensorType::Q5_K: case gguf::TensorType::Q6_K:
+            block = 256;
+            break;
+        default:
+            break;
+    }
+    if (round_activations_ && (w.type == gguf::TensorType::F16 || w.type == gguf::TensorType::BF16)) {
+        std::vector<float> rounded(size_t(n_tokens) * size_t(w.n_in));
+        for (size_t i = 0; i < rounded.size(); ++i)
+            rounded[i] = w.type == gguf::TensorType::F16 ? gguf::fp16_to_fp32(gguf::fp32_to_fp16(x[i]))
+                                                         : gguf::bf16_to_fp32(gguf::fp32_to_bf16(x[i]));
+        cpu::matmul(w, rounded.data(), y, n_tokens);
+        return;
+    }
+    if (!round_activations_ || block == 0 || w.n_in % block) {
+        cpu::matmul(w, x, y, n_tokens);
+        return;
+    }
+    std::vector<float> rounded(size_t(n_tokens) * size_t(w.n_in));
+    cpu::round_activations(x, rounded.data(), int64_t(rounded.size()), block);
+    cpu::matmul(w, rounded.data(), y, n_tokens);
 }
 
 std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, int probs_layer, std::vector<float>* probs) {
@@ -56,11 +88,11 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         auto norm_w = vec(file_, p + "attn_norm.weight");
         cpu::rms_norm(x.data(), norm_w.data(), h.data(), T, E, spec_.norm_eps);
         std::vector<float> q(size_t(T) * qd);
-        cpu::matmul(view(file_, p + "attn_q.weight"), h.data(), q.data(), T);
+        matmul(p + "attn_q.weight", h.data(), q.data(), T);
         float* k = k_[size_t(l)].data() + size_t(n_past_) * kd;
         float* v = v_[size_t(l)].data() + size_t(n_past_) * vd;
-        cpu::matmul(view(file_, p + "attn_k.weight"), h.data(), k, T);
-        cpu::matmul(view(file_, p + "attn_v.weight"), h.data(), v, T);
+        matmul(p + "attn_k.weight", h.data(), k, T);
+        matmul(p + "attn_v.weight", h.data(), v, T);
         if (a.rope.enabled) {
             cpu::RopeParams rp;
             rp.n_dims = a.rope.n_dims;
@@ -90,22 +122,22 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         if (probs && l == probs_layer)
             probs->assign(pr.end() - long(a.n_head) * n_kv, pr.end());  // the last token's rows
         std::vector<float> o(size_t(T) * size_t(E));
-        cpu::matmul(view(file_, p + "attn_output.weight"), att.data(), o.data(), T);
+        matmul(p + "attn_output.weight", att.data(), o.data(), T);
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
 
         auto ffn_w = vec(file_, p + "ffn_norm.weight");
         cpu::rms_norm(x.data(), ffn_w.data(), h.data(), T, E, spec_.norm_eps);
         std::vector<float> g(size_t(T) * size_t(L.ffn.n_ff)), u(g.size());
-        cpu::matmul(view(file_, p + "ffn_gate.weight"), h.data(), g.data(), T);
-        cpu::matmul(view(file_, p + "ffn_up.weight"), h.data(), u.data(), T);
+        matmul(p + "ffn_gate.weight", h.data(), g.data(), T);
+        matmul(p + "ffn_up.weight", h.data(), u.data(), T);
         cpu::swiglu(g.data(), u.data(), g.data(), T, L.ffn.n_ff);
-        cpu::matmul(view(file_, p + "ffn_down.weight"), g.data(), o.data(), T);
+        matmul(p + "ffn_down.weight", g.data(), o.data(), T);
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
     }
     auto out_norm = vec(file_, "output_norm.weight");
     cpu::rms_norm(x.data(), out_norm.data(), h.data(), T, E, spec_.norm_eps);
     std::vector<float> logits(size_t(T) * size_t(spec_.n_vocab));
-    cpu::matmul(view(file_, spec_.tied_embeddings ? "token_embd.weight" : "output.weight"), h.data(), logits.data(), T);
+    matmul(spec_.tied_embeddings ? "token_embd.weight" : "output.weight", h.data(), logits.data(), T);
     n_past_ += T;
     return logits;
 }

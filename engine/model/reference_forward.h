@@ -14,7 +14,9 @@ namespace vkllm::model {
 
 class ReferenceForward {
 public:
-    ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx);
+    // round_activations: quantised matmuls see activations rounded as llama.cpp's CPU backend
+    // rounds them (cpu::round_activations), as the GPU forward does by default.
+    ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations = true);
 
     // Appends `tokens` at positions n_past().. and returns their logits [n_tokens, n_vocab].
     // probs_layer >= 0 records that layer's attention probabilities of the last token
@@ -27,6 +29,8 @@ private:
     const ModelSpec& spec_;
     int n_ctx_;
     int n_past_ = 0;
+    bool round_activations_;
+    void matmul(const std::string& name, const float* x, float* y, int n_tokens) const;
     std::vector<std::vector<float>> k_, v_;  // per layer [n_ctx, n_head_kv * head_dim]
 };
 

@@ -31,7 +31,7 @@ Session::Session(const Model& m, const SessionOptions& options)
     : impl_(new Impl{m, nullptr, 0, options.probes, {}}) {
     if (options.n_batch <= 0) throw std::invalid_argument("batch size must be positive");
     impl_->forward = std::make_unique<model::Forward>(m.context(), m.spec(), m.weights(), choose_context(m, options.n_ctx),
-                                                      options.n_batch);
+                                                      options.n_batch, options.llama_cpp_rounding);
 }
 
 Session::~Session() = default;

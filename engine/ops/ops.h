@@ -48,6 +48,18 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
             int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0);
 
+// How llama.cpp's CPU backend rounds activations before a dot product with a weight of a given
+// type (ggml's vec_dot_type): quantised weights see activations quantised to 8 bits in blocks
+// of 32 (Q8_0/Q8_1) or 256 (Q8_K); F16 and BF16 weights see activations rounded to their type.
+// Rounding the same way makes vkllm's logits match llama.cpp's to ~1e-6 on quantised files
+// instead of ~1e-1.
+enum class ActRounding { None, Q8_32, Q8_256, F16, BF16 };
+ActRounding activation_rounding(TensorType weight_type);
+int64_t rounding_block(ActRounding mode);
+// y = x rounded per `mode`: x, y [n_rows, n] at element offsets; n a multiple of the block.
+void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
+                       int64_t n_rows, int64_t n, ActRounding mode);
+
 // out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: [n, table.n_in]
 void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& out, int64_t n);
 

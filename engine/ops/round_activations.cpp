@@ -1,0 +1,56 @@
+// Activation rounding before quantised matmuls: see shaders/round_act.comp for the math.
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+ActRounding activation_rounding(TensorType t) {
+    switch (t) {
+        case TensorType::Q4_0: case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1:
+        case TensorType::Q8_0: case TensorType::MXFP4:
+            return ActRounding::Q8_32;
+        case TensorType::Q2_K: case TensorType::Q3_K: case TensorType::Q4_K: case TensorType::Q5_K:
+        case TensorType::Q6_K:
+            return ActRounding::Q8_256;
+        case TensorType::F16:
+            return ActRounding::F16;
+        case TensorType::BF16:
+            return ActRounding::BF16;
+        default:
+            return ActRounding::None;
+    }
+}
+
+int64_t rounding_block(ActRounding mode) {
+    return mode == ActRounding::Q8_32 ? 32 : mode == ActRounding::Q8_256 ? 256 : 1;
+}
+
+void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
+                       int64_t n_rows, int64_t n, ActRounding mode) {
+    const char* op = "round_activations";
+    detail::require(mode != ActRounding::None, op, "mode None needs no rounding");
+    const int64_t block = rounding_block(mode);
+    detail::require(n_rows >= 0 && n > 0 && n % block == 0, op,
+                    "row length " + std::to_string(n) + " is not a multiple of the block (" + std::to_string(block) + ")");
+    if (n_rows == 0) return;
+    gpu::Context& ctx = s.context();
+    const uint64_t count = uint64_t(n_rows) * uint64_t(n);
+    detail::Window xw = detail::window(ctx, x, x_offset, count, op, "x");
+    detail::Window yw = detail::window(ctx, y, y_offset, count, op, "y");
+    const uint32_t wg = detail::workgroup_size(ctx, 64);
+    const uint64_t n_blocks = count / uint64_t(block);
+    detail::Grid g = detail::grid_2d(ctx, (n_blocks + wg - 1) / wg, op);
+    const char* shader = mode == ActRounding::Q8_32 ? "round_act_q8_32"
+                         : mode == ActRounding::Q8_256 ? "round_act_q8_256"
+                         : mode == ActRounding::F16  ? "round_act_f16"
+                                                     : "round_act_bf16";
+    const gpu::Pipeline& p = ctx.pipeline(shader, 2, 16, {wg});
+    struct {
+        uint32_t n_blocks, x_shift, y_shift, grid_x;
+    } push{uint32_t(n_blocks), xw.shift, yw.shift, g.x};
+    s.dispatch(p, {xw.range, yw.range}, push, g.x, g.y);
+}
+
+}  // namespace vkllm::ops

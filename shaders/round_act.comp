@@ -1,0 +1,69 @@
+#version 450
+// Rounds activations the way llama.cpp's CPU backend does before a dot product with a
+// quantised weight (ggml's vec_dot_type), so logits match it:
+//   BLOCK 32  (Q8_0/Q8_1, x86 path): d = max|x| / 127 stored as fp16, q = roundEven(x * 127/max|x|),
+//             y = fp16(d) * q
+//   BLOCK 256 (Q8_K): m = the x of largest |x| (first on ties), s = -127 / m,
+//             q = min(127, roundEven(s * x)), y = (1 / s) * q
+//   F16 / BF16 (BLOCK 1): y = x rounded to the nearest fp16 / bf16 (ties to even)
+// One invocation rounds one block; x and y are [n_rows, n] (n a multiple of BLOCK).
+#include "common.glsl"
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+    uint n_blocks;   // blocks in all rows
+    uint x_shift;    // element offset of the first input inside its binding window
+    uint y_shift;
+    uint grid_x;     // workgroups along x of the 2-D grid
+} pc;
+
+// fp32 -> fp16 -> fp32 with round-to-nearest-even, independent of the driver's packHalf2x16.
+float round_to_fp16(float f) {
+    uint b = floatBitsToUint(f);
+    uint sign = b & 0x80000000u;
+    uint a = b & 0x7fffffffu;
+    if (a >= 0x477ff000u) return uintBitsToFloat(sign | 0x7f800000u);  // overflow (and inf/nan) -> inf
+    if (a < 0x38800000u) {
+        // fp16 subnormal range: multiples of 2^-24.
+        float v = roundEven(uintBitsToFloat(a) * 16777216.0) / 16777216.0;
+        return sign != 0u ? -v : v;
+    }
+    // Keep 10 mantissa bits: add half an ulp (minus one when the kept lsb is 0: ties to even).
+    uint lsb = (a >> 13) & 1u;
+    a = (a + 0x0fffu + lsb) & 0xffffe000u;
+    return uintBitsToFloat(sign | a);
+}
+
+void main() {
+    uint block = gl_GlobalInvocationID.y * pc.grid_x * gl_WorkGroupSize.x + gl_GlobalInvocationID.x;
+    if (block >= pc.n_blocks) return;
+    uint xi = pc.x_shift + block * BLOCK;
+    uint yi = pc.y_shift + block * BLOCK;
+#if defined(ROUND_F16)
+    y[yi] = round_to_fp16(x[xi]);
+#elif defined(ROUND_BF16)
+    uint b = floatBitsToUint(x[xi]);
+    if ((b & 0x7fffffffu) > 0x7f800000u) y[yi] = x[xi];  // NaN stays NaN
+    else y[yi] = uintBitsToFloat((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
+#elif BLOCK == 32
+    float amax = 0.0;
+    for (uint j = 0; j < BLOCK; ++j) amax = max(amax, abs(x[xi + j]));
+    float d = round_to_fp16(amax / 127.0);
+    float id = amax != 0.0 ? 127.0 / amax : 0.0;
+    for (uint j = 0; j < BLOCK; ++j) y[yi + j] = d * roundEven(x[xi + j] * id);
+#else
+    float amax = 0.0, m = 0.0;
+    for (uint j = 0; j < BLOCK; ++j) {
+        float a = abs(x[xi + j]);
+        if (a > amax) { amax = a; m = x[xi + j]; }
+    }
+    if (amax == 0.0) {
+        for (uint j = 0; j < BLOCK; ++j) y[yi + j] = 0.0;
+        return;
+    }
+    float iscale = -127.0 / m;
+    float d = 1.0 / iscale;
+    for (uint j = 0; j < BLOCK; ++j) y[yi + j] = d * min(127.0, roundEven(iscale * x[xi + j]));
+#endif
+}
