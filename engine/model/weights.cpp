@@ -1,5 +1,7 @@
 #include "model/weights.h"
 
+#include <algorithm>
+
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
 #include "gpu/device.h"
@@ -41,8 +43,9 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
     }
 }
 
-const gpu::Buffer* Weights::upload(const void* data, uint64_t n_bytes) {
-    auto buf = std::make_unique<gpu::Buffer>(ctx_, n_bytes, gpu::Memory::Device);
+const gpu::Buffer* Weights::upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes) {
+    // Shaders read whole 32-bit words: the buffer may be a little larger than the data.
+    auto buf = std::make_unique<gpu::Buffer>(ctx_, std::max(n_bytes, buffer_bytes), gpu::Memory::Device);
     buf->upload(data, n_bytes);
     bytes_ += n_bytes;
     buffers_.push_back(std::move(buf));
@@ -67,7 +70,7 @@ ops::Weight Weights::matrix(const std::string& name, int64_t n_in, int64_t n_out
     w.type = t->type;
     w.n_in = n_in;
     w.n_out = n_out;
-    w.buffer = upload(t->data, t->n_bytes);
+    w.buffer = upload(t->data, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out));
     return w;
 }
 

@@ -42,7 +42,7 @@ public:
 private:
     ops::Weight matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true);
     const gpu::Buffer* vector(const std::string& name, int64_t n, bool required = true);
-    const gpu::Buffer* upload(const void* data, uint64_t n_bytes);
+    const gpu::Buffer* upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes = 0);
 
     gpu::Context& ctx_;
     const gguf::File& file_;
