@@ -3,6 +3,7 @@
 //   SWIGLU:   out = silu(a) * b            GEGLU:    out = gelu(a) * b       ADD: out = a + b
 //   GELU:     out = gelu(a) (tanh form)    GELU_ERF: out = 0.5 a (1 + erf(a / sqrt 2))
 //   SCALE:    out = a * factor             ADD_BIAS: out[r, c] = a[r, c] + b[c], rows `stride` apart
+//   SOFTCAP:  out = factor * tanh(a / factor) (Gemma 2 logit soft-capping)
 // out may be the same memory as a or b: each element is read and written by one invocation.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
@@ -56,6 +57,9 @@ float apply(uint i) {
     return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476));
 #elif defined(SCALE)
     return x * pc.factor;
+#elif defined(SOFTCAP)
+    // tanh(z) = 1 - 2 / (exp(2z) + 1): exp overflowing to inf gives 1, never NaN.
+    return pc.factor * (1.0 - 2.0 / (exp(2.0 * x / pc.factor) + 1.0));
 #else
 #error "elementwise.comp: define one OP"
 #endif

@@ -9,29 +9,6 @@
 #include "ops/ops.h"
 
 namespace vkllm::model {
-namespace {
-
-constexpr size_t F = sizeof(float);
-
-// Features of the spec this forward does not implement yet: refuse them up front rather than
-// compute something wrong.
-void check_supported(const ModelSpec& s) {
-    auto refuse = [&](const std::string& what) {
-        throw ModelError("architecture '" + s.arch + "': " + what + " is not implemented in the forward pass yet");
-    };
-    if (s.norm != NormKind::RMSNorm) refuse("LayerNorm");
-    if (s.learned_positions) refuse("learned position embeddings");
-    if (s.embd_scale != 1.0f) refuse("embedding scaling");
-    if (s.final_softcap > 0) refuse("final-logit soft-capping");
-    for (const LayerSpec& L : s.layers) {
-        if (L.norm_placement != NormPlacement::Pre) refuse("post/sandwich norms");
-        if (!L.ffn.gated || L.ffn.activation != Activation::SiLU || L.ffn.bias || L.ffn.fused_gate_up)
-            refuse("this FFN kind");
-        if (L.attn.qk_norm || L.attn.bias_qkv || L.attn.bias_o || L.attn.fused_qkv) refuse("this attention kind");
-        if (L.attn.softcap > 0) refuse("attention soft-capping");
-        if (L.attn.head_dim_v != L.attn.head_dim) refuse("different key and value head sizes");
-    }
-}
 
 ops::RopeParams rope_params(const RopeSpec& r) {
     ops::RopeParams p;
@@ -60,6 +37,21 @@ ops::AttentionParams attention_params(const AttentionSpec& a) {
     return p;
 }
 
+namespace {
+
+constexpr size_t F = sizeof(float);
+
+// Features of the spec this forward does not implement: refuse them up front rather than
+// compute something wrong.
+void check_supported(const ModelSpec& s) {
+    for (const LayerSpec& L : s.layers) {
+        if (L.ffn.gated && L.ffn.activation == Activation::GeluErf)
+            throw ModelError("architecture '" + s.arch + "': GEGLU with exact GELU is not implemented yet");
+        if (!L.ffn.gated && L.ffn.activation == Activation::SiLU)
+            throw ModelError("architecture '" + s.arch + "': an ungated SiLU FFN is not implemented yet");
+    }
+}
+
 int max_q_dim(const ModelSpec& s) {
     int m = 0;
     for (const auto& L : s.layers) m = std::max({m, L.attn.n_head * L.attn.head_dim, L.attn.n_head * L.attn.head_dim_v});
@@ -86,6 +78,10 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     uint64_t widest = std::max<uint64_t>({uint64_t(spec.n_embd), uint64_t(max_q_dim(spec)), uint64_t(max_ff(spec))});
     n_batch_ = int(std::min<uint64_t>(uint64_t(n_batch_), std::max<uint64_t>(1, range / (widest * F))));
 
+    if (spec.learned_positions && n_ctx > weights.position_embd.n_out)
+        throw ModelError("a context of " + std::to_string(n_ctx) + " tokens exceeds the " +
+                         std::to_string(weights.position_embd.n_out) + " learned positions of this model; use -c " +
+                         std::to_string(weights.position_embd.n_out) + " or less");
     const uint64_t B = uint64_t(n_batch_);
     ids_ = gpu::Buffer(ctx, B * 4, gpu::Memory::Host);
     positions_ = gpu::Buffer(ctx, B * 4, gpu::Memory::Host);
@@ -99,6 +95,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     h_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
     q_ = gpu::Buffer(ctx, B * uint64_t(max_q_dim(spec)) * F, gpu::Memory::Device);
     attn_ = gpu::Buffer(ctx, B * uint64_t(max_q_dim(spec)) * F, gpu::Memory::Device);
+    block_out_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
     gate_ = gpu::Buffer(ctx, B * uint64_t(max_ff(spec)) * F, gpu::Memory::Device);
     up_ = gpu::Buffer(ctx, B * uint64_t(max_ff(spec)) * F, gpu::Memory::Device);
     if (round_activations_) {
@@ -174,74 +171,6 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
     return in;
 }
 
-void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes) {
-    const LayerSpec& L = spec_.layers[size_t(l)];
-    const AttentionSpec& a = L.attn;
-    const LayerWeights& w = w_.layers[size_t(l)];
-    gpu::Stream& s = stream_;
-    const int T = n_tokens;
-    const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
-    const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
-
-    // --- attention block: x += Wo * attention(rope(Wq h), rope(Wk h), Wv h), h = norm(x)
-    s.mark("rms_norm");
-    ops::rms_norm(s, x_, 0, w.attn_norm, h_, 0, T, spec_.n_embd, spec_.norm_eps);
-    s.barrier("normalised h is read by the q/k/v projections");
-    MatmulInputs in = prepare_inputs(h_, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
-    s.mark("matmul");
-    ops::matmul(s, w.wq, in.of(w.wq), in.offset_of(w.wq), q_, 0, T);
-    // K and V go straight into their cache slots pos0..pos0+T-1.
-    ops::matmul(s, w.wk, in.of(w.wk), in.offset_of(w.wk), k_cache_[size_t(l)], uint64_t(pos0) * kv_row, T);
-    ops::matmul(s, w.wv, in.of(w.wv), in.offset_of(w.wv), v_cache_[size_t(l)], uint64_t(pos0) * kv_row_v, T);
-    s.barrier("q and the new k/v rows are complete before rope and attention read them");
-    if (a.rope.enabled) {
-        s.mark("rope");
-        ops::RopeParams rp = rope_params(a.rope);
-        const gpu::Buffer* freqs = a.rope.freq_factors ? w_.rope_freqs : nullptr;
-        ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
-        ops::rope(s, k_cache_[size_t(l)], uint64_t(pos0) * kv_row, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
-        s.barrier("rotated q and k are complete before attention reads them");
-    }
-    const ops::AttentionParams ap = attention_params(a);
-    auto probed = std::find(probed_layers_.begin(), probed_layers_.end(), l);
-    const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
-    const int n_kv = pos0 + T;
-    s.mark("attention");
-    ops::attention(s, q_, 0, positions_, k_cache_[size_t(l)], v_cache_[size_t(l)], kv_pos_, attn_, T, n_kv, ap,
-                   nullptr, probs, attn_scratch_.valid() ? &attn_scratch_ : nullptr);
-    s.barrier("attention output is complete before the output projection reads it");
-    if (probs) {
-        // The newest token's probabilities: the last of T rows of [n_head, n_kv].
-        uint64_t row = uint64_t(a.n_head) * uint64_t(n_kv) * F;
-        s.copy(*probs, uint64_t(T - 1) * row, probs_host_[size_t(probed - probed_layers_.begin())], 0, row);
-    }
-    in = prepare_inputs(attn_, 0, T, a.n_head * a.head_dim_v, {&w.wo});
-    s.mark("matmul");
-    ops::matmul(s, w.wo, in.of(w.wo), in.offset_of(w.wo), x_, 0, T, /*accumulate=*/true);
-    s.barrier("the residual stream is updated before the FFN norm reads it");
-
-    // --- FFN block: x += W_down (silu(W_gate h) * W_up h), h = norm(x)
-    s.mark("rms_norm");
-    ops::rms_norm(s, x_, 0, w.ffn_norm, h_, 0, T, spec_.n_embd, spec_.norm_eps);
-    s.barrier("normalised h is read by the gate and up projections");
-    in = prepare_inputs(h_, 0, T, spec_.n_embd, {&w.gate, &w.up});
-    s.mark("matmul");
-    ops::matmul(s, w.gate, in.of(w.gate), in.offset_of(w.gate), gate_, 0, T);
-    ops::matmul(s, w.up, in.of(w.up), in.offset_of(w.up), up_, 0, T);
-    s.barrier("gate and up are complete before SwiGLU combines them");
-    s.mark("swiglu");
-    ops::swiglu(s, gate_, up_, gate_, int64_t(T) * L.ffn.n_ff);
-    s.barrier("the SwiGLU product is complete before the down projection reads it");
-    in = prepare_inputs(gate_, 0, T, L.ffn.n_ff, {&w.down});
-    s.mark("matmul");
-    ops::matmul(s, w.down, in.of(w.down), in.offset_of(w.down), x_, 0, T, /*accumulate=*/true);
-    s.barrier("the residual stream is complete before the next layer (or a probe copy) reads it");
-    if (probes.residual_stats) {
-        uint64_t bytes = uint64_t(T) * uint64_t(spec_.n_embd) * F;
-        s.copy(x_, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * uint64_t(spec_.n_embd) * F, bytes);
-    }
-}
-
 void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits,
                    const ProbeConfig& probes, ProbeResults* results) {
     if (n_tokens <= 0 || n_tokens > max_tokens(all_logits) || pos0 < 0 || pos0 + n_tokens > n_ctx_)
@@ -255,9 +184,7 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     gpu::Stream& s = stream_;
     s.set_profiling(probes.timings);
     s.begin();
-    s.mark("get_rows");
-    ops::get_rows(s, w_.token_embd, ids_, x_, T);
-    s.barrier("embeddings are in the residual stream before layer 0 reads them");
+    record_embeddings(T);
     if (probes.residual_stats) s.copy(x_, 0, residual_host_, 0, uint64_t(T) * uint64_t(spec_.n_embd) * F);
 
     for (int l = 0; l < spec_.n_layer; ++l) record_layer(l, T, pos0, probes);
@@ -265,12 +192,16 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     // Final norm and the vocabulary projection, for every token or only the last.
     const int rows = all_logits ? T : 1;
     const uint64_t first = all_logits ? 0 : uint64_t(T - 1) * uint64_t(spec_.n_embd);
-    s.mark("rms_norm");
-    ops::rms_norm(s, x_, first, w_.output_norm, h_, 0, rows, spec_.n_embd, spec_.norm_eps);
+    norm(x_, first, w_.output_norm, w_.output_norm_b, h_, 0, rows);
     s.barrier("the final norm is complete before the output projection reads it");
     MatmulInputs in = prepare_inputs(h_, 0, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
     ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, rows);
+    if (spec_.final_softcap > 0) {
+        s.barrier("logits are complete before soft-capping");
+        s.mark("softcap");
+        ops::softcap(s, logits_, int64_t(rows) * spec_.n_vocab, spec_.final_softcap);
+    }
     s.barrier("logits are complete before the copy to host memory");
     s.mark("copy");
     s.copy(logits_, 0, logits_host_, 0, uint64_t(rows) * uint64_t(spec_.n_vocab) * F);

@@ -17,6 +17,10 @@ namespace vkllm::gpu { class Context; }
 
 namespace vkllm::model {
 
+// The op parameters a layer's spec implies.
+ops::RopeParams rope_params(const RopeSpec& r);
+ops::AttentionParams attention_params(const AttentionSpec& a);
+
 class Forward {
 public:
     // n_batch: most tokens per step. round_activations: quantised matmuls read activations
@@ -49,6 +53,12 @@ private:
     MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
                                 std::initializer_list<const ops::Weight*> weights);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
+    void record_attention(int l, int n_tokens, int pos0);
+    void record_ffn(int l, int n_tokens);
+    void record_embeddings(int n_tokens);
+    // y = norm(x) over rows of n_embd with the model's norm kind (w, b may be null).
+    void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
+              uint64_t y_offset, int rows);
     void alloc_probe_buffers(const ProbeConfig& probes);
     void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
 
@@ -68,6 +78,7 @@ private:
     gpu::Buffer h_;          // [n_batch, n_embd] normalised input of a block
     gpu::Buffer q_;          // [n_batch, n_head * head_dim]
     gpu::Buffer attn_;       // [n_batch, n_head * head_dim_v]
+    gpu::Buffer block_out_;  // [n_batch, n_embd] a block's output before its post-norm
     gpu::Buffer gate_, up_;  // [n_batch, n_ff]
     gpu::Buffer rounded_[5];  // by ops::ActRounding, [n_batch, widest]: activations rounded for matmuls
     gpu::Buffer attn_scratch_;  // split-K partial results of decode attention

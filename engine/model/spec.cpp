@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "cpu/ref_ops.h"
 #include "gguf/gguf.h"
 
 namespace vkllm::model {
@@ -109,6 +110,9 @@ ModelSpec common_spec(const Meta& m, const std::string& arch) {
             r.beta_slow = float(m.real("rope.scaling.yarn_beta_slow", 1.0));
         }
         r.attn_factor = float(m.real("rope.scaling.attn_factor", 1.0));
+        if (r.scaling == RopeScaling::Yarn)  // llama.cpp folds YaRN's magnitude correction into attn_factor
+            r.attn_factor = cpu::yarn_attn_factor(1.0f / r.factor, float(m.real("rope.scaling.yarn_log_multiplier", 0.0)),
+                                                  arch == "deepseek2", r.attn_factor);
         r.freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
         if (r.freq_factors && r.scaling == RopeScaling::None) r.scaling = RopeScaling::Llama3;
 
@@ -119,20 +123,130 @@ ModelSpec common_spec(const Meta& m, const std::string& arch) {
     return s;
 }
 
+// Sliding-window layers by llama.cpp's pattern: with period n, layer il is local when
+// il % n < n - 1 (Gemma 2: n = 2, every even layer; Gemma 3: n = 6, five local then one global).
+void set_window_pattern(ModelSpec& s, int window, int period) {
+    for (int l = 0; l < s.n_layer; ++l)
+        s.layers[size_t(l)].attn.window = (period <= 1 || l % period < period - 1) ? window : 0;
+}
+
+void set_rope_neox(ModelSpec& s) {
+    for (LayerSpec& L : s.layers) L.attn.rope.neox = true;
+}
+
 // Llama 1/2/3, TinyLlama, SmolLM, Mistral-style dense models: RMSNorm before attention and FFN,
 // RoPE with adjacent pairs (llama.cpp's converter permutes Q/K for it), SwiGLU.
 ModelSpec llama_spec(const Meta& m) {
     ModelSpec s = common_spec(m, "llama");
-    s.norm = NormKind::RMSNorm;
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
     if (m.has("expert_count") && m.integer("expert_count") > 0)
         throw ModelError(m.file().path() + ": llama with experts (Mixtral) is not supported yet");
-    for (int l = 0; l < s.n_layer; ++l) {
-        LayerSpec& L = s.layers[size_t(l)];
-        L.attn.window = int(m.integer("attention.sliding_window", 0));
-        L.ffn.activation = Activation::SiLU;
-        L.ffn.gated = true;
+    return s;
+}
+
+// GPT-2: LayerNorm with bias, learned absolute positions, fused QKV with bias, GELU MLP, no RoPE.
+ModelSpec gpt2_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "gpt2");
+    s.norm = NormKind::LayerNorm;
+    s.norm_eps = float(m.real("attention.layer_norm_epsilon", 1e-5));
+    s.learned_positions = true;
+    for (LayerSpec& L : s.layers) {
+        L.attn.rope.enabled = false;
+        L.attn.fused_qkv = true;
+        L.attn.bias_qkv = L.attn.bias_o = true;
+        L.ffn.gated = false;
+        L.ffn.activation = Activation::GeluTanh;
+        L.ffn.bias = true;
     }
+    return s;
+}
+
+// Qwen2: Llama with QKV biases and NeoX RoPE. Qwen3: per-head QK-norm instead of the biases.
+ModelSpec qwen2_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "qwen2");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    set_rope_neox(s);
+    for (LayerSpec& L : s.layers) L.attn.bias_qkv = true;
+    return s;
+}
+
+ModelSpec qwen3_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "qwen3");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    set_rope_neox(s);
+    for (LayerSpec& L : s.layers) L.attn.qk_norm = QkNorm::PerHead;
+    return s;
+}
+
+// Gemma 2/3: embeddings scaled by sqrt(n_embd), sandwich norms, GeGLU, NeoX RoPE, local
+// sliding-window layers between global ones. The converter stores RMSNorm weights as (1 + w).
+ModelSpec gemma_spec(const Meta& m, const std::string& arch) {
+    ModelSpec s = common_spec(m, arch);
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    s.embd_scale = std::sqrt(float(s.n_embd));
+    set_rope_neox(s);
+    for (LayerSpec& L : s.layers) {
+        L.norm_placement = NormPlacement::Sandwich;
+        L.ffn.activation = Activation::GeluTanh;
+    }
+    const int window = int(m.integer("attention.sliding_window", 0));
+    if (arch == "gemma2") {
+        s.final_softcap = float(m.real("final_logit_softcapping", 0.0));
+        const float attn_cap = float(m.real("attn_logit_softcapping", 0.0));
+        for (LayerSpec& L : s.layers) L.attn.softcap = attn_cap;
+        set_window_pattern(s, window, 2);
+    } else {
+        set_window_pattern(s, window, 6);
+        for (LayerSpec& L : s.layers) {
+            L.attn.qk_norm = QkNorm::PerHead;
+            // Local layers use their own RoPE base and no position scaling.
+            if (L.attn.window > 0) {
+                L.attn.rope.freq_base = float(m.real("rope.freq_base_swa", 10000.0));
+                L.attn.rope.scaling = RopeScaling::None;
+                L.attn.rope.factor = 1.0f;
+            }
+        }
+    }
+    return s;
+}
+
+// OLMo 2: RMSNorm after attention and after the FFN (not before), QK-norm over the whole q/k
+// projections, NeoX RoPE.
+ModelSpec olmo2_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "olmo2");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    set_rope_neox(s);
+    for (LayerSpec& L : s.layers) {
+        L.norm_placement = NormPlacement::Post;
+        L.attn.qk_norm = QkNorm::FullWidth;
+    }
+    return s;
+}
+
+// Phi-3: fused QKV and fused gate/up projections, NeoX RoPE (possibly partial), optional
+// sliding window on every layer.
+ModelSpec phi3_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "phi3");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
+    set_rope_neox(s);
+    const int window = int(m.integer("attention.sliding_window", 0));
+    for (LayerSpec& L : s.layers) {
+        L.attn.fused_qkv = true;
+        L.ffn.fused_gate_up = true;
+        L.attn.window = window;
+    }
+    if (m.file().find_tensor("rope_factors_long.weight"))
+        throw ModelError(m.file().path() + ": Phi-3 LongRoPE (rope_factors_long/short) is not supported yet");
+    return s;
+}
+
+// SmolLM3: Llama layout where every n-th layer has no RoPE (NoPE).
+ModelSpec smollm3_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "smollm3");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    const int interval = int(m.integer("no_rope_layer_interval", 4));
+    for (int l = 0; l < s.n_layer; ++l)
+        if (interval > 0 && (l + 1) % interval == 0) s.layers[size_t(l)].attn.rope.enabled = false;
     return s;
 }
 
@@ -141,6 +255,14 @@ using FamilyFn = std::function<ModelSpec(const Meta&)>;
 const std::map<std::string, FamilyFn>& families() {
     static const std::map<std::string, FamilyFn> table = {
         {"llama", llama_spec},
+        {"gpt2", gpt2_spec},
+        {"qwen2", qwen2_spec},
+        {"qwen3", qwen3_spec},
+        {"gemma2", [](const Meta& m) { return gemma_spec(m, "gemma2"); }},
+        {"gemma3", [](const Meta& m) { return gemma_spec(m, "gemma3"); }},
+        {"olmo2", olmo2_spec},
+        {"phi3", phi3_spec},
+        {"smollm3", smollm3_spec},
     };
     return table;
 }
@@ -224,7 +346,7 @@ std::string ModelSpec::to_table() const {
         std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.gated ? "gated " : "", name_of(L.ffn.activation), L.ffn.n_ff);
         char line[320];
         std::snprintf(line, sizeof line, "%5zu  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", i, heads, a.head_dim, attn, rope,
-                      name_of(L.norm_placement), ffn, a.qk_norm ? ", qk-norm" : "", a.softcap > 0 ? ", softcap" : "");
+                      name_of(L.norm_placement), ffn, a.qk_norm == QkNorm::None ? "" : a.qk_norm == QkNorm::PerHead ? ", qk-norm" : ", qk-norm (full)", a.softcap > 0 ? ", softcap" : "");
         s << line;
     }
     return s.str();

@@ -23,6 +23,8 @@ enum class NormKind { RMSNorm, LayerNorm };
 enum class NormPlacement { Pre, Post, Sandwich };
 enum class Activation { SiLU, GeluTanh, GeluErf };
 enum class RopeScaling { None, Linear, Yarn, Llama3 };
+// QK-norm: RMSNorm of each query/key head (Qwen3, Gemma 3) or of the whole projection (OLMo 2).
+enum class QkNorm { None, PerHead, FullWidth };
 
 struct RopeSpec {
     bool enabled = true;      // false: a NoPE layer
@@ -44,7 +46,7 @@ struct AttentionSpec {
     int window = 0;         // > 0: sliding window of this many positions
     float scale = 0.0f;     // logit scale (usually 1/sqrt(head_dim))
     float softcap = 0.0f;   // > 0: Gemma 2 attention-logit soft-capping
-    bool qk_norm = false;   // RMSNorm of each q and k head (Qwen3, OLMo 2, Gemma 3)
+    QkNorm qk_norm = QkNorm::None;
     bool bias_qkv = false;  // q, k, v projections have biases (Qwen2, GPT-2)
     bool bias_o = false;
     bool fused_qkv = false; // one attn_qkv tensor (GPT-2, Phi-3)

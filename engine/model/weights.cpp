@@ -18,27 +18,80 @@ std::string shape_text(const std::vector<uint64_t>& dims) {
 }  // namespace
 
 Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spec) : ctx_(ctx), file_(file) {
+    const bool layer_norm = spec.norm == NormKind::LayerNorm;
     token_embd = matrix("token_embd.weight", spec.n_embd, spec.n_vocab);
     output = spec.tied_embeddings ? token_embd : matrix("output.weight", spec.n_embd, spec.n_vocab);
+    if (spec.learned_positions) {
+        const gguf::TensorInfo* t = file.find_tensor("position_embd.weight");
+        if (!t || t->dims.size() != 2) throw ModelError(file.path() + ": missing tensor 'position_embd.weight'");
+        position_embd = matrix("position_embd.weight", spec.n_embd, int64_t(t->dims[1]));
+    }
     output_norm = vector("output_norm.weight", spec.n_embd);
-    if (spec.norm == NormKind::LayerNorm) output_norm_b = vector("output_norm.bias", spec.n_embd);
+    if (layer_norm) output_norm_b = vector("output_norm.bias", spec.n_embd);
     if (!spec.layers.empty() && spec.layers[0].attn.rope.freq_factors)
         rope_freqs = vector("rope_freqs.weight", spec.layers[0].attn.rope.n_dims / 2);
 
     for (int l = 0; l < spec.n_layer; ++l) {
         const LayerSpec& L = spec.layers[size_t(l)];
         const AttentionSpec& a = L.attn;
-        std::string p = "blk." + std::to_string(l) + ".";
+        const int64_t E = spec.n_embd;
+        const int64_t qd = int64_t(a.n_head) * a.head_dim, kd = int64_t(a.n_head_kv) * a.head_dim;
+        const int64_t vd = int64_t(a.n_head_kv) * a.head_dim_v;
+        const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights w;
-        w.attn_norm = vector(p + "attn_norm.weight", spec.n_embd);
-        w.wq = matrix(p + "attn_q.weight", spec.n_embd, int64_t(a.n_head) * a.head_dim);
-        w.wk = matrix(p + "attn_k.weight", spec.n_embd, int64_t(a.n_head_kv) * a.head_dim);
-        w.wv = matrix(p + "attn_v.weight", spec.n_embd, int64_t(a.n_head_kv) * a.head_dim_v);
-        w.wo = matrix(p + "attn_output.weight", int64_t(a.n_head) * a.head_dim_v, spec.n_embd);
-        w.ffn_norm = vector(p + "ffn_norm.weight", spec.n_embd);
-        if (L.ffn.gated) w.gate = matrix(p + "ffn_gate.weight", spec.n_embd, L.ffn.n_ff);
-        w.up = matrix(p + "ffn_up.weight", spec.n_embd, L.ffn.n_ff);
-        w.down = matrix(p + "ffn_down.weight", L.ffn.n_ff, spec.n_embd);
+        // Post placement (OLMo 2) has no norm before the blocks.
+        const bool pre = L.norm_placement != NormPlacement::Post;
+        if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);
+        if (pre && layer_norm) w.attn_norm_b = vector(p + "attn_norm.bias", E);
+        if (a.fused_qkv) {
+            const int64_t rows = qd + kd + vd;
+            w.wq = matrix_rows(p + "attn_qkv.weight", E, rows, 0, qd);
+            w.wk = matrix_rows(p + "attn_qkv.weight", E, rows, qd, kd);
+            w.wv = matrix_rows(p + "attn_qkv.weight", E, rows, qd + kd, vd);
+            if (a.bias_qkv) {
+                w.bq = vector_part(p + "attn_qkv.bias", rows, 0, qd);
+                w.bk = vector_part(p + "attn_qkv.bias", rows, qd, kd);
+                w.bv = vector_part(p + "attn_qkv.bias", rows, qd + kd, vd);
+            }
+        } else {
+            w.wq = matrix(p + "attn_q.weight", E, qd);
+            w.wk = matrix(p + "attn_k.weight", E, kd);
+            w.wv = matrix(p + "attn_v.weight", E, vd);
+            if (a.bias_qkv) {
+                w.bq = vector(p + "attn_q.bias", qd);
+                w.bk = vector(p + "attn_k.bias", kd);
+                w.bv = vector(p + "attn_v.bias", vd);
+            }
+        }
+        w.wo = matrix(p + "attn_output.weight", int64_t(a.n_head) * a.head_dim_v, E);
+        if (a.bias_o) w.bo = vector(p + "attn_output.bias", E);
+        if (a.qk_norm == QkNorm::PerHead) {
+            w.q_norm = vector(p + "attn_q_norm.weight", a.head_dim);
+            w.k_norm = vector(p + "attn_k_norm.weight", a.head_dim);
+        } else if (a.qk_norm == QkNorm::FullWidth) {
+            w.q_norm = vector(p + "attn_q_norm.weight", qd);
+            w.k_norm = vector(p + "attn_k_norm.weight", kd);
+        }
+        if (L.norm_placement != NormPlacement::Pre) {
+            w.post_attn_norm = vector(p + "post_attention_norm.weight", E);
+            w.post_ffn_norm = vector(p + "post_ffw_norm.weight", E);
+        }
+        if (pre) w.ffn_norm = vector(p + "ffn_norm.weight", E);
+        if (pre && layer_norm) w.ffn_norm_b = vector(p + "ffn_norm.bias", E);
+        const int64_t ff = L.ffn.n_ff;
+        if (L.ffn.fused_gate_up) {
+            // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
+            w.gate = matrix_rows(p + "ffn_up.weight", E, 2 * ff, 0, ff);
+            w.up = matrix_rows(p + "ffn_up.weight", E, 2 * ff, ff, ff);
+        } else {
+            if (L.ffn.gated) w.gate = matrix(p + "ffn_gate.weight", E, ff);
+            w.up = matrix(p + "ffn_up.weight", E, ff);
+        }
+        w.down = matrix(p + "ffn_down.weight", ff, E);
+        if (L.ffn.bias) {
+            w.b_up = vector(p + "ffn_up.bias", ff);
+            w.b_down = vector(p + "ffn_down.bias", E);
+        }
         layers.push_back(w);
     }
 }
@@ -52,12 +105,9 @@ const gpu::Buffer* Weights::upload(const void* data, uint64_t n_bytes, uint64_t 
     return buffers_.back().get();
 }
 
-ops::Weight Weights::matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+const gguf::TensorInfo& Weights::tensor(const std::string& name, int64_t n_in, int64_t n_out) {
     const gguf::TensorInfo* t = file_.find_tensor(name);
-    if (!t) {
-        if (required) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
-        return {};
-    }
+    if (!t) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
     if (t->dims.size() != 2 || int64_t(t->dims[0]) != n_in || int64_t(t->dims[1]) != n_out)
         throw ModelError(file_.path() + ": tensor '" + name + "' has shape " + shape_text(t->dims) + ", expected [" +
                          std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
@@ -66,12 +116,35 @@ ops::Weight Weights::matrix(const std::string& name, int64_t n_in, int64_t n_out
         throw ModelError(file_.path() + ": tensor '" + name + "' has type " + (traits ? traits->name : "?") +
                          ", which the GPU kernels do not support yet (re-quantize with `vkllm quantize`)");
     }
+    return *t;
+}
+
+ops::Weight Weights::matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required) {
+    if (!required && !file_.find_tensor(name)) return {};
+    return matrix_rows(name, n_in, n_out, 0, n_out);
+}
+
+ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t total_rows, int64_t row0,
+                                 int64_t n_out) {
+    const gguf::TensorInfo& t = tensor(name, n_in, total_rows);
+    const uint64_t row_bytes = gguf::row_size(t.type, size_t(n_in));
     ops::Weight w;
-    w.type = t->type;
+    w.type = t.type;
     w.n_in = n_in;
     w.n_out = n_out;
-    w.buffer = upload(t->data, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out));
+    w.buffer = upload(t.data + uint64_t(row0) * row_bytes, uint64_t(n_out) * row_bytes,
+                      ops::weight_buffer_bytes(t.type, n_in, n_out));
     return w;
+}
+
+const gpu::Buffer* Weights::vector_part(const std::string& name, int64_t total, int64_t first, int64_t n) {
+    const gguf::TensorInfo* t = file_.find_tensor(name);
+    if (!t) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
+    if (int64_t(t->n_elements()) != total)
+        throw ModelError(file_.path() + ": tensor '" + name + "' has " + std::to_string(t->n_elements()) +
+                         " elements, expected " + std::to_string(total));
+    std::vector<float> values = gguf::dequantize_tensor(*t);
+    return upload(values.data() + first, uint64_t(n) * sizeof(float));
 }
 
 // Norm weights and other vectors are small: kept as f32 whatever their file type.

@@ -15,13 +15,21 @@ namespace vkllm::gpu { class Context; }
 
 namespace vkllm::model {
 
+// Vectors are f32 on the GPU; a null pointer means the model has no such tensor. Fused
+// tensors in the file (attn_qkv, Phi-3's gate+up ffn_up) are split into their parts on upload.
 struct LayerWeights {
-    const gpu::Buffer* attn_norm = nullptr;  // [n_embd] f32
-    const gpu::Buffer* attn_norm_b = nullptr;
-    ops::Weight wq, wk, wv, wo;              // wq: {n_embd, n_head*head_dim} ...
-    const gpu::Buffer* ffn_norm = nullptr;   // [n_embd] f32
+    const gpu::Buffer* attn_norm = nullptr;       // [n_embd]
+    const gpu::Buffer* attn_norm_b = nullptr;     // [n_embd] (LayerNorm)
+    ops::Weight wq, wk, wv, wo;                   // wq: {n_embd, n_head*head_dim} ...
+    const gpu::Buffer *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+    const gpu::Buffer* q_norm = nullptr;          // [head_dim] or [n_head*head_dim] (QK-norm)
+    const gpu::Buffer* k_norm = nullptr;
+    const gpu::Buffer* post_attn_norm = nullptr;  // [n_embd] (post/sandwich placement)
+    const gpu::Buffer* ffn_norm = nullptr;        // [n_embd]
     const gpu::Buffer* ffn_norm_b = nullptr;
-    ops::Weight gate, up, down;              // gate/up: {n_embd, n_ff}; down: {n_ff, n_embd}
+    ops::Weight gate, up, down;                   // gate/up: {n_embd, n_ff}; down: {n_ff, n_embd}
+    const gpu::Buffer *b_up = nullptr, *b_down = nullptr;
+    const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
 };
 
 class Weights {
@@ -31,6 +39,7 @@ public:
     Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spec);
 
     ops::Weight token_embd;             // {n_embd, n_vocab}
+    ops::Weight position_embd;          // {n_embd, n_ctx_train} (learned positions) or empty
     ops::Weight output;                 // {n_embd, n_vocab}; token_embd when tied
     const gpu::Buffer* output_norm = nullptr;
     const gpu::Buffer* output_norm_b = nullptr;
@@ -41,7 +50,12 @@ public:
 
 private:
     ops::Weight matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true);
+    // Rows [row0, row0 + n_out) of a 2-D tensor with `total_rows` rows, as its own weight.
+    ops::Weight matrix_rows(const std::string& name, int64_t n_in, int64_t total_rows, int64_t row0, int64_t n_out);
     const gpu::Buffer* vector(const std::string& name, int64_t n, bool required = true);
+    // Elements [first, first + n) of a vector with `total` elements.
+    const gpu::Buffer* vector_part(const std::string& name, int64_t total, int64_t first, int64_t n);
+    const gguf::TensorInfo& tensor(const std::string& name, int64_t n_in, int64_t n_out);
     const gpu::Buffer* upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes = 0);
 
     gpu::Context& ctx_;

@@ -64,6 +64,11 @@ void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offse
     run(s, "scale", x, x_offset, nullptr, x, x_offset, n, factor);
 }
 
+void softcap(Stream& s, const Buffer& x, int64_t n, float cap, uint64_t x_offset) {
+    detail::require(cap > 0, "softcap", "the cap must be positive");
+    run(s, "softcap", x, x_offset, nullptr, x, x_offset, n, cap);
+}
+
 void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
               int64_t stride) {
     const char* op = "add_bias";

@@ -136,6 +136,8 @@ void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
 void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
 // out = gelu(gate) * up (tanh approximation), elementwise over n values (out may alias either).
 void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
+// x = cap * tanh(x / cap) over n values starting at x_offset (Gemma 2 soft-capping); cap > 0.
+void softcap(Stream& s, const Buffer& x, int64_t n, float cap, uint64_t x_offset = 0);
 // x *= factor over n values starting at x_offset (floats).
 void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offset = 0);
 // x[t, :] += bias for t < n_rows: x is [n_rows, n] at x_offset with rows `stride` floats apart

@@ -106,6 +106,24 @@ TEST_F(Elementwise, ScaleInPlaceAtAnOffset) {
     for (size_t i = 0; i < total; ++i) ASSERT_FLOAT_EQ(got[i], expect[i]) << i;
 }
 
+TEST_F(Elementwise, SoftcapMatchesReferenceAndSaturates) {
+    for (size_t n : {size_t(7), size_t(1000)}) {
+        auto x = inputs(n, 11);
+        for (float& v : x) v *= 20.0f;  // logits far beyond the cap, both signs
+        const size_t offset = 3;
+        std::vector<float> padded(offset, 0.0f);
+        padded.insert(padded.end(), x.begin(), x.end());
+        std::vector<float> expect(n);
+        cpu::softcap(x.data(), expect.data(), int64_t(n), 30.0f);
+        gpu::Buffer xb = upload(padded);
+        record([&](gpu::Stream& s) { ops::softcap(s, xb, int64_t(n), 30.0f, offset); });
+        auto got = download(xb);
+        std::vector<float> tail(got.begin() + long(offset), got.end());
+        EXPECT_LT(test::nmse(tail, expect), 1e-12);
+        for (float v : tail) ASSERT_LE(std::fabs(v), 30.0f);
+    }
+}
+
 TEST_F(Elementwise, AddBiasOverStridedRows) {
     const int64_t rows = 17, n = 30, stride = 37, offset = 3;
     auto x = test::random_floats(size_t(offset + rows * stride), 6);

@@ -1,0 +1,197 @@
+// The per-layer part of the forward pass: one attention block and one FFN block, each shaped by
+// the layer's spec (norm placement, fused or biased projections, QK-norm, RoPE, window, soft-cap,
+// gated or plain FFN). Every barrier says what it orders.
+#include <algorithm>
+
+#include "model/forward.h"
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+constexpr size_t F = sizeof(float);
+}
+
+void Forward::norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b,
+                   const gpu::Buffer& y, uint64_t y_offset, int rows) {
+    stream_.mark("norm");
+    if (spec_.norm == NormKind::RMSNorm)
+        ops::rms_norm(stream_, x, x_offset, w, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
+    else
+        ops::layer_norm(stream_, x, x_offset, w, b, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
+}
+
+void Forward::record_embeddings(int T) {
+    gpu::Stream& s = stream_;
+    s.mark("get_rows");
+    ops::get_rows(s, w_.token_embd, ids_, x_, T);
+    if (spec_.learned_positions) ops::get_rows(s, w_.position_embd, positions_, h_, T);
+    s.barrier("embeddings are written before they are scaled or summed");
+    if (spec_.embd_scale != 1.0f) {
+        s.mark("scale");
+        ops::scale(s, x_, int64_t(T) * spec_.n_embd, spec_.embd_scale);
+        s.barrier("scaled embeddings are complete before layer 0 reads them");
+    }
+    if (spec_.learned_positions) {
+        s.mark("add");
+        ops::add(s, x_, h_, x_, int64_t(T) * spec_.n_embd);
+        s.barrier("token + position embeddings are complete before layer 0 reads them");
+    }
+}
+
+void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes) {
+    record_attention(l, n_tokens, pos0);
+    record_ffn(l, n_tokens);
+    if (probes.residual_stats) {
+        uint64_t bytes = uint64_t(n_tokens) * uint64_t(spec_.n_embd) * F;
+        stream_.copy(x_, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * uint64_t(spec_.n_embd) * F, bytes);
+    }
+}
+
+// x += Wo · attention(q, k, v) with q, k, v from norm(x) (Pre/Sandwich) or x itself (Post);
+// Post and Sandwich placements normalise the block's output before the residual add.
+void Forward::record_attention(int l, int T, int pos0) {
+    const LayerSpec& L = spec_.layers[size_t(l)];
+    const AttentionSpec& a = L.attn;
+    const LayerWeights& w = w_.layers[size_t(l)];
+    gpu::Stream& s = stream_;
+    const int64_t qd = int64_t(a.n_head) * a.head_dim;
+    const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
+    const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
+    const gpu::Buffer& kc = k_cache_[size_t(l)];
+    const gpu::Buffer& vc = v_cache_[size_t(l)];
+    const uint64_t k_at = uint64_t(pos0) * kv_row, v_at = uint64_t(pos0) * kv_row_v;
+
+    const gpu::Buffer* in = &x_;
+    if (w.attn_norm) {
+        norm(x_, 0, w.attn_norm, w.attn_norm_b, h_, 0, T);
+        s.barrier("the normalised block input is complete before the q/k/v projections read it");
+        in = &h_;
+    }
+    MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
+    s.mark("matmul");
+    ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), q_, 0, T);
+    // K and V go straight into their cache slots pos0..pos0+T-1.
+    ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), kc, k_at, T);
+    ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), vc, v_at, T);
+    s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
+    if (w.bq) {
+        s.mark("add_bias");
+        ops::add_bias(s, q_, 0, *w.bq, T, qd);
+        ops::add_bias(s, kc, k_at, *w.bk, T, int64_t(kv_row));
+        ops::add_bias(s, vc, v_at, *w.bv, T, int64_t(kv_row_v));
+        s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
+    }
+    if (a.qk_norm != QkNorm::None) {
+        // Per head: rows of head_dim; full width: one row of all heads per token.
+        const bool per_head = a.qk_norm == QkNorm::PerHead;
+        s.mark("norm");
+        ops::rms_norm(s, q_, 0, w.q_norm, q_, 0, per_head ? int64_t(T) * a.n_head : T, per_head ? a.head_dim : qd,
+                      spec_.norm_eps);
+        ops::rms_norm(s, kc, k_at, w.k_norm, kc, k_at, per_head ? int64_t(T) * a.n_head_kv : T,
+                      per_head ? a.head_dim : int64_t(kv_row), spec_.norm_eps);
+        s.barrier("normalised q and k are complete before rope and attention");
+    }
+    if (a.rope.enabled) {
+        s.mark("rope");
+        ops::RopeParams rp = rope_params(a.rope);
+        const gpu::Buffer* freqs = a.rope.freq_factors ? w_.rope_freqs : nullptr;
+        ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
+        ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
+        s.barrier("rotated q and k are complete before attention reads them");
+    }
+
+    auto probed = std::find(probed_layers_.begin(), probed_layers_.end(), l);
+    const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
+    const int n_kv = pos0 + T;
+    s.mark("attention");
+    ops::attention(s, q_, 0, positions_, kc, vc, kv_pos_, attn_, T, n_kv, attention_params(a), nullptr, probs,
+                   attn_scratch_.valid() ? &attn_scratch_ : nullptr);
+    s.barrier("attention output is complete before the output projection reads it");
+    if (probs) {
+        // The newest token's probabilities: the last of T rows of [n_head, n_kv].
+        uint64_t row = uint64_t(a.n_head) * uint64_t(n_kv) * F;
+        s.copy(*probs, uint64_t(T - 1) * row, probs_host_[size_t(probed - probed_layers_.begin())], 0, row);
+    }
+
+    mi = prepare_inputs(attn_, 0, T, a.n_head * a.head_dim_v, {&w.wo});
+    s.mark("matmul");
+    if (!w.post_attn_norm) {
+        ops::matmul(s, w.wo, mi.of(w.wo), mi.offset_of(w.wo), x_, 0, T, /*accumulate=*/true);
+        s.barrier("the residual stream is updated before the output bias or the FFN reads it");
+        if (w.bo) {
+            s.mark("add_bias");
+            ops::add_bias(s, x_, 0, *w.bo, T, spec_.n_embd);
+            s.barrier("the output bias is added before the FFN reads the residual stream");
+        }
+        return;
+    }
+    ops::matmul(s, w.wo, mi.of(w.wo), mi.offset_of(w.wo), block_out_, 0, T);
+    s.barrier("the attention block's output is complete before its post-norm");
+    norm(block_out_, 0, w.post_attn_norm, nullptr, block_out_, 0, T);
+    s.barrier("the post-normalised attention output is complete before the residual add");
+    s.mark("add");
+    ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
+    s.barrier("the residual stream is updated before the FFN reads it");
+}
+
+// x += W_down · act(W_gate h) * (W_up h)   (gated: SwiGLU / GeGLU)
+// x += W_down · act(W_up h + b_up) + b_down (plain: GPT-2)
+void Forward::record_ffn(int l, int T) {
+    const LayerSpec& L = spec_.layers[size_t(l)];
+    const LayerWeights& w = w_.layers[size_t(l)];
+    gpu::Stream& s = stream_;
+    const int64_t n = int64_t(T) * L.ffn.n_ff;
+
+    const gpu::Buffer* in = &x_;
+    if (w.ffn_norm) {
+        norm(x_, 0, w.ffn_norm, w.ffn_norm_b, h_, 0, T);
+        s.barrier("the normalised FFN input is complete before the gate/up projections read it");
+        in = &h_;
+    }
+    if (L.ffn.gated) {
+        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
+        s.mark("matmul");
+        ops::matmul(s, w.gate, mi.of(w.gate), mi.offset_of(w.gate), gate_, 0, T);
+        ops::matmul(s, w.up, mi.of(w.up), mi.offset_of(w.up), up_, 0, T);
+        s.barrier("gate and up are complete before the gated activation combines them");
+        s.mark(L.ffn.activation == Activation::SiLU ? "swiglu" : "geglu");
+        if (L.ffn.activation == Activation::SiLU) ops::swiglu(s, gate_, up_, gate_, n);
+        else ops::geglu(s, gate_, up_, gate_, n);
+    } else {
+        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.up});
+        s.mark("matmul");
+        ops::matmul(s, w.up, mi.of(w.up), mi.offset_of(w.up), gate_, 0, T);
+        s.barrier("the up projection is complete before its bias and activation");
+        if (w.b_up) {
+            s.mark("add_bias");
+            ops::add_bias(s, gate_, 0, *w.b_up, T, L.ffn.n_ff);
+            s.barrier("the up bias is added before the activation");
+        }
+        s.mark("gelu");
+        if (L.ffn.activation == Activation::GeluErf) ops::gelu_erf(s, gate_, gate_, n);
+        else ops::gelu(s, gate_, gate_, n);
+    }
+    s.barrier("the activation is complete before the down projection reads it");
+
+    MatmulInputs mi = prepare_inputs(gate_, 0, T, L.ffn.n_ff, {&w.down});
+    s.mark("matmul");
+    if (!w.post_ffn_norm) {
+        ops::matmul(s, w.down, mi.of(w.down), mi.offset_of(w.down), x_, 0, T, /*accumulate=*/true);
+        s.barrier("the residual stream is complete before the down bias or the next layer reads it");
+        if (w.b_down) {
+            s.mark("add_bias");
+            ops::add_bias(s, x_, 0, *w.b_down, T, spec_.n_embd);
+            s.barrier("the down bias is added before the next layer reads the residual stream");
+        }
+        return;
+    }
+    ops::matmul(s, w.down, mi.of(w.down), mi.offset_of(w.down), block_out_, 0, T);
+    s.barrier("the FFN block's output is complete before its post-norm");
+    norm(block_out_, 0, w.post_ffn_norm, nullptr, block_out_, 0, T);
+    s.barrier("the post-normalised FFN output is complete before the residual add");
+    s.mark("add");
+    ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
+    s.barrier("the residual stream is complete before the next layer reads it");
+}
+
+}  // namespace vkllm::model
