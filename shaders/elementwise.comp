@@ -4,8 +4,10 @@
 //   GELU:     out = gelu(a) (tanh form)    GELU_ERF: out = 0.5 a (1 + erf(a / sqrt 2))
 //   SCALE:    out = a * factor             ADD_BIAS: out[r, c] = a[r, c] + b[c], rows `stride` apart
 //   SOFTCAP:  out = factor * tanh(a / factor) (Gemma 2 logit soft-capping)
+//   FP16_TABLE (with GELU or GEGLU): gelu as llama.cpp's CPU backend tabulates it in fp16
 // out may be the same memory as a or b: each element is read and written by one invocation.
 #include "common.glsl"
+#include "fp16.glsl"
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -24,11 +26,20 @@ layout(push_constant) uniform Push {
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
+
 // GELU, tanh approximation (Hendrycks & Gimpel 2016): 0.5 x (1 + tanh(z)) = x * sigmoid(2z),
 // z = sqrt(2/pi) (x + 0.044715 x^3); the sigmoid form cannot overflow into NaN.
 float gelu_tanh(float x) {
     const float z = 0.7978845608028654 * (x + 0.044715 * x * x * x);
     return x / (1.0 + exp(-2.0 * z));
+}
+
+// GELU as llama.cpp's CPU backend computes it (GGML_GELU_FP16): x rounded to fp16, gelu of it
+// rounded to fp16 (its lookup table), with x <= -10 -> 0 and x >= 10 -> x.
+float gelu_fp16_table(float x) {
+    if (x <= -10.0) return 0.0;
+    if (x >= 10.0) return x;
+    return round_to_fp16(gelu_tanh(round_to_fp16(x)));
 }
 
 // erf by Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), odd extension for x < 0.
@@ -47,10 +58,14 @@ float apply(uint i) {
     const float x = a[pc.a_shift + i];
 #if defined(SWIGLU)
     return silu(x) * b[pc.b_shift + i];
+#elif defined(GEGLU) && defined(FP16_TABLE)
+    return gelu_fp16_table(x) * b[pc.b_shift + i];
 #elif defined(GEGLU)
     return gelu_tanh(x) * b[pc.b_shift + i];
 #elif defined(ADD)
     return x + b[pc.b_shift + i];
+#elif defined(GELU) && defined(FP16_TABLE)
+    return gelu_fp16_table(x);
 #elif defined(GELU)
     return gelu_tanh(x);
 #elif defined(GELU_ERF)

@@ -8,6 +8,7 @@
 //   F16 / BF16 (BLOCK 1): y = x rounded to the nearest fp16 / bf16 (ties to even)
 // One invocation rounds one block; x and y are [n_rows, n] (n a multiple of BLOCK).
 #include "common.glsl"
+#include "fp16.glsl"
 layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
@@ -17,23 +18,6 @@ layout(push_constant) uniform Push {
     uint y_shift;
     uint grid_x;     // workgroups along x of the 2-D grid
 } pc;
-
-// fp32 -> fp16 -> fp32 with round-to-nearest-even, independent of the driver's packHalf2x16.
-float round_to_fp16(float f) {
-    uint b = floatBitsToUint(f);
-    uint sign = b & 0x80000000u;
-    uint a = b & 0x7fffffffu;
-    if (a >= 0x477ff000u) return uintBitsToFloat(sign | 0x7f800000u);  // overflow (and inf/nan) -> inf
-    if (a < 0x38800000u) {
-        // fp16 subnormal range: multiples of 2^-24.
-        float v = roundEven(uintBitsToFloat(a) * 16777216.0) / 16777216.0;
-        return sign != 0u ? -v : v;
-    }
-    // Keep 10 mantissa bits: add half an ulp (minus one when the kept lsb is 0: ties to even).
-    uint lsb = (a >> 13) & 1u;
-    a = (a + 0x0fffu + lsb) & 0xffffe000u;
-    return uintBitsToFloat(sign | a);
-}
 
 void main() {
     uint block = gl_GlobalInvocationID.y * pc.grid_x * gl_WorkGroupSize.x + gl_GlobalInvocationID.x;

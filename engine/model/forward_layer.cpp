@@ -156,7 +156,7 @@ void Forward::record_ffn(int l, int T) {
         s.barrier("gate and up are complete before the gated activation combines them");
         s.mark(L.ffn.activation == Activation::SiLU ? "swiglu" : "geglu");
         if (L.ffn.activation == Activation::SiLU) ops::swiglu(s, gate_, up_, gate_, n);
-        else ops::geglu(s, gate_, up_, gate_, n);
+        else ops::geglu(s, gate_, up_, gate_, n, /*fp16_table=*/round_activations_);
     } else {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.up});
         s.mark("matmul");
@@ -169,7 +169,7 @@ void Forward::record_ffn(int l, int T) {
         }
         s.mark("gelu");
         if (L.ffn.activation == Activation::GeluErf) ops::gelu_erf(s, gate_, gate_, n);
-        else ops::gelu(s, gate_, gate_, n);
+        else ops::gelu(s, gate_, gate_, n, /*fp16_table=*/round_activations_);
     }
     s.barrier("the activation is complete before the down projection reads it");
 

@@ -48,15 +48,17 @@ void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, 
     run(s, "swiglu", gate, 0, &up, out, 0, n);
 }
 
-void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n) {
-    run(s, "geglu", gate, 0, &up, out, 0, n);
+void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, bool fp16_table) {
+    run(s, fp16_table ? "geglu_fp16_table" : "geglu", gate, 0, &up, out, 0, n);
 }
 
 void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n) {
     run(s, "add", a, 0, &b, out, 0, n);
 }
 
-void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n) { run(s, "gelu", x, 0, nullptr, y, 0, n); }
+void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n, bool fp16_table) {
+    run(s, fp16_table ? "gelu_fp16_table" : "gelu", x, 0, nullptr, y, 0, n);
+}
 
 void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n) { run(s, "gelu_erf", x, 0, nullptr, y, 0, n); }
 

@@ -130,12 +130,15 @@ void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, in
 // optional (nullptr). x, y: [n_rows, n], rows `stride` floats apart (0: n); may be the same buffer.
 void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
                 uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
-// y = gelu(x) over n values, tanh approximation (GPT-2); y may alias x.
-void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
+// y = gelu(x) over n values, tanh approximation (GPT-2); y may alias x. fp16_table: as llama.cpp's
+// CPU backend computes it, from a table of fp16 values (x and the result rounded to fp16;
+// x <= -10 gives 0, x >= 10 gives x), for logit parity.
+void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n, bool fp16_table = false);
 // y = 0.5 x (1 + erf(x / sqrt 2)) over n values (exact GELU); y may alias x.
 void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
-// out = gelu(gate) * up (tanh approximation), elementwise over n values (out may alias either).
-void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
+// out = gelu(gate) * up (tanh approximation), elementwise over n values (out may alias either);
+// fp16_table as for gelu.
+void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, bool fp16_table = false);
 // x = cap * tanh(x / cap) over n values starting at x_offset (Gemma 2 soft-capping); cap > 0.
 void softcap(Stream& s, const Buffer& x, int64_t n, float cap, uint64_t x_offset = 0);
 // x *= factor over n values starting at x_offset (floats).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cpu/ref_ops.h"
+#include "gguf/quant.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
@@ -104,6 +105,38 @@ TEST_F(Elementwise, ScaleInPlaceAtAnOffset) {
     record([&](gpu::Stream& s) { ops::scale(s, xb, int64_t(n), 0.375f, offset); });
     auto got = download(xb);
     for (size_t i = 0; i < total; ++i) ASSERT_FLOAT_EQ(got[i], expect[i]) << i;
+}
+
+// llama.cpp's CPU GELU reads a table of fp16 values: x and gelu(x) rounded to fp16.
+TEST_F(Elementwise, GeluFp16TableMatchesLlamaCppsTabulation) {
+    const size_t n = 5000;
+    auto x = inputs(n, 21);
+    auto up = test::random_floats(n, 22);
+    std::vector<float> want_gelu(n), want_geglu(n);
+    for (size_t i = 0; i < n; ++i) {
+        float g;
+        if (x[i] <= -10.0f) g = 0.0f;
+        else if (x[i] >= 10.0f) g = x[i];
+        else {
+            float xr = gguf::fp16_to_fp32(gguf::fp32_to_fp16(x[i]));
+            cpu::gelu(&xr, &g, 1);
+            g = gguf::fp16_to_fp32(gguf::fp32_to_fp16(g));
+        }
+        want_gelu[i] = g;
+        want_geglu[i] = g * up[i];
+    }
+    gpu::Buffer xb = upload(x), ub = upload(up), yb = upload(std::vector<float>(n)), zb = upload(std::vector<float>(n));
+    record([&](gpu::Stream& s) {
+        ops::gelu(s, xb, yb, int64_t(n), /*fp16_table=*/true);
+        ops::geglu(s, xb, ub, zb, int64_t(n), /*fp16_table=*/true);
+    });
+    auto got_gelu = download(yb), got_geglu = download(zb);
+    // A last-bit difference in tanh may round to the neighbouring fp16 value; allow one fp16 ulp.
+    for (size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(got_gelu[i], want_gelu[i], std::fabs(want_gelu[i]) * 1e-3f + 1e-7f) << "x=" << x[i];
+        ASSERT_NEAR(got_geglu[i], want_geglu[i], std::fabs(want_geglu[i]) * 1e-3f + 1e-7f) << "x=" << x[i];
+    }
+    EXPECT_LT(test::nmse(got_gelu, want_gelu), 1e-12);
 }
 
 TEST_F(Elementwise, SoftcapMatchesReferenceAndSaturates) {

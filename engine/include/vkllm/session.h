@@ -20,8 +20,9 @@ struct ContextOverflow : std::runtime_error {
 struct SessionOptions {
     int n_ctx = 0;      // 0: the model's training context, capped at 4096
     int n_batch = 256;  // tokens per forward pass during prompt processing
-    // Quantised matmuls read activations rounded to 8 bits as llama.cpp's CPU backend does
-    // (ggml's vec_dot_type), so logits match llama.cpp's; false: exact f32 activations.
+    // llama.cpp CPU parity: matmuls read activations rounded as llama.cpp's CPU backend rounds
+    // them (ggml's vec_dot_type: 8-bit blocks for quantised weights, fp16/bf16 for those types)
+    // and GELU uses its fp16 table, so logits match llama.cpp's; false: exact f32 throughout.
     bool llama_cpp_rounding = true;
     ProbeConfig probes;
 };
