@@ -11,10 +11,12 @@
 namespace vkllm::cli {
 namespace {
 
-const char* kUsage = "vkllm logits -m MODEL.gguf -p PROMPT -o OUT.f32 [-c CTX] [--device D]";
+const char* kUsage =
+    "vkllm logits -m MODEL.gguf -p PROMPT -o OUT.f32 [-c CTX] [-b BATCH] [--exact] [--device D]\n"
+    "  --exact: f32 activations throughout instead of llama.cpp's CPU rounding (see SessionOptions)";
 
 int run(const Args& args) {
-    Options o(args, {"-m", "-p", "-o", "-c", "--device", "-b"}, {});
+    Options o(args, {"-m", "-p", "-o", "-c", "--device", "-b"}, {"--exact"});
     if (!o.has("-m") || !o.has("-p") || !o.has("-o")) throw UsageError("-m, -p and -o are required");
     ModelOptions mo;
     mo.device = o.str("--device");
@@ -24,6 +26,7 @@ int run(const Args& args) {
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0));
     so.n_batch = int(o.integer("-b", 256));
+    so.llama_cpp_rounding = !o.has("--exact");
     if (so.n_ctx == 0) so.n_ctx = std::max<int>(int(tokens.size()), std::min(model->spec().n_ctx_train, 4096));
     Session session(*model, so);
     std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);

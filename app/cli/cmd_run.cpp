@@ -64,6 +64,13 @@ int run(const Args& args) {
                  model->spec().arch.c_str(), model->context().caps().name.c_str(), model->spec().n_layer,
                  double(model->weight_bytes()) / (1 << 20), double(session.kv_cache_bytes()) / (1 << 20),
                  session.n_ctx());
+    const auto kv = session.kv_cache_usage();
+    std::fprintf(stderr, "vkllm: KV cache: %d global layers %.2f MiB", kv.global_layers, double(kv.global_bytes) / (1 << 20));
+    if (kv.local_layers)
+        std::fprintf(stderr, ", %d sliding-window layers %.2f MiB (ring buffers)", kv.local_layers,
+                     double(kv.local_bytes) / (1 << 20));
+    std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
+                 kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
     std::fprintf(stderr, "vkllm: sampling: temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu\n",
                  double(sp.temperature), sp.top_k, double(sp.top_p), double(sp.min_p),
                  static_cast<unsigned long long>(sp.seed));

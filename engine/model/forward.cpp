@@ -85,11 +85,6 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     const uint64_t B = uint64_t(n_batch_);
     ids_ = gpu::Buffer(ctx, B * 4, gpu::Memory::Host);
     positions_ = gpu::Buffer(ctx, B * 4, gpu::Memory::Host);
-    kv_pos_ = gpu::Buffer(ctx, uint64_t(n_ctx) * 4, gpu::Memory::Host);
-    // A global cache holds position i in slot i; slots not yet written are never attended to
-    // because attention only reads the first n_kv = pos0 + n_tokens slots.
-    auto* slot_pos = static_cast<int32_t*>(kv_pos_.mapped());
-    for (int i = 0; i < n_ctx; ++i) slot_pos[i] = i;
 
     x_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
     h_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
@@ -109,16 +104,49 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     for (const LayerSpec& L : spec.layers) scratch = std::max(scratch, ops::attention_scratch_bytes(ctx, 1, n_ctx, attention_params(L.attn)));
     if (scratch) attn_scratch_ = gpu::Buffer(ctx, std::min(scratch, range), gpu::Memory::Device);
 
+    uint64_t widest_k = 0, widest_v = 0;
     for (const LayerSpec& L : spec.layers) {
-        uint64_t k_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * F;
-        uint64_t v_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * F;
-        if (uint64_t(n_ctx) * std::max(k_row, v_row) > range)
-            throw ModelError("a KV cache of " + std::to_string(n_ctx) + " tokens exceeds the device's largest binding (" +
+        const uint64_t k_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * F;
+        const uint64_t v_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * F;
+        widest_k = std::max(widest_k, k_row);
+        widest_v = std::max(widest_v, v_row);
+        KvCache c;
+        c.ring = L.attn.window > 0 && L.attn.window + n_batch_ - 1 < n_ctx;
+        c.slots = c.ring ? L.attn.window + n_batch_ - 1 : n_ctx;
+        if (uint64_t(c.slots) * std::max(k_row, v_row) > range)
+            throw ModelError("a KV cache of " + std::to_string(c.slots) + " tokens exceeds the device's largest binding (" +
                              std::to_string(range >> 20) + " MiB per layer); use a smaller context (-c)");
-        k_cache_.emplace_back(ctx, uint64_t(n_ctx) * k_row, gpu::Memory::Device);
-        v_cache_.emplace_back(ctx, uint64_t(n_ctx) * v_row, gpu::Memory::Device);
-        kv_bytes_ += uint64_t(n_ctx) * (k_row + v_row);
+        c.k = gpu::Buffer(ctx, uint64_t(c.slots) * k_row, gpu::Memory::Device);
+        c.v = gpu::Buffer(ctx, uint64_t(c.slots) * v_row, gpu::Memory::Device);
+        auto [it, fresh] = slot_pos_.try_emplace(c.slots);
+        if (fresh) it->second = gpu::Buffer(ctx, uint64_t(c.slots) * 4, gpu::Memory::Host);
+        c.slot_pos = &it->second;
+        caches_.push_back(std::move(c));
     }
+    k_new_ = gpu::Buffer(ctx, B * widest_k, gpu::Memory::Device);
+    v_new_ = gpu::Buffer(ctx, B * widest_v, gpu::Memory::Device);
+    reset_slots();
+}
+
+void Forward::reset_slots() {
+    for (auto& [slots, buf] : slot_pos_) {
+        auto* pos = static_cast<int32_t*>(buf.mapped());
+        for (int i = 0; i < slots; ++i) pos[i] = -1;
+    }
+}
+
+uint64_t Forward::kv_bytes() const {
+    KvUsage u = kv_usage();
+    return u.global_bytes + u.local_bytes;
+}
+
+Forward::KvUsage Forward::kv_usage() const {
+    KvUsage u;
+    for (const KvCache& c : caches_) {
+        (c.ring ? u.local_layers : u.global_layers) += 1;
+        (c.ring ? u.local_bytes : u.global_bytes) += c.k.size() + c.v.size();
+    }
+    return u;
 }
 
 void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
@@ -180,6 +208,13 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
     auto* pos = static_cast<int32_t*>(positions_.mapped());
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
+    if (pos0 == 0) reset_slots();
+    // Every cache size records which position its slots now hold (written before the submit;
+    // the previous step has completed, so no GPU work reads these buffers now).
+    for (auto& [slots, buf] : slot_pos_) {
+        auto* slot_pos = static_cast<int32_t*>(buf.mapped());
+        for (int i = 0; i < T; ++i) slot_pos[(pos0 + i) % slots] = pos0 + i;
+    }
 
     gpu::Stream& s = stream_;
     s.set_profiling(probes.timings);
@@ -231,13 +266,15 @@ void Forward::read_probes(int n_tokens, int pos0, const ProbeConfig& probes, Pro
         }
     }
     results->attention.clear();
-    const int n_kv = pos0 + n_tokens;
     for (size_t i = 0; i < probed_layers_.size(); ++i) {
         AttentionProbe p;
         p.layer = probed_layers_[i];
         p.n_head = spec_.layers[size_t(p.layer)].attn.n_head;
+        const KvCache& cache = caches_[size_t(p.layer)];
+        const int n_kv = std::min(pos0 + n_tokens, cache.slots);
         p.n_kv = n_kv;
-        for (int k = 0; k < n_kv; ++k) p.key_pos.push_back(k);
+        const auto* slot_pos = static_cast<const int32_t*>(cache.slot_pos->mapped());
+        p.key_pos.assign(slot_pos, slot_pos + n_kv);
         const float* src = static_cast<const float*>(probs_host_[i].mapped());
         p.probs.assign(src, src + size_t(p.n_head) * size_t(n_kv));
         results->attention.push_back(std::move(p));

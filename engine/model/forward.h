@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -37,7 +38,13 @@ public:
 
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
-    uint64_t kv_bytes() const { return kv_bytes_; }
+    uint64_t kv_bytes() const;
+    // KV-cache bytes of global layers and of sliding-window (ring-buffer) layers.
+    struct KvUsage {
+        int global_layers = 0, local_layers = 0;
+        uint64_t global_bytes = 0, local_bytes = 0;
+    };
+    KvUsage kv_usage() const;
 
 private:
     // The activations a group of matmuls reads: x itself, or x rounded per weight type.
@@ -60,6 +67,7 @@ private:
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
               uint64_t y_offset, int rows);
     void alloc_probe_buffers(const ProbeConfig& probes);
+    void reset_slots();
     void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
 
     gpu::Context& ctx_;
@@ -72,7 +80,19 @@ private:
     // Host-visible inputs, written before each submit.
     gpu::Buffer ids_;        // int32 [n_batch]
     gpu::Buffer positions_;  // int32 [n_batch]
-    gpu::Buffer kv_pos_;     // int32 [n_ctx]: the position each cache slot holds
+    // A layer's KV cache. Global layers keep every position (slot = position); sliding-window
+    // layers keep a ring of window + n_batch - 1 slots (slot = position % slots), enough for a
+    // batch's earliest query to still see its whole window.
+    struct KvCache {
+        int slots = 0;
+        bool ring = false;
+        gpu::Buffer k;        // [slots, n_head_kv * head_dim]
+        gpu::Buffer v;        // [slots, n_head_kv * head_dim_v]
+        gpu::Buffer* slot_pos = nullptr;  // int32 [slots]: the position each slot holds (-1 empty)
+    };
+    std::vector<KvCache> caches_;
+    std::map<int, gpu::Buffer> slot_pos_;  // host-visible, shared by caches of the same size
+    gpu::Buffer k_new_, v_new_;            // [n_batch, kv row]: this step's keys/values before they enter the cache
     // Scratch activations (device-local).
     gpu::Buffer x_;          // [n_batch, n_embd] the residual stream
     gpu::Buffer h_;          // [n_batch, n_embd] normalised input of a block
@@ -84,9 +104,6 @@ private:
     gpu::Buffer attn_scratch_;  // split-K partial results of decode attention
     gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
     gpu::Buffer logits_host_;
-    // KV cache, one pair per layer: [n_ctx, n_head_kv * head_dim] and [n_ctx, n_head_kv * head_dim_v].
-    std::vector<gpu::Buffer> k_cache_, v_cache_;
-    uint64_t kv_bytes_ = 0;
 
     // Probe buffers, allocated on first use.
     std::vector<int> probed_layers_;

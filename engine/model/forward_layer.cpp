@@ -57,9 +57,12 @@ void Forward::record_attention(int l, int T, int pos0) {
     const int64_t qd = int64_t(a.n_head) * a.head_dim;
     const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
     const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
-    const gpu::Buffer& kc = k_cache_[size_t(l)];
-    const gpu::Buffer& vc = v_cache_[size_t(l)];
-    const uint64_t k_at = uint64_t(pos0) * kv_row, v_at = uint64_t(pos0) * kv_row_v;
+    const KvCache& cache = caches_[size_t(l)];
+    // This step's keys and values are computed in k_new_/v_new_ ([T, kv row]) and then copied
+    // into their cache slots, which wrap around in a ring-buffer cache.
+    const gpu::Buffer& kc = k_new_;
+    const gpu::Buffer& vc = v_new_;
+    const uint64_t k_at = 0, v_at = 0;
 
     const gpu::Buffer* in = &x_;
     if (w.attn_norm) {
@@ -70,7 +73,6 @@ void Forward::record_attention(int l, int T, int pos0) {
     MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
     s.mark("matmul");
     ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), q_, 0, T);
-    // K and V go straight into their cache slots pos0..pos0+T-1.
     ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), kc, k_at, T);
     ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), vc, v_at, T);
     s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
@@ -97,14 +99,25 @@ void Forward::record_attention(int l, int T, int pos0) {
         const gpu::Buffer* freqs = a.rope.freq_factors ? w_.rope_freqs : nullptr;
         ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
         ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
-        s.barrier("rotated q and k are complete before attention reads them");
+        s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
     }
+    // Tokens pos0.. go to slots pos0 % slots..; a ring cache may wrap once within a step.
+    s.mark("copy");
+    for (int t0 = 0; t0 < T;) {
+        const int slot = (pos0 + t0) % cache.slots;
+        const int n = std::min(T - t0, cache.slots - slot);
+        s.copy(k_new_, uint64_t(t0) * kv_row * F, cache.k, uint64_t(slot) * kv_row * F, uint64_t(n) * kv_row * F);
+        s.copy(v_new_, uint64_t(t0) * kv_row_v * F, cache.v, uint64_t(slot) * kv_row_v * F, uint64_t(n) * kv_row_v * F);
+        t0 += n;
+    }
+    s.barrier("the new k/v rows are in the cache before attention reads it");
 
     auto probed = std::find(probed_layers_.begin(), probed_layers_.end(), l);
     const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
-    const int n_kv = pos0 + T;
+    const int n_kv = std::min(pos0 + T, cache.slots);  // slots in use
     s.mark("attention");
-    ops::attention(s, q_, 0, positions_, kc, vc, kv_pos_, attn_, T, n_kv, attention_params(a), nullptr, probs,
+    ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, attention_params(a), nullptr,
+                   probs,
                    attn_scratch_.valid() ? &attn_scratch_ : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
     if (probs) {

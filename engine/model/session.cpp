@@ -72,4 +72,9 @@ void Session::set_probes(const ProbeConfig& probes) { impl_->probes = probes; }
 const ProbeResults& Session::probes() const { return impl_->results; }
 uint64_t Session::kv_cache_bytes() const { return impl_->forward->kv_bytes(); }
 
+Session::KvCacheUsage Session::kv_cache_usage() const {
+    auto u = impl_->forward->kv_usage();
+    return {u.global_layers, u.local_layers, u.global_bytes, u.local_bytes};
+}
+
 }  // namespace vkllm

@@ -46,8 +46,14 @@ public:
     // Probes of the last eval (of its last forward pass for attention and residuals; timings
     // summed over the eval).
     const ProbeResults& probes() const;
-    // KV-cache bytes held on the GPU.
+    // KV-cache bytes held on the GPU, in all and by layer kind: global layers keep every
+    // position, sliding-window layers a ring of window + batch - 1 positions.
     uint64_t kv_cache_bytes() const;
+    struct KvCacheUsage {
+        int global_layers = 0, local_layers = 0;
+        uint64_t global_bytes = 0, local_bytes = 0;
+    };
+    KvCacheUsage kv_cache_usage() const;
 
 private:
     struct Impl;
