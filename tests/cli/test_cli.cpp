@@ -1,0 +1,106 @@
+// The vkllm command line as a person uses it: exit codes, messages for bad input, and the
+// output formats of run, logits and tokenize.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+    const char* bin = std::getenv("VKLLM_BIN");
+    std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+std::string write_file(const std::string& name, const std::string& bytes) {
+    std::string path = testing::TempDir() + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+
+TEST(Cli, UnknownCommandAndMissingArgumentsAreUsageErrors) {
+    EXPECT_EQ(run("").code, 2);
+    Result r = run("frobnicate");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos) << r.out;
+    r = run("run -p hello");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("-m"), std::string::npos) << r.out;
+    r = run("run -m x.gguf -n many");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("expects an integer"), std::string::npos) << r.out;
+}
+
+TEST(Cli, GarbageAndTruncatedFilesGiveAClearErrorAndExitCode1) {
+    std::string garbage = write_file("garbage.gguf", "this is not a gguf file at all");
+    for (const char* cmd : {"inspect", "run -m", "logits -o /dev/null -p hi -m", "tokenize -p hi -m"}) {
+        Result r = run(std::string(cmd) + " " + garbage);
+        EXPECT_EQ(r.code, 1) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("garbage.gguf"), std::string::npos) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("error"), std::string::npos) << cmd << ": " << r.out;
+    }
+    Result r = run("run -m " + testing::TempDir() + "/does-not-exist.gguf");
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.out.find("does-not-exist.gguf"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TruncatedModelIsRejected) {
+    VKLLM_REQUIRE_SHARED(shared);
+    auto bytes = test::read_file(shared + "/models/stories260K/stories260K-Q8_0.gguf");
+    std::string path = write_file("truncated.gguf", std::string(bytes.begin(), bytes.begin() + long(bytes.size() / 2)));
+    Result r = run("run -m " + path + " -p hi -n 4");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("truncated.gguf"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunTokenizeAndLogitsOnStories260K) {
+    VKLLM_REQUIRE_SHARED(shared);
+    const std::string model = shared + "/models/stories260K/stories260K-F32.gguf";
+    Result r = run("run -m " + model + " -p 'Once upon a time' -n 12 --temp 0");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("Once upon a time, there was a little girl named Lily"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
+
+    r = run("tokenize -m " + model + " -p 'Once upon a time'");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out, "403 407 261 378\n");
+    r = run("tokenize -m " + model + " -p 'Once upon a time' --add-special");
+    EXPECT_EQ(r.out, "1 403 407 261 378\n");
+
+    std::string out = testing::TempDir() + "/logits.f32";
+    r = run("logits -m " + model + " -p 'Once upon a time' -o " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(test::read_file(out).size(), 5u * 512u * 4u);  // BOS + 4 tokens, 512 vocab
+
+    // The same seed gives the same text; the prompt longer than the context is refused.
+    Result a = run("run -m " + model + " -p 'Tom' -n 16 --temp 1.0 --seed 7");
+    Result b = run("run -m " + model + " -p 'Tom' -n 16 --temp 1.0 --seed 7");
+    ASSERT_EQ(a.code, 0);
+    EXPECT_EQ(a.out.substr(0, a.out.find("vkllm:")), b.out.substr(0, b.out.find("vkllm:")));
+    r = run("run -m " + model + " -c 4 -p 'Once upon a time there was a dog'");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("longer than the context"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace vkllm
