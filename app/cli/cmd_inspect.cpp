@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "model/spec.h"
 #include "gguf/gguf.h"
 #include "options.h"
 
@@ -174,6 +175,15 @@ int inspect(const Args& args) {
     for (const std::string& key : file->keys_in_order()) {
         if (shown.count(key)) continue;
         std::printf("  %-42s %s\n", key.c_str(), value_text(*file->find(key)).c_str());
+    }
+
+    // The architecture as the engine reads it: one row per layer.
+    if (file->find_tensor("token_embd.weight")) {
+        try {
+            std::printf("architecture as vkllm runs it:\n%s", model::ModelSpec::from_gguf(*file).to_table().c_str());
+        } catch (const model::ModelError& e) {
+            std::printf("architecture as vkllm runs it: not runnable: %s\n", e.what());
+        }
     }
 
     if (list_tensors) {
