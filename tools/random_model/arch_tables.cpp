@@ -103,10 +103,8 @@ std::vector<ArchTable> make_tables() {
     gemma2.always_write_head_dims = true;
     gemma2.always_tied = true;
     gemma2.default_sliding_window = 4096;
-    gemma2.extra_metadata = {
-        {"attn_logit_softcapping", gguf::Value::from_f32(50.0f)},
-        {"final_logit_softcapping", gguf::Value::from_f32(30.0f)},
-    };
+    gemma2.default_attn_softcap = 50.0f;  // the converter always writes both (Gemma 2's values)
+    gemma2.default_final_softcap = 30.0f;
     tables.push_back(gemma2);
 
     // Gemma 3 (text): Gemma 2's sandwich norms plus q/k norms, no soft-capping; five local layers
@@ -119,10 +117,106 @@ std::vector<ArchTable> make_tables() {
     gemma3.rope_freq_base = 1000000.0f;
     gemma3.always_write_head_dims = true;
     gemma3.default_sliding_window = 512;
+    gemma3.default_final_softcap = -1.0f;  // read by llama.cpp when present; Gemma 3 has none
     gemma3.extra_metadata = {
         {"rope.freq_base_swa", gguf::Value::from_f32(10000.0f)},
     };
     tables.push_back(gemma3);
+
+    // GPT-2: LayerNorm (weight and bias), learned position embeddings, fused q/k/v with bias,
+    // biased output and MLP projections, GELU MLP, no RoPE. The converter writes no
+    // head_count_kv (MHA) and no rope keys.
+    ArchTable gpt2;
+    gpt2.name = "gpt2";
+    gpt2.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output_norm.bias", {D::Embd}, Init::Bias},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
+    };
+    gpt2.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_qkv.bias", {D::QkvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
+    };
+    gpt2.norm = NormKind::LayerNorm;
+    gpt2.uses_rope = false;
+    gpt2.head_dim_free = false;
+    gpt2.writes_head_count_kv = false;
+    tables.push_back(gpt2);
+
+    // OLMo 2: no norm before attention or FFN; RMSNorm of each sub-layer's output before the
+    // residual add (post_attention_norm, post_ffw_norm); RMSNorm over the whole q and k
+    // projections (weights [n_head * head_dim] and [n_head_kv * head_dim]); output.weight required.
+    ArchTable olmo2;
+    olmo2.name = "olmo2";
+    olmo2.globals = without(without(embeddings_and_head(), Presence::Llama3Rope), Presence::Untied);
+    olmo2.globals.push_back({"output.weight", {D::Embd, D::Vocab}, Init::Matrix});
+    olmo2.per_layer = {
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_q_norm.weight", {D::QProj}, Init::Norm},
+        {"blk.{L}.attn_k_norm.weight", {D::KvProj}, Init::Norm},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.post_attention_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.post_ffw_norm.weight", {D::Embd}, Init::Norm},
+    };
+    olmo2.norm_eps = 1e-6f;
+    olmo2.rope_freq_base = 500000.0f;
+    olmo2.head_dim_free = false;
+    olmo2.never_tied = true;
+    tables.push_back(olmo2);
+
+    // Phi-3 / Phi-4-mini: fused q/k/v (attn_qkv rows [q; k; v]), fused gate/up (ffn_up rows
+    // [gate; up], 2 * n_ff), NeoX RoPE over the first rope.dimension_count dims of each head,
+    // optional LongRoPE factor tensors. The converter writes sliding_window (0 for Phi-4; llama.cpp
+    // disables Phi-3's window whatever its value).
+    ArchTable phi3;
+    phi3.name = "phi3";
+    phi3.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    phi3.globals.push_back({"rope_factors_long.weight", {D::RopeHalf}, Init::LongRopeLong, Presence::LongRope});
+    phi3.globals.push_back({"rope_factors_short.weight", {D::RopeHalf}, Init::LongRopeShort, Presence::LongRope});
+    phi3.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::FfPair}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+    };
+    // Not "random-phi3": llama.cpp's vocabulary loader gives the special tokens of models whose
+    // general.name contains "phi3" or "phi-3" extra attributes and needs <|endoftext|> for that.
+    phi3.default_model_name = "random-phi";
+    phi3.partial_rope = true;
+    phi3.head_dim_free = false;
+    phi3.extra_metadata = {
+        {"attention.sliding_window", gguf::Value::from_u32(0)},
+    };
+    tables.push_back(phi3);
+
+    // SmolLM3: the llama layout; llama.cpp skips RoPE in every 4th layer (il + 1) % 4 == 0, a
+    // constant (no metadata key).
+    ArchTable smollm3;
+    smollm3.name = "smollm3";
+    smollm3.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    smollm3.per_layer = concat(attention({}), gated_ffn(false));
+    smollm3.norm_eps = 1e-6f;
+    smollm3.rope_freq_base = 5000000.0f;
+    tables.push_back(smollm3);
 
     return tables;
 }

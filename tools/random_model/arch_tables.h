@@ -20,6 +20,9 @@ enum class Dim {
     KvProj,    // n_head_kv * head_dim
     HeadDim,   // head_dim
     RopeHalf,  // rotated dims / 2 (one factor per frequency)
+    Ctx,       // n_ctx (learned position embeddings)
+    QkvProj,   // QProj + 2 * KvProj (fused q/k/v: rows [q; k; v])
+    FfPair,    // 2 * n_ff (fused gate/up: rows [gate; up])
 };
 
 enum class Init {
@@ -28,12 +31,20 @@ enum class Init {
     Norm,       // 1 + normal(0, 0.1): norm weights near 1 (llama.cpp stores Gemma's already shifted by 1)
     Bias,       // normal(0, 0.1)
     RopeFreqs,  // Llama 3 per-frequency divisors, computed from the rope scaling (not random)
+    LongRopeLong,   // LongRoPE divisors for long contexts: 1 rising geometrically to n_ctx / original context
+    LongRopeShort,  // LongRoPE divisors for short contexts: 1 rising linearly to 1.1
 };
 
 enum class Presence {
     Always,
     Untied,      // only when the output projection is not tied to token_embd
     Llama3Rope,  // only with llama3 rope scaling
+    LongRope,    // only with longrope rope scaling (Phi-3)
+};
+
+enum class NormKind {
+    RMSNorm,    // <arch>.attention.layer_norm_rms_epsilon
+    LayerNorm,  // <arch>.attention.layer_norm_epsilon (weights and biases)
 };
 
 struct TensorRule {
@@ -45,14 +56,24 @@ struct TensorRule {
 
 struct ArchTable {
     std::string name;                     // general.architecture
+    std::string default_model_name;       // general.name when not given; empty: "random-<arch>"
     std::vector<TensorRule> globals;      // written before the layers
     std::vector<TensorRule> per_layer;    // written for each layer
+    NormKind norm = NormKind::RMSNorm;
     float norm_eps = 1e-5f;
+    bool uses_rope = true;                // false: no rope.* metadata (GPT-2: learned positions)
     float rope_freq_base = 10000.0f;
+    bool partial_rope = false;            // rope.dimension_count may be below head_dim (Phi-3)
     bool head_dim_free = true;            // false: llama.cpp requires n_head * head_dim == n_embd
+    bool writes_head_count_kv = true;     // false: no head_count_kv key, MHA only (GPT-2's converter)
     bool always_write_head_dims = false;  // key_length/value_length even when head_dim == n_embd/n_head
     bool always_tied = false;             // llama.cpp never reads an output.weight for this family
+    bool never_tied = false;              // llama.cpp requires output.weight (OLMo 2)
     int default_sliding_window = 0;       // > 0: the family has sliding-window layers
+    // Soft-capping (tanh(x / cap) * cap) keys this family reads: 0 = not read. A default of -1
+    // means read but not written unless asked for (Gemma 3's optional final soft-cap).
+    float default_attn_softcap = 0.0f;    // <arch>.attn_logit_softcapping
+    float default_final_softcap = 0.0f;   // <arch>.final_logit_softcapping
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

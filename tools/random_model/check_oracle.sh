@@ -46,6 +46,16 @@ check qwen3            --arch qwen3 --seed 6 --head-dim 32
 check gemma2           --arch gemma2 --seed 7 --sliding-window 3
 check gemma3           --arch gemma3 --seed 8 --sliding-window 3 --head-dim 32 --n-layer 7
 check gemma3-untied    --arch gemma3 --seed 8 --type Q8_0
+check gemma2-softcap   --arch gemma2 --seed 7 --attn-softcap 5 --final-softcap 5 --sliding-window 8
+check gemma3-softcap   --arch gemma3 --seed 8 --final-softcap 10 --sliding-window 3 --n-layer 7
+check gpt2             --arch gpt2 --seed 9 --n-head 4 --n-head-kv 4 --tied
+check gpt2-q8_0-untied --arch gpt2 --seed 9 --n-head 4 --n-head-kv 4 --type Q8_0
+check olmo2            --arch olmo2 --seed 10
+check olmo2-q4_0       --arch olmo2 --seed 10 --type Q4_0 --n-head-kv 1
+check phi3             --arch phi3 --seed 11 --rope-dims 12
+check phi3-longrope    --arch phi3 --seed 11 --rope-dims 8 --rope-scaling longrope:64 --type Q8_0 --tied
+check smollm3          --arch smollm3 --seed 12 --n-layer 4
+check smollm3-f16      --arch smollm3 --seed 12 --n-layer 5 --type F16 --head-dim 32
 
 if [ "$failures" -gt 0 ]; then echo "$failures model(s) failed"; exit 1; fi
 echo "all models load and run in llama.cpp"

@@ -1,5 +1,6 @@
 #include "random_model/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -18,7 +19,7 @@ namespace {
 
 // Sizes every symbolic Dim resolves to.
 struct Sizes {
-    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, rope_half;
+    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, rope_half, ctx;
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -29,6 +30,9 @@ struct Sizes {
             case Dim::KvProj: return kv_proj;
             case Dim::HeadDim: return head_dim;
             case Dim::RopeHalf: return rope_half;
+            case Dim::Ctx: return ctx;
+            case Dim::QkvProj: return q_proj + 2 * kv_proj;
+            case Dim::FfPair: return 2 * ff;
         }
         return 0;
     }
@@ -64,13 +68,13 @@ std::string replace_layer(std::string pattern, int layer) {
 // convert_hf_to_gguf.py computes it: high frequencies (wavelength < orig_ctx / high_freq_factor)
 // keep theta, low ones (wavelength > orig_ctx / low_freq_factor) are divided by `factor`, and
 // the band between interpolates smoothly.
-std::vector<float> llama3_rope_freq_factors(const RopeScalingConfig& r, float freq_base, uint64_t head_dim) {
+std::vector<float> llama3_rope_freq_factors(const RopeScalingConfig& r, float freq_base, uint64_t rope_dims) {
     const double old_ctx = r.original_context;
     const double low_wavelen = old_ctx / r.low_freq_factor;
     const double high_wavelen = old_ctx / r.high_freq_factor;
     std::vector<float> factors;
-    for (uint64_t i = 0; i < head_dim; i += 2) {
-        const double freq = 1.0 / std::pow(double(freq_base), double(i) / double(head_dim));
+    for (uint64_t i = 0; i < rope_dims; i += 2) {
+        const double freq = 1.0 / std::pow(double(freq_base), double(i) / double(rope_dims));
         const double wavelen = 2.0 * std::numbers::pi / freq;
         if (wavelen < high_wavelen) {
             factors.push_back(1.0f);
@@ -80,6 +84,19 @@ std::vector<float> llama3_rope_freq_factors(const RopeScalingConfig& r, float fr
             const double smooth = (old_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
             factors.push_back(float(1.0 / ((1.0 - smooth) / r.factor + smooth)));
         }
+    }
+    return factors;
+}
+
+// LongRoPE divisors (not random, so they look like a trained model's: 1 for the highest
+// frequency, growing towards the lowest). Long: geometric from 1 to n_ctx / original context
+// (at least 2). Short: linear from 1 to 1.1.
+std::vector<float> longrope_factors(bool long_factors, int n_ctx, int original_context, uint64_t n) {
+    const double top = std::max(2.0, double(n_ctx) / double(original_context));
+    std::vector<float> factors;
+    for (uint64_t i = 0; i < n; ++i) {
+        const double t = n > 1 ? double(i) / double(n - 1) : 0.0;
+        factors.push_back(float(long_factors ? std::pow(top, t) : 1.0 + 0.1 * t));
     }
     return factors;
 }
@@ -109,22 +126,42 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
         c.head_dim = c.n_embd / c.n_head;
     }
     in_range("--head-dim", c.head_dim, 4096);
-    require(c.head_dim % 2 == 0, "--head-dim " + std::to_string(c.head_dim) + " must be even (RoPE rotates pairs)");
+    require(!arch.uses_rope || c.head_dim % 2 == 0,
+            "--head-dim " + std::to_string(c.head_dim) + " must be even (RoPE rotates pairs)");
     require(arch.head_dim_free || c.head_dim * c.n_head == c.n_embd,
             arch.name + " needs head_dim * n_head == n_embd (llama.cpp sizes its projections so); drop --head-dim");
+    require(arch.writes_head_count_kv || c.n_head_kv == c.n_head,
+            arch.name + " has multi-head attention only (its files carry no head_count_kv); set --n-head-kv to --n-head");
+    if (!arch.uses_rope) {
+        require(c.rope_dims == 0, arch.name + " has no RoPE; drop --rope-dims");
+    } else if (c.rope_dims == 0) {
+        c.rope_dims = c.head_dim;
+    } else {
+        in_range("--rope-dims", c.rope_dims, c.head_dim);
+        require(c.rope_dims % 2 == 0, "--rope-dims " + std::to_string(c.rope_dims) + " must be even");
+        require(arch.partial_rope || c.rope_dims == c.head_dim,
+                arch.name + " rotates whole heads in llama.cpp; --rope-dims must equal the head dim " +
+                    std::to_string(c.head_dim));
+    }
 
     require(gguf::can_quantize(c.type) && gguf::type_traits(c.type).has_value(),
             std::string("--type ") + (gguf::type_traits(c.type) ? gguf::type_traits(c.type)->name : "?") +
                 " cannot be written (no quantizer for it)");
     if (arch.always_tied) c.tied = true;
-    if (c.name.empty()) c.name = "random-" + arch.name;
+    require(!(arch.never_tied && c.tied), arch.name + " always has an output.weight in llama.cpp; drop --tied");
+    if (c.name.empty()) c.name = arch.default_model_name.empty() ? "random-" + arch.name : arch.default_model_name;
     if (c.rope_freq_base == 0.0f) c.rope_freq_base = arch.rope_freq_base;
     require(c.rope_freq_base > 1.0f, "--rope-freq-base must be above 1");
 
     const RopeScalingConfig& r = c.rope_scaling;
+    require(arch.uses_rope || r.kind == RopeScalingConfig::Kind::None, arch.name + " has no RoPE; drop --rope-scaling");
     if (r.kind != RopeScalingConfig::Kind::None) require(r.factor > 0.0f, "--rope-scaling factor must be positive");
-    if (r.kind == RopeScalingConfig::Kind::Yarn || r.kind == RopeScalingConfig::Kind::Llama3)
+    if (r.kind == RopeScalingConfig::Kind::Yarn || r.kind == RopeScalingConfig::Kind::Llama3 ||
+        r.kind == RopeScalingConfig::Kind::LongRope)
         require(r.original_context > 0, "--rope-scaling: the original context length must be positive");
+    if (r.kind == RopeScalingConfig::Kind::LongRope)
+        require(arch.has_presence(Presence::LongRope),
+                "longrope rope scaling (rope_factors_long/short tensors) is only written for phi3, not " + arch.name);
     if (r.kind == RopeScalingConfig::Kind::Llama3) {
         require(arch.has_presence(Presence::Llama3Rope), "llama3 rope scaling (a rope_freqs tensor) is not read by " +
                                                              arch.name + " in llama.cpp");
@@ -137,6 +174,14 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
         require(c.sliding_window == 0, arch.name + " has no sliding-window attention; drop --sliding-window");
     else if (c.sliding_window == 0)
         c.sliding_window = arch.default_sliding_window;
+
+    require(c.attn_softcap >= 0.0f && c.final_softcap >= 0.0f, "soft-caps must be positive");
+    require(c.attn_softcap == 0.0f || arch.default_attn_softcap != 0.0f,
+            arch.name + " has no attention-logit soft-capping in llama.cpp; drop --attn-softcap");
+    require(c.final_softcap == 0.0f || arch.default_final_softcap != 0.0f,
+            arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
+    if (c.attn_softcap == 0.0f) c.attn_softcap = std::max(0.0f, arch.default_attn_softcap);
+    if (c.final_softcap == 0.0f) c.final_softcap = std::max(0.0f, arch.default_final_softcap);
     return c;
 }
 
@@ -159,7 +204,10 @@ std::vector<float> initial_values(const TensorRule& rule, const std::string& nam
         case Init::Matrix: return normal_values(rng, n, 0.0, 1.0 / std::sqrt(double(dims[0])));
         case Init::Norm: return normal_values(rng, n, 1.0, 0.1);
         case Init::Bias: return normal_values(rng, n, 0.0, 0.1);
-        case Init::RopeFreqs: return llama3_rope_freq_factors(c.rope_scaling, c.rope_freq_base, sizes.head_dim);
+        case Init::RopeFreqs: return llama3_rope_freq_factors(c.rope_scaling, c.rope_freq_base, uint64_t(c.rope_dims));
+        case Init::LongRopeLong:
+        case Init::LongRopeShort:
+            return longrope_factors(rule.init == Init::LongRopeLong, c.n_ctx, c.rope_scaling.original_context, n);
     }
     return {};
 }
@@ -169,6 +217,7 @@ bool present(Presence p, const RandomModelConfig& c) {
         case Presence::Always: return true;
         case Presence::Untied: return !c.tied;
         case Presence::Llama3Rope: return c.rope_scaling.kind == RopeScalingConfig::Kind::Llama3;
+        case Presence::LongRope: return c.rope_scaling.kind == RopeScalingConfig::Kind::LongRope;
     }
     return false;
 }
@@ -216,10 +265,20 @@ RopeScalingConfig parse_rope_scaling(const std::string& text) {
         r.low_freq_factor = parse_float(parts[2], "low frequency factor");
         r.high_freq_factor = parse_float(parts[3], "high frequency factor");
         r.original_context = parse_int(parts[4], "original context");
+    } else if (kind == "longrope") {
+        expect_parts(2, "longrope:ORIGINAL_CONTEXT");
+        r.kind = RopeScalingConfig::Kind::LongRope;
+        r.original_context = parse_int(parts[1], "original context");
     } else {
-        throw ConfigError("--rope-scaling '" + text + "': unknown kind (linear, yarn, llama3 or none)");
+        throw ConfigError("--rope-scaling '" + text + "': unknown kind (linear, yarn, llama3, longrope or none)");
     }
     return r;
+}
+
+float longrope_attn_factor(int n_ctx, int original_context) {
+    const double scale = double(n_ctx) / double(original_context);
+    if (scale <= 1.0) return 1.0f;
+    return float(std::sqrt(1.0 + std::log(scale) / std::log(double(original_context))));
 }
 
 std::vector<std::string> architectures() {
@@ -284,7 +343,8 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.head_dim = uint64_t(c.head_dim);
     sizes.q_proj = uint64_t(c.n_head) * sizes.head_dim;
     sizes.kv_proj = uint64_t(c.n_head_kv) * sizes.head_dim;
-    sizes.rope_half = sizes.head_dim / 2;
+    sizes.rope_half = uint64_t(c.rope_dims) / 2;
+    sizes.ctx = uint64_t(c.n_ctx);
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -298,10 +358,13 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     w.set(a + "block_count", Value::from_u32(uint32_t(c.n_layer)));
     w.set(a + "feed_forward_length", Value::from_u32(uint32_t(c.n_ff)));
     w.set(a + "attention.head_count", Value::from_u32(uint32_t(c.n_head)));
-    w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
-    w.set(a + "attention.layer_norm_rms_epsilon", Value::from_f32(arch->norm_eps));
-    w.set(a + "rope.freq_base", Value::from_f32(c.rope_freq_base));
-    w.set(a + "rope.dimension_count", Value::from_u32(uint32_t(c.head_dim)));
+    if (arch->writes_head_count_kv) w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
+    w.set(a + (arch->norm == NormKind::RMSNorm ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon"),
+          Value::from_f32(arch->norm_eps));
+    if (arch->uses_rope) {
+        w.set(a + "rope.freq_base", Value::from_f32(c.rope_freq_base));
+        w.set(a + "rope.dimension_count", Value::from_u32(uint32_t(c.rope_dims)));
+    }
     if (arch->always_write_head_dims || c.head_dim * c.n_head != c.n_embd) {
         w.set(a + "attention.key_length", Value::from_u32(uint32_t(c.head_dim)));
         w.set(a + "attention.value_length", Value::from_u32(uint32_t(c.head_dim)));
@@ -313,7 +376,13 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         if (r.kind == RopeScalingConfig::Kind::Yarn)
             w.set(a + "rope.scaling.original_context_length", Value::from_u32(uint32_t(r.original_context)));
     }
+    if (r.kind == RopeScalingConfig::Kind::LongRope) {
+        w.set(a + "rope.scaling.original_context_length", Value::from_u32(uint32_t(r.original_context)));
+        w.set(a + "rope.scaling.attn_factor", Value::from_f32(longrope_attn_factor(c.n_ctx, r.original_context)));
+    }
     if (c.sliding_window > 0) w.set(a + "attention.sliding_window", Value::from_u32(uint32_t(c.sliding_window)));
+    if (c.attn_softcap > 0.0f) w.set(a + "attn_logit_softcapping", Value::from_f32(c.attn_softcap));
+    if (c.final_softcap > 0.0f) w.set(a + "final_logit_softcapping", Value::from_f32(c.final_softcap));
     for (const auto& [key, value] : arch->extra_metadata) w.set(a + key, value);
     copy_tokenizer(w, vocab);
 

@@ -21,17 +21,19 @@ struct ConfigError : std::runtime_error {
 };
 
 // RoPE scaling as the converter records it: linear and YaRN as `<arch>.rope.scaling.*`
-// metadata; Llama 3 as a `rope_freqs.weight` tensor of per-frequency divisors.
+// metadata; Llama 3 as a `rope_freqs.weight` tensor of per-frequency divisors; LongRoPE (Phi-3)
+// as `rope_factors_long/short.weight` tensors plus `rope.scaling.attn_factor` and
+// `rope.scaling.original_context_length` (no scaling type).
 struct RopeScalingConfig {
-    enum class Kind { None, Linear, Yarn, Llama3 };
+    enum class Kind { None, Linear, Yarn, Llama3, LongRope };
     Kind kind = Kind::None;
     float factor = 1.0f;
-    int original_context = 0;     // YaRN and Llama 3: the context length the model was trained at
+    int original_context = 0;     // YaRN, Llama 3, LongRoPE: the context length the model was trained at
     float low_freq_factor = 1.0f;   // Llama 3
     float high_freq_factor = 4.0f;  // Llama 3
 };
 
-// Parses "linear:F", "yarn:F:ORIG" or "llama3:F:LOW:HIGH:ORIG" (or "none").
+// Parses "linear:F", "yarn:F:ORIG", "llama3:F:LOW:HIGH:ORIG" or "longrope:ORIG" (or "none").
 RopeScalingConfig parse_rope_scaling(const std::string& text);
 
 struct RandomModelConfig {
@@ -40,14 +42,21 @@ struct RandomModelConfig {
     uint64_t seed = 0;
     int n_embd = 64, n_layer = 2, n_head = 4, n_head_kv = 2, n_ff = 160, n_ctx = 256;
     int head_dim = 0;                // 0: n_embd / n_head
+    int rope_dims = 0;               // rotated dims per head (rope.dimension_count); 0: head_dim
     gguf::TensorType type = gguf::TensorType::F32;  // of matrices whose row length allows it
     bool tied = false;               // no output.weight: the output projection is token_embd
     float rope_freq_base = 0.0f;     // 0: the architecture's usual base
     RopeScalingConfig rope_scaling;
     int sliding_window = 0;          // 0: the architecture's default (if it has sliding windows)
+    float attn_softcap = 0.0f;       // attention-logit soft-cap; 0: the architecture's default
+    float final_softcap = 0.0f;      // final-logit soft-cap; 0: the architecture's default
 };
 
-// Architectures this generator knows, e.g. {"gemma2", "gemma3", "llama", "qwen2", "qwen3"}.
+// LongRoPE's magnitude correction as convert_hf_to_gguf.py computes it for Phi-3:
+// sqrt(1 + ln(s) / ln(original_context)) with s = n_ctx / original_context, 1 when s <= 1.
+float longrope_attn_factor(int n_ctx, int original_context);
+
+// Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3.
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:

@@ -1,0 +1,119 @@
+#include "random_model/command_line.h"
+
+#include <exception>
+#include <sstream>
+
+#include "gguf/gguf.h"
+
+namespace vkllm::random_model {
+namespace {
+
+int parse_count(const std::string& option, const std::string& text) {
+    try {
+        size_t used = 0;
+        long v = std::stol(text, &used);
+        if (used == text.size() && v >= 0 && v <= (1l << 30)) return int(v);
+    } catch (const std::exception&) {
+    }
+    throw ConfigError(option + " '" + text + "' is not a non-negative integer");
+}
+
+float parse_number(const std::string& option, const std::string& text) {
+    try {
+        size_t used = 0;
+        float v = std::stof(text, &used);
+        if (used == text.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw ConfigError(option + " '" + text + "' is not a number");
+}
+
+uint64_t parse_seed(const std::string& text) {
+    try {
+        size_t used = 0;
+        uint64_t v = std::stoull(text, &used, 0);
+        if (used == text.size() && text[0] != '-') return v;
+    } catch (const std::exception&) {
+    }
+    throw ConfigError("--seed '" + text + "' is not an unsigned integer");
+}
+
+}  // namespace
+
+CommandLine parse_command_line(const std::vector<std::string>& args, const std::string& default_vocab) {
+    CommandLine cl;
+    cl.vocab = default_vocab;
+    RandomModelConfig& c = cl.config;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& opt = args[i];
+        if (opt == "-h" || opt == "--help") {
+            cl.help = true;
+            continue;
+        }
+        if (opt == "--tied") {
+            c.tied = true;
+            continue;
+        }
+        if (i + 1 >= args.size()) throw ConfigError(opt + " needs a value (see --help)");
+        const std::string& val = args[++i];
+        if (opt == "--arch") c.arch = val;
+        else if (opt == "--out") cl.out = val;
+        else if (opt == "--name") c.name = val;
+        else if (opt == "--vocab-from") cl.vocab = val;
+        else if (opt == "--seed") c.seed = parse_seed(val);
+        else if (opt == "--n-embd") c.n_embd = parse_count(opt, val);
+        else if (opt == "--n-layer") c.n_layer = parse_count(opt, val);
+        else if (opt == "--n-head") c.n_head = parse_count(opt, val);
+        else if (opt == "--n-head-kv") c.n_head_kv = parse_count(opt, val);
+        else if (opt == "--n-ff") c.n_ff = parse_count(opt, val);
+        else if (opt == "--n-ctx") c.n_ctx = parse_count(opt, val);
+        else if (opt == "--head-dim") c.head_dim = parse_count(opt, val);
+        else if (opt == "--rope-dims") c.rope_dims = parse_count(opt, val);
+        else if (opt == "--sliding-window") c.sliding_window = parse_count(opt, val);
+        else if (opt == "--type") {
+            auto t = gguf::type_from_name(val);
+            if (!t) throw ConfigError("--type '" + val + "' is not a GGUF tensor type");
+            c.type = *t;
+        } else if (opt == "--rope-freq-base") c.rope_freq_base = parse_number(opt, val);
+        else if (opt == "--rope-scaling") c.rope_scaling = parse_rope_scaling(val);
+        else if (opt == "--attn-softcap") c.attn_softcap = parse_number(opt, val);
+        else if (opt == "--final-softcap") c.final_softcap = parse_number(opt, val);
+        else throw ConfigError("unknown option '" + opt + "' (see --help)");
+    }
+    return cl;
+}
+
+std::vector<std::string> split_words(const std::string& line) {
+    std::vector<std::string> words;
+    std::istringstream in(line);
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+}
+
+std::string usage(const std::string& default_vocab) {
+    std::string archs;
+    for (const auto& a : architectures()) archs += (archs.empty() ? "" : ", ") + a;
+    return "usage: vkllm-random-model --out FILE.gguf [options]\n"
+           "Writes a random-weight model with llama.cpp's tensor names and metadata.\n"
+           "  --arch A              " + archs + " (default llama)\n"
+           "  --out FILE            output GGUF file (required)\n"
+           "  --seed S              weights are a function of the seed (default 0)\n"
+           "  --name N              general.name (default random-<arch>)\n"
+           "  --n-embd N --n-layer N --n-head N --n-head-kv N --n-ff N --n-ctx N\n"
+           "                        sizes (defaults 64, 2, 4, 2, 160, 256)\n"
+           "  --head-dim D          per-head size (default n_embd / n_head)\n"
+           "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
+           "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
+           "                        (default F32; rows the block does not divide fall back\n"
+           "                        as llama.cpp's quantizer does, else F16)\n"
+           "  --vocab-from FILE     GGUF whose tokenizer.* metadata is copied\n"
+           "                        (default " + default_vocab + ")\n"
+           "  --tied                no output.weight: logits use token_embd\n"
+           "  --rope-freq-base B    (default: the architecture's usual base)\n"
+           "  --rope-scaling S      linear:F | yarn:F:ORIG | llama3:F:LOW:HIGH:ORIG | longrope:ORIG (phi3)\n"
+           "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3)\n"
+           "  --attn-softcap C      attention-logit soft-cap (gemma2; default 50)\n"
+           "  --final-softcap C     final-logit soft-cap (gemma2, default 30; gemma3, default none)\n";
+}
+
+}  // namespace vkllm::random_model

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""An independent float64 numpy forward pass of the dense families, written from the facts listed
+in tests/golden/families/README.md, compared with llama.cpp's golden logits. It confirms those
+facts (a wrong one shows as a large difference) and measures how far an exact computation lands
+from llama.cpp's CPU backend (for example GELU through ggml's fp16 table or exactly).
+
+    numpy_forward.py tests/golden/families/NAME        (reads NAME.gguf, .tokens.txt, .logits.f32)
+
+Needs llama.cpp's gguf-py on PYTHONPATH (the oracle's env.sh sets it) and numpy; F32 models only.
+"""
+import math
+import sys
+
+import numpy as np
+from gguf import GGUFReader
+
+
+class Model:
+    def __init__(self, path):
+        self.reader = GGUFReader(path)
+        self.t = {t.name: np.array(t.data, dtype=np.float32).astype(np.float64) for t in self.reader.tensors}
+        self.arch = self.key("general.architecture", prefix=False)
+
+    def key(self, name, default=None, prefix=True):
+        field = self.reader.get_field(f"{self.arch}.{name}" if prefix else name)
+        if field is None:
+            return default
+        value = field.parts[field.data[0]]
+        return bytes(value).decode() if value.dtype == np.uint8 else value[0].item()
+
+    def has(self, name):
+        return name in self.t
+
+
+def gelu_exact(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * x * (1 + 0.044715 * x * x)))
+
+
+def gelu_ggml(x):
+    """ggml's CPU GELU: the input rounded to fp16, looked up in a table of fp16 results."""
+    y = gelu_exact(x.astype(np.float16).astype(np.float32).astype(np.float64)).astype(np.float16).astype(np.float64)
+    return np.where(x <= -10, 0.0, np.where(x >= 10, x, y))
+
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def layer_norm(x, w, b, eps):
+    m = x.mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + eps) * w + b
+
+
+def rope(x, n_rot, neox, base, freq_scale=1.0, factors=None, yarn=None, attn_factor=1.0):
+    """ggml_rope_ext on x [n, heads, head_dim]: the first n_rot dims rotate, pairs (i, i+n_rot/2)
+    for NeoX else (2i, 2i+1); theta = pos * base^(-2i/n_rot) / factors[i], scaled as ggml does."""
+    n = x.shape[0]
+    half = n_rot // 2
+    i = np.arange(half)
+    theta_extrap = np.arange(n)[:, None] * base ** (-2.0 * i / n_rot) / (1.0 if factors is None else factors)
+    theta = freq_scale * theta_extrap
+    mscale = attn_factor
+    if yarn is not None:  # (n_ctx_orig, beta_fast, beta_slow): ggml's rope_yarn with ext_factor 1
+        n_ctx_orig, beta_fast, beta_slow = yarn
+        corr = lambda beta: n_rot * math.log(n_ctx_orig / (beta * 2 * math.pi)) / (2 * math.log(base))
+        low, high = max(0.0, math.floor(corr(beta_fast))), min(n_rot - 1.0, math.ceil(corr(beta_slow)))
+        ramp = 1 - np.clip((i - low) / max(0.001, high - low), 0, 1)
+        theta = theta * (1 - ramp) + theta_extrap * ramp
+        mscale *= 1 + 0.1 * math.log(1 / freq_scale)
+    cos, sin = (np.cos(theta) * mscale)[:, None, :], (np.sin(theta) * mscale)[:, None, :]
+    out = x.copy()
+    if neox:
+        a, b = x[..., :half], x[..., half:n_rot]
+        out[..., :half], out[..., half:n_rot] = a * cos - b * sin, a * sin + b * cos
+    else:
+        a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+        out[..., 0:n_rot:2], out[..., 1:n_rot:2] = a * cos - b * sin, a * sin + b * cos
+    return out
+
+
+def forward(m, tokens, gelu):
+    t, arch, n = m.t, m.arch, len(tokens)
+    n_embd, n_layer = m.key("embedding_length"), m.key("block_count")
+    n_head = m.key("attention.head_count")
+    n_kv = m.key("attention.head_count_kv", n_head)
+    hd = m.key("attention.key_length", n_embd // n_head)
+    n_rot = m.key("rope.dimension_count", hd)
+    base = m.key("rope.freq_base", 10000.0)
+    eps = m.key("attention.layer_norm_rms_epsilon", m.key("attention.layer_norm_epsilon"))
+    neox = arch != "llama" and arch != "smollm3"
+    gemma = arch in ("gemma2", "gemma3")
+    window, period = m.key("attention.sliding_window", 0), {"gemma2": 2, "gemma3": 6}.get(arch, 0)
+    # RoPE scaling of the global layers; Gemma 3's local layers use freq_base_swa and no scaling.
+    scaling = m.key("rope.scaling.type", "linear")
+    factor = m.key("rope.scaling.factor", 0.0)
+    freq_scale = 1.0 / factor if factor else 1.0
+    n_ctx_orig = m.key("rope.scaling.original_context_length", m.key("context_length"))
+    yarn = (n_ctx_orig, 32.0, 1.0) if scaling == "yarn" else None
+    factors = t.get("rope_freqs.weight")
+    attn_factor = m.key("rope.scaling.attn_factor", 1.0)
+    if m.has("rope_factors_long.weight"):  # LongRoPE: llama-logits runs with n_ctx 512
+        factors = t["rope_factors_long.weight" if 512 > n_ctx_orig else "rope_factors_short.weight"]
+
+    x = t["token_embd.weight"][tokens]
+    if arch == "gpt2":
+        x = x + t["position_embd.weight"][np.arange(n)]
+    if gemma:
+        x = x * float(np.sqrt(np.float32(n_embd)))
+    norm = (lambda v, p: layer_norm(v, t[p + ".weight"], t[p + ".bias"], eps)) if arch == "gpt2" else \
+        (lambda v, p: rms_norm(v, t[p + ".weight"], eps))
+    for l in range(n_layer):
+        p = f"blk.{l}."
+        local = bool(window) and period > 0 and l % period < period - 1
+        h = x if arch == "olmo2" else norm(x, p + "attn_norm")
+        if p + "attn_qkv.weight" in t:  # fused rows [q; k; v]
+            qkv = h @ t[p + "attn_qkv.weight"].T + t.get(p + "attn_qkv.bias", 0)
+            q, k, v = np.split(qkv, [n_head * hd, (n_head + n_kv) * hd], axis=1)
+        else:
+            q, k, v = (h @ t[p + f"attn_{c}.weight"].T + t.get(p + f"attn_{c}.bias", 0) for c in "qkv")
+        if arch == "olmo2":  # QK-norm over the whole projection
+            q, k = rms_norm(q, t[p + "attn_q_norm.weight"], eps), rms_norm(k, t[p + "attn_k_norm.weight"], eps)
+        q, k, v = q.reshape(n, n_head, hd), k.reshape(n, n_kv, hd), v.reshape(n, n_kv, hd)
+        if p + "attn_q_norm.weight" in t and arch != "olmo2":  # per head
+            q, k = rms_norm(q, t[p + "attn_q_norm.weight"], eps), rms_norm(k, t[p + "attn_k_norm.weight"], eps)
+        if arch != "gpt2" and not (arch == "smollm3" and (l + 1) % 4 == 0):
+            if arch == "gemma3" and local:
+                kw = dict(base=m.key("rope.freq_base_swa", 10000.0))
+            else:
+                kw = dict(base=base, freq_scale=freq_scale, factors=factors, yarn=yarn,
+                          attn_factor=attn_factor if yarn is None else 1.0)
+            q, k = rope(q, n_rot, neox, **kw), rope(k, n_rot, neox, **kw)
+        scores = np.einsum("ihd,jhd->hij", q, np.repeat(k, n_head // n_kv, axis=1)) / math.sqrt(hd)
+        if arch == "gemma2":
+            cap = m.key("attn_logit_softcapping", 50.0)
+            scores = np.tanh(scores / cap) * cap
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        visible = (j <= i) & (~local | (i - j < window))  # a window of W keys, the query's own included
+        scores = np.where(visible, scores, -np.inf)
+        probs = np.exp(scores - scores.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        o = np.einsum("hij,jhd->ihd", probs, np.repeat(v, n_head // n_kv, axis=1)).reshape(n, -1)
+        o = o @ t[p + "attn_output.weight"].T + t.get(p + "attn_output.bias", 0)
+        if p + "post_attention_norm.weight" in t:
+            o = norm(o, p + "post_attention_norm")
+        x = x + o
+        h = x if arch == "olmo2" else norm(x, p + "ffn_norm")
+        up = h @ t[p + "ffn_up.weight"].T + t.get(p + "ffn_up.bias", 0)
+        if arch == "gpt2":
+            a = gelu(up)
+        elif arch == "phi3":  # fused rows [gate; up]
+            a = silu(up[:, : up.shape[1] // 2]) * up[:, up.shape[1] // 2:]
+        else:
+            a = (gelu if gemma else silu)(h @ t[p + "ffn_gate.weight"].T) * up
+        f = a @ t[p + "ffn_down.weight"].T + t.get(p + "ffn_down.bias", 0)
+        if p + "post_ffw_norm.weight" in t:
+            f = norm(f, p + "post_ffw_norm")
+        x = x + f
+    logits = norm(x, "output_norm") @ t.get("output.weight", t["token_embd.weight"]).T
+    cap = m.key("final_logit_softcapping", 30.0 if arch == "gemma2" else 0.0)
+    return np.tanh(logits / cap) * cap if cap else logits
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    prefix = sys.argv[1]
+    m = Model(prefix + ".gguf")
+    tokens = [int(w) for w in open(prefix + ".tokens.txt").read().split()]
+    ref = np.fromfile(prefix + ".logits.f32", np.float32).reshape(len(tokens), -1)
+    for name, gelu in (("ggml fp16-table GELU", gelu_ggml), ("exact GELU", gelu_exact)):
+        got = forward(m, tokens, gelu)
+        print(f"{prefix.rsplit('/', 1)[-1]} ({name}): max |logit - llama.cpp| = {np.abs(got - ref).max():.3g}, "
+              f"argmax agrees at {(got.argmax(1) == ref.argmax(1)).mean():.0%} of positions")
+        if m.arch not in ("gpt2", "gemma2", "gemma3"):
+            break
+
+
+if __name__ == "__main__":
+    main()
