@@ -123,11 +123,24 @@ ModelSpec common_spec(const Meta& m, const std::string& arch) {
     return s;
 }
 
-// Sliding-window layers by llama.cpp's pattern: with period n, layer il is local when
-// il % n < n - 1 (Gemma 2: n = 2, every even layer; Gemma 3: n = 6, five local then one global).
-void set_window_pattern(ModelSpec& s, int window, int period) {
-    for (int l = 0; l < s.n_layer; ++l)
-        s.layers[size_t(l)].attn.window = (period <= 1 || l % period < period - 1) ? window : 0;
+// Sliding-window layers. `<arch>.attention.sliding_window_pattern` is an array (true: local) or a
+// period n (layer il is local when il % n < n - 1; 0: every layer local); without the key the
+// family's default period applies (Gemma 2: 2, every even layer; Gemma 3: 6, five local then one
+// global), as llama.cpp does.
+void set_window_pattern(const Meta& m, ModelSpec& s, int window, int default_period) {
+    const gguf::Value* v = m.file().find(s.arch + ".attention.sliding_window_pattern");
+    for (int l = 0; l < s.n_layer; ++l) {
+        bool local;
+        if (v && v->type == gguf::ValueType::ARRAY) {
+            if (size_t(l) >= v->arr.size())
+                throw ModelError(m.file().path() + ": sliding_window_pattern has fewer entries than layers");
+            local = v->arr[size_t(l)].as_int() != 0;
+        } else {
+            const int period = v ? int(v->as_int(s.arch + ".attention.sliding_window_pattern")) : default_period;
+            local = period == 0 || l % period < period - 1;
+        }
+        s.layers[size_t(l)].attn.window = local ? window : 0;
+    }
 }
 
 void set_rope_neox(ModelSpec& s) {
@@ -189,22 +202,28 @@ ModelSpec gemma_spec(const Meta& m, const std::string& arch) {
         L.norm_placement = NormPlacement::Sandwich;
         L.ffn.activation = Activation::GeluTanh;
     }
-    const int window = int(m.integer("attention.sliding_window", 0));
+    // The 27B shapes scale queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
+    if ((arch == "gemma2" && s.n_layer == 46) || (arch == "gemma3" && s.n_layer == 62))
+        for (LayerSpec& L : s.layers) L.attn.scale = 1.0f / std::sqrt(float(s.n_embd / L.attn.n_head));
     if (arch == "gemma2") {
-        s.final_softcap = float(m.real("final_logit_softcapping", 0.0));
-        const float attn_cap = float(m.real("attn_logit_softcapping", 0.0));
+        s.final_softcap = float(m.real("final_logit_softcapping", 30.0));
+        const float attn_cap = float(m.real("attn_logit_softcapping", 50.0));
         for (LayerSpec& L : s.layers) L.attn.softcap = attn_cap;
-        set_window_pattern(s, window, 2);
+        set_window_pattern(m, s, int(m.integer("attention.sliding_window", 4096)), 2);
     } else {
-        set_window_pattern(s, window, 6);
-        for (LayerSpec& L : s.layers) {
-            L.attn.qk_norm = QkNorm::PerHead;
-            // Local layers use their own RoPE base and no position scaling.
-            if (L.attn.window > 0) {
-                L.attn.rope.freq_base = float(m.real("rope.freq_base_swa", 10000.0));
-                L.attn.rope.scaling = RopeScaling::None;
-                L.attn.rope.factor = 1.0f;
-            }
+        s.final_softcap = float(m.real("final_logit_softcapping", 0.0));
+        set_window_pattern(m, s, int(m.integer("attention.sliding_window", 0)), 6);
+        for (LayerSpec& L : s.layers) L.attn.qk_norm = QkNorm::PerHead;
+    }
+    // Local layers use their own RoPE base (Gemma 3 defaults to 10000), and Gemma 3's local layers
+    // no position scaling.
+    const double base_swa = m.real("rope.freq_base_swa", arch == "gemma3" ? 10000.0 : -1.0);
+    for (LayerSpec& L : s.layers) {
+        if (L.attn.window <= 0) continue;
+        if (base_swa > 0) L.attn.rope.freq_base = float(base_swa);
+        if (arch == "gemma3") {
+            L.attn.rope.scaling = RopeScaling::None;
+            L.attn.rope.factor = 1.0f;
         }
     }
     return s;
@@ -216,6 +235,8 @@ ModelSpec olmo2_spec(const Meta& m) {
     ModelSpec s = common_spec(m, "olmo2");
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
     set_rope_neox(s);
+    // OLMo 3 files carry a sliding window with its layer pattern.
+    if (int window = int(m.integer("attention.sliding_window", 0)); window > 0) set_window_pattern(m, s, window, 4);
     for (LayerSpec& L : s.layers) {
         L.norm_placement = NormPlacement::Post;
         L.attn.qk_norm = QkNorm::FullWidth;
@@ -223,30 +244,29 @@ ModelSpec olmo2_spec(const Meta& m) {
     return s;
 }
 
-// Phi-3: fused QKV and fused gate/up projections, NeoX RoPE (possibly partial), optional
-// sliding window on every layer.
+// Phi-3: fused QKV and fused gate/up projections, NeoX RoPE (possibly partial). Files carry
+// `sliding_window` (2047), which llama.cpp ignores; so does vkllm, to stay comparable.
 ModelSpec phi3_spec(const Meta& m) {
     ModelSpec s = common_spec(m, "phi3");
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
     set_rope_neox(s);
-    const int window = int(m.integer("attention.sliding_window", 0));
     for (LayerSpec& L : s.layers) {
         L.attn.fused_qkv = true;
         L.ffn.fused_gate_up = true;
-        L.attn.window = window;
     }
     if (m.file().find_tensor("rope_factors_long.weight"))
         throw ModelError(m.file().path() + ": Phi-3 LongRoPE (rope_factors_long/short) is not supported yet");
     return s;
 }
 
-// SmolLM3: Llama layout where every n-th layer has no RoPE (NoPE).
+// SmolLM3: Llama layout where every 4th layer (3, 7, 11, ...) has no RoPE (NoPE). GGUF carries
+// no key for it: the interval is fixed, as in llama.cpp.
 ModelSpec smollm3_spec(const Meta& m) {
     ModelSpec s = common_spec(m, "smollm3");
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
-    const int interval = int(m.integer("no_rope_layer_interval", 4));
+    constexpr int kNoRopeInterval = 4;
     for (int l = 0; l < s.n_layer; ++l)
-        if (interval > 0 && (l + 1) % interval == 0) s.layers[size_t(l)].attn.rope.enabled = false;
+        if ((l + 1) % kNoRopeInterval == 0) s.layers[size_t(l)].attn.rope.enabled = false;
     return s;
 }
 
