@@ -96,7 +96,9 @@ void Forward::record_attention(int l, int T, int pos0) {
     if (a.rope.enabled) {
         s.mark("rope");
         ops::RopeParams rp = rope_params(a.rope);
-        const gpu::Buffer* freqs = a.rope.freq_factors ? w_.rope_freqs : nullptr;
+        const gpu::Buffer* freqs = a.rope.longrope       ? (n_ctx_ > a.rope.n_ctx_orig ? w_.rope_long : w_.rope_short)
+                                   : a.rope.freq_factors ? w_.rope_freqs
+                                                         : nullptr;
         ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
         ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
         s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");

@@ -254,8 +254,11 @@ ModelSpec phi3_spec(const Meta& m) {
         L.attn.fused_qkv = true;
         L.ffn.fused_gate_up = true;
     }
-    if (m.file().find_tensor("rope_factors_long.weight"))
-        throw ModelError(m.file().path() + ": Phi-3 LongRoPE (rope_factors_long/short) is not supported yet");
+    if (m.file().find_tensor("rope_factors_long.weight")) {
+        if (!m.file().find_tensor("rope_factors_short.weight"))
+            throw ModelError(m.file().path() + ": rope_factors_long without rope_factors_short");
+        for (LayerSpec& L : s.layers) L.attn.rope.longrope = true;
+    }
     return s;
 }
 
@@ -361,8 +364,8 @@ std::string ModelSpec::to_table() const {
         else std::snprintf(attn, sizeof attn, "global");
         if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
         else
-            std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
-                          double(a.rope.freq_base), name_of(a.rope.scaling));
+            std::snprintf(rope, sizeof rope, "%s %d base %g%s%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
+                          double(a.rope.freq_base), name_of(a.rope.scaling), a.rope.longrope ? " longrope" : "");
         std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.gated ? "gated " : "", name_of(L.ffn.activation), L.ffn.n_ff);
         char line[320];
         std::snprintf(line, sizeof line, "%5zu  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", i, heads, a.head_dim, attn, rope,

@@ -36,7 +36,10 @@ struct RopeSpec {
     int n_ctx_orig = 0;
     float attn_factor = 1.0f;
     float ext_factor = 0.0f, beta_fast = 32.0f, beta_slow = 1.0f;
-    bool freq_factors = false;  // the model has a rope_freqs tensor (Llama 3.x, LongRoPE)
+    bool freq_factors = false;  // the model has a rope_freqs tensor (Llama 3.x)
+    // Phi-3 LongRoPE: rope_factors_long / rope_factors_short divide each pair's frequency; the
+    // long set applies when the context exceeds n_ctx_orig (as llama.cpp chooses).
+    bool longrope = false;
 };
 
 struct AttentionSpec {

@@ -30,6 +30,10 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
     if (layer_norm) output_norm_b = vector("output_norm.bias", spec.n_embd);
     if (!spec.layers.empty() && spec.layers[0].attn.rope.freq_factors)
         rope_freqs = vector("rope_freqs.weight", spec.layers[0].attn.rope.n_dims / 2);
+    if (!spec.layers.empty() && spec.layers[0].attn.rope.longrope) {
+        rope_long = vector("rope_factors_long.weight", spec.layers[0].attn.rope.n_dims / 2);
+        rope_short = vector("rope_factors_short.weight", spec.layers[0].attn.rope.n_dims / 2);
+    }
 
     for (int l = 0; l < spec.n_layer; ++l) {
         const LayerSpec& L = spec.layers[size_t(l)];

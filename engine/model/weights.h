@@ -44,6 +44,8 @@ public:
     const gpu::Buffer* output_norm = nullptr;
     const gpu::Buffer* output_norm_b = nullptr;
     const gpu::Buffer* rope_freqs = nullptr;  // [n_rot/2] f32 or null
+    const gpu::Buffer* rope_long = nullptr;   // [n_rot/2] LongRoPE factors or null
+    const gpu::Buffer* rope_short = nullptr;
     std::vector<LayerWeights> layers;
 
     uint64_t bytes() const { return bytes_; }
