@@ -1,5 +1,6 @@
 #include "model/spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -154,6 +155,10 @@ ModelSpec llama_spec(const Meta& m) {
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
     if (m.has("expert_count") && m.integer("expert_count") > 0)
         throw ModelError(m.file().path() + ": llama with experts (Mixtral) is not supported yet");
+    // Mistral: a sliding window on every layer where the metadata gives one. (llama.cpp reads no
+    // window for `llama` and its converter writes none, so files in the wild rarely have it.)
+    const int window = int(m.integer("attention.sliding_window", 0));
+    for (LayerSpec& L : s.layers) L.attn.window = std::max(window, 0);
     return s;
 }
 

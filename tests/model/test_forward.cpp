@@ -139,3 +139,57 @@ TEST_F(ForwardTest, ProbesOffRecordNothing) {
 
 }  // namespace
 }  // namespace vkllm
+
+namespace vkllm {
+namespace {
+
+// A copy of a GGUF file with one more metadata key, written with the project's writer.
+std::string with_key(const gguf::File& f, const std::string& key, gguf::Value value, const std::string& name) {
+    gguf::Writer w;
+    for (const std::string& k : f.keys_in_order())
+        if (k != key) w.set(k, *f.find(k));
+    w.set(key, std::move(value));
+    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    std::string path = testing::TempDir() + "/" + name;
+    w.write(path);
+    return path;
+}
+
+// Mistral-style sliding window on every layer from `llama.attention.sliding_window`: the GPU
+// forward with its ring-buffer caches (wrapping with a small batch) against the CPU reference,
+// which keeps every position and masks by the window.
+TEST_F(ForwardTest, SlidingWindowFromMetadataMatchesTheCpuReference) {
+    const std::string path = with_key(model_->file(), "llama.attention.sliding_window", gguf::Value::from_u32(4),
+                                      "stories260K-window4.gguf");
+    auto windowed = Model::load(path);
+    ASSERT_EQ(windowed->spec().layers[0].attn.window, 4);
+    std::vector<int32_t> prompt = windowed->tokenizer().encode("Lily and Ben went to the park to play with a ball", true, false);
+    ASSERT_GT(prompt.size(), 8u);
+    for (int n_batch : {256, 3}) {
+        SessionOptions so;
+        so.n_batch = n_batch;
+        so.llama_cpp_rounding = false;
+        Session session(*windowed, so);
+        auto usage = session.kv_cache_usage();
+        if (n_batch == 3) {
+            EXPECT_EQ(usage.local_layers, windowed->spec().n_layer);  // rings of 4 + 3 - 1 slots
+            EXPECT_EQ(usage.global_layers, 0);
+        }
+        model::ReferenceForward ref(windowed->file(), windowed->spec(), session.n_ctx(), false);
+        auto got = session.eval(prompt, true);
+        auto want = ref.eval(prompt);
+        EXPECT_LT(test::nmse(got, want), 1e-8) << "batch " << n_batch;
+        for (int32_t t : {5, 100, 300, 7, 9}) {  // decode across the ring's wrap point
+            auto g = session.eval({t});
+            auto w = ref.eval({t});
+            EXPECT_LT(test::nmse(g, std::vector<float>(w.end() - windowed->spec().n_vocab, w.end())), 1e-8);
+        }
+    }
+    // The window changes what the model computes.
+    Session plain(*model_);
+    Session win(*windowed);
+    EXPECT_GT(test::max_abs_diff(plain.eval(prompt, true), win.eval(prompt, true)), 1e-2);
+}
+
+}  // namespace
+}  // namespace vkllm
