@@ -41,3 +41,18 @@ vkllm_shader(round_act_q8_32  round_act.comp BLOCK=32)
 vkllm_shader(round_act_q8_256 round_act.comp BLOCK=256)
 vkllm_shader(round_act_f16    round_act.comp BLOCK=1 ROUND_F16)
 vkllm_shader(round_act_bf16   round_act.comp BLOCK=1 ROUND_BF16)
+
+# --- Mixture of experts (helper G): routing, counting sort by expert, grouped expert matmuls
+# (moe_matvec_<type>[_sg] for few tokens, moe_matmul_<type> tiled over the sorted pairs),
+# weighted combine, expert-load probe.
+vkllm_shader(moe_route   moe_route.comp)
+vkllm_shader(moe_sort    moe_sort.comp)
+vkllm_shader(moe_combine moe_combine.comp)
+vkllm_shader(moe_load    moe_load.comp)
+foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4)
+  string(TOUPPER ${wtype} WTYPE)
+  vkllm_shader(moe_matvec_${wtype}    moe_matvec.comp WTYPE_${WTYPE})
+  vkllm_shader(moe_matvec_${wtype}_sg moe_matvec.comp WTYPE_${WTYPE} USE_SUBGROUP)
+  vkllm_shader(moe_matmul_${wtype}    moe_matmul.comp WTYPE_${WTYPE})
+endforeach()
+# --- end mixture of experts ---

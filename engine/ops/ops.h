@@ -148,4 +148,82 @@ void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offse
 void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
               int64_t stride = 0);
 
+// --- Mixture of experts -------------------------------------------------------------------------
+// Routing, grouping and the expert FFN stay on the GPU, with no readback. A MoE FFN records
+//   moe_route -> moe_sort (for the tiled path) -> moe_matmul (gate) and moe_matmul (up)
+//   -> swiglu over [n_tokens * top_k, n_ff] -> moe_matmul (down, x_per_pair) -> moe_combine
+// with a barrier between dependent steps. A (token, slot) pair is p = token * top_k + slot.
+
+// The router, with cpu::RouterParams's semantics (cpu::route is the reference):
+//   probs = softmax(logits) | sigmoid(logits) | the logits themselves (softmax_after_topk);
+//   score = probs + selection_bias; n_group > 1 keeps the experts of the topk_group groups whose
+//   two best scores sum highest; the top_k experts by score, best first (ties: lower index);
+//   weights = probs of the chosen (softmax over them with softmax_after_topk), divided by
+//   max(their sum, 2^-14) with norm_topk, times weights_scale (0 means 1).
+struct RouterParams {
+    enum Gating { Softmax, Sigmoid };
+    int n_expert = 0;                        // 1..kMaxExperts
+    int top_k = 0;                           // 1..n_expert
+    Gating gating = Softmax;
+    bool norm_topk = false;
+    const Buffer* selection_bias = nullptr;  // float [n_expert] or null (DeepSeek V3)
+    int n_group = 1;                         // > 1: group-limited routing (n_expert a multiple)
+    int topk_group = 1;
+    float weights_scale = 1.0f;
+    bool softmax_after_topk = false;         // Mixtral / gpt-oss; overrides gating
+};
+inline constexpr int kMaxExperts = 512;
+
+// logits: [n_tokens, n_expert] at logits_offset (floats) -> experts: int32 [n_tokens, top_k],
+// weights: float [n_tokens, top_k]. One workgroup per token.
+void moe_route(Stream& s, const Buffer& logits, uint64_t logits_offset, int64_t n_tokens, const RouterParams& p,
+               const Buffer& experts, const Buffer& weights);
+
+// Counting sort of the pairs by expert. experts: int32 [n_pairs] (moe_route's output, n_pairs =
+// n_tokens * top_k); sorted: int32 [moe_sort_ints(n_expert, n_pairs)], filled with
+//   [0, n_expert)                  counts: pairs routed to each expert
+//   [n_expert, 2 n_expert + 1)     offsets: exclusive prefix sums of the counts (last: the total)
+//   [2 n_expert + 1, + n_pairs)    pair indices grouped by expert, ascending (token, then slot)
+// Ids outside [0, n_expert) are left out. One workgroup.
+uint64_t moe_sort_ints(int n_expert, int64_t n_pairs);
+void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, const Buffer& sorted);
+
+// The experts' matrices: one 3-D GGUF tensor {n_in, n_out, n_expert}; expert e's matrix is rows
+// [e n_out, (e + 1) n_out) in ggml's layout. Any type gpu_supports(); the buffer holds at least
+// weight_buffer_bytes(type, n_in, n_out * n_expert) bytes.
+struct ExpertWeights {
+    TensorType type = TensorType::F32;
+    const Buffer* buffer = nullptr;
+    int64_t n_in = 0, n_out = 0, n_expert = 0;
+    const Buffer* bias = nullptr;  // float [n_expert, n_out] or null (gpt-oss's expert biases)
+};
+
+// A routed batch as the expert ops read it.
+struct MoeRouting {
+    const Buffer* experts = nullptr;  // int32 [n_tokens, top_k] (moe_route)
+    const Buffer* weights = nullptr;  // float [n_tokens, top_k] (moe_route)
+    const Buffer* sorted = nullptr;   // moe_sort's output for these pairs, or null
+    int64_t n_tokens = 0;
+    int top_k = 0;
+};
+
+// y[p, :] = W_{experts[p]} x[row(p), :] (+ bias[experts[p], :]) for every pair p, row(p) = p / top_k
+// (x: [n_tokens, n_in], the tokens' inputs) or, with x_per_pair, p (x: [n_tokens * top_k, n_in]).
+// y: [n_tokens * top_k, n_out] at y_offset. Few tokens (or no sort) take a matrix-vector product
+// per pair, indirect on the expert id; more take tiles over each expert's sorted pairs (pass
+// r.sorted from moe_sort with n_expert = w.n_expert). x and y must not overlap and must each fit
+// one binding (route fewer tokens per call otherwise); the weights are split into windows.
+void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_offset, bool x_per_pair,
+                const MoeRouting& r, const Buffer& y, uint64_t y_offset);
+
+// Weighted sum of the pairs' outputs: out[t, :] (+)= sum_k weights[t, k] y[t * top_k + k, :].
+// y: [n_tokens * top_k, n] at y_offset, out: [n_tokens, n] at out_offset (floats); accumulate adds
+// to out (the residual add fused in). out must not overlap y.
+void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting& r, const Buffer& out,
+                 uint64_t out_offset, int64_t n, bool accumulate = false);
+
+// Expert-load probe: load: float [n_expert, 2] = (pairs routed to expert e, sum of their weights);
+// accumulate adds to the values already there (counting over several steps).
+void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer& load, bool accumulate = false);
+
 }  // namespace vkllm::ops

@@ -1,0 +1,317 @@
+// Mixture-of-experts ops, all on the GPU: the router (shaders/moe_route.comp), the counting sort
+// by expert (moe_sort.comp), grouped expert matmuls (moe_matvec.comp for few tokens, tiled
+// moe_matmul.comp over the sorted pairs for many), the weighted combine (moe_combine.comp) and
+// the expert-load probe (moe_load.comp).
+#include <algorithm>
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+#include "ops/weight_ops.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+using detail::require;
+
+struct RoutePush {
+    uint32_t n_tokens, top_k, logits_base, bias_base, experts_base, weights_base, gating, has_bias, norm_topk,
+        n_group, topk_group;
+    float weights_scale;
+};
+constexpr uint32_t kGatingSoftmax = 0, kGatingSigmoid = 1, kGatingNone = 2;  // as moe_route.comp
+
+struct SortPush {
+    uint32_t n_pairs, experts_base, out_base;
+};
+
+struct MatvecPush {
+    uint32_t n_in, n_rows, w_base, row_bytes, expert_bytes, expert_first, expert_count, x_base, y_base, y_stride,
+        ids_base, pair0, n_pairs, top_k, x_per_pair, x_vec4, has_bias, bias_base, bias_stride;
+};
+
+struct MatmulPush {
+    uint32_t n_in, n_rows, w_base, row_bytes, expert_bytes, expert_first, expert_count, x_base, y_base, y_stride,
+        sort_base, n_expert, top_k, x_per_pair, x_vec4, tile0, has_bias, bias_base, bias_stride;
+};
+
+struct CombinePush {
+    uint32_t n, n_tokens, top_k, y_base, w_base, out_base, accumulate;
+};
+
+struct LoadPush {
+    uint32_t n_pairs, n_expert, ids_base, w_base, load_base, accumulate;
+};
+
+uint32_t next_pow2(uint32_t v) {
+    uint32_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+// Tile shape of moe_matmul.comp (as matmul.comp's): BM rows x BN pairs, BK of K per step,
+// TM x TN outputs per thread.
+struct Tiles {
+    uint32_t bm, bn, bk, tm, tn;
+    uint32_t threads() const { return (bm / tm) * (bn / tn); }
+    uint32_t shared_bytes() const { return 4 * bk * (bm + bn) + 8 * bn + 8; }
+};
+
+// The largest tile the device holds whose pair columns the experts fill at least half of, on
+// average over the experts that receive pairs.
+Tiles pick_tiles(const gpu::Capabilities& caps, double pairs_per_expert) {
+    static constexpr Tiles kCandidates[] = {
+        {128, 128, 16, 8, 8},  // 256 threads
+        {64, 64, 16, 4, 4},    // 256 threads
+        {64, 32, 16, 4, 4},    // 128 threads
+    };
+    static constexpr Tiles kSmallest = {32, 32, 16, 4, 4};  // 64 threads
+    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    for (const Tiles& t : kCandidates) {
+        if (t.shared_bytes() > caps.max_shared_memory || t.threads() > max_threads) continue;
+        if (pairs_per_expert <= double(t.bn) / 2) continue;
+        return t;
+    }
+    return kSmallest;
+}
+
+// Threads and rows per workgroup of moe_matvec.comp (as matvec's), from the 32-element units
+// in a row.
+void pick_matvec(const gpu::Capabilities& caps, uint64_t units, uint32_t* threads, uint32_t* rows) {
+    *threads = units >= 512 ? 128 : 64;
+    *rows = units >= 64 ? 2 : 4;
+    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    while (*threads > max_threads) *threads /= 2;
+}
+
+void check_routing(const MoeRouting& r, const char* op) {
+    require(r.experts && r.experts->valid(), op, "the routing has no expert-id buffer (moe_route's experts)");
+    require(r.n_tokens >= 0 && r.n_tokens < (int64_t(1) << 31), op,
+            "n_tokens " + std::to_string(r.n_tokens) + " is out of range");
+    require(r.top_k >= 1 && r.top_k <= kMaxExperts, op, "top_k " + std::to_string(r.top_k) + " is out of range");
+    require(uint64_t(r.n_tokens) * uint64_t(r.top_k) < (uint64_t(1) << 31), op, "too many (token, slot) pairs");
+}
+
+}  // namespace
+
+void moe_route(Stream& s, const Buffer& logits, uint64_t logits_offset, int64_t n_tokens, const RouterParams& p,
+               const Buffer& experts, const Buffer& weights) {
+    const char* op = "moe_route";
+    require(p.n_expert >= 1 && p.n_expert <= kMaxExperts, op,
+            "n_expert " + std::to_string(p.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
+    require(p.top_k >= 1 && p.top_k <= p.n_expert, op,
+            "top_k " + std::to_string(p.top_k) + " must be in [1, n_expert = " + std::to_string(p.n_expert) + "]");
+    require(p.n_group >= 1, op, "n_group must be at least 1");
+    if (p.n_group > 1) {
+        require(p.n_expert % p.n_group == 0, op,
+                "n_expert " + std::to_string(p.n_expert) + " is not a multiple of n_group " +
+                    std::to_string(p.n_group));
+        require(p.topk_group >= 1 && p.topk_group <= p.n_group, op,
+                "topk_group " + std::to_string(p.topk_group) + " must be in [1, n_group]");
+        require(p.top_k <= p.topk_group * (p.n_expert / p.n_group), op,
+                "top_k " + std::to_string(p.top_k) + " exceeds the experts in the kept groups");
+    }
+    require(n_tokens >= 0 && n_tokens < (int64_t(1) << 31), op, "n_tokens " + std::to_string(n_tokens) + " is out of range");
+    if (n_tokens == 0) return;
+
+    gpu::Context& ctx = s.context();
+    const uint64_t n_out = uint64_t(n_tokens) * uint64_t(p.top_k);
+    const detail::Window lw =
+        detail::window(ctx, logits, logits_offset, uint64_t(n_tokens) * uint64_t(p.n_expert), op, "logits");
+    const detail::Window ew = detail::window(ctx, experts, 0, n_out, op, "experts");
+    const detail::Window ww = detail::window(ctx, weights, 0, n_out, op, "weights");
+    const detail::Window bw =
+        p.selection_bias ? detail::window(ctx, *p.selection_bias, 0, uint64_t(p.n_expert), op, "selection_bias") : lw;
+
+    const uint32_t gating = p.softmax_after_topk ? kGatingNone
+                            : p.gating == RouterParams::Sigmoid ? kGatingSigmoid
+                                                                : kGatingSoftmax;
+    const RoutePush push{uint32_t(n_tokens), uint32_t(p.top_k), lw.shift, p.selection_bias ? bw.shift : 0u,
+                         ew.shift, ww.shift, gating, p.selection_bias ? 1u : 0u, p.norm_topk ? 1u : 0u,
+                         uint32_t(p.n_group), uint32_t(p.topk_group), p.weights_scale == 0.0f ? 1.0f : p.weights_scale};
+    const uint32_t wg = detail::workgroup_size(ctx, std::clamp<uint32_t>(next_pow2(uint32_t(p.n_expert)), 32, 256));
+    const auto& pipe = ctx.pipeline("moe_route", 4, sizeof(RoutePush), {wg, uint32_t(p.n_expert)});
+    const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_tokens), op);
+    s.dispatch(pipe, {lw.range, bw.range, ew.range, ww.range}, push, g.x, g.y);
+}
+
+uint64_t moe_sort_ints(int n_expert, int64_t n_pairs) {
+    require(n_expert >= 1 && n_pairs >= 0, "moe_sort_ints", "needs n_expert >= 1 and n_pairs >= 0");
+    return 2 * uint64_t(n_expert) + 1 + uint64_t(n_pairs);
+}
+
+void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, const Buffer& sorted) {
+    const char* op = "moe_sort";
+    require(n_expert >= 1 && n_expert <= kMaxExperts, op,
+            "n_expert " + std::to_string(n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
+    require(n_pairs >= 0 && n_pairs < (int64_t(1) << 31), op, "n_pairs " + std::to_string(n_pairs) + " is out of range");
+    gpu::Context& ctx = s.context();
+    const detail::Window ew = detail::window(ctx, experts, 0, uint64_t(n_pairs), op, "experts");
+    const detail::Window sw = detail::window(ctx, sorted, 0, moe_sort_ints(n_expert, n_pairs), op, "sorted");
+    const SortPush push{uint32_t(n_pairs), ew.shift, sw.shift};
+    const auto& pipe = ctx.pipeline("moe_sort", 2, sizeof(SortPush), {detail::workgroup_size(ctx, 256), uint32_t(n_expert)});
+    s.dispatch(pipe, {ew.range, sw.range}, push, 1);
+}
+
+void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_offset, bool x_per_pair,
+                const MoeRouting& r, const Buffer& y, uint64_t y_offset) {
+    const char* op = "moe_matmul";
+    check_routing(r, op);
+    require(w.n_expert >= 1 && w.n_expert <= kMaxExperts, op,
+            "n_expert " + std::to_string(w.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
+    require(w.n_out >= 1 && w.n_out < (int64_t(1) << 31), op, "n_out " + std::to_string(w.n_out) + " is out of range");
+    const weights::Layout layout =
+        weights::checked_layout(Weight{w.type, w.buffer, w.n_in, w.n_out * w.n_expert}, op);
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
+    if (n_pairs == 0) return;
+
+    gpu::Context& ctx = s.context();
+    const gpu::Capabilities& caps = ctx.caps();
+    const weights::Limits lim = weights::limits(caps);
+    const uint64_t usable = lim.max_binding - lim.align - 4;  // a window after its alignment slack
+    const uint64_t n_in = uint64_t(w.n_in), n_out = uint64_t(w.n_out), n_expert = uint64_t(w.n_expert);
+    const uint64_t row_bytes = layout.row_bytes, expert_bytes = row_bytes * n_out;
+    require(row_bytes <= usable, op, "one row of " + std::to_string(n_in) + " elements does not fit one binding");
+
+    // Activations: x rows per token or per pair, y rows per pair; each in one binding.
+    const uint64_t x_rows = x_per_pair ? n_pairs : uint64_t(r.n_tokens);
+    const uint64_t x_end = (x_offset + x_rows * n_in) * 4, y_end = (y_offset + n_pairs * n_out) * 4;
+    require(x.valid() && x_end <= x.size(), op,
+            "x needs " + std::to_string(x_end) + " bytes, its buffer holds " + std::to_string(x.size()));
+    require(y.valid() && y_end <= y.size(), op,
+            "y needs " + std::to_string(y_end) + " bytes, its buffer holds " + std::to_string(y.size()));
+    require(&x != &y || x_end <= y_offset * 4 || y_end <= x_offset * 4, op, "x and y overlap in the same buffer");
+    require(x_rows * n_in * 4 <= usable && n_pairs * n_out * 4 <= usable, op,
+            "the activations of " + std::to_string(r.n_tokens) + " tokens exceed one binding (" +
+                std::to_string(lim.max_binding) + " bytes): route fewer tokens per call");
+    const weights::Window xw = weights::window(x, x_offset * 4, x_end, lim, op, "x");
+    const weights::Window yw = weights::window(y, y_offset * 4, y_end, lim, op, "y");
+    const uint32_t x_base = xw.shift / 4;
+    const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;  // x quads 16-byte aligned
+
+    weights::Window bias_w{yw.range, 0};  // a placeholder binding when there is no bias
+    if (w.bias) {
+        require(w.bias->valid(), op, "the expert bias buffer is not allocated");
+        bias_w = weights::window(*w.bias, 0, n_expert * n_out * 4, lim, op, "expert bias");
+    }
+
+    // The tiled path needs the sort and pays off when experts get a few pairs each on average.
+    const bool tiled = r.sorted != nullptr && r.n_tokens > 1 && n_pairs >= 2 * n_expert;
+    const double pairs_per_expert = double(n_pairs) / double(std::min(n_expert, n_pairs));
+    const Tiles tiles = pick_tiles(caps, pairs_per_expert);
+    uint32_t mv_threads = 0, mv_rows = 0;
+    pick_matvec(caps, n_in / 32, &mv_threads, &mv_rows);
+    const std::string suffix = layout.format.suffix;
+    const gpu::Pipeline& pipe =
+        tiled ? ctx.pipeline("moe_matmul_" + suffix, 5, sizeof(MatmulPush),
+                             {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
+              : ctx.pipeline("moe_matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 5, sizeof(MatvecPush),
+                             {mv_threads, mv_rows});
+
+    // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
+    // ranges of one expert at a time.
+    const uint64_t grid_rows = uint64_t(lim.max_groups[0]) * (tiled ? tiles.bm : mv_rows);
+    const uint64_t rows_per_window = std::min({n_out, usable / row_bytes, grid_rows});
+    const uint64_t experts_per_window =
+        rows_per_window == n_out ? std::clamp<uint64_t>(usable / expert_bytes, 1, n_expert) : 1;
+
+    weights::Window sort_w{yw.range, 0}, ids_w{yw.range, 0};
+    if (tiled) {
+        const uint64_t ints = moe_sort_ints(int(n_expert), int64_t(n_pairs));
+        require(r.sorted->valid() && r.sorted->size() >= ints * 4, op,
+                "the sort buffer holds " + std::to_string(r.sorted->size()) + " bytes; moe_sort_ints needs " +
+                    std::to_string(ints * 4));
+        sort_w = weights::window(*r.sorted, 0, ints * 4, lim, op, "sorted pairs");
+    } else {
+        ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
+    }
+
+    for (uint64_t e0 = 0; e0 < n_expert; e0 += experts_per_window) {
+        const uint64_t ec = std::min(experts_per_window, n_expert - e0);
+        for (uint64_t r0 = 0; r0 < n_out; r0 += rows_per_window) {
+            const uint64_t nr = std::min(rows_per_window, n_out - r0);
+            const uint64_t begin = (e0 * n_out + r0) * row_bytes;
+            const weights::Window ww =
+                weights::window(*w.buffer, begin, begin + (ec - 1) * expert_bytes + nr * row_bytes, lim, op, "weight");
+            const uint32_t expert_stride = ec > 1 ? uint32_t(expert_bytes) : 0u;  // < 4 GiB when ec > 1
+            const uint32_t y_base = yw.shift / 4 + uint32_t(r0), bias_base = bias_w.shift / 4 + uint32_t(r0);
+            if (tiled) {
+                // Tiles: each expert takes ceil(count / BN), so at most n_pairs / BN plus one per expert.
+                const uint64_t n_tiles = (n_pairs + tiles.bn - 1) / tiles.bn + std::min(ec, n_pairs);
+                const uint64_t gx = (nr + tiles.bm - 1) / tiles.bm;
+                for (uint64_t t0 = 0; t0 < n_tiles; t0 += lim.max_groups[1]) {
+                    const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_tiles - t0);
+                    const MatmulPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
+                                          uint32_t(row_bytes), expert_stride,  uint32_t(e0),
+                                          uint32_t(ec),    x_base,             y_base,
+                                          uint32_t(n_out), sort_w.shift / 4,   uint32_t(n_expert),
+                                          uint32_t(r.top_k), x_per_pair ? 1u : 0u, x_vec4,
+                                          uint32_t(t0),    w.bias ? 1u : 0u,   bias_base,
+                                          uint32_t(n_out)};
+                    s.dispatch(pipe, {ww.range, xw.range, yw.range, sort_w.range, bias_w.range}, push, uint32_t(gx),
+                               uint32_t(gy));
+                }
+            } else {
+                const uint64_t gx = (nr + mv_rows - 1) / mv_rows;
+                for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
+                    const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
+                    const MatvecPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
+                                          uint32_t(row_bytes), expert_stride,  uint32_t(e0),
+                                          uint32_t(ec),    x_base,             y_base,
+                                          uint32_t(n_out), ids_w.shift / 4,    uint32_t(p0),
+                                          uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
+                                          x_vec4,          w.bias ? 1u : 0u,   bias_base,
+                                          uint32_t(n_out)};
+                    s.dispatch(pipe, {ww.range, xw.range, yw.range, ids_w.range, bias_w.range}, push, uint32_t(gx),
+                               uint32_t(gy));
+                }
+            }
+        }
+    }
+}
+
+void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting& r, const Buffer& out,
+                 uint64_t out_offset, int64_t n, bool accumulate) {
+    const char* op = "moe_combine";
+    check_routing(r, op);
+    require(r.weights && r.weights->valid(), op, "the routing has no weight buffer (moe_route's weights)");
+    require(n >= 1, op, "row length " + std::to_string(n) + " must be positive");
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k), values = uint64_t(r.n_tokens) * uint64_t(n);
+    require(values < (uint64_t(1) << 32) && n_pairs * uint64_t(n) < (uint64_t(1) << 32), op,
+            "more than 2^32 values");
+    if (values == 0) return;
+    require(&y != &out || (y_offset + n_pairs * uint64_t(n) <= out_offset || out_offset + values <= y_offset), op,
+            "y and out overlap in the same buffer");
+    gpu::Context& ctx = s.context();
+    const detail::Window yw = detail::window(ctx, y, y_offset, n_pairs * uint64_t(n), op, "y");
+    const detail::Window ww = detail::window(ctx, *r.weights, 0, n_pairs, op, "weights");
+    const detail::Window ow = detail::window(ctx, out, out_offset, values, op, "out");
+    const CombinePush push{uint32_t(n), uint32_t(r.n_tokens), uint32_t(r.top_k), yw.shift, ww.shift, ow.shift,
+                           accumulate ? 1u : 0u};
+    const uint32_t threads = detail::workgroup_size(ctx, 256);
+    const uint32_t groups =
+        uint32_t(std::clamp<uint64_t>((values + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
+    const auto& pipe = ctx.pipeline("moe_combine", 3, sizeof(CombinePush), {threads});
+    s.dispatch(pipe, {yw.range, ww.range, ow.range}, push, groups);
+}
+
+void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer& load, bool accumulate) {
+    const char* op = "moe_expert_load";
+    check_routing(r, op);
+    require(r.weights && r.weights->valid(), op, "the routing has no weight buffer (moe_route's weights)");
+    require(n_expert >= 1 && n_expert <= kMaxExperts, op,
+            "n_expert " + std::to_string(n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
+    gpu::Context& ctx = s.context();
+    const detail::Window ew = detail::window(ctx, *r.experts, 0, n_pairs, op, "experts");
+    const detail::Window ww = detail::window(ctx, *r.weights, 0, n_pairs, op, "weights");
+    const detail::Window lw = detail::window(ctx, load, 0, 2 * uint64_t(n_expert), op, "load");
+    const LoadPush push{uint32_t(n_pairs), uint32_t(n_expert), ew.shift, ww.shift, lw.shift, accumulate ? 1u : 0u};
+    const auto& pipe = ctx.pipeline("moe_load", 3, sizeof(LoadPush), {detail::workgroup_size(ctx, 64)});
+    const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_expert), op);
+    s.dispatch(pipe, {ew.range, ww.range, lw.range}, push, g.x, g.y);
+}
+
+}  // namespace vkllm::ops

@@ -1,0 +1,125 @@
+#version 450
+// Expert matrix-vector products for few tokens (MoE decode): workgroup (x, y) computes ROWS
+// consecutive rows of pair y's expert, y[p, row] = W_{experts[p]}[row, :] . x[row_of(p), :],
+// with p = pair0 + y a (token, slot) pair and row_of(p) = p / top_k (the token's input, shared by
+// its slots) or p (an input per pair). The expert weights are one 3-D tensor {n_in, n_out,
+// n_expert}: expert e's matrix is the rows [e n_out, (e + 1) n_out). This dispatch's weight
+// binding holds experts [expert_first, expert_first + expert_count) (rows [0, n_rows) of each
+// from the window's row 0); pairs routed elsewhere exit. The dot product is matvec.comp's:
+// threads stride over 32-element units dotted in the quantized domain (dequant_dot.glsl).
+#include "common.glsl"
+#ifdef USE_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a power of two)
+layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
+
+#include "dequant.glsl"  // binding 0: the weight words (this dispatch's window)
+#include "dequant_dot.glsl"
+layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_x_rows, n_in] from x_base
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
+layout(std430, binding = 2) buffer Y { float y[]; };             // [n_pairs, y_stride] from y_base
+layout(std430, binding = 3) readonly buffer Ids { int expert_ids[]; };  // [n_pairs] from ids_base
+layout(std430, binding = 4) readonly buffer Bias { float bias[]; };     // [n_expert, bias_stride]
+
+layout(push_constant) uniform Push {
+    uint n_in;          // row length (elements)
+    uint n_rows;        // rows of each expert in this dispatch
+    uint w_base;        // byte address of expert_first's row 0 in the weight binding
+    uint row_bytes;     // bytes per row
+    uint expert_bytes;  // bytes per expert (n_out rows)
+    uint expert_first;  // experts in the weight binding
+    uint expert_count;
+    uint x_base;        // index of x[0, 0] in the x binding
+    uint y_base;        // index of y[0, window's row 0] in the y binding
+    uint y_stride;      // floats between pairs in y (n_out)
+    uint ids_base;      // index of expert_ids[0]
+    uint pair0;         // first pair of this dispatch
+    uint n_pairs;       // pairs in this dispatch
+    uint top_k;
+    uint x_per_pair;    // 1: x row p; 0: x row p / top_k
+    uint x_vec4;        // 1: x_base and n_in are multiples of 4, so x quads can be read as vec4
+    uint has_bias;      // 1: y += bias[e, row]
+    uint bias_base;     // index of bias[expert 0, window's row 0]
+    uint bias_stride;   // floats between experts in bias (n_out)
+} pc;
+
+shared float partial[ROWS * WG];  // [ROWS][WG]
+
+uint row_addr[ROWS];
+float acc[ROWS];
+uint x_row_base;
+
+vec4 x_quad(uint e) {
+    const uint i = x_row_base + e;
+    if (pc.x_vec4 != 0u) return x4[i >> 2];
+    return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+}
+
+// Adds unit `unit` of every row to acc.
+void accumulate_unit(uint unit) {
+    const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
+    vec4 xv[8];
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row0 = gl_WorkGroupID.x * ROWS;
+    if (gl_WorkGroupID.y >= pc.n_pairs) return;  // uniform across the workgroup
+    const uint p = pc.pair0 + gl_WorkGroupID.y;
+    const int id = expert_ids[pc.ids_base + p];
+    if (id < int(pc.expert_first) || id >= int(pc.expert_first + pc.expert_count)) return;  // uniform
+    const uint ex = uint(id) - pc.expert_first;
+    x_row_base = pc.x_base + (pc.x_per_pair != 0u ? p : p / pc.top_k) * pc.n_in;
+
+    // Rows past the end repeat the last row (branch-free); their sums are not written.
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        row_addr[r] = pc.w_base + ex * pc.expert_bytes + min(row0 + r, pc.n_rows - 1u) * pc.row_bytes;
+        acc[r] = 0.0;
+    }
+
+    const uint n_units = (pc.n_in / BLOCK_ELEMS) * MV_UNITS;  // float types: whole groups of 32
+    uint unit = tid;
+    for (; unit + WG < n_units; unit += 2u * WG) {
+        accumulate_unit(unit);
+        accumulate_unit(unit + WG);
+    }
+    if (unit < n_units) accumulate_unit(unit);
+#ifdef W_FLOAT
+    // Float rows may end in a partial group of 32.
+    for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
+        const float xe = x[x_row_base + e];
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
+    }
+#endif
+
+#ifdef USE_SUBGROUP
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] = subgroupAdd(acc[r]);
+    if (subgroupElect()) {
+        [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + gl_SubgroupID] = acc[r];
+    }
+    barrier();
+    const uint n_partials = gl_NumSubgroups;
+#else
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + tid] = acc[r];
+    barrier();
+    for (uint stride = WG / 2u; stride > 1u; stride >>= 1) {
+        if (tid < stride) {
+            [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + tid] += partial[r * WG + tid + stride];
+        }
+        barrier();
+    }
+    const uint n_partials = min(WG, 2u);
+#endif
+    if (tid < ROWS && row0 + tid < pc.n_rows) {
+        float sum = 0.0;
+        for (uint i = 0u; i < n_partials; ++i) sum += partial[tid * WG + i];
+        if (pc.has_bias != 0u) sum += bias[pc.bias_base + uint(id) * pc.bias_stride + row0 + tid];
+        y[pc.y_base + p * pc.y_stride + row0 + tid] = sum;
+    }
+}
