@@ -1,6 +1,7 @@
 // vkllm run: generate text, streaming it to stdout as the tokens detokenise.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -18,7 +19,27 @@ namespace {
 const char* kUsage =
     "vkllm run -m MODEL.gguf [-p PROMPT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
-    "          [--seed S] [--device D] [--timings]";
+    "          [--seed S] [--device D] [--timings] [--expert-stats]";
+
+// Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.
+void print_expert_stats(const char* phase, const std::vector<ExpertLoad>& loads) {
+    if (loads.empty()) return;
+    std::fprintf(stderr, "vkllm: expert load (%s): layer  max  mean  cv  idle/experts\n", phase);
+    for (const ExpertLoad& e : loads) {
+        const size_t n = e.tokens.size();
+        double sum = 0, sq = 0, mx = 0;
+        int idle = 0;
+        for (float t : e.tokens) {
+            sum += t;
+            sq += double(t) * t;
+            mx = std::max(mx, double(t));
+            idle += t == 0;
+        }
+        const double mean = sum / double(n);
+        const double cv = mean > 0 ? std::sqrt(std::max(0.0, sq / double(n) - mean * mean)) / mean : 0.0;
+        std::fprintf(stderr, "  %5d  %5.0f  %6.2f  %5.2f  %d/%zu\n", e.layer, mx, mean, cv, idle, n);
+    }
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -28,7 +49,7 @@ int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b"},
-              {"--timings"});
+              {"--timings", "--expert-stats"});
     if (!o.has("-m")) throw UsageError("no model given (-m MODEL.gguf)");
     const int n_predict = int(o.integer("-n", 128));
     if (n_predict < 0) throw UsageError("-n must be >= 0");
@@ -51,6 +72,7 @@ int run(const Args& args) {
     so.n_ctx = int(o.integer("-c", 0));
     so.n_batch = int(o.integer("-b", 256));
     so.probes.timings = o.has("--timings");
+    so.probes.expert_load = o.has("--expert-stats");
     Session session(*model, so);
 
     const std::string prompt = o.str("-p", "");
@@ -111,6 +133,8 @@ int run(const Args& args) {
     std::fflush(stdout);
     const double decode_s = seconds_since(t1);
 
+    print_expert_stats("prompt", session.probes().expert_load_prefill);
+    print_expert_stats("decode", session.probes().expert_load_decode);
     if (so.probes.timings) {
         std::fprintf(stderr, "vkllm: GPU time by op (prompt + decode):\n");
         for (const auto& t : timings)

@@ -60,7 +60,8 @@ int max_q_dim(const ModelSpec& s) {
 
 int max_ff(const ModelSpec& s) {
     int m = 0;
-    for (const auto& L : s.layers) m = std::max(m, L.ffn.n_ff);
+    // A MoE layer's rows of all chosen experts per token: top_k * n_ff_expert.
+    for (const auto& L : s.layers) m = std::max({m, L.ffn.n_ff, L.ffn.moe.top_k * L.ffn.moe.n_ff_expert});
     return m;
 }
 
@@ -122,6 +123,25 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
         if (fresh) it->second = gpu::Buffer(ctx, uint64_t(c.slots) * 4, gpu::Memory::Host);
         c.slot_pos = &it->second;
         caches_.push_back(std::move(c));
+    }
+    int n_expert = 0, top_k = 0, n_ff_expert = 0;
+    for (const LayerSpec& L : spec.layers) {
+        n_expert = std::max(n_expert, L.ffn.moe.n_expert);
+        top_k = std::max(top_k, L.ffn.moe.top_k);
+        n_ff_expert = std::max(n_ff_expert, L.ffn.moe.n_ff_expert);
+        expert_load_.emplace_back();
+        if (L.ffn.moe.n_expert > 0)
+            expert_load_.back() = gpu::Buffer(ctx, uint64_t(L.ffn.moe.n_expert) * 2 * F, gpu::Memory::Host);
+    }
+    if (n_expert > 0) {
+        const uint64_t pairs = B * uint64_t(top_k);
+        router_logits_ = gpu::Buffer(ctx, B * uint64_t(n_expert) * F, gpu::Memory::Device);
+        moe_experts_ = gpu::Buffer(ctx, pairs * 4, gpu::Memory::Device);
+        moe_weights_ = gpu::Buffer(ctx, pairs * F, gpu::Memory::Device);
+        moe_sorted_ = gpu::Buffer(ctx, ops::moe_sort_ints(n_expert, int64_t(pairs)) * 4, gpu::Memory::Device);
+        moe_gate_ = gpu::Buffer(ctx, pairs * uint64_t(n_ff_expert) * F, gpu::Memory::Device);
+        moe_up_ = gpu::Buffer(ctx, pairs * uint64_t(n_ff_expert) * F, gpu::Memory::Device);
+        moe_down_ = gpu::Buffer(ctx, pairs * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
     }
     k_new_ = gpu::Buffer(ctx, B * widest_k, gpu::Memory::Device);
     v_new_ = gpu::Buffer(ctx, B * widest_v, gpu::Memory::Device);
@@ -278,6 +298,22 @@ void Forward::read_probes(int n_tokens, int pos0, const ProbeConfig& probes, Pro
         const float* src = static_cast<const float*>(probs_host_[i].mapped());
         p.probs.assign(src, src + size_t(p.n_head) * size_t(n_kv));
         results->attention.push_back(std::move(p));
+    }
+    if (probes.expert_load) {
+        // Counted this step; the session sums steps into its prefill and decode totals.
+        results->expert_load_step.clear();
+        for (int l = 0; l < spec_.n_layer; ++l) {
+            const int n = spec_.layers[size_t(l)].ffn.moe.n_expert;
+            if (n == 0) continue;
+            ExpertLoad e;
+            e.layer = l;
+            const float* v = static_cast<const float*>(expert_load_[size_t(l)].mapped());
+            for (int x = 0; x < n; ++x) {
+                e.tokens.push_back(v[2 * x]);
+                e.weight_sum.push_back(v[2 * x + 1]);
+            }
+            results->expert_load_step.push_back(std::move(e));
+        }
     }
     results->residual.clear();
     if (probes.residual_stats) {

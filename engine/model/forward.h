@@ -61,7 +61,7 @@ private:
                                 std::initializer_list<const ops::Weight*> weights);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
-    void record_ffn(int l, int n_tokens);
+    void record_ffn(int l, int n_tokens, bool probe_load);
     void record_embeddings(int n_tokens);
     // y = norm(x) over rows of n_embd with the model's norm kind (w, b may be null).
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
@@ -101,6 +101,15 @@ private:
     gpu::Buffer block_out_;  // [n_batch, n_embd] a block's output before its post-norm
     gpu::Buffer gate_, up_;  // [n_batch, n_ff]
     gpu::Buffer rounded_[5];  // by ops::ActRounding, [n_batch, widest]: activations rounded for matmuls
+    // MoE scratch (allocated when a layer has experts).
+    gpu::Buffer router_logits_;          // [n_batch, n_expert]
+    gpu::Buffer moe_experts_;            // int32 [n_batch, top_k]
+    gpu::Buffer moe_weights_;            // [n_batch, top_k]
+    gpu::Buffer moe_sorted_;             // int32, ops::moe_sort's layout
+    gpu::Buffer moe_gate_, moe_up_;      // [n_batch * top_k, n_ff_expert]
+    gpu::Buffer moe_down_;               // [n_batch * top_k, n_embd]
+    std::vector<gpu::Buffer> expert_load_;  // per layer, host [n_expert, 2] (expert-load probe)
+    void record_moe(int l, int n_tokens, const gpu::Buffer& in, bool probe_load);
     gpu::Buffer attn_scratch_;  // split-K partial results of decode attention
     gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
     gpu::Buffer logits_host_;

@@ -40,7 +40,7 @@ void Forward::record_embeddings(int T) {
 
 void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes) {
     record_attention(l, n_tokens, pos0);
-    record_ffn(l, n_tokens);
+    record_ffn(l, n_tokens, probes.expert_load);
     if (probes.residual_stats) {
         uint64_t bytes = uint64_t(n_tokens) * uint64_t(spec_.n_embd) * F;
         stream_.copy(x_, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * uint64_t(spec_.n_embd) * F, bytes);
@@ -151,7 +151,7 @@ void Forward::record_attention(int l, int T, int pos0) {
 
 // x += W_down · act(W_gate h) * (W_up h)   (gated: SwiGLU / GeGLU)
 // x += W_down · act(W_up h + b_up) + b_down (plain: GPT-2)
-void Forward::record_ffn(int l, int T) {
+void Forward::record_ffn(int l, int T, bool probe_load) {
     const LayerSpec& L = spec_.layers[size_t(l)];
     const LayerWeights& w = w_.layers[size_t(l)];
     gpu::Stream& s = stream_;
@@ -162,6 +162,10 @@ void Forward::record_ffn(int l, int T) {
         norm(x_, 0, w.ffn_norm, w.ffn_norm_b, h_, 0, T);
         s.barrier("the normalised FFN input is complete before the gate/up projections read it");
         in = &h_;
+    }
+    if (L.ffn.moe.n_expert > 0) {
+        record_moe(l, T, *in, probe_load);
+        return;
     }
     if (L.ffn.gated) {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
@@ -206,6 +210,64 @@ void Forward::record_ffn(int l, int T) {
     s.barrier("the post-normalised FFN output is complete before the residual add");
     s.mark("add");
     ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
+    s.barrier("the residual stream is complete before the next layer reads it");
+}
+
+namespace {
+// Activation rounding depends only on the weight type.
+ops::Weight rounding_key(const ops::ExpertWeights& e) {
+    ops::Weight w;
+    w.type = e.type;
+    return w;
+}
+}  // namespace
+
+// x += sum_k w_k · W_down,e_k (silu(W_gate,e_k h) * W_up,e_k h) over the top_k experts e_k the
+// router picks for each token; routing, grouping and the weighted sum stay on the GPU.
+void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
+    const LayerSpec& L = spec_.layers[size_t(l)];
+    const MoeSpec& moe = L.ffn.moe;
+    const LayerWeights& w = w_.layers[size_t(l)];
+    gpu::Stream& s = stream_;
+    const int64_t pairs = int64_t(T) * moe.top_k;
+
+    MatmulInputs mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.router});
+    s.mark("matmul");
+    ops::matmul(s, w.router, mi.of(w.router), mi.offset_of(w.router), router_logits_, 0, T);
+    s.barrier("router logits are complete before routing reads them");
+    ops::RouterParams rp;
+    rp.n_expert = moe.n_expert;
+    rp.top_k = moe.top_k;
+    rp.gating = moe.sigmoid ? ops::RouterParams::Sigmoid : ops::RouterParams::Softmax;
+    rp.norm_topk = moe.norm_topk;
+    rp.weights_scale = moe.weights_scale;
+    s.mark("moe_route");
+    ops::moe_route(s, router_logits_, 0, T, rp, moe_experts_, moe_weights_);
+    s.barrier("the chosen experts and weights are complete before grouping and the expert matmuls");
+    ops::MoeRouting r{&moe_experts_, &moe_weights_, nullptr, T, moe.top_k};
+    if (T > 1) {
+        ops::moe_sort(s, moe_experts_, pairs, moe.n_expert, moe_sorted_);
+        s.barrier("pairs grouped by expert are complete before the tiled expert matmuls");
+        r.sorted = &moe_sorted_;
+    }
+    if (probe_load) ops::moe_expert_load(s, r, moe.n_expert, expert_load_[size_t(l)]);
+
+    const ops::Weight gate_key = rounding_key(w.gate_exps), up_key = rounding_key(w.up_exps);
+    mi = prepare_inputs(in, 0, T, spec_.n_embd, {&gate_key, &up_key});
+    s.mark("moe_matmul");
+    ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), false, r, moe_gate_, 0);
+    ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), false, r, moe_up_, 0);
+    s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
+    s.mark("swiglu");
+    ops::swiglu(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert);
+    s.barrier("the experts' SwiGLU is complete before their down projections read it");
+    const ops::Weight down_key = rounding_key(w.down_exps);
+    mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key});
+    s.mark("moe_matmul");
+    ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, r, moe_down_, 0);
+    s.barrier("the experts' outputs are complete before their weighted sum");
+    s.mark("moe_combine");
+    ops::moe_combine(s, moe_down_, 0, r, x_, 0, spec_.n_embd, /*accumulate=*/true);
     s.barrier("the residual stream is complete before the next layer reads it");
 }
 

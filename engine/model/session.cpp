@@ -60,6 +60,16 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, bool all_lo
         s.forward->step(tokens.data() + done, n, s.n_past, all_logits, dst, s.probes,
                         s.probes.any() ? &s.results : nullptr);
         s.n_past += n;
+        if (s.probes.expert_load) {
+            auto& total = tokens.size() > 1 ? s.results.expert_load_prefill : s.results.expert_load_decode;
+            if (total.empty()) total = s.results.expert_load_step;
+            else
+                for (size_t i = 0; i < total.size(); ++i)
+                    for (size_t x = 0; x < total[i].tokens.size(); ++x) {
+                        total[i].tokens[x] += s.results.expert_load_step[i].tokens[x];
+                        total[i].weight_sum[x] += s.results.expert_load_step[i].weight_sum[x];
+                    }
+        }
         done += size_t(n);
     }
     return out;
@@ -67,7 +77,11 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, bool all_lo
 
 int Session::n_past() const { return impl_->n_past; }
 int Session::n_ctx() const { return impl_->forward->n_ctx(); }
-void Session::reset() { impl_->n_past = 0; }
+void Session::reset() {
+    impl_->n_past = 0;
+    impl_->results.expert_load_prefill.clear();
+    impl_->results.expert_load_decode.clear();
+}
 void Session::set_probes(const ProbeConfig& probes) { impl_->probes = probes; }
 const ProbeResults& Session::probes() const { return impl_->results; }
 uint64_t Session::kv_cache_bytes() const { return impl_->forward->kv_bytes(); }

@@ -118,7 +118,7 @@ ModelSpec common_spec(const Meta& m, const std::string& arch) {
         if (r.freq_factors && r.scaling == RopeScaling::None) r.scaling = RopeScaling::Llama3;
 
         L.ffn.n_ff = int(m.per_layer("feed_forward_length", l, 0));
-        require_positive(f, "feed_forward_length", L.ffn.n_ff, 1 << 20);
+        if (m.integer("expert_count", 0) <= 0) require_positive(f, "feed_forward_length", L.ffn.n_ff, 1 << 20);
         s.layers.push_back(L);
     }
     return s;
@@ -148,13 +148,31 @@ void set_rope_neox(ModelSpec& s) {
     for (LayerSpec& L : s.layers) L.attn.rope.neox = true;
 }
 
+// Mixture-of-experts FFNs read llama.cpp's keys: expert_count, expert_used_count,
+// expert_feed_forward_length (else feed_forward_length).
+void set_moe(const Meta& m, ModelSpec& s, bool norm_topk) {
+    const int n_expert = int(m.integer("expert_count", 0));
+    if (n_expert <= 0) return;
+    const int top_k = int(m.integer("expert_used_count"));
+    if (n_expert > 512 || top_k < 1 || top_k > n_expert)
+        throw ModelError(m.file().path() + ": expert_used_count " + std::to_string(top_k) + " of " +
+                         std::to_string(n_expert) + " experts is out of range");
+    for (LayerSpec& L : s.layers) {
+        L.ffn.moe.n_expert = n_expert;
+        L.ffn.moe.top_k = top_k;
+        L.ffn.moe.n_ff_expert = int(m.integer("expert_feed_forward_length", L.ffn.n_ff));
+        L.ffn.moe.norm_topk = norm_topk;
+        L.ffn.moe.weights_scale = float(m.real("expert_weights_scale", 1.0));
+    }
+}
+
 // Llama 1/2/3, TinyLlama, SmolLM, Mistral-style dense models: RMSNorm before attention and FFN,
 // RoPE with adjacent pairs (llama.cpp's converter permutes Q/K for it), SwiGLU.
 ModelSpec llama_spec(const Meta& m) {
     ModelSpec s = common_spec(m, "llama");
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
-    if (m.has("expert_count") && m.integer("expert_count") > 0)
-        throw ModelError(m.file().path() + ": llama with experts (Mixtral) is not supported yet");
+    // Mixtral: softmax over all experts, top-k, renormalised (= softmax over the chosen logits).
+    set_moe(m, s, /*norm_topk=*/true);
     // Mistral: a sliding window on every layer where the metadata gives one. (llama.cpp reads no
     // window for `llama` and its converter writes none, so files in the wild rarely have it.)
     const int window = int(m.integer("attention.sliding_window", 0));
@@ -267,6 +285,27 @@ ModelSpec phi3_spec(const Meta& m) {
     return s;
 }
 
+// Qwen3-MoE: Qwen3 attention (per-head QK-norm) with a MoE FFN, softmax gating renormalised.
+ModelSpec qwen3moe_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "qwen3moe");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    set_rope_neox(s);
+    for (LayerSpec& L : s.layers) L.attn.qk_norm = QkNorm::PerHead;
+    set_moe(m, s, /*norm_topk=*/true);
+    return s;
+}
+
+// OLMoE: pre-norm Llama layout with QK-norm over the whole q/k projections and a MoE FFN whose
+// softmax weights are not renormalised.
+ModelSpec olmoe_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "olmoe");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
+    set_rope_neox(s);
+    for (LayerSpec& L : s.layers) L.attn.qk_norm = QkNorm::FullWidth;
+    set_moe(m, s, /*norm_topk=*/false);
+    return s;
+}
+
 // SmolLM3: Llama layout where every 4th layer (3, 7, 11, ...) has no RoPE (NoPE). GGUF carries
 // no key for it: the interval is fixed, as in llama.cpp.
 ModelSpec smollm3_spec(const Meta& m) {
@@ -291,6 +330,8 @@ const std::map<std::string, FamilyFn>& families() {
         {"olmo2", olmo2_spec},
         {"phi3", phi3_spec},
         {"smollm3", smollm3_spec},
+        {"qwen3moe", qwen3moe_spec},
+        {"olmoe", olmoe_spec},
     };
     return table;
 }
@@ -371,7 +412,11 @@ std::string ModelSpec::to_table() const {
         else
             std::snprintf(rope, sizeof rope, "%s %d base %g%s%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
                           double(a.rope.freq_base), name_of(a.rope.scaling), a.rope.longrope ? " longrope" : "");
-        std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.gated ? "gated " : "", name_of(L.ffn.activation), L.ffn.n_ff);
+        if (L.ffn.moe.n_expert > 0)
+            std::snprintf(ffn, sizeof ffn, "moe %d/%d x %d%s", L.ffn.moe.top_k, L.ffn.moe.n_expert, L.ffn.moe.n_ff_expert,
+                          L.ffn.moe.norm_topk ? " renorm" : "");
+        else
+            std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.gated ? "gated " : "", name_of(L.ffn.activation), L.ffn.n_ff);
         char line[320];
         std::snprintf(line, sizeof line, "%5zu  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", i, heads, a.head_dim, attn, rope,
                       name_of(L.norm_placement), ffn, a.qk_norm == QkNorm::None ? "" : a.qk_norm == QkNorm::PerHead ? ", qk-norm" : ", qk-norm (full)", a.softcap > 0 ? ", softcap" : "");

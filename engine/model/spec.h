@@ -56,7 +56,18 @@ struct AttentionSpec {
     RopeSpec rope;
 };
 
+// A mixture-of-experts FFN: a router picks top_k of n_expert SwiGLU experts per token.
+struct MoeSpec {
+    int n_expert = 0;          // 0: a dense FFN
+    int top_k = 0;
+    int n_ff_expert = 0;       // each expert's hidden width
+    bool sigmoid = false;      // gating: softmax (default) or sigmoid over the router logits
+    bool norm_topk = false;    // renormalise the chosen weights to sum 1
+    float weights_scale = 1.0f;
+};
+
 struct FfnSpec {
+    MoeSpec moe;
     int n_ff = 0;
     Activation activation = Activation::SiLU;
     bool gated = true;       // act(gate) * up; false: act(up) (GPT-2)

@@ -83,7 +83,13 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         if (pre) w.ffn_norm = vector(p + "ffn_norm.weight", E);
         if (pre && layer_norm) w.ffn_norm_b = vector(p + "ffn_norm.bias", E);
         const int64_t ff = L.ffn.n_ff;
-        if (L.ffn.fused_gate_up) {
+        if (L.ffn.moe.n_expert > 0) {
+            const MoeSpec& moe = L.ffn.moe;
+            w.router = matrix(p + "ffn_gate_inp.weight", E, moe.n_expert);
+            w.gate_exps = experts(p + "ffn_gate_exps.weight", E, moe.n_ff_expert, moe.n_expert);
+            w.up_exps = experts(p + "ffn_up_exps.weight", E, moe.n_ff_expert, moe.n_expert);
+            w.down_exps = experts(p + "ffn_down_exps.weight", moe.n_ff_expert, E, moe.n_expert);
+        } else if (L.ffn.fused_gate_up) {
             // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
             w.gate = matrix_rows(p + "ffn_up.weight", E, 2 * ff, 0, ff);
             w.up = matrix_rows(p + "ffn_up.weight", E, 2 * ff, ff, ff);
@@ -91,7 +97,7 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             if (L.ffn.gated) w.gate = matrix(p + "ffn_gate.weight", E, ff);
             w.up = matrix(p + "ffn_up.weight", E, ff);
         }
-        w.down = matrix(p + "ffn_down.weight", ff, E);
+        if (L.ffn.moe.n_expert == 0) w.down = matrix(p + "ffn_down.weight", ff, E);
         if (L.ffn.bias) {
             w.b_up = vector(p + "ffn_up.bias", ff);
             w.b_down = vector(p + "ffn_down.bias", E);
@@ -138,6 +144,27 @@ ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t 
     w.n_out = n_out;
     w.buffer = upload(t.data + uint64_t(row0) * row_bytes, uint64_t(n_out) * row_bytes,
                       ops::weight_buffer_bytes(t.type, n_in, n_out));
+    return w;
+}
+
+ops::ExpertWeights Weights::experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert) {
+    const gguf::TensorInfo* t = file_.find_tensor(name);
+    if (!t) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
+    if (t->dims.size() != 3 || int64_t(t->dims[0]) != n_in || int64_t(t->dims[1]) != n_out ||
+        int64_t(t->dims[2]) != n_expert)
+        throw ModelError(file_.path() + ": tensor '" + name + "' has shape " + shape_text(t->dims) + ", expected [" +
+                         std::to_string(n_in) + ", " + std::to_string(n_out) + ", " + std::to_string(n_expert) + "]");
+    if (!ops::gpu_supports(t->type)) {
+        auto traits = gguf::type_traits(t->type);
+        throw ModelError(file_.path() + ": tensor '" + name + "' has type " + (traits ? traits->name : "?") +
+                         ", which the GPU kernels do not support yet");
+    }
+    ops::ExpertWeights w;
+    w.type = t->type;
+    w.n_in = n_in;
+    w.n_out = n_out;
+    w.n_expert = n_expert;
+    w.buffer = upload(t->data, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out * n_expert));
     return w;
 }
 

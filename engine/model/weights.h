@@ -29,6 +29,9 @@ struct LayerWeights {
     const gpu::Buffer* ffn_norm_b = nullptr;
     ops::Weight gate, up, down;                   // gate/up: {n_embd, n_ff}; down: {n_ff, n_embd}
     const gpu::Buffer *b_up = nullptr, *b_down = nullptr;
+    // MoE: the router {n_embd, n_expert} and the experts' 3-D tensors.
+    ops::Weight router;
+    ops::ExpertWeights gate_exps, up_exps, down_exps;
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
 };
 
@@ -58,6 +61,7 @@ private:
     // Elements [first, first + n) of a vector with `total` elements.
     const gpu::Buffer* vector_part(const std::string& name, int64_t total, int64_t first, int64_t n);
     const gguf::TensorInfo& tensor(const std::string& name, int64_t n_in, int64_t n_out);
+    ops::ExpertWeights experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert);
     const gpu::Buffer* upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes = 0);
 
     gpu::Context& ctx_;

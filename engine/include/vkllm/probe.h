@@ -10,7 +10,8 @@ struct ProbeConfig {
     std::vector<int> attention_layers;  // layers whose attention probabilities are recorded
     bool residual_stats = false;        // per-layer residual-stream statistics
     bool timings = false;               // GPU time per op family (timestamp queries)
-    bool any() const { return !attention_layers.empty() || residual_stats || timings; }
+    bool expert_load = false;           // MoE layers: tokens and gate weight per expert
+    bool any() const { return !attention_layers.empty() || residual_stats || timings || expert_load; }
 };
 
 // Attention probabilities of the newest token of a step, every head.
@@ -38,10 +39,22 @@ struct OpTiming {
     int count = 0;    // dispatches
 };
 
+// Routing of one MoE layer: per expert, the (token, slot) pairs routed to it and the sum of
+// their gate weights.
+struct ExpertLoad {
+    int layer = 0;
+    std::vector<float> tokens;       // [n_expert]
+    std::vector<float> weight_sum;   // [n_expert]
+};
+
 struct ProbeResults {
     std::vector<AttentionProbe> attention;
     std::vector<ResidualStat> residual;
     std::vector<OpTiming> timings;
+    // Expert load summed over the session's prompt passes (evals of several tokens) and decode
+    // steps (evals of one token) since it began or was reset.
+    std::vector<ExpertLoad> expert_load_prefill, expert_load_decode;
+    std::vector<ExpertLoad> expert_load_step;  // of the last forward pass alone
 };
 
 }  // namespace vkllm
