@@ -54,6 +54,28 @@ std::vector<TensorRule> gated_ffn(bool post_norm) {
     return t;
 }
 
+// Mixture of experts as llama.cpp reads it (build_moe_ffn): a router `ffn_gate_inp` [n_embd, n_expert]
+// (ggml order: rows of n_embd, one per expert) and each expert's SwiGLU FFN stacked along the
+// third dim: gate/up [n_embd, n_ff_exp, n_expert], down [n_ff_exp, n_embd, n_expert].
+std::vector<TensorRule> moe_ffn(Presence presence) {
+    return {
+        {"blk.{L}.ffn_gate_inp.weight", {D::Embd, D::Expert}, Init::Matrix, presence},
+        {"blk.{L}.ffn_gate_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, presence},
+        {"blk.{L}.ffn_down_exps.weight", {D::FfExp, D::Embd, D::Expert}, Init::Matrix, presence},
+        {"blk.{L}.ffn_up_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, presence},
+    };
+}
+
+// The FFN of a family whose layers are either dense or MoE (llama: Mixtral): ffn_norm, then the
+// dense projections without experts or the MoE tensors with them.
+std::vector<TensorRule> dense_or_moe_ffn() {
+    std::vector<TensorRule> t = gated_ffn(false);
+    for (TensorRule& r : t)
+        if (r.name != "blk.{L}.ffn_norm.weight") r.presence = Presence::Dense;
+    for (const TensorRule& r : moe_ffn(Presence::Moe)) t.push_back(r);
+    return t;
+}
+
 std::vector<TensorRule> concat(std::vector<TensorRule> a, const std::vector<TensorRule>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
@@ -67,11 +89,15 @@ std::vector<TensorRule> without(std::vector<TensorRule> t, Presence p) {
 std::vector<ArchTable> make_tables() {
     std::vector<ArchTable> tables;
 
-    // Llama 1/2/3, SmolLM, TinyLlama: pre-RMSNorm, RoPE, SwiGLU; Llama 3.x rope_freqs.
+    // Llama 1/2/3, SmolLM, TinyLlama: pre-RMSNorm, RoPE, SwiGLU; Llama 3.x rope_freqs. With
+    // --n-expert, Mixtral: the converter writes arch llama with expert_count/expert_used_count and
+    // experts of width feed_forward_length; llama.cpp routes with softmax, top-k, renormalised.
     ArchTable llama;
     llama.name = "llama";
     llama.globals = embeddings_and_head();
-    llama.per_layer = concat(attention({}), gated_ffn(false));
+    llama.per_layer = concat(attention({}), dense_or_moe_ffn());
+    llama.moe = MoeSupport::Optional;
+    llama.default_n_expert_used = 2;
     tables.push_back(llama);
 
     // Qwen2 / Qwen2.5: llama plus q, k, v biases; llama.cpp sizes wq as [n_embd, n_embd].
@@ -217,6 +243,50 @@ std::vector<ArchTable> make_tables() {
     smollm3.norm_eps = 1e-6f;
     smollm3.rope_freq_base = 5000000.0f;
     tables.push_back(smollm3);
+
+    // Qwen3-MoE: Qwen3's attention (per-head q/k RMSNorm, NeoX RoPE, head_dim free) and MoE FFNs
+    // of width expert_feed_forward_length in every layer; llama.cpp renormalises the top-k weights
+    // (norm_w hard-coded true, no key read). No shared expert.
+    ArchTable qwen3moe;
+    qwen3moe.name = "qwen3moe";
+    qwen3moe.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    qwen3moe.per_layer = concat(attention({.qk_norm = true}), concat({{"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm}},
+                                                                     moe_ffn(Presence::Always)));
+    qwen3moe.norm_eps = 1e-6f;
+    qwen3moe.rope_freq_base = 1000000.0f;
+    qwen3moe.moe = MoeSupport::Required;
+    qwen3moe.default_n_expert = 16;
+    qwen3moe.default_n_expert_used = 4;
+    qwen3moe.writes_expert_ff_length = true;
+    tables.push_back(qwen3moe);
+
+    // OLMoE: llama layout with RMSNorm over the whole q and k projections (weights [n_embd]: llama.cpp
+    // sizes both as n_embd, so multi-head attention only), NeoX RoPE, MoE FFNs of width
+    // feed_forward_length in every layer; top-k softmax weights NOT renormalised (norm_w false).
+    // output.weight required.
+    ArchTable olmoe;
+    olmoe.name = "olmoe";
+    olmoe.globals = without(without(embeddings_and_head(), Presence::Llama3Rope), Presence::Untied);
+    olmoe.globals.push_back({"output.weight", {D::Embd, D::Vocab}, Init::Matrix});
+    olmoe.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_q_norm.weight", {D::QProj}, Init::Norm},
+        {"blk.{L}.attn_k_norm.weight", {D::KvProj}, Init::Norm},
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+    };
+    olmoe.per_layer = concat(olmoe.per_layer, moe_ffn(Presence::Always));
+    olmoe.norm_eps = 1e-5f;
+    olmoe.head_dim_free = false;
+    olmoe.mha_only = true;
+    olmoe.never_tied = true;
+    olmoe.moe = MoeSupport::Required;
+    olmoe.default_n_expert = 16;
+    olmoe.default_n_expert_used = 4;
+    tables.push_back(olmoe);
 
     return tables;
 }

@@ -23,6 +23,8 @@ enum class Dim {
     Ctx,       // n_ctx (learned position embeddings)
     QkvProj,   // QProj + 2 * KvProj (fused q/k/v: rows [q; k; v])
     FfPair,    // 2 * n_ff (fused gate/up: rows [gate; up])
+    Expert,    // n_expert (mixture of experts)
+    FfExp,     // one expert's FFN width: expert_feed_forward_length where the family has it, else n_ff
 };
 
 enum class Init {
@@ -40,6 +42,15 @@ enum class Presence {
     Untied,      // only when the output projection is not tied to token_embd
     Llama3Rope,  // only with llama3 rope scaling
     LongRope,    // only with longrope rope scaling (Phi-3)
+    Dense,       // only without experts (n_expert == 0)
+    Moe,         // only with experts (n_expert > 0)
+};
+
+// Whether a family's FFN is a mixture of experts.
+enum class MoeSupport {
+    None,      // dense only
+    Optional,  // dense unless --n-expert is given (llama: Mixtral is arch llama with experts)
+    Required,  // always experts (qwen3moe, olmoe)
 };
 
 enum class NormKind {
@@ -66,6 +77,7 @@ struct ArchTable {
     bool partial_rope = false;            // rope.dimension_count may be below head_dim (Phi-3)
     bool head_dim_free = true;            // false: llama.cpp requires n_head * head_dim == n_embd
     bool writes_head_count_kv = true;     // false: no head_count_kv key, MHA only (GPT-2's converter)
+    bool mha_only = false;                // llama.cpp's tensor shapes need n_head_kv == n_head (OLMoE's k norm)
     bool always_write_head_dims = false;  // key_length/value_length even when head_dim == n_embd/n_head
     bool always_tied = false;             // llama.cpp never reads an output.weight for this family
     bool never_tied = false;              // llama.cpp requires output.weight (OLMo 2)
@@ -74,6 +86,11 @@ struct ArchTable {
     // means read but not written unless asked for (Gemma 3's optional final soft-cap).
     float default_attn_softcap = 0.0f;    // <arch>.attn_logit_softcapping
     float default_final_softcap = 0.0f;   // <arch>.final_logit_softcapping
+    // Mixture of experts: <arch>.expert_count / expert_used_count when n_expert > 0.
+    MoeSupport moe = MoeSupport::None;
+    int default_n_expert = 0;             // MoeSupport::Required: when --n-expert is not given
+    int default_n_expert_used = 0;        // when --n-expert-used is not given
+    bool writes_expert_ff_length = false; // <arch>.expert_feed_forward_length sizes the experts (Qwen MoE)
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

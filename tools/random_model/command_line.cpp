@@ -69,6 +69,9 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--n-ctx") c.n_ctx = parse_count(opt, val);
         else if (opt == "--head-dim") c.head_dim = parse_count(opt, val);
         else if (opt == "--rope-dims") c.rope_dims = parse_count(opt, val);
+        else if (opt == "--n-expert") c.n_expert = parse_count(opt, val);
+        else if (opt == "--n-expert-used") c.n_expert_used = parse_count(opt, val);
+        else if (opt == "--n-ff-exp") c.n_ff_exp = parse_count(opt, val);
         else if (opt == "--sliding-window") c.sliding_window = parse_count(opt, val);
         else if (opt == "--type") {
             auto t = gguf::type_from_name(val);
@@ -101,6 +104,9 @@ std::string usage(const std::string& default_vocab) {
            "  --name N              general.name (default random-<arch>)\n"
            "  --n-embd N --n-layer N --n-head N --n-head-kv N --n-ff N --n-ctx N\n"
            "                        sizes (defaults 64, 2, 4, 2, 160, 256)\n"
+           "  --n-expert E          experts per layer (llama: Mixtral when given; qwen3moe, olmoe default 16)\n"
+           "  --n-expert-used K     experts per token (default llama 2, qwen3moe/olmoe 4)\n"
+           "  --n-ff-exp F          one expert's FFN width (qwen3moe; default --n-ff; others use --n-ff)\n"
            "  --head-dim D          per-head size (default n_embd / n_head)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"

@@ -19,7 +19,7 @@ namespace {
 
 // Sizes every symbolic Dim resolves to.
 struct Sizes {
-    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, rope_half, ctx;
+    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, rope_half, ctx, expert, ff_exp;
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -33,6 +33,8 @@ struct Sizes {
             case Dim::Ctx: return ctx;
             case Dim::QkvProj: return q_proj + 2 * kv_proj;
             case Dim::FfPair: return 2 * ff;
+            case Dim::Expert: return expert;
+            case Dim::FfExp: return ff_exp;
         }
         return 0;
     }
@@ -105,6 +107,35 @@ void require(bool ok, const std::string& message) {
     if (!ok) throw ConfigError(message);
 }
 
+// Fills in and checks the mixture-of-experts sizes.
+void validate_experts(RandomModelConfig& c, const ArchTable& arch) {
+    const int kMaxExperts = 512;  // LLAMA_MAX_EXPERTS
+    require(c.n_expert >= 0 && c.n_expert_used >= 0 && c.n_ff_exp >= 0, "expert sizes must be positive");
+    if (arch.moe == MoeSupport::None) {
+        require(c.n_expert == 0 && c.n_expert_used == 0 && c.n_ff_exp == 0,
+                arch.name + " has no mixture of experts; drop --n-expert, --n-expert-used and --n-ff-exp");
+        return;
+    }
+    if (c.n_expert == 0) c.n_expert = arch.default_n_expert;
+    if (c.n_expert == 0) {  // a dense model of a family with optional experts
+        require(c.n_expert_used == 0 && c.n_ff_exp == 0, "--n-expert-used and --n-ff-exp need --n-expert");
+        return;
+    }
+    require(c.n_expert <= kMaxExperts, "--n-expert must be at most " + std::to_string(kMaxExperts));
+    if (c.n_expert_used == 0) c.n_expert_used = std::min(arch.default_n_expert_used, c.n_expert);
+    require(c.n_expert_used >= 1 && c.n_expert_used <= c.n_expert,
+            "--n-expert-used " + std::to_string(c.n_expert_used) + " must be between 1 and --n-expert " +
+                std::to_string(c.n_expert));
+    if (arch.writes_expert_ff_length) {
+        if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff;
+        require(c.n_ff_exp <= (1 << 20), "--n-ff-exp is too large");
+    } else {
+        require(c.n_ff_exp == 0 || c.n_ff_exp == c.n_ff,
+                arch.name + "'s experts are feed_forward_length wide in llama.cpp; use --n-ff, not --n-ff-exp");
+        c.n_ff_exp = c.n_ff;
+    }
+}
+
 // Checks the configuration against the family; returns it with defaults filled in.
 RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     const int kMaxSize = 1 << 20;
@@ -132,6 +163,8 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
             arch.name + " needs head_dim * n_head == n_embd (llama.cpp sizes its projections so); drop --head-dim");
     require(arch.writes_head_count_kv || c.n_head_kv == c.n_head,
             arch.name + " has multi-head attention only (its files carry no head_count_kv); set --n-head-kv to --n-head");
+    require(!arch.mha_only || c.n_head_kv == c.n_head,
+            arch.name + " has multi-head attention only in llama.cpp (its k norm is sized n_embd); set --n-head-kv to --n-head");
     if (!arch.uses_rope) {
         require(c.rope_dims == 0, arch.name + " has no RoPE; drop --rope-dims");
     } else if (c.rope_dims == 0) {
@@ -180,6 +213,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
             arch.name + " has no attention-logit soft-capping in llama.cpp; drop --attn-softcap");
     require(c.final_softcap == 0.0f || arch.default_final_softcap != 0.0f,
             arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
+    validate_experts(c, arch);
     if (c.attn_softcap == 0.0f) c.attn_softcap = std::max(0.0f, arch.default_attn_softcap);
     if (c.final_softcap == 0.0f) c.final_softcap = std::max(0.0f, arch.default_final_softcap);
     return c;
@@ -218,6 +252,8 @@ bool present(Presence p, const RandomModelConfig& c) {
         case Presence::Untied: return !c.tied;
         case Presence::Llama3Rope: return c.rope_scaling.kind == RopeScalingConfig::Kind::Llama3;
         case Presence::LongRope: return c.rope_scaling.kind == RopeScalingConfig::Kind::LongRope;
+        case Presence::Dense: return c.n_expert == 0;
+        case Presence::Moe: return c.n_expert > 0;
     }
     return false;
 }
@@ -345,6 +381,8 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.kv_proj = uint64_t(c.n_head_kv) * sizes.head_dim;
     sizes.rope_half = uint64_t(c.rope_dims) / 2;
     sizes.ctx = uint64_t(c.n_ctx);
+    sizes.expert = uint64_t(c.n_expert);
+    sizes.ff_exp = uint64_t(c.n_ff_exp);
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -379,6 +417,11 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     if (r.kind == RopeScalingConfig::Kind::LongRope) {
         w.set(a + "rope.scaling.original_context_length", Value::from_u32(uint32_t(r.original_context)));
         w.set(a + "rope.scaling.attn_factor", Value::from_f32(longrope_attn_factor(c.n_ctx, r.original_context)));
+    }
+    if (c.n_expert > 0) {
+        w.set(a + "expert_count", Value::from_u32(uint32_t(c.n_expert)));
+        w.set(a + "expert_used_count", Value::from_u32(uint32_t(c.n_expert_used)));
+        if (arch->writes_expert_ff_length) w.set(a + "expert_feed_forward_length", Value::from_u32(uint32_t(c.n_ff_exp)));
     }
     if (c.sliding_window > 0) w.set(a + "attention.sliding_window", Value::from_u32(uint32_t(c.sliding_window)));
     if (c.attn_softcap > 0.0f) w.set(a + "attn_logit_softcapping", Value::from_f32(c.attn_softcap));

@@ -50,13 +50,17 @@ struct RandomModelConfig {
     int sliding_window = 0;          // 0: the architecture's default (if it has sliding windows)
     float attn_softcap = 0.0f;       // attention-logit soft-cap; 0: the architecture's default
     float final_softcap = 0.0f;      // final-logit soft-cap; 0: the architecture's default
+    int n_expert = 0;                // experts per MoE layer; 0: the architecture's default (none for llama)
+    int n_expert_used = 0;           // experts chosen per token; 0: the architecture's default
+    int n_ff_exp = 0;                // one expert's FFN width (qwen3moe only); 0: n_ff
 };
 
 // LongRoPE's magnitude correction as convert_hf_to_gguf.py computes it for Phi-3:
 // sqrt(1 + ln(s) / ln(original_context)) with s = n_ctx / original_context, 1 when s <= 1.
 float longrope_attn_factor(int n_ctx, int original_context);
 
-// Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3.
+// Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3,
+// qwen3moe, olmoe.
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:
