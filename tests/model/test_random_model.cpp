@@ -394,7 +394,7 @@ TEST(RandomModel, OtherFamiliesHaveTheirTensorsAndKeys) {
     for (const std::string& arch : random_model::architectures()) {
         c = RandomModelConfig{};
         c.arch = arch;
-        if (arch == "gpt2") c.n_head_kv = c.n_head;  // MHA only
+        if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;  // MHA only
         EXPECT_EQ(model_file(c)->get_string("general.architecture"), arch);
     }
 }
@@ -598,7 +598,7 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
         RandomModelConfig c;
         c.arch = arch;
         c.n_layer = 4;
-        if (arch == "gpt2") c.n_head_kv = c.n_head;
+        if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;
         if (arch == "phi3") c.rope_dims = 12;
         model::ModelSpec s = model::ModelSpec::from_gguf(*model_file(c));
         EXPECT_EQ(s.arch, arch);
@@ -740,30 +740,98 @@ TEST(RandomModel, WritesAFileWithTheSharedVocabulary) {
     std::filesystem::remove(out);
 }
 
-// The committed golden models (tests/golden/families, made by scripts/make-golden-families.sh
-// from models.txt) are what the generator writes today: if this fails, the generator changed and
-// the golden logits no longer describe the files it makes; rerun the script.
+// The committed golden models (tests/golden/families and tests/golden/moe, made by
+// scripts/make-golden-families.sh and make-golden-moe.sh from models.txt) are what the generator
+// writes today: if this fails, the generator changed and the golden logits no longer describe the
+// files it makes; rerun the script.
 TEST(RandomModel, GoldenFamilyModelsAreReproducible) {
     VKLLM_REQUIRE_SHARED(shared);
-    const std::string dir = test::source_dir() + "/tests/golden/families";
     auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
-    std::ifstream table(dir + "/models.txt");
-    ASSERT_TRUE(table) << dir << "/models.txt";
-    int models = 0;
-    for (std::string line; std::getline(table, line);) {
-        auto words = random_model::split_words(line);
-        if (words.empty() || words[0][0] == '#') continue;
-        const std::string name = words[0];
-        words.erase(words.begin());
-        const auto cl = random_model::parse_command_line(words, "");
-        SCOPED_TRACE(name);
-        EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
-        // One logits row of the vocabulary's size per prompt token.
-        const auto token_bytes = test::read_file(dir + "/" + name + ".tokens.txt");
-        const auto tokens = random_model::split_words(std::string(token_bytes.begin(), token_bytes.end()));
-        EXPECT_GE(tokens.size(), 40u);
-        EXPECT_EQ(test::read_file(dir + "/" + name + ".logits.f32").size(), tokens.size() * 512 * sizeof(float));
-        ++models;
+    for (const auto& [subdir, expected_models] : {std::pair{"families", 12}, std::pair{"moe", 3}}) {
+        SCOPED_TRACE(subdir);
+        const std::string dir = test::source_dir() + "/tests/golden/" + subdir;
+        std::ifstream table(dir + "/models.txt");
+        ASSERT_TRUE(table) << dir << "/models.txt";
+        int models = 0;
+        for (std::string line; std::getline(table, line);) {
+            auto words = random_model::split_words(line);
+            if (words.empty() || words[0][0] == '#') continue;
+            const std::string name = words[0];
+            words.erase(words.begin());
+            const auto cl = random_model::parse_command_line(words, "");
+            SCOPED_TRACE(name);
+            EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
+            // One logits row of the vocabulary's size per prompt token.
+            const auto token_bytes = test::read_file(dir + "/" + name + ".tokens.txt");
+            const auto tokens = random_model::split_words(std::string(token_bytes.begin(), token_bytes.end()));
+            EXPECT_GE(tokens.size(), 40u);
+            EXPECT_EQ(test::read_file(dir + "/" + name + ".logits.f32").size(), tokens.size() * 512 * sizeof(float));
+            ++models;
+        }
+        EXPECT_EQ(models, expected_models);
     }
-    EXPECT_EQ(models, 11);
+}
+
+// Mixture of experts with llama.cpp's names and shapes (ggml order): router ffn_gate_inp
+// [n_embd, n_expert], experts gate/up [n_embd, n_ff_exp, n_expert], down [n_ff_exp, n_embd, n_expert].
+TEST(RandomModel, MoeFamiliesHaveRouterExpertsAndKeys) {
+    RandomModelConfig c;
+    c.arch = "llama";  // Mixtral: arch llama with experts of width n_ff, no dense FFN
+    c.n_layer = 1;
+    c.n_ff = 32;
+    c.n_expert = 8;
+    c.tied = true;
+    auto mixtral = model_file(c);
+    EXPECT_EQ(mixtral->get_int("llama.expert_count"), 8);
+    EXPECT_EQ(mixtral->get_int("llama.expert_used_count"), 2);  // the llama default
+    EXPECT_EQ(mixtral->find_tensor("blk.0.ffn_gate.weight"), nullptr);
+    EXPECT_EQ(tensor(*mixtral, "blk.0.ffn_gate_inp.weight").dims, (std::vector<uint64_t>{64, 8}));
+    EXPECT_EQ(tensor(*mixtral, "blk.0.ffn_gate_exps.weight").dims, (std::vector<uint64_t>{64, 32, 8}));
+    EXPECT_EQ(tensor(*mixtral, "blk.0.ffn_up_exps.weight").dims, (std::vector<uint64_t>{64, 32, 8}));
+    EXPECT_EQ(tensor(*mixtral, "blk.0.ffn_down_exps.weight").dims, (std::vector<uint64_t>{32, 64, 8}));
+    EXPECT_EQ(mixtral->find("llama.expert_feed_forward_length"), nullptr);
+
+    c = {};
+    c.arch = "qwen3moe";  // experts sized by expert_feed_forward_length, not feed_forward_length
+    c.n_layer = 1;
+    c.n_ff = 96;
+    c.n_ff_exp = 16;
+    c.n_expert_used = 8;
+    auto qwen3moe = model_file(c);
+    EXPECT_EQ(qwen3moe->get_int("qwen3moe.expert_count"), 16);
+    EXPECT_EQ(qwen3moe->get_int("qwen3moe.expert_used_count"), 8);
+    EXPECT_EQ(qwen3moe->get_int("qwen3moe.expert_feed_forward_length"), 16);
+    EXPECT_EQ(tensor(*qwen3moe, "blk.0.ffn_down_exps.weight").dims, (std::vector<uint64_t>{16, 64, 16}));
+    EXPECT_EQ(tensor(*qwen3moe, "blk.0.attn_q_norm.weight").dims, (std::vector<uint64_t>{16}));
+
+    c = {};
+    c.arch = "olmoe";  // q/k norms over the whole projections; MHA only; output.weight required
+    c.n_layer = 1;
+    c.n_head_kv = c.n_head;
+    c.n_ff = 32;
+    auto olmoe = model_file(c);
+    EXPECT_EQ(olmoe->get_int("olmoe.expert_count"), 16);
+    EXPECT_EQ(olmoe->get_int("olmoe.expert_used_count"), 4);
+    EXPECT_EQ(tensor(*olmoe, "blk.0.attn_k_norm.weight").dims, (std::vector<uint64_t>{64}));
+    EXPECT_EQ(tensor(*olmoe, "blk.0.ffn_up_exps.weight").dims, (std::vector<uint64_t>{64, 32, 16}));
+    EXPECT_NE(olmoe->find_tensor("output.weight"), nullptr);
+
+    c.n_head_kv = 2;
+    expect_config_error([&] { model_file(c); }, "multi-head attention only");
+    c = {};
+    c.arch = "olmoe";
+    c.n_head_kv = c.n_head;
+    c.n_ff_exp = 8;
+    expect_config_error([&] { model_file(c); }, "use --n-ff");
+    c.n_ff_exp = 0;
+    c.n_expert_used = 17;
+    expect_config_error([&] { model_file(c); }, "--n-expert-used 17");
+    c = {};
+    c.arch = "qwen2";
+    c.n_expert = 4;
+    expect_config_error([&] { model_file(c); }, "no mixture of experts");
+    c = {};
+    c.n_expert_used = 2;  // llama without --n-expert is dense
+    expect_config_error([&] { model_file(c); }, "need --n-expert");
+    EXPECT_EQ(random_model::parse_command_line(random_model::split_words("--n-expert 8 --n-expert-used 3 --n-ff-exp 5"), "d").config.n_expert_used, 3);
 }

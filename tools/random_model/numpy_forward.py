@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""An independent float64 numpy forward pass of the dense families, written from the facts listed
-in tests/golden/families/README.md, compared with llama.cpp's golden logits. It confirms those
+"""An independent float64 numpy forward pass of the dense and MoE families, written from the facts
+listed in tests/golden/families/README.md and tests/golden/moe/README.md, compared with llama.cpp's golden logits. It confirms those
 facts (a wrong one shows as a large difference) and measures how far an exact computation lands
 from llama.cpp's CPU backend (for example GELU through ggml's fp16 table or exactly).
 
     numpy_forward.py tests/golden/families/NAME        (reads NAME.gguf, .tokens.txt, .logits.f32)
+    numpy_forward.py tests/golden/moe/NAME
 
 Needs llama.cpp's gguf-py on PYTHONPATH (the oracle's env.sh sets it) and numpy; F32 models only.
 """
@@ -82,7 +83,34 @@ def rope(x, n_rot, neox, base, freq_scale=1.0, factors=None, yarn=None, attn_fac
     return out
 
 
-def forward(m, tokens, gelu):
+# llama.cpp's top-k weight renormalisation per MoE family (build_moe_ffn's norm_w, hard-coded in
+# src/models/<arch>.cpp; no GGUF key): Mixtral (arch llama) and Qwen3-MoE yes, OLMoE no.
+MOE_RENORM = {"llama": True, "qwen3moe": True, "olmoe": False}
+
+
+def moe_ffn(t, p, h, n_used, renorm, stats):
+    """Softmax over all experts' router logits, the n_used largest probabilities (ties: lower index),
+    renormalised to sum 1 when `renorm`; each chosen expert's SwiGLU FFN weighted and summed."""
+    logits = h @ t[p + "ffn_gate_inp.weight"].T                       # [n, n_expert]
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    order = np.argsort(-logits, axis=1, kind="stable")
+    chosen = order[:, :n_used]                                         # [n, n_used]
+    if n_used < logits.shape[1]:  # the smallest gap between the last chosen and the first left out
+        rows = np.arange(len(h))
+        stats.append(np.min(logits[rows, order[:, n_used - 1]] - logits[rows, order[:, n_used]]))
+    w = np.take_along_axis(probs, chosen, 1)
+    if renorm:
+        w = w / w.sum(-1, keepdims=True)
+    gate, up, down = t[p + "ffn_gate_exps.weight"], t[p + "ffn_up_exps.weight"], t[p + "ffn_down_exps.weight"]
+    out = np.zeros_like(h)
+    for i in range(len(h)):
+        for j, e in enumerate(chosen[i]):  # gate/up [n_expert, n_ff_exp, n_embd], down [n_expert, n_embd, n_ff_exp]
+            out[i] += w[i, j] * (down[e] @ (silu(gate[e] @ h[i]) * (up[e] @ h[i])))
+    return out
+
+
+def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None):
     t, arch, n = m.t, m.arch, len(tokens)
     n_embd, n_layer = m.key("embedding_length"), m.key("block_count")
     n_head = m.key("attention.head_count")
@@ -121,10 +149,10 @@ def forward(m, tokens, gelu):
             q, k, v = np.split(qkv, [n_head * hd, (n_head + n_kv) * hd], axis=1)
         else:
             q, k, v = (h @ t[p + f"attn_{c}.weight"].T + t.get(p + f"attn_{c}.bias", 0) for c in "qkv")
-        if arch == "olmo2":  # QK-norm over the whole projection
+        if arch in ("olmo2", "olmoe"):  # QK-norm over the whole projection
             q, k = rms_norm(q, t[p + "attn_q_norm.weight"], eps), rms_norm(k, t[p + "attn_k_norm.weight"], eps)
         q, k, v = q.reshape(n, n_head, hd), k.reshape(n, n_kv, hd), v.reshape(n, n_kv, hd)
-        if p + "attn_q_norm.weight" in t and arch != "olmo2":  # per head
+        if p + "attn_q_norm.weight" in t and arch not in ("olmo2", "olmoe"):  # per head
             q, k = rms_norm(q, t[p + "attn_q_norm.weight"], eps), rms_norm(k, t[p + "attn_k_norm.weight"], eps)
         if arch != "gpt2" and not (arch == "smollm3" and (l + 1) % 4 == 0):
             if arch == "gemma3" and local:
@@ -148,6 +176,9 @@ def forward(m, tokens, gelu):
             o = norm(o, p + "post_attention_norm")
         x = x + o
         h = x if arch == "olmo2" else norm(x, p + "ffn_norm")
+        if p + "ffn_gate_inp.weight" in t:
+            x = x + moe_ffn(t, p, h, m.key("expert_used_count"), moe_renorm, moe_stats)
+            continue
         up = h @ t[p + "ffn_up.weight"].T + t.get(p + "ffn_up.bias", 0)
         if arch == "gpt2":
             a = gelu(up)
@@ -171,6 +202,14 @@ def main():
     m = Model(prefix + ".gguf")
     tokens = [int(w) for w in open(prefix + ".tokens.txt").read().split()]
     ref = np.fromfile(prefix + ".logits.f32", np.float32).reshape(len(tokens), -1)
+    if m.key("expert_count", 0):
+        for renorm in (MOE_RENORM[m.arch], not MOE_RENORM[m.arch]):
+            stats = []
+            got = forward(m, tokens, gelu_exact, renorm, stats)
+            print(f"{prefix.rsplit('/', 1)[-1]} (MoE top-k weights {'renormalised' if renorm else 'not renormalised'}): "
+                  f"max |logit - llama.cpp| = {np.abs(got - ref).max():.3g}, smallest router margin "
+                  f"(k-th minus (k+1)-th logit) {min(stats) if stats else float('nan'):.3g}")
+        return
     for name, gelu in (("ggml fp16-table GELU", gelu_ggml), ("exact GELU", gelu_exact)):
         got = forward(m, tokens, gelu)
         print(f"{prefix.rsplit('/', 1)[-1]} ({name}): max |logit - llama.cpp| = {np.abs(got - ref).max():.3g}, "
