@@ -150,17 +150,22 @@ void set_rope_neox(ModelSpec& s) {
 
 // Mixture-of-experts FFNs read llama.cpp's keys: expert_count, expert_used_count,
 // expert_feed_forward_length (else feed_forward_length).
-void set_moe(const Meta& m, ModelSpec& s, bool norm_topk) {
+// Without expert_feed_forward_length an expert is feed_forward_length wide, or (Qwen3-MoE)
+// feed_forward_length / expert_used_count.
+void set_moe(const Meta& m, ModelSpec& s, bool norm_topk, bool width_divided_by_k = false) {
     const int n_expert = int(m.integer("expert_count", 0));
     if (n_expert <= 0) return;
-    const int top_k = int(m.integer("expert_used_count"));
-    if (n_expert > 512 || top_k < 1 || top_k > n_expert)
-        throw ModelError(m.file().path() + ": expert_used_count " + std::to_string(top_k) + " of " +
-                         std::to_string(n_expert) + " experts is out of range");
-    for (LayerSpec& L : s.layers) {
+    for (int l = 0; l < s.n_layer; ++l) {
+        LayerSpec& L = s.layers[size_t(l)];
+        const int top_k = int(m.per_layer("expert_used_count", l, 0));
+        if (n_expert > 512 || top_k < 1 || top_k > n_expert)
+            throw ModelError(m.file().path() + ": expert_used_count " + std::to_string(top_k) + " of " +
+                             std::to_string(n_expert) + " experts is out of range");
         L.ffn.moe.n_expert = n_expert;
         L.ffn.moe.top_k = top_k;
-        L.ffn.moe.n_ff_expert = int(m.integer("expert_feed_forward_length", L.ffn.n_ff));
+        const int fallback = width_divided_by_k ? L.ffn.n_ff / top_k : L.ffn.n_ff;
+        L.ffn.moe.n_ff_expert = int(m.integer("expert_feed_forward_length", fallback));
+        require_positive(m.file(), "expert_feed_forward_length", L.ffn.moe.n_ff_expert, 1 << 20);
         L.ffn.moe.norm_topk = norm_topk;
         L.ffn.moe.weights_scale = float(m.real("expert_weights_scale", 1.0));
     }
@@ -291,7 +296,7 @@ ModelSpec qwen3moe_spec(const Meta& m) {
     s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
     set_rope_neox(s);
     for (LayerSpec& L : s.layers) L.attn.qk_norm = QkNorm::PerHead;
-    set_moe(m, s, /*norm_topk=*/true);
+    set_moe(m, s, /*norm_topk=*/true, /*width_divided_by_k=*/true);
     return s;
 }
 

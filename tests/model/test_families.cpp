@@ -1,4 +1,4 @@
-// Every dense family, declared as data and run by the one forward, against llama.cpp on random-
+// Every family (dense and mixture-of-experts), declared as data and run by the one forward, against llama.cpp on random-
 // weight models written by tools/random_model (tests/golden/families, made by
 // scripts/make-golden-families.sh): the logits of every prompt position within 1e-3 (max abs) of
 // llama.cpp's exact mode and 32 greedy tokens equal. Prompts are longer than every sliding
@@ -20,13 +20,15 @@
 namespace vkllm {
 namespace {
 
-std::string golden_dir() { return test::source_dir() + "/tests/golden/families"; }
 
+// "families/gemma2", "moe/mixtral", ...: the dense families and the mixture-of-experts ones.
 std::vector<std::string> golden_models() {
     std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(golden_dir(), ec))
-        if (e.path().extension() == ".gguf") names.push_back(e.path().stem().string());
+    for (const char* sub : {"families", "moe"}) {
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + "/tests/golden/" + sub, ec))
+            if (e.path().extension() == ".gguf") names.push_back(std::string(sub) + "/" + e.path().stem().string());
+    }
     std::sort(names.begin(), names.end());
     return names;
 }
@@ -45,10 +47,12 @@ std::vector<float> read_f32(const std::string& path) {
     return v;
 }
 
+bool probe_experts(const Model& m) { return m.spec().layers[0].ffn.moe.n_expert > 0; }
+
 class Family : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
-    const std::string base = golden_dir() + "/" + GetParam();
+    const std::string base = test::source_dir() + "/tests/golden/" + GetParam();
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(base + ".gguf");
     const int n_vocab = model->spec().n_vocab;
@@ -65,6 +69,7 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
         SCOPED_TRACE("batch " + std::to_string(n_batch));
         SessionOptions so;
         so.n_batch = n_batch;
+        so.probes.expert_load = probe_experts(*model);
         Session session(*model, so);
         std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
         ASSERT_EQ(logits.size(), ref.size());
@@ -72,6 +77,14 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
             std::vector<float> a(logits.begin() + long(p * n_vocab), logits.begin() + long((p + 1) * n_vocab));
             std::vector<float> b(ref.begin() + long(p * n_vocab), ref.begin() + long((p + 1) * n_vocab));
             EXPECT_LE(test::max_abs_diff(a, b), 1e-3) << "position " << p;
+        }
+        if (probe_experts(*model)) {
+            // Every token's top_k choices are counted once per MoE layer.
+            for (const ExpertLoad& e : session.probes().expert_load_prefill) {
+                double sum = 0;
+                for (float t : e.tokens) sum += t;
+                EXPECT_EQ(sum, double(tokens.size()) * model->spec().layers[size_t(e.layer)].ffn.moe.top_k);
+            }
         }
         if (n_batch != 256) continue;
         std::vector<int32_t> expected = read_ids(base + ".greedy.txt");
@@ -98,8 +111,11 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Family);
 TEST(Families, EveryDenseFamilyHasGoldenData) {
     std::vector<std::string> archs;
     for (const auto& n : golden_models())
-        archs.push_back(gguf::File::open(golden_dir() + "/" + n + ".gguf")->get_string("general.architecture").value_or(""));
-    for (const char* arch : {"gpt2", "llama", "qwen2", "qwen3", "gemma2", "gemma3", "olmo2", "phi3", "smollm3"})
+        archs.push_back(gguf::File::open(test::source_dir() + "/tests/golden/" + n + ".gguf")
+                            ->get_string("general.architecture")
+                            .value_or(""));
+    for (const char* arch : {"gpt2", "llama", "qwen2", "qwen3", "gemma2", "gemma3", "olmo2", "phi3", "smollm3",
+                             "qwen3moe", "olmoe"})
         EXPECT_NE(std::count(archs.begin(), archs.end(), arch), 0) << "no golden model of architecture " << arch;
 }
 
