@@ -4,6 +4,7 @@
 //   GELU:     out = gelu(a) (tanh form)    GELU_ERF: out = 0.5 a (1 + erf(a / sqrt 2))
 //   SCALE:    out = a * factor             ADD_BIAS: out[r, c] = a[r, c] + b[c], rows `stride` apart
 //   SOFTCAP:  out = factor * tanh(a / factor) (Gemma 2 logit soft-capping)
+//   SWIGLU_OAI: gpt-oss's clamped SwiGLU (alpha in factor, limit bit-cast in row_len)
 //   FP16_TABLE (with GELU or GEGLU): gelu as llama.cpp's CPU backend tabulates it in fp16
 // out may be the same memory as a or b: each element is read and written by one invocation.
 #include "common.glsl"
@@ -62,6 +63,13 @@ float apply(uint i) {
     return gelu_fp16_table(x) * b[pc.b_shift + i];
 #elif defined(GEGLU)
     return gelu_tanh(x) * b[pc.b_shift + i];
+#elif defined(SWIGLU_OAI)
+    // gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), g * sigmoid(alpha g) * (u + 1);
+    // alpha is `factor`, limit is bit-cast in `row_len`.
+    const float limit = uintBitsToFloat(pc.row_len);
+    const float g = min(x, limit);
+    const float u = clamp(b[pc.b_shift + i], -limit, limit);
+    return g / (1.0 + exp(-pc.factor * g)) * (u + 1.0);
 #elif defined(ADD)
     return x + b[pc.b_shift + i];
 #elif defined(GELU) && defined(FP16_TABLE)

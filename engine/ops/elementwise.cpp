@@ -1,5 +1,6 @@
 // Elementwise ops (shaders/elementwise.comp): activations, gated units, add, scale, row bias.
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "gpu/device.h"
@@ -29,7 +30,7 @@ uint32_t groups_for(const gpu::Context& ctx, uint64_t n, uint32_t threads) {
 
 // out[i] = f(a[i], b[i]) over n values (b optional for unary ops).
 void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, const Buffer* b, const Buffer& out,
-         uint64_t out_offset, int64_t n, float factor = 0.0f) {
+         uint64_t out_offset, int64_t n, float factor = 0.0f, uint32_t row_len = 1) {
     require_count(n, variant);
     if (n == 0) return;
     gpu::Context& ctx = s.context();
@@ -38,7 +39,7 @@ void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, con
     const detail::Window ow = detail::window(ctx, out, out_offset, uint64_t(n), variant, "output");
     const uint32_t threads = detail::workgroup_size(ctx, kThreads);
     const auto& pipeline = ctx.pipeline(variant, 3, sizeof(ElementwisePush), {threads});
-    ElementwisePush push{uint32_t(n), aw.shift, b ? bw.shift : 0u, ow.shift, 1, 1, factor};
+    ElementwisePush push{uint32_t(n), aw.shift, b ? bw.shift : 0u, ow.shift, row_len, 1, factor};
     s.dispatch(pipeline, {aw.range, bw.range, ow.range}, push, groups_for(ctx, uint64_t(n), threads));
 }
 
@@ -46,6 +47,12 @@ void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, con
 
 void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n) {
     run(s, "swiglu", gate, 0, &up, out, 0, n);
+}
+
+void swiglu_oai(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, float alpha,
+                float limit) {
+    detail::require(limit > 0, "swiglu_oai", "the limit must be positive");
+    run(s, "swiglu_oai", gate, 0, &up, out, 0, n, alpha, std::bit_cast<uint32_t>(limit));
 }
 
 void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, bool fp16_table) {

@@ -117,6 +117,10 @@ uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n
 
 // out = silu(gate) * up, elementwise over n values.
 void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
+// gpt-oss's clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+// out = g * sigmoid(alpha g) * (u + 1), over n values (out may alias either). gpt-oss: 1.702, 7.
+void swiglu_oai(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, float alpha,
+                float limit);
 // out = a + b, elementwise over n values (out may alias a or b).
 void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n);
 // Row softmax of x: [n_rows, n] into y, of scale * x.

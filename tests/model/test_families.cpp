@@ -1,6 +1,6 @@
-// Every family (dense and mixture-of-experts), declared as data and run by the one forward, against llama.cpp on random-
-// weight models written by tools/random_model (tests/golden/families, made by
-// scripts/make-golden-families.sh): the logits of every prompt position within 1e-3 (max abs) of
+// Every family (dense and mixture-of-experts), declared as data and run by the one forward,
+// against llama.cpp on random-weight models written by tools/random_model (tests/golden/families
+// and tests/golden/moe, made by scripts/make-golden-*.sh): the logits of every prompt position within 1e-3 (max abs) of
 // llama.cpp's exact mode and 32 greedy tokens equal. Prompts are longer than every sliding
 // window, and a second pass with a small batch makes the ring-buffer caches wrap.
 #include <gtest/gtest.h>

@@ -139,6 +139,19 @@ TEST_F(Elementwise, GeluFp16TableMatchesLlamaCppsTabulation) {
     EXPECT_LT(test::nmse(got_gelu, want_gelu), 1e-12);
 }
 
+TEST_F(Elementwise, ClampedSwigluMatchesReference) {
+    for (size_t n : {size_t(5), size_t(3000)}) {
+        auto gate = inputs(n, 31), up = inputs(n, 32);
+        for (float& v : gate) v *= 2.0f;  // beyond the limit of 7 on both sides
+        for (float& v : up) v *= 2.0f;
+        std::vector<float> want(n);
+        cpu::swiglu_oai(gate.data(), up.data(), want.data(), 1, int64_t(n), 1.702f, 7.0f);
+        gpu::Buffer gb = upload(gate), ub = upload(up);
+        record([&](gpu::Stream& s) { ops::swiglu_oai(s, gb, ub, gb, int64_t(n), 1.702f, 7.0f); });
+        EXPECT_LT(test::nmse(download(gb), want), 1e-12);
+    }
+}
+
 TEST_F(Elementwise, SoftcapMatchesReferenceAndSaturates) {
     for (size_t n : {size_t(7), size_t(1000)}) {
         auto x = inputs(n, 11);
