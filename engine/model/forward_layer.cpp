@@ -118,7 +118,7 @@ void Forward::record_attention(int l, int T, int pos0) {
     const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
     const int n_kv = std::min(pos0 + T, cache.slots);  // slots in use
     s.mark("attention");
-    ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, attention_params(a), nullptr,
+    ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, attention_params(a), w.sinks,
                    probs,
                    attn_scratch_.valid() ? &attn_scratch_ : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
@@ -234,13 +234,19 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     MatmulInputs mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.router});
     s.mark("matmul");
     ops::matmul(s, w.router, mi.of(w.router), mi.offset_of(w.router), router_logits_, 0, T);
-    s.barrier("router logits are complete before routing reads them");
+    s.barrier("router logits are complete before their bias or routing");
+    if (w.router_bias) {
+        s.mark("add_bias");
+        ops::add_bias(s, router_logits_, 0, *w.router_bias, T, moe.n_expert);
+        s.barrier("biased router logits are complete before routing reads them");
+    }
     ops::RouterParams rp;
     rp.n_expert = moe.n_expert;
     rp.top_k = moe.top_k;
     rp.gating = moe.sigmoid ? ops::RouterParams::Sigmoid : ops::RouterParams::Softmax;
     rp.norm_topk = moe.norm_topk;
     rp.weights_scale = moe.weights_scale;
+    rp.softmax_after_topk = moe.softmax_after_topk;
     s.mark("moe_route");
     ops::moe_route(s, router_logits_, 0, T, rp, moe_experts_, moe_weights_);
     s.barrier("the chosen experts and weights are complete before grouping and the expert matmuls");
@@ -259,7 +265,10 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), false, r, moe_up_, 0);
     s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
     s.mark("swiglu");
-    ops::swiglu(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert);
+    if (moe.swiglu_alpha > 0)
+        ops::swiglu_oai(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert, moe.swiglu_alpha, moe.swiglu_limit);
+    else
+        ops::swiglu(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert);
     s.barrier("the experts' SwiGLU is complete before their down projections read it");
     const ops::Weight down_key = rounding_key(w.down_exps);
     mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key});

@@ -53,6 +53,7 @@ struct AttentionSpec {
     bool bias_qkv = false;  // q, k, v projections have biases (Qwen2, GPT-2)
     bool bias_o = false;
     bool fused_qkv = false; // one attn_qkv tensor (GPT-2, Phi-3)
+    bool sinks = false;     // learned per-head sink logits join the softmax denominator (gpt-oss)
     RopeSpec rope;
 };
 
@@ -64,6 +65,11 @@ struct MoeSpec {
     bool sigmoid = false;      // gating: softmax (default) or sigmoid over the router logits
     bool norm_topk = false;    // renormalise the chosen weights to sum 1
     float weights_scale = 1.0f;
+    bool softmax_after_topk = false;  // weights = softmax over the chosen logits (gpt-oss)
+    bool router_bias = false;         // ffn_gate_inp.bias added to the router logits
+    bool expert_bias = false;         // ffn_{gate,up,down}_exps.bias
+    float swiglu_alpha = 0.0f;        // > 0: gpt-oss's clamped SwiGLU with this alpha ...
+    float swiglu_limit = 0.0f;        // ... and limit
 };
 
 struct FfnSpec {

@@ -69,6 +69,7 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         }
         w.wo = matrix(p + "attn_output.weight", int64_t(a.n_head) * a.head_dim_v, E);
         if (a.bias_o) w.bo = vector(p + "attn_output.bias", E);
+        if (a.sinks) w.sinks = vector(p + "attn_sinks.weight", a.n_head);
         if (a.qk_norm == QkNorm::PerHead) {
             w.q_norm = vector(p + "attn_q_norm.weight", a.head_dim);
             w.k_norm = vector(p + "attn_k_norm.weight", a.head_dim);
@@ -86,9 +87,10 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         if (L.ffn.moe.n_expert > 0) {
             const MoeSpec& moe = L.ffn.moe;
             w.router = matrix(p + "ffn_gate_inp.weight", E, moe.n_expert);
-            w.gate_exps = experts(p + "ffn_gate_exps.weight", E, moe.n_ff_expert, moe.n_expert);
-            w.up_exps = experts(p + "ffn_up_exps.weight", E, moe.n_ff_expert, moe.n_expert);
-            w.down_exps = experts(p + "ffn_down_exps.weight", moe.n_ff_expert, E, moe.n_expert);
+            if (moe.router_bias) w.router_bias = vector(p + "ffn_gate_inp.bias", moe.n_expert);
+            w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
+            w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
+            w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);
         } else if (L.ffn.fused_gate_up) {
             // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
             w.gate = matrix_rows(p + "ffn_up.weight", E, 2 * ff, 0, ff);
@@ -147,7 +149,9 @@ ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t 
     return w;
 }
 
-ops::ExpertWeights Weights::experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert) {
+// `stem`.weight {n_in, n_out, n_expert}, and with `bias` `stem`.bias {n_out, n_expert}.
+ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64_t n_out, int64_t n_expert, bool bias) {
+    const std::string name = stem + ".weight";
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (!t) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
     if (t->dims.size() != 3 || int64_t(t->dims[0]) != n_in || int64_t(t->dims[1]) != n_out ||
@@ -165,6 +169,7 @@ ops::ExpertWeights Weights::experts(const std::string& name, int64_t n_in, int64
     w.n_out = n_out;
     w.n_expert = n_expert;
     w.buffer = upload(t->data, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out * n_expert));
+    if (bias) w.bias = vector(stem + ".bias", n_out * n_expert);
     return w;
 }
 

@@ -22,6 +22,7 @@ struct LayerWeights {
     const gpu::Buffer* attn_norm_b = nullptr;     // [n_embd] (LayerNorm)
     ops::Weight wq, wk, wv, wo;                   // wq: {n_embd, n_head*head_dim} ...
     const gpu::Buffer *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+    const gpu::Buffer* sinks = nullptr;          // [n_head] (gpt-oss)
     const gpu::Buffer* q_norm = nullptr;          // [head_dim] or [n_head*head_dim] (QK-norm)
     const gpu::Buffer* k_norm = nullptr;
     const gpu::Buffer* post_attn_norm = nullptr;  // [n_embd] (post/sandwich placement)
@@ -31,6 +32,7 @@ struct LayerWeights {
     const gpu::Buffer *b_up = nullptr, *b_down = nullptr;
     // MoE: the router {n_embd, n_expert} and the experts' 3-D tensors.
     ops::Weight router;
+    const gpu::Buffer* router_bias = nullptr;     // [n_expert]
     ops::ExpertWeights gate_exps, up_exps, down_exps;
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
 };
@@ -61,7 +63,8 @@ private:
     // Elements [first, first + n) of a vector with `total` elements.
     const gpu::Buffer* vector_part(const std::string& name, int64_t total, int64_t first, int64_t n);
     const gguf::TensorInfo& tensor(const std::string& name, int64_t n_in, int64_t n_out);
-    ops::ExpertWeights experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert);
+    ops::ExpertWeights experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert,
+                               bool bias = false);
     const gpu::Buffer* upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes = 0);
 
     gpu::Context& ctx_;
