@@ -62,6 +62,8 @@ private:
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
     void record_ffn(int l, int n_tokens, bool probe_load);
+    void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
+                          const gpu::Buffer* post_norm, int n_tokens);
     void record_embeddings(int n_tokens);
     // y = norm(x) over rows of n_embd with the model's norm kind (w, b may be null).
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,

@@ -128,25 +128,30 @@ void Forward::record_attention(int l, int T, int pos0) {
         s.copy(*probs, uint64_t(T - 1) * row, probs_host_[size_t(probed - probed_layers_.begin())], 0, row);
     }
 
-    mi = prepare_inputs(attn_, 0, T, a.n_head * a.head_dim_v, {&w.wo});
+    add_block_output(w.wo, attn_, a.n_head * a.head_dim_v, w.bo, w.post_attn_norm, T);
+}
+
+// x += post_norm(W in + bias): a block's last projection and its residual add. Without a
+// post-norm the add is fused into the matmul (accumulate).
+void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
+                               const gpu::Buffer* post_norm, int T) {
+    gpu::Stream& s = stream_;
+    const gpu::Buffer& out = post_norm ? block_out_ : x_;
+    MatmulInputs mi = prepare_inputs(in, 0, T, n_in, {&w});
     s.mark("matmul");
-    if (!w.post_attn_norm) {
-        ops::matmul(s, w.wo, mi.of(w.wo), mi.offset_of(w.wo), x_, 0, T, /*accumulate=*/true);
-        s.barrier("the residual stream is updated before the output bias or the FFN reads it");
-        if (w.bo) {
-            s.mark("add_bias");
-            ops::add_bias(s, x_, 0, *w.bo, T, spec_.n_embd);
-            s.barrier("the output bias is added before the FFN reads the residual stream");
-        }
-        return;
+    ops::matmul(s, w, mi.of(w), mi.offset_of(w), out, 0, T, /*accumulate=*/post_norm == nullptr);
+    s.barrier("the block's projection is complete before its bias, its post-norm or the next layer");
+    if (bias) {
+        s.mark("add_bias");
+        ops::add_bias(s, out, 0, *bias, T, spec_.n_embd);
+        s.barrier("the block's bias is added before its post-norm or the next layer");
     }
-    ops::matmul(s, w.wo, mi.of(w.wo), mi.offset_of(w.wo), block_out_, 0, T);
-    s.barrier("the attention block's output is complete before its post-norm");
-    norm(block_out_, 0, w.post_attn_norm, nullptr, block_out_, 0, T);
-    s.barrier("the post-normalised attention output is complete before the residual add");
+    if (!post_norm) return;
+    norm(block_out_, 0, post_norm, nullptr, block_out_, 0, T);
+    s.barrier("the post-normalised block output is complete before the residual add");
     s.mark("add");
     ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
-    s.barrier("the residual stream is updated before the FFN reads it");
+    s.barrier("the residual stream is updated before the next block reads it");
 }
 
 // x += W_down · act(W_gate h) * (W_up h)   (gated: SwiGLU / GeGLU)
@@ -192,25 +197,7 @@ void Forward::record_ffn(int l, int T, bool probe_load) {
     }
     s.barrier("the activation is complete before the down projection reads it");
 
-    MatmulInputs mi = prepare_inputs(gate_, 0, T, L.ffn.n_ff, {&w.down});
-    s.mark("matmul");
-    if (!w.post_ffn_norm) {
-        ops::matmul(s, w.down, mi.of(w.down), mi.offset_of(w.down), x_, 0, T, /*accumulate=*/true);
-        s.barrier("the residual stream is complete before the down bias or the next layer reads it");
-        if (w.b_down) {
-            s.mark("add_bias");
-            ops::add_bias(s, x_, 0, *w.b_down, T, spec_.n_embd);
-            s.barrier("the down bias is added before the next layer reads the residual stream");
-        }
-        return;
-    }
-    ops::matmul(s, w.down, mi.of(w.down), mi.offset_of(w.down), block_out_, 0, T);
-    s.barrier("the FFN block's output is complete before its post-norm");
-    norm(block_out_, 0, w.post_ffn_norm, nullptr, block_out_, 0, T);
-    s.barrier("the post-normalised FFN output is complete before the residual add");
-    s.mark("add");
-    ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
-    s.barrier("the residual stream is complete before the next layer reads it");
+    add_block_output(w.down, gate_, L.ffn.n_ff, w.b_down, w.post_ffn_norm, T);
 }
 
 namespace {

@@ -33,20 +33,6 @@ std::vector<std::string> golden_models() {
     return names;
 }
 
-std::vector<int32_t> read_ids(const std::string& path) {
-    std::ifstream f(path);
-    std::vector<int32_t> ids;
-    for (int32_t id; f >> id;) ids.push_back(id);
-    return ids;
-}
-
-std::vector<float> read_f32(const std::string& path) {
-    auto bytes = test::read_file(path);
-    std::vector<float> v(bytes.size() / 4);
-    std::memcpy(v.data(), bytes.data(), v.size() * 4);
-    return v;
-}
-
 bool probe_experts(const Model& m) { return m.spec().layers[0].ffn.moe.n_expert > 0; }
 
 class Family : public ::testing::TestWithParam<std::string> {};
@@ -56,8 +42,8 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(base + ".gguf");
     const int n_vocab = model->spec().n_vocab;
-    std::vector<int32_t> tokens = read_ids(base + ".tokens.txt");
-    std::vector<float> ref = read_f32(base + ".logits.f32");
+    std::vector<int32_t> tokens = test::read_ids(base + ".tokens.txt");
+    std::vector<float> ref = test::read_f32(base + ".logits.f32");
     ASSERT_FALSE(tokens.empty());
     ASSERT_EQ(ref.size(), tokens.size() * size_t(n_vocab));
     for (const auto& L : model->spec().layers)
@@ -87,7 +73,7 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
             }
         }
         if (n_batch != 256) continue;
-        std::vector<int32_t> expected = read_ids(base + ".greedy.txt");
+        std::vector<int32_t> expected = test::read_ids(base + ".greedy.txt");
         ASSERT_EQ(expected.size(), 32u);
         std::vector<float> last(logits.end() - n_vocab, logits.end());
         std::vector<int32_t> got;

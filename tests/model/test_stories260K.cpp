@@ -39,20 +39,6 @@ std::vector<std::string> prompts() {
     return out;
 }
 
-std::vector<int32_t> read_ids(const std::string& path) {
-    std::ifstream f(path);
-    std::vector<int32_t> ids;
-    for (int32_t id; f >> id;) ids.push_back(id);
-    return ids;
-}
-
-std::vector<float> read_f32(const std::string& path) {
-    auto bytes = test::read_file(path);
-    std::vector<float> v(bytes.size() / 4);
-    std::memcpy(v.data(), bytes.data(), v.size() * 4);
-    return v;
-}
-
 class Stories260K : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
@@ -68,11 +54,11 @@ TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
         SCOPED_TRACE("prompt '" + ps[i] + "'");
         const std::string golden = test::source_dir() + "/tests/golden/stories260K/" + c.quant + "-" + std::to_string(i);
         std::vector<int32_t> tokens = model->tokenizer().encode(ps[i], true, false);
-        ASSERT_EQ(tokens, read_ids(golden + ".tokens.txt"));
+        ASSERT_EQ(tokens, test::read_ids(golden + ".tokens.txt"));
 
         Session session(*model);
         std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
-        std::vector<float> ref = read_f32(golden + ".logits.f32");
+        std::vector<float> ref = test::read_f32(golden + ".logits.f32");
         ASSERT_EQ(logits.size(), ref.size());
         bool prompt_within = true;
         for (size_t p = 0; p < tokens.size(); ++p) {
@@ -92,7 +78,7 @@ TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
         // Greedy continuation, token by token through the KV cache: all 64 tokens where the
         // prompt's logits agree; past a rounding-boundary crossing, near-ties of this tiny model
         // may part the texts late, so the first 16 tokens.
-        std::vector<int32_t> expected = read_ids(golden + ".greedy.txt");
+        std::vector<int32_t> expected = test::read_ids(golden + ".greedy.txt");
         ASSERT_EQ(expected.size(), 64u);
         std::vector<float> last(logits.end() - n_vocab, logits.end());
         std::vector<int32_t> got;

@@ -1,6 +1,7 @@
 #include "test_support.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,21 @@ std::vector<uint8_t> read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::runtime_error("cannot open " + path);
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::vector<int32_t> read_ids(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    std::vector<int32_t> ids;
+    for (int32_t id; f >> id;) ids.push_back(id);
+    return ids;
+}
+
+std::vector<float> read_f32(const std::string& path) {
+    auto bytes = read_file(path);
+    std::vector<float> v(bytes.size() / 4);
+    std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    return v;
 }
 
 }  // namespace vkllm::test

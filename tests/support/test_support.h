@@ -21,6 +21,9 @@ std::optional<std::string> shared_dir();
 std::string source_dir();
 
 std::vector<uint8_t> read_file(const std::string& path);
+// Whitespace-separated integers (token ids) and raw float32 arrays (logits) of golden files.
+std::vector<int32_t> read_ids(const std::string& path);
+std::vector<float> read_f32(const std::string& path);
 
 }  // namespace vkllm::test
 
