@@ -288,6 +288,51 @@ std::vector<ArchTable> make_tables() {
     olmoe.default_n_expert_used = 4;
     tables.push_back(olmoe);
 
+    // gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): q/k/v/o biases, a learned attention-sink logit
+    // per head (attn_sinks [n_head]), sliding-window attention on the even layers (llama.cpp's
+    // default pattern 2: layer il is windowed when il % 2 == 0) and full attention on the odd
+    // ones, NeoX RoPE (YaRN in the real models), post_attention_norm as the norm before the MoE.
+    // MoE in every layer: router with bias; experts `expert_feed_forward_length` wide with gate,
+    // up and down biases; clamped SwiGLU (alpha 1.702, limit 7); softmax over the k chosen
+    // logits. output.weight required. The expert gate/up weights are 4x the usual scale so
+    // that their outputs often pass the clamp limit 7 (std about 4), and the down weights 1/4.
+    ArchTable gptoss;
+    gptoss.name = "gpt-oss";
+    gptoss.globals = without(without(embeddings_and_head(), Presence::Llama3Rope), Presence::Untied);
+    gptoss.globals.push_back({"output.weight", {D::Embd, D::Vocab}, Init::Matrix});
+    gptoss.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
+        {"blk.{L}.attn_q.bias", {D::QProj}, Init::Bias},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_k.bias", {D::KvProj}, Init::Bias},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_v.bias", {D::KvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        // one logit per head, normal(0, 1): of the order of the attention scores
+        {"blk.{L}.attn_sinks.weight", {D::Head}, Init::Bias, Presence::Always, 10.0f},
+        {"blk.{L}.post_attention_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_gate_inp.weight", {D::Embd, D::Expert}, Init::Matrix},
+        {"blk.{L}.ffn_gate_inp.bias", {D::Expert}, Init::Bias},
+        {"blk.{L}.ffn_gate_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, Presence::Always, 4.0f},
+        {"blk.{L}.ffn_gate_exps.bias", {D::FfExp, D::Expert}, Init::Bias},
+        {"blk.{L}.ffn_down_exps.weight", {D::FfExp, D::Embd, D::Expert}, Init::Matrix, Presence::Always, 0.25f},
+        {"blk.{L}.ffn_down_exps.bias", {D::Embd, D::Expert}, Init::Bias},
+        {"blk.{L}.ffn_up_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, Presence::Always, 4.0f},
+        {"blk.{L}.ffn_up_exps.bias", {D::FfExp, D::Expert}, Init::Bias},
+    };
+    gptoss.norm_eps = 1e-5f;
+    gptoss.rope_freq_base = 150000.0f;
+    gptoss.always_write_head_dims = true;
+    gptoss.never_tied = true;
+    gptoss.default_sliding_window = 128;
+    gptoss.moe = MoeSupport::Required;
+    gptoss.default_n_expert = 8;
+    gptoss.default_n_expert_used = 4;
+    gptoss.writes_expert_ff_length = true;
+    tables.push_back(gptoss);
+
     return tables;
 }
 

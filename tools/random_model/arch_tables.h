@@ -19,6 +19,7 @@ enum class Dim {
     QProj,     // n_head * head_dim
     KvProj,    // n_head_kv * head_dim
     HeadDim,   // head_dim
+    Head,      // n_head (one value per attention head: gpt-oss's attention sinks)
     RopeHalf,  // rotated dims / 2 (one factor per frequency)
     Ctx,       // n_ctx (learned position embeddings)
     QkvProj,   // QProj + 2 * KvProj (fused q/k/v: rows [q; k; v])
@@ -31,7 +32,7 @@ enum class Init {
     Embedding,  // normal, std 1/sqrt(n_embd): each embedding has norm about 1, tied logits std about 1
     Matrix,     // normal, std 1/sqrt(dims[0]): keeps the output variance of a projection at its input's
     Norm,       // 1 + normal(0, 0.1): norm weights near 1 (llama.cpp stores Gemma's already shifted by 1)
-    Bias,       // normal(0, 0.1)
+    Bias,       // normal(0, 0.1)   (both times TensorRule::scale)
     RopeFreqs,  // Llama 3 per-frequency divisors, computed from the rope scaling (not random)
     LongRopeLong,   // LongRoPE divisors for long contexts: 1 rising geometrically to n_ctx / original context
     LongRopeShort,  // LongRoPE divisors for short contexts: 1 rising linearly to 1.1
@@ -63,6 +64,7 @@ struct TensorRule {
     std::vector<Dim> dims;  // ggml order: dims[0] is the row length (a matrix's input size)
     Init init = Init::Matrix;
     Presence presence = Presence::Always;
+    float scale = 1.0f;     // multiplies the standard deviation of Matrix and Bias initialisations
 };
 
 struct ArchTable {
@@ -90,7 +92,7 @@ struct ArchTable {
     MoeSupport moe = MoeSupport::None;
     int default_n_expert = 0;             // MoeSupport::Required: when --n-expert is not given
     int default_n_expert_used = 0;        // when --n-expert-used is not given
-    bool writes_expert_ff_length = false; // <arch>.expert_feed_forward_length sizes the experts (Qwen MoE)
+    bool writes_expert_ff_length = false; // <arch>.expert_feed_forward_length sizes the experts (Qwen MoE, gpt-oss)
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

@@ -77,6 +77,10 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
             auto t = gguf::type_from_name(val);
             if (!t) throw ConfigError("--type '" + val + "' is not a GGUF tensor type");
             c.type = *t;
+        } else if (opt == "--expert-type") {
+            auto t = gguf::type_from_name(val);
+            if (!t) throw ConfigError("--expert-type '" + val + "' is not a GGUF tensor type");
+            c.expert_type = *t;
         } else if (opt == "--rope-freq-base") c.rope_freq_base = parse_number(opt, val);
         else if (opt == "--rope-scaling") c.rope_scaling = parse_rope_scaling(val);
         else if (opt == "--attn-softcap") c.attn_softcap = parse_number(opt, val);
@@ -104,20 +108,21 @@ std::string usage(const std::string& default_vocab) {
            "  --name N              general.name (default random-<arch>)\n"
            "  --n-embd N --n-layer N --n-head N --n-head-kv N --n-ff N --n-ctx N\n"
            "                        sizes (defaults 64, 2, 4, 2, 160, 256)\n"
-           "  --n-expert E          experts per layer (llama: Mixtral when given; qwen3moe, olmoe default 16)\n"
-           "  --n-expert-used K     experts per token (default llama 2, qwen3moe/olmoe 4)\n"
-           "  --n-ff-exp F          one expert's FFN width (qwen3moe; default --n-ff; others use --n-ff)\n"
+           "  --n-expert E          experts per layer (llama: Mixtral when given; qwen3moe, olmoe 16; gpt-oss 8)\n"
+           "  --n-expert-used K     experts per token (default llama 2, qwen3moe/olmoe/gpt-oss 4)\n"
+           "  --n-ff-exp F          one expert's FFN width (qwen3moe, gpt-oss; default --n-ff; others use --n-ff)\n"
            "  --head-dim D          per-head size (default n_embd / n_head)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
            "                        (default F32; rows the block does not divide fall back\n"
            "                        as llama.cpp's quantizer does, else F16)\n"
+           "  --expert-type T       the stacked expert matrices (*_exps): T instead of --type\n"
            "  --vocab-from FILE     GGUF whose tokenizer.* metadata is copied\n"
            "                        (default " + default_vocab + ")\n"
            "  --tied                no output.weight: logits use token_embd\n"
            "  --rope-freq-base B    (default: the architecture's usual base)\n"
            "  --rope-scaling S      linear:F | yarn:F:ORIG | llama3:F:LOW:HIGH:ORIG | longrope:ORIG (phi3)\n"
-           "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3)\n"
+           "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3, gpt-oss)\n"
            "  --attn-softcap C      attention-logit soft-cap (gemma2; default 50)\n"
            "  --final-softcap C     final-logit soft-cap (gemma2, default 30; gemma3, default none)\n";
 }

@@ -7,19 +7,23 @@ from llama.cpp's CPU backend (for example GELU through ggml's fp16 table or exac
     numpy_forward.py tests/golden/families/NAME        (reads NAME.gguf, .tokens.txt, .logits.f32)
     numpy_forward.py tests/golden/moe/NAME
 
-Needs llama.cpp's gguf-py on PYTHONPATH (the oracle's env.sh sets it) and numpy; F32 models only.
+Needs llama.cpp's gguf-py on PYTHONPATH (the oracle's env.sh sets it) and numpy. Quantized tensors
+are dequantized with gguf-py (exact for the weights; llama.cpp also rounds the activations that
+meet a quantized matrix to Q8_0, which this does not).
 """
 import math
 import sys
 
 import numpy as np
 from gguf import GGUFReader
+from gguf.quants import dequantize
 
 
 class Model:
     def __init__(self, path):
         self.reader = GGUFReader(path)
-        self.t = {t.name: np.array(t.data, dtype=np.float32).astype(np.float64) for t in self.reader.tensors}
+        self.t = {t.name: np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64) for t in self.reader.tensors}
+        self.quantized = {t.name for t in self.reader.tensors if t.tensor_type.name not in ("F32", "F16", "BF16")}
         self.arch = self.key("general.architecture", prefix=False)
 
     def key(self, name, default=None, prefix=True):
@@ -110,7 +114,49 @@ def moe_ffn(t, p, h, n_used, renorm, stats):
     return out
 
 
-def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None):
+def swiglu_oai(gate, up, alpha=1.702, limit=7.0):
+    """gpt-oss's clamped SwiGLU (ggml_swiglu_oai): the gate clamped above only, up both ways."""
+    g, u = np.minimum(gate, limit), np.clip(up, -limit, limit)
+    return g / (1 + np.exp(-alpha * g)) * (u + 1)
+
+
+def round_q8_0(x):
+    """llama.cpp's CPU rounding of the activations that meet a quantized matrix (its vec_dot type
+    Q8_0 for MXFP4): per block of 32, d = max|x| / 127 stored as fp16, q = round(x / d)."""
+    b = x.reshape(-1, 32)
+    d = np.abs(b).max(-1, keepdims=True) / 127
+    q = np.trunc(b / np.where(d == 0, 1, d) + np.copysign(0.5, b))  # roundf: halves away from zero
+    return (q * d.astype(np.float16).astype(np.float64)).reshape(x.shape)
+
+
+def moe_ffn_oss(t, p, h, n_used, stats, variant="", quantized=False):
+    """gpt-oss: router logits plus bias, the n_used largest, softmax over those n_used only; each
+    expert's projections have biases; clamped SwiGLU. `variant` switches one fact off to show it
+    matters: "noclamp" (plain SwiGLU), "softmax_all" (softmax over all experts, not renormalised)."""
+    logits = h @ t[p + "ffn_gate_inp.weight"].T + t[p + "ffn_gate_inp.bias"]   # [n, n_expert]
+    order = np.argsort(-logits, axis=1, kind="stable")
+    chosen = order[:, :n_used]
+    rows = np.arange(len(h))
+    stats.append(np.min(logits[rows, order[:, n_used - 1]] - logits[rows, order[:, n_used]]))
+    if variant == "softmax_all":
+        w = np.exp(logits - logits.max(-1, keepdims=True))
+        w = np.take_along_axis(w / w.sum(-1, keepdims=True), chosen, 1)
+    else:
+        w = np.exp(np.take_along_axis(logits, chosen, 1) - logits[rows, chosen[:, 0]][:, None])
+        w /= w.sum(-1, keepdims=True)
+    act = (lambda g, u: silu(g) * u) if variant == "noclamp" else swiglu_oai
+    r = round_q8_0 if quantized else (lambda v: v)
+    out = np.zeros_like(h)
+    for i in range(len(h)):
+        hq = r(h[i])
+        for j, e in enumerate(chosen[i]):  # biases [n_expert, n_ff_exp] / [n_expert, n_embd]
+            g = t[p + "ffn_gate_exps.weight"][e] @ hq + t[p + "ffn_gate_exps.bias"][e]
+            u = t[p + "ffn_up_exps.weight"][e] @ hq + t[p + "ffn_up_exps.bias"][e]
+            out[i] += w[i, j] * (t[p + "ffn_down_exps.weight"][e] @ r(act(g, u)) + t[p + "ffn_down_exps.bias"][e])
+    return out
+
+
+def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
     t, arch, n = m.t, m.arch, len(tokens)
     n_embd, n_layer = m.key("embedding_length"), m.key("block_count")
     n_head = m.key("attention.head_count")
@@ -121,7 +167,7 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None):
     eps = m.key("attention.layer_norm_rms_epsilon", m.key("attention.layer_norm_epsilon"))
     neox = arch != "llama" and arch != "smollm3"
     gemma = arch in ("gemma2", "gemma3")
-    window, period = m.key("attention.sliding_window", 0), {"gemma2": 2, "gemma3": 6}.get(arch, 0)
+    window, period = m.key("attention.sliding_window", 0), {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}.get(arch, 0)
     # RoPE scaling of the global layers; Gemma 3's local layers use freq_base_swa and no scaling.
     scaling = m.key("rope.scaling.type", "linear")
     factor = m.key("rope.scaling.factor", 0.0)
@@ -168,13 +214,21 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None):
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         visible = (j <= i) & (~local | (i - j < window))  # a window of W keys, the query's own included
         scores = np.where(visible, scores, -np.inf)
-        probs = np.exp(scores - scores.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
+        # gpt-oss: a learned logit per head joins each softmax's denominator (a key of value 0)
+        sink = t[p + "attn_sinks.weight"][:, None, None] if p + "attn_sinks.weight" in t and oss_variant != "nosink" \
+            else np.full((n_head, 1, 1), -np.inf)
+        top = np.maximum(scores.max(-1, keepdims=True), sink)
+        probs = np.exp(scores - top)
+        probs /= probs.sum(-1, keepdims=True) + np.exp(sink - top)
         o = np.einsum("hij,jhd->ihd", probs, np.repeat(v, n_head // n_kv, axis=1)).reshape(n, -1)
         o = o @ t[p + "attn_output.weight"].T + t.get(p + "attn_output.bias", 0)
-        if p + "post_attention_norm.weight" in t:
+        if p + "post_attention_norm.weight" in t and arch != "gpt-oss":
             o = norm(o, p + "post_attention_norm")
         x = x + o
+        if arch == "gpt-oss":  # post_attention_norm is the norm before the MoE
+            x = x + moe_ffn_oss(t, p, norm(x, p + "post_attention_norm"), m.key("expert_used_count"), moe_stats,
+                                oss_variant, p + "ffn_up_exps.weight" in m.quantized and oss_variant != "no_q8")
+            continue
         h = x if arch == "olmo2" else norm(x, p + "ffn_norm")
         if p + "ffn_gate_inp.weight" in t:
             x = x + moe_ffn(t, p, h, m.key("expert_used_count"), moe_renorm, moe_stats)
@@ -202,6 +256,14 @@ def main():
     m = Model(prefix + ".gguf")
     tokens = [int(w) for w in open(prefix + ".tokens.txt").read().split()]
     ref = np.fromfile(prefix + ".logits.f32", np.float32).reshape(len(tokens), -1)
+    if m.arch == "gpt-oss":
+        variants = ("", "noclamp", "softmax_all", "nosink") + (("no_q8",) if m.quantized else ())
+        for variant in variants:
+            stats = []
+            got = forward(m, tokens, gelu_exact, moe_stats=stats, oss_variant=variant)
+            print(f"{prefix.rsplit('/', 1)[-1]} ({variant or 'as llama.cpp'}): max |logit - llama.cpp| = "
+                  f"{np.abs(got - ref).max():.3g}, smallest router margin {min(stats):.3g}")
+        return
     if m.key("expert_count", 0):
         for renorm in (MOE_RENORM[m.arch], not MOE_RENORM[m.arch]):
             stats = []

@@ -19,7 +19,7 @@ namespace {
 
 // Sizes every symbolic Dim resolves to.
 struct Sizes {
-    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, rope_half, ctx, expert, ff_exp;
+    uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, head, rope_half, ctx, expert, ff_exp;
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -29,6 +29,7 @@ struct Sizes {
             case Dim::QProj: return q_proj;
             case Dim::KvProj: return kv_proj;
             case Dim::HeadDim: return head_dim;
+            case Dim::Head: return head;
             case Dim::RopeHalf: return rope_half;
             case Dim::Ctx: return ctx;
             case Dim::QkvProj: return q_proj + 2 * kv_proj;
@@ -177,9 +178,10 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
                     std::to_string(c.head_dim));
     }
 
-    require(gguf::can_quantize(c.type) && gguf::type_traits(c.type).has_value(),
-            std::string("--type ") + (gguf::type_traits(c.type) ? gguf::type_traits(c.type)->name : "?") +
-                " cannot be written (no quantizer for it)");
+    for (TensorType t : {c.type, c.expert_type.value_or(c.type)})
+        require(gguf::can_quantize(t) && gguf::type_traits(t).has_value(),
+                std::string("--type ") + (gguf::type_traits(t) ? gguf::type_traits(t)->name : "?") +
+                    " cannot be written (no quantizer for it)");
     if (arch.always_tied) c.tied = true;
     require(!(arch.never_tied && c.tied), arch.name + " always has an output.weight in llama.cpp; drop --tied");
     if (c.name.empty()) c.name = arch.default_model_name.empty() ? "random-" + arch.name : arch.default_model_name;
@@ -214,6 +216,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     require(c.final_softcap == 0.0f || arch.default_final_softcap != 0.0f,
             arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
     validate_experts(c, arch);
+    require(!c.expert_type || c.n_expert > 0, "--expert-type needs experts (--n-expert)");
     if (c.attn_softcap == 0.0f) c.attn_softcap = std::max(0.0f, arch.default_attn_softcap);
     if (c.final_softcap == 0.0f) c.final_softcap = std::max(0.0f, arch.default_final_softcap);
     return c;
@@ -235,9 +238,9 @@ std::vector<float> initial_values(const TensorRule& rule, const std::string& nam
     Rng rng(c.seed, name);
     switch (rule.init) {
         case Init::Embedding: return normal_values(rng, n, 0.0, 1.0 / std::sqrt(double(sizes.embd)));
-        case Init::Matrix: return normal_values(rng, n, 0.0, 1.0 / std::sqrt(double(dims[0])));
+        case Init::Matrix: return normal_values(rng, n, 0.0, rule.scale / std::sqrt(double(dims[0])));
         case Init::Norm: return normal_values(rng, n, 1.0, 0.1);
-        case Init::Bias: return normal_values(rng, n, 0.0, 0.1);
+        case Init::Bias: return normal_values(rng, n, 0.0, 0.1 * rule.scale);
         case Init::RopeFreqs: return llama3_rope_freq_factors(c.rope_scaling, c.rope_freq_base, uint64_t(c.rope_dims));
         case Init::LongRopeLong:
         case Init::LongRopeShort:
@@ -262,8 +265,13 @@ void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name
                 const Sizes& sizes) {
     std::vector<uint64_t> dims;
     for (Dim d : rule.dims) dims.push_back(sizes.of(d));
-    // 1-D tensors (norms, biases, rope factors) stay F32, as llama.cpp's quantizer leaves them.
-    const TensorType type = dims.size() == 1 ? TensorType::F32 : matrix_storage_type(c.type, dims[0]);
+    // 1-D tensors (norms, biases, rope factors) and biases (gpt-oss's per-expert biases are 2-D)
+    // stay F32, as llama.cpp's quantizer leaves them; --expert-type overrides --type for the
+    // stacked expert matrices (3-D).
+    TensorType requested = c.type;
+    if (dims.size() == 3 && c.expert_type) requested = *c.expert_type;
+    const TensorType type = dims.size() == 1 || rule.init == Init::Bias ? TensorType::F32
+                                                                        : matrix_storage_type(requested, dims[0]);
     w.add_tensor(name, type, dims, encode(type, initial_values(rule, name, dims, c, sizes)));
 }
 
@@ -377,6 +385,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.vocab = tokens->size();
     sizes.ff = uint64_t(c.n_ff);
     sizes.head_dim = uint64_t(c.head_dim);
+    sizes.head = uint64_t(c.n_head);
     sizes.q_proj = uint64_t(c.n_head) * sizes.head_dim;
     sizes.kv_proj = uint64_t(c.n_head_kv) * sizes.head_dim;
     sizes.rope_half = uint64_t(c.rope_dims) / 2;
@@ -388,7 +397,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     const std::string a = arch->name + ".";
     w.set("general.architecture", Value::from_string(arch->name));
     w.set("general.name", Value::from_string(c.name));
-    w.set("general.file_type", Value::from_u32(file_type_of(c.type)));
+    w.set("general.file_type", Value::from_u32(file_type_of(c.expert_type.value_or(c.type))));
     w.set("general.quantization_version", Value::from_u32(2));
     w.set(a + "vocab_size", Value::from_u32(uint32_t(sizes.vocab)));
     w.set(a + "context_length", Value::from_u32(uint32_t(c.n_ctx)));

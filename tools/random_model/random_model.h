@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct RandomModelConfig {
     int head_dim = 0;                // 0: n_embd / n_head
     int rope_dims = 0;               // rotated dims per head (rope.dimension_count); 0: head_dim
     gguf::TensorType type = gguf::TensorType::F32;  // of matrices whose row length allows it
+    std::optional<gguf::TensorType> expert_type;    // of the stacked expert matrices; none: `type`
     bool tied = false;               // no output.weight: the output projection is token_embd
     float rope_freq_base = 0.0f;     // 0: the architecture's usual base
     RopeScalingConfig rope_scaling;
@@ -52,7 +54,7 @@ struct RandomModelConfig {
     float final_softcap = 0.0f;      // final-logit soft-cap; 0: the architecture's default
     int n_expert = 0;                // experts per MoE layer; 0: the architecture's default (none for llama)
     int n_expert_used = 0;           // experts chosen per token; 0: the architecture's default
-    int n_ff_exp = 0;                // one expert's FFN width (qwen3moe only); 0: n_ff
+    int n_ff_exp = 0;                // one expert's FFN width (qwen3moe, gpt-oss); 0: n_ff
 };
 
 // LongRoPE's magnitude correction as convert_hf_to_gguf.py computes it for Phi-3:
@@ -60,7 +62,7 @@ struct RandomModelConfig {
 float longrope_attn_factor(int n_ctx, int original_context);
 
 // Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3,
-// qwen3moe, olmoe.
+// qwen3moe, olmoe, gpt-oss.
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:
