@@ -164,7 +164,7 @@ void set_moe(const Meta& m, ModelSpec& s, bool norm_topk, bool width_divided_by_
         L.ffn.moe.n_expert = n_expert;
         L.ffn.moe.top_k = top_k;
         const int fallback = width_divided_by_k ? L.ffn.n_ff / top_k : L.ffn.n_ff;
-        L.ffn.moe.n_ff_expert = int(m.integer("expert_feed_forward_length", fallback));
+        L.ffn.moe.n_ff_expert = int(m.per_layer("expert_feed_forward_length", l, fallback));
         require_positive(m.file(), "expert_feed_forward_length", L.ffn.moe.n_ff_expert, 1 << 20);
         L.ffn.moe.norm_topk = norm_topk;
         L.ffn.moe.weights_scale = float(m.real("expert_weights_scale", 1.0));
@@ -311,6 +311,32 @@ ModelSpec olmoe_spec(const Meta& m) {
     return s;
 }
 
+// gpt-oss: biased attention with learned sink logits, sliding-window attention on even layers,
+// NeoX RoPE with YaRN, and a MoE FFN: biased router, softmax over the chosen logits, biased
+// experts with the clamped SwiGLU (alpha 1.702, limit 7).
+ModelSpec gpt_oss_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "gpt-oss");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
+    set_rope_neox(s);
+    set_window_pattern(m, s, int(m.integer("attention.sliding_window")), 2);
+    const double base_swa = m.real("rope.freq_base_swa", -1.0);
+    for (LayerSpec& L : s.layers) {
+        L.attn.bias_qkv = L.attn.bias_o = true;
+        L.attn.sinks = true;
+        if (L.attn.window > 0 && base_swa > 0) L.attn.rope.freq_base = float(base_swa);
+        L.ffn_norm_tensor = "post_attention_norm";
+    }
+    set_moe(m, s, /*norm_topk=*/false);
+    for (LayerSpec& L : s.layers) {
+        if (L.ffn.moe.n_expert == 0) throw ModelError(m.file().path() + ": gpt-oss without experts");
+        L.ffn.moe.softmax_after_topk = true;
+        L.ffn.moe.router_bias = L.ffn.moe.expert_bias = true;
+        L.ffn.moe.swiglu_alpha = 1.702f;
+        L.ffn.moe.swiglu_limit = 7.0f;
+    }
+    return s;
+}
+
 // SmolLM3: Llama layout where every 4th layer (3, 7, 11, ...) has no RoPE (NoPE). GGUF carries
 // no key for it: the interval is fixed, as in llama.cpp.
 ModelSpec smollm3_spec(const Meta& m) {
@@ -337,6 +363,7 @@ const std::map<std::string, FamilyFn>& families() {
         {"smollm3", smollm3_spec},
         {"qwen3moe", qwen3moe_spec},
         {"olmoe", olmoe_spec},
+        {"gpt-oss", gpt_oss_spec},
     };
     return table;
 }

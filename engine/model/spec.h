@@ -85,6 +85,7 @@ struct LayerSpec {
     AttentionSpec attn;
     FfnSpec ffn;
     NormPlacement norm_placement = NormPlacement::Pre;
+    std::string ffn_norm_tensor = "ffn_norm";  // gpt-oss calls its pre-FFN norm post_attention_norm
 };
 
 struct ModelSpec {

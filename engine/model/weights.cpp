@@ -81,8 +81,8 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.post_attn_norm = vector(p + "post_attention_norm.weight", E);
             w.post_ffn_norm = vector(p + "post_ffw_norm.weight", E);
         }
-        if (pre) w.ffn_norm = vector(p + "ffn_norm.weight", E);
-        if (pre && layer_norm) w.ffn_norm_b = vector(p + "ffn_norm.bias", E);
+        if (pre) w.ffn_norm = vector(p + L.ffn_norm_tensor + ".weight", E);
+        if (pre && layer_norm) w.ffn_norm_b = vector(p + L.ffn_norm_tensor + ".bias", E);
         const int64_t ff = L.ffn.n_ff;
         if (L.ffn.moe.n_expert > 0) {
             const MoeSpec& moe = L.ffn.moe;
