@@ -33,7 +33,7 @@ Result run(const std::string& args) {
 }
 
 std::string write_file(const std::string& name, const std::string& bytes) {
-    std::string path = testing::TempDir() + "/" + name;
+    std::string path = test::temp_path(name);
     std::ofstream(path, std::ios::binary) << bytes;
     return path;
 }
@@ -59,7 +59,7 @@ TEST(Cli, GarbageAndTruncatedFilesGiveAClearErrorAndExitCode1) {
         EXPECT_NE(r.out.find("garbage.gguf"), std::string::npos) << cmd << ": " << r.out;
         EXPECT_NE(r.out.find("error"), std::string::npos) << cmd << ": " << r.out;
     }
-    Result r = run("run -m " + testing::TempDir() + "/does-not-exist.gguf");
+    Result r = run("run -m " + test::temp_path("does-not-exist.gguf"));
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.out.find("does-not-exist.gguf"), std::string::npos) << r.out;
 }
@@ -87,7 +87,7 @@ TEST(Cli, RunTokenizeAndLogitsOnStories260K) {
     r = run("tokenize -m " + model + " -p 'Once upon a time' --add-special");
     EXPECT_EQ(r.out, "1 403 407 261 378\n");
 
-    std::string out = testing::TempDir() + "/logits.f32";
+    std::string out = test::temp_path("logits.f32");
     r = run("logits -m " + model + " -p 'Once upon a time' -o " + out);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_EQ(test::read_file(out).size(), 5u * 512u * 4u);  // BOS + 4 tokens, 512 vocab

@@ -111,7 +111,7 @@ TEST(Families, UnsupportedArchitectureIsAClearError) {
     // A file of an unknown architecture, written with the project's writer.
     gguf::Writer w;
     w.set("general.architecture", gguf::Value::from_string("mamba"));
-    std::string path = testing::TempDir() + "/mamba.gguf";
+    std::string path = test::temp_path("mamba.gguf");
     w.write(path);
     try {
         Model::load(path);

@@ -150,7 +150,7 @@ std::string with_key(const gguf::File& f, const std::string& key, gguf::Value va
         if (k != key) w.set(k, *f.find(k));
     w.set(key, std::move(value));
     for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-    std::string path = testing::TempDir() + "/" + name;
+    std::string path = test::temp_path(name);
     w.write(path);
     return path;
 }

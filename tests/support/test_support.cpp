@@ -9,6 +9,8 @@
 #include <random>
 #include <stdexcept>
 
+#include <unistd.h>
+
 namespace vkllm::test {
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
@@ -47,6 +49,13 @@ std::optional<std::string> shared_dir() {
     std::string dir = env ? env : source_dir() + "/../shared";
     if (std::filesystem::is_directory(dir + "/models")) return std::filesystem::canonical(dir).string();
     return std::nullopt;
+}
+
+std::string temp_path(const std::string& name) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/vkllm-test-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    return dir + "/" + name;
 }
 
 std::string source_dir() {

@@ -15,6 +15,10 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, floa
 double nmse(const std::vector<float>& got, const std::vector<float>& ref);
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 
+// A path for a scratch file private to this test process: tests run in parallel (each GPU test
+// program twice at once), so shared names would race.
+std::string temp_path(const std::string& name);
+
 // ../shared beside the source tree (VKLLM_SHARED_DIR), or nullopt when it is absent.
 std::optional<std::string> shared_dir();
 // The source tree (VKLLM_SOURCE_DIR).
