@@ -333,6 +333,31 @@ std::vector<ArchTable> make_tables() {
     gptoss.writes_expert_ff_length = true;
     tables.push_back(gptoss);
 
+    // Llama 4 (llama.cpp's LLM_ARCH_LLAMA4, src/models/llama4.cpp): the llama layout (NORM RoPE,
+    // optional Llama 3 rope_freqs) with dense and MoE layers interleaved: layer il has experts when
+    // (il + 1) % interleave_moe_layer_step == 0 (Scout 1, Maverick 2), a dense SwiGLU FFN of width
+    // feed_forward_length otherwise. MoE layers: a router, experts of width
+    // expert_feed_forward_length and one always-on shared expert of the same width
+    // (ffn_*_shexp); top-k by router logit, sigmoid of the chosen logit scales the expert's
+    // input. Every 4th layer skips RoPE and the other layers chunk their attention (llama.cpp
+    // constants, no keys); the converter writes no sliding_window (0 would turn chunking off).
+    ArchTable llama4;
+    llama4.name = "llama4";
+    llama4.globals = embeddings_and_head();
+    llama4.per_layer = concat(attention({}), dense_or_moe_ffn());
+    llama4.per_layer.push_back({"blk.{L}.ffn_gate_shexp.weight", {D::Embd, D::FfExp}, Init::Matrix, Presence::Moe});
+    llama4.per_layer.push_back({"blk.{L}.ffn_down_shexp.weight", {D::FfExp, D::Embd}, Init::Matrix, Presence::Moe});
+    llama4.per_layer.push_back({"blk.{L}.ffn_up_shexp.weight", {D::Embd, D::FfExp}, Init::Matrix, Presence::Moe});
+    llama4.norm_eps = 1e-5f;
+    llama4.rope_freq_base = 500000.0f;
+    llama4.optional_sliding_window = true;
+    llama4.moe = MoeSupport::Required;
+    llama4.default_n_expert = 8;
+    llama4.default_n_expert_used = 1;
+    llama4.writes_expert_ff_length = true;
+    llama4.default_moe_layer_step = 1;
+    tables.push_back(llama4);
+
     return tables;
 }
 

@@ -43,8 +43,8 @@ enum class Presence {
     Untied,      // only when the output projection is not tied to token_embd
     Llama3Rope,  // only with llama3 rope scaling
     LongRope,    // only with longrope rope scaling (Phi-3)
-    Dense,       // only without experts (n_expert == 0)
-    Moe,         // only with experts (n_expert > 0)
+    Dense,       // only in dense layers: without experts (n_expert == 0), or a layer the MoE interleave skips
+    Moe,         // only in MoE layers: with experts (n_expert > 0) and, with an interleave step S, layers (il + 1) % S == 0
 };
 
 // Whether a family's FFN is a mixture of experts.
@@ -84,6 +84,7 @@ struct ArchTable {
     bool always_tied = false;             // llama.cpp never reads an output.weight for this family
     bool never_tied = false;              // llama.cpp requires output.weight (OLMo 2)
     int default_sliding_window = 0;       // > 0: the family has sliding-window layers
+    bool optional_sliding_window = false; // attention.sliding_window written only when given (llama4: llama.cpp reads it as an on/off switch)
     // Soft-capping (tanh(x / cap) * cap) keys this family reads: 0 = not read. A default of -1
     // means read but not written unless asked for (Gemma 3's optional final soft-cap).
     float default_attn_softcap = 0.0f;    // <arch>.attn_logit_softcapping
@@ -93,6 +94,9 @@ struct ArchTable {
     int default_n_expert = 0;             // MoeSupport::Required: when --n-expert is not given
     int default_n_expert_used = 0;        // when --n-expert-used is not given
     bool writes_expert_ff_length = false; // <arch>.expert_feed_forward_length sizes the experts (Qwen MoE, gpt-oss)
+    // > 0: the family interleaves dense and MoE layers and writes <arch>.interleave_moe_layer_step
+    // (llama4): layer il is MoE when (il + 1) % step == 0 (1: every layer); this is the default step.
+    int default_moe_layer_step = 0;
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

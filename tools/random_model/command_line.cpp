@@ -73,6 +73,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--n-expert-used") c.n_expert_used = parse_count(opt, val);
         else if (opt == "--n-ff-exp") c.n_ff_exp = parse_count(opt, val);
         else if (opt == "--sliding-window") c.sliding_window = parse_count(opt, val);
+        else if (opt == "--moe-layer-step") c.moe_layer_step = parse_count(opt, val);
         else if (opt == "--type") {
             auto t = gguf::type_from_name(val);
             if (!t) throw ConfigError("--type '" + val + "' is not a GGUF tensor type");
@@ -108,9 +109,10 @@ std::string usage(const std::string& default_vocab) {
            "  --name N              general.name (default random-<arch>)\n"
            "  --n-embd N --n-layer N --n-head N --n-head-kv N --n-ff N --n-ctx N\n"
            "                        sizes (defaults 64, 2, 4, 2, 160, 256)\n"
-           "  --n-expert E          experts per layer (llama: Mixtral when given; qwen3moe, olmoe 16; gpt-oss 8)\n"
-           "  --n-expert-used K     experts per token (default llama 2, qwen3moe/olmoe/gpt-oss 4)\n"
-           "  --n-ff-exp F          one expert's FFN width (qwen3moe, gpt-oss; default --n-ff; others use --n-ff)\n"
+           "  --n-expert E          experts per layer (llama: Mixtral when given; qwen3moe, olmoe 16; gpt-oss, llama4 8)\n"
+           "  --n-expert-used K     experts per token (default llama 2, qwen3moe/olmoe/gpt-oss 4, llama4 1)\n"
+           "  --n-ff-exp F          one expert's FFN width (qwen3moe, gpt-oss, llama4; default --n-ff; others use --n-ff)\n"
+           "  --moe-layer-step S    llama4: layer il is MoE when (il + 1) % S == 0, else dense (default 1: all)\n"
            "  --head-dim D          per-head size (default n_embd / n_head)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
@@ -122,7 +124,8 @@ std::string usage(const std::string& default_vocab) {
            "  --tied                no output.weight: logits use token_embd\n"
            "  --rope-freq-base B    (default: the architecture's usual base)\n"
            "  --rope-scaling S      linear:F | yarn:F:ORIG | llama3:F:LOW:HIGH:ORIG | longrope:ORIG (phi3)\n"
-           "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3, gpt-oss)\n"
+           "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3, gpt-oss;\n"
+           "                        llama4: written only when given; llama.cpp chunks by 8192 whatever it is)\n"
            "  --attn-softcap C      attention-logit soft-cap (gemma2; default 50)\n"
            "  --final-softcap C     final-logit soft-cap (gemma2, default 30; gemma3, default none)\n";
 }

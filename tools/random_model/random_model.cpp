@@ -205,7 +205,9 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     }
 
     require(c.sliding_window >= 0, "--sliding-window must be positive");
-    if (arch.default_sliding_window == 0)
+    if (arch.optional_sliding_window) {
+        // written only when given (llama4's on/off switch for chunked attention)
+    } else if (arch.default_sliding_window == 0)
         require(c.sliding_window == 0, arch.name + " has no sliding-window attention; drop --sliding-window");
     else if (c.sliding_window == 0)
         c.sliding_window = arch.default_sliding_window;
@@ -216,6 +218,11 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     require(c.final_softcap == 0.0f || arch.default_final_softcap != 0.0f,
             arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
     validate_experts(c, arch);
+    require(c.moe_layer_step >= 0, "--moe-layer-step must be positive");
+    if (arch.default_moe_layer_step == 0)
+        require(c.moe_layer_step == 0, arch.name + " does not interleave dense and MoE layers; drop --moe-layer-step");
+    else if (c.moe_layer_step == 0)
+        c.moe_layer_step = arch.default_moe_layer_step;
     require(!c.expert_type || c.n_expert > 0, "--expert-type needs experts (--n-expert)");
     if (c.attn_softcap == 0.0f) c.attn_softcap = std::max(0.0f, arch.default_attn_softcap);
     if (c.final_softcap == 0.0f) c.final_softcap = std::max(0.0f, arch.default_final_softcap);
@@ -249,14 +256,21 @@ std::vector<float> initial_values(const TensorRule& rule, const std::string& nam
     return {};
 }
 
-bool present(Presence p, const RandomModelConfig& c) {
+// Whether layer `layer` (-1: a global tensor) has experts: with an interleave step S (llama4),
+// only layers with (layer + 1) % S == 0.
+bool is_moe_layer(const RandomModelConfig& c, int layer) {
+    if (c.n_expert == 0) return false;
+    return c.moe_layer_step == 0 || layer < 0 || (layer + 1) % c.moe_layer_step == 0;
+}
+
+bool present(Presence p, const RandomModelConfig& c, int layer) {
     switch (p) {
         case Presence::Always: return true;
         case Presence::Untied: return !c.tied;
         case Presence::Llama3Rope: return c.rope_scaling.kind == RopeScalingConfig::Kind::Llama3;
         case Presence::LongRope: return c.rope_scaling.kind == RopeScalingConfig::Kind::LongRope;
-        case Presence::Dense: return c.n_expert == 0;
-        case Presence::Moe: return c.n_expert > 0;
+        case Presence::Dense: return !is_moe_layer(c, layer);
+        case Presence::Moe: return is_moe_layer(c, layer);
     }
     return false;
 }
@@ -431,6 +445,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "expert_count", Value::from_u32(uint32_t(c.n_expert)));
         w.set(a + "expert_used_count", Value::from_u32(uint32_t(c.n_expert_used)));
         if (arch->writes_expert_ff_length) w.set(a + "expert_feed_forward_length", Value::from_u32(uint32_t(c.n_ff_exp)));
+        if (c.moe_layer_step > 0) w.set(a + "interleave_moe_layer_step", Value::from_u32(uint32_t(c.moe_layer_step)));
     }
     if (c.sliding_window > 0) w.set(a + "attention.sliding_window", Value::from_u32(uint32_t(c.sliding_window)));
     if (c.attn_softcap > 0.0f) w.set(a + "attn_logit_softcapping", Value::from_f32(c.attn_softcap));
@@ -439,10 +454,10 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     copy_tokenizer(w, vocab);
 
     for (const TensorRule& rule : arch->globals)
-        if (present(rule.presence, c)) add_tensor(w, rule, rule.name, c, sizes);
+        if (present(rule.presence, c, -1)) add_tensor(w, rule, rule.name, c, sizes);
     for (int layer = 0; layer < c.n_layer; ++layer)
         for (const TensorRule& rule : arch->per_layer)
-            if (present(rule.presence, c)) add_tensor(w, rule, replace_layer(rule.name, layer), c, sizes);
+            if (present(rule.presence, c, layer)) add_tensor(w, rule, replace_layer(rule.name, layer), c, sizes);
     return w;
 }
 

@@ -54,7 +54,8 @@ struct RandomModelConfig {
     float final_softcap = 0.0f;      // final-logit soft-cap; 0: the architecture's default
     int n_expert = 0;                // experts per MoE layer; 0: the architecture's default (none for llama)
     int n_expert_used = 0;           // experts chosen per token; 0: the architecture's default
-    int n_ff_exp = 0;                // one expert's FFN width (qwen3moe, gpt-oss); 0: n_ff
+    int n_ff_exp = 0;                // one expert's FFN width (qwen3moe, gpt-oss, llama4); 0: n_ff
+    int moe_layer_step = 0;          // llama4: layer il is MoE when (il + 1) % step == 0; 0: the architecture's default
 };
 
 // LongRoPE's magnitude correction as convert_hf_to_gguf.py computes it for Phi-3:
@@ -62,7 +63,7 @@ struct RandomModelConfig {
 float longrope_attn_factor(int n_ctx, int original_context);
 
 // Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3,
-// qwen3moe, olmoe, gpt-oss.
+// qwen3moe, olmoe, gpt-oss, llama4.
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:
