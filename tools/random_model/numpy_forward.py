@@ -156,7 +156,29 @@ def moe_ffn_oss(t, p, h, n_used, stats, variant="", quantized=False):
     return out
 
 
-def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
+def moe_ffn_llama4(t, p, h, n_used, stats, variant=""):
+    """Llama 4: the n_used largest router logits (no softmax); each chosen expert gets
+    w = sigmoid(its logit) multiplied into its INPUT (expert(w * h), not w * expert(h)); plus the
+    shared expert on the unweighted h. Variants: "weight_after" (w * expert(h)), "no_shexp"."""
+    logits = h @ t[p + "ffn_gate_inp.weight"].T                       # [n, n_expert]
+    order = np.argsort(-logits, axis=1, kind="stable")
+    chosen = order[:, :n_used]
+    rows = np.arange(len(h))
+    stats.append(np.min(logits[rows, order[:, n_used - 1]] - logits[rows, order[:, n_used]]))
+    w = 1 / (1 + np.exp(-np.take_along_axis(logits, chosen, 1)))
+    gate, up, down = t[p + "ffn_gate_exps.weight"], t[p + "ffn_up_exps.weight"], t[p + "ffn_down_exps.weight"]
+    expert = lambda e, v: down[e] @ (silu(gate[e] @ v) * (up[e] @ v))
+    out = np.zeros_like(h)
+    for i in range(len(h)):
+        for j, e in enumerate(chosen[i]):
+            out[i] += w[i, j] * expert(e, h[i]) if variant == "weight_after" else expert(e, w[i, j] * h[i])
+    if variant != "no_shexp":
+        out += (silu(h @ t[p + "ffn_gate_shexp.weight"].T) * (h @ t[p + "ffn_up_shexp.weight"].T)) @ \
+            t[p + "ffn_down_shexp.weight"].T
+    return out
+
+
+def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, variant=""):
     t, arch, n = m.t, m.arch, len(tokens)
     n_embd, n_layer = m.key("embedding_length"), m.key("block_count")
     n_head = m.key("attention.head_count")
@@ -165,7 +187,7 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
     n_rot = m.key("rope.dimension_count", hd)
     base = m.key("rope.freq_base", 10000.0)
     eps = m.key("attention.layer_norm_rms_epsilon", m.key("attention.layer_norm_epsilon"))
-    neox = arch != "llama" and arch != "smollm3"
+    neox = arch not in ("llama", "smollm3", "llama4")
     gemma = arch in ("gemma2", "gemma3")
     window, period = m.key("attention.sliding_window", 0), {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}.get(arch, 0)
     # RoPE scaling of the global layers; Gemma 3's local layers use freq_base_swa and no scaling.
@@ -189,6 +211,11 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
     for l in range(n_layer):
         p = f"blk.{l}."
         local = bool(window) and period > 0 and l % period < period - 1
+        # Llama 4 (llama.cpp constants): layers l % 4 < 3 use RoPE, QK L2-norm and chunked
+        # attention (chunks of 8192); every 4th layer has no RoPE and scales q by the
+        # temperature log(floor((pos + 1) / 8192) + 1) * 0.1 + 1 (1 below position 8191).
+        l4_rope = arch == "llama4" and ((l + 1) % 4 != 0 or variant == "rope_all")
+        chunk = 8 if variant == "chunk8" else 8192
         h = x if arch == "olmo2" else norm(x, p + "attn_norm")
         if p + "attn_qkv.weight" in t:  # fused rows [q; k; v]
             qkv = h @ t[p + "attn_qkv.weight"].T + t.get(p + "attn_qkv.bias", 0)
@@ -200,7 +227,14 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
         q, k, v = q.reshape(n, n_head, hd), k.reshape(n, n_kv, hd), v.reshape(n, n_kv, hd)
         if p + "attn_q_norm.weight" in t and arch not in ("olmo2", "olmoe"):  # per head
             q, k = rms_norm(q, t[p + "attn_q_norm.weight"], eps), rms_norm(k, t[p + "attn_k_norm.weight"], eps)
-        if arch != "gpt2" and not (arch == "smollm3" and (l + 1) % 4 == 0):
+        if arch == "llama4":
+            if l4_rope:
+                q, k = rope(q, n_rot, neox, base, factors=factors), rope(k, n_rot, neox, base, factors=factors)
+                if variant != "no_qk_norm":
+                    q, k = rms_norm(q, 1.0, eps), rms_norm(k, 1.0, eps)
+            else:
+                q = q * (np.log(np.floor((np.arange(n) + 1.0) / 8192) + 1) * 0.1 + 1)[:, None, None]
+        elif arch != "gpt2" and not (arch == "smollm3" and (l + 1) % 4 == 0):
             if arch == "gemma3" and local:
                 kw = dict(base=m.key("rope.freq_base_swa", 10000.0))
             else:
@@ -213,9 +247,11 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
             scores = np.tanh(scores / cap) * cap
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         visible = (j <= i) & (~local | (i - j < window))  # a window of W keys, the query's own included
+        if arch == "llama4" and l % 4 < 3:  # chunked: keys of the query's chunk only
+            visible &= j >= (i // chunk) * chunk
         scores = np.where(visible, scores, -np.inf)
         # gpt-oss: a learned logit per head joins each softmax's denominator (a key of value 0)
-        sink = t[p + "attn_sinks.weight"][:, None, None] if p + "attn_sinks.weight" in t and oss_variant != "nosink" \
+        sink = t[p + "attn_sinks.weight"][:, None, None] if p + "attn_sinks.weight" in t and variant != "nosink" \
             else np.full((n_head, 1, 1), -np.inf)
         top = np.maximum(scores.max(-1, keepdims=True), sink)
         probs = np.exp(scores - top)
@@ -227,9 +263,12 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, oss_variant=""):
         x = x + o
         if arch == "gpt-oss":  # post_attention_norm is the norm before the MoE
             x = x + moe_ffn_oss(t, p, norm(x, p + "post_attention_norm"), m.key("expert_used_count"), moe_stats,
-                                oss_variant, p + "ffn_up_exps.weight" in m.quantized and oss_variant != "no_q8")
+                                variant, p + "ffn_up_exps.weight" in m.quantized and variant != "no_q8")
             continue
         h = x if arch == "olmo2" else norm(x, p + "ffn_norm")
+        if arch == "llama4" and p + "ffn_gate_inp.weight" in t:
+            x = x + moe_ffn_llama4(t, p, h, m.key("expert_used_count"), moe_stats, variant)
+            continue
         if p + "ffn_gate_inp.weight" in t:
             x = x + moe_ffn(t, p, h, m.key("expert_used_count"), moe_renorm, moe_stats)
             continue
@@ -256,11 +295,12 @@ def main():
     m = Model(prefix + ".gguf")
     tokens = [int(w) for w in open(prefix + ".tokens.txt").read().split()]
     ref = np.fromfile(prefix + ".logits.f32", np.float32).reshape(len(tokens), -1)
-    if m.arch == "gpt-oss":
-        variants = ("", "noclamp", "softmax_all", "nosink") + (("no_q8",) if m.quantized else ())
+    if m.arch in ("gpt-oss", "llama4"):
+        variants = ("", "noclamp", "softmax_all", "nosink") + (("no_q8",) if m.quantized else ()) if m.arch == "gpt-oss" \
+            else ("", "rope_all", "no_qk_norm", "weight_after", "no_shexp", "chunk8")
         for variant in variants:
             stats = []
-            got = forward(m, tokens, gelu_exact, moe_stats=stats, oss_variant=variant)
+            got = forward(m, tokens, gelu_exact, moe_stats=stats, variant=variant)
             print(f"{prefix.rsplit('/', 1)[-1]} ({variant or 'as llama.cpp'}): max |logit - llama.cpp| = "
                   f"{np.abs(got - ref).max():.3g}, smallest router margin {min(stats):.3g}")
         return
