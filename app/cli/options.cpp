@@ -12,7 +12,7 @@ Options::Options(const Args& args, const std::set<std::string>& valued, const st
             if (i + 1 >= args.size()) throw UsageError("option " + a + " needs a value");
             values_[a] = args[++i];
         } else if (flags.count(a)) {
-            values_[a] = "1";
+            values_.insert_or_assign(a, std::string(1, '1'));
         } else {
             throw UsageError("unknown argument '" + a + "'");
         }
