@@ -57,3 +57,6 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   vkllm_shader(moe_matmul_${wtype}    moe_matmul.comp WTYPE_${WTYPE})
 endforeach()
 # --- end mixture of experts ---
+
+# --- Llama 4's weighted expert input ---
+vkllm_shader(moe_weight_input moe_weight_input.comp)

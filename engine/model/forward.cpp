@@ -34,6 +34,7 @@ ops::AttentionParams attention_params(const AttentionSpec& a) {
     p.causal = true;
     p.window = a.window;
     p.softcap = a.softcap;
+    p.chunk = a.chunk;
     return p;
 }
 
@@ -61,7 +62,8 @@ int max_q_dim(const ModelSpec& s) {
 int max_ff(const ModelSpec& s) {
     int m = 0;
     // A MoE layer's rows of all chosen experts per token: top_k * n_ff_expert.
-    for (const auto& L : s.layers) m = std::max({m, L.ffn.n_ff, L.ffn.moe.top_k * L.ffn.moe.n_ff_expert});
+    for (const auto& L : s.layers)
+        m = std::max({m, L.ffn.n_ff, L.ffn.moe.top_k * L.ffn.moe.n_ff_expert, L.ffn.moe.n_ff_shared});
     return m;
 }
 
@@ -142,6 +144,10 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
         moe_gate_ = gpu::Buffer(ctx, pairs * uint64_t(n_ff_expert) * F, gpu::Memory::Device);
         moe_up_ = gpu::Buffer(ctx, pairs * uint64_t(n_ff_expert) * F, gpu::Memory::Device);
         moe_down_ = gpu::Buffer(ctx, pairs * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
+        moe_input_ = gpu::Buffer(ctx, pairs * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
+        std::vector<float> ones(pairs, 1.0f);
+        moe_ones_ = gpu::Buffer(ctx, pairs * F, gpu::Memory::Device);
+        moe_ones_.upload(ones.data(), pairs * F);
     }
     k_new_ = gpu::Buffer(ctx, B * widest_k, gpu::Memory::Device);
     v_new_ = gpu::Buffer(ctx, B * widest_v, gpu::Memory::Device);

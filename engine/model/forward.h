@@ -110,6 +110,8 @@ private:
     gpu::Buffer moe_sorted_;             // int32, ops::moe_sort's layout
     gpu::Buffer moe_gate_, moe_up_;      // [n_batch * top_k, n_ff_expert]
     gpu::Buffer moe_down_;               // [n_batch * top_k, n_embd]
+    gpu::Buffer moe_input_;              // [n_batch * top_k, n_embd] weighted expert inputs (Llama 4)
+    gpu::Buffer moe_ones_;               // [n_batch * top_k] of 1: combine weights when the input carried them
     std::vector<gpu::Buffer> expert_load_;  // per layer, host [n_expert, 2] (expert-load probe)
     void record_moe(int l, int n_tokens, const gpu::Buffer& in, bool probe_load);
     gpu::Buffer attn_scratch_;  // split-K partial results of decode attention

@@ -2,6 +2,7 @@
 // the layer's spec (norm placement, fused or biased projections, QK-norm, RoPE, window, soft-cap,
 // gated or plain FFN). Every barrier says what it orders.
 #include <algorithm>
+#include <cmath>
 
 #include "model/forward.h"
 #include "ops/ops.h"
@@ -83,7 +84,23 @@ void Forward::record_attention(int l, int T, int pos0) {
         ops::add_bias(s, vc, v_at, *w.bv, T, int64_t(kv_row_v));
         s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
     }
-    if (a.qk_norm != QkNorm::None) {
+    if (a.temperature_floor > 0) {
+        // Llama 4 NoPE layers: q *= log(floor((pos + 1) / floor) + 1) * scale + 1, constant over
+        // runs of positions, so one scale per run (none while it is 1).
+        s.mark("scale");
+        for (int t0 = 0; t0 < T;) {
+            auto factor = [&](int t) {
+                return std::log(std::floor(float(pos0 + t + 1) / float(a.temperature_floor)) + 1.0f) *
+                           a.temperature_scale + 1.0f;
+            };
+            int t1 = t0 + 1;
+            while (t1 < T && factor(t1) == factor(t0)) ++t1;
+            if (factor(t0) != 1.0f) ops::scale(s, q_, int64_t(t1 - t0) * qd, factor(t0), uint64_t(t0) * uint64_t(qd));
+            t0 = t1;
+        }
+        s.barrier("temperature-scaled q is complete before attention reads it");
+    }
+    if (a.qk_norm != QkNorm::None && a.qk_norm != QkNorm::L2AfterRope) {
         // Per head: rows of head_dim; full width: one row of all heads per token.
         const bool per_head = a.qk_norm == QkNorm::PerHead;
         s.mark("norm");
@@ -102,6 +119,13 @@ void Forward::record_attention(int l, int T, int pos0) {
         ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
         ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
         s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
+    }
+    if (a.qk_norm == QkNorm::L2AfterRope) {
+        // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
+        s.mark("norm");
+        ops::rms_norm(s, q_, 0, nullptr, q_, 0, int64_t(T) * a.n_head, a.head_dim, spec_.norm_eps);
+        ops::rms_norm(s, kc, k_at, nullptr, kc, k_at, int64_t(T) * a.n_head_kv, a.head_dim, spec_.norm_eps);
+        s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
     }
     // Tokens pos0.. go to slots pos0 % slots..; a ring cache may wrap once within a step.
     s.mark("copy");
@@ -246,10 +270,20 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     if (probe_load) ops::moe_expert_load(s, r, moe.n_expert, expert_load_[size_t(l)]);
 
     const ops::Weight gate_key = rounding_key(w.gate_exps), up_key = rounding_key(w.up_exps);
-    mi = prepare_inputs(in, 0, T, spec_.n_embd, {&gate_key, &up_key});
+    // Llama 4 scales each expert's input by its weight, and sums the outputs unweighted.
+    const gpu::Buffer* expert_in = &in;
+    int in_rows = T;
+    if (moe.weight_input) {
+        s.mark("moe_input");
+        ops::moe_weighted_input(s, in, 0, r, moe_input_, spec_.n_embd);
+        s.barrier("weighted expert inputs are complete before the expert matmuls read them");
+        expert_in = &moe_input_;
+        in_rows = int(pairs);
+    }
+    mi = prepare_inputs(*expert_in, 0, in_rows, spec_.n_embd, {&gate_key, &up_key});
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), false, r, moe_gate_, 0);
-    ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), false, r, moe_up_, 0);
+    ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, r, moe_gate_, 0);
+    ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), moe.weight_input, r, moe_up_, 0);
     s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
     s.mark("swiglu");
     if (moe.swiglu_alpha > 0)
@@ -263,8 +297,21 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, r, moe_down_, 0);
     s.barrier("the experts' outputs are complete before their weighted sum");
     s.mark("moe_combine");
-    ops::moe_combine(s, moe_down_, 0, r, x_, 0, spec_.n_embd, /*accumulate=*/true);
-    s.barrier("the residual stream is complete before the next layer reads it");
+    ops::MoeRouting combine = r;
+    if (moe.weight_input) combine.weights = &moe_ones_;
+    ops::moe_combine(s, moe_down_, 0, combine, x_, 0, spec_.n_embd, /*accumulate=*/true);
+    s.barrier("the residual stream is complete before the shared expert or the next layer reads it");
+    if (moe.n_ff_shared == 0) return;
+    // The shared expert sees every token, unweighted: x += down_sh(silu(gate_sh h) * up_sh h).
+    mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.gate_sh, &w.up_sh});
+    s.mark("matmul");
+    ops::matmul(s, w.gate_sh, mi.of(w.gate_sh), mi.offset_of(w.gate_sh), gate_, 0, T);
+    ops::matmul(s, w.up_sh, mi.of(w.up_sh), mi.offset_of(w.up_sh), up_, 0, T);
+    s.barrier("the shared expert's gate and up are complete before SwiGLU");
+    s.mark("swiglu");
+    ops::swiglu(s, gate_, up_, gate_, int64_t(T) * moe.n_ff_shared);
+    s.barrier("the shared expert's activation is complete before its down projection");
+    add_block_output(w.down_sh, gate_, moe.n_ff_shared, nullptr, nullptr, T);
 }
 
 }  // namespace vkllm::model

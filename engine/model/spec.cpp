@@ -337,6 +337,43 @@ ModelSpec gpt_oss_spec(const Meta& m) {
     return s;
 }
 
+// Llama 4: every 4th layer NoPE (with query temperature), the others RoPE with an unweighted
+// QK-norm after it and chunked attention (chunks of 8192); MoE on every
+// interleave_moe_layer_step-th layer: top-k by router logit, sigmoid weight scaling the expert's
+// input, plus a shared expert; dense FFN elsewhere.
+ModelSpec llama4_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "llama4");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-5));
+    constexpr int kNoRopeStep = 4, kChunk = 8192;
+    const bool chunked = m.integer("attention.sliding_window", 1) != 0;
+    const int n_expert = int(m.integer("expert_count"));
+    const int step = int(m.integer("interleave_moe_layer_step"));
+    for (int l = 0; l < s.n_layer; ++l) {
+        LayerSpec& L = s.layers[size_t(l)];
+        const bool nope = (l + 1) % kNoRopeStep == 0;
+        L.attn.rope.enabled = !nope;
+        if (nope) {
+            L.attn.temperature_floor = 8192;
+            L.attn.temperature_scale = 0.1f;
+        } else if (n_expert != 128) {  // Maverick (128 experts) has no QK-norm
+            L.attn.qk_norm = QkNorm::L2AfterRope;
+        }
+        if (chunked && l % 4 < 3) L.attn.chunk = kChunk;
+    }
+    set_moe(m, s, /*norm_topk=*/false);
+    for (int l = 0; l < s.n_layer; ++l) {
+        MoeSpec& moe = s.layers[size_t(l)].ffn.moe;
+        if (step <= 0 || (l + 1) % step != 0) {
+            moe = MoeSpec{};  // a dense layer
+            continue;
+        }
+        moe.sigmoid = true;
+        moe.weight_input = true;
+        moe.n_ff_shared = moe.n_ff_expert;
+    }
+    return s;
+}
+
 // SmolLM3: Llama layout where every 4th layer (3, 7, 11, ...) has no RoPE (NoPE). GGUF carries
 // no key for it: the interval is fixed, as in llama.cpp.
 ModelSpec smollm3_spec(const Meta& m) {
@@ -364,6 +401,7 @@ const std::map<std::string, FamilyFn>& families() {
         {"qwen3moe", qwen3moe_spec},
         {"olmoe", olmoe_spec},
         {"gpt-oss", gpt_oss_spec},
+        {"llama4", llama4_spec},
     };
     return table;
 }
@@ -439,6 +477,7 @@ std::string ModelSpec::to_table() const {
         char attn[64], rope[64], ffn[64], heads[32];
         std::snprintf(heads, sizeof heads, "%d/%d", a.n_head, a.n_head_kv);
         if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
+        else if (a.chunk > 0) std::snprintf(attn, sizeof attn, "chunk %d", a.chunk);
         else std::snprintf(attn, sizeof attn, "global");
         if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
         else

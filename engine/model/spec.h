@@ -23,8 +23,9 @@ enum class NormKind { RMSNorm, LayerNorm };
 enum class NormPlacement { Pre, Post, Sandwich };
 enum class Activation { SiLU, GeluTanh, GeluErf };
 enum class RopeScaling { None, Linear, Yarn, Llama3 };
-// QK-norm: RMSNorm of each query/key head (Qwen3, Gemma 3) or of the whole projection (OLMo 2).
-enum class QkNorm { None, PerHead, FullWidth };
+// QK-norm: RMSNorm of each query/key head (Qwen3, Gemma 3) or of the whole projection (OLMo 2),
+// before RoPE; or an unweighted per-head RMS (L2) norm after RoPE (Llama 4).
+enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
 
 struct RopeSpec {
     bool enabled = true;      // false: a NoPE layer
@@ -47,6 +48,10 @@ struct AttentionSpec {
     int head_dim = 0;       // of queries and keys
     int head_dim_v = 0;     // of values
     int window = 0;         // > 0: sliding window of this many positions
+    int chunk = 0;          // > 0: chunked attention: keys of the query's chunk only (Llama 4)
+    // Llama 4's NoPE layers scale q by log(floor((pos + 1) / floor) + 1) * scale + 1.
+    int temperature_floor = 0;  // 0: off
+    float temperature_scale = 0.0f;
     float scale = 0.0f;     // logit scale (usually 1/sqrt(head_dim))
     float softcap = 0.0f;   // > 0: Gemma 2 attention-logit soft-capping
     QkNorm qk_norm = QkNorm::None;
@@ -70,6 +75,8 @@ struct MoeSpec {
     bool expert_bias = false;         // ffn_{gate,up,down}_exps.bias
     float swiglu_alpha = 0.0f;        // > 0: gpt-oss's clamped SwiGLU with this alpha ...
     float swiglu_limit = 0.0f;        // ... and limit
+    bool weight_input = false;        // the gate weight scales the expert's input, not its output (Llama 4)
+    int n_ff_shared = 0;              // > 0: a shared expert of this width, always on
 };
 
 struct FfnSpec {

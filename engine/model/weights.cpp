@@ -91,6 +91,11 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
             w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
             w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);
+            if (moe.n_ff_shared > 0) {
+                w.gate_sh = matrix(p + "ffn_gate_shexp.weight", E, moe.n_ff_shared);
+                w.up_sh = matrix(p + "ffn_up_shexp.weight", E, moe.n_ff_shared);
+                w.down_sh = matrix(p + "ffn_down_shexp.weight", moe.n_ff_shared, E);
+            }
         } else if (L.ffn.fused_gate_up) {
             // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
             w.gate = matrix_rows(p + "ffn_up.weight", E, 2 * ff, 0, ff);

@@ -34,6 +34,7 @@ struct LayerWeights {
     ops::Weight router;
     const gpu::Buffer* router_bias = nullptr;     // [n_expert]
     ops::ExpertWeights gate_exps, up_exps, down_exps;
+    ops::Weight gate_sh, up_sh, down_sh;          // shared expert (Llama 4)
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
 };
 

@@ -226,6 +226,10 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
 void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting& r, const Buffer& out,
                  uint64_t out_offset, int64_t n, bool accumulate = false);
 
+// Llama 4: out[p, :] = weights[p] * x[p / top_k, :] — each pair's expert input scaled by its gate
+// weight (feed to moe_matmul with x_per_pair). x: [n_tokens, n] at x_offset; out: [n_pairs, n].
+void moe_weighted_input(Stream& s, const Buffer& x, uint64_t x_offset, const MoeRouting& r, const Buffer& out, int64_t n);
+
 // Expert-load probe: load: float [n_expert, 2] = (pairs routed to expert e, sum of their weights);
 // accumulate adds to the values already there (counting over several steps).
 void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer& load, bool accumulate = false);

@@ -1,0 +1,31 @@
+// Llama 4's weighted expert input (shaders/moe_weight_input.comp).
+#include <algorithm>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+void moe_weighted_input(Stream& s, const Buffer& x, uint64_t x_offset, const MoeRouting& r, const Buffer& out, int64_t n) {
+    const char* op = "moe_weighted_input";
+    detail::require(r.weights && r.top_k > 0 && r.n_tokens >= 0 && n > 0, op, "needs routing weights, top_k and n > 0");
+    const uint64_t pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
+    detail::require(pairs * uint64_t(n) <= 0xffffffffull, op, "too many values for one dispatch");
+    if (pairs == 0) return;
+    gpu::Context& ctx = s.context();
+    const detail::Window xw = detail::window(ctx, x, x_offset, uint64_t(r.n_tokens) * uint64_t(n), op, "x");
+    const detail::Window ww = detail::window(ctx, *r.weights, 0, pairs, op, "weights");
+    const detail::Window ow = detail::window(ctx, out, 0, pairs * uint64_t(n), op, "out");
+    detail::require(ww.shift == 0 && ow.shift == 0, op, "weights and out must start their buffers");
+    const uint32_t threads = detail::workgroup_size(ctx, 256);
+    const auto& pipeline = ctx.pipeline("moe_weight_input", 3, 16, {threads});
+    struct {
+        uint32_t n_pairs, n, top_k, x_shift;
+    } push{uint32_t(pairs), uint32_t(n), uint32_t(r.top_k), xw.shift};
+    const uint64_t groups = std::clamp<uint64_t>((pairs * uint64_t(n) + threads - 1) / threads, 1,
+                                                 ctx.caps().max_workgroup_count[0]);
+    s.dispatch(pipeline, {xw.range, ww.range, ow.range}, push, uint32_t(groups));
+}
+
+}  // namespace vkllm::ops
