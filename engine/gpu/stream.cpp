@@ -143,6 +143,17 @@ void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uin
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
 }
 
+void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stride, const Buffer& dst,
+                       uint64_t dst_offset, uint64_t dst_stride, uint64_t row_bytes, uint64_t rows) {
+    if (!rows || !row_bytes) return;
+    if (src_offset + (rows - 1) * src_stride + row_bytes > src.size() ||
+        dst_offset + (rows - 1) * dst_stride + row_bytes > dst.size())
+        throw std::logic_error("Stream::copy_rows beyond a buffer's end");
+    std::vector<VkBufferCopy> regions(rows);
+    for (uint64_t i = 0; i < rows; ++i) regions[i] = {src_offset + i * src_stride, dst_offset + i * dst_stride, row_bytes};
+    vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), uint32_t(rows), regions.data());
+}
+
 void Stream::fill_zero(const Buffer& dst, uint64_t offset, uint64_t bytes) {
     vkCmdFillBuffer(cb_, dst.handle(), offset, bytes, 0);
 }

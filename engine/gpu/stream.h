@@ -41,6 +41,10 @@ public:
     // `why` names what it orders (kept for debugging; the call site carries the comment).
     void barrier(const char* why);
     void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
+    // Strided rows: `rows` copies of `row_bytes`, the i-th from src_offset + i * src_stride to
+    // dst_offset + i * dst_stride (all in bytes), in one command.
+    void copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stride, const Buffer& dst, uint64_t dst_offset,
+                   uint64_t dst_stride, uint64_t row_bytes, uint64_t rows);
     void fill_zero(const Buffer& dst, uint64_t offset = 0, uint64_t bytes = VK_WHOLE_SIZE);
 
     // Timestamps: when profiling is on, mark(label) closes the previous interval and opens one

@@ -125,3 +125,27 @@ TEST_F(GpuTest, UnknownShaderIsALogicError) {
 
 }  // namespace
 }  // namespace vkllm
+
+namespace vkllm {
+namespace {
+
+using test::GpuTest;
+
+TEST_F(GpuTest, CopyRowsGathersStridedRows) {
+    std::vector<float> src(40);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+    gpu::Buffer a(ctx(), 160, gpu::Memory::Device), b(ctx(), 160, gpu::Memory::Device);
+    a.upload(src.data(), 160);
+    b.fill_zero();
+    gpu::Stream s(ctx());
+    s.begin();
+    s.copy_rows(a, 4 * 4, 10 * 4, b, 0, 3 * 4, 3 * 4, 4);  // rows 4..6 of each 10-float block, packed
+    EXPECT_THROW(s.copy_rows(a, 0, 10 * 4, b, 0, 10 * 4, 4 * 4, 5), std::logic_error);
+    s.submit_and_wait();
+    std::vector<float> got(12);
+    b.download(got.data(), 48);
+    EXPECT_EQ(got, (std::vector<float>{4, 5, 6, 14, 15, 16, 24, 25, 26, 34, 35, 36}));
+}
+
+}  // namespace
+}  // namespace vkllm
