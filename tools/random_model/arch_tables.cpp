@@ -358,6 +358,45 @@ std::vector<ArchTable> make_tables() {
     llama4.default_moe_layer_step = 1;
     tables.push_back(llama4);
 
+    // DeepSeek-V2/V3 (llama.cpp's LLM_ARCH_DEEPSEEK2, src/models/deepseek2.cpp) with multi-head
+    // latent attention in the layout the current converter writes (kv_b_proj split into attn_k_b,
+    // stored transposed per head, and attn_v_b): the query through a rank-q_lora bottleneck
+    // (attn_q_a, RMSNorm attn_q_a_norm, attn_q_b) or directly (attn_q, q_lora_rank 0);
+    // attn_kv_a_mqa gives the kv_lora latent (RMSNorm attn_kv_a_norm) and one rope key shared by
+    // all heads. NORM RoPE on the last rope dims of each head. Leading dense layers, then MoE layers
+    // with shared experts (ffn_*_shexp, width n_ff_exp * expert_shared_count) and, with sigmoid
+    // gating, the expert-selection bias exp_probs_b.
+    ArchTable deepseek2;
+    deepseek2.name = "deepseek2";
+    deepseek2.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    deepseek2.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_q_a_norm.weight", {D::QLora}, Init::Norm, Presence::QLora},
+        {"blk.{L}.attn_kv_a_norm.weight", {D::KvLora}, Init::Norm},
+        {"blk.{L}.attn_q_a.weight", {D::Embd, D::QLora}, Init::Matrix, Presence::QLora},
+        {"blk.{L}.attn_q_b.weight", {D::QLora, D::QProj}, Init::Matrix, Presence::QLora},
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix, Presence::NoQLora},
+        {"blk.{L}.attn_kv_a_mqa.weight", {D::Embd, D::KvLoraRope}, Init::Matrix},
+        // per head h: k_nope = attn_k_b[h] (as [kv_lora, qk_nope] rows of qk_nope) applied to the latent
+        {"blk.{L}.attn_k_b.weight", {D::QkNope, D::KvLora, D::Head}, Init::Matrix},
+        {"blk.{L}.attn_v_b.weight", {D::KvLora, D::VHead, D::Head}, Init::Matrix},
+        {"blk.{L}.attn_output.weight", {D::VProj, D::Embd}, Init::Matrix},
+    };
+    deepseek2.per_layer = concat(deepseek2.per_layer, dense_or_moe_ffn());
+    // one bias per expert, normal(0, 0.2): of the order of the gaps between sigmoid scores
+    deepseek2.per_layer.push_back({"blk.{L}.exp_probs_b.bias", {D::Expert}, Init::Bias, Presence::MoeSelectionBias, 2.0f});
+    deepseek2.per_layer.push_back({"blk.{L}.ffn_gate_shexp.weight", {D::Embd, D::FfShared}, Init::Matrix, Presence::Moe});
+    deepseek2.per_layer.push_back({"blk.{L}.ffn_down_shexp.weight", {D::FfShared, D::Embd}, Init::Matrix, Presence::Moe});
+    deepseek2.per_layer.push_back({"blk.{L}.ffn_up_shexp.weight", {D::Embd, D::FfShared}, Init::Matrix, Presence::Moe});
+    deepseek2.norm_eps = 1e-6f;
+    deepseek2.rope_freq_base = 10000.0f;
+    deepseek2.mla = true;
+    deepseek2.moe = MoeSupport::Required;
+    deepseek2.default_n_expert = 8;
+    deepseek2.default_n_expert_used = 2;
+    deepseek2.writes_expert_ff_length = true;
+    tables.push_back(deepseek2);
+
     return tables;
 }
 

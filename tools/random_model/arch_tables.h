@@ -26,6 +26,14 @@ enum class Dim {
     FfPair,    // 2 * n_ff (fused gate/up: rows [gate; up])
     Expert,    // n_expert (mixture of experts)
     FfExp,     // one expert's FFN width: expert_feed_forward_length where the family has it, else n_ff
+    // Multi-head latent attention (deepseek2); head_dim is qk_nope + qk_rope there, rope dims qk_rope.
+    QLora,       // q_lora_rank: the compressed query
+    KvLora,      // kv_lora_rank: the compressed (latent) key/value
+    KvLoraRope,  // kv_lora_rank + qk_rope: attn_kv_a_mqa's output rows [latent; shared rope key]
+    QkNope,      // qk_nope_head_dim = head_dim - rope dims
+    VHead,       // v_head_dim
+    VProj,       // n_head * v_head_dim
+    FfShared,    // shared experts' width: n_ff_exp * expert_shared_count
 };
 
 enum class Init {
@@ -45,6 +53,10 @@ enum class Presence {
     LongRope,    // only with longrope rope scaling (Phi-3)
     Dense,       // only in dense layers: without experts (n_expert == 0), or a layer the MoE interleave skips
     Moe,         // only in MoE layers: with experts (n_expert > 0) and, with an interleave step S, layers (il + 1) % S == 0
+                 // (and not among the leading dense layers, deepseek2)
+    MoeSelectionBias,  // MoE layers with sigmoid gating (DeepSeek-V3's exp_probs_b expert-selection bias)
+    QLora,       // only with q_lora_rank > 0 (deepseek2: attn_q_a, attn_q_a_norm, attn_q_b)
+    NoQLora,     // only with q_lora_rank == 0 (deepseek2 V2-Lite style: attn_q)
 };
 
 // Whether a family's FFN is a mixture of experts.
@@ -97,6 +109,10 @@ struct ArchTable {
     // > 0: the family interleaves dense and MoE layers and writes <arch>.interleave_moe_layer_step
     // (llama4): layer il is MoE when (il + 1) % step == 0 (1: every layer); this is the default step.
     int default_moe_layer_step = 0;
+    // DeepSeek-V2/V3 (deepseek2): multi-head latent attention keys (q/kv LoRA ranks, key/value
+    // lengths for MLA, head_count_kv 1) and the DeepSeek MoE keys (leading dense layers, shared
+    // experts, gating function, expert groups, weight norm and scale, YaRN log multiplier).
+    bool mla = false;
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

@@ -74,6 +74,20 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--n-ff-exp") c.n_ff_exp = parse_count(opt, val);
         else if (opt == "--sliding-window") c.sliding_window = parse_count(opt, val);
         else if (opt == "--moe-layer-step") c.moe_layer_step = parse_count(opt, val);
+        else if (opt == "--q-lora-rank") c.q_lora_rank = parse_count(opt, val);
+        else if (opt == "--kv-lora-rank") c.kv_lora_rank = parse_count(opt, val);
+        else if (opt == "--v-head-dim") c.v_head_dim = parse_count(opt, val);
+        else if (opt == "--leading-dense") c.leading_dense = parse_count(opt, val);
+        else if (opt == "--n-expert-shared") c.n_expert_shared = parse_count(opt, val);
+        else if (opt == "--expert-groups") {
+            const size_t colon = val.find(':');
+            if (colon == std::string::npos) throw ConfigError("--expert-groups '" + val + "': expected GROUPS:USED");
+            c.n_expert_groups = parse_count(opt, val.substr(0, colon));
+            c.n_group_used = parse_count(opt, val.substr(colon + 1));
+        } else if (opt == "--expert-gating") c.expert_gating = val;
+        else if (opt == "--expert-weights-norm") c.expert_weights_norm = parse_count(opt, val);
+        else if (opt == "--expert-weights-scale") c.expert_weights_scale = parse_number(opt, val);
+        else if (opt == "--yarn-log-multiplier") c.yarn_log_multiplier = parse_number(opt, val);
         else if (opt == "--type") {
             auto t = gguf::type_from_name(val);
             if (!t) throw ConfigError("--type '" + val + "' is not a GGUF tensor type");
@@ -113,7 +127,19 @@ std::string usage(const std::string& default_vocab) {
            "  --n-expert-used K     experts per token (default llama 2, qwen3moe/olmoe/gpt-oss 4, llama4 1)\n"
            "  --n-ff-exp F          one expert's FFN width (qwen3moe, gpt-oss, llama4; default --n-ff; others use --n-ff)\n"
            "  --moe-layer-step S    llama4: layer il is MoE when (il + 1) % S == 0, else dense (default 1: all)\n"
-           "  --head-dim D          per-head size (default n_embd / n_head)\n"
+           "  --head-dim D          per-head size (default n_embd / n_head; deepseek2: qk_nope + qk_rope)\n"
+           "deepseek2 (multi-head latent attention, DeepSeek MoE; defaults DeepSeek-V3's choices):\n"
+           "  --rope-dims R         qk_rope_head_dim (required, below --head-dim); --n-head-kv 1 required\n"
+           "  --q-lora-rank Q       query compression rank (default 32; 0: attn_q, no compression)\n"
+           "  --kv-lora-rank K      latent key/value rank (default 16)\n"
+           "  --v-head-dim V        value head size (default qk_nope = head_dim - rope dims)\n"
+           "  --leading-dense N     leading dense layers before the MoE layers (default 1)\n"
+           "  --n-expert-shared S   shared experts, width S * n_ff_exp (default 1)\n"
+           "  --expert-groups G:U   route within the U best of G expert groups (default none)\n"
+           "  --expert-gating F     sigmoid (with the exp_probs_b selection bias) or softmax (default sigmoid)\n"
+           "  --expert-weights-norm 0|1   renormalise the chosen weights (default 1)\n"
+           "  --expert-weights-scale S    multiply the chosen weights (default 2.5)\n"
+           "  --yarn-log-multiplier M     rope.scaling.yarn_log_multiplier, 0.1 * mscale_all_dim (with yarn)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
            "                        (default F32; rows the block does not divide fall back\n"

@@ -20,6 +20,7 @@ namespace {
 // Sizes every symbolic Dim resolves to.
 struct Sizes {
     uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, head, rope_half, ctx, expert, ff_exp;
+    uint64_t q_lora, kv_lora, rope, v_head, ff_shared;  // deepseek2 (multi-head latent attention)
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -36,6 +37,13 @@ struct Sizes {
             case Dim::FfPair: return 2 * ff;
             case Dim::Expert: return expert;
             case Dim::FfExp: return ff_exp;
+            case Dim::QLora: return q_lora;
+            case Dim::KvLora: return kv_lora;
+            case Dim::KvLoraRope: return kv_lora + rope;
+            case Dim::QkNope: return head_dim - rope;
+            case Dim::VHead: return v_head;
+            case Dim::VProj: return head * v_head;
+            case Dim::FfShared: return ff_shared;
         }
         return 0;
     }
@@ -137,6 +145,53 @@ void validate_experts(RandomModelConfig& c, const ArchTable& arch) {
     }
 }
 
+// Fills in and checks the deepseek2 options (multi-head latent attention, DeepSeek MoE); other
+// families must leave them unset.
+void validate_deepseek(RandomModelConfig& c, const ArchTable& arch) {
+    if (!arch.mla) {
+        require(c.q_lora_rank == -1 && c.kv_lora_rank == 0 && c.v_head_dim == 0 && c.leading_dense == -1 &&
+                    c.n_expert_shared == 0 && c.n_expert_groups == 0 && c.n_group_used == 0 && c.expert_gating.empty() &&
+                    c.expert_weights_norm == -1 && c.expert_weights_scale == 0.0f && c.yarn_log_multiplier == 0.0f,
+                "the latent-attention and DeepSeek MoE options (--q-lora-rank, --kv-lora-rank, --v-head-dim, "
+                "--leading-dense, --n-expert-shared, --expert-groups, --expert-gating, --expert-weights-norm, "
+                "--expert-weights-scale, --yarn-log-multiplier) are for deepseek2 only, not " + arch.name);
+        return;
+    }
+    // The converter writes head_count_kv 1: llama.cpp runs MLA as multi-query attention over the latent.
+    require(c.n_head_kv == 1, arch.name + ": multi-head latent attention has one kv head (head_count_kv 1); give --n-head-kv 1");
+    require(c.rope_dims > 0 && c.rope_dims < c.head_dim && c.rope_dims % 2 == 0,
+            arch.name + ": --rope-dims (qk_rope_head_dim, even) must be given and below --head-dim (qk_nope + qk_rope)");
+    if (c.q_lora_rank == -1) c.q_lora_rank = 32;
+    if (c.kv_lora_rank == 0) c.kv_lora_rank = 16;
+    if (c.v_head_dim == 0) c.v_head_dim = c.head_dim - c.rope_dims;
+    if (c.leading_dense == -1) c.leading_dense = 1;
+    if (c.n_expert_shared == 0) c.n_expert_shared = 1;
+    if (c.expert_gating.empty()) c.expert_gating = "sigmoid";
+    if (c.expert_weights_norm == -1) c.expert_weights_norm = 1;
+    if (c.expert_weights_scale == 0.0f) c.expert_weights_scale = 2.5f;
+    require(c.q_lora_rank >= 0 && c.q_lora_rank <= (1 << 20), "--q-lora-rank must be between 0 and 2^20");
+    require(c.kv_lora_rank > 0 && c.kv_lora_rank <= (1 << 20), "--kv-lora-rank must be positive");
+    require(c.v_head_dim > 0 && c.v_head_dim <= 4096, "--v-head-dim must be between 1 and 4096");
+    require(c.leading_dense >= 0 && c.leading_dense <= c.n_layer, "--leading-dense must be between 0 and --n-layer");
+    require(c.n_expert_shared > 0 && c.n_expert_shared <= 64, "--n-expert-shared must be between 1 and 64");
+    require(c.expert_gating == "softmax" || c.expert_gating == "sigmoid",
+            "--expert-gating '" + c.expert_gating + "': softmax or sigmoid");
+    require(c.expert_weights_norm == 0 || c.expert_weights_norm == 1, "--expert-weights-norm must be 0 or 1");
+    require(std::isfinite(c.expert_weights_scale) && c.expert_weights_scale > 0.0f, "--expert-weights-scale must be positive");
+    if (c.n_expert_groups > 0) {
+        // llama.cpp: groups divide the experts, each group scored by the sum of its two best experts.
+        require(c.n_expert_groups > 1 && c.n_expert_groups < c.n_expert && c.n_expert % c.n_expert_groups == 0 &&
+                    c.n_expert / c.n_expert_groups >= 2,
+                "--expert-groups: the group count must divide --n-expert into groups of at least 2 experts");
+        require(c.n_group_used > 0 && c.n_group_used < c.n_expert_groups,
+                "--expert-groups G:U: U must be between 1 and G - 1");
+        require(c.n_expert_used <= c.n_group_used * (c.n_expert / c.n_expert_groups),
+                "--n-expert-used must be at most the experts of the groups used");
+    }
+    require(c.yarn_log_multiplier == 0.0f || c.rope_scaling.kind == RopeScalingConfig::Kind::Yarn,
+            "--yarn-log-multiplier needs --rope-scaling yarn:...");
+}
+
 // Checks the configuration against the family; returns it with defaults filled in.
 RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     const int kMaxSize = 1 << 20;
@@ -166,7 +221,9 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
             arch.name + " has multi-head attention only (its files carry no head_count_kv); set --n-head-kv to --n-head");
     require(!arch.mha_only || c.n_head_kv == c.n_head,
             arch.name + " has multi-head attention only in llama.cpp (its k norm is sized n_embd); set --n-head-kv to --n-head");
-    if (!arch.uses_rope) {
+    if (arch.mla) {
+        // checked with the other latent-attention sizes (validate_deepseek)
+    } else if (!arch.uses_rope) {
         require(c.rope_dims == 0, arch.name + " has no RoPE; drop --rope-dims");
     } else if (c.rope_dims == 0) {
         c.rope_dims = c.head_dim;
@@ -218,6 +275,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     require(c.final_softcap == 0.0f || arch.default_final_softcap != 0.0f,
             arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
     validate_experts(c, arch);
+    validate_deepseek(c, arch);
     require(c.moe_layer_step >= 0, "--moe-layer-step must be positive");
     if (arch.default_moe_layer_step == 0)
         require(c.moe_layer_step == 0, arch.name + " does not interleave dense and MoE layers; drop --moe-layer-step");
@@ -260,6 +318,7 @@ std::vector<float> initial_values(const TensorRule& rule, const std::string& nam
 // only layers with (layer + 1) % S == 0.
 bool is_moe_layer(const RandomModelConfig& c, int layer) {
     if (c.n_expert == 0) return false;
+    if (layer >= 0 && layer < c.leading_dense) return false;  // deepseek2's leading dense layers
     return c.moe_layer_step == 0 || layer < 0 || (layer + 1) % c.moe_layer_step == 0;
 }
 
@@ -271,6 +330,9 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
         case Presence::LongRope: return c.rope_scaling.kind == RopeScalingConfig::Kind::LongRope;
         case Presence::Dense: return !is_moe_layer(c, layer);
         case Presence::Moe: return is_moe_layer(c, layer);
+        case Presence::MoeSelectionBias: return is_moe_layer(c, layer) && c.expert_gating == "sigmoid";
+        case Presence::QLora: return c.q_lora_rank > 0;
+        case Presence::NoQLora: return c.q_lora_rank <= 0;
     }
     return false;
 }
@@ -281,9 +343,9 @@ void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name
     for (Dim d : rule.dims) dims.push_back(sizes.of(d));
     // 1-D tensors (norms, biases, rope factors) and biases (gpt-oss's per-expert biases are 2-D)
     // stay F32, as llama.cpp's quantizer leaves them; --expert-type overrides --type for the
-    // stacked expert matrices (3-D).
+    // stacked expert matrices (the 3-D *_exps tensors).
     TensorType requested = c.type;
-    if (dims.size() == 3 && c.expert_type) requested = *c.expert_type;
+    if (dims.size() == 3 && name.find("_exps.") != std::string::npos && c.expert_type) requested = *c.expert_type;
     const TensorType type = dims.size() == 1 || rule.init == Init::Bias ? TensorType::F32
                                                                         : matrix_storage_type(requested, dims[0]);
     w.add_tensor(name, type, dims, encode(type, initial_values(rule, name, dims, c, sizes)));
@@ -406,6 +468,11 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.ctx = uint64_t(c.n_ctx);
     sizes.expert = uint64_t(c.n_expert);
     sizes.ff_exp = uint64_t(c.n_ff_exp);
+    sizes.q_lora = uint64_t(std::max(c.q_lora_rank, 0));
+    sizes.kv_lora = uint64_t(c.kv_lora_rank);
+    sizes.rope = uint64_t(c.rope_dims);
+    sizes.v_head = uint64_t(c.v_head_dim);
+    sizes.ff_shared = uint64_t(c.n_ff_exp) * uint64_t(std::max(c.n_expert_shared, 0));
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -426,7 +493,17 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "rope.freq_base", Value::from_f32(c.rope_freq_base));
         w.set(a + "rope.dimension_count", Value::from_u32(uint32_t(c.rope_dims)));
     }
-    if (arch->always_write_head_dims || c.head_dim * c.n_head != c.n_embd) {
+    if (arch->mla) {
+        // As the converter writes them: the cached key is [latent; rope key] (kv_lora + qk_rope),
+        // the cached value the latent; the *_mla lengths are the per-head sizes after
+        // decompression (qk_nope + qk_rope, v_head_dim). Their presence switches llama.cpp to MLA.
+        w.set(a + "attention.q_lora_rank", Value::from_u32(uint32_t(c.q_lora_rank)));
+        w.set(a + "attention.kv_lora_rank", Value::from_u32(uint32_t(c.kv_lora_rank)));
+        w.set(a + "attention.key_length", Value::from_u32(uint32_t(c.kv_lora_rank + c.rope_dims)));
+        w.set(a + "attention.value_length", Value::from_u32(uint32_t(c.kv_lora_rank)));
+        w.set(a + "attention.key_length_mla", Value::from_u32(uint32_t(c.head_dim)));
+        w.set(a + "attention.value_length_mla", Value::from_u32(uint32_t(c.v_head_dim)));
+    } else if (arch->always_write_head_dims || c.head_dim * c.n_head != c.n_embd) {
         w.set(a + "attention.key_length", Value::from_u32(uint32_t(c.head_dim)));
         w.set(a + "attention.value_length", Value::from_u32(uint32_t(c.head_dim)));
     }
@@ -436,6 +513,8 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "rope.scaling.factor", Value::from_f32(r.factor));
         if (r.kind == RopeScalingConfig::Kind::Yarn)
             w.set(a + "rope.scaling.original_context_length", Value::from_u32(uint32_t(r.original_context)));
+        if (c.yarn_log_multiplier != 0.0f)
+            w.set(a + "rope.scaling.yarn_log_multiplier", Value::from_f32(c.yarn_log_multiplier));
     }
     if (r.kind == RopeScalingConfig::Kind::LongRope) {
         w.set(a + "rope.scaling.original_context_length", Value::from_u32(uint32_t(r.original_context)));
@@ -446,6 +525,18 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "expert_used_count", Value::from_u32(uint32_t(c.n_expert_used)));
         if (arch->writes_expert_ff_length) w.set(a + "expert_feed_forward_length", Value::from_u32(uint32_t(c.n_ff_exp)));
         if (c.moe_layer_step > 0) w.set(a + "interleave_moe_layer_step", Value::from_u32(uint32_t(c.moe_layer_step)));
+    }
+    if (arch->mla) {
+        w.set(a + "leading_dense_block_count", Value::from_u32(uint32_t(c.leading_dense)));
+        w.set(a + "expert_shared_count", Value::from_u32(uint32_t(c.n_expert_shared)));
+        w.set(a + "expert_weights_scale", Value::from_f32(c.expert_weights_scale));
+        if (c.expert_weights_norm == 1) w.set(a + "expert_weights_norm", Value::from_bool(true));
+        // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX 1, _SIGMOID 2
+        w.set(a + "expert_gating_func", Value::from_u32(c.expert_gating == "sigmoid" ? 2 : 1));
+        if (c.n_expert_groups > 0) {
+            w.set(a + "expert_group_count", Value::from_u32(uint32_t(c.n_expert_groups)));
+            w.set(a + "expert_group_used_count", Value::from_u32(uint32_t(c.n_group_used)));
+        }
     }
     if (c.sliding_window > 0) w.set(a + "attention.sliding_window", Value::from_u32(uint32_t(c.sliding_window)));
     if (c.attn_softcap > 0.0f) w.set(a + "attn_logit_softcapping", Value::from_f32(c.attn_softcap));

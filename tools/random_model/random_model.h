@@ -56,6 +56,19 @@ struct RandomModelConfig {
     int n_expert_used = 0;           // experts chosen per token; 0: the architecture's default
     int n_ff_exp = 0;                // one expert's FFN width (qwen3moe, gpt-oss, llama4); 0: n_ff
     int moe_layer_step = 0;          // llama4: layer il is MoE when (il + 1) % step == 0; 0: the architecture's default
+    // deepseek2 only (multi-head latent attention, DeepSeek MoE); there --head-dim is
+    // qk_nope + qk_rope and --rope-dims is qk_rope. Defaults (-1 / 0 / empty): DeepSeek-V3's choices.
+    int q_lora_rank = -1;            // -1: 32; 0: no query compression (attn_q, V2-Lite style)
+    int kv_lora_rank = 0;            // 0: 16
+    int v_head_dim = 0;              // 0: qk_nope (head_dim - rope dims)
+    int leading_dense = -1;          // leading_dense_block_count; -1: 1
+    int n_expert_shared = 0;         // expert_shared_count; 0: 1
+    int n_expert_groups = 0;         // expert_group_count (0: no groups)
+    int n_group_used = 0;            // expert_group_used_count
+    std::string expert_gating;       // "softmax" or "sigmoid" (expert_gating_func); empty: sigmoid
+    int expert_weights_norm = -1;    // expert_weights_norm (written only when 1); -1: 1
+    float expert_weights_scale = 0;  // expert_weights_scale; 0: 2.5
+    float yarn_log_multiplier = 0;   // rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim; 0: not written)
 };
 
 // LongRoPE's magnitude correction as convert_hf_to_gguf.py computes it for Phi-3:
@@ -63,7 +76,7 @@ struct RandomModelConfig {
 float longrope_attn_factor(int n_ctx, int original_context);
 
 // Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3,
-// qwen3moe, olmoe, gpt-oss, llama4.
+// qwen3moe, olmoe, gpt-oss, llama4, deepseek2.
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:
