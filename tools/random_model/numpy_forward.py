@@ -5,7 +5,7 @@ facts (a wrong one shows as a large difference) and measures how far an exact co
 from llama.cpp's CPU backend (for example GELU through ggml's fp16 table or exactly).
 
     numpy_forward.py tests/golden/families/NAME        (reads NAME.gguf, .tokens.txt, .logits.f32)
-    numpy_forward.py tests/golden/moe/NAME
+    numpy_forward.py tests/golden/moe/NAME            (deepseek2: its own forward_deepseek2)
 
 Needs llama.cpp's gguf-py on PYTHONPATH (the oracle's env.sh sets it) and numpy. Quantized tensors
 are dequantized with gguf-py (exact for the weights; llama.cpp also rounds the activations that
@@ -288,6 +288,93 @@ def forward(m, tokens, gelu, moe_renorm=None, moe_stats=None, variant=""):
     return np.tanh(logits / cap) * cap if cap else logits
 
 
+def forward_deepseek2(m, tokens, stats, variant=""):
+    """DeepSeek-V3 (tests/golden/moe/README.md): multi-head latent attention, dense leading layers,
+    sigmoid routing with selection bias and expert groups, shared experts. Variants switch one fact:
+    group_max (a group scored by its best expert, DeepSeek-V2's rule), bias_in_weights (the selection
+    bias also in the weights), logmul1 (mscale with mscale_all_dim 1), neox (NeoX RoPE pairing),
+    rope_first (each q head laid out [rope | nope])."""
+    t, n = m.t, len(tokens)
+    n_head, eps = m.key("attention.head_count"), m.key("attention.layer_norm_rms_epsilon")
+    dk, n_rot, kv_lora = m.key("attention.key_length_mla"), m.key("rope.dimension_count"), m.key("attention.kv_lora_rank")
+    nope = dk - n_rot
+    factor = m.key("rope.scaling.factor", 0.0)
+    freq_scale = 1.0 / factor if factor else 1.0
+    yarn = (m.key("rope.scaling.original_context_length"), 32.0, 1.0) if m.key("rope.scaling.type") == "yarn" else None
+    mscale_all = m.key("rope.scaling.yarn_log_multiplier", 0.0) / 0.1
+    if variant == "logmul1":
+        mscale_all = 1.0
+    mscale = 1 + 0.1 * mscale_all * math.log(factor) if yarn else 1.0
+    kq_scale = mscale * mscale / math.sqrt(dk)
+    rope_attn = 1 / (1 + 0.1 * math.log(factor)) if yarn else 1.0  # cancelled inside the kernel
+    rot = lambda v: rope(v, n_rot, variant == "neox", m.key("rope.freq_base"), freq_scale, yarn=yarn, attn_factor=rope_attn)
+    n_expert, k = m.key("expert_count"), m.key("expert_used_count")
+    groups, groups_used = m.key("expert_group_count", 0), m.key("expert_group_used_count", 0)
+    sigmoid = m.key("expert_gating_func", 1) == 2
+    w_norm, w_scale = m.key("expert_weights_norm", False), m.key("expert_weights_scale", 0.0)
+    mask = np.triu(np.full((n, n), -np.inf), 1)
+    x = t["token_embd.weight"][tokens]
+    for l in range(m.key("block_count")):
+        p = f"blk.{l}."
+        h = rms_norm(x, t[p + "attn_norm.weight"], eps)
+        if p + "attn_q_a.weight" in t:
+            q = rms_norm(h @ t[p + "attn_q_a.weight"].T, t[p + "attn_q_a_norm.weight"], eps) @ t[p + "attn_q_b.weight"].T
+        else:
+            q = h @ t[p + "attn_q.weight"].T
+        q = q.reshape(n, n_head, dk)
+        q_nope, q_pe = (q[..., n_rot:], q[..., :n_rot]) if variant == "rope_first" else (q[..., :nope], q[..., nope:])
+        q_pe = rot(q_pe)
+        c = h @ t[p + "attn_kv_a_mqa.weight"].T                           # [n, kv_lora + n_rot]
+        latent = rms_norm(c[:, :kv_lora], t[p + "attn_kv_a_norm.weight"], eps)
+        k_pe = rot(c[:, None, kv_lora:])[:, 0]                             # [n, n_rot], one for all heads
+        k_b, v_b = t[p + "attn_k_b.weight"], t[p + "attn_v_b.weight"]      # [n_head, kv_lora, nope], [n_head, v, kv_lora]
+        outs = []
+        for hh in range(n_head):
+            k_nope = latent @ k_b[hh]                                      # [n, nope]
+            v = latent @ v_b[hh].T                                         # [n, v]
+            s = (q_nope[:, hh] @ k_nope.T + q_pe[:, hh] @ k_pe.T) * kq_scale + mask
+            pr = np.exp(s - s.max(-1, keepdims=True))
+            outs.append((pr / pr.sum(-1, keepdims=True)) @ v)
+        x = x + np.concatenate(outs, 1) @ t[p + "attn_output.weight"].T
+        h = rms_norm(x, t[p + "ffn_norm.weight"], eps)
+        if p + "ffn_gate.weight" in t:
+            x = x + (silu(h @ t[p + "ffn_gate.weight"].T) * (h @ t[p + "ffn_up.weight"].T)) @ t[p + "ffn_down.weight"].T
+            continue
+        logits = h @ t[p + "ffn_gate_inp.weight"].T                        # [n, n_expert]
+        if sigmoid:
+            probs = 1 / (1 + np.exp(-logits))
+        else:
+            probs = np.exp(logits - logits.max(-1, keepdims=True))
+            probs /= probs.sum(-1, keepdims=True)
+        sel = probs + t.get(p + "exp_probs_b.bias", 0.0)
+        if groups > 1:
+            g = sel.reshape(n, groups, -1)
+            score = g.max(-1) if variant == "group_max" else np.sort(g, -1)[..., -2:].sum(-1)
+            order = np.argsort(-score, axis=1, kind="stable")
+            rows = np.arange(n)
+            stats.append(np.min(score[rows, order[:, groups_used - 1]] - score[rows, order[:, groups_used]]))
+            keep = np.zeros_like(score, dtype=bool)
+            np.put_along_axis(keep, order[:, :groups_used], True, 1)
+            sel = np.where(np.repeat(keep, n_expert // groups, 1), sel, -np.inf)
+        order = np.argsort(-sel, axis=1, kind="stable")
+        rows = np.arange(n)
+        nxt = sel[rows, order[:, k]]
+        stats.append(np.min(np.where(np.isfinite(nxt), sel[rows, order[:, k - 1]] - nxt, np.inf)))
+        chosen = order[:, :k]
+        w = np.take_along_axis(sel if variant == "bias_in_weights" else probs, chosen, 1)
+        if w_norm:
+            w = w / np.maximum(w.sum(-1, keepdims=True), 6.103515625e-5)
+        if w_scale not in (0.0, 1.0):
+            w = w * w_scale
+        gate, up, down = t[p + "ffn_gate_exps.weight"], t[p + "ffn_up_exps.weight"], t[p + "ffn_down_exps.weight"]
+        y = (silu(h @ t[p + "ffn_gate_shexp.weight"].T) * (h @ t[p + "ffn_up_shexp.weight"].T)) @ t[p + "ffn_down_shexp.weight"].T
+        for i in range(n):
+            for j, e in enumerate(chosen[i]):
+                y[i] += w[i, j] * (down[e] @ (silu(gate[e] @ h[i]) * (up[e] @ h[i])))
+        x = x + y
+    return rms_norm(x, t["output_norm.weight"], eps) @ t.get("output.weight", t["token_embd.weight"]).T
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -295,6 +382,13 @@ def main():
     m = Model(prefix + ".gguf")
     tokens = [int(w) for w in open(prefix + ".tokens.txt").read().split()]
     ref = np.fromfile(prefix + ".logits.f32", np.float32).reshape(len(tokens), -1)
+    if m.arch == "deepseek2":
+        for variant in ("", "group_max", "bias_in_weights", "logmul1", "neox", "rope_first"):
+            stats = []
+            got = forward_deepseek2(m, tokens, stats, variant)
+            print(f"{prefix.rsplit('/', 1)[-1]} ({variant or 'as llama.cpp'}): max |logit - llama.cpp| = "
+                  f"{np.abs(got - ref).max():.3g}, smallest router margin (groups and experts) {min(stats):.3g}")
+        return
     if m.arch in ("gpt-oss", "llama4"):
         variants = ("", "noclamp", "softmax_all", "nosink") + (("no_q8",) if m.quantized else ()) if m.arch == "gpt-oss" \
             else ("", "rope_all", "no_qk_norm", "weight_after", "no_shexp", "chunk8")
