@@ -395,6 +395,7 @@ TEST(RandomModel, OtherFamiliesHaveTheirTensorsAndKeys) {
         c = RandomModelConfig{};
         c.arch = arch;
         if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;  // MHA only
+        if (arch == "deepseek2") c.n_head_kv = 1;  // latent attention: one kv head
         EXPECT_EQ(model_file(c)->get_string("general.architecture"), arch);
     }
 }
@@ -599,6 +600,7 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
         c.arch = arch;
         c.n_layer = 4;
         if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;
+        if (arch == "deepseek2") c.n_head_kv = 1;
         if (arch == "phi3") c.rope_dims = 12;
         model::ModelSpec s = model::ModelSpec::from_gguf(*model_file(c));
         EXPECT_EQ(s.arch, arch);

@@ -129,7 +129,7 @@ std::string usage(const std::string& default_vocab) {
            "  --moe-layer-step S    llama4: layer il is MoE when (il + 1) % S == 0, else dense (default 1: all)\n"
            "  --head-dim D          per-head size (default n_embd / n_head; deepseek2: qk_nope + qk_rope)\n"
            "deepseek2 (multi-head latent attention, DeepSeek MoE; defaults DeepSeek-V3's choices):\n"
-           "  --rope-dims R         qk_rope_head_dim (required, below --head-dim); --n-head-kv 1 required\n"
+           "  --rope-dims R         qk_rope_head_dim (below --head-dim; default half of it); --n-head-kv 1 required\n"
            "  --q-lora-rank Q       query compression rank (default 32; 0: attn_q, no compression)\n"
            "  --kv-lora-rank K      latent key/value rank (default 16)\n"
            "  --v-head-dim V        value head size (default qk_nope = head_dim - rope dims)\n"

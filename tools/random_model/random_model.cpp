@@ -159,8 +159,9 @@ void validate_deepseek(RandomModelConfig& c, const ArchTable& arch) {
     }
     // The converter writes head_count_kv 1: llama.cpp runs MLA as multi-query attention over the latent.
     require(c.n_head_kv == 1, arch.name + ": multi-head latent attention has one kv head (head_count_kv 1); give --n-head-kv 1");
+    if (c.rope_dims == 0) c.rope_dims = (c.head_dim / 2) & ~1;  // half the head, even
     require(c.rope_dims > 0 && c.rope_dims < c.head_dim && c.rope_dims % 2 == 0,
-            arch.name + ": --rope-dims (qk_rope_head_dim, even) must be given and below --head-dim (qk_nope + qk_rope)");
+            arch.name + ": --rope-dims (qk_rope_head_dim) must be even and below --head-dim (qk_nope + qk_rope)");
     if (c.q_lora_rank == -1) c.q_lora_rank = 32;
     if (c.kv_lora_rank == 0) c.kv_lora_rank = 16;
     if (c.v_head_dim == 0) c.v_head_dim = c.head_dim - c.rope_dims;

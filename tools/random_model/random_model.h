@@ -57,7 +57,7 @@ struct RandomModelConfig {
     int n_ff_exp = 0;                // one expert's FFN width (qwen3moe, gpt-oss, llama4); 0: n_ff
     int moe_layer_step = 0;          // llama4: layer il is MoE when (il + 1) % step == 0; 0: the architecture's default
     // deepseek2 only (multi-head latent attention, DeepSeek MoE); there --head-dim is
-    // qk_nope + qk_rope and --rope-dims is qk_rope. Defaults (-1 / 0 / empty): DeepSeek-V3's choices.
+    // qk_nope + qk_rope, --rope-dims is qk_rope (default half the head) and n_head_kv must be 1. Defaults (-1 / 0 / empty): DeepSeek-V3's choices.
     int q_lora_rank = -1;            // -1: 32; 0: no query compression (attn_q, V2-Lite style)
     int kv_lora_rank = 0;            // 0: 16
     int v_head_dim = 0;              // 0: qk_nope (head_dim - rope dims)
