@@ -181,7 +181,7 @@ int inspect(const Args& args) {
     if (file->find_tensor("token_embd.weight")) {
         try {
             std::printf("architecture as vkllm runs it:\n%s", model::ModelSpec::from_gguf(*file).to_table().c_str());
-        } catch (const model::ModelError& e) {
+        } catch (const std::exception& e) {  // ModelError, or a FormatError in a key it reads
             std::printf("architecture as vkllm runs it: not runnable: %s\n", e.what());
         }
     }

@@ -93,6 +93,13 @@ int run(const Args& args) {
                      double(kv.local_bytes) / (1 << 20));
     std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
                  kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
+    if (const auto& a0 = model->spec().layers[0].attn; a0.mla.kv_lora_rank > 0) {
+        const auto& mla = a0.mla;
+        const double latent = double(mla.kv_lora_rank + mla.qk_rope + mla.kv_lora_rank) * 4;
+        const double per_head = double(a0.n_head) * (mla.qk_nope + mla.qk_rope + mla.v_head) * 4;
+        std::fprintf(stderr, "vkllm: MLA: %.0f bytes per token per layer in the latent cache, against %.0f for the "
+                             "same model's per-head K/V (%.1fx smaller)\n", latent, per_head, per_head / latent);
+    }
     std::fprintf(stderr, "vkllm: sampling: temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu\n",
                  double(sp.temperature), sp.top_k, double(sp.top_p), double(sp.min_p),
                  static_cast<unsigned long long>(sp.seed));

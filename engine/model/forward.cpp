@@ -149,6 +149,22 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
         moe_ones_ = gpu::Buffer(ctx, pairs * F, gpu::Memory::Device);
         moe_ones_.upload(ones.data(), pairs * F);
     }
+    for (const LayerSpec& L : spec.layers) {
+        const MlaSpec& mla = L.attn.mla;
+        if (mla.kv_lora_rank == 0 || mla_q_.valid()) continue;
+        const uint64_t heads = B * uint64_t(L.attn.n_head);
+        mla_qa_ = gpu::Buffer(ctx, B * uint64_t(std::max(mla.q_lora_rank, 1)) * F, gpu::Memory::Device);
+        // Slack after the last head: RoPE's window for the rotated part runs `nope` past it.
+        mla_q_ = gpu::Buffer(ctx, (heads * uint64_t(mla.qk_nope + mla.qk_rope) + uint64_t(mla.qk_nope)) * F,
+                             gpu::Memory::Device);
+        mla_qn_ = gpu::Buffer(ctx, heads * uint64_t(mla.qk_nope) * F, gpu::Memory::Device);
+        mla_qabs_ = gpu::Buffer(ctx, heads * uint64_t(mla.kv_lora_rank) * F, gpu::Memory::Device);
+        mla_out_ = gpu::Buffer(ctx, heads * uint64_t(mla.v_head) * F, gpu::Memory::Device);
+        std::vector<int32_t> ids(heads);
+        for (uint64_t p = 0; p < heads; ++p) ids[p] = int32_t(p % uint64_t(L.attn.n_head));
+        head_ids_ = gpu::Buffer(ctx, heads * 4, gpu::Memory::Device);
+        head_ids_.upload(ids.data(), heads * 4);
+    }
     k_new_ = gpu::Buffer(ctx, B * widest_k, gpu::Memory::Device);
     v_new_ = gpu::Buffer(ctx, B * widest_v, gpu::Memory::Device);
     reset_slots();

@@ -62,6 +62,13 @@ private:
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
     void record_ffn(int l, int n_tokens, bool probe_load);
+    // MLA (forward_mla.cpp): q_ gets the absorbed queries [T, n_head, kv_lora + rope], k_new_ the
+    // keys [T, kv_lora + rope] and v_new_ the latent values [T, kv_lora]; then the heads' latent
+    // outputs (attn_) go through W_vb into mla_out_ [T, n_head * v_head].
+    void record_mla_qkv(int l, int n_tokens, const gpu::Buffer& in);
+    void record_mla_output(int l, int n_tokens);
+    gpu::Buffer mla_qa_, mla_q_, mla_qn_, mla_qabs_, mla_out_;
+    gpu::Buffer head_ids_;  // int32 [n_batch * n_head]: pair p's "expert" is its head, p % n_head
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
                           const gpu::Buffer* post_norm, int n_tokens);
     void record_embeddings(int n_tokens);

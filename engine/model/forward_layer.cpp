@@ -71,61 +71,65 @@ void Forward::record_attention(int l, int T, int pos0) {
         s.barrier("the normalised block input is complete before the q/k/v projections read it");
         in = &h_;
     }
-    MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
-    s.mark("matmul");
-    ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), q_, 0, T);
-    ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), kc, k_at, T);
-    ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), vc, v_at, T);
-    s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
-    if (w.bq) {
-        s.mark("add_bias");
-        ops::add_bias(s, q_, 0, *w.bq, T, qd);
-        ops::add_bias(s, kc, k_at, *w.bk, T, int64_t(kv_row));
-        ops::add_bias(s, vc, v_at, *w.bv, T, int64_t(kv_row_v));
-        s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
-    }
-    if (a.temperature_floor > 0) {
-        // Llama 4 NoPE layers: q *= log(floor((pos + 1) / floor) + 1) * scale + 1, constant over
-        // runs of positions, so one scale per run (none while it is 1).
-        s.mark("scale");
-        for (int t0 = 0; t0 < T;) {
-            auto factor = [&](int t) {
-                return std::log(std::floor(float(pos0 + t + 1) / float(a.temperature_floor)) + 1.0f) *
-                           a.temperature_scale + 1.0f;
-            };
-            int t1 = t0 + 1;
-            while (t1 < T && factor(t1) == factor(t0)) ++t1;
-            if (factor(t0) != 1.0f) ops::scale(s, q_, int64_t(t1 - t0) * qd, factor(t0), uint64_t(t0) * uint64_t(qd));
-            t0 = t1;
+    if (a.mla.kv_lora_rank > 0) {
+        record_mla_qkv(l, T, *in);
+    } else {
+        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
+        s.mark("matmul");
+        ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), q_, 0, T);
+        ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), kc, k_at, T);
+        ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), vc, v_at, T);
+        s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
+        if (w.bq) {
+            s.mark("add_bias");
+            ops::add_bias(s, q_, 0, *w.bq, T, qd);
+            ops::add_bias(s, kc, k_at, *w.bk, T, int64_t(kv_row));
+            ops::add_bias(s, vc, v_at, *w.bv, T, int64_t(kv_row_v));
+            s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
         }
-        s.barrier("temperature-scaled q is complete before attention reads it");
-    }
-    if (a.qk_norm != QkNorm::None && a.qk_norm != QkNorm::L2AfterRope) {
-        // Per head: rows of head_dim; full width: one row of all heads per token.
-        const bool per_head = a.qk_norm == QkNorm::PerHead;
-        s.mark("norm");
-        ops::rms_norm(s, q_, 0, w.q_norm, q_, 0, per_head ? int64_t(T) * a.n_head : T, per_head ? a.head_dim : qd,
-                      spec_.norm_eps);
-        ops::rms_norm(s, kc, k_at, w.k_norm, kc, k_at, per_head ? int64_t(T) * a.n_head_kv : T,
-                      per_head ? a.head_dim : int64_t(kv_row), spec_.norm_eps);
-        s.barrier("normalised q and k are complete before rope and attention");
-    }
-    if (a.rope.enabled) {
-        s.mark("rope");
-        ops::RopeParams rp = rope_params(a.rope);
-        const gpu::Buffer* freqs = a.rope.longrope       ? (n_ctx_ > a.rope.n_ctx_orig ? w_.rope_long : w_.rope_short)
-                                   : a.rope.freq_factors ? w_.rope_freqs
-                                                         : nullptr;
-        ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
-        ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
-        s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
-    }
-    if (a.qk_norm == QkNorm::L2AfterRope) {
-        // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
-        s.mark("norm");
-        ops::rms_norm(s, q_, 0, nullptr, q_, 0, int64_t(T) * a.n_head, a.head_dim, spec_.norm_eps);
-        ops::rms_norm(s, kc, k_at, nullptr, kc, k_at, int64_t(T) * a.n_head_kv, a.head_dim, spec_.norm_eps);
-        s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
+        if (a.temperature_floor > 0) {
+            // Llama 4 NoPE layers: q *= log(floor((pos + 1) / floor) + 1) * scale + 1, constant over
+            // runs of positions, so one scale per run (none while it is 1).
+            s.mark("scale");
+            for (int t0 = 0; t0 < T;) {
+                auto factor = [&](int t) {
+                    return std::log(std::floor(float(pos0 + t + 1) / float(a.temperature_floor)) + 1.0f) *
+                               a.temperature_scale + 1.0f;
+                };
+                int t1 = t0 + 1;
+                while (t1 < T && factor(t1) == factor(t0)) ++t1;
+                if (factor(t0) != 1.0f) ops::scale(s, q_, int64_t(t1 - t0) * qd, factor(t0), uint64_t(t0) * uint64_t(qd));
+                t0 = t1;
+            }
+            s.barrier("temperature-scaled q is complete before attention reads it");
+        }
+        if (a.qk_norm != QkNorm::None && a.qk_norm != QkNorm::L2AfterRope) {
+            // Per head: rows of head_dim; full width: one row of all heads per token.
+            const bool per_head = a.qk_norm == QkNorm::PerHead;
+            s.mark("norm");
+            ops::rms_norm(s, q_, 0, w.q_norm, q_, 0, per_head ? int64_t(T) * a.n_head : T, per_head ? a.head_dim : qd,
+                          spec_.norm_eps);
+            ops::rms_norm(s, kc, k_at, w.k_norm, kc, k_at, per_head ? int64_t(T) * a.n_head_kv : T,
+                          per_head ? a.head_dim : int64_t(kv_row), spec_.norm_eps);
+            s.barrier("normalised q and k are complete before rope and attention");
+        }
+        if (a.rope.enabled) {
+            s.mark("rope");
+            ops::RopeParams rp = rope_params(a.rope);
+            const gpu::Buffer* freqs = a.rope.longrope       ? (n_ctx_ > a.rope.n_ctx_orig ? w_.rope_long : w_.rope_short)
+                                       : a.rope.freq_factors ? w_.rope_freqs
+                                                             : nullptr;
+            ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
+            ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
+            s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
+        }
+        if (a.qk_norm == QkNorm::L2AfterRope) {
+            // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
+            s.mark("norm");
+            ops::rms_norm(s, q_, 0, nullptr, q_, 0, int64_t(T) * a.n_head, a.head_dim, spec_.norm_eps);
+            ops::rms_norm(s, kc, k_at, nullptr, kc, k_at, int64_t(T) * a.n_head_kv, a.head_dim, spec_.norm_eps);
+            s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
+        }
     }
     // Tokens pos0.. go to slots pos0 % slots..; a ring cache may wrap once within a step.
     s.mark("copy");
@@ -152,6 +156,11 @@ void Forward::record_attention(int l, int T, int pos0) {
         s.copy(*probs, uint64_t(T - 1) * row, probs_host_[size_t(probed - probed_layers_.begin())], 0, row);
     }
 
+    if (a.mla.kv_lora_rank > 0) {
+        record_mla_output(l, T);
+        add_block_output(w.wo, mla_out_, a.n_head * a.mla.v_head, w.bo, w.post_attn_norm, T);
+        return;
+    }
     add_block_output(w.wo, attn_, a.n_head * a.head_dim_v, w.bo, w.post_attn_norm, T);
 }
 
@@ -258,6 +267,9 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     rp.norm_topk = moe.norm_topk;
     rp.weights_scale = moe.weights_scale;
     rp.softmax_after_topk = moe.softmax_after_topk;
+    rp.selection_bias = w.selection_bias;
+    rp.n_group = moe.n_group;
+    rp.topk_group = moe.topk_group;
     s.mark("moe_route");
     ops::moe_route(s, router_logits_, 0, T, rp, moe_experts_, moe_weights_);
     s.barrier("the chosen experts and weights are complete before grouping and the expert matmuls");

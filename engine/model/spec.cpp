@@ -112,7 +112,9 @@ ModelSpec common_spec(const Meta& m, const std::string& arch) {
         }
         r.attn_factor = float(m.real("rope.scaling.attn_factor", 1.0));
         if (r.scaling == RopeScaling::Yarn)  // llama.cpp folds YaRN's magnitude correction into attn_factor
-            r.attn_factor = cpu::yarn_attn_factor(1.0f / r.factor, float(m.real("rope.scaling.yarn_log_multiplier", 0.0)),
+            r.attn_factor = cpu::yarn_attn_factor(1.0f / r.factor,
+                                                  float(m.real("rope.scaling.yarn_log_multiplier", 0.0)) /
+                                                      (arch == "deepseek2" ? 0.1f : 1.0f),  // stored as 0.1 * mscale_all_dim
                                                   arch == "deepseek2", r.attn_factor);
         r.freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
         if (r.freq_factors && r.scaling == RopeScaling::None) r.scaling = RopeScaling::Llama3;
@@ -374,6 +376,65 @@ ModelSpec llama4_spec(const Meta& m) {
     return s;
 }
 
+// DeepSeek V2/V3 (and Kimi K2): MLA attention (absorbed form), YaRN with DeepSeek's mscale,
+// leading dense layers, then MoE layers with shared experts and V3's routing (sigmoid or
+// softmax gating, exp_probs_b selection bias, group-limited top-k, renormalisation, scale).
+ModelSpec deepseek2_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "deepseek2");
+    s.norm_eps = float(m.real("attention.layer_norm_rms_epsilon", 1e-6));
+    const gguf::File& f = m.file();
+    MlaSpec mla;
+    mla.q_lora_rank = int(m.integer("attention.q_lora_rank", 0));
+    mla.kv_lora_rank = int(m.integer("attention.kv_lora_rank"));
+    mla.qk_rope = int(m.integer("rope.dimension_count"));
+    const int head_k = int(m.integer("attention.key_length_mla", m.integer("attention.key_length")));
+    mla.v_head = int(m.integer("attention.value_length_mla", m.integer("attention.value_length")));
+    mla.qk_nope = head_k - mla.qk_rope;
+    require_positive(f, "attention.kv_lora_rank", mla.kv_lora_rank, 1 << 16);
+    require_positive(f, "qk_nope_head_dim", mla.qk_nope, 1 << 16);
+    require_positive(f, "v_head_dim", mla.v_head, 1 << 16);
+    if (!f.find_tensor("blk.0.attn_k_b.weight"))
+        throw ModelError(f.path() + ": DeepSeek file without attn_k_b/attn_v_b (an old layout with attn_kv_b); "
+                                    "re-convert it with a current llama.cpp converter");
+    const int n_dense = int(m.integer("leading_dense_block_count", 0));
+    for (LayerSpec& L : s.layers) {
+        AttentionSpec& a = L.attn;
+        a.mla = mla;
+        // The absorbed form: MQA with keys [latent | rope key] and the latent as values.
+        a.n_head_kv = 1;
+        a.head_dim = mla.kv_lora_rank + mla.qk_rope;
+        a.head_dim_v = mla.kv_lora_rank;
+        a.rope.n_dims = mla.qk_rope;
+        // llama.cpp: kq_scale = mscale^2 / sqrt(qk_nope + qk_rope), mscale from YaRN's factor.
+        float mscale = 1.0f;
+        if (a.rope.scaling == RopeScaling::Yarn) {
+            const float ln = std::log(a.rope.factor);
+            const float attn_factor_org = a.rope.attn_factor * (1.0f + 0.1f * ln);
+            // The file stores 0.1 * mscale_all_dim; llama.cpp divides it back out.
+            const float log_mul = float(m.real("rope.scaling.yarn_log_multiplier", 0.0)) / 0.1f;
+            mscale = attn_factor_org * (1.0f + 0.1f * log_mul * ln);
+        }
+        a.scale = mscale * mscale / std::sqrt(float(head_k));
+    }
+    // Routing: expert_gating_func 1 softmax, 2 sigmoid; exp_probs_b biases the selection only.
+    set_moe(m, s, m.file().get_bool("deepseek2.expert_weights_norm").value_or(false));
+    const bool sigmoid = m.integer("expert_gating_func", 1) == 2;
+    const int n_shared = int(m.integer("expert_shared_count", 0));
+    for (int l = 0; l < s.n_layer; ++l) {
+        MoeSpec& moe = s.layers[size_t(l)].ffn.moe;
+        if (l < n_dense) {
+            moe = MoeSpec{};
+            continue;
+        }
+        moe.sigmoid = sigmoid;
+        moe.selection_bias = f.find_tensor("blk." + std::to_string(l) + ".exp_probs_b.bias") != nullptr;
+        moe.n_group = int(m.integer("expert_group_count", 1));
+        moe.topk_group = int(m.integer("expert_group_used_count", 1));
+        moe.n_ff_shared = n_shared * moe.n_ff_expert;
+    }
+    return s;
+}
+
 // SmolLM3: Llama layout where every 4th layer (3, 7, 11, ...) has no RoPE (NoPE). GGUF carries
 // no key for it: the interval is fixed, as in llama.cpp.
 ModelSpec smollm3_spec(const Meta& m) {
@@ -402,6 +463,7 @@ const std::map<std::string, FamilyFn>& families() {
         {"olmoe", olmoe_spec},
         {"gpt-oss", gpt_oss_spec},
         {"llama4", llama4_spec},
+        {"deepseek2", deepseek2_spec},
     };
     return table;
 }

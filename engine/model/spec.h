@@ -43,7 +43,18 @@ struct RopeSpec {
     bool longrope = false;
 };
 
+// DeepSeek V2/V3 multi-head latent attention, run in the absorbed form: queries are taken into
+// the latent space by W_kb per head, so attention is MQA over a cache of the normalised latent
+// and the shared RoPE key ([kv_lora_rank | qk_rope] per token, plus the latent as values), and
+// each head's latent output goes through W_vb.
+struct MlaSpec {
+    int q_lora_rank = 0;   // 0: a plain attn_q projection (V2-Lite)
+    int kv_lora_rank = 0;  // 0: not MLA
+    int qk_nope = 0, qk_rope = 0, v_head = 0;
+};
+
 struct AttentionSpec {
+    MlaSpec mla;
     int n_head = 0, n_head_kv = 0;
     int head_dim = 0;       // of queries and keys
     int head_dim_v = 0;     // of values
@@ -77,6 +88,8 @@ struct MoeSpec {
     float swiglu_limit = 0.0f;        // ... and limit
     bool weight_input = false;        // the gate weight scales the expert's input, not its output (Llama 4)
     int n_ff_shared = 0;              // > 0: a shared expert of this width, always on
+    bool selection_bias = false;      // exp_probs_b.bias added to the scores for choosing only (V3)
+    int n_group = 1, topk_group = 1;  // group-limited routing (V3)
 };
 
 struct FfnSpec {

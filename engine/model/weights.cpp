@@ -47,7 +47,21 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         const bool pre = L.norm_placement != NormPlacement::Post;
         if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);
         if (pre && layer_norm) w.attn_norm_b = vector(p + "attn_norm.bias", E);
-        if (a.fused_qkv) {
+        if (a.mla.kv_lora_rank > 0) {
+            const MlaSpec& mla = a.mla;
+            const int64_t q_width = int64_t(a.n_head) * (mla.qk_nope + mla.qk_rope);
+            if (mla.q_lora_rank > 0) {
+                w.wq_a = matrix(p + "attn_q_a.weight", E, mla.q_lora_rank);
+                w.q_a_norm = vector(p + "attn_q_a_norm.weight", mla.q_lora_rank);
+                w.wq = matrix(p + "attn_q_b.weight", mla.q_lora_rank, q_width);
+            } else {
+                w.wq = matrix(p + "attn_q.weight", E, q_width);
+            }
+            w.wkv_a = matrix(p + "attn_kv_a_mqa.weight", E, mla.kv_lora_rank + mla.qk_rope);
+            w.kv_a_norm = vector(p + "attn_kv_a_norm.weight", mla.kv_lora_rank);
+            w.k_b = experts(p + "attn_k_b", mla.qk_nope, mla.kv_lora_rank, a.n_head);
+            w.v_b = experts(p + "attn_v_b", mla.kv_lora_rank, mla.v_head, a.n_head);
+        } else if (a.fused_qkv) {
             const int64_t rows = qd + kd + vd;
             w.wq = matrix_rows(p + "attn_qkv.weight", E, rows, 0, qd);
             w.wk = matrix_rows(p + "attn_qkv.weight", E, rows, qd, kd);
@@ -67,7 +81,8 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
                 w.bv = vector(p + "attn_v.bias", vd);
             }
         }
-        w.wo = matrix(p + "attn_output.weight", int64_t(a.n_head) * a.head_dim_v, E);
+        const int64_t o_in = int64_t(a.n_head) * (a.mla.kv_lora_rank > 0 ? a.mla.v_head : a.head_dim_v);
+        w.wo = matrix(p + "attn_output.weight", o_in, E);
         if (a.bias_o) w.bo = vector(p + "attn_output.bias", E);
         if (a.sinks) w.sinks = vector(p + "attn_sinks.weight", a.n_head);
         if (a.qk_norm == QkNorm::PerHead) {
@@ -88,6 +103,7 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             const MoeSpec& moe = L.ffn.moe;
             w.router = matrix(p + "ffn_gate_inp.weight", E, moe.n_expert);
             if (moe.router_bias) w.router_bias = vector(p + "ffn_gate_inp.bias", moe.n_expert);
+            if (moe.selection_bias) w.selection_bias = vector(p + "exp_probs_b.bias", moe.n_expert);
             w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
             w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
             w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);

@@ -33,6 +33,12 @@ struct LayerWeights {
     // MoE: the router {n_embd, n_expert} and the experts' 3-D tensors.
     ops::Weight router;
     const gpu::Buffer* router_bias = nullptr;     // [n_expert]
+    const gpu::Buffer* selection_bias = nullptr;  // [n_expert] exp_probs_b (DeepSeek V3)
+    // MLA (DeepSeek): q_a {n_embd, q_lora} + q_a_norm, q_b {q_lora, n_head*(nope+rope)} (or wq);
+    // kv_a {n_embd, kv_lora+rope} + kv_a_norm; k_b {nope, kv_lora, n_head}; v_b {kv_lora, v, n_head}.
+    ops::Weight wq_a, wkv_a;
+    const gpu::Buffer *q_a_norm = nullptr, *kv_a_norm = nullptr;
+    ops::ExpertWeights k_b, v_b;
     ops::ExpertWeights gate_exps, up_exps, down_exps;
     ops::Weight gate_sh, up_sh, down_sh;          // shared expert (Llama 4)
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
