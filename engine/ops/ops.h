@@ -107,7 +107,7 @@ struct AttentionParams {
 //        decode; without it one workgroup walks all keys per (query block, head block). Pass one
 //        of attention_scratch_bytes(ctx, 1, n_ctx, p) bytes for decode; a smaller one splits less.
 // Records one dispatch, or two with a barrier between them when split. Positions must be >= 0;
-// a slot with a negative kv_pos is empty. head_dim and head_dim_v up to 256.
+// a slot with a negative kv_pos is empty. Heads as wide as shared memory allows (576 tested: MLA).
 void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
                const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
                const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);

@@ -331,6 +331,22 @@ TEST_F(Attention, WideHeadsAndDifferentValueWidth) {
     }
 }
 
+// DeepSeek V2/V3's absorbed MLA: 16 query heads over one 576-wide key head (latent 512 + RoPE 64)
+// with 512-wide values.
+TEST_F(Attention, AbsorbedMlaHeads) {
+    for (int64_t n_q : {1, 5}) {
+        Case c;
+        c.n_head = 16;
+        c.n_head_kv = 1;
+        c.head_dim = 576;
+        c.head_dim_v = 512;
+        c.n_q = n_q;
+        c.n_kv = 40;
+        c.scratch = n_q == 1;
+        check(c);
+    }
+}
+
 TEST_F(Attention, QueriesAtAnOffset) {
     Case c;
     c.n_q = 3;
