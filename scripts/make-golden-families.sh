@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates tests/golden/families: for every line of models.txt, writes the random-weight model
+# Regenerates tests/golden/families (or, with GOLDEN=moe, tests/golden/moe): for every line of
+# its models.txt, writes the random-weight model
 # NAME.gguf with vkllm-random-model, then runs llama.cpp (../shared/tools/llama-oracle) in its
 # most exact mode (F32 KV cache, no flash attention, CPU, one thread) on prompt.txt and keeps the
 # logits of every prompt position (NAME.logits.f32, float32 [n_tokens][n_vocab]), the prompt
@@ -10,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${VKLLM_SHARED_DIR:-$root/../shared}
 build=${1:-${BUILD_DIR:-$root/build}}
-out=$root/tests/golden/families
+out=$root/tests/golden/${GOLDEN:-families}
 n_greedy=32
 
 [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
