@@ -61,9 +61,6 @@ void Forward::record_attention(int l, int T, int pos0) {
     const KvCache& cache = caches_[size_t(l)];
     // This step's keys and values are computed in k_new_/v_new_ ([T, kv row]) and then copied
     // into their cache slots, which wrap around in a ring-buffer cache.
-    const gpu::Buffer& kc = k_new_;
-    const gpu::Buffer& vc = v_new_;
-    const uint64_t k_at = 0, v_at = 0;
 
     const gpu::Buffer* in = &x_;
     if (w.attn_norm) {
@@ -77,14 +74,14 @@ void Forward::record_attention(int l, int T, int pos0) {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
         s.mark("matmul");
         ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), q_, 0, T);
-        ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), kc, k_at, T);
-        ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), vc, v_at, T);
+        ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), k_new_, 0, T);
+        ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), v_new_, 0, T);
         s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
         if (w.bq) {
             s.mark("add_bias");
             ops::add_bias(s, q_, 0, *w.bq, T, qd);
-            ops::add_bias(s, kc, k_at, *w.bk, T, int64_t(kv_row));
-            ops::add_bias(s, vc, v_at, *w.bv, T, int64_t(kv_row_v));
+            ops::add_bias(s, k_new_, 0, *w.bk, T, int64_t(kv_row));
+            ops::add_bias(s, v_new_, 0, *w.bv, T, int64_t(kv_row_v));
             s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
         }
         if (a.temperature_floor > 0) {
@@ -109,7 +106,7 @@ void Forward::record_attention(int l, int T, int pos0) {
             s.mark("norm");
             ops::rms_norm(s, q_, 0, w.q_norm, q_, 0, per_head ? int64_t(T) * a.n_head : T, per_head ? a.head_dim : qd,
                           spec_.norm_eps);
-            ops::rms_norm(s, kc, k_at, w.k_norm, kc, k_at, per_head ? int64_t(T) * a.n_head_kv : T,
+            ops::rms_norm(s, k_new_, 0, w.k_norm, k_new_, 0, per_head ? int64_t(T) * a.n_head_kv : T,
                           per_head ? a.head_dim : int64_t(kv_row), spec_.norm_eps);
             s.barrier("normalised q and k are complete before rope and attention");
         }
@@ -120,14 +117,14 @@ void Forward::record_attention(int l, int T, int pos0) {
                                        : a.rope.freq_factors ? w_.rope_freqs
                                                              : nullptr;
             ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
-            ops::rope(s, kc, k_at, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
+            ops::rope(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
             s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
         }
         if (a.qk_norm == QkNorm::L2AfterRope) {
             // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
             s.mark("norm");
             ops::rms_norm(s, q_, 0, nullptr, q_, 0, int64_t(T) * a.n_head, a.head_dim, spec_.norm_eps);
-            ops::rms_norm(s, kc, k_at, nullptr, kc, k_at, int64_t(T) * a.n_head_kv, a.head_dim, spec_.norm_eps);
+            ops::rms_norm(s, k_new_, 0, nullptr, k_new_, 0, int64_t(T) * a.n_head_kv, a.head_dim, spec_.norm_eps);
             s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
         }
     }
