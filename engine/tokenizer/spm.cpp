@@ -7,7 +7,6 @@
 
 namespace vkllm::tokenizer::detail {
 
-
 void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
     std::vector<Symbol> symbols = split_characters(text);
     if (symbols.empty()) return;

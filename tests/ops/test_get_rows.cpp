@@ -33,22 +33,6 @@ std::vector<int64_t> row_lengths(TensorType t) {
     }
 }
 
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_) setenv(name_, old_->c_str(), 1);
-        else unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
-
 class GetRows : public test::GpuTest, public ::testing::WithParamInterface<TensorType> {
 protected:
     // Looks up `ids` in a random table of n_rows x n_in and compares with the reference; ids
@@ -108,7 +92,7 @@ TEST_P(GetRows, SplitsTablesLargerThanOneBinding) {
     const uint64_t row_bytes = ops::weight_buffer_bytes(GetParam(), n_in, 1);
     const uint64_t align = std::max<uint64_t>(ctx().caps().min_storage_buffer_offset_alignment, 4);
     const uint64_t limit = 2 * align + 16 + std::max<uint64_t>(4 * row_bytes, 4 * uint64_t(n_in) * 4);
-    ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(limit));
+    test::ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(limit));
     std::vector<int32_t> ids = random_ids(40, n_rows, 3);
     ids.push_back(-5);
     ids.push_back(int32_t(n_rows) - 1);

@@ -37,23 +37,6 @@ std::vector<int64_t> row_lengths(TensorType t) {
     }
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_) setenv(name_, old_->c_str(), 1);
-        else unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
-
 // A random weight quantized to `type`, on the host and on the GPU.
 struct TestWeight {
     TensorType type;
@@ -167,7 +150,7 @@ TEST_P(MatmulType, SplitsWeightsLargerThanOneBinding) {
     // Room for about 3 rows and 3 tokens of x per window.
     const uint64_t limit = 2 * align + 16 + std::max<uint64_t>(3 * row_bytes, 3 * uint64_t(n_in) * 4);
     ASSERT_GT(w.bytes.size(), 2 * limit) << "the weight should need several windows";
-    ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(limit));
+    test::ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(limit));
     for (int64_t n_tokens : {1, 2, 9}) check_matmul(ctx(), w, n_tokens);
     check_matmul(ctx(), w, 1, /*accumulate=*/true, /*x_offset=*/2, /*y_offset=*/3, /*y_stride=*/0);
 }
@@ -176,7 +159,7 @@ TEST_P(MatmulType, SplitsWeightsLargerThanOneBinding) {
 TEST_P(MatmulType, RespectsWorkgroupCountLimits) {
     const TensorType type = GetParam();
     TestWeight w = make_weight(ctx(), type, row_lengths(type).front(), 301, 6);
-    ScopedEnv env("VKLLM_MAX_WORKGROUP_COUNT", "3");
+    test::ScopedEnv env("VKLLM_MAX_WORKGROUP_COUNT", "3");
     for (int64_t n_tokens : {1, 4}) check_matmul(ctx(), w, n_tokens);
 }
 
@@ -232,7 +215,7 @@ TEST_F(Matmul, RejectsBadArguments) {
 TEST_F(Matmul, BadBindingLimitOverrideIsAClearError) {
     TestWeight w = make_weight(ctx(), TensorType::F32, 8, 2, 1);
     gpu::Buffer x(ctx(), 8 * 4, gpu::Memory::Device), y(ctx(), 2 * 4, gpu::Memory::Device);
-    ScopedEnv env("VKLLM_MAX_BINDING_BYTES", "lots");
+    test::ScopedEnv env("VKLLM_MAX_BINDING_BYTES", "lots");
     gpu::Stream s(ctx());
     s.begin();
     try {

@@ -29,23 +29,6 @@ namespace {
 
 using gguf::TensorType;
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_) setenv(name_, old_->c_str(), 1);
-        else unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    std::optional<std::string> old_;
-};
-
 template <class T>
 gpu::Buffer upload(gpu::Context& ctx, const std::vector<T>& v, size_t min_elems = 1) {
     gpu::Buffer b(ctx, std::max(v.size(), min_elems) * 4, gpu::Memory::Device);
@@ -381,13 +364,13 @@ TEST_F(MoeMatmul, SplitsExpertsOverBindingWindows) {
     {
         const TestExperts w = make_experts(ctx(), TensorType::Q4_0, 64, 20, 8, 3);  // 720 bytes per expert
         // Three experts per window; 9 tokens' x (2304 bytes) still fits.
-        ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(2 * align + 16 + 2600));
+        test::ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(2 * align + 16 + 2600));
         for (int64_t n_tokens : {1, 9}) check_expert_matmul(ctx(), w, n_tokens, 2, false, true, true);
     }
     {
         const TestExperts w = make_experts(ctx(), TensorType::Q6_K, 256, 100, 2, 4);  // 21000 bytes per expert
         // About 58 rows per window; 5 tokens' x (5120 bytes) still fits.
-        ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(2 * align + 16 + 3 * 1024 * 4));
+        test::ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(2 * align + 16 + 3 * 1024 * 4));
         for (int64_t n_tokens : {1, 5}) check_expert_matmul(ctx(), w, n_tokens, 1, false, true, true);
     }
 }
@@ -395,7 +378,7 @@ TEST_F(MoeMatmul, SplitsExpertsOverBindingWindows) {
 // Few workgroups per grid dimension: pairs and tiles go over several dispatches, rows over windows.
 TEST_F(MoeMatmul, RespectsWorkgroupCountLimits) {
     const TestExperts w = make_experts(ctx(), TensorType::Q8_0, 64, 150, 8, 5);
-    ScopedEnv env("VKLLM_MAX_WORKGROUP_COUNT", "3");
+    test::ScopedEnv env("VKLLM_MAX_WORKGROUP_COUNT", "3");
     for (int64_t n_tokens : {2, 17}) check_expert_matmul(ctx(), w, n_tokens, 2, false, true, false);
 }
 

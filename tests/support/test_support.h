@@ -29,6 +29,19 @@ std::vector<uint8_t> read_file(const std::string& path);
 std::vector<int32_t> read_ids(const std::string& path);
 std::vector<float> read_f32(const std::string& path);
 
+// Sets an environment variable for one scope (limits the ops read, such as VKLLM_MAX_BINDING_BYTES).
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value);
+    ~ScopedEnv();
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
 }  // namespace vkllm::test
 
 // Skips the current test with a message when ../shared is missing; sets `var` to its path.
