@@ -7,6 +7,7 @@
 
 #include "gpu/device.h"
 #include "model/spec.h"
+#include "model_file.h"
 #include "options.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -14,7 +15,9 @@
 namespace vkllm::cli {
 namespace {
 
-const char* kUsage = "vkllm bench -m MODEL.gguf [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json]";
+const char* kUsage =
+    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json]\n"
+    "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -23,14 +26,14 @@ double median(std::vector<double> v) {
 
 int run(const Args& args) {
     Options o(args, {"-m", "-p", "-n", "-r", "-b", "--device"}, {"--json"});
-    if (!o.has("-m")) throw UsageError("no model given (-m MODEL.gguf)");
     const int n_prompt = int(o.integer("-p", 512));
     const int n_gen = int(o.integer("-n", 128));
     const int reps = int(o.integer("-r", 3));
     if (n_prompt < 0 || n_gen < 0 || reps < 1) throw UsageError("-p and -n must be >= 0 and -r >= 1");
     ModelOptions mo;
     mo.device = o.str("--device");
-    auto model = Model::load(o.str("-m"), mo);
+    auto model = Model::load(open_model_file(o), mo);
+    const std::string model_name = model->file().path();
     const auto& spec = model->spec();
 
     SessionOptions so;
@@ -77,11 +80,11 @@ int run(const Args& args) {
     if (o.has("--json")) {
         std::printf("{\"model\": \"%s\", \"device\": \"%s\", \"model_bytes\": %.0f, \"n_prompt\": %d, \"n_gen\": %d, "
                     "\"repeats\": %d, \"prompt_tps\": %.3f, \"decode_tps\": %.3f, \"decode_gbs\": %.3f, \"ops_ms\": {",
-                    o.str("-m").c_str(), dev.c_str(), bytes, n_prompt, n_gen, reps, pp_tps, tg_tps, gbs);
+                    model_name.c_str(), dev.c_str(), bytes, n_prompt, n_gen, reps, pp_tps, tg_tps, gbs);
         for (size_t i = 0; i < ops.size(); ++i) std::printf("%s\"%s\": %.4f", i ? ", " : "", ops[i].op.c_str(), ops[i].ms);
         std::printf("}}\n");
     } else {
-        std::printf("model   %s (%s, %.2f MiB of weights)\n", o.str("-m").c_str(), spec.arch.c_str(), bytes / (1 << 20));
+        std::printf("model   %s (%s, %.2f MiB of weights)\n", model_name.c_str(), spec.arch.c_str(), bytes / (1 << 20));
         std::printf("device  %s\n", dev.c_str());
         if (n_prompt > 0) std::printf("pp%-5d %10.2f tokens/s  (median of %d)\n", n_prompt, pp_tps, reps);
         if (n_gen > 0)

@@ -1,4 +1,5 @@
-// vkllm inspect FILE.gguf [--tensors]: what a GGUF file holds, without loading it onto a device.
+// vkllm inspect [FILE.gguf] [--tensors]: what a GGUF file holds (with no file, the model built
+// into vkllm), without loading it onto a device.
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "model/spec.h"
 #include "gguf/gguf.h"
+#include "model_file.h"
 #include "options.h"
 
 namespace vkllm::cli {
@@ -17,7 +19,7 @@ namespace {
 using gguf::Value;
 using gguf::ValueType;
 
-constexpr const char* kUsage = "vkllm inspect FILE.gguf [--tensors]";
+constexpr const char* kUsage = "vkllm inspect [FILE.gguf] [--tensors]   (no file: the model built into vkllm)";
 
 std::string human_bytes(uint64_t n) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -96,17 +98,17 @@ int inspect(const Args& args) {
     bool list_tensors = false;
     for (const std::string& a : args) {
         if (a == "--tensors") list_tensors = true;
-        else if (!a.empty() && a[0] == '-') throw UsageError("unknown option '" + a + "'");
+        else if (a == "-h" || a == "--help") throw HelpRequested();
+        else if (a.empty()) throw UsageError("an empty file name");
+        else if (a[0] == '-') throw UsageError("unknown option '" + a + "'");
         else if (path.empty()) path = a;
         else throw UsageError("more than one file given ('" + path + "', '" + a + "')");
     }
-    if (path.empty()) throw UsageError("no GGUF file given");
-
-    auto file = gguf::File::open(path);
+    auto file = open_model_file(path);
     const std::string arch = file->get_string("general.architecture").value_or("");
     std::set<std::string> shown = {"general.architecture", "general.name"};
 
-    std::printf("file:          %s (%s)\n", path.c_str(), human_bytes(file->file_size()).c_str());
+    std::printf("file:          %s (%s)\n", file->path().c_str(), human_bytes(file->file_size()).c_str());
     std::printf("GGUF version:  %u, alignment %" PRIu64 "\n", file->version(), file->alignment());
     std::printf("architecture:  %s\n", arch.empty() ? "(not set)" : arch.c_str());
     if (auto name = file->get_string("general.name")) std::printf("name:          %s\n", name->c_str());

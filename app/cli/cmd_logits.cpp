@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "model/spec.h"
+#include "model_file.h"
 #include "options.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/model.h"
@@ -12,15 +13,16 @@ namespace vkllm::cli {
 namespace {
 
 const char* kUsage =
-    "vkllm logits -m MODEL.gguf -p PROMPT -o OUT.f32 [-c CTX] [-b BATCH] [--exact] [--device D]\n"
+    "vkllm logits [-m MODEL.gguf] -p PROMPT -o OUT.f32 [-c CTX] [-b BATCH] [--exact] [--device D]\n"
+    "  without -m: the small model built into vkllm (`vkllm inspect` shows it)\n"
     "  --exact: f32 activations throughout instead of llama.cpp's CPU rounding (see SessionOptions)";
 
 int run(const Args& args) {
     Options o(args, {"-m", "-p", "-o", "-c", "--device", "-b"}, {"--exact"});
-    if (!o.has("-m") || !o.has("-p") || !o.has("-o")) throw UsageError("-m, -p and -o are required");
+    if (!o.has("-p") || !o.has("-o")) throw UsageError("-p and -o are required");
     ModelOptions mo;
     mo.device = o.str("--device");
-    auto model = Model::load(o.str("-m"), mo);
+    auto model = Model::load(open_model_file(o), mo);
     std::vector<int32_t> tokens = model->tokenizer().encode(o.str("-p"), /*add_special=*/true, /*parse_special=*/false);
     if (tokens.empty()) throw UsageError("the prompt gives no tokens");
     SessionOptions so;

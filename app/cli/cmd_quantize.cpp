@@ -32,6 +32,7 @@ const char* type_name(gguf::TensorType t) {
 }
 
 int quantize(const Args& args) {
+    if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) throw HelpRequested();
     if (args.size() != 3) throw UsageError("expected 3 arguments, got " + std::to_string(args.size()));
     const std::string& in_path = args[0];
     const std::string& out_path = args[1];

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <utility>
 
 #include "gpu/device.h"
 #include "model/spec.h"
+#include "model_file.h"
 #include "options.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -17,9 +19,10 @@ namespace vkllm::cli {
 namespace {
 
 const char* kUsage =
-    "vkllm run -m MODEL.gguf [-p PROMPT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "vkllm run [-m MODEL.gguf] [-p PROMPT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
-    "          [--seed S] [--device D] [--timings] [--expert-stats]";
+    "          [--seed S] [--device D] [--timings] [--expert-stats]\n"
+    "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.
 void print_expert_stats(const char* phase, const std::vector<ExpertLoad>& loads) {
@@ -50,7 +53,6 @@ int run(const Args& args) {
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b"},
               {"--timings", "--expert-stats"});
-    if (!o.has("-m")) throw UsageError("no model given (-m MODEL.gguf)");
     const int n_predict = int(o.integer("-n", 128));
     if (n_predict < 0) throw UsageError("-n must be >= 0");
     sampling::SamplerParams sp;
@@ -66,7 +68,9 @@ int run(const Args& args) {
 
     ModelOptions mo;
     mo.device = o.str("--device");
-    auto model = Model::load(o.str("-m"), mo);
+    auto file = open_model_file(o);
+    if (!o.has("-m")) std::fprintf(stderr, "vkllm: no -m given; using %s\n", builtin_model_description().c_str());
+    auto model = Model::load(std::move(file), mo);
     const auto& tok = model->tokenizer();
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0));

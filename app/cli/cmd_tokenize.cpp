@@ -1,30 +1,32 @@
-// vkllm tokenize -m MODEL -p TEXT [--add-special] [--parse-special]
+// vkllm tokenize [-m MODEL] -p TEXT [--add-special] [--parse-special]
 // Prints the token ids of TEXT, space-separated, on one line.
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
 #include "gguf/gguf.h"
+#include "model_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace vkllm::cli {
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: vkllm tokenize [-m MODEL.gguf] -p TEXT [--add-special] [--parse-special]\n"
+    "  -m MODEL.gguf    the model whose tokenizer to use; without it, the model built into vkllm\n"
+    "  --add-special    add BOS/EOS as the model's vocabulary asks\n"
+    "  --parse-special  turn special-token text such as <|im_start|> into its id\n";
+
 int usage_error(const std::string& message) {
-    std::fprintf(stderr,
-                 "vkllm tokenize: %s\n"
-                 "usage: vkllm tokenize -m MODEL.gguf -p TEXT [--add-special] [--parse-special]\n"
-                 "  --add-special    add BOS/EOS as the model's vocabulary asks\n"
-                 "  --parse-special  turn special-token text such as <|im_start|> into its id\n",
-                 message.c_str());
+    std::fprintf(stderr, "vkllm tokenize: %s\n%s", message.c_str(), kUsage);
     return 2;
 }
 
 }  // namespace
 
 int cmd_tokenize(const Args& args) {
-    std::string model_path;
+    std::string model_path;  // empty: the built-in model
     std::string text;
     bool have_text = false;
     bool add_special = false;
@@ -35,6 +37,7 @@ int cmd_tokenize(const Args& args) {
             if (i + 1 >= args.size()) return usage_error("option " + a + " needs a value");
             if (a == "-m" || a == "--model") {
                 model_path = args[++i];
+                if (model_path.empty()) return usage_error(a + " names no file");
             } else {
                 text = args[++i];
                 have_text = true;
@@ -44,16 +47,15 @@ int cmd_tokenize(const Args& args) {
         } else if (a == "--parse-special") {
             parse_special = true;
         } else if (a == "-h" || a == "--help") {
-            std::printf("usage: vkllm tokenize -m MODEL.gguf -p TEXT [--add-special] [--parse-special]\n");
+            std::printf("%s", kUsage);
             return 0;
         } else {
             return usage_error("unknown argument '" + a + "'");
         }
     }
-    if (model_path.empty()) return usage_error("missing -m MODEL");
     if (!have_text) return usage_error("missing -p TEXT");
 
-    const auto file = gguf::File::open(model_path);
+    const auto file = open_model_file(model_path);
     const auto tok = tokenizer::Tokenizer::from_gguf(*file);
     const std::vector<int32_t> ids = tok->encode(text, add_special, parse_special);
     std::string line;

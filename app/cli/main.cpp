@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "model_file.h"
 
 namespace {
 
@@ -17,12 +18,12 @@ struct Command {
 const std::map<std::string, Command>& commands() {
     using namespace vkllm::cli;
     static const std::map<std::string, Command> table = {
-        {"run", {cmd_run, "generate text: run -m MODEL -p PROMPT -n N [sampling options]"}},
-        {"logits", {cmd_logits, "logits of every prompt position: logits -m MODEL -p PROMPT -o OUT.f32"}},
-        {"tokenize", {cmd_tokenize, "token ids of a text: tokenize -m MODEL -p TEXT [--add-special] [--parse-special]"}},
-        {"bench", {cmd_bench, "prompt and decode speed: bench -m MODEL [-p 512] [-n 128] [-r 3] [--json]"}},
+        {"run", {cmd_run, "generate text: run [-m MODEL] -p PROMPT -n N [sampling options]"}},
+        {"logits", {cmd_logits, "logits of every prompt position: logits [-m MODEL] -p PROMPT -o OUT.f32"}},
+        {"tokenize", {cmd_tokenize, "token ids of a text: tokenize [-m MODEL] -p TEXT [--add-special] [--parse-special]"}},
+        {"bench", {cmd_bench, "prompt and decode speed: bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]"}},
         {"info", {cmd_info, "Vulkan devices and their capabilities: info [--json]"}},
-        {"inspect", {cmd_inspect, "a GGUF file: inspect FILE.gguf [--tensors]"}},
+        {"inspect", {cmd_inspect, "a GGUF file: inspect [FILE.gguf] [--tensors]"}},
         {"quantize", {cmd_quantize, "rewrite weights: quantize IN.gguf OUT.gguf TYPE"}},
     };
     return table;
@@ -31,6 +32,8 @@ const std::map<std::string, Command>& commands() {
 void usage(FILE* out) {
     std::fprintf(out, "usage: vkllm <command> [options]\n\ncommands:\n");
     for (const auto& [name, cmd] : commands()) std::fprintf(out, "  %-9s %s\n", name.c_str(), cmd.help);
+    std::fprintf(out, "\nwithout -m (inspect: without FILE), commands use %s\n",
+                 vkllm::cli::builtin_model_description().c_str());
     std::fprintf(out, "\nenvironment: VKLLM_DEVICE=INDEX|NAME, VKLLM_VALIDATE=1, VKLLM_LIMITS=mobile\n");
 }
 

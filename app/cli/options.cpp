@@ -11,6 +11,8 @@ Options::Options(const Args& args, const std::set<std::string>& valued, const st
         if (valued.count(a)) {
             if (i + 1 >= args.size()) throw UsageError("option " + a + " needs a value");
             values_[a] = args[++i];
+        } else if (a == "-h" || a == "--help") {
+            throw HelpRequested();
         } else if (flags.count(a)) {
             values_.insert_or_assign(a, std::string(1, '1'));
         } else {
@@ -45,6 +47,9 @@ double Options::real(const std::string& name, double fallback) const {
 int with_usage(const char* usage, int (*body)(const Args&), const Args& args) {
     try {
         return body(args);
+    } catch (const HelpRequested&) {
+        std::printf("usage: %s\n", usage);
+        return 0;
     } catch (const UsageError& e) {
         std::fprintf(stderr, "%s\nusage: %s\n", e.what(), usage);
         return 2;

@@ -16,8 +16,14 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// `-h` or `--help`: the command prints its usage on stdout and exits 0.
+struct HelpRequested : std::runtime_error {
+    HelpRequested() : std::runtime_error("help requested") {}
+};
+
 // Parses `-x VALUE`, `--long VALUE` and `--flag` arguments. `valued` lists the options that take
-// a value, `flags` those that do not; anything else is a UsageError.
+// a value, `flags` those that do not; -h and --help throw HelpRequested; anything else is a
+// UsageError.
 class Options {
 public:
     Options(const Args& args, const std::set<std::string>& valued, const std::set<std::string>& flags);
@@ -30,7 +36,8 @@ private:
     std::map<std::string, std::string> values_;
 };
 
-// Runs a command body, turning UsageError into exit code 2 with the usage text.
+// Runs a command body, turning UsageError into exit code 2 with the usage text on stderr, and
+// HelpRequested into exit code 0 with it on stdout.
 int with_usage(const char* usage, int (*body)(const Args&), const Args& args);
 
 }  // namespace vkllm::cli

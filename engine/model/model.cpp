@@ -1,6 +1,9 @@
 // vkllm::Model: a GGUF file, its spec, tokenizer and weights on one GPU.
 #include "vkllm/model.h"
 
+#include <stdexcept>
+#include <utility>
+
 #include "gguf/gguf.h"
 #include "gpu/device.h"
 #include "model/spec.h"
@@ -21,13 +24,18 @@ Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const std::string& path, const ModelOptions& options) {
+    return load(gguf::File::open(path), options);
+}
+
+std::unique_ptr<Model> Model::load(std::unique_ptr<gguf::File> file, const ModelOptions& options) {
+    if (!file) throw std::invalid_argument("Model::load: no GGUF file given");
     std::unique_ptr<Model> m(new Model());
     Impl& i = *m->impl_;
-    i.file = gguf::File::open(path);
+    i.file = std::move(file);
     i.spec = model::ModelSpec::from_gguf(*i.file);
     i.tok = tokenizer::Tokenizer::from_gguf(*i.file);
     if (i.tok->n_vocab() != i.spec.n_vocab)
-        throw model::ModelError(path + ": the tokenizer has " + std::to_string(i.tok->n_vocab()) +
+        throw model::ModelError(i.file->path() + ": the tokenizer has " + std::to_string(i.tok->n_vocab()) +
                                 " tokens but token_embd has " + std::to_string(i.spec.n_vocab) + " rows");
     gpu::ContextOptions co;
     co.device = options.device;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sys/wait.h>
 
@@ -15,12 +16,13 @@ namespace {
 
 struct Result {
     int code = -1;
-    std::string out;  // stdout and stderr together
+    std::string out;  // stdout, and stderr unless it went elsewhere
 };
 
-Result run(const std::string& args) {
+// Runs vkllm with `args`; its stderr goes to `stderr_to` (a shell redirection target).
+Result run(const std::string& args, const std::string& stderr_to = "&1") {
     const char* bin = std::getenv("VKLLM_BIN");
-    std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>&1";
+    std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>" + stderr_to;
     Result r;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -43,9 +45,9 @@ TEST(Cli, UnknownCommandAndMissingArgumentsAreUsageErrors) {
     Result r = run("frobnicate");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("unknown command 'frobnicate'"), std::string::npos) << r.out;
-    r = run("run -p hello");
+    r = run("logits -p hello");
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("-m"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("-o are required"), std::string::npos) << r.out;
     r = run("run -m x.gguf -n many");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("expects an integer"), std::string::npos) << r.out;
@@ -100,6 +102,57 @@ TEST(Cli, RunTokenizeAndLogitsOnStories260K) {
     r = run("run -m " + model + " -c 4 -p 'Once upon a time there was a dog'");
     EXPECT_EQ(r.code, 1) << r.out;
     EXPECT_NE(r.out.find("longer than the context"), std::string::npos) << r.out;
+}
+
+// With no -m, the commands use the model compiled into vkllm: the first command of someone who
+// has downloaded nothing. The model is retrained now and then, so the text is not checked, only
+// that there is some after the prompt.
+TEST(Cli, RunWithoutModelGeneratesWithTheBuiltInModel) {
+    const std::string err = test::temp_path("builtin-run.stderr");
+    Result r = run("run -p 'Once upon a time' -n 16 --seed 1", err);
+    std::vector<uint8_t> err_bytes = test::read_file(err);
+    const std::string log(err_bytes.begin(), err_bytes.end());
+    ASSERT_EQ(r.code, 0) << r.out << log;
+    EXPECT_NE(log.find("no -m given; using the built-in model zoo-dense ("), std::string::npos) << log;
+    ASSERT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+    const std::string continuation = r.out.substr(std::strlen("Once upon a time"));
+    EXPECT_NE(continuation.find_first_not_of(" \t\r\n"), std::string::npos) << "no text after the prompt: " << r.out;
+    EXPECT_NE(log.find("decode"), std::string::npos) << log;
+}
+
+TEST(Cli, TokenizeAndInspectWithoutAFileUseTheBuiltInModel) {
+    Result r = run("tokenize -p 'Once upon a time'", "/dev/null");
+    ASSERT_EQ(r.code, 0) << r.out;
+    ASSERT_FALSE(r.out.empty());
+    EXPECT_EQ(r.out.back(), '\n');
+    EXPECT_EQ(r.out.find_first_not_of("0123456789 \n"), std::string::npos) << r.out;
+
+    r = run("inspect");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("built-in model zoo-dense"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("architecture:  llama"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HelpNamesTheBuiltInModelAndMissingFilesStillFail) {
+    for (const char* cmd : {"run", "logits", "bench", "tokenize", "inspect"}) {
+        Result r = run(std::string(cmd) + " --help");
+        EXPECT_EQ(r.code, 0) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("usage:"), std::string::npos) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("built into vkllm"), std::string::npos) << cmd << ": " << r.out;
+    }
+    Result r = run("--help");
+    EXPECT_NE(r.out.find("zoo-dense"), std::string::npos) << r.out;
+
+    // -m still wins: a file that is not there is an error naming it, not a quiet fallback.
+    const std::string missing = test::temp_path("no-such-model.gguf");
+    for (const char* cmd : {"run -p hi -m", "logits -p hi -o /dev/null -m", "tokenize -p hi -m", "bench -m", "inspect"}) {
+        r = run(std::string(cmd) + " " + missing);
+        EXPECT_EQ(r.code, 1) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("no-such-model.gguf"), std::string::npos) << cmd << ": " << r.out;
+        EXPECT_EQ(r.out.find("built-in"), std::string::npos) << cmd << ": " << r.out;
+    }
+    r = run("run -m '' -p hi");
+    EXPECT_EQ(r.code, 2) << r.out;
 }
 
 }  // namespace

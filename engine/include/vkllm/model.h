@@ -20,6 +20,9 @@ class Model {
 public:
     // Throws a std::runtime_error subclass naming the file and the problem.
     static std::unique_ptr<Model> load(const std::string& path, const ModelOptions& options = {});
+    // The same from a GGUF file already open (a mapping, or a memory image from
+    // gguf::File::from_memory). The Model owns it: tensor data is read from it while it lives.
+    static std::unique_ptr<Model> load(std::unique_ptr<gguf::File> file, const ModelOptions& options = {});
     ~Model();
 
     const model::ModelSpec& spec() const;

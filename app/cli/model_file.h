@@ -1,0 +1,21 @@
+// Which model a command works on: the GGUF file it is given, else the one built into vkllm.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gguf/gguf.h"
+#include "options.h"
+
+namespace vkllm::cli {
+
+// The GGUF file at `path`; with an empty path, the built-in model (parsed from a copy of the
+// bytes in the binary, named "built-in model NAME" in messages).
+std::unique_ptr<gguf::File> open_model_file(const std::string& path);
+// The file a command's -m names, else the built-in model.
+std::unique_ptr<gguf::File> open_model_file(const Options& options);
+
+// "the built-in model zoo-dense (3.3 MiB)", for telling a person which model runs.
+std::string builtin_model_description();
+
+}  // namespace vkllm::cli
