@@ -6,6 +6,7 @@
 #include <random>
 #include <utility>
 
+#include "activation_report.h"
 #include "gpu/device.h"
 #include "model/spec.h"
 #include "model_file.h"
@@ -21,7 +22,9 @@ namespace {
 const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
-    "          [--seed S] [--device D] [--timings] [--expert-stats]\n"
+    "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations]\n"
+    "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
+    "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.
@@ -52,7 +55,7 @@ int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b"},
-              {"--timings", "--expert-stats"});
+              {"--timings", "--expert-stats", "--activations"});
     const int n_predict = int(o.integer("-n", 128));
     if (n_predict < 0) throw UsageError("-n must be >= 0");
     sampling::SamplerParams sp;
@@ -77,6 +80,7 @@ int run(const Args& args) {
     so.n_batch = int(o.integer("-b", 256));
     so.probes.timings = o.has("--timings");
     so.probes.expert_load = o.has("--expert-stats");
+    so.probes.residual_stats = o.has("--activations");
     Session session(*model, so);
 
     const std::string prompt = o.str("-p", "");
@@ -116,6 +120,16 @@ int run(const Args& args) {
     std::vector<float> logits = session.eval(tokens);
     const double prompt_s = seconds_since(t0);
     std::vector<OpTiming> timings = session.probes().timings;
+    if (so.probes.residual_stats) {
+        // The probe covers the prompt's last forward pass (its last batch of -b tokens).
+        const size_t last_pass = (tokens.size() - 1) % size_t(session.n_batch()) + 1;  // tokens of the last pass
+        const std::vector<int32_t> pass(tokens.end() - long(last_pass), tokens.end());
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        print_activation_report(stderr, session.probes().residual, pass, int(tokens.size() - last_pass), tok);
+        so.probes.residual_stats = false;
+        session.set_probes(so.probes);
+    }
 
     tokenizer::Utf8Stream text;
     int generated = 0;

@@ -38,6 +38,7 @@ public:
 
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
+    int n_batch() const { return n_batch_; }  // tokens per forward pass (the asked batch, clamped to the context and buffer limits)
     uint64_t kv_bytes() const;
     // KV-cache bytes of global layers and of sliding-window (ring-buffer) layers.
     struct KvUsage {

@@ -77,6 +77,7 @@ std::vector<float> Session::eval(const std::vector<int32_t>& tokens, bool all_lo
 
 int Session::n_past() const { return impl_->n_past; }
 int Session::n_ctx() const { return impl_->forward->n_ctx(); }
+int Session::n_batch() const { return impl_->forward->n_batch(); }
 void Session::reset() {
     impl_->n_past = 0;
     impl_->results.expert_load_prefill.clear();

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <sys/wait.h>
 
 #include "test_support.h"
@@ -118,6 +120,42 @@ TEST(Cli, RunWithoutModelGeneratesWithTheBuiltInModel) {
     const std::string continuation = r.out.substr(std::strlen("Once upon a time"));
     EXPECT_NE(continuation.find_first_not_of(" \t\r\n"), std::string::npos) << "no text after the prompt: " << r.out;
     EXPECT_NE(log.find("decode"), std::string::npos) << log;
+}
+
+// --activations: one row per layer (and the embeddings) with the largest residual value, its
+// position and channel, and the ratio to the median; the verdict on massive activations.
+TEST(Cli, RunActivationsReportsEveryLayer) {
+    VKLLM_REQUIRE_SHARED(shared);
+    const std::string model = shared + "/models/stories260K/stories260K-F32.gguf";
+    const std::string err = test::temp_path("activations.stderr");
+    Result r = run("run -m " + model + " -p 'Once upon a time' -n 2 --temp 0 --activations", err);
+    std::vector<uint8_t> err_bytes = test::read_file(err);
+    const std::string log(err_bytes.begin(), err_bytes.end());
+    ASSERT_EQ(r.code, 0) << r.out << log;
+    ASSERT_NE(log.find("residual stream over 5 tokens (positions 0-4)"), std::string::npos) << log;
+    // stories260K has 5 layers: rows embd, 0..4, each "layer max position token channel median ratio"
+    std::istringstream lines(log.substr(log.find("max/median")));
+    std::string line;
+    std::getline(lines, line);
+    std::vector<std::string> layers;
+    while (std::getline(lines, line) && line.rfind("vkllm:", 0) != 0) {
+        static const std::regex kRow(R"(^\s*(\S+)\s+([0-9.]+)\s+([0-9]+)\s+".*"\s+([0-9]+)\s+([0-9.]+)\s+[0-9.]+x.*$)");
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(line, m, kRow)) << line;
+        const std::string layer = m[1];
+        const double max_abs = std::stod(m[2]), median = std::stod(m[5]);
+        const int position = std::stoi(m[3]), channel = std::stoi(m[4]);
+        EXPECT_GE(position, 0) << line;
+        EXPECT_LE(position, 4) << line;
+        EXPECT_GE(channel, 0) << line;
+        EXPECT_LT(channel, 64) << line;
+        EXPECT_GE(max_abs, median) << line;
+        layers.push_back(layer);
+    }
+    EXPECT_EQ(layers, (std::vector<std::string>{"embd", "0", "1", "2", "3", "4"})) << log;
+    EXPECT_TRUE(line.find("no massive activations") != std::string::npos ||
+                line.find("massive activations (above 100") != std::string::npos)
+        << line;
 }
 
 TEST(Cli, TokenizeAndInspectWithoutAFileUseTheBuiltInModel) {

@@ -40,6 +40,7 @@ public:
 
     int n_past() const;
     int n_ctx() const;
+    int n_batch() const;  // tokens per forward pass of a prompt
     void reset();  // forget every token
 
     void set_probes(const ProbeConfig& probes);
