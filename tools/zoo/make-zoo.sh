@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Rebuilds the model zoo from nothing: the corpus, the tokenizer and the four models, written to
+# assets/zoo/. About an hour on 2 CPU cores; CI never runs it (the committed models are checked
+# against the checksums in assets/zoo/README.md instead).
+#
+#   tools/zoo/make-zoo.sh [MODEL...]        (default: zoo-dense zoo-swa zoo-moe zoo-mla)
+#
+# Needs Debian's python3-torch, python3-numpy and libopenblas0-pthread (without OpenBLAS,
+# PyTorch falls back to the reference BLAS and training is ten times slower), and a build of
+# vkllm-random-model (BUILD_DIR, default build/). Work files go to ZOO_WORK (default /tmp/vkllm-zoo).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD_DIR:-$src/build}
+work=${ZOO_WORK:-/tmp/vkllm-zoo}
+python=/usr/bin/python3   # Debian's, where python3-torch lives
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla)
+
+# One BLAS thread inside PyTorch's two OpenMP threads, and OpenMP threads that sleep instead of
+# spinning while BLAS runs: 5x faster than the defaults on two cores, and deterministic.
+export GOMP_SPINCOUNT=0 OPENBLAS_NUM_THREADS=1
+
+mkdir -p "$work" "$src/assets/zoo"
+if [ ! -f "$work/corpus/train.ids" ]; then
+    $python "$src/tools/zoo/corpus.py" "$work/corpus"
+    $python "$src/tools/zoo/tokenizer.py" train "$work/corpus" "$work/zoo-vocab.gguf"
+    $python "$src/tools/zoo/tokenizer.py" encode "$work/zoo-vocab.gguf" "$work/corpus"
+fi
+for m in "${models[@]}"; do
+    $python "$src/tools/zoo/train.py" "$m" --corpus "$work/corpus" --vocab "$work/zoo-vocab.gguf" \
+        --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" | tee "$work/$m.log"
+done
