@@ -120,13 +120,11 @@ int run(const Args& args) {
     std::vector<float> logits = session.eval(tokens);
     const double prompt_s = seconds_since(t0);
     std::vector<OpTiming> timings = session.probes().timings;
+    // The residual probe covers the prompt's last forward pass (its last batch of -b tokens);
+    // reported after the text, and switched off for the decode steps.
+    const std::vector<ResidualStat> prompt_residual = session.probes().residual;
+    const size_t last_pass = (tokens.size() - 1) % size_t(session.n_batch()) + 1;
     if (so.probes.residual_stats) {
-        // The probe covers the prompt's last forward pass (its last batch of -b tokens).
-        const size_t last_pass = (tokens.size() - 1) % size_t(session.n_batch()) + 1;  // tokens of the last pass
-        const std::vector<int32_t> pass(tokens.end() - long(last_pass), tokens.end());
-        std::fputs("\n", stdout);
-        std::fflush(stdout);
-        print_activation_report(stderr, session.probes().residual, pass, int(tokens.size() - last_pass), tok);
         so.probes.residual_stats = false;
         session.set_probes(so.probes);
     }
@@ -158,6 +156,9 @@ int run(const Args& args) {
     std::fflush(stdout);
     const double decode_s = seconds_since(t1);
 
+    if (!prompt_residual.empty())
+        print_activation_report(stderr, prompt_residual, std::vector<int32_t>(tokens.end() - long(last_pass), tokens.end()),
+                                int(tokens.size() - last_pass), tok);
     print_expert_stats("prompt", session.probes().expert_load_prefill);
     print_expert_stats("decode", session.probes().expert_load_decode);
     if (so.probes.timings) {

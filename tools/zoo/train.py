@@ -283,12 +283,16 @@ def main():
 
     out = {name: p.detach().numpy() for name, p in params.items()}
     gguf_file.write(args.out, meta, out)
-    with open(args.out + ".json", "w") as f:
-        json.dump({"model": args.model, "arch": hp.arch, "parameters": n_params, "steps": steps,
-                   "tokens_seen": steps * BATCH * SEQ, "minutes": round(minutes, 1),
-                   "heldout_loss": round(held, 3), "train_loss": round(loss.item(), 3),
-                   "command": " ".join(["train.py", args.model] + (["--steps", str(steps)] if args.steps else []))},
+    # The training record, read by describe.py for assets/zoo/README.md.
+    record = os.path.join(os.path.dirname(os.path.abspath(args.out)), "training", args.model + ".json")
+    os.makedirs(os.path.dirname(record), exist_ok=True)
+    with open(record, "w") as f:
+        json.dump({"model": args.model, "arch": hp.arch, "parameters": n_params, "layers": hp.get("block_count"),
+                   "width": hp.get("embedding_length"), "steps": steps, "tokens_seen": steps * BATCH * SEQ,
+                   "minutes": round(minutes, 1), "heldout_loss": round(held, 3), "train_loss": round(loss.item(), 3),
+                   "command": " ".join(["tools/zoo/train.py", args.model] + (["--steps", str(steps)] if args.steps else []))},
                   f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":
