@@ -5,7 +5,7 @@
 #
 #   tools/zoo/make-zoo.sh [MODEL...]        (default: zoo-dense zoo-swa zoo-moe zoo-mla)
 #
-# Needs Debian's python3-torch, python3-numpy and libopenblas0-pthread (without OpenBLAS,
+# Needs `scripts/install-deps.sh --training`: Debian's python3-torch and libopenblas0-pthread (without OpenBLAS,
 # PyTorch falls back to the reference BLAS and training is ten times slower), and a build of
 # vkllm-random-model (BUILD_DIR, default build/). Work files go to ZOO_WORK (default /tmp/vkllm-zoo).
 set -euo pipefail

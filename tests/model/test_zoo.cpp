@@ -1,0 +1,82 @@
+// The project's own trained models (assets/zoo, made by tools/zoo/make-zoo.sh) against llama.cpp:
+// for each model and each prompt of tests/golden/zoo/prompts.txt, the prompt's tokens, the logits
+// of every prompt position and 48 greedy tokens (tests/golden/zoo, made by
+// scripts/make-golden-zoo.sh). All four are F32, so llama.cpp and vkllm must agree closely
+// everywhere; a trained model (unlike a random one) has clear winners, so the greedy texts must be
+// equal token for token.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "gpu/device.h"
+#include "model/spec.h"
+#include "test_support.h"
+#include "tokenizer/tokenizer.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm {
+namespace {
+
+std::vector<std::string> prompts() {
+    std::ifstream f(test::source_dir() + "/tests/golden/zoo/prompts.txt");
+    std::vector<std::string> out;
+    for (std::string line; std::getline(f, line);)
+        if (!line.empty()) out.push_back(line);
+    return out;
+}
+
+struct ZooCase {
+    std::string model;
+    std::string arch;  // what the model must load as
+};
+
+class Zoo : public ::testing::TestWithParam<ZooCase> {};
+
+TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
+    const ZooCase& c = GetParam();
+    const uint64_t errors_before = gpu::validation_error_count();
+    auto model = Model::load(test::source_dir() + "/assets/zoo/" + c.model + ".gguf");
+    EXPECT_EQ(model->spec().arch, c.arch);
+    const int n_vocab = model->spec().n_vocab;
+    auto ps = prompts();
+    ASSERT_EQ(ps.size(), 4u);
+    for (size_t i = 0; i < ps.size(); ++i) {
+        SCOPED_TRACE("prompt '" + ps[i] + "'");
+        const std::string golden = test::source_dir() + "/tests/golden/zoo/" + c.model + "-" + std::to_string(i);
+        std::vector<int32_t> tokens = model->tokenizer().encode(ps[i], true, false);
+        ASSERT_EQ(tokens, test::read_ids(golden + ".tokens.txt"));
+
+        Session session(*model);
+        std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
+        std::vector<float> ref = test::read_f32(golden + ".logits.f32");
+        ASSERT_EQ(logits.size(), ref.size());
+        EXPECT_LE(test::max_abs_diff(logits, ref), 1e-3);
+
+        std::vector<int32_t> expected = test::read_ids(golden + ".greedy.txt");
+        ASSERT_EQ(expected.size(), 48u);
+        std::vector<float> last(logits.end() - n_vocab, logits.end());
+        std::vector<int32_t> got;
+        while (got.size() < expected.size()) {
+            int32_t next = int32_t(std::max_element(last.begin(), last.end()) - last.begin());
+            got.push_back(next);
+            if (got.size() < expected.size()) last = session.eval({next});
+        }
+        EXPECT_EQ(got, expected) << "vkllm: " << model->tokenizer().decode(got)
+                                 << "\nllama.cpp: " << model->tokenizer().decode(expected);
+    }
+    EXPECT_EQ(gpu::validation_error_count(), errors_before);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, Zoo,
+                         ::testing::Values(ZooCase{"zoo-dense", "llama"}, ZooCase{"zoo-swa", "gemma3"},
+                                           ZooCase{"zoo-moe", "llama"}, ZooCase{"zoo-mla", "deepseek2"}),
+                         [](const auto& info) {
+                             std::string name = info.param.model;
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
+
+}  // namespace
+}  // namespace vkllm

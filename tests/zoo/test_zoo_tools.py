@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The zoo's Python tools (tools/zoo) without training: the corpus generator is deterministic and
+well-formed, the tokenizer's Python encoder (which encoded the training data) agrees with vkllm's
+tokenizer on the committed models' vocabulary, and the GGUF reader/writer reproduces files
+byte for byte. Run by CTest with Debian's python3 and python3-numpy (scripts/install-deps.sh);
+PyTorch is not needed."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.environ.get("VKLLM_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "zoo"))
+import corpus  # noqa: E402
+import gguf_file  # noqa: E402
+import tokenizer  # noqa: E402
+
+VKLLM = os.environ.get("VKLLM_BIN", os.path.join(ROOT, "build", "bin", "vkllm"))
+SHARED = os.environ.get("VKLLM_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+
+
+def generated(seed, megabytes=0.05):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "split.txt")
+        corpus.write_split(path, seed, megabytes)
+        return open(path, "rb").read()
+
+
+class Corpus(unittest.TestCase):
+    def test_same_seed_same_bytes_other_seed_other_text(self):
+        a, b, c = generated(7), generated(7), generated(8)
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+        self.assertGreater(len(a), 50_000)
+
+    def test_stories_are_paragraphs_with_balanced_brackets_and_quotes(self):
+        stories = [s for s in generated(3, 0.2).decode("ascii").split("\n\n") if s]
+        self.assertGreater(len(stories), 100)
+        pairs = {")": "(", "]": "[", "}": "{"}
+        games = 0
+        for s in stories:
+            self.assertEqual(s.count('"') % 2, 0, s)
+            stack = []
+            for ch in s:
+                if ch in "([{":
+                    stack.append(ch)
+                elif ch in pairs:
+                    self.assertTrue(stack and stack.pop() == pairs[ch], s)
+            self.assertEqual(stack, [], s)
+            games += "played the bracket game" in s
+        self.assertGreater(games, 10)
+
+
+class Tokenizer(unittest.TestCase):
+    def test_python_encoder_matches_vkllm_on_the_zoo_vocabulary(self):
+        model = os.path.join(ROOT, "assets", "zoo", "zoo-dense.gguf")
+        meta, _ = gguf_file.read(model)
+        self.assertEqual(meta["tokenizer.ggml.model"].value, "llama")
+        encoder = tokenizer.Encoder(meta["tokenizer.ggml.tokens"].value, meta["tokenizer.ggml.scores"].value)
+        stories = [s for s in generated(11, 0.02).decode("ascii").split("\n\n") if s][:12]
+        stories.append("Unseen words: zebra quokka, and symbols # % & ~ \u00e9!")  # byte fallback
+        for s in stories:
+            out = subprocess.run([VKLLM, "tokenize", "-m", model, "-p", s], capture_output=True, text=True, check=True)
+            self.assertEqual([int(t) for t in out.stdout.split()], encoder.encode(s), s)
+
+    def test_training_gives_merges_in_frequency_order(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "train.txt"), "w") as f:
+                f.write("ab ab ab abc\n\nab abc\n\n")
+            # pairs: (▁,a) 6, (a,b) 6, (b,c) 2; the tie goes to the larger pair text, "▁" > "a"
+            tokens, scores, types = tokenizer.train(tmp, 3 + 256 + 4 + 3)
+            self.assertEqual(tokens[3 + 256:3 + 256 + 4], ["a", "b", "c", tokenizer.SPACE])
+            self.assertEqual(tokens[-3:], [tokenizer.SPACE + "a", tokenizer.SPACE + "ab", tokenizer.SPACE + "abc"])
+            self.assertEqual(scores[-3:], [0.0, -1.0, -2.0])
+            self.assertEqual(types[:4], [tokenizer.UNKNOWN, tokenizer.CONTROL, tokenizer.CONTROL, tokenizer.BYTE])
+            self.assertEqual(len(tokens), 266)
+
+
+class GgufFile(unittest.TestCase):
+    def roundtrip(self, path):
+        meta, tensors = gguf_file.read(path)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "copy.gguf")
+            gguf_file.write(out, meta, tensors)
+            self.assertEqual(open(out, "rb").read(), open(path, "rb").read(), path)
+
+    def test_zoo_model_roundtrips_byte_for_byte(self):
+        self.roundtrip(os.path.join(ROOT, "assets", "zoo", "zoo-dense.gguf"))
+
+    def test_llama_cpp_written_file_roundtrips_byte_for_byte(self):
+        path = os.path.join(SHARED, "models", "stories260K", "stories260K-F32.gguf")
+        if not os.path.exists(path):
+            self.skipTest(f"{path} not found (../shared is absent)")
+        self.roundtrip(path)
+
+    def test_rejects_a_file_that_is_not_gguf(self):
+        with tempfile.NamedTemporaryFile(suffix=".gguf") as f:
+            f.write(b"GGML not really")
+            f.flush()
+            with self.assertRaises(ValueError):
+                gguf_file.read(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main()
