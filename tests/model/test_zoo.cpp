@@ -32,6 +32,8 @@ struct ZooCase {
     std::string arch;  // what the model must load as
 };
 
+void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
+
 class Zoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {

@@ -2,6 +2,7 @@
 # a row "| NAME.gguf | SIZE | SHA-256 |" in that README, and its bytes hash to it. (Training is not
 # run by CI; this catches a model changed without its record, or a record without its model.)
 #   cmake -DZOO_DIR=<assets/zoo> -P check_checksums.cmake
+cmake_minimum_required(VERSION 3.20)
 if(NOT ZOO_DIR)
   message(FATAL_ERROR "usage: cmake -DZOO_DIR=<dir> -P check_checksums.cmake")
 endif()
