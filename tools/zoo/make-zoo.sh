@@ -16,9 +16,11 @@ python=/usr/bin/python3   # Debian's, where python3-torch lives
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla)
 
-# One BLAS thread inside PyTorch's two OpenMP threads, and OpenMP threads that sleep instead of
-# spinning while BLAS runs: 5x faster than the defaults on two cores, and deterministic.
+# One thread per model (train.py sets PyTorch's, this OpenBLAS's): bit-identical reruns. OpenMP
+# threads sleep instead of spinning while BLAS runs (5x faster than the defaults on two cores).
+# Models train JOBS at a time (default: the number of cores).
 export GOMP_SPINCOUNT=0 OPENBLAS_NUM_THREADS=1
+parallel=${JOBS:-$(nproc)}
 
 mkdir -p "$work" "$src/assets/zoo"
 if [ ! -f "$work/corpus/train.ids" ]; then
@@ -26,7 +28,15 @@ if [ ! -f "$work/corpus/train.ids" ]; then
     $python "$src/tools/zoo/tokenizer.py" train "$work/corpus" "$work/zoo-vocab.gguf"
     $python "$src/tools/zoo/tokenizer.py" encode "$work/zoo-vocab.gguf" "$work/corpus"
 fi
+failed=0
 for m in "${models[@]}"; do
+    while (($(jobs -rp | wc -l) >= parallel)); do wait -n || failed=1; done
     $python "$src/tools/zoo/train.py" "$m" --corpus "$work/corpus" --vocab "$work/zoo-vocab.gguf" \
-        --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" | tee "$work/$m.log"
+        --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
+    echo "make-zoo: training $m (log: $work/$m.log)"
 done
+
+while (($(jobs -rp | wc -l) > 0)); do wait -n || failed=1; done
+for m in "${models[@]}"; do tail -n 1 "$work/$m.log"; done
+((failed == 0)) || { echo "make-zoo: a model failed to train (see the logs)" >&2; exit 1; }
+echo "make-zoo: done; next: scripts/make-golden-zoo.sh and tools/zoo/describe.py"

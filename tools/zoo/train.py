@@ -11,8 +11,10 @@ back with the trained values.
 
     train.py MODEL --corpus CORPUS_DIR --vocab VOCAB.gguf --random-model BIN --out MODEL.gguf [--steps N]
 
-MODEL is one of the PRESETS below. Seeds are fixed, training runs a fixed number of steps on
-one BLAS thread per op (set by make-zoo.sh), so a rerun on the same software gives the same model.
+MODEL is one of the PRESETS below. Seeds are fixed and training runs a fixed number of steps on
+one thread (PyTorch's and, set by make-zoo.sh, OpenBLAS's): two runs give bit-identical models on
+the same software. (With two threads, PyTorch's parallel reductions differ in the last bits from
+run to run, and it is no faster on two cores; make-zoo.sh runs two models at once instead.)
 """
 import argparse
 import json
@@ -242,7 +244,7 @@ def main():
     preset = PRESETS[args.model]
     steps = args.steps or preset["steps"]
     torch.manual_seed(args.seed)
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # deterministic (see the module comment)
 
     with tempfile.TemporaryDirectory() as tmp:
         skeleton = os.path.join(tmp, "skeleton.gguf")
