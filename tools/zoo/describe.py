@@ -35,11 +35,11 @@ def vkllm_run(vkllm, model, prompt, n, extra=()):
 
 
 def model_table():
-    rows = ["| model | parameters | layers x width | steps (tokens seen) | training time | train loss | held-out loss |",
-            "|-------|-----------:|----------------|---------------------|--------------:|-----------:|--------------:|"]
+    rows = ["| model | command | parameters | layers x width | steps (tokens seen) | training time | train loss | held-out loss |",
+            "|-------|---------|-----------:|----------------|---------------------|--------------:|-----------:|--------------:|"]
     for m in MODELS:
         rec = json.load(open(os.path.join(ZOO, "training", m + ".json")))
-        rows.append(f"| `{m}` | {rec['parameters'] / 1e6:.2f} M | {rec['layers']} x {rec['width']} | "
+        rows.append(f"| `{m}` | `{rec['command']}` | {rec['parameters'] / 1e6:.2f} M | {rec['layers']} x {rec['width']} | "
                     f"{rec['steps']} ({rec['tokens_seen'] / 1e6:.1f} M) | {rec['minutes']} min | "
                     f"{rec['train_loss']:.3f} | {rec['heldout_loss']:.3f} |")
     return "\n".join(rows)
