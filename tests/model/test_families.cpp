@@ -12,6 +12,7 @@
 
 #include "gguf/gguf.h"
 #include "gpu/device.h"
+#include "greedy.h"
 #include "model/spec.h"
 #include "test_support.h"
 #include "vkllm/model.h"
@@ -75,13 +76,9 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
         if (n_batch != 256) continue;
         std::vector<int32_t> expected = test::read_ids(base + ".greedy.txt");
         ASSERT_EQ(expected.size(), 32u);
-        std::vector<float> last(logits.end() - n_vocab, logits.end());
-        std::vector<int32_t> got;
-        while (got.size() < expected.size()) {
-            got.push_back(int32_t(std::max_element(last.begin(), last.end()) - last.begin()));
-            if (got.size() < expected.size()) last = session.eval({got.back()});
-        }
-        EXPECT_EQ(got, expected);
+        EXPECT_EQ(test::greedy_continuation(session, std::vector<float>(logits.end() - n_vocab, logits.end()),
+                                            expected.size()),
+                  expected);
     }
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "gpu/device.h"
+#include "greedy.h"
 #include "model/spec.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -31,14 +31,6 @@ struct Case {
     bool rounding_boundaries;  // quantised: positions past a boundary crossing may differ more
 };
 
-std::vector<std::string> prompts() {
-    std::ifstream f(test::source_dir() + "/tests/golden/stories260K/prompts.txt");
-    std::vector<std::string> out;
-    for (std::string line; std::getline(f, line);)
-        if (!line.empty()) out.push_back(line);
-    return out;
-}
-
 class Stories260K : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
@@ -47,7 +39,7 @@ TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(shared + "/models/stories260K/stories260K-" + c.quant + ".gguf");
     const int n_vocab = model->spec().n_vocab;
-    auto ps = prompts();
+    auto ps = test::read_lines(test::source_dir() + "/tests/golden/stories260K/prompts.txt");
     ASSERT_EQ(ps.size(), 4u);
     int positions = 0, positions_within = 0;
     for (size_t i = 0; i < ps.size(); ++i) {
@@ -80,13 +72,8 @@ TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
         // may part the texts late, so the first 16 tokens.
         std::vector<int32_t> expected = test::read_ids(golden + ".greedy.txt");
         ASSERT_EQ(expected.size(), 64u);
-        std::vector<float> last(logits.end() - n_vocab, logits.end());
-        std::vector<int32_t> got;
-        while (got.size() < expected.size()) {
-            int32_t next = int32_t(std::max_element(last.begin(), last.end()) - last.begin());
-            got.push_back(next);
-            if (got.size() < expected.size()) last = session.eval({next});
-        }
+        std::vector<int32_t> got =
+            test::greedy_continuation(session, std::vector<float>(logits.end() - n_vocab, logits.end()), expected.size());
         size_t compare = prompt_within ? expected.size() : 16;
         EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + long(compare)),
                   std::vector<int32_t>(expected.begin(), expected.begin() + long(compare)))

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "gpu/device.h"
+#include "greedy.h"
 #include "model/spec.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -18,14 +18,6 @@
 
 namespace vkllm {
 namespace {
-
-std::vector<std::string> prompts() {
-    std::ifstream f(test::source_dir() + "/tests/golden/zoo/prompts.txt");
-    std::vector<std::string> out;
-    for (std::string line; std::getline(f, line);)
-        if (!line.empty()) out.push_back(line);
-    return out;
-}
 
 struct ZooCase {
     std::string model;
@@ -42,7 +34,7 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
     auto model = Model::load(test::source_dir() + "/assets/zoo/" + c.model + ".gguf");
     EXPECT_EQ(model->spec().arch, c.arch);
     const int n_vocab = model->spec().n_vocab;
-    auto ps = prompts();
+    auto ps = test::read_lines(test::source_dir() + "/tests/golden/zoo/prompts.txt");
     ASSERT_EQ(ps.size(), 4u);
     for (size_t i = 0; i < ps.size(); ++i) {
         SCOPED_TRACE("prompt '" + ps[i] + "'");
@@ -58,13 +50,8 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
 
         std::vector<int32_t> expected = test::read_ids(golden + ".greedy.txt");
         ASSERT_EQ(expected.size(), 48u);
-        std::vector<float> last(logits.end() - n_vocab, logits.end());
-        std::vector<int32_t> got;
-        while (got.size() < expected.size()) {
-            int32_t next = int32_t(std::max_element(last.begin(), last.end()) - last.begin());
-            got.push_back(next);
-            if (got.size() < expected.size()) last = session.eval({next});
-        }
+        std::vector<int32_t> got =
+            test::greedy_continuation(session, std::vector<float>(logits.end() - n_vocab, logits.end()), expected.size());
         EXPECT_EQ(got, expected) << "vkllm: " << model->tokenizer().decode(got)
                                  << "\nllama.cpp: " << model->tokenizer().decode(expected);
     }

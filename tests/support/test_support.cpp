@@ -77,6 +77,15 @@ std::vector<int32_t> read_ids(const std::string& path) {
     return ids;
 }
 
+std::vector<std::string> read_lines(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error("cannot open " + path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(f, line);)
+        if (!line.empty()) lines.push_back(line);
+    return lines;
+}
+
 std::vector<float> read_f32(const std::string& path) {
     auto bytes = read_file(path);
     std::vector<float> v(bytes.size() / 4);

@@ -28,6 +28,8 @@ std::vector<uint8_t> read_file(const std::string& path);
 // Whitespace-separated integers (token ids) and raw float32 arrays (logits) of golden files.
 std::vector<int32_t> read_ids(const std::string& path);
 std::vector<float> read_f32(const std::string& path);
+// The non-empty lines of a text file (golden prompts).
+std::vector<std::string> read_lines(const std::string& path);
 
 // Sets an environment variable for one scope (limits the ops read, such as VKLLM_MAX_BINDING_BYTES).
 class ScopedEnv {

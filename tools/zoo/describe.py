@@ -17,10 +17,9 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZOO = os.path.join(ROOT, "assets", "zoo")
 MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"]
-SAMPLE_PROMPTS = ["Once upon a time",
-                  "Tom and Mia played the bracket game. Tom wrote: ( [",
-                  'Lily said a funny word: "bokiramo". Ben laughed and said it back: "',
-                  "Sam had three apples. Then Anna gave him two more. Now Sam had"]
+# The prompts of the golden tests (tests/golden/zoo/prompts.txt), so the samples are the texts they check.
+SAMPLE_PROMPTS = [line for line in open(os.path.join(ROOT, "tests", "golden", "zoo", "prompts.txt")).read().splitlines()
+                  if line]
 # A held-out-style story opening: long enough for the residual stream to show structure.
 ACTIVATION_PROMPT = ('Once upon a time, there was a little girl named Lily. Lily had a red ball. One day, Lily met '
                      'a boy named Tom at the park. "Hello, Tom!" said Lily. "Can I play with your kite?" '
