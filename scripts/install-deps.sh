@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc spirv-tools
   libglfw3-dev libimgui-dev libstb-dev libgtest-dev xvfb
+  nlohmann-json3-dev
   python3 python3-numpy
 )
 if [[ ${1:-} == --training ]]; then

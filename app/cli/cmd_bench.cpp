@@ -9,6 +9,7 @@
 #include "model/spec.h"
 #include "model_file.h"
 #include "options.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -32,9 +33,9 @@ int run(const Args& args) {
     if (n_prompt < 0 || n_gen < 0 || reps < 1) throw UsageError("-p and -n must be >= 0 and -r >= 1");
     ModelOptions mo;
     mo.device = o.str("--device");
-    auto model = Model::load(open_model_file(o), mo);
-    const std::string model_name = model->file().path();
-    const auto& spec = model->spec();
+    auto model = detail::ModelInternals::load(open_model_file(o), mo);
+    const std::string model_name = model->internals().file().path();
+    const auto& spec = model->internals().spec();
 
     SessionOptions so;
     so.n_ctx = std::max(1, n_prompt + n_gen + 1);
@@ -76,7 +77,7 @@ int run(const Args& args) {
     const double pp_tps = median(pp), tg_tps = median(tg);
     const double bytes = double(model->weight_bytes());
     const double gbs = tg_tps * bytes / 1e9;  // each decode step reads every weight once
-    const std::string dev = model->context().caps().name;
+    const std::string dev = model->internals().context().caps().name;
     if (o.has("--json")) {
         std::printf("{\"model\": \"%s\", \"device\": \"%s\", \"model_bytes\": %.0f, \"n_prompt\": %d, \"n_gen\": %d, "
                     "\"repeats\": %d, \"prompt_tps\": %.3f, \"decode_tps\": %.3f, \"decode_gbs\": %.3f, \"ops_ms\": {",

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -73,8 +74,8 @@ int run(const Args& args) {
     mo.device = o.str("--device");
     auto file = open_model_file(o);
     if (!o.has("-m")) std::fprintf(stderr, "vkllm: no -m given; using %s\n", builtin_model_description().c_str());
-    auto model = Model::load(std::move(file), mo);
-    const auto& tok = model->tokenizer();
+    auto model = detail::ModelInternals::load(std::move(file), mo);
+    const auto& tok = model->internals().tokenizer();
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0));
     so.n_batch = int(o.integer("-b", 256));
@@ -91,7 +92,7 @@ int run(const Args& args) {
                               std::to_string(session.n_ctx()) + " tokens; use a larger context (-c) or a shorter prompt");
 
     std::fprintf(stderr, "vkllm: %s on %s, %d layers, %.1f MiB of weights, KV cache %.1f MiB (%d tokens)\n",
-                 model->spec().arch.c_str(), model->context().caps().name.c_str(), model->spec().n_layer,
+                 model->internals().spec().arch.c_str(), model->internals().context().caps().name.c_str(), model->internals().spec().n_layer,
                  double(model->weight_bytes()) / (1 << 20), double(session.kv_cache_bytes()) / (1 << 20),
                  session.n_ctx());
     const auto kv = session.kv_cache_usage();
@@ -101,7 +102,7 @@ int run(const Args& args) {
                      double(kv.local_bytes) / (1 << 20));
     std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
                  kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
-    if (const auto& a0 = model->spec().layers[0].attn; a0.mla.kv_lora_rank > 0) {
+    if (const auto& a0 = model->internals().spec().layers[0].attn; a0.mla.kv_lora_rank > 0) {
         const auto& mla = a0.mla;
         const double latent = double(mla.kv_lora_rank + mla.qk_rope + mla.kv_lora_rank) * 4;
         const double per_head = double(a0.n_head) * (mla.qk_nope + mla.qk_rope + mla.v_head) * 4;

@@ -309,16 +309,25 @@ void Forward::read_probes(int n_tokens, int pos0, const ProbeConfig& probes, Pro
     }
     results->attention.clear();
     for (size_t i = 0; i < probed_layers_.size(); ++i) {
-        AttentionProbe p;
+        // The newest token's row (the full maps come with the extended probes).
+        const AttentionSpec& a = spec_.layers[size_t(probed_layers_[i])].attn;
+        AttentionMap p;
         p.layer = probed_layers_[i];
-        p.n_head = spec_.layers[size_t(p.layer)].attn.n_head;
+        p.n_head = a.n_head;
+        p.window = a.window;
+        p.chunk = a.chunk;
         const KvCache& cache = caches_[size_t(p.layer)];
         const int n_kv = std::min(pos0 + n_tokens, cache.slots);
-        p.n_kv = n_kv;
         const auto* slot_pos = static_cast<const int32_t*>(cache.slot_pos->mapped());
-        p.key_pos.assign(slot_pos, slot_pos + n_kv);
+        const int newest = pos0 + n_tokens - 1;
+        p.query_pos = {newest};
+        for (int k = 0; k <= newest; ++k) p.key_pos.push_back(k);
+        p.probs.assign(size_t(p.n_head) * size_t(newest + 1), 0.0f);
         const float* src = static_cast<const float*>(probs_host_[i].mapped());
-        p.probs.assign(src, src + size_t(p.n_head) * size_t(n_kv));
+        for (int h = 0; h < p.n_head; ++h)
+            for (int k = 0; k < n_kv; ++k)
+                if (slot_pos[k] >= 0 && slot_pos[k] <= newest)
+                    p.probs[size_t(h) * size_t(newest + 1) + size_t(slot_pos[k])] = src[size_t(h) * size_t(n_kv) + size_t(k)];
         results->attention.push_back(std::move(p));
     }
     if (probes.expert_load) {

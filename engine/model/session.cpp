@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/forward.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 
 namespace vkllm {
@@ -20,7 +21,7 @@ struct Session::Impl {
 namespace {
 
 int choose_context(const Model& m, int wanted) {
-    int n = wanted > 0 ? wanted : std::min(m.spec().n_ctx_train, 4096);
+    int n = wanted > 0 ? wanted : std::min(m.internals().spec().n_ctx_train, 4096);
     if (n <= 0) throw std::invalid_argument("context size must be positive");
     return n;
 }
@@ -30,7 +31,7 @@ int choose_context(const Model& m, int wanted) {
 Session::Session(const Model& m, const SessionOptions& options)
     : impl_(new Impl{m, nullptr, 0, options.probes, {}}) {
     if (options.n_batch <= 0) throw std::invalid_argument("batch size must be positive");
-    impl_->forward = std::make_unique<model::Forward>(m.context(), m.spec(), m.weights(), choose_context(m, options.n_ctx),
+    impl_->forward = std::make_unique<model::Forward>(m.internals().context(), m.internals().spec(), m.internals().weights(), choose_context(m, options.n_ctx),
                                                       options.n_batch, options.llama_cpp_rounding);
 }
 
@@ -38,7 +39,7 @@ Session::~Session() = default;
 
 std::vector<float> Session::eval(const std::vector<int32_t>& tokens, bool all_logits) {
     Impl& s = *impl_;
-    const int n_vocab = s.model.spec().n_vocab;
+    const int n_vocab = s.model.internals().spec().n_vocab;
     const int n_ctx = s.forward->n_ctx();
     if (tokens.empty()) throw std::invalid_argument("Session::eval needs at least one token");
     if (s.n_past + int64_t(tokens.size()) > n_ctx)

@@ -222,14 +222,18 @@ std::string Tokenizer::kind() const {
     return "gpt2 (byte-level BPE, pre=" + impl_->pre_name + ")";
 }
 
-std::string Utf8Stream::push(const std::string& piece) {
+}  // namespace vkllm::tokenizer
+
+namespace vkllm {
+
+std::string Utf8Decoder::push(const std::string& piece) {
     pending_ += piece;
     // Find where an unfinished multi-byte sequence starts, looking back at most 3 bytes.
     size_t cut = pending_.size();
     for (size_t back = 1; back <= 3 && back <= pending_.size(); ++back) {
         const uint8_t b = uint8_t(pending_[pending_.size() - back]);
         if ((b & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-        if (b >= 0xC0 && unicode::utf8_sequence_length(b) > back) cut = pending_.size() - back;
+        if (b >= 0xC0 && tokenizer::unicode::utf8_sequence_length(b) > back) cut = pending_.size() - back;
         break;
     }
     std::string ready = pending_.substr(0, cut);
@@ -237,10 +241,10 @@ std::string Utf8Stream::push(const std::string& piece) {
     return ready;
 }
 
-std::string Utf8Stream::flush() {
+std::string Utf8Decoder::flush() {
     std::string rest;
     rest.swap(pending_);
     return rest;
 }
 
-}  // namespace vkllm::tokenizer
+}  // namespace vkllm

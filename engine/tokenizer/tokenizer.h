@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "vkllm/utf8.h"
 
 namespace vkllm::tokenizer {
 
@@ -77,15 +78,7 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// Turns a stream of token pieces into text that never ends inside a UTF-8 character: push()
-// returns the complete characters received so far and keeps an unfinished one for later.
-class Utf8Stream {
-public:
-    std::string push(const std::string& piece);
-    std::string flush();  // the bytes still held (an unfinished character at the end of output)
-
-private:
-    std::string pending_;
-};
+// The public UTF-8 stream decoder (vkllm/utf8.h), implemented here.
+using Utf8Stream = vkllm::Utf8Decoder;
 
 }  // namespace vkllm::tokenizer

@@ -15,6 +15,7 @@
 #include "greedy.h"
 #include "model/spec.h"
 #include "test_support.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -34,7 +35,7 @@ std::vector<std::string> golden_models() {
     return names;
 }
 
-bool probe_experts(const Model& m) { return m.spec().layers[0].ffn.moe.n_expert > 0; }
+bool probe_experts(const Model& m) { return m.internals().spec().layers[0].ffn.moe.n_expert > 0; }
 
 class Family : public ::testing::TestWithParam<std::string> {};
 
@@ -42,12 +43,12 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
     const std::string base = test::source_dir() + "/tests/golden/" + GetParam();
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(base + ".gguf");
-    const int n_vocab = model->spec().n_vocab;
+    const int n_vocab = model->internals().spec().n_vocab;
     std::vector<int32_t> tokens = test::read_ids(base + ".tokens.txt");
     std::vector<float> ref = test::read_f32(base + ".logits.f32");
     ASSERT_FALSE(tokens.empty());
     ASSERT_EQ(ref.size(), tokens.size() * size_t(n_vocab));
-    for (const auto& L : model->spec().layers)
+    for (const auto& L : model->internals().spec().layers)
         if (L.attn.window > 0) {
             EXPECT_LT(L.attn.window, int(tokens.size())) << "the prompt must cross the sliding window";
         }
@@ -70,7 +71,7 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
             for (const ExpertLoad& e : session.probes().expert_load_prefill) {
                 double sum = 0;
                 for (float t : e.tokens) sum += t;
-                EXPECT_EQ(sum, double(tokens.size()) * model->spec().layers[size_t(e.layer)].ffn.moe.top_k);
+                EXPECT_EQ(sum, double(tokens.size()) * model->internals().spec().layers[size_t(e.layer)].ffn.moe.top_k);
             }
         }
         if (n_batch != 256) continue;

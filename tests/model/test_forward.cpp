@@ -11,6 +11,7 @@
 #include "gpu/device.h"
 #include "model/reference_forward.h"
 #include "test_support.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -40,8 +41,8 @@ TEST_F(ForwardTest, PrefillInChunksAndDecodeMatchTheCpuReference) {
     so.n_batch = 7;  // forces the prompt through several passes
     so.llama_cpp_rounding = false;
     Session session(*model_, so);
-    model::ReferenceForward ref(model_->file(), model_->spec(), session.n_ctx(), /*round_activations=*/false);
-    std::vector<int32_t> prompt = model_->tokenizer().encode("The cat sat on the mat and looked at the bird", true, false);
+    model::ReferenceForward ref(model_->internals().file(), model_->internals().spec(), session.n_ctx(), /*round_activations=*/false);
+    std::vector<int32_t> prompt = model_->internals().tokenizer().encode("The cat sat on the mat and looked at the bird", true, false);
     ASSERT_GT(prompt.size(), 7u);
     auto got = session.eval(prompt, true);
     auto want = ref.eval(prompt);
@@ -49,7 +50,7 @@ TEST_F(ForwardTest, PrefillInChunksAndDecodeMatchTheCpuReference) {
     for (int32_t t : {5, 100, 300}) {
         auto g = session.eval({t});
         auto w = ref.eval({t});
-        std::vector<float> last(w.end() - model_->spec().n_vocab, w.end());
+        std::vector<float> last(w.end() - model_->internals().spec().n_vocab, w.end());
         EXPECT_LT(test::nmse(g, last), 1e-8);
     }
 }
@@ -59,8 +60,8 @@ TEST_F(ForwardTest, PrefillInChunksAndDecodeMatchTheCpuReference) {
 // and exactly where no value sits on a boundary.
 TEST_F(ForwardTest, RoundedActivationsFollowTheCpuReference) {
     Session session(*model_);
-    model::ReferenceForward ref(model_->file(), model_->spec(), session.n_ctx(), /*round_activations=*/true);
-    std::vector<int32_t> prompt = model_->tokenizer().encode("The cat sat on the mat", true, false);
+    model::ReferenceForward ref(model_->internals().file(), model_->internals().spec(), session.n_ctx(), /*round_activations=*/true);
+    std::vector<int32_t> prompt = model_->internals().tokenizer().encode("The cat sat on the mat", true, false);
     EXPECT_LT(test::nmse(session.eval(prompt, true), ref.eval(prompt)), 1e-4);
     for (int32_t t : {5, 100}) {
         auto g = session.eval({t});
@@ -91,8 +92,8 @@ TEST_F(ForwardTest, AttentionProbesMatchTheCpuReferenceAndSumToOne) {
     so.probes.timings = true;
     so.llama_cpp_rounding = false;
     Session session(*model_, so);
-    model::ReferenceForward ref(model_->file(), model_->spec(), session.n_ctx(), /*round_activations=*/false);
-    std::vector<int32_t> prompt = model_->tokenizer().encode("Lily and Ben played with a ball", true, false);
+    model::ReferenceForward ref(model_->internals().file(), model_->internals().spec(), session.n_ctx(), /*round_activations=*/false);
+    std::vector<int32_t> prompt = model_->internals().tokenizer().encode("Lily and Ben played with a ball", true, false);
     for (int step = 0; step < 2; ++step) {
         std::vector<int32_t> toks = step == 0 ? prompt : std::vector<int32_t>{42};
         session.eval(toks);
@@ -100,26 +101,31 @@ TEST_F(ForwardTest, AttentionProbesMatchTheCpuReferenceAndSumToOne) {
         ref.eval(toks, layer, &want);
         const ProbeResults& r = session.probes();
         ASSERT_EQ(r.attention.size(), 1u);
-        const AttentionProbe& p = r.attention[0];
+        const AttentionMap& p = r.attention[0];
         EXPECT_EQ(p.layer, layer);
-        EXPECT_EQ(p.n_kv, session.n_past());
-        ASSERT_EQ(p.probs.size(), size_t(p.n_head) * size_t(p.n_kv));
+        const int n_kv = p.n_key();
+        EXPECT_EQ(n_kv, session.n_past());
+        ASSERT_EQ(p.probs.size(), size_t(p.n_head) * size_t(p.n_query()) * size_t(n_kv));
+        // The newest query row of every head.
+        std::vector<float> newest;
+        for (int h = 0; h < p.n_head; ++h)
+            for (int k = 0; k < n_kv; ++k) newest.push_back(p.at(h, p.n_query() - 1, k));
         for (int h = 0; h < p.n_head; ++h) {
-            double sum = std::accumulate(p.probs.begin() + long(h) * p.n_kv, p.probs.begin() + long(h + 1) * p.n_kv, 0.0);
+            double sum = std::accumulate(newest.begin() + long(h) * n_kv, newest.begin() + long(h + 1) * n_kv, 0.0);
             EXPECT_NEAR(sum, 1.0, 1e-5) << "head " << h;
         }
-        EXPECT_LT(test::nmse(p.probs, want), 1e-8);
+        EXPECT_LT(test::nmse(newest, want), 1e-8);
 
-        ASSERT_EQ(r.residual.size(), size_t(model_->spec().n_layer + 1));
+        ASSERT_EQ(r.residual.size(), size_t(model_->internals().spec().n_layer + 1));
         for (const ResidualStat& s : r.residual) {
             EXPECT_GE(s.max_abs, s.median_abs);
             EXPECT_GE(s.channel, 0);
-            EXPECT_LT(s.channel, model_->spec().n_embd);
+            EXPECT_LT(s.channel, model_->internals().spec().n_embd);
             EXPECT_GE(s.token, session.n_past() - int(toks.size()));
             EXPECT_LT(s.token, session.n_past());
         }
     }
-    if (model_->context().caps().timestamps) {
+    if (model_->internals().context().caps().timestamps) {
         const auto& t = session.probes().timings;
         auto has = [&](const char* op) {
             return std::any_of(t.begin(), t.end(), [&](const OpTiming& o) { return o.op == op && o.count > 0; });
@@ -159,11 +165,11 @@ std::string with_key(const gguf::File& f, const std::string& key, gguf::Value va
 // forward with its ring-buffer caches (wrapping with a small batch) against the CPU reference,
 // which keeps every position and masks by the window.
 TEST_F(ForwardTest, SlidingWindowFromMetadataMatchesTheCpuReference) {
-    const std::string path = with_key(model_->file(), "llama.attention.sliding_window", gguf::Value::from_u32(4),
+    const std::string path = with_key(model_->internals().file(), "llama.attention.sliding_window", gguf::Value::from_u32(4),
                                       "stories260K-window4.gguf");
     auto windowed = Model::load(path);
-    ASSERT_EQ(windowed->spec().layers[0].attn.window, 4);
-    std::vector<int32_t> prompt = windowed->tokenizer().encode("Lily and Ben went to the park to play with a ball", true, false);
+    ASSERT_EQ(windowed->internals().spec().layers[0].attn.window, 4);
+    std::vector<int32_t> prompt = windowed->internals().tokenizer().encode("Lily and Ben went to the park to play with a ball", true, false);
     ASSERT_GT(prompt.size(), 8u);
     for (int n_batch : {256, 3}) {
         SessionOptions so;
@@ -172,17 +178,17 @@ TEST_F(ForwardTest, SlidingWindowFromMetadataMatchesTheCpuReference) {
         Session session(*windowed, so);
         auto usage = session.kv_cache_usage();
         if (n_batch == 3) {
-            EXPECT_EQ(usage.local_layers, windowed->spec().n_layer);  // rings of 4 + 3 - 1 slots
+            EXPECT_EQ(usage.local_layers, windowed->internals().spec().n_layer);  // rings of 4 + 3 - 1 slots
             EXPECT_EQ(usage.global_layers, 0);
         }
-        model::ReferenceForward ref(windowed->file(), windowed->spec(), session.n_ctx(), false);
+        model::ReferenceForward ref(windowed->internals().file(), windowed->internals().spec(), session.n_ctx(), false);
         auto got = session.eval(prompt, true);
         auto want = ref.eval(prompt);
         EXPECT_LT(test::nmse(got, want), 1e-8) << "batch " << n_batch;
         for (int32_t t : {5, 100, 300, 7, 9}) {  // decode across the ring's wrap point
             auto g = session.eval({t});
             auto w = ref.eval({t});
-            EXPECT_LT(test::nmse(g, std::vector<float>(w.end() - windowed->spec().n_vocab, w.end())), 1e-8);
+            EXPECT_LT(test::nmse(g, std::vector<float>(w.end() - windowed->internals().spec().n_vocab, w.end())), 1e-8);
         }
     }
     // The window changes what the model computes.

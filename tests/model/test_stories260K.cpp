@@ -12,6 +12,7 @@
 #include "model/spec.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -38,14 +39,14 @@ TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
     const Case& c = GetParam();
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(shared + "/models/stories260K/stories260K-" + c.quant + ".gguf");
-    const int n_vocab = model->spec().n_vocab;
+    const int n_vocab = model->internals().spec().n_vocab;
     auto ps = test::read_lines(test::source_dir() + "/tests/golden/stories260K/prompts.txt");
     ASSERT_EQ(ps.size(), 4u);
     int positions = 0, positions_within = 0;
     for (size_t i = 0; i < ps.size(); ++i) {
         SCOPED_TRACE("prompt '" + ps[i] + "'");
         const std::string golden = test::source_dir() + "/tests/golden/stories260K/" + c.quant + "-" + std::to_string(i);
-        std::vector<int32_t> tokens = model->tokenizer().encode(ps[i], true, false);
+        std::vector<int32_t> tokens = model->internals().tokenizer().encode(ps[i], true, false);
         ASSERT_EQ(tokens, test::read_ids(golden + ".tokens.txt"));
 
         Session session(*model);
@@ -77,7 +78,7 @@ TEST_P(Stories260K, LogitsAndGreedyTextMatchLlamaCpp) {
         size_t compare = prompt_within ? expected.size() : 16;
         EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + long(compare)),
                   std::vector<int32_t>(expected.begin(), expected.begin() + long(compare)))
-            << "vkllm: " << model->tokenizer().decode(got) << "\nllama.cpp: " << model->tokenizer().decode(expected);
+            << "vkllm: " << model->internals().tokenizer().decode(got) << "\nllama.cpp: " << model->internals().tokenizer().decode(expected);
     }
     // Boundary crossings are the exception, not the rule.
     EXPECT_GE(positions_within * 2, positions) << positions_within << " of " << positions << " positions within tolerance";
@@ -93,7 +94,7 @@ TEST(Stories260KRun, OnceUponATimeStartsAsExpected) {
     VKLLM_REQUIRE_SHARED(shared);
     auto model = Model::load(shared + "/models/stories260K/stories260K-F32.gguf");
     Session session(*model);
-    auto tokens = model->tokenizer().encode("Once upon a time", true, false);
+    auto tokens = model->internals().tokenizer().encode("Once upon a time", true, false);
     std::vector<float> logits = session.eval(tokens);
     std::vector<int32_t> out;
     for (int i = 0; i < 12; ++i) {
@@ -101,8 +102,8 @@ TEST(Stories260KRun, OnceUponATimeStartsAsExpected) {
         out.push_back(next);
         logits = session.eval({next});
     }
-    EXPECT_EQ(model->tokenizer().decode(out).rfind(", there was a little girl named Lily.", 0), 0u)
-        << model->tokenizer().decode(out);
+    EXPECT_EQ(model->internals().tokenizer().decode(out).rfind(", there was a little girl named Lily.", 0), 0u)
+        << model->internals().tokenizer().decode(out);
 }
 
 }  // namespace

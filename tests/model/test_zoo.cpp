@@ -13,6 +13,7 @@
 #include "model/spec.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
+#include "model/model_internal.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -32,14 +33,14 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
     const ZooCase& c = GetParam();
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(test::source_dir() + "/assets/zoo/" + c.model + ".gguf");
-    EXPECT_EQ(model->spec().arch, c.arch);
-    const int n_vocab = model->spec().n_vocab;
+    EXPECT_EQ(model->internals().spec().arch, c.arch);
+    const int n_vocab = model->internals().spec().n_vocab;
     auto ps = test::read_lines(test::source_dir() + "/tests/golden/zoo/prompts.txt");
     ASSERT_EQ(ps.size(), 4u);
     for (size_t i = 0; i < ps.size(); ++i) {
         SCOPED_TRACE("prompt '" + ps[i] + "'");
         const std::string golden = test::source_dir() + "/tests/golden/zoo/" + c.model + "-" + std::to_string(i);
-        std::vector<int32_t> tokens = model->tokenizer().encode(ps[i], true, false);
+        std::vector<int32_t> tokens = model->internals().tokenizer().encode(ps[i], true, false);
         ASSERT_EQ(tokens, test::read_ids(golden + ".tokens.txt"));
 
         Session session(*model);
@@ -52,8 +53,8 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
         ASSERT_EQ(expected.size(), 48u);
         std::vector<int32_t> got =
             test::greedy_continuation(session, std::vector<float>(logits.end() - n_vocab, logits.end()), expected.size());
-        EXPECT_EQ(got, expected) << "vkllm: " << model->tokenizer().decode(got)
-                                 << "\nllama.cpp: " << model->tokenizer().decode(expected);
+        EXPECT_EQ(got, expected) << "vkllm: " << model->internals().tokenizer().decode(got)
+                                 << "\nllama.cpp: " << model->internals().tokenizer().decode(expected);
     }
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }

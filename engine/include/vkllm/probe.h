@@ -1,43 +1,137 @@
 // Probes: named observation points of the forward pass, off by default and free when off.
+// Every probe describes the last Session::eval (or each step of generate(), through the
+// snapshot); positions are absolute positions in the session's context.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace vkllm {
 
 struct ProbeConfig {
-    std::vector<int> attention_layers;  // layers whose attention probabilities are recorded
-    bool residual_stats = false;        // per-layer residual-stream statistics
-    bool timings = false;               // GPU time per op family (timestamp queries)
-    bool expert_load = false;           // MoE layers: tokens and gate weight per expert
-    bool any() const { return !attention_layers.empty() || residual_stats || timings || expert_load; }
+    // Attention maps of these layers (see AttentionMap).
+    std::vector<int> attention_layers;
+    // Cap on memory: at most this many query rows are kept per layer per eval (the newest
+    // ones: a prompt longer than this keeps its last rows). A map holds
+    // n_head * rows * n_key floats.
+    int attention_max_rows = 1024;
+    // Residual stream per layer: max |x| with token and channel, per-token max, top-k, median.
+    bool residual_stats = false;
+    int residual_top_k = 8;
+    // The whole [n_tokens][n_embd] residual stream after these layers (-1: the embeddings).
+    std::vector<int> residual_full_layers;
+    // ffn_down's largest |input| and |output| per layer (Yu et al. 2024's super-weight pair).
+    bool ffn_down = false;
+    // MoE layers: each token's chosen experts and gate weights.
+    bool routing = false;
+    // Logit lens of these layers at the newest position: top tokens of final_norm(x_l) · W_out.
+    std::vector<int> logit_lens_layers;
+    int logit_lens_top_n = 10;
+    bool timings = false;      // GPU time per op and per layer (timestamp queries)
+    bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
+    bool any() const {
+        return !attention_layers.empty() || residual_stats || !residual_full_layers.empty() || ffn_down || routing ||
+               !logit_lens_layers.empty() || timings || expert_load;
+    }
 };
 
-// Attention probabilities of the newest token of a step, every head.
-struct AttentionProbe {
+// Attention probabilities of one layer over the eval's query rows (every chunk of a long
+// prompt, not only its last; at most attention_max_rows, the newest).
+// The key axis is every position 0..newest query position, in position order; keys a query
+// cannot see (the future, outside its window or chunk) hold 0. For each head h and row q:
+//     sum_k probs[h][q][k] + sink[h][q] == 1
+// where sink is the probability mass of the learned sink (gpt-oss), 0 for models without.
+struct AttentionMap {
     int layer = 0;
     int n_head = 0;
-    int n_kv = 0;              // keys attended over (positions 0..n_kv-1 for a global layer)
-    std::vector<int> key_pos;  // [n_kv] position of each key
-    std::vector<float> probs;  // [n_head, n_kv]; each row sums to 1
+    int window = 0;             // > 0: sliding window of this many positions (0: global)
+    int chunk = 0;              // > 0: chunked attention
+    bool causal = true;
+    std::vector<int> query_pos; // [n_query]
+    std::vector<int> key_pos;   // [n_key] = 0, 1, ..., query_pos.back()
+    std::vector<float> probs;   // [n_head][n_query][n_key]
+    std::vector<float> sink;    // [n_head][n_query]; empty when the layer has no sinks
+    int n_query() const { return int(query_pos.size()); }
+    int n_key() const { return int(key_pos.size()); }
+    float at(int head, int query, int key) const {
+        return probs[(size_t(head) * query_pos.size() + size_t(query)) * key_pos.size() + size_t(key)];
+    }
 };
 
-// The residual stream after a layer (layer -1: the embeddings), over the step's tokens.
+// The residual stream after a layer (layer -1: after the embeddings) over the eval's tokens.
 // Massive activations (Sun et al. 2024) show as max_abs far above median_abs.
+struct ResidualEntry {
+    float value = 0;  // signed
+    int token = 0;    // position
+    int channel = 0;
+};
 struct ResidualStat {
     int layer = 0;
     float max_abs = 0;
     int token = 0;     // position of the token holding the max
     int channel = 0;   // hidden dimension holding the max
     float median_abs = 0;
+    std::vector<float> token_max_abs;   // [n_tokens] each token's largest |x|
+    std::vector<int> token_channel;     // [n_tokens] the channel holding it
+    std::vector<ResidualEntry> top;     // the residual_top_k largest |x|, largest first
+};
+// The whole residual stream of a layer (probe residual_full_layers).
+struct ResidualTensor {
+    int layer = 0;
+    std::vector<int> positions;  // [n_tokens]
+    int n_embd = 0;
+    std::vector<float> values;   // [n_tokens][n_embd]
 };
 
-struct OpTiming {
-    std::string op;   // op family: matmul, attention, rms_norm, ...
-    double ms = 0;    // summed GPU milliseconds in the step
-    int count = 0;    // dispatches
+// ffn_down of a layer: its input is the gated hidden state act(gate) * up, its output what the
+// FFN adds to the residual stream. A super weight W_down[out_channel, in_channel] shows as a
+// spike in both on the same token (Yu et al. 2024). MoE layers: over the shared expert when
+// there is one (expert = -1), and per routed expert (expert = e) for the pairs routed to it.
+struct FfnDownStat {
+    int layer = 0;
+    int expert = -1;
+    float in_max_abs = 0;
+    int in_token = 0, in_channel = 0;
+    float in_median_abs = 0;
+    float out_max_abs = 0;
+    int out_token = 0, out_channel = 0;
+    float out_median_abs = 0;
 };
+
+// One MoE layer's routing of the eval's tokens.
+struct RoutingProbe {
+    int layer = 0;
+    int top_k = 0;
+    std::vector<int> positions;      // [n_tokens]
+    std::vector<int32_t> experts;    // [n_tokens][top_k]
+    std::vector<float> weights;      // [n_tokens][top_k] gate weights as applied
+};
+
+struct LensToken {
+    int32_t id = 0;
+    std::string text;  // the token's piece
+    float p = 0;
+};
+// final_norm(x_layer) · W_out (and the final soft-cap) at the newest position, softmaxed. The
+// last layer's lens is the model's own next-token distribution.
+struct LogitLens {
+    int layer = 0;
+    int position = 0;
+    std::vector<LensToken> top;  // logit_lens_top_n most probable, most probable first
+};
+
+// GPU time of one op, in recorded order.
+struct OpTiming {
+    std::string op;   // op family: matmul, attention, norm, ...
+    int layer = -1;   // -1: outside the layers (embeddings, output)
+    double ms = 0;    // GPU milliseconds
+    int count = 0;    // dispatches it covers
+};
+// Sums of timings by op family (first-seen order).
+std::vector<OpTiming> timings_by_op(const std::vector<OpTiming>& timings);
+// Sums by layer: [n_layer + 1] where the last entry is what runs outside the layers.
+std::vector<double> timings_by_layer(const std::vector<OpTiming>& timings, int n_layer);
 
 // Routing of one MoE layer: per expert, the (token, slot) pairs routed to it and the sum of
 // their gate weights.
@@ -48,9 +142,16 @@ struct ExpertLoad {
 };
 
 struct ProbeResults {
-    std::vector<AttentionProbe> attention;
-    std::vector<ResidualStat> residual;
+    std::vector<AttentionMap> attention;
+    std::vector<ResidualStat> residual;          // layer -1 (embeddings), 0, 1, ...
+    std::vector<ResidualTensor> residual_full;
+    std::vector<FfnDownStat> ffn_down;
+    std::vector<RoutingProbe> routing;
+    std::vector<LogitLens> logit_lens;
+    // Timings of the eval's forward passes in recorded order; dispatches and barriers are
+    // counted for every pass (also without the timings probe).
     std::vector<OpTiming> timings;
+    int dispatches = 0, barriers = 0, passes = 0;
     // Expert load summed over the session's prompt passes (evals of several tokens) and decode
     // steps (evals of one token) since it began or was reset.
     std::vector<ExpertLoad> expert_load_prefill, expert_load_decode;

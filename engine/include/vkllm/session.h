@@ -1,11 +1,22 @@
-// A Session is one conversation's state on the GPU: its KV cache and scratch buffers.
+// A Session is one conversation's state on the GPU: its KV cache, scratch buffers, probes and
+// residual-stream interventions.
+//
+// Threading contract: one Session is driven (eval, generate, truncate, reset, set_*) from one
+// thread at a time, its worker. Any other thread may, at any time:
+//   - call cancel(): a running generate() returns within one step with StopReason::Cancelled;
+//   - call snapshot(): a consistent copy of the last completed step's probes, the session's
+//     tokens and the text generated so far (taken under the session's lock; never a half-written
+//     step).
+// Everything else (probes(), n_past(), ...) belongs to the worker thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "vkllm/generate.h"
 #include "vkllm/probe.h"
 
 namespace vkllm {
@@ -17,6 +28,22 @@ struct ContextOverflow : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Sets one residual-stream channel after a layer (layer -1: after the embeddings), for every
+// token of every following eval, on the GPU:
+//   Zero:  x[t, channel] = 0
+//   Value: x[t, channel] = value
+//   Scale: x[t, channel] *= value
+//   Mean:  x[t, channel] = the channel's mean over every position evaluated since the edit was
+//          set, up to and including the current eval (its own unedited values), so a prompt's
+//          tokens all get the prompt's mean and each later token the running mean.
+struct ResidualEdit {
+    enum class Mode { Zero, Value, Scale, Mean };
+    int layer = 0;
+    int channel = 0;
+    Mode mode = Mode::Zero;
+    float value = 0;
+};
+
 struct SessionOptions {
     int n_ctx = 0;      // 0: the model's training context, capped at 4096
     int n_batch = 256;  // tokens per forward pass during prompt processing
@@ -25,6 +52,16 @@ struct SessionOptions {
     // and GELU uses its fp16 table, so logits match llama.cpp's; false: exact f32 throughout.
     bool llama_cpp_rounding = true;
     ProbeConfig probes;
+};
+
+// What snapshot() returns.
+struct SessionSnapshot {
+    ProbeResults probes;           // of the last completed step
+    std::vector<int32_t> tokens;   // every token in the cache, in order
+    std::string generated_text;    // text released so far by the running (or last) generate()
+    std::vector<TokenEvent> generated;  // its token events so far
+    bool generating = false;
+    int step = 0;                  // completed steps of the running (or last) generate()
 };
 
 class Session {
@@ -38,15 +75,35 @@ public:
     // tokens do not fit.
     std::vector<float> eval(const std::vector<int32_t>& tokens, bool all_logits = false);
 
+    // Generation (see generate.h): brings the cache to `prompt` (keeping the longest common
+    // prefix with tokens(), evaluating only the rest), then samples until a stop. Never throws
+    // for what happens during generation: the result's reason and message say it.
+    GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                            const TokenCallback& on_token = nullptr);
+    // Thread-safe: asks a running generate() to stop after its current step.
+    void cancel();
+
+    // Drops every token after the first n (n <= n_past()); the next eval continues at n.
+    void truncate(int n);
+    void reset();  // forget every token (truncate(0))
+
     int n_past() const;
     int n_ctx() const;
     int n_batch() const;  // tokens per forward pass of a prompt
-    void reset();  // forget every token
+    const std::vector<int32_t>& tokens() const;  // the tokens in the cache, in order
 
     void set_probes(const ProbeConfig& probes);
-    // Probes of the last eval (of its last forward pass for attention and residuals; timings
-    // summed over the eval).
+    const ProbeConfig& probe_config() const;
+    // Probes of the last eval (timings summed over its forward passes).
     const ProbeResults& probes() const;
+    // Thread-safe copy of the last completed step's state (see the threading contract).
+    SessionSnapshot snapshot() const;
+
+    // Residual-stream interventions applied from the next eval on (see ResidualEdit). Throws
+    // std::invalid_argument for a layer or channel out of range.
+    void set_residual_edits(const std::vector<ResidualEdit>& edits);
+    const std::vector<ResidualEdit>& residual_edits() const;
+
     // KV-cache bytes held on the GPU, in all and by layer kind: global layers keep every
     // position, sliding-window layers a ring of window + batch - 1 positions.
     uint64_t kv_cache_bytes() const;
@@ -55,6 +112,9 @@ public:
         uint64_t global_bytes = 0, local_bytes = 0;
     };
     KvCacheUsage kv_cache_usage() const;
+    // Bytes of scratch activations and of probe buffers on the GPU and in host memory.
+    uint64_t scratch_bytes() const;
+    uint64_t probe_bytes() const;
 
 private:
     struct Impl;

@@ -1,0 +1,106 @@
+// Generation: sampling parameters, the per-token event a front-end receives, and why a
+// generation ended. Session::generate (session.h) runs it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace vkllm {
+
+// Applied per token in this order (llama.cpp's rules):
+//  1. penalties on tokens accepted within the last repeat_last_n (prompt included): a token
+//     seen c times gets logit / repeat_penalty if logit > 0 else logit * repeat_penalty, then
+//     - c * frequency_penalty - presence_penalty
+//  2. top-k: the k highest logits (ties toward the lower id)
+//  3. top-p: softmax (temperature 1) over what is left; the shortest prefix by descending
+//     probability whose cumulative probability reaches top_p
+//  4. min-p: drop tokens below min_p times the largest probability
+//  5. temperature: logits / temperature, softmax over the survivors, one draw
+// temperature <= 0 is greedy (argmax after penalties). NaN and -inf logits are never chosen.
+struct SamplerParams {
+    float temperature = 0.8f;
+    int top_k = 40;                 // <= 0 or >= n_vocab: off
+    float top_p = 0.95f;            // >= 1: off
+    float min_p = 0.05f;            // <= 0: off
+    float repeat_penalty = 1.0f;    // 1: off
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    int repeat_last_n = 64;         // 0: off, < 0: every accepted token
+    uint64_t seed = 0;
+};
+// Throws std::invalid_argument naming the first parameter out of its range (NaN temperature,
+// top_p outside [0, 1], min_p outside [0, 1], repeat_penalty <= 0, ...).
+void validate(const SamplerParams& p);
+
+// One sampling stage's survivors: how many candidates are left after it and the probability
+// mass they hold under the model's own distribution (softmax of the raw logits).
+struct FunnelStage {
+    std::string stage;  // "vocabulary", "penalties", "top_k", "top_p", "min_p", "temperature"
+    int candidates = 0;
+    float mass = 0;
+};
+struct SamplerFunnel {
+    std::vector<FunnelStage> stages;  // in the order applied
+    int chosen_rank = 0;              // the chosen token's rank in the model's distribution (0: most likely)
+    float chosen_p = 0;               // its probability in the final (sampling) distribution
+};
+
+struct TokenAlternative {
+    int32_t id = 0;
+    std::string piece;
+    float logprob = 0;  // natural log of the model's probability (softmax of the raw logits)
+};
+
+// What the callback receives once per generated token.
+struct TokenEvent {
+    int index = 0;         // 0 for the first generated token
+    int position = 0;      // its position in the context
+    int32_t id = 0;
+    std::string piece;     // the bytes the token contributes
+    std::string text;      // the text this token releases: complete UTF-8 characters, minus
+                           // anything held back while it could begin a stop string
+    float logprob = 0;     // of the chosen token under the model's distribution
+    std::vector<TokenAlternative> top;  // the top_n most likely tokens, most likely first
+    SamplerFunnel funnel;               // filled when GenerateOptions::funnel
+    bool end_of_generation = false;     // the token is an end-of-generation token (its text is empty)
+};
+
+// Return false to stop generation after this token (StopReason::Callback).
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+struct GenerateOptions {
+    SamplerParams sampler;
+    int max_tokens = 128;               // generated tokens at most (0: only evaluate the prompt)
+    std::vector<std::string> stop;      // generation ends when the text contains one; it is not released
+    int top_n = 0;                      // alternatives per TokenEvent
+    bool funnel = false;                // fill TokenEvent::funnel
+    // Tokens the penalties count as already seen: by default the whole prompt.
+    bool penalize_prompt = true;
+};
+
+enum class StopReason {
+    EndOfGeneration,  // the model produced an end-of-generation token
+    StopString,       // the text reached one of GenerateOptions::stop
+    MaxTokens,        // max_tokens generated
+    ContextFull,      // no room for another token (or the prompt does not fit: tokens_generated == 0)
+    Callback,         // the callback returned false
+    Cancelled,        // Session::cancel()
+    Error,            // an exception inside the engine; `message` has it
+};
+const char* to_string(StopReason r);
+
+struct GenerateResult {
+    StopReason reason = StopReason::MaxTokens;
+    std::string message;          // for Error and ContextFull, what happened
+    std::vector<int32_t> tokens;  // generated tokens (the end-of-generation token included)
+    std::string text;             // the released text (without a stop string)
+    int n_prompt = 0;             // prompt tokens
+    int n_prompt_evaluated = 0;   // of which evaluated (the rest came from the cache)
+    double prompt_seconds = 0;    // evaluating the prompt
+    double decode_seconds = 0;    // generating
+    double first_token_seconds = 0;  // from the call to the first token
+};
+
+}  // namespace vkllm

@@ -1,0 +1,81 @@
+// File-level access to GGUF files for tools (vkllm inspect, vkllm quantize): metadata, tensor
+// list and rewriting weights in another type. Running a model goes through Model instead.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkllm/model_info.h"
+
+namespace vkllm {
+
+namespace gguf { class File; }  // the engine's reader; not part of the API
+
+// One metadata key.
+struct GgufValue {
+    std::string key;
+    std::string type;        // "u8".."i64", "f32", "f64", "bool", "string", "array"
+    std::string elem_type;   // arrays: the element type; empty otherwise
+    uint64_t n_elements = 1; // arrays: the length
+    std::optional<int64_t> integer;    // integer and bool scalars
+    std::optional<double> real;        // float scalars
+    std::optional<std::string> string; // string scalars
+    std::vector<std::string> strings;  // string arrays, in full
+    std::vector<double> numbers;       // numeric arrays, in full
+    // One line for a person: scalars in full (strings quoted, control characters escaped, long
+    // text cut with its length noted), arrays as "[type x N] first, ...".
+    std::string text;
+};
+
+// A GGUF file opened for reading (memory-mapped; nothing goes to a GPU).
+class GgufFile {
+public:
+    // Throws std::runtime_error naming the file and what is wrong with it.
+    static std::unique_ptr<GgufFile> open(const std::string& path);
+    // A GGUF image in memory; `name` is what messages call it. The bytes are copied.
+    static std::unique_ptr<GgufFile> from_memory(const void* data, size_t size, const std::string& name);
+    ~GgufFile();
+
+    const std::string& path() const;    // the path, or the name given to from_memory
+    uint64_t file_size() const;
+    uint32_t version() const;
+    uint64_t alignment() const;
+    const std::vector<GgufValue>& metadata() const;  // in file order
+    const GgufValue* find(const std::string& key) const;
+    const std::vector<TensorInfo>& tensors() const;  // in file order
+
+    // The engine's reader (for Model::load); not for front-ends.
+    std::unique_ptr<gguf::File> release_internal();
+    const gguf::File& internal() const;
+
+private:
+    GgufFile();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Tensor types `quantize` can write: "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
+// "Q5_1", "Q2_K".."Q6_K" (whatever the engine encodes).
+std::vector<std::string> quantize_types();
+
+struct QuantizedTensor {
+    std::string name;
+    std::string from, to;  // type names
+    std::string note;      // why it kept its type or fell back; empty for a plain conversion
+};
+
+struct QuantizeReport {
+    std::vector<QuantizedTensor> tensors;
+    uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+// Rewrites `in`'s weights in `type` (llama-quantize's policy without its per-model mixes) and
+// writes the result to `out_path`: to a temporary file in the same folder, renamed over the
+// target only when every write and the close succeeded (a failure leaves `out_path` as it was).
+// Throws std::invalid_argument for an unknown type, std::runtime_error for a write failure.
+QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type);
+
+}  // namespace vkllm

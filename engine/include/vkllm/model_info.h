@@ -1,0 +1,116 @@
+// A model's architecture as plain values: everything a front-end draws or prints about it,
+// read from the GGUF file without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkllm {
+
+class GgufFile;
+
+struct RopeInfo {
+    bool enabled = true;       // false: NoPE layer
+    int n_dims = 0;            // rotated dimensions per head
+    bool neox = false;         // NeoX pairing (i, i + n_dims/2); else adjacent pairs
+    float freq_base = 10000.0f;
+    std::string scaling = "none";  // "none", "linear", "yarn", "llama3", "longrope"
+    float factor = 1.0f;
+    int n_ctx_orig = 0;
+    bool freq_factors = false;  // a rope_freqs tensor (Llama 3.x)
+};
+
+struct AttentionInfo {
+    // "global", "sliding_window", "chunked", "nope" (global without RoPE), "mla"
+    std::string kind = "global";
+    int n_head = 0, n_head_kv = 0;
+    int head_dim = 0, head_dim_v = 0;
+    int window = 0;            // > 0: sliding window of this many positions
+    int chunk = 0;             // > 0: keys of the query's own chunk only
+    bool causal = true;
+    bool sinks = false;        // learned per-head sink logits
+    float softcap = 0.0f;      // > 0: attention-logit soft-cap
+    float scale = 0.0f;        // logit scale
+    std::string qk_norm = "none";  // "none", "per_head", "full_width", "l2_after_rope"
+    bool bias_qkv = false, bias_o = false;
+    bool fused_qkv = false;
+    // MLA (DeepSeek V2/V3): latent sizes; kv_lora_rank == 0 when not MLA.
+    int q_lora_rank = 0, kv_lora_rank = 0, qk_nope = 0, qk_rope = 0, v_head = 0;
+    RopeInfo rope;
+    int gqa_group() const { return n_head_kv > 0 ? n_head / n_head_kv : 0; }  // query heads per KV head
+};
+
+struct FfnInfo {
+    std::string kind = "dense_gated";  // "dense_gated", "dense_plain", "moe"
+    std::string activation = "silu";   // "silu", "gelu_tanh", "gelu_erf"
+    int n_ff = 0;                      // dense hidden width
+    bool bias = false;
+    // MoE
+    int n_expert = 0, top_k = 0, n_ff_expert = 0;
+    int n_shared_expert_ff = 0;        // > 0: an always-on shared expert of this width
+    std::string gating = "softmax";    // "softmax", "sigmoid", "softmax_after_topk"
+    bool norm_topk = false;
+    float weights_scale = 1.0f;
+    int n_group = 1, topk_group = 1;   // group-limited routing (DeepSeek V3)
+};
+
+struct TensorInfo {
+    std::string name;              // llama.cpp's name, "blk.3.ffn_down.weight"
+    std::string type;              // "F32", "Q4_K", ...
+    std::vector<uint64_t> shape;   // GGUF order: shape[0] is the row length
+    uint64_t bytes = 0;
+};
+
+struct LayerInfo {
+    int index = 0;
+    std::string norm_placement = "pre";  // "pre", "post", "sandwich"
+    AttentionInfo attention;
+    FfnInfo ffn;
+    uint64_t kv_bytes_per_token = 0;     // f32 cache
+    std::vector<TensorInfo> tensors;     // this layer's ("blk.N.") tensors
+};
+
+struct SpecialToken {
+    std::string role;  // "bos", "eos", "eot", "eom", "unk", "pad"
+    int32_t id = -1;
+    std::string text;
+};
+
+struct ModelInfo {
+    std::string arch;              // general.architecture
+    std::string name;              // general.name
+    std::string source;            // file path, or "built-in model NAME"
+    int n_layer = 0, n_embd = 0, n_vocab = 0, n_ctx_train = 0;
+    std::string norm = "rms_norm"; // "rms_norm", "layer_norm"
+    float norm_eps = 0.0f;
+    float embd_scale = 1.0f;
+    bool learned_positions = false;
+    bool tied_embeddings = false;
+    float final_softcap = 0.0f;
+    std::vector<LayerInfo> layers;
+    std::vector<TensorInfo> tensors;  // every tensor of the file, in file order
+    uint64_t parameters = 0;          // elements of every tensor
+    uint64_t tensor_bytes = 0;
+
+    std::string tokenizer;                 // "llama (SentencePiece)", "gpt2 (byte-level BPE, pre=qwen2)"
+    std::vector<SpecialToken> special_tokens;
+    bool add_bos = false, add_eos = false;
+    std::string chat_template;             // tokenizer.chat_template, empty when the file has none
+    std::vector<std::string> chat_template_names;  // named variants ("tool_use"), without the prefix
+
+    // KV-cache bytes per token of context (f32 cache) by layer kind: global layers grow with the
+    // context; sliding-window layers keep a ring of window + batch - 1 positions whatever it is.
+    uint64_t kv_bytes_per_token_global = 0;
+    uint64_t kv_bytes_per_token_local = 0;
+    int n_global_layers = 0, n_local_layers = 0;
+
+    // One row per layer, as `vkllm inspect` prints it.
+    std::string layer_table() const;
+};
+
+// Reads the architecture from a GGUF file (no GPU). Throws std::runtime_error naming an
+// unsupported architecture or a missing key.
+ModelInfo read_model_info(const GgufFile& file);
+
+}  // namespace vkllm

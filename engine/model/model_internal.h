@@ -1,0 +1,50 @@
+// The engine's side of a vkllm::Model: what Session, the interventions and the tests reach
+// through Model::internals(). Not part of the public API.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "gpu/device.h"
+#include "model/spec.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+#include "vkllm/model.h"
+
+namespace vkllm::detail {
+
+struct ModelInternals {
+    std::unique_ptr<gguf::File> file_;
+    model::ModelSpec spec_;
+    std::unique_ptr<tokenizer::Tokenizer> tok_;
+    std::unique_ptr<gpu::Context> ctx_;
+    std::unique_ptr<model::Weights> weights_;
+    ModelInfo info_;
+    DeviceInfo device_;
+
+    // One edited weight element: where it is, and the original bytes of the block holding it.
+    struct WeightEditRecord {
+        WeightRef ref;
+        const gpu::Buffer* buffer = nullptr;
+        uint64_t offset = 0;                // byte offset of the block in the buffer
+        std::vector<uint8_t> original;      // the block's bytes before the first edit
+    };
+    std::vector<WeightEditRecord> edits_;
+
+    // Model::load's common path: takes the engine's reader of an opened file.
+    static std::unique_ptr<Model> load(std::unique_ptr<gguf::File> file, const ModelOptions& options);
+
+    const model::ModelSpec& spec() const { return spec_; }
+    const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
+    const gguf::File& file() const { return *file_; }
+    gpu::Context& context() const { return *ctx_; }
+    const model::Weights& weights() const { return *weights_; }
+};
+
+// The public record of an engine capability record (device_info.cpp).
+DeviceInfo device_info(const gpu::Capabilities& caps);
+// The public description of a model (model_info.cpp); tok may be null (no tokenizer).
+ModelInfo model_info(const gguf::File& file, const model::ModelSpec& spec, const tokenizer::Tokenizer* tok);
+
+}  // namespace vkllm::detail
