@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -33,7 +34,64 @@ void softmax_probs(std::vector<TokenProb>& c, double temperature) {
     for (size_t i = 0; i < c.size(); ++i) c[i].prob = static_cast<float>(e[i] / sum);
 }
 
+// Fills a SamplerFunnel: after each stage, how many candidates are left and the mass they hold
+// under the model's own distribution (softmax of the raw logits).
+class FunnelRecorder {
+public:
+    FunnelRecorder(SamplerFunnel* funnel, const float* logits, int32_t n_vocab) : funnel_(funnel) {
+        if (!funnel_) return;
+        funnel_->stages.clear();
+        const std::vector<double> lp = log_softmax(logits, n_vocab);
+        p_.resize(lp.size());
+        for (size_t i = 0; i < lp.size(); ++i) p_[i] = std::exp(lp[i]);
+    }
+    void stage(const char* name, const std::vector<TokenProb>& candidates) {
+        if (!funnel_) return;
+        double mass = 0.0;
+        for (const TokenProb& c : candidates) mass += p_[size_t(c.token)];
+        funnel_->stages.push_back({name, int(candidates.size()), float(mass)});
+    }
+    // The chosen token: its rank under the raw logits and its final sampling probability.
+    void chosen(int32_t token, const float* logits, int32_t n_vocab, float p_final) {
+        if (!funnel_) return;
+        int rank = 0;
+        const float l = logits[token];
+        for (int32_t t = 0; t < n_vocab; ++t)
+            if (logits[t] > l || (logits[t] == l && t < token)) ++rank;  // NaN compares false
+        funnel_->chosen_rank = rank;
+        funnel_->chosen_p = p_final;
+    }
+
+private:
+    SamplerFunnel* funnel_;
+    std::vector<double> p_;  // [n_vocab] the model's probabilities
+};
+
 }  // namespace
+
+std::vector<double> log_softmax(const float* logits, int32_t n_vocab) {
+    if (n_vocab <= 0) throw SamplingError("log_softmax: n_vocab must be positive, got " + std::to_string(n_vocab));
+    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+    std::vector<double> out(size_t(n_vocab), kNegInf);
+    double max_logit = kNegInf;
+    for (int32_t t = 0; t < n_vocab; ++t)
+        if (!std::isnan(logits[t])) max_logit = std::max(max_logit, double(logits[t]));
+    if (max_logit == kNegInf) throw SamplingError("every logit is NaN or -inf");
+    if (std::isinf(max_logit)) {  // +inf: those tokens alone, equally likely
+        int n_inf = 0;
+        for (int32_t t = 0; t < n_vocab; ++t) n_inf += std::isinf(logits[t]) && logits[t] > 0;
+        for (int32_t t = 0; t < n_vocab; ++t)
+            if (std::isinf(logits[t]) && logits[t] > 0) out[size_t(t)] = -std::log(double(n_inf));
+        return out;
+    }
+    double sum = 0.0;
+    for (int32_t t = 0; t < n_vocab; ++t)
+        if (!std::isnan(logits[t])) sum += std::exp(double(logits[t]) - max_logit);
+    const double log_sum = std::log(sum);
+    for (int32_t t = 0; t < n_vocab; ++t)
+        if (!std::isnan(logits[t])) out[size_t(t)] = double(logits[t]) - max_logit - log_sum;
+    return out;
+}
 
 Rng::Rng(uint64_t seed) {
     uint64_t state = seed;
@@ -54,11 +112,7 @@ uint64_t Rng::next() {
 
 double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
-Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) {
-    if (!(params_.repeat_penalty > 0.0f))
-        throw SamplingError("repeat_penalty must be > 0 (1 turns it off), got " +
-                            std::to_string(params_.repeat_penalty));
-}
+Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) { validate(params_); }
 
 void Sampler::accept(int32_t token) {
     if (params_.repeat_last_n == 0) return;
@@ -87,20 +141,33 @@ void Sampler::apply_penalties(std::vector<float>& logits) const {
     }
 }
 
-int32_t Sampler::sample(const float* logits_in, int32_t n_vocab) {
+int32_t Sampler::sample(const float* logits_in, int32_t n_vocab, SamplerFunnel* funnel) {
     if (n_vocab <= 0) throw SamplingError("sample: n_vocab must be positive, got " + std::to_string(n_vocab));
     std::vector<float> logits(logits_in, logits_in + n_vocab);  // [n_vocab] after penalties
+    auto usable = [](float l) { return std::isfinite(l) || l > 0.0f; };  // keep +inf, drop NaN and -inf
+    FunnelRecorder record(funnel, logits_in, n_vocab);
+    if (funnel) {
+        candidates_.clear();
+        for (int32_t t = 0; t < n_vocab; ++t)
+            if (usable(logits[t])) candidates_.push_back({t, logits[t], 0.0f});
+        record.stage("vocabulary", candidates_);
+    }
     apply_penalties(logits);
 
     candidates_.clear();
     for (int32_t t = 0; t < n_vocab; ++t)
-        if (std::isfinite(logits[t]) || logits[t] > 0.0f)  // keep +inf, drop NaN and -inf
-            candidates_.push_back({t, logits[t], 0.0f});
+        if (usable(logits[t])) candidates_.push_back({t, logits[t], 0.0f});
     if (candidates_.empty()) throw SamplingError("sample: every logit is NaN or -inf");
+    record.stage("penalties", candidates_);
 
     if (params_.temperature <= 0.0f) {
+        record.stage("top_k", candidates_);
+        record.stage("top_p", candidates_);
+        record.stage("min_p", candidates_);
         const TokenProb best = *std::min_element(candidates_.begin(), candidates_.end(), better);
         candidates_.assign(1, {best.token, best.logit, 1.0f});
+        record.stage("temperature", candidates_);
+        record.chosen(best.token, logits_in, n_vocab, 1.0f);
         return best.token;
     }
 
@@ -116,6 +183,7 @@ int32_t Sampler::sample(const float* logits_in, int32_t n_vocab) {
         candidates_.resize(n_inf);
         for (auto& c : candidates_) c.logit = 0.0f;
     }
+    record.stage("top_k", candidates_);
 
     // top-p and min-p on the untempered distribution
     softmax_probs(candidates_, 1.0);
@@ -128,23 +196,31 @@ int32_t Sampler::sample(const float* logits_in, int32_t n_vocab) {
         }
         candidates_.resize(std::max<size_t>(keep, 1));
     }
+    record.stage("top_p", candidates_);
     if (params_.min_p > 0.0f) {
         const double threshold = static_cast<double>(params_.min_p) * candidates_.front().prob;
         size_t keep = 1;
         while (keep < candidates_.size() && candidates_[keep].prob >= threshold) ++keep;
         candidates_.resize(keep);
     }
+    record.stage("min_p", candidates_);
 
     softmax_probs(candidates_, params_.temperature);
+    record.stage("temperature", candidates_);
     double total = 0.0;
     for (const auto& c : candidates_) total += c.prob;
     const double target = rng_.uniform() * total;  // in [0, total)
     double cumulative = 0.0;
+    const TokenProb* chosen = &candidates_.back();  // only through rounding when the loop ends
     for (const auto& c : candidates_) {
         cumulative += c.prob;
-        if (target < cumulative) return c.token;
+        if (target < cumulative) {
+            chosen = &c;
+            break;
+        }
     }
-    return candidates_.back().token;  // only reachable through rounding
+    record.chosen(chosen->token, logits_in, n_vocab, chosen->prob);
+    return chosen->token;
 }
 
 }  // namespace vkllm::sampling

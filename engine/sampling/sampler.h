@@ -1,12 +1,15 @@
 // Token sampling from logits: repetition penalties, top-k, top-p (nucleus), min-p,
 // temperature, then a draw from a self-contained PRNG, so a seed gives the same tokens on
-// every platform and standard library.
+// every platform and standard library. The parameters and the funnel record are the public
+// ones (vkllm/generate.h).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <stdexcept>
 #include <vector>
+
+#include "vkllm/generate.h"
 
 namespace vkllm::sampling {
 
@@ -24,17 +27,7 @@ private:
     uint64_t s_[4];
 };
 
-struct SamplerParams {
-    float temperature = 0.8f;       // <= 0: greedy (argmax after penalties, lowest index on ties)
-    int top_k = 40;                 // <= 0 or >= n_vocab: off
-    float top_p = 0.95f;            // >= 1: off
-    float min_p = 0.05f;            // <= 0: off
-    float repeat_penalty = 1.0f;    // 1: off; > 0
-    float presence_penalty = 0.0f;  // subtracted once from every token in the window
-    float frequency_penalty = 0.0f; // subtracted per occurrence in the window
-    int repeat_last_n = 64;         // window of accepted tokens penalised; 0: off, < 0: all
-    uint64_t seed = 0;
-};
+using SamplerParams = vkllm::SamplerParams;
 
 // A candidate token with its logit after penalties and its final sampling probability.
 struct TokenProb {
@@ -43,23 +36,31 @@ struct TokenProb {
     float prob;
 };
 
-// Per token, in this order:
-//  1. penalties on tokens accepted within the last repeat_last_n (llama.cpp's rule): a token
-//     seen c times gets logit / repeat_penalty if logit > 0 else logit * repeat_penalty, then
-//     - c * frequency_penalty - presence_penalty
+// Natural log of softmax(logits) in double: the model's own distribution. NaN logits get -inf;
+// when some logits are +inf, those tokens share the whole mass equally.
+// Throws SamplingError when n_vocab <= 0 or no logit is usable (all NaN or -inf).
+std::vector<double> log_softmax(const float* logits, int32_t n_vocab);
+
+// Per token, in this order (llama.cpp's rules; see vkllm::SamplerParams):
+//  1. penalties on tokens accepted within the last repeat_last_n
 //  2. top-k: the k highest logits (ties toward the lower token id)
 //  3. top-p: softmax (temperature 1) over what is left; the shortest prefix, by descending
 //     probability, whose cumulative probability reaches top_p (at least one token)
 //  4. min-p: drop tokens whose probability is below min_p times the largest
 //  5. temperature: logits / temperature, softmax over the survivors, one draw
-// NaN and -inf logits are never chosen.
+// temperature <= 0 is greedy: the argmax after penalties (lowest id on ties); top-k, top-p and
+// min-p are not applied then. NaN and -inf logits are never chosen.
 class Sampler {
 public:
+    // Throws std::invalid_argument for parameters out of range (vkllm::validate).
     explicit Sampler(SamplerParams params);
 
     // Chooses a token from logits [n_vocab]. Does not record it: call accept() for that.
+    // funnel: when given, filled with every stage's survivors (count and mass under
+    // softmax(logits)); in greedy mode the filter stages show the penalties' survivors
+    // unchanged and the temperature stage the argmax alone.
     // Throws SamplingError when n_vocab <= 0 or no logit is finite.
-    int32_t sample(const float* logits, int32_t n_vocab);
+    int32_t sample(const float* logits, int32_t n_vocab, SamplerFunnel* funnel = nullptr);
     // Records a token (prompt or generated) for the repetition penalties.
     void accept(int32_t token);
     // Forgets accepted tokens and restarts the random sequence from the seed.

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sampling/sampler.h"
@@ -218,11 +220,117 @@ TEST(Sampler, RejectsUnusableInput) {
     EXPECT_THROW(s.sample(dead.data(), 0), SamplingError);
     SamplerParams bad = no_filters(1.0f);
     bad.repeat_penalty = 0.0f;
-    EXPECT_THROW(Sampler{bad}, SamplingError);
+    EXPECT_THROW(Sampler{bad}, std::invalid_argument);
     // A masked vocabulary (-inf) never yields a masked token.
     const std::vector<float> masked = {-inf, 0.0f, -inf, 0.0f};
     for (int i = 0; i < 200; ++i) {
         const int32_t t = s.sample(masked.data(), 4);
         EXPECT_TRUE(t == 1 || t == 3) << t;
     }
+}
+
+// validate() names the parameter and its rule; every out-of-range value is refused.
+TEST(Sampler, ValidateRejectsOutOfRangeParameters) {
+    static constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+    static constexpr float inf = std::numeric_limits<float>::infinity();
+    auto message = [](const SamplerParams& p) -> std::string {
+        try {
+            vkllm::validate(p);
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "";
+    };
+    EXPECT_EQ(message(SamplerParams{}), "");
+    SamplerParams greedy;
+    greedy.temperature = -1.0f;  // any temperature <= 0 is greedy
+    EXPECT_EQ(message(greedy), "");
+    const struct {
+        const char* name;
+        void (*set)(SamplerParams&);
+    } cases[] = {
+        {"temperature", [](SamplerParams& p) { p.temperature = nan; }},
+        {"temperature", [](SamplerParams& p) { p.temperature = inf; }},
+        {"top_p", [](SamplerParams& p) { p.top_p = nan; }},
+        {"top_p", [](SamplerParams& p) { p.top_p = 1.5f; }},
+        {"top_p", [](SamplerParams& p) { p.top_p = -0.1f; }},
+        {"min_p", [](SamplerParams& p) { p.min_p = nan; }},
+        {"min_p", [](SamplerParams& p) { p.min_p = 2.0f; }},
+        {"repeat_penalty", [](SamplerParams& p) { p.repeat_penalty = 0.0f; }},
+        {"repeat_penalty", [](SamplerParams& p) { p.repeat_penalty = nan; }},
+        {"presence_penalty", [](SamplerParams& p) { p.presence_penalty = inf; }},
+        {"frequency_penalty", [](SamplerParams& p) { p.frequency_penalty = nan; }},
+    };
+    for (const auto& c : cases) {
+        SamplerParams p;
+        c.set(p);
+        const std::string m = message(p);
+        EXPECT_NE(m.find(std::string("sampler parameter ") + c.name), std::string::npos) << c.name << ": " << m;
+        EXPECT_THROW(Sampler{p}, std::invalid_argument) << c.name;
+    }
+}
+
+TEST(Sampler, LogSoftmaxIsTheModelsDistribution) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> logits = {1.0f, 2.0f, nan, -inf, 0.5f};
+    const std::vector<double> lp = log_softmax(logits.data(), 5);
+    const double z = std::exp(1.0) + std::exp(2.0) + std::exp(0.5);
+    EXPECT_NEAR(lp[0], 1.0 - std::log(z), 1e-12);
+    EXPECT_NEAR(lp[1], 2.0 - std::log(z), 1e-12);
+    EXPECT_NEAR(lp[4], 0.5 - std::log(z), 1e-12);
+    EXPECT_TRUE(std::isinf(lp[2]) && lp[2] < 0);
+    EXPECT_TRUE(std::isinf(lp[3]) && lp[3] < 0);
+    const std::vector<float> two_inf = {inf, 0.0f, inf};
+    const std::vector<double> li = log_softmax(two_inf.data(), 3);
+    EXPECT_NEAR(li[0], std::log(0.5), 1e-12);
+    EXPECT_TRUE(std::isinf(li[1]));
+    const std::vector<float> dead = {nan, -inf};
+    EXPECT_THROW(log_softmax(dead.data(), 2), SamplingError);
+}
+
+// The funnel: stages in order, candidates and mass never grow, the last stage holds the
+// distribution drawn from, and the recorded counts are what each filter keeps.
+TEST(Sampler, FunnelStagesShrinkAndDescribeTheFilters) {
+    const auto logits = pseudo_random_logits(300, 5);
+    SamplerParams p;
+    p.temperature = 0.7f;
+    p.top_k = 50;
+    p.top_p = 0.9f;
+    p.min_p = 0.05f;
+    p.seed = 3;
+    Sampler with_funnel(p), without(p);
+    const char* names[] = {"vocabulary", "penalties", "top_k", "top_p", "min_p", "temperature"};
+    for (int i = 0; i < 20; ++i) {
+        vkllm::SamplerFunnel f;
+        const int32_t t = with_funnel.sample(logits.data(), 300, &f);
+        EXPECT_EQ(t, without.sample(logits.data(), 300)) << "the funnel must not change the draw";
+        ASSERT_EQ(f.stages.size(), 6u);
+        for (size_t s = 0; s < 6; ++s) EXPECT_EQ(f.stages[s].stage, names[s]);
+        EXPECT_EQ(f.stages[0].candidates, 300);
+        EXPECT_NEAR(f.stages[0].mass, 1.0, 1e-6);
+        EXPECT_EQ(f.stages[2].candidates, 50);
+        for (size_t s = 1; s < 6; ++s) {
+            EXPECT_LE(f.stages[s].candidates, f.stages[s - 1].candidates);
+            EXPECT_LE(f.stages[s].mass, f.stages[s - 1].mass + 1e-6f);
+        }
+        EXPECT_GE(f.stages[3].mass, 0.0f);
+        EXPECT_EQ(size_t(f.stages[5].candidates), with_funnel.last_candidates().size());
+        // The chosen token's rank under the raw logits.
+        int rank = 0;
+        for (int32_t u = 0; u < 300; ++u) rank += logits[u] > logits[t];
+        EXPECT_EQ(f.chosen_rank, rank);
+        EXPECT_LT(f.chosen_rank, 50);
+        EXPECT_GT(f.chosen_p, 0.0f);
+    }
+    // Greedy: the filters are not applied; the temperature stage keeps the argmax alone.
+    Sampler greedy(no_filters(0.0f));
+    vkllm::SamplerFunnel g;
+    const int32_t best = greedy.sample(logits.data(), 300, &g);
+    ASSERT_EQ(g.stages.size(), 6u);
+    EXPECT_EQ(g.stages[4].candidates, 300);
+    EXPECT_EQ(g.stages[5].candidates, 1);
+    EXPECT_EQ(g.chosen_rank, 0);
+    EXPECT_EQ(g.chosen_p, 1.0f);
+    EXPECT_NEAR(g.stages[5].mass, std::exp(log_softmax(logits.data(), 300)[size_t(best)]), 1e-6);
 }
