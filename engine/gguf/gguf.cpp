@@ -152,7 +152,9 @@ std::string errno_text() { return std::strerror(errno); }
 // ---- File ----
 
 std::unique_ptr<File> File::open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below as not a
+    // regular file (the flag does not affect reading a regular file through its mapping).
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw std::runtime_error(path + ": cannot open: " + errno_text());
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -162,7 +164,8 @@ std::unique_ptr<File> File::open(const std::string& path) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw std::runtime_error(path + ": not a regular file");
+        throw std::runtime_error(path + (S_ISDIR(st.st_mode) ? ": is a directory, not a GGUF file"
+                                                             : ": not a regular file (a pipe, device or socket)"));
     }
     std::unique_ptr<File> f(new File());
     f->path_ = path;

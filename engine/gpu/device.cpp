@@ -9,6 +9,8 @@
 #include <iterator>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "gpu/error.h"
 #include "gpu/pipeline.h"
 
@@ -332,9 +334,19 @@ void Context::load_pipeline_cache() {
     std::snprintf(key, sizeof key, "pipelines-%04x-%04x-%s.bin", caps_.vendor_id, caps_.device_id,
                   caps_.driver_version.c_str());
     pipeline_cache_path_ = base + "/vkllm/" + key;
+    // The cache is optional: anything but a readable regular file (a directory, a device, a
+    // read error) is ignored and the pipelines are compiled afresh.
     std::vector<char> data;
-    std::ifstream f(pipeline_cache_path_, std::ios::binary);
-    if (f) data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(pipeline_cache_path_, ec)) {
+        try {
+            std::ifstream f(pipeline_cache_path_, std::ios::binary);
+            if (f) data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+            if (f.bad()) data.clear();
+        } catch (const std::exception&) {
+            data.clear();
+        }
+    }
     VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
     // The header holds the vendor, device and cache UUID; drivers reject a mismatching cache.
     if (data.size() >= 32) {
@@ -354,14 +366,26 @@ void Context::save_pipeline_cache() {
     if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == 0) return;
     std::vector<char> data(size);
     if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
+    // Written to a temporary file of this process and renamed over the cache only when every
+    // byte reached the disk: a full disk or an odd path keeps the previous cache as it was. A
+    // cache that cannot be written only costs start-up time, so failures are silent.
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(pipeline_cache_path_).parent_path(), ec);
-    std::string tmp = pipeline_cache_path_ + ".tmp";
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return;  // a cache that cannot be written only costs start-up time
-    f.write(data.data(), std::streamsize(size));
-    f.close();
-    std::filesystem::rename(tmp, pipeline_cache_path_, ec);
+    const std::string tmp = pipeline_cache_path_ + ".tmp." + std::to_string(::getpid());
+    bool ok = false;
+    try {
+        std::ofstream f(tmp, std::ios::binary);
+        if (f) {
+            f.write(data.data(), std::streamsize(size));
+            f.flush();
+            f.close();
+            ok = !f.fail();
+        }
+    } catch (const std::exception&) {
+        ok = false;
+    }
+    if (ok && !std::filesystem::is_directory(pipeline_cache_path_, ec)) std::filesystem::rename(tmp, pipeline_cache_path_, ec);
+    if (!ok || ec) std::filesystem::remove(tmp, ec);
 }
 
 Context::~Context() {

@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include <sys/stat.h>
+
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
 #include "test_support.h"
@@ -432,5 +434,27 @@ TEST(GgufStories, HyperparametersAndTensorTypes) {
         uint64_t total = 0;
         for (const auto& t : f->tensors()) total += t.n_bytes;
         EXPECT_LE(total, f->file_size());
+    }
+}
+
+// A named pipe given as a model must be refused at once, not wait forever for a writer.
+TEST(Gguf, NamedPipeIsRefusedWithoutBlocking) {
+    const std::string dir = ::testing::TempDir() + "/vkllm_fifo_test";
+    std::filesystem::create_directories(dir);
+    const std::string fifo = dir + "/model.gguf";
+    std::filesystem::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    try {
+        File::open(fifo);
+        ADD_FAILURE() << "a named pipe was accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove(fifo);
+    try {
+        File::open(dir);
+        ADD_FAILURE() << "a directory was accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
     }
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "gpu/buffer.h"
 #include "gpu/device.h"
@@ -145,6 +146,37 @@ TEST_F(GpuTest, CopyRowsGathersStridedRows) {
     std::vector<float> got(12);
     b.download(got.data(), 48);
     EXPECT_EQ(got, (std::vector<float>{4, 5, 6, 14, 15, 16, 24, 25, 26, 34, 35, 36}));
+}
+
+}  // namespace
+}  // namespace vkllm
+
+namespace vkllm {
+namespace {
+
+// The pipeline cache is optional: a directory where its file should be must not stop a run,
+// and must be left as it was.
+TEST(PipelineCache, DirectoryInPlaceOfTheCacheFileIsIgnored) {
+    const std::string home = ::testing::TempDir() + "/vkllm_cache_dir_test";
+    std::filesystem::remove_all(home);
+    test::ScopedEnv env("XDG_CACHE_HOME", home);
+    {
+        auto ctx = gpu::Context::create();  // writes the cache file on destruction
+    }
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(home + "/vkllm")) files.push_back(e.path());
+    ASSERT_EQ(files.size(), 1u) << "one cache file, no temporary left behind";
+    std::filesystem::remove(files[0]);
+    std::filesystem::create_directories(files[0] / "inside");
+    {
+        auto ctx = gpu::Context::create();
+        EXPECT_TRUE(ctx->pipeline_cache() != VK_NULL_HANDLE);
+    }
+    EXPECT_TRUE(std::filesystem::is_directory(files[0] / "inside"));
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(home + "/vkllm")) n += e.path() != files[0];
+    EXPECT_EQ(n, 0u) << "no temporary file left behind";
+    std::filesystem::remove_all(home);
 }
 
 }  // namespace
