@@ -36,6 +36,11 @@ public:
     void step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits, const ProbeConfig& probes,
               ProbeResults* results);
 
+    // Forgets positions >= n in every KV cache (forward_cache.cpp). Returns false when a
+    // sliding-window ring no longer holds a position < n that a later query can attend to (its
+    // slot was reused by a dropped position): the caller must then re-evaluate from position 0.
+    bool truncate(int n);
+
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }  // tokens per forward pass (the asked batch, clamped to the context and buffer limits)
