@@ -29,14 +29,20 @@ struct DeviceInfo {
     // The capability record.
     uint32_t subgroup_size = 1;
     bool subgroup_arithmetic = false;
+    bool subgroup_basic = false, subgroup_shuffle = false, subgroup_ballot = false;
     uint32_t max_shared_memory = 0;            // bytes per workgroup
     uint32_t max_workgroup_invocations = 0;
+    uint32_t max_workgroup_size[3] = {0, 0, 0};
+    uint32_t max_workgroup_count[3] = {0, 0, 0};
     uint64_t max_storage_buffer_range = 0;     // largest binding in bytes
     uint64_t max_memory_allocation_size = 0;
+    uint64_t min_storage_buffer_offset_alignment = 1;
+    uint32_t max_push_constants_size = 0;
     bool fp16_arithmetic = false, int8_arithmetic = false;
     bool storage_8bit = false, storage_16bit = false;
     bool integer_dot_product = false, cooperative_matrix = false;
     bool timestamps = false;
+    float timestamp_period_ns = 1.0f;  // nanoseconds per timestamp tick
 
     // "native", or "mobile" when VKLLM_LIMITS=mobile clamps the record.
     std::string limits_profile = "native";

@@ -30,6 +30,10 @@ struct GgufValue {
     std::string text;
 };
 
+// A string as GgufValue::text shows it: quoted on one line, control characters escaped, text
+// past `max_chars` cut with its length noted.
+std::string quoted_one_line(const std::string& s, size_t max_chars = 72);
+
 // A GGUF file opened for reading (memory-mapped; nothing goes to a GPU).
 class GgufFile {
 public:

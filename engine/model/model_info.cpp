@@ -1,0 +1,270 @@
+// vkllm::ModelInfo: a model's architecture as plain values, made from the engine's ModelSpec,
+// the GGUF file and the tokenizer; and the per-layer table `vkllm inspect` prints.
+#include <cstdio>
+#include <sstream>
+
+#include "gguf/gguf.h"
+#include "model/model_internal.h"
+#include "model/spec.h"
+#include "tokenizer/tokenizer.h"
+#include "vkllm/gguf.h"
+#include "vkllm/model_info.h"
+
+namespace vkllm {
+namespace {
+
+const char* type_name(gguf::TensorType t) {
+    auto tr = gguf::type_traits(t);
+    return tr ? tr->name : "?";
+}
+
+TensorInfo tensor_info(const gguf::TensorInfo& t) {
+    return {t.name, type_name(t.type), t.dims, t.n_bytes};
+}
+
+const char* scaling_name(const model::RopeSpec& r) {
+    if (r.longrope) return "longrope";
+    switch (r.scaling) {
+        case model::RopeScaling::None: return "none";
+        case model::RopeScaling::Linear: return "linear";
+        case model::RopeScaling::Yarn: return "yarn";
+        case model::RopeScaling::Llama3: return "llama3";
+    }
+    return "none";
+}
+
+const char* qk_norm_name(model::QkNorm q) {
+    switch (q) {
+        case model::QkNorm::None: return "none";
+        case model::QkNorm::PerHead: return "per_head";
+        case model::QkNorm::FullWidth: return "full_width";
+        case model::QkNorm::L2AfterRope: return "l2_after_rope";
+    }
+    return "none";
+}
+
+const char* activation_name(model::Activation a) {
+    switch (a) {
+        case model::Activation::SiLU: return "silu";
+        case model::Activation::GeluTanh: return "gelu_tanh";
+        case model::Activation::GeluErf: return "gelu_erf";
+    }
+    return "silu";
+}
+
+const char* placement_name(model::NormPlacement p) {
+    switch (p) {
+        case model::NormPlacement::Pre: return "pre";
+        case model::NormPlacement::Post: return "post";
+        case model::NormPlacement::Sandwich: return "sandwich";
+    }
+    return "pre";
+}
+
+std::string attention_kind(const model::AttentionSpec& a) {
+    if (a.mla.kv_lora_rank > 0) return "mla";
+    if (a.window > 0) return "sliding_window";
+    if (a.chunk > 0) return "chunked";
+    if (!a.rope.enabled) return "nope";
+    return "global";
+}
+
+AttentionInfo attention_info(const model::AttentionSpec& a) {
+    AttentionInfo i;
+    i.kind = attention_kind(a);
+    i.n_head = a.n_head;
+    i.n_head_kv = a.n_head_kv;
+    i.head_dim = a.head_dim;
+    i.head_dim_v = a.head_dim_v;
+    i.window = a.window;
+    i.chunk = a.chunk;
+    i.causal = true;  // every supported family is a causal decoder
+    i.sinks = a.sinks;
+    i.softcap = a.softcap;
+    i.scale = a.scale;
+    i.qk_norm = qk_norm_name(a.qk_norm);
+    i.bias_qkv = a.bias_qkv;
+    i.bias_o = a.bias_o;
+    i.fused_qkv = a.fused_qkv;
+    i.q_lora_rank = a.mla.q_lora_rank;
+    i.kv_lora_rank = a.mla.kv_lora_rank;
+    i.qk_nope = a.mla.qk_nope;
+    i.qk_rope = a.mla.qk_rope;
+    i.v_head = a.mla.v_head;
+    i.rope.enabled = a.rope.enabled;
+    i.rope.n_dims = a.rope.n_dims;
+    i.rope.neox = a.rope.neox;
+    i.rope.freq_base = a.rope.freq_base;
+    i.rope.scaling = scaling_name(a.rope);
+    i.rope.factor = a.rope.factor;
+    i.rope.n_ctx_orig = a.rope.n_ctx_orig;
+    i.rope.freq_factors = a.rope.freq_factors;
+    return i;
+}
+
+FfnInfo ffn_info(const model::FfnSpec& f) {
+    FfnInfo i;
+    const model::MoeSpec& m = f.moe;
+    i.kind = m.n_expert > 0 ? "moe" : f.gated ? "dense_gated" : "dense_plain";
+    i.activation = activation_name(f.activation);
+    i.n_ff = f.n_ff;
+    i.bias = f.bias;
+    i.n_expert = m.n_expert;
+    i.top_k = m.top_k;
+    i.n_ff_expert = m.n_ff_expert;
+    i.n_shared_expert_ff = m.n_ff_shared;
+    i.gating = m.softmax_after_topk ? "softmax_after_topk" : m.sigmoid ? "sigmoid" : "softmax";
+    i.norm_topk = m.norm_topk;
+    i.weights_scale = m.weights_scale;
+    i.n_group = m.n_group;
+    i.topk_group = m.topk_group;
+    return i;
+}
+
+// The layer a tensor belongs to by its "blk.N." prefix; -1 for the others.
+int tensor_layer(const std::string& name) {
+    if (name.rfind("blk.", 0) != 0) return -1;
+    size_t i = 4, end = name.find('.', i);
+    if (end == std::string::npos || end == i) return -1;
+    int layer = 0;
+    for (; i < end; ++i) {
+        if (name[i] < '0' || name[i] > '9') return -1;
+        layer = layer * 10 + (name[i] - '0');
+        if (layer > 1000000) return -1;
+    }
+    return layer;
+}
+
+void add_tokenizer(ModelInfo& info, const tokenizer::Tokenizer& tok) {
+    info.tokenizer = tok.kind();
+    info.add_bos = tok.add_bos();
+    info.add_eos = tok.add_eos();
+    const std::pair<const char*, int32_t> specials[] = {{"bos", tok.bos()}, {"eos", tok.eos()}, {"eot", tok.eot()},
+                                                        {"eom", tok.eom()}, {"unk", tok.unk()}, {"pad", tok.pad()}};
+    for (const auto& [role, id] : specials)
+        if (id >= 0 && id < tok.n_vocab()) info.special_tokens.push_back({role, id, tok.token_text(id)});
+}
+
+void add_chat_templates(ModelInfo& info, const gguf::File& file) {
+    const std::string key = "tokenizer.chat_template";
+    if (const gguf::Value* v = file.find(key); v && v->type == gguf::ValueType::STRING) info.chat_template = v->s;
+    const std::string prefix = key + ".";
+    for (const std::string& k : file.keys_in_order())
+        if (k.size() > prefix.size() && k.rfind(prefix, 0) == 0) info.chat_template_names.push_back(k.substr(prefix.size()));
+}
+
+// The spec's names in the table (they predate ModelInfo's and the table keeps them).
+const char* table_activation(const std::string& a) {
+    if (a == "gelu_tanh") return "gelu";
+    if (a == "gelu_erf") return "gelu-erf";
+    return a.c_str();
+}
+
+std::string table_scaling(const RopeInfo& r) {
+    if (r.scaling == "linear") return " linear";
+    if (r.scaling == "yarn") return " yarn";
+    if (r.scaling == "llama3") return " freq-factors";
+    if (r.scaling == "longrope") return " longrope";
+    return "";
+}
+
+}  // namespace
+
+ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spec, const tokenizer::Tokenizer* tok) {
+    ModelInfo info;
+    info.arch = spec.arch;
+    info.name = spec.name;
+    info.source = file.path();
+    info.n_layer = spec.n_layer;
+    info.n_embd = spec.n_embd;
+    info.n_vocab = spec.n_vocab;
+    info.n_ctx_train = spec.n_ctx_train;
+    info.norm = spec.norm == model::NormKind::RMSNorm ? "rms_norm" : "layer_norm";
+    info.norm_eps = spec.norm_eps;
+    info.embd_scale = spec.embd_scale;
+    info.learned_positions = spec.learned_positions;
+    info.tied_embeddings = spec.tied_embeddings;
+    info.final_softcap = spec.final_softcap;
+
+    for (size_t l = 0; l < spec.layers.size(); ++l) {
+        const model::LayerSpec& L = spec.layers[l];
+        LayerInfo li;
+        li.index = int(l);
+        li.norm_placement = placement_name(L.norm_placement);
+        li.attention = attention_info(L.attn);
+        li.ffn = ffn_info(L.ffn);
+        // The f32 cache row of one token: its keys and its values (MLA: the latent and RoPE key
+        // row as "keys", the latent again as "values"; the spec sizes them so).
+        li.kv_bytes_per_token = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim + L.attn.head_dim_v) * sizeof(float);
+        // A window no shorter than the context is cached like a global layer; here, without a
+        // context, any window counts as local.
+        if (L.attn.window > 0) {
+            info.kv_bytes_per_token_local += li.kv_bytes_per_token;
+            info.n_local_layers++;
+        } else {
+            info.kv_bytes_per_token_global += li.kv_bytes_per_token;
+            info.n_global_layers++;
+        }
+        info.layers.push_back(std::move(li));
+    }
+
+    for (const gguf::TensorInfo& t : file.tensors()) {
+        TensorInfo ti = tensor_info(t);
+        info.parameters += t.n_elements();
+        info.tensor_bytes += t.n_bytes;
+        const int layer = tensor_layer(t.name);
+        if (layer >= 0 && layer < int(info.layers.size())) info.layers[size_t(layer)].tensors.push_back(ti);
+        info.tensors.push_back(std::move(ti));
+    }
+
+    if (tok) add_tokenizer(info, *tok);
+    add_chat_templates(info, file);
+    return info;
+}
+
+ModelInfo read_model_info(const GgufFile& file) {
+    const gguf::File& f = file.internal();
+    const model::ModelSpec spec = model::ModelSpec::from_gguf(f);
+    // A file without a vocabulary still has an architecture to describe.
+    std::unique_ptr<tokenizer::Tokenizer> tok;
+    if (f.has("tokenizer.ggml.model") || f.has("tokenizer.ggml.tokens")) tok = tokenizer::Tokenizer::from_gguf(f);
+    return detail::model_info(f, spec, tok.get());
+}
+
+std::string ModelInfo::layer_table() const {
+    std::ostringstream s;
+    s << "architecture " << arch << (name.empty() ? "" : " (" + name + ")") << ": " << n_layer << " layers, n_embd "
+      << n_embd << ", n_vocab " << n_vocab << ", context " << n_ctx_train << "\n";
+    s << "norm " << (norm == "rms_norm" ? "RMSNorm" : "LayerNorm") << " eps " << norm_eps
+      << (tied_embeddings ? ", tied embeddings" : "") << (learned_positions ? ", learned positions" : "");
+    if (embd_scale != 1.0f) s << ", embedding scale " << embd_scale;
+    if (final_softcap > 0) s << ", final soft-cap " << final_softcap;
+    s << "\n";
+    s << "layer  heads(q/kv) head_dim  attention        rope                     norm      ffn\n";
+    for (const LayerInfo& L : layers) {
+        const AttentionInfo& a = L.attention;
+        char attn[64], rope[64], ffn[64], heads[32];
+        std::snprintf(heads, sizeof heads, "%d/%d", a.n_head, a.n_head_kv);
+        if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
+        else if (a.chunk > 0) std::snprintf(attn, sizeof attn, "chunk %d", a.chunk);
+        else std::snprintf(attn, sizeof attn, "global");
+        if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
+        else
+            std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
+                          double(a.rope.freq_base), table_scaling(a.rope).c_str());
+        if (L.ffn.kind == "moe")
+            std::snprintf(ffn, sizeof ffn, "moe %d/%d x %d%s", L.ffn.top_k, L.ffn.n_expert, L.ffn.n_ff_expert,
+                          L.ffn.norm_topk ? " renorm" : "");
+        else
+            std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.kind == "dense_gated" ? "gated " : "",
+                          table_activation(L.ffn.activation), L.ffn.n_ff);
+        const char* qk = a.qk_norm == "none" ? "" : a.qk_norm == "per_head" ? ", qk-norm" : ", qk-norm (full)";
+        char line[320];
+        std::snprintf(line, sizeof line, "%5d  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", L.index, heads, a.head_dim, attn,
+                      rope, L.norm_placement.c_str(), ffn, qk, a.softcap > 0 ? ", softcap" : "");
+        s << line;
+    }
+    return s.str();
+}
+
+}  // namespace vkllm
