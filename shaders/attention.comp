@@ -46,7 +46,7 @@ layout(std430, binding = 4) readonly buffer KVPos { int kv_pos[]; };   // [n_kv]
 // [n_q, n_head, DV]; with SPLIT the partials: O [n_q * n_head, n_splits, DV], then (m, l) pairs
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
 layout(std430, binding = 6) readonly buffer Sinks { float sinks[]; };  // [n_head]
-layout(std430, binding = 7) writeonly buffer Probs { float probs[]; }; // [n_q, n_head, n_kv]
+layout(std430, binding = 7) writeonly buffer Probs { float probs[]; }; // [n_q, n_head, n_kv] (+ sinks [n_q, n_head])
 
 layout(push_constant) uniform Push {
     uint n_q;
@@ -188,6 +188,8 @@ void main() {
                 const float m_new = max(mx, sink);
                 l = l * exp(mx - m_new) + exp(sink - m_new);
                 mx = m_new;
+                // The sink's own probability, after the rows: probs[n_q * n_head * n_kv + row].
+                probs[pc.n_q * pc.n_head * pc.n_kv + ROW_Q(t) * pc.n_head + ROW_HEAD(t)] = exp(sink - mx) / l;
             }
             m_sh[t] = mx;
             l_sh[t] = l;

@@ -60,3 +60,6 @@ endforeach()
 
 # --- Llama 4's weighted expert input ---
 vkllm_shader(moe_weight_input moe_weight_input.comp)
+
+# --- residual-stream edits (interventions, ResidualEdit) ---
+vkllm_shader(residual_edit residual_edit.comp)

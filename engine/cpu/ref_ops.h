@@ -211,4 +211,19 @@ struct RouterParams {
 // logits [n_tokens, n_expert] -> experts [n_tokens, top_k], weights [n_tokens, top_k].
 void route(const float* logits, int64_t n_tokens, const RouterParams& p, int32_t* experts, float* weights);
 
+// ---------------------------------------------------------------------------------------------
+// Residual-stream edits (ref_residual_edit.cpp), the reference of ops::residual_edit.
+
+struct ChannelEdit {
+    enum Mode { Zero, Value, Scale, Mean };
+    int channel = 0;
+    Mode mode = Zero;
+    float value = 0;
+};
+// Applies `edits` in order to every row of x [n_tokens, n]. Mean edits keep (sum, count) in
+// state[2 e], state[2 e + 1] across calls and set the channel to sum / count after adding this
+// call's unedited values.
+void residual_edit(float* x, int64_t n_tokens, int64_t n, const ChannelEdit* edits, int n_edits, double* state);
+
 }  // namespace vkllm::cpu
+

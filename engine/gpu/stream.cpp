@@ -48,8 +48,12 @@ void Stream::begin() {
     for (VkDescriptorPool p : descriptor_pools_) VK_CHECK(vkResetDescriptorPool(ctx_.device(), p, 0));
     current_pool_ = 0;
     labels_.clear();
+    label_layers_.clear();
+    label_dispatches_.clear();
     stamps_.clear();
     dispatches_ = 0;
+    barriers_ = 0;
+    layer_ = -1;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     VK_CHECK(vkBeginCommandBuffer(cb_, &begin));
@@ -135,6 +139,7 @@ void Stream::barrier(const char*) {
     vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr,
                          0, nullptr);
+    ++barriers_;
 }
 
 void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
@@ -162,6 +167,8 @@ void Stream::mark(const char* label) {
     if (!profiling_ || !queries_ || labels_.size() + 1 >= kMaxTimestamps) return;
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, uint32_t(labels_.size()));
     labels_.emplace_back(label);
+    label_layers_.push_back(layer_);
+    label_dispatches_.push_back(dispatches_);
 }
 
 void Stream::submit_and_wait() {
@@ -183,9 +190,16 @@ void Stream::submit_and_wait() {
 
 std::vector<std::pair<std::string, double>> Stream::timings() const {
     std::vector<std::pair<std::string, double>> out;
+    for (const Interval& i : intervals()) out.emplace_back(i.label, i.ms);
+    return out;
+}
+
+std::vector<Stream::Interval> Stream::intervals() const {
+    std::vector<Interval> out;
     double ns = ctx_.caps().timestamp_period_ns;
     for (size_t i = 0; i + 1 < stamps_.size(); ++i)
-        out.emplace_back(labels_[i], double(stamps_[i + 1] - stamps_[i]) * ns * 1e-6);
+        out.push_back({labels_[i], label_layers_[i], double(stamps_[i + 1] - stamps_[i]) * ns * 1e-6,
+                       label_dispatches_[i + 1] - label_dispatches_[i]});
     return out;
 }
 

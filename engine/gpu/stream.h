@@ -48,15 +48,27 @@ public:
     void fill_zero(const Buffer& dst, uint64_t offset = 0, uint64_t bytes = VK_WHOLE_SIZE);
 
     // Timestamps: when profiling is on, mark(label) closes the previous interval and opens one
-    // named `label`; timings() after submit() gives the GPU milliseconds of each interval.
+    // named `label`, tagged with the current layer (set_layer; -1 outside the layers).
+    // After submit(), timings() gives (label, GPU milliseconds) of each interval in recorded
+    // order, and intervals() the same with each one's layer and the dispatches recorded in it.
+    struct Interval {
+        std::string label;
+        int layer = -1;
+        double ms = 0;
+        uint32_t dispatches = 0;
+    };
     void set_profiling(bool on) { profiling_ = on; }
     bool profiling() const { return profiling_; }
+    void set_layer(int layer) { layer_ = layer; }
     void mark(const char* label);
     std::vector<std::pair<std::string, double>> timings() const;
+    std::vector<Interval> intervals() const;
 
     // Ends recording, submits and blocks until the GPU has finished.
     void submit_and_wait();
+    // Dispatches and barriers recorded since begin() (counted whether or not profiling is on).
     uint32_t dispatch_count() const { return dispatches_; }
+    uint32_t barrier_count() const { return barriers_; }
 
 private:
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
@@ -68,10 +80,14 @@ private:
     size_t current_pool_ = 0;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<std::string> labels_;
+    std::vector<int> label_layers_;
+    std::vector<uint32_t> label_dispatches_;  // dispatches_ when each mark was written
+    int layer_ = -1;
     std::vector<uint64_t> stamps_;
     bool profiling_ = false;
     bool recording_ = false;
     uint32_t dispatches_ = 0;
+    uint32_t barriers_ = 0;
 };
 
 }  // namespace vkllm::gpu

@@ -156,7 +156,9 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     const detail::Window kpw = detail::window(ctx, kv_pos, 0, uint64_t(n_kv), op, "kv_pos");
     const detail::Window ow = detail::window(ctx, out, 0, q_rows * plan.dv, op, "out");
     const detail::Window sw = sinks ? detail::window(ctx, *sinks, 0, uint64_t(p.n_head), op, "sinks") : qw;
-    const detail::Window pw = probs ? detail::window(ctx, *probs, 0, q_rows * uint64_t(n_kv), op, "probs") : ow;
+    // With sinks the probabilities are followed by each row's sink probability.
+    const uint64_t prob_count = q_rows * (uint64_t(n_kv) + (sinks ? 1 : 0));
+    const detail::Window pw = probs ? detail::window(ctx, *probs, 0, prob_count, op, "probs") : ow;
     const detail::Window partw =
         split ? detail::window(ctx, *scratch, 0, q_rows * plan.n_splits * (plan.dv + 2), op, "scratch") : ow;
 

@@ -101,7 +101,8 @@ struct AttentionParams {
 //        slot (-1: empty), so ring-buffer caches work unchanged
 //   out: [n_q, n_head, head_dim]
 //   sinks: optional float [n_head]: a learned logit per head that joins the softmax denominator
-//   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes)
+//   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes); with sinks
+//        followed by [n_q, n_head]: the sink's probability of each row (rows + sink sum to 1)
 //   scratch: optional. With it, few queries over a long cache are split over the keys (split-K:
 //        partial softmax per key range, then a combine pass), which keeps a large GPU busy during
 //        decode; without it one workgroup walks all keys per (query block, head block). Pass one
@@ -233,5 +234,24 @@ void moe_weighted_input(Stream& s, const Buffer& x, uint64_t x_offset, const Moe
 // Expert-load probe: load: float [n_expert, 2] = (pairs routed to expert e, sum of their weights);
 // accumulate adds to the values already there (counting over several steps).
 void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer& load, bool accumulate = false);
+
+// --- Residual-stream edits (interventions) ---------------------------------------------------
+
+// One edit of a channel, laid out as the shader reads it (16 bytes).
+struct ChannelEdit {
+    enum Mode : uint32_t { Zero = 0, Value = 1, Scale = 2, Mean = 3 };
+    uint32_t channel = 0;
+    uint32_t mode = Zero;
+    float value = 0;   // Value: the value set; Scale: the factor
+    uint32_t unused = 0;
+};
+// Applies edits[first .. first + n_edits) in order to every row of x: [n_tokens, n]:
+//   Zero: x[t, c] = 0; Value: x[t, c] = value; Scale: x[t, c] *= value;
+//   Mean: state[2 e] += sum_t x[t, c], state[2 e + 1] += n_tokens, then x[t, c] = their ratio
+//         (the running mean of the channel over every call since the state was zeroed).
+// edits: ChannelEdit array; state: float [2 * total edits], zeroed by the caller to start over.
+// One dispatch (one workgroup).
+void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, const Buffer& edits, int first,
+                   int n_edits, const Buffer& state);
 
 }  // namespace vkllm::ops

@@ -143,7 +143,9 @@ protected:
         gpu::Buffer qb = upload(q), kb = upload(k), vb = upload(v), qpb = upload(q_pos), kpb = upload(kv_pos);
         gpu::Buffer sb = upload(sinks);
         gpu::Buffer ob(ctx(), ref_out.size() * 4, gpu::Memory::Device);
-        gpu::Buffer pb(ctx(), std::max<size_t>(ref_probs.size(), 1) * 4, gpu::Memory::Device);
+        // With sinks, each row's sink probability follows the rows.
+        const size_t sink_rows = c.sinks ? size_t(c.n_q * c.n_head) : 0;
+        gpu::Buffer pb(ctx(), std::max<size_t>(ref_probs.size() + sink_rows, 1) * 4, gpu::Memory::Device);
         const uint64_t scratch_bytes =
             c.scratch ? uint64_t(double(ops::attention_scratch_bytes(ctx(), c.n_q, c.n_kv, p)) * c.scratch_share) : 0;
         if (c.scratch && c.n_kv >= 256) {
@@ -160,7 +162,8 @@ protected:
         EXPECT_LT(test::nmse(out, ref_out), 1e-9);
         EXPECT_LT(test::max_abs_diff(out, ref_out), 1e-4);
         if (!c.probs) return;
-        const auto probs = download(pb, ref_probs.size());
+        const auto all_probs = download(pb, ref_probs.size() + sink_rows);
+        const std::vector<float> probs(all_probs.begin(), all_probs.begin() + long(ref_probs.size()));
         EXPECT_LT(test::nmse(probs, ref_probs), 1e-9);
         EXPECT_LT(test::max_abs_diff(probs, ref_probs), 1e-5);
         for (int64_t row = 0; row < c.n_q * c.n_head; ++row) {
@@ -176,6 +179,12 @@ protected:
             EXPECT_NEAR(sum, ref_sum, 1e-5) << "row " << row;
             if (!c.sinks && ref_sum > 0) {
                 EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << row;
+            }
+            // The sink takes what the keys leave of the reference's softmax.
+            if (c.sinks) {
+                const float sink = all_probs[ref_probs.size() + size_t(row)];
+                EXPECT_NEAR(sink, 1.0 - ref_sum, 1e-5) << "row " << row;
+                EXPECT_NEAR(sum + sink, 1.0, 1e-5) << "row " << row;
             }
         }
     }
@@ -265,6 +274,7 @@ TEST_F(Attention, SinksJoinTheDenominator) {
         Case c;
         c.n_head_kv = 2;
         c.sinks = true;
+        c.probs = !split;  // probabilities (with the sink's) never split
         c.n_q = split ? 1 : 40;
         c.n_kv = split ? 700 : 130;
         c.scratch = split;
