@@ -1,0 +1,329 @@
+#include "template/interpreter.h"
+
+#include <map>
+
+#include "template/builtins.h"
+
+namespace vkllm::jinja {
+
+namespace {
+
+struct Scope {
+    std::map<std::string, Value> vars;
+    Scope* parent = nullptr;
+
+    const Value* find(const std::string& name) const {
+        for (const Scope* s = this; s; s = s->parent) {
+            auto it = s->vars.find(name);
+            if (it != s->vars.end()) return &it->second;
+        }
+        return nullptr;
+    }
+};
+
+enum class Flow { Normal, Break, Continue };
+
+class Interpreter {
+public:
+    Interpreter(const Source& source, const Dict& variables, const std::tm& now) : src_(source) {
+        for (auto& [k, v] : make_globals(now).items) globals_.vars[k.string] = v;
+        for (const auto& [k, v] : variables.items) globals_.vars[to_str(k)] = v;
+        root_.parent = &globals_;
+    }
+
+    std::string run(const Template& tpl) {
+        std::string out;
+        Flow f = exec(tpl.body, root_, out);
+        if (f != Flow::Normal) throw Error("'break' or 'continue' outside of a loop");
+        return out;
+    }
+
+private:
+    const Source& src_;
+    Scope globals_, root_;
+
+    // Gives an error thrown below `offset` that position when it has none.
+    [[noreturn]] void locate(Error& e, size_t offset) const {
+        if (!e.line && !e.raised) src_.position(offset, e.line, e.column);
+        throw;
+    }
+
+    // ---- statements ----
+
+    Flow exec(const Body& body, Scope& scope, std::string& out) {
+        for (const auto& s : body) {
+            Flow f = Flow::Normal;
+            try {
+                f = exec(*s, scope, out);
+            } catch (Error& e) {
+                locate(e, s->offset);
+            }
+            if (f != Flow::Normal) return f;
+        }
+        return Flow::Normal;
+    }
+
+    Flow exec(const Stmt& s, Scope& scope, std::string& out) {
+        switch (s.kind) {
+            case Stmt::K::Text: out += s.text; return Flow::Normal;
+            case Stmt::K::Print: out += to_str(eval(*s.expr, scope)); return Flow::Normal;
+            case Stmt::K::If:
+                for (size_t i = 0; i < s.conditions.size(); ++i)
+                    if (truthy(eval(*s.conditions[i], scope))) return exec(s.bodies[i], scope, out);
+                if (s.bodies.size() > s.conditions.size()) return exec(s.bodies.back(), scope, out);
+                return Flow::Normal;
+            case Stmt::K::For: exec_for(s, scope, out); return Flow::Normal;
+            case Stmt::K::Set: assign(s.targets, eval(*s.expr, scope), scope); return Flow::Normal;
+            case Stmt::K::SetBlock: {
+                Value v = Value::from(capture(s.bodies[0], scope));
+                if (s.expr) v = apply_filters(*s.expr, v, scope);
+                assign(s.targets, v, scope);
+                return Flow::Normal;
+            }
+            case Stmt::K::Macro: scope.vars[s.text] = make_macro(s, nullptr); return Flow::Normal;
+            case Stmt::K::CallBlock: {
+                // The called macro gets `caller`, a macro whose body is this block.
+                Value caller = make_macro(s, &scope);
+                const Expr& call = *s.expr;
+                Value callee = eval(*call.args[0], scope);
+                Args args = eval_args(call, 1, scope);
+                args.keywords.emplace_back("caller", caller);
+                out += to_str(invoke(callee, args));
+                return Flow::Normal;
+            }
+            case Stmt::K::FilterBlock:
+                out += to_str(apply_filters(*s.expr, Value::from(capture(s.bodies[0], scope)), scope));
+                return Flow::Normal;
+            case Stmt::K::Break: return Flow::Break;
+            case Stmt::K::Continue: return Flow::Continue;
+            case Stmt::K::Scope: return exec(s.bodies[0], scope, out);
+        }
+        return Flow::Normal;
+    }
+
+    std::string capture(const Body& body, Scope& scope) {
+        std::string text;
+        if (exec(body, scope, text) != Flow::Normal) throw Error("'break' or 'continue' outside of a loop");
+        return text;
+    }
+
+    // Applies a chain of filters whose innermost input is null (block set, filter block).
+    Value apply_filters(const Expr& f, const Value& input, Scope& scope) {
+        Value v = f.args[0] ? apply_filters(*f.args[0], input, scope) : input;
+        return apply_filter(f.name, v, eval_args(f, 1, scope));
+    }
+
+    void assign(const std::vector<std::string>& targets, const Value& v, Scope& scope) {
+        if (targets.size() == 1) {
+            const std::string& t = targets[0];
+            size_t dot = t.find('.');
+            if (dot == std::string::npos) {
+                scope.vars[t] = v;
+                return;
+            }
+            const Value* ns = scope.find(t.substr(0, dot));
+            if (!ns || ns->kind != Kind::Namespace) throw Error("cannot assign attribute on non-namespace object");
+            ns->dict->set(t.substr(dot + 1), v);
+            return;
+        }
+        List items = iterate(v);
+        if (items.size() != targets.size())
+            throw Error("cannot unpack " + std::to_string(items.size()) + " values into " +
+                        std::to_string(targets.size()) + " names");
+        for (size_t i = 0; i < targets.size(); ++i) assign({targets[i]}, items[i], scope);
+    }
+
+    void exec_for(const Stmt& s, Scope& scope, std::string& out) {
+        Value iterable = eval(*s.expr, scope);
+        if (!iterable.is_undefined() && !iterable.is_list() && !iterable.is_dict() && !iterable.is_string())
+            throw Error("'" + type_name(iterable) + "' object is not iterable");
+        List all = iterate(iterable), items;
+        Scope loop_scope;
+        loop_scope.parent = &scope;
+        if (s.condition) {  // `for x in xs if cond`: filtered before the loop (loop.* counts these)
+            for (const auto& item : all) {
+                assign(s.targets, item, loop_scope);
+                if (truthy(eval(*s.condition, loop_scope))) items.push_back(item);
+            }
+            loop_scope.vars.clear();
+        } else {
+            items = std::move(all);
+        }
+        size_t n = items.size();
+        for (size_t i = 0; i < n; ++i) {
+            assign(s.targets, items[i], loop_scope);
+            loop_scope.vars["loop"] = loop_object(items, i);
+            Flow f = exec(s.bodies[0], loop_scope, out);
+            if (f == Flow::Break) break;
+        }
+        if (n == 0 && s.bodies.size() > 1) exec(s.bodies[1], loop_scope, out);
+    }
+
+    static Value loop_object(const List& items, size_t i) {
+        size_t n = items.size();
+        Value loop;
+        loop.kind = Kind::Namespace;
+        loop.dict = std::make_shared<Dict>();
+        Dict& d = *loop.dict;
+        d.set("index0", Value::from(int64_t(i)));
+        d.set("index", Value::from(int64_t(i + 1)));
+        d.set("revindex0", Value::from(int64_t(n - i - 1)));
+        d.set("revindex", Value::from(int64_t(n - i)));
+        d.set("first", Value::from(i == 0));
+        d.set("last", Value::from(i + 1 == n));
+        d.set("length", Value::from(int64_t(n)));
+        d.set("depth", Value::from(int64_t(1)));
+        d.set("depth0", Value::from(int64_t(0)));
+        d.set("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
+        d.set("nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
+        d.set("cycle", Value::function("cycle", [i](const Args& a) {
+            if (a.positional.empty()) throw Error("no items for cycling given");
+            return a.positional[i % a.positional.size()];
+        }));
+        return loop;
+    }
+
+    // A macro (or a call block's `caller` when `caller_scope` is set) as a callable value.
+    Value make_macro(const Stmt& s, Scope* caller_scope) {
+        Scope* parent = caller_scope ? caller_scope : &root_;
+        std::string name = caller_scope ? "caller" : s.text;
+        return Value::function(name, [this, &s, parent, name](const Args& a) {
+            Scope local;
+            local.parent = parent;
+            if (a.positional.size() > s.params.size())
+                throw Error("macro '" + name + "' takes not more than " + std::to_string(s.params.size()) +
+                            " argument(s)");
+            for (size_t i = 0; i < s.params.size(); ++i) {
+                const auto& [pname, def] = s.params[i];
+                if (i < a.positional.size()) local.vars[pname] = a.positional[i];
+                else if (const Value* kw = a.keyword(pname)) local.vars[pname] = *kw;
+                else if (def) local.vars[pname] = eval(*def, local);
+                else local.vars[pname] = Value::undefined("parameter '" + pname + "' was not provided");
+            }
+            Dict extra;
+            for (const auto& [k, v] : a.keywords) {
+                bool known = k == "caller";
+                for (const auto& p : s.params) known = known || p.first == k;
+                if (!known) extra.set(k, v);
+            }
+            if (const Value* c = a.keyword("caller")) local.vars["caller"] = *c;
+            local.vars["kwargs"] = Value::from(std::move(extra));
+            local.vars["varargs"] = Value::from(List{});
+            std::string text;
+            if (exec(s.bodies[0], local, text) != Flow::Normal) throw Error("'break' or 'continue' outside of a loop");
+            return Value::from(text);  // a plain str: autoescape is off
+        });
+    }
+
+    // ---- expressions ----
+
+    Args eval_args(const Expr& e, size_t first, Scope& scope) {
+        Args a;
+        for (size_t i = first; i < e.args.size(); ++i) a.positional.push_back(eval(*e.args[i], scope));
+        for (const auto& [k, v] : e.keywords) a.keywords.emplace_back(k, eval(*v, scope));
+        return a;
+    }
+
+    Value invoke(const Value& callee, const Args& args) {
+        if (callee.kind == Kind::Callable) return callee.callable->call(args);
+        if (callee.is_undefined()) fail_undefined(callee);
+        throw Error("'" + type_name(callee) + "' object is not callable");
+    }
+
+    Value eval(const Expr& e, Scope& scope) {
+        try {
+            return eval_node(e, scope);
+        } catch (Error& err) {
+            locate(err, e.offset);
+        }
+    }
+
+    Value eval_node(const Expr& e, Scope& scope) {
+        switch (e.kind) {
+            case Expr::K::Const: return e.value;
+            case Expr::K::Name: {
+                if (const Value* v = scope.find(e.name)) return *v;
+                return Value::undefined("'" + e.name + "' is undefined");
+            }
+            case Expr::K::List: case Expr::K::Tuple: {
+                List l;
+                for (const auto& x : e.args) l.push_back(eval(*x, scope));
+                return Value::from(std::move(l));
+            }
+            case Expr::K::Dict: {
+                Dict d;
+                for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+                    Value k = eval(*e.args[i], scope);
+                    if (k.is_list() || k.is_dict() || k.is_undefined()) throw Error("unhashable type: '" + type_name(k) + "'");
+                    d.set(k, eval(*e.args[i + 1], scope));
+                }
+                return Value::from(std::move(d));
+            }
+            case Expr::K::Attr: return get_attr(eval(*e.args[0], scope), e.name);
+            case Expr::K::Item: return get_item(eval(*e.args[0], scope), eval(*e.args[1], scope));
+            case Expr::K::Slice: {
+                auto part = [&](size_t i) { return e.args[i] ? eval(*e.args[i], scope) : Value::none(); };
+                return slice(eval(*e.args[0], scope), part(1), part(2), part(3));
+            }
+            case Expr::K::Call: return invoke(eval(*e.args[0], scope), eval_args(e, 1, scope));
+            case Expr::K::Filter: return apply_filter(e.name, eval(*e.args[0], scope), eval_args(e, 1, scope));
+            case Expr::K::Test: {
+                bool r = apply_test(e.name, eval(*e.args[0], scope), eval_args(e, 1, scope));
+                return Value::from(e.negated ? !r : r);
+            }
+            case Expr::K::Not: return Value::from(!truthy(eval(*e.args[0], scope)));
+            case Expr::K::Neg: case Expr::K::Pos: {
+                Value v = eval(*e.args[0], scope);
+                if (v.is_undefined()) fail_undefined(v);
+                if (!v.is_number()) throw Error("bad operand type for unary " + std::string(e.kind == Expr::K::Neg ? "-" : "+") + ": '" + type_name(v) + "'");
+                if (e.kind == Expr::K::Pos) return v.kind == Kind::Bool ? Value::from(int64_t(v.boolean)) : v;
+                if (v.kind == Kind::Float) return Value::from(-v.real);
+                return Value::from(-(v.kind == Kind::Bool ? int64_t(v.boolean) : v.integer));
+            }
+            case Expr::K::Binary: {
+                Value a = eval(*e.args[0], scope), b = eval(*e.args[1], scope);
+                if (e.name == "~") return Value::from(to_str(a) + to_str(b));
+                return arithmetic(e.name, a, b);
+            }
+            case Expr::K::And: {
+                Value a = eval(*e.args[0], scope);
+                return truthy(a) ? eval(*e.args[1], scope) : a;
+            }
+            case Expr::K::Or: {
+                Value a = eval(*e.args[0], scope);
+                return truthy(a) ? a : eval(*e.args[1], scope);
+            }
+            case Expr::K::Compare: {
+                Value left = eval(*e.args[0], scope);
+                for (size_t i = 0; i < e.ops.size(); ++i) {
+                    Value right = eval(*e.args[i + 1], scope);
+                    const std::string& op = e.ops[i];
+                    bool r;
+                    if (op == "==") r = equals(left, right);
+                    else if (op == "!=") r = !equals(left, right);
+                    else if (op == "in") r = contains(right, left);
+                    else if (op == "notin") r = !contains(right, left);
+                    else {
+                        int c = compare(left, right);
+                        r = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
+                    }
+                    if (!r) return Value::from(false);
+                    left = std::move(right);
+                }
+                return Value::from(true);
+            }
+            case Expr::K::Cond:
+                if (truthy(eval(*e.args[0], scope))) return eval(*e.args[1], scope);
+                return e.args[2] ? eval(*e.args[2], scope) : Value::undefined("the inline if-expression evaluated to false and no else section was defined");
+        }
+        throw Error("unknown expression");
+    }
+};
+
+}  // namespace
+
+std::string render(const Template& tpl, const Source& source, const Dict& variables, const std::tm& now) {
+    return Interpreter(source, variables, now).run(tpl);
+}
+
+}  // namespace vkllm::jinja

@@ -1,0 +1,406 @@
+#include "template/value.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace vkllm::jinja {
+
+const Value* Dict::find(const std::string& key) const {
+    for (const auto& [k, v] : items)
+        if (k.is_string() && k.string == key) return &v;
+    return nullptr;
+}
+
+const Value* Dict::find(const Value& key) const {
+    for (const auto& [k, v] : items)
+        if (equals(k, key)) return &v;
+    return nullptr;
+}
+
+void Dict::set(const std::string& key, Value v) { set(Value::from(key), std::move(v)); }
+
+void Dict::set(const Value& key, Value v) {
+    for (auto& [k, old] : items)
+        if (equals(k, key)) { old = std::move(v); return; }
+    items.emplace_back(key, std::move(v));
+}
+
+const Value* Args::keyword(const std::string& name) const {
+    for (const auto& [k, v] : keywords)
+        if (k == name) return &v;
+    return nullptr;
+}
+
+const Value* Args::get(size_t index, const std::string& name) const {
+    if (index < positional.size()) return &positional[index];
+    return keyword(name);
+}
+
+std::string type_name(const Value& v) {
+    switch (v.kind) {
+        case Kind::Undefined: return "Undefined";
+        case Kind::None: return "NoneType";
+        case Kind::Bool: return "bool";
+        case Kind::Int: return "int";
+        case Kind::Float: return "float";
+        case Kind::String: return "str";
+        case Kind::List: return v.generator ? "generator" : "list";
+        case Kind::Dict: return "dict";
+        case Kind::Namespace: return "Namespace";
+        case Kind::Callable: return "function";
+    }
+    return "?";
+}
+
+bool truthy(const Value& v) {
+    switch (v.kind) {
+        case Kind::Undefined: case Kind::None: return false;
+        case Kind::Bool: return v.boolean;
+        case Kind::Int: return v.integer != 0;
+        case Kind::Float: return v.real != 0;
+        case Kind::String: return !v.string.empty();
+        case Kind::List: return v.generator || !v.list->empty();  // a generator object is true
+        case Kind::Dict: return !v.dict->items.empty();
+        case Kind::Namespace: case Kind::Callable: return true;
+    }
+    return false;
+}
+
+std::string float_repr(double d) {
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    // The fewest significant digits that read back as the same double.
+    char buf[64];
+    int precision = 1;
+    for (; precision <= 17; ++precision) {
+        std::snprintf(buf, sizeof buf, "%.*e", precision - 1, d);
+        if (std::strtod(buf, nullptr) == d) break;
+    }
+    // buf is "[-]D.DDDe[+-]XX": take the digits and the decimal exponent.
+    std::string s = buf;
+    bool negative = s[0] == '-';
+    if (negative) s.erase(0, 1);
+    size_t e = s.find('e');
+    int exponent = std::atoi(s.c_str() + e + 1);
+    std::string digits;
+    for (size_t i = 0; i < e; ++i)
+        if (s[i] != '.') digits += s[i];
+    while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+    std::string out;
+    if (exponent < -4 || exponent >= 16) {  // Python's repr switches to scientific notation here
+        out = digits.substr(0, 1);
+        if (digits.size() > 1) out += "." + digits.substr(1);
+        char exp[16];
+        std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+        out += exp;
+    } else if (exponent < 0) {
+        out = "0." + std::string(size_t(-exponent - 1), '0') + digits;
+    } else {
+        size_t int_digits = size_t(exponent) + 1;
+        if (digits.size() <= int_digits) {
+            out = digits + std::string(int_digits - digits.size(), '0') + ".0";
+        } else {
+            out = digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+        }
+    }
+    return negative ? "-" + out : out;
+}
+
+static std::string repr_string(const std::string& s) {
+    bool has_single = s.find('\'') != std::string::npos, has_double = s.find('"') != std::string::npos;
+    char quote = has_single && !has_double ? '"' : '\'';
+    std::string out(1, quote);
+    for (unsigned char c : s) {
+        if (c == '\\') out += "\\\\";
+        else if (c == quote) { out += '\\'; out += char(c); }
+        else if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        } else out += char(c);
+    }
+    return out + quote;
+}
+
+std::string repr(const Value& v) {
+    switch (v.kind) {
+        case Kind::String: return repr_string(v.string);
+        case Kind::List: {
+            if (v.generator) return "<generator object>";
+            std::string out = "[";
+            for (size_t i = 0; i < v.list->size(); ++i) out += (i ? ", " : "") + repr((*v.list)[i]);
+            return out + "]";
+        }
+        case Kind::Dict: {
+            std::string out = "{";
+            bool first = true;
+            for (const auto& [k, x] : v.dict->items) {
+                out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+                first = false;
+            }
+            return out + "}";
+        }
+        default: return to_str(v);
+    }
+}
+
+std::string to_str(const Value& v) {
+    switch (v.kind) {
+        case Kind::Undefined: return "";
+        case Kind::None: return "None";
+        case Kind::Bool: return v.boolean ? "True" : "False";
+        case Kind::Int: return std::to_string(v.integer);
+        case Kind::Float: return float_repr(v.real);
+        case Kind::String: return v.string;
+        case Kind::List: case Kind::Dict: return repr(v);
+        case Kind::Namespace: return "<Namespace>";
+        case Kind::Callable: return "<function " + v.callable->name + ">";
+    }
+    return "";
+}
+
+void fail_undefined(const Value& v) {
+    throw Error(v.string.empty() ? "value is undefined" : v.string);
+}
+
+bool equals(const Value& a, const Value& b) {
+    if (a.is_number() && b.is_number()) {
+        if (a.kind == Kind::Float || b.kind == Kind::Float) {
+            double x = a.kind == Kind::Float ? a.real : double(a.kind == Kind::Bool ? a.boolean : a.integer);
+            double y = b.kind == Kind::Float ? b.real : double(b.kind == Kind::Bool ? b.boolean : b.integer);
+            return x == y;
+        }
+        int64_t x = a.kind == Kind::Bool ? a.boolean : a.integer, y = b.kind == Kind::Bool ? b.boolean : b.integer;
+        return x == y;
+    }
+    if (a.kind != b.kind) return false;
+    switch (a.kind) {
+        case Kind::Undefined: case Kind::None: return true;
+        case Kind::String: return a.string == b.string;
+        case Kind::List: {
+            if (a.list->size() != b.list->size()) return false;
+            for (size_t i = 0; i < a.list->size(); ++i)
+                if (!equals((*a.list)[i], (*b.list)[i])) return false;
+            return true;
+        }
+        case Kind::Dict: {
+            if (a.dict->items.size() != b.dict->items.size()) return false;
+            for (const auto& [k, x] : a.dict->items) {
+                const Value* y = b.dict->find(k);
+                if (!y || !equals(x, *y)) return false;
+            }
+            return true;
+        }
+        default: return a.dict == b.dict && a.callable == b.callable;
+    }
+}
+
+int compare(const Value& a, const Value& b) {
+    if (a.is_number() && b.is_number()) {
+        double x = a.kind == Kind::Float ? a.real : double(a.kind == Kind::Bool ? a.boolean : a.integer);
+        double y = b.kind == Kind::Float ? b.real : double(b.kind == Kind::Bool ? b.boolean : b.integer);
+        if (a.kind != Kind::Float && b.kind != Kind::Float) {
+            int64_t i = a.kind == Kind::Bool ? a.boolean : a.integer, j = b.kind == Kind::Bool ? b.boolean : b.integer;
+            return i < j ? -1 : i > j;
+        }
+        return x < y ? -1 : x > y;
+    }
+    if (a.is_string() && b.is_string()) {
+        // Python compares code points; UTF-8 byte order is the same order.
+        int c = a.string.compare(b.string);
+        return c < 0 ? -1 : c > 0;
+    }
+    if (a.is_list() && b.is_list()) {
+        size_t n = std::min(a.list->size(), b.list->size());
+        for (size_t i = 0; i < n; ++i)
+            if (int c = compare((*a.list)[i], (*b.list)[i])) return c;
+        return a.list->size() < b.list->size() ? -1 : a.list->size() > b.list->size();
+    }
+    if (a.is_undefined()) fail_undefined(a);
+    if (b.is_undefined()) fail_undefined(b);
+    throw Error("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+List iterate(const Value& v) {
+    switch (v.kind) {
+        case Kind::Undefined: return {};
+        case Kind::List: return *v.list;
+        case Kind::Dict: {
+            List keys;
+            for (const auto& kv : v.dict->items) keys.push_back(kv.first);
+            return keys;
+        }
+        case Kind::String: {
+            List chars;
+            for (char32_t c : decode_utf8(v.string)) chars.push_back(Value::from(encode_utf8(std::u32string(1, c))));
+            return chars;
+        }
+        default: throw Error("'" + type_name(v) + "' object is not iterable");
+    }
+}
+
+std::u32string decode_utf8(const std::string& s) {
+    std::u32string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        unsigned char c = s[i];
+        int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        if (i + n > s.size()) n = 1;
+        char32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+        for (int k = 1; k < n; ++k) cp = (cp << 6) | (s[i + k] & 0x3f);
+        out += cp;
+        i += n;
+    }
+    return out;
+}
+
+std::string encode_utf8(const std::u32string& s) {
+    std::string out;
+    for (char32_t c : s) {
+        if (c < 0x80) out += char(c);
+        else if (c < 0x800) { out += char(0xc0 | (c >> 6)); out += char(0x80 | (c & 0x3f)); }
+        else if (c < 0x10000) {
+            out += char(0xe0 | (c >> 12)); out += char(0x80 | ((c >> 6) & 0x3f)); out += char(0x80 | (c & 0x3f));
+        } else {
+            out += char(0xf0 | (c >> 18)); out += char(0x80 | ((c >> 12) & 0x3f));
+            out += char(0x80 | ((c >> 6) & 0x3f)); out += char(0x80 | (c & 0x3f));
+        }
+    }
+    return out;
+}
+
+bool is_py_space(char32_t c) {
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+static void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
+    out += '"';
+    for (char32_t c : decode_utf8(s)) {
+        char buf[16];
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            default:
+                if (c < 0x20 || (ensure_ascii && c > 0x7e)) {
+                    if (c >= 0x10000) {  // a surrogate pair, as Python writes it
+                        char32_t v = c - 0x10000;
+                        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (v >> 10)),
+                                      unsigned(0xdc00 + (v & 0x3ff)));
+                    } else {
+                        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
+                    }
+                    out += buf;
+                } else {
+                    out += encode_utf8(std::u32string(1, c));
+                }
+        }
+    }
+    out += '"';
+}
+
+// json.dumps writes non-string keys as strings: 1 -> "1", True -> "true", None -> "null".
+static std::string json_key(const Value& k) {
+    switch (k.kind) {
+        case Kind::String: return k.string;
+        case Kind::Int: return std::to_string(k.integer);
+        case Kind::Float: return float_repr(k.real);
+        case Kind::Bool: return k.boolean ? "true" : "false";
+        case Kind::None: return "null";
+        default: throw Error("keys must be str, int, float, bool or None, not " + type_name(k));
+    }
+}
+
+static void json_value(std::string& out, const Value& v, bool ascii, int indent, const std::string& item_sep,
+                       const std::string& key_sep, bool sort_keys, int depth) {
+    auto newline = [&](int d) {
+        if (indent >= 0) out += "\n" + std::string(size_t(indent * d), ' ');
+    };
+    switch (v.kind) {
+        case Kind::None: out += "null"; return;
+        case Kind::Bool: out += v.boolean ? "true" : "false"; return;
+        case Kind::Int: out += std::to_string(v.integer); return;
+        case Kind::Float:
+            if (std::isnan(v.real)) out += "NaN";
+            else if (std::isinf(v.real)) out += v.real > 0 ? "Infinity" : "-Infinity";
+            else out += float_repr(v.real);
+            return;
+        case Kind::String: json_string(out, v.string, ascii); return;
+        case Kind::List: {
+            if (v.generator) break;
+            if (v.list->empty()) { out += "[]"; return; }
+            out += '[';
+            for (size_t i = 0; i < v.list->size(); ++i) {
+                if (i) out += item_sep;
+                newline(depth + 1);
+                json_value(out, (*v.list)[i], ascii, indent, item_sep, key_sep, sort_keys, depth + 1);
+            }
+            newline(depth);
+            out += ']';
+            return;
+        }
+        case Kind::Dict: {
+            if (v.dict->items.empty()) { out += "{}"; return; }
+            std::vector<const std::pair<Value, Value>*> items;
+            for (const auto& kv : v.dict->items) items.push_back(&kv);
+            if (sort_keys)
+                std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return compare(a->first, b->first) < 0; });
+            out += '{';
+            for (size_t i = 0; i < items.size(); ++i) {
+                if (i) out += item_sep;
+                newline(depth + 1);
+                json_string(out, json_key(items[i]->first), ascii);
+                out += key_sep;
+                json_value(out, items[i]->second, ascii, indent, item_sep, key_sep, sort_keys, depth + 1);
+            }
+            newline(depth);
+            out += '}';
+            return;
+        }
+        default: break;
+    }
+    throw Error("Object of type " + type_name(v) + " is not JSON serializable");
+}
+
+std::string to_json(const Value& v, bool ensure_ascii, int indent, const std::string& item_sep,
+                    const std::string& key_sep, bool sort_keys) {
+    std::string out;
+    json_value(out, v, ensure_ascii, indent, item_sep, key_sep, sort_keys, 0);
+    return out;
+}
+
+Value from_json(const nlohmann::ordered_json& j) {
+    switch (j.type()) {
+        case nlohmann::ordered_json::value_t::null: return Value::none();
+        case nlohmann::ordered_json::value_t::boolean: return Value::from(j.get<bool>());
+        case nlohmann::ordered_json::value_t::number_integer: return Value::from(j.get<int64_t>());
+        case nlohmann::ordered_json::value_t::number_unsigned: return Value::from(int64_t(j.get<uint64_t>()));
+        case nlohmann::ordered_json::value_t::number_float: return Value::from(j.get<double>());
+        case nlohmann::ordered_json::value_t::string: return Value::from(j.get<std::string>());
+        case nlohmann::ordered_json::value_t::array: {
+            List l;
+            for (const auto& x : j) l.push_back(from_json(x));
+            return Value::from(std::move(l));
+        }
+        case nlohmann::ordered_json::value_t::object: {
+            Dict d;
+            for (auto it = j.begin(); it != j.end(); ++it) d.set(it.key(), from_json(it.value()));
+            return Value::from(std::move(d));
+        }
+        default: throw Error("unsupported JSON value");
+    }
+}
+
+}  // namespace vkllm::jinja
