@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "tokenizer/tokenizer.h"
+#include "vkllm/model.h"
 #include "vkllm/probe.h"
 
 namespace vkllm::cli {
@@ -20,6 +20,6 @@ bool is_massive(const ResidualStat& s);
 
 // `tokens` are the ids of the pass the stats come from (positions first_pos, first_pos + 1, ...).
 void print_activation_report(std::FILE* out, const std::vector<ResidualStat>& stats, const std::vector<int32_t>& tokens,
-                             int first_pos, const tokenizer::Tokenizer& tok);
+                             int first_pos, const Model& model);
 
 }  // namespace vkllm::cli

@@ -2,14 +2,15 @@
 // the memory bandwidth decode achieves and GPU time per op family from timestamp queries.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
-#include "gpu/device.h"
-#include "model/spec.h"
+#include <nlohmann/json.hpp>
+
 #include "model_file.h"
 #include "options.h"
-#include "model/model_internal.h"
+#include "vkllm/gguf.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -19,6 +20,9 @@ namespace {
 const char* kUsage =
     "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json]\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
+
+// The precision the JSON has always had (3 decimals, 4 for milliseconds), not float noise.
+double rounded(double v, double scale) { return std::round(v * scale) / scale; }
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -33,9 +37,9 @@ int run(const Args& args) {
     if (n_prompt < 0 || n_gen < 0 || reps < 1) throw UsageError("-p and -n must be >= 0 and -r >= 1");
     ModelOptions mo;
     mo.device = o.str("--device");
-    auto model = detail::ModelInternals::load(open_model_file(o), mo);
-    const std::string model_name = model->internals().file().path();
-    const auto& spec = model->internals().spec();
+    auto model = Model::load(*open_model_file(o), mo);
+    const ModelInfo& info = model->info();
+    const std::string& model_name = info.source;
 
     SessionOptions so;
     so.n_ctx = std::max(1, n_prompt + n_gen + 1);
@@ -43,7 +47,7 @@ int run(const Args& args) {
     Session session(*model, so);
     // Random tokens, as llama-bench uses: the speed does not depend on the text.
     std::mt19937 rng(1234);
-    std::uniform_int_distribution<int32_t> pick(0, spec.n_vocab - 1);
+    std::uniform_int_distribution<int32_t> pick(0, model->n_vocab() - 1);
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (auto& t : prompt) t = pick(rng);
 
@@ -72,20 +76,28 @@ int run(const Args& args) {
     session.reset();
     session.set_probes(timing);
     session.eval({pick(rng)});
-    std::vector<OpTiming> ops = session.probes().timings;
+    const std::vector<OpTiming> ops = timings_by_op(session.probes().timings);
 
     const double pp_tps = median(pp), tg_tps = median(tg);
-    const double bytes = double(model->weight_bytes());
-    const double gbs = tg_tps * bytes / 1e9;  // each decode step reads every weight once
-    const std::string dev = model->internals().context().caps().name;
+    const uint64_t bytes = model->weight_bytes();
+    const double gbs = tg_tps * double(bytes) / 1e9;  // each decode step reads every weight once
+    const std::string& dev = model->device().name;
     if (o.has("--json")) {
-        std::printf("{\"model\": \"%s\", \"device\": \"%s\", \"model_bytes\": %.0f, \"n_prompt\": %d, \"n_gen\": %d, "
-                    "\"repeats\": %d, \"prompt_tps\": %.3f, \"decode_tps\": %.3f, \"decode_gbs\": %.3f, \"ops_ms\": {",
-                    model_name.c_str(), dev.c_str(), bytes, n_prompt, n_gen, reps, pp_tps, tg_tps, gbs);
-        for (size_t i = 0; i < ops.size(); ++i) std::printf("%s\"%s\": %.4f", i ? ", " : "", ops[i].op.c_str(), ops[i].ms);
-        std::printf("}}\n");
+        nlohmann::ordered_json j;
+        j["model"] = model_name;
+        j["device"] = dev;
+        j["model_bytes"] = bytes;
+        j["n_prompt"] = n_prompt;
+        j["n_gen"] = n_gen;
+        j["repeats"] = reps;
+        j["prompt_tps"] = rounded(pp_tps, 1e3);
+        j["decode_tps"] = rounded(tg_tps, 1e3);
+        j["decode_gbs"] = rounded(gbs, 1e3);
+        j["ops_ms"] = nlohmann::ordered_json::object();
+        for (const OpTiming& t : ops) j["ops_ms"][t.op] = rounded(t.ms, 1e4);
+        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     } else {
-        std::printf("model   %s (%s, %.2f MiB of weights)\n", model_name.c_str(), spec.arch.c_str(), bytes / (1 << 20));
+        std::printf("model   %s (%s, %.2f MiB of weights)\n", model_name.c_str(), info.arch.c_str(), double(bytes) / (1 << 20));
         std::printf("device  %s\n", dev.c_str());
         if (n_prompt > 0) std::printf("pp%-5d %10.2f tokens/s  (median of %d)\n", n_prompt, pp_tps, reps);
         if (n_gen > 0)

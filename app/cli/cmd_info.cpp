@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "gpu/device.h"
+#include "vkllm/device.h"
 
 namespace vkllm::cli {
 
@@ -15,14 +15,14 @@ int cmd_info(const Args& args) {
             return 2;
         }
     }
-    auto devices = gpu::enumerate_devices();
+    const std::vector<DeviceInfo> list = devices();
     if (json) {
         std::printf("{\"devices\": [");
-        for (size_t i = 0; i < devices.size(); ++i) std::printf("%s%s", i ? ", " : "", devices[i].to_json().c_str());
+        for (size_t i = 0; i < list.size(); ++i) std::printf("%s%s", i ? ", " : "", list[i].to_json().c_str());
         std::printf("]}\n");
     } else {
-        if (devices.empty()) std::printf("no Vulkan devices found\n");
-        for (const auto& d : devices) std::printf("%s\n", d.to_text().c_str());
+        if (list.empty()) std::printf("no Vulkan devices found\n");
+        for (const auto& d : list) std::printf("%s\n", d.to_text().c_str());
     }
     return 0;
 }

@@ -7,17 +7,14 @@
 #include <string>
 
 #include "commands.h"
-#include "model/spec.h"
-#include "gguf/gguf.h"
 #include "model_file.h"
 #include "options.h"
+#include "vkllm/gguf.h"
+#include "vkllm/model_info.h"
 
 namespace vkllm::cli {
 
 namespace {
-
-using gguf::Value;
-using gguf::ValueType;
 
 constexpr const char* kUsage = "vkllm inspect [FILE.gguf] [--tensors]   (no file: the model built into vkllm)";
 
@@ -41,50 +38,10 @@ std::string human_count(uint64_t n) {
     return buf;
 }
 
-// A string shown on one line: control characters escaped, long text cut with its length noted.
-std::string one_line(const std::string& s, size_t max_chars = 72) {
-    std::string r = "\"";
-    for (size_t i = 0; i < s.size() && i < max_chars; ++i) {
-        char c = s[i];
-        if (c == '\n') r += "\\n";
-        else if (c == '\t') r += "\\t";
-        else if (static_cast<unsigned char>(c) < 0x20) r += '?';
-        else r += c;
-    }
-    r += "\"";
-    if (s.size() > max_chars) r += " ... (" + std::to_string(s.size()) + " chars)";
-    return r;
-}
-
-std::string scalar_text(const Value& v) {
-    char buf[64];
-    switch (v.type) {
-        case ValueType::STRING: return one_line(v.s);
-        case ValueType::BOOL: return v.u ? "true" : "false";
-        case ValueType::FLOAT32:
-        case ValueType::FLOAT64: std::snprintf(buf, sizeof buf, "%g", v.f); return buf;
-        case ValueType::INT8: case ValueType::INT16: case ValueType::INT32: case ValueType::INT64:
-            return std::to_string(v.i);
-        default: return std::to_string(v.u);
-    }
-}
-
-// Scalars in full; short numeric arrays inline; anything longer as "[type x N]" with a preview.
-std::string value_text(const Value& v) {
-    if (v.type != ValueType::ARRAY) return scalar_text(v);
-    std::string kind = std::string("[") + gguf::value_type_name(v.elem_type) + " x " + std::to_string(v.arr.size()) + "]";
-    if (v.elem_type == ValueType::ARRAY) return kind;
-    const size_t preview = v.elem_type == ValueType::STRING ? 3 : 8;
-    if (v.arr.size() <= preview && v.elem_type != ValueType::STRING) {
-        std::string r = "[";
-        for (size_t i = 0; i < v.arr.size(); ++i) r += (i ? ", " : "") + scalar_text(v.arr[i]);
-        return r + "]";
-    }
-    std::string r = kind + " ";
-    for (size_t i = 0; i < v.arr.size() && i < preview; ++i)
-        r += (i ? ", " : "") + (v.elem_type == ValueType::STRING ? one_line(v.arr[i].s, 24) : scalar_text(v.arr[i]));
-    if (v.arr.size() > preview) r += ", ...";
-    return r;
+uint64_t n_elements(const TensorInfo& t) {
+    uint64_t n = 1;
+    for (uint64_t d : t.shape) n *= d;
+    return n;
 }
 
 std::string shape_text(const std::vector<uint64_t>& dims) {
@@ -105,46 +62,49 @@ int inspect(const Args& args) {
         else throw UsageError("more than one file given ('" + path + "', '" + a + "')");
     }
     auto file = open_model_file(path);
-    const std::string arch = file->get_string("general.architecture").value_or("");
+    const GgufValue* arch_value = file->find("general.architecture");
+    const std::string arch = arch_value && arch_value->string ? *arch_value->string : "";
     std::set<std::string> shown = {"general.architecture", "general.name"};
 
     std::printf("file:          %s (%s)\n", file->path().c_str(), human_bytes(file->file_size()).c_str());
     std::printf("GGUF version:  %u, alignment %" PRIu64 "\n", file->version(), file->alignment());
     std::printf("architecture:  %s\n", arch.empty() ? "(not set)" : arch.c_str());
-    if (auto name = file->get_string("general.name")) std::printf("name:          %s\n", name->c_str());
+    if (const GgufValue* name = file->find("general.name"); name && name->string)
+        std::printf("name:          %s\n", name->string->c_str());
 
     // Hyperparameters: every "<arch>." key, in file order.
     if (!arch.empty()) {
         std::printf("hyperparameters:\n");
         const std::string prefix = arch + ".";
         int n = 0;
-        for (const std::string& key : file->keys_in_order()) {
-            if (key.rfind(prefix, 0) != 0) continue;
-            std::printf("  %-40s %s\n", key.substr(prefix.size()).c_str(), value_text(*file->find(key)).c_str());
-            shown.insert(key);
+        for (const GgufValue& v : file->metadata()) {
+            if (v.key.rfind(prefix, 0) != 0) continue;
+            std::printf("  %-40s %s\n", v.key.substr(prefix.size()).c_str(), v.text.c_str());
+            shown.insert(v.key);
             ++n;
         }
         if (n == 0) std::printf("  (none)\n");
     }
 
     // Tokenizer.
-    if (file->has("tokenizer.ggml.model") || file->has("tokenizer.ggml.tokens")) {
-        std::string model = file->has("tokenizer.ggml.model") ? scalar_text(*file->find("tokenizer.ggml.model")) : "(not set)";
-        std::string pre = file->has("tokenizer.ggml.pre") ? scalar_text(*file->find("tokenizer.ggml.pre")) : "(not set)";
-        const Value* tokens = file->find("tokenizer.ggml.tokens");
-        const Value* merges = file->find("tokenizer.ggml.merges");
-        std::printf("tokenizer:     model %s, pre %s, vocab %zu", model.c_str(), pre.c_str(),
-                    tokens && tokens->type == ValueType::ARRAY ? tokens->arr.size() : size_t(0));
-        if (merges && merges->type == ValueType::ARRAY) std::printf(", %zu merges", merges->arr.size());
+    const GgufValue* tokens = file->find("tokenizer.ggml.tokens");
+    if (file->find("tokenizer.ggml.model") || tokens) {
+        const GgufValue* model = file->find("tokenizer.ggml.model");
+        const GgufValue* pre = file->find("tokenizer.ggml.pre");
+        const GgufValue* merges = file->find("tokenizer.ggml.merges");
+        std::printf("tokenizer:     model %s, pre %s, vocab %zu", model ? model->text.c_str() : "(not set)",
+                    pre ? pre->text.c_str() : "(not set)",
+                    tokens && tokens->type == "array" ? size_t(tokens->n_elements) : size_t(0));
+        if (merges && merges->type == "array") std::printf(", %zu merges", size_t(merges->n_elements));
         std::printf("\n");
         for (const char* special : {"bos", "eos", "unknown", "padding"}) {
             const std::string key = std::string("tokenizer.ggml.") + special + "_token_id";
-            if (const Value* id = file->find(key)) {
+            if (const GgufValue* id = file->find(key)) {
                 std::string text;
-                if (id->is_integer() && tokens && tokens->type == ValueType::ARRAY && id->u < tokens->arr.size() &&
-                    tokens->elem_type == ValueType::STRING)
-                    text = " " + one_line(tokens->arr[id->u].s, 24);
-                std::printf("  %-8s %s%s\n", special, scalar_text(*id).c_str(), text.c_str());
+                if (id->integer && id->type != "bool" && tokens && tokens->elem_type == "string" && *id->integer >= 0 &&
+                    uint64_t(*id->integer) < tokens->strings.size())
+                    text = " " + quoted_one_line(tokens->strings[size_t(*id->integer)], 24);
+                std::printf("  %-8s %s%s\n", special, id->text.c_str(), text.c_str());
                 shown.insert(key);
             }
         }
@@ -155,13 +115,14 @@ int inspect(const Args& args) {
     // Tensors by type.
     std::map<std::string, std::pair<size_t, uint64_t>> by_type;  // name -> (count, bytes)
     uint64_t total_bytes = 0, total_params = 0;
-    for (const auto& t : file->tensors()) {
-        auto tr = gguf::type_traits(t.type);
-        auto& slot = by_type[tr ? tr->name : "?"];
+    bool has_embeddings = false;
+    for (const TensorInfo& t : file->tensors()) {
+        auto& slot = by_type[t.type];
         slot.first++;
-        slot.second += t.n_bytes;
-        total_bytes += t.n_bytes;
-        total_params += t.n_elements();
+        slot.second += t.bytes;
+        total_bytes += t.bytes;
+        total_params += n_elements(t);
+        has_embeddings |= t.name == "token_embd.weight";
     }
     std::printf("tensors:       %zu (", file->tensors().size());
     bool first = true;
@@ -174,16 +135,16 @@ int inspect(const Args& args) {
     std::printf("parameters:    %" PRIu64 " (%s)\n", total_params, human_count(total_params).c_str());
 
     std::printf("other metadata:\n");
-    for (const std::string& key : file->keys_in_order()) {
-        if (shown.count(key)) continue;
-        std::printf("  %-42s %s\n", key.c_str(), value_text(*file->find(key)).c_str());
+    for (const GgufValue& v : file->metadata()) {
+        if (shown.count(v.key)) continue;
+        std::printf("  %-42s %s\n", v.key.c_str(), v.text.c_str());
     }
 
     // The architecture as the engine reads it: one row per layer.
-    if (file->find_tensor("token_embd.weight")) {
+    if (has_embeddings) {
         try {
-            std::printf("architecture as vkllm runs it:\n%s", model::ModelSpec::from_gguf(*file).to_table().c_str());
-        } catch (const std::exception& e) {  // ModelError, or a FormatError in a key it reads
+            std::printf("architecture as vkllm runs it:\n%s", read_model_info(*file).layer_table().c_str());
+        } catch (const std::exception& e) {  // an unsupported architecture or vocabulary, a missing key
             std::printf("architecture as vkllm runs it: not runnable: %s\n", e.what());
         }
     }
@@ -191,11 +152,9 @@ int inspect(const Args& args) {
     if (list_tensors) {
         std::printf("tensor list:\n");
         std::printf("  %-40s %-7s %-22s %12s\n", "name", "type", "shape", "bytes");
-        for (const auto& t : file->tensors()) {
-            auto tr = gguf::type_traits(t.type);
-            std::printf("  %-40s %-7s %-22s %12" PRIu64 "\n", t.name.c_str(), tr ? tr->name : "?",
-                        shape_text(t.dims).c_str(), t.n_bytes);
-        }
+        for (const TensorInfo& t : file->tensors())
+            std::printf("  %-40s %-7s %-22s %12" PRIu64 "\n", t.name.c_str(), t.type.c_str(), shape_text(t.shape).c_str(),
+                        t.bytes);
     }
     return 0;
 }

@@ -1,12 +1,11 @@
 // vkllm logits: float32 logits of every prompt position, [n_prompt_tokens][n_vocab] row-major
 // (the layout of ../shared/tools/llama-oracle).
+#include <algorithm>
 #include <cstdio>
 
-#include "model/spec.h"
 #include "model_file.h"
 #include "options.h"
-#include "tokenizer/tokenizer.h"
-#include "model/model_internal.h"
+#include "vkllm/gguf.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -23,14 +22,14 @@ int run(const Args& args) {
     if (!o.has("-p") || !o.has("-o")) throw UsageError("-p and -o are required");
     ModelOptions mo;
     mo.device = o.str("--device");
-    auto model = detail::ModelInternals::load(open_model_file(o), mo);
-    std::vector<int32_t> tokens = model->internals().tokenizer().encode(o.str("-p"), /*add_special=*/true, /*parse_special=*/false);
+    auto model = Model::load(*open_model_file(o), mo);
+    std::vector<int32_t> tokens = model->tokenize(o.str("-p"), /*add_special=*/true, /*parse_special=*/false);
     if (tokens.empty()) throw UsageError("the prompt gives no tokens");
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0));
     so.n_batch = int(o.integer("-b", 256));
     so.llama_cpp_rounding = !o.has("--exact");
-    if (so.n_ctx == 0) so.n_ctx = std::max<int>(int(tokens.size()), std::min(model->internals().spec().n_ctx_train, 4096));
+    if (so.n_ctx == 0) so.n_ctx = std::max<int>(int(tokens.size()), std::min(model->info().n_ctx_train, 4096));
     Session session(*model, so);
     std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
 
@@ -40,7 +39,7 @@ int run(const Args& args) {
     size_t written = std::fwrite(logits.data(), sizeof(float), logits.size(), f);
     bool ok = written == logits.size() && std::fclose(f) == 0;
     if (!ok) throw std::runtime_error("writing " + out + " failed");
-    std::fprintf(stderr, "vkllm: wrote logits of %zu tokens x %d vocab to %s\n", tokens.size(), model->internals().spec().n_vocab,
+    std::fprintf(stderr, "vkllm: wrote logits of %zu tokens x %d vocab to %s\n", tokens.size(), model->n_vocab(),
                  out.c_str());
     return 0;
 }

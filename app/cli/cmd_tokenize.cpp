@@ -4,9 +4,8 @@
 #include <string>
 
 #include "commands.h"
-#include "gguf/gguf.h"
 #include "model_file.h"
-#include "tokenizer/tokenizer.h"
+#include "vkllm/tokenizer.h"
 
 namespace vkllm::cli {
 
@@ -56,8 +55,9 @@ int cmd_tokenize(const Args& args) {
     if (!have_text) return usage_error("missing -p TEXT");
 
     const auto file = open_model_file(model_path);
-    const auto tok = tokenizer::Tokenizer::from_gguf(*file);
-    const std::vector<int32_t> ids = tok->encode(text, add_special, parse_special);
+    // The vocabulary alone: tokenizing needs no GPU.
+    const auto tok = Tokenizer::from_file(*file);
+    const std::vector<int32_t> ids = tok->tokenize(text, add_special, parse_special);
     std::string line;
     for (size_t i = 0; i < ids.size(); ++i) {
         if (i) line += ' ';

@@ -6,13 +6,13 @@
 
 namespace vkllm::cli {
 
-std::unique_ptr<gguf::File> open_model_file(const std::string& path) {
-    if (!path.empty()) return gguf::File::open(path);
+std::unique_ptr<GgufFile> open_model_file(const std::string& path) {
+    if (!path.empty()) return GgufFile::open(path);
     const auto bytes = embedded_model();
-    return gguf::File::from_memory(bytes.data(), bytes.size(), std::string("built-in model ") + embedded_model_name());
+    return GgufFile::from_memory(bytes.data(), bytes.size(), std::string("built-in model ") + embedded_model_name());
 }
 
-std::unique_ptr<gguf::File> open_model_file(const Options& options) {
+std::unique_ptr<GgufFile> open_model_file(const Options& options) {
     if (options.has("-m") && options.str("-m").empty()) throw UsageError("-m names no file");
     return open_model_file(options.str("-m"));
 }

@@ -4,16 +4,16 @@
 #include <memory>
 #include <string>
 
-#include "gguf/gguf.h"
 #include "options.h"
+#include "vkllm/gguf.h"
 
 namespace vkllm::cli {
 
 // The GGUF file at `path`; with an empty path, the built-in model (parsed from a copy of the
-// bytes in the binary, named "built-in model NAME" in messages).
-std::unique_ptr<gguf::File> open_model_file(const std::string& path);
+// bytes in the binary, named "built-in model NAME" in messages). Model::load(*file) runs it.
+std::unique_ptr<GgufFile> open_model_file(const std::string& path);
 // The file a command's -m names, else the built-in model.
-std::unique_ptr<gguf::File> open_model_file(const Options& options);
+std::unique_ptr<GgufFile> open_model_file(const Options& options);
 
 // "the built-in model zoo-dense (3.3 MiB)", for telling a person which model runs.
 std::string builtin_model_description();

@@ -153,7 +153,9 @@ std::string DeviceInfo::to_text() const {
       << ", 8-bit storage " << yes(storage_8bit) << ", 16-bit storage " << yes(storage_16bit) << "\n";
     s << "  integer dot product " << yes(integer_dot_product) << ", cooperative matrix " << yes(cooperative_matrix)
       << ", timestamps " << yes(timestamps) << " (period " << timestamp_period_ns << " ns)\n";
-    if (mobile_clamp_changes.empty()) {
+    if (limits_profile == "mobile") {
+        s << "  mobile clamp (VKLLM_LIMITS=mobile): in force\n";
+    } else if (mobile_clamp_changes.empty()) {
         s << "  mobile clamp (VKLLM_LIMITS=mobile): changes nothing\n";
     } else {
         s << "  mobile clamp (VKLLM_LIMITS=mobile) changes:\n";

@@ -47,7 +47,8 @@ struct DeviceInfo {
     // "native", or "mobile" when VKLLM_LIMITS=mobile clamps the record.
     std::string limits_profile = "native";
     // What the mobile clamp changes on this device, one line each ("max_storage_buffer_range:
-    // 2147483648 -> 134217728"); empty when it changes nothing.
+    // 2147483648 -> 134217728"); empty when it changes nothing (also when limits_profile is
+    // already "mobile": the record is clamped).
     std::vector<std::string> mobile_clamp_changes;
 
     std::string to_text() const;  // several lines for a person (vkllm info)
