@@ -1,22 +1,16 @@
-// vkllm::Session: the KV cache of one conversation and the loop that feeds tokens through the
-// forward pass in batches.
+// vkllm::Session: the KV cache of one conversation, the loop that feeds tokens through the
+// forward pass in batches, truncation, and the thread-safe snapshot. generate() is in
+// generate.cpp.
 #include "vkllm/session.h"
 
 #include <algorithm>
+#include <string>
 
-#include "model/forward.h"
 #include "model/model_internal.h"
+#include "model/session_impl.h"
 #include "vkllm/model.h"
 
 namespace vkllm {
-
-struct Session::Impl {
-    const Model& model;
-    std::unique_ptr<model::Forward> forward;
-    int n_past = 0;
-    ProbeConfig probes;
-    ProbeResults results;
-};
 
 namespace {
 
@@ -26,67 +20,150 @@ int choose_context(const Model& m, int wanted) {
     return n;
 }
 
+// Adds one pass's expert-load counts into a running sum.
+void add_expert_load(std::vector<ExpertLoad>& total, const std::vector<ExpertLoad>& step) {
+    if (total.empty()) {
+        total = step;
+        return;
+    }
+    for (size_t i = 0; i < total.size(); ++i)
+        for (size_t x = 0; x < total[i].tokens.size(); ++x) {
+            total[i].tokens[x] += step[i].tokens[x];
+            total[i].weight_sum[x] += step[i].weight_sum[x];
+        }
+}
+
 }  // namespace
 
-Session::Session(const Model& m, const SessionOptions& options)
-    : impl_(new Impl{m, nullptr, 0, options.probes, {}}) {
+Session::Impl::Impl(const Model& m, const SessionOptions& options) : model(m), probes(options.probes) {
     if (options.n_batch <= 0) throw std::invalid_argument("batch size must be positive");
-    impl_->forward = std::make_unique<model::Forward>(m.internals().context(), m.internals().spec(), m.internals().weights(), choose_context(m, options.n_ctx),
-                                                      options.n_batch, options.llama_cpp_rounding);
+    const auto& in = m.internals();
+    forward = std::make_unique<model::Forward>(in.context(), in.spec(), in.weights(), choose_context(m, options.n_ctx),
+                                               options.n_batch, options.llama_cpp_rounding);
+    if (in.tok_) forward->set_token_text([&m](int32_t id) { return m.internals().tokenizer().token_to_piece(id); });
 }
+
+void Session::Impl::check_fits(size_t n) const {
+    const int n_ctx = forward->n_ctx();
+    if (tokens.size() + n > size_t(n_ctx))
+        throw ContextOverflow(std::to_string(n) + " tokens after " + std::to_string(tokens.size()) +
+                              " do not fit the context of " + std::to_string(n_ctx) +
+                              " tokens; use a larger context (-c) or a shorter prompt");
+}
+
+void Session::Impl::check_vocabulary(const int32_t* ids, size_t n) const {
+    const int n_vocab = model.internals().spec().n_vocab;
+    for (size_t i = 0; i < n; ++i)
+        if (ids[i] < 0 || ids[i] >= n_vocab)
+            throw std::invalid_argument("token id " + std::to_string(ids[i]) + " is outside the vocabulary (0.." +
+                                        std::to_string(n_vocab - 1) + ")");
+}
+
+bool Session::Impl::run(const int32_t* ids, size_t n, bool all_logits, float* logits, const std::atomic<bool>* cancel,
+                        bool with_probes) {
+    const size_t n_vocab = size_t(model.internals().spec().n_vocab);
+    const ProbeConfig none;
+    const ProbeConfig& cfg = with_probes ? probes : none;
+    const int chunk = forward->max_tokens(all_logits);
+    for (size_t done = 0; done < n;) {
+        if (cancel && cancel->load()) return false;
+        const int t = int(std::min<size_t>(size_t(chunk), n - done));
+        float* dst = all_logits ? logits + done * n_vocab : logits;
+        // Earlier chunks' logits are overwritten by the last one unless all are wanted.
+        // Results always: dispatch and barrier counts are kept without probes too.
+        forward->step(ids + done, t, int(tokens.size()), all_logits, dst, cfg, with_probes ? &results : nullptr,
+                      /*first_pass=*/done == 0);
+        tokens.insert(tokens.end(), ids + done, ids + done + t);
+        if (with_probes && cfg.expert_load)
+            add_expert_load(n > 1 ? results.expert_load_prefill : results.expert_load_decode, results.expert_load_step);
+        done += size_t(t);
+    }
+    return true;
+}
+
+int Session::Impl::truncate(int n) {
+    if (n < 0 || size_t(n) > tokens.size())
+        throw std::invalid_argument("Session::truncate(" + std::to_string(n) + "): the session holds " +
+                                    std::to_string(tokens.size()) + " tokens");
+    if (size_t(n) == tokens.size()) return 0;
+    tokens.resize(size_t(n));
+    forward->reset_edit_state();
+    if (forward->truncate(n)) return 0;
+    // A ring lost positions a later query reads: their K/V depend on earlier windows that are
+    // gone too, so the only exact rebuild is every kept token again from position 0.
+    std::vector<int32_t> kept;
+    kept.swap(tokens);
+    std::vector<float> logits(size_t(model.internals().spec().n_vocab));
+    run(kept.data(), kept.size(), false, logits.data(), nullptr, /*with_probes=*/false);
+    return n;
+}
+
+void Session::Impl::publish_step() {
+    std::lock_guard<std::mutex> lock(mutex);
+    published.tokens = tokens;
+    published.probes = results;
+}
+
+Session::Session(const Model& m, const SessionOptions& options) : impl_(std::make_unique<Impl>(m, options)) {}
 
 Session::~Session() = default;
 
 std::vector<float> Session::eval(const std::vector<int32_t>& tokens, bool all_logits) {
     Impl& s = *impl_;
-    const int n_vocab = s.model.internals().spec().n_vocab;
-    const int n_ctx = s.forward->n_ctx();
     if (tokens.empty()) throw std::invalid_argument("Session::eval needs at least one token");
-    if (s.n_past + int64_t(tokens.size()) > n_ctx)
-        throw ContextOverflow(std::to_string(tokens.size()) + " tokens after " + std::to_string(s.n_past) +
-                              " do not fit the context of " + std::to_string(n_ctx) +
-                              " tokens; use a larger context (-c) or a shorter prompt");
-    for (int32_t id : tokens)
-        if (id < 0 || id >= n_vocab)
-            throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                                        std::to_string(n_vocab - 1) + ")");
-
-    std::vector<float> out(size_t(all_logits ? tokens.size() : 1) * size_t(n_vocab));
-    s.results.timings.clear();
-    const int chunk = s.forward->max_tokens(all_logits);
-    for (size_t done = 0; done < tokens.size();) {
-        int n = int(std::min<size_t>(size_t(chunk), tokens.size() - done));
-        float* dst = all_logits ? out.data() + done * size_t(n_vocab) : out.data();
-        // Earlier chunks' logits are overwritten by the last one unless all are wanted.
-        s.forward->step(tokens.data() + done, n, s.n_past, all_logits, dst, s.probes,
-                        s.probes.any() ? &s.results : nullptr);
-        s.n_past += n;
-        if (s.probes.expert_load) {
-            auto& total = tokens.size() > 1 ? s.results.expert_load_prefill : s.results.expert_load_decode;
-            if (total.empty()) total = s.results.expert_load_step;
-            else
-                for (size_t i = 0; i < total.size(); ++i)
-                    for (size_t x = 0; x < total[i].tokens.size(); ++x) {
-                        total[i].tokens[x] += s.results.expert_load_step[i].tokens[x];
-                        total[i].weight_sum[x] += s.results.expert_load_step[i].weight_sum[x];
-                    }
-        }
-        done += size_t(n);
-    }
+    s.check_fits(tokens.size());
+    s.check_vocabulary(tokens.data(), tokens.size());
+    std::vector<float> out(size_t(all_logits ? tokens.size() : 1) * size_t(s.model.internals().spec().n_vocab));
+    s.run(tokens.data(), tokens.size(), all_logits, out.data(), nullptr);
+    s.publish_step();
     return out;
 }
 
-int Session::n_past() const { return impl_->n_past; }
-int Session::n_ctx() const { return impl_->forward->n_ctx(); }
-int Session::n_batch() const { return impl_->forward->n_batch(); }
+void Session::cancel() { impl_->cancel_requested.store(true); }
+
+void Session::truncate(int n) {
+    impl_->truncate(n);
+    impl_->publish_step();
+}
+
 void Session::reset() {
-    impl_->n_past = 0;
+    truncate(0);
     impl_->results.expert_load_prefill.clear();
     impl_->results.expert_load_decode.clear();
 }
+
+int Session::n_past() const { return int(impl_->tokens.size()); }
+int Session::n_ctx() const { return impl_->forward->n_ctx(); }
+int Session::n_batch() const { return impl_->forward->n_batch(); }
+const std::vector<int32_t>& Session::tokens() const { return impl_->tokens; }
+
 void Session::set_probes(const ProbeConfig& probes) { impl_->probes = probes; }
+const ProbeConfig& Session::probe_config() const { return impl_->probes; }
 const ProbeResults& Session::probes() const { return impl_->results; }
+
+SessionSnapshot Session::snapshot() const {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    return impl_->published;
+}
+
+void Session::set_residual_edits(const std::vector<ResidualEdit>& edits) {
+    const auto& spec = impl_->model.internals().spec();
+    for (const ResidualEdit& e : edits) {
+        if (e.layer < -1 || e.layer >= spec.n_layer)
+            throw std::invalid_argument("residual edit: layer " + std::to_string(e.layer) + " is outside -1.." +
+                                        std::to_string(spec.n_layer - 1) + " (-1: after the embeddings)");
+        if (e.channel < 0 || e.channel >= spec.n_embd)
+            throw std::invalid_argument("residual edit: channel " + std::to_string(e.channel) + " is outside 0.." +
+                                        std::to_string(spec.n_embd - 1));
+    }
+    impl_->forward->set_residual_edits(edits);
+    impl_->forward->set_residual_edits(edits);
+    impl_->edits = edits;
+}
+const std::vector<ResidualEdit>& Session::residual_edits() const { return impl_->edits; }
+
 uint64_t Session::kv_cache_bytes() const { return impl_->forward->kv_bytes(); }
+uint64_t Session::probe_bytes() const { return impl_->forward->probe_bytes(); }
 
 Session::KvCacheUsage Session::kv_cache_usage() const {
     auto u = impl_->forward->kv_usage();

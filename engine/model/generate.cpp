@@ -1,0 +1,210 @@
+// Session::generate: prefix reuse, prompt evaluation, then sample -> event -> callback -> eval
+// until a stop. Every exception becomes a StopReason (see vkllm/generate.h).
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <string>
+
+#include "model/model_internal.h"
+#include "model/session_impl.h"
+#include "model/stop_strings.h"
+#include "sampling/sampler.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+#include "vkllm/utf8.h"
+
+namespace vkllm {
+
+const char* to_string(StopReason r) {
+    switch (r) {
+        case StopReason::EndOfGeneration: return "end_of_generation";
+        case StopReason::StopString: return "stop_string";
+        case StopReason::MaxTokens: return "max_tokens";
+        case StopReason::ContextFull: return "context_full";
+        case StopReason::Callback: return "callback";
+        case StopReason::Cancelled: return "cancelled";
+        case StopReason::Error: return "error";
+    }
+    return "unknown";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
+// The top_n most likely tokens under log_probs, most likely first (ties: lower id).
+std::vector<TokenAlternative> top_alternatives(const Model& m, const std::vector<double>& log_probs, int top_n) {
+    const size_t n = std::min(size_t(std::max(top_n, 0)), log_probs.size());
+    std::vector<int32_t> ids(log_probs.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [&](int32_t a, int32_t b) {
+        return log_probs[size_t(a)] != log_probs[size_t(b)] ? log_probs[size_t(a)] > log_probs[size_t(b)] : a < b;
+    });
+    std::vector<TokenAlternative> out;
+    for (size_t i = 0; i < n; ++i) out.push_back({ids[i], m.piece(ids[i]), float(log_probs[size_t(ids[i])])});
+    return out;
+}
+
+void check_options(const GenerateOptions& o) {
+    validate(o.sampler);
+    if (o.max_tokens < 0) throw std::invalid_argument("max_tokens must be >= 0, got " + std::to_string(o.max_tokens));
+    if (o.top_n < 0) throw std::invalid_argument("top_n must be >= 0, got " + std::to_string(o.top_n));
+}
+
+}  // namespace
+
+// One generate() call: its options, the text filters and the result being filled.
+class Session::Impl::Generation {
+public:
+    Generation(Session::Impl& s, const GenerateOptions& o, const TokenCallback& cb, GenerateResult& r)
+        : s_(s), o_(o), callback_(cb), r_(r), stops_(o.stop), sampler_(o.sampler), start_(Clock::now()) {}
+
+    void run(const std::vector<int32_t>& prompt) {
+        if (prompt.empty()) throw std::invalid_argument("generate needs a prompt of at least one token");
+        r_.n_prompt = int(prompt.size());
+        const int n_ctx = s_.forward->n_ctx();
+        if (prompt.size() > size_t(n_ctx)) {
+            r_.reason = StopReason::ContextFull;
+            r_.message = "the prompt is " + std::to_string(prompt.size()) + " tokens, longer than the context of " +
+                         std::to_string(n_ctx) + " tokens";
+            return;
+        }
+        if (!evaluate_prompt(prompt)) return;
+        if (o_.penalize_prompt)
+            for (int32_t t : prompt) sampler_.accept(t);
+        decode();
+    }
+
+private:
+    // Keeps the longest common prefix with the cache, evaluates the rest (at least the last
+    // prompt token, for its logits). False when cancelled.
+    bool evaluate_prompt(const std::vector<int32_t>& prompt) {
+        const auto mismatch = std::mismatch(prompt.begin(), prompt.end(), s_.tokens.begin(), s_.tokens.end());
+        const size_t keep = std::min(size_t(mismatch.first - prompt.begin()), prompt.size() - 1);
+        const int n_suffix = int(prompt.size() - keep);
+        s_.check_vocabulary(prompt.data() + keep, size_t(n_suffix));  // before the cache changes
+        const int recomputed = s_.truncate(int(keep));
+        logits_.assign(size_t(s_.model.n_vocab()), 0.0f);
+        const bool done = s_.run(prompt.data() + keep, size_t(n_suffix), false, logits_.data(), &s_.cancel_requested);
+        s_.publish_step();
+        r_.n_prompt_evaluated = recomputed + n_suffix;
+        prompt_end_ = Clock::now();
+        r_.prompt_seconds = seconds(start_, prompt_end_);
+        if (!done) r_.reason = StopReason::Cancelled;
+        return done;
+    }
+
+    void decode() {
+        const Model& m = s_.model;
+        const int n_ctx = s_.forward->n_ctx();
+        bool finished = o_.max_tokens == 0;
+        r_.reason = StopReason::MaxTokens;
+        while (!finished) {
+            if (s_.cancel_requested.load()) {
+                r_.reason = StopReason::Cancelled;
+                break;
+            }
+            TokenEvent ev;
+            const std::vector<double> log_probs = sampling::log_softmax(logits_.data(), int32_t(logits_.size()));
+            ev.id = sampler_.sample(logits_.data(), int32_t(logits_.size()), o_.funnel ? &ev.funnel : nullptr);
+            sampler_.accept(ev.id);
+            ev.index = int(r_.tokens.size());
+            ev.position = int(s_.tokens.size());
+            ev.piece = m.piece(ev.id);
+            ev.logprob = float(log_probs[size_t(ev.id)]);
+            ev.top = top_alternatives(m, log_probs, o_.top_n);
+            ev.end_of_generation = m.is_eog(ev.id);
+            r_.tokens.push_back(ev.id);
+            if (ev.index == 0) r_.first_token_seconds = seconds(start_, Clock::now());
+
+            // Whether this token is the last is known before the callback for these reasons, so
+            // its event can release everything still held.
+            if (ev.end_of_generation) {
+                r_.reason = StopReason::EndOfGeneration;
+                finished = true;
+            } else if (ev.index + 1 >= o_.max_tokens) {
+                r_.reason = StopReason::MaxTokens;
+                finished = true;
+            } else if (s_.tokens.size() >= size_t(n_ctx)) {
+                r_.reason = StopReason::ContextFull;
+                r_.message = "the context of " + std::to_string(n_ctx) + " tokens is full";
+                finished = true;
+            }
+            std::string text = ev.end_of_generation ? std::string() : utf8_.push(ev.piece);
+            if (finished) text += utf8_.flush();
+            ev.text = stops_.push(text);
+            if (stops_.stopped()) {
+                r_.reason = StopReason::StopString;
+                r_.message.clear();
+                finished = true;
+            } else if (finished) {
+                ev.text += stops_.finish();
+            }
+            r_.text += ev.text;
+            publish(ev);
+
+            if (callback_ && !callback_(ev) && !finished) {
+                r_.reason = StopReason::Callback;
+                break;
+            }
+            if (finished) break;
+            if (!s_.run(&ev.id, 1, false, logits_.data(), &s_.cancel_requested)) {
+                r_.reason = StopReason::Cancelled;
+                break;
+            }
+            s_.publish_step();
+        }
+        r_.decode_seconds = seconds(prompt_end_, Clock::now());
+    }
+
+    void publish(const TokenEvent& ev) {
+        std::lock_guard<std::mutex> lock(s_.mutex);
+        s_.published.generated.push_back(ev);
+        s_.published.generated_text += ev.text;
+        s_.published.step = ev.index + 1;
+    }
+
+    Session::Impl& s_;
+    const GenerateOptions& o_;
+    const TokenCallback& callback_;
+    GenerateResult& r_;
+    model::StopStrings stops_;
+    sampling::Sampler sampler_;
+    Utf8Decoder utf8_;
+    std::vector<float> logits_;  // [n_vocab] of the last token evaluated
+    Clock::time_point start_, prompt_end_;
+};
+
+GenerateResult Session::generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                                 const TokenCallback& on_token) {
+    Impl& s = *impl_;
+    s.cancel_requested.store(false);
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.published.generated.clear();
+        s.published.generated_text.clear();
+        s.published.step = 0;
+        s.published.generating = true;
+    }
+    GenerateResult r;
+    try {
+        check_options(options);
+        Impl::Generation(s, options, on_token, r).run(prompt);
+    } catch (const ContextOverflow& e) {
+        r.reason = StopReason::ContextFull;
+        r.message = e.what();
+    } catch (const std::exception& e) {
+        r.reason = StopReason::Error;
+        r.message = e.what();
+    } catch (...) {
+        r.reason = StopReason::Error;
+        r.message = "an unknown exception";
+    }
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.published.generating = false;
+    return r;
+}
+
+}  // namespace vkllm

@@ -1,0 +1,54 @@
+// The state behind vkllm::Session, shared by session.cpp (eval, truncate, snapshot) and
+// generate.cpp (Session::generate). Not part of the public API.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "model/forward.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm {
+
+struct Session::Impl {
+    Impl(const Model& m, const SessionOptions& options);
+
+    const Model& model;
+    std::unique_ptr<model::Forward> forward;
+    ProbeConfig probes;
+    ProbeResults results;
+    std::vector<ResidualEdit> edits;
+
+    // Worker thread only: the tokens in the cache, in order (tokens.size() == n_past).
+    std::vector<int32_t> tokens;
+
+    // Set by cancel() from any thread; a running generate() checks it between forward passes.
+    std::atomic<bool> cancel_requested{false};
+
+    // What snapshot() copies; written by the worker after each completed step, under `mutex`.
+    mutable std::mutex mutex;
+    SessionSnapshot published;
+
+    // Throws std::invalid_argument naming an id outside the vocabulary.
+    void check_vocabulary(const int32_t* ids, size_t n) const;
+    // Throws ContextOverflow when n more tokens do not fit after the cached ones.
+    void check_fits(size_t n) const;
+    // Runs ids[0..n) at positions tokens.size().. in passes of at most n_batch tokens, appending
+    // them to `tokens`; logits as Session::eval. Before every pass, when `cancel` is set and true,
+    // stops and returns false (the passes already run stay in the cache). with_probes: false for
+    // recomputing cache entries (no probe results, no expert-load sums).
+    bool run(const int32_t* ids, size_t n, bool all_logits, float* logits, const std::atomic<bool>* cancel,
+             bool with_probes = true);
+    // Drops tokens after the first n. Returns how many kept tokens had to be evaluated again
+    // (a sliding-window ring that lost positions later queries need is rebuilt from position 0).
+    int truncate(int n);
+    // Publishes the cache's tokens and the last eval's probes for snapshot().
+    void publish_step();
+
+    class Generation;  // one generate() call (generate.cpp)
+};
+
+}  // namespace vkllm
