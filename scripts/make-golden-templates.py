@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Golden renderings of the chat templates in tests/golden/templates/ (tests/template/test_templates.cpp).
 
 Renders every tests/golden/templates/*.jinja with every conversation of
@@ -23,7 +23,7 @@ same message), false where jinja2 failed otherwise (the C++ side must fail too).
 Needs Debian's python3-jinja2 (apt-get install python3-jinja2); only to make the goldens: CI
 reads the committed files. Copy new templates from llama.cpp's models/templates/ first:
     cp ~/.cache/llama-oracle/src/models/templates/*.jinja tests/golden/templates/
-Usage: scripts/make-golden-templates.py
+Usage: scripts/make-golden-templates.py (runs /usr/bin/python3, where Debian installs python3-jinja2)
 """
 import datetime
 import json

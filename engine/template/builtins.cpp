@@ -364,7 +364,7 @@ Value call_str_method(const std::string& s, const std::string& name, const Args&
 
 Value pairs(const Dict& d) {
     List l;
-    for (const auto& [k, v] : d.items) l.push_back(Value::from(List{k, v}));
+    for (const auto& [k, v] : d.items) l.push_back(Value::pair(k, v));
     return Value::from(std::move(l));
 }
 

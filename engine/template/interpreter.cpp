@@ -151,9 +151,12 @@ private:
         }
         size_t n = items.size();
         for (size_t i = 0; i < n; ++i) {
-            assign(s.targets, items[i], loop_scope);
-            loop_scope.vars["loop"] = loop_object(items, i);
-            Flow f = exec(s.bodies[0], loop_scope, out);
+            // Each iteration starts afresh: what the body sets is gone by the next one.
+            Scope iteration;
+            iteration.parent = &scope;
+            assign(s.targets, items[i], iteration);
+            iteration.vars["loop"] = loop_object(items, i);
+            Flow f = exec(s.bodies[0], iteration, out);
             if (f == Flow::Break) break;
         }
         if (n == 0 && s.bodies.size() > 1) exec(s.bodies[1], loop_scope, out);
@@ -248,7 +251,9 @@ private:
             case Expr::K::List: case Expr::K::Tuple: {
                 List l;
                 for (const auto& x : e.args) l.push_back(eval(*x, scope));
-                return Value::from(std::move(l));
+                Value v = Value::from(std::move(l));
+                v.tuple = e.kind == Expr::K::Tuple;
+                return v;
             }
             case Expr::K::Dict: {
                 Dict d;

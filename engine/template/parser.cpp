@@ -86,12 +86,10 @@ private:
         Body body;
         while (true) {
             const Token& t = cur();
+            std::string want;
+            for (const char* e : ends) want += std::string(want.empty() ? ", expected " : " or ") + "'" + e + "'";
             if (t.type == Tok::End) {
-                if (ends.size()) {
-                    std::string want;
-                    for (const char* e : ends) want += std::string(want.empty() ? "" : " or ") + "'" + e + "'";
-                    fail_here("unexpected end of template: expected " + want);
-                }
+                if (ends.size()) fail_here("unexpected end of template" + want);
                 return body;
             }
             if (t.type == Tok::Text) {
@@ -118,6 +116,10 @@ private:
                             end = kw.text;
                             return body;
                         }
+                static const char* closers[] = {"elif", "else", "endif", "endfor", "endset", "endmacro",
+                                                "endcall", "endfilter", "endgeneration", "endraw"};
+                for (const char* c : closers)
+                    if (kw.type == Tok::Name && kw.text == c) fail("unexpected '" + kw.text + "'" + want, kw.offset);
                 next();
                 body.push_back(parse_statement());
             } else {

@@ -134,9 +134,10 @@ std::string repr(const Value& v) {
         case Kind::String: return repr_string(v.string);
         case Kind::List: {
             if (v.generator) return "<generator object>";
-            std::string out = "[";
+            std::string out = v.tuple ? "(" : "[";
             for (size_t i = 0; i < v.list->size(); ++i) out += (i ? ", " : "") + repr((*v.list)[i]);
-            return out + "]";
+            if (v.tuple && v.list->size() == 1) out += ",";
+            return out + (v.tuple ? ")" : "]");
         }
         case Kind::Dict: {
             std::string out = "{";

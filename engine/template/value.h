@@ -62,6 +62,7 @@ struct Value {
     std::shared_ptr<Dict> dict;          // Dict and Namespace (shared: a namespace is mutable)
     std::shared_ptr<Callable> callable;  // Callable
     bool generator = false;  // a List made by map/select/...: Python would hold a generator
+    bool tuple = false;      // a List that Python holds as a tuple (repr "(1, 2)")
     bool safe = false;       // a String marked safe (printed unchanged; no effect without autoescape)
 
     static Value undefined(std::string why) { Value v; v.string = std::move(why); return v; }
@@ -77,6 +78,11 @@ struct Value {
         Value v; v.kind = Kind::List; v.list = std::make_shared<List>(std::move(l)); v.generator = generator; return v;
     }
     static Value from(Dict d) { Value v; v.kind = Kind::Dict; v.dict = std::make_shared<Dict>(std::move(d)); return v; }
+    static Value pair(Value a, Value b) {
+        Value v = from(List{std::move(a), std::move(b)});
+        v.tuple = true;
+        return v;
+    }
     static Value function(std::string name, std::function<Value(const Args&)> fn) {
         Value v; v.kind = Kind::Callable;
         v.callable = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
