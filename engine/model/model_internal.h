@@ -23,14 +23,15 @@ struct ModelInternals {
     ModelInfo info_;
     DeviceInfo device_;
 
-    // One edited weight element: where it is, and the original bytes of the block holding it.
-    struct WeightEditRecord {
-        WeightRef ref;
+    // Weight interventions (weight_edit.cpp): the edits in force, one per element, in the order
+    // made; and for every block they touched, its bytes before the first edit of it.
+    struct SavedBlock {
         const gpu::Buffer* buffer = nullptr;
-        uint64_t offset = 0;                // byte offset of the block in the buffer
-        std::vector<uint8_t> original;      // the block's bytes before the first edit
+        uint64_t offset = 0;             // byte offset of the block in the buffer
+        std::vector<uint8_t> original;
     };
-    std::vector<WeightEditRecord> edits_;
+    std::vector<WeightRef> edits_;
+    std::vector<SavedBlock> saved_blocks_;
 
     // Model::load's common path: takes the engine's reader of an opened file.
     static std::unique_ptr<Model> load(std::unique_ptr<gguf::File> file, const ModelOptions& options);

@@ -1,6 +1,7 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
@@ -129,6 +130,24 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
     }
 }
 
+const UploadedMatrix* Weights::uploaded(const std::string& name) const {
+    auto it = uploaded_.find(name);
+    return it == uploaded_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Weights::uploaded_names(const std::string& prefix) const {
+    std::vector<std::string> names;
+    for (const auto& [name, m] : uploaded_)
+        if (name.compare(0, prefix.size(), prefix) == 0) names.push_back(name);
+    return names;
+}
+
+gpu::Buffer& Weights::writable(const gpu::Buffer* buffer) {
+    for (const std::unique_ptr<gpu::Buffer>& b : buffers_)
+        if (b.get() == buffer) return *b;
+    throw std::logic_error("Weights::writable: not a weight buffer of this model");
+}
+
 const gpu::Buffer* Weights::upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes) {
     // Shaders read whole 32-bit words: the buffer may be a little larger than the data.
     auto buf = std::make_unique<gpu::Buffer>(ctx_, std::max(n_bytes, buffer_bytes), gpu::Memory::Device);
@@ -167,6 +186,11 @@ ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t 
     w.n_out = n_out;
     w.buffer = upload(t.data + uint64_t(row0) * row_bytes, uint64_t(n_out) * row_bytes,
                       ops::weight_buffer_bytes(t.type, n_in, n_out));
+    UploadedMatrix& m = uploaded_[name];
+    m.type = t.type;
+    m.n_in = n_in;
+    m.n_rows = total_rows;
+    m.parts.push_back({w.buffer, row0, n_out});
     return w;
 }
 
@@ -190,6 +214,7 @@ ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64
     w.n_out = n_out;
     w.n_expert = n_expert;
     w.buffer = upload(t->data, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out * n_expert));
+    uploaded_[name] = UploadedMatrix{t->type, n_in, n_out, n_expert, {{w.buffer, 0, n_out * n_expert}}};
     if (bias) w.bias = vector(stem + ".bias", n_out * n_expert);
     return w;
 }

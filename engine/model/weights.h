@@ -2,15 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "gpu/buffer.h"
 #include "model/spec.h"
 #include "ops/ops.h"
 
-namespace vkllm::gguf { class File; }
 namespace vkllm::gpu { class Context; }
 
 namespace vkllm::model {
@@ -44,6 +45,22 @@ struct LayerWeights {
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
 };
 
+// Where a matrix of the file went on upload, for the weight interventions: its rows may be
+// split over several buffers (fused tensors), each holding consecutive rows from offset 0.
+// Expert tensors count rows over all experts: expert e's row r is file row e * n_rows + r.
+struct UploadedPart {
+    const gpu::Buffer* buffer = nullptr;
+    int64_t first_row = 0;  // the file row held at the buffer's start
+    int64_t n_rows = 0;
+};
+struct UploadedMatrix {
+    gguf::TensorType type = gguf::TensorType::F32;
+    int64_t n_in = 0;       // row length (GGUF ne0)
+    int64_t n_rows = 0;     // rows (of one expert for expert tensors)
+    int64_t n_expert = 0;   // 0: a 2-D matrix
+    std::vector<UploadedPart> parts;
+};
+
 class Weights {
 public:
     // Uploads every tensor the spec needs. ModelError names a missing tensor, a wrong shape or
@@ -61,6 +78,14 @@ public:
     std::vector<LayerWeights> layers;
 
     uint64_t bytes() const { return bytes_; }
+    // The uploaded matrix with this file name ("blk.3.attn_qkv.weight"); null when none was
+    // uploaded as a matrix (absent, a vector kept as f32, or output tied to token_embd).
+    const UploadedMatrix* uploaded(const std::string& name) const;
+    // Names of every uploaded matrix starting with `prefix`, sorted.
+    std::vector<std::string> uploaded_names(const std::string& prefix) const;
+    // One of this Weights' buffers, writable (weight interventions). Throws std::logic_error
+    // for a buffer it does not own.
+    gpu::Buffer& writable(const gpu::Buffer* buffer);
 
 private:
     ops::Weight matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true);
@@ -77,6 +102,7 @@ private:
     gpu::Context& ctx_;
     const gguf::File& file_;
     std::vector<std::unique_ptr<gpu::Buffer>> buffers_;
+    std::map<std::string, UploadedMatrix> uploaded_;
     uint64_t bytes_ = 0;
 };
 

@@ -26,8 +26,9 @@ struct ModelOptions {
 // One element of a weight matrix, addressed as PyTorch addresses `weight[row, col]`: `row` is
 // the output channel and `col` the input channel (for ffn_down: row = hidden channel,
 // col = FFN channel).
+// Fused file tensors are addressed by their file name and rows ("attn_qkv": q rows, then k, then v).
 struct WeightRef {
-    int layer = 0;
+    int layer = 0;       // -1: a matrix outside the layers ("token_embd", "output", "position_embd")
     std::string tensor;  // llama.cpp's name inside the layer, without "blk.N." and ".weight": "ffn_down", "attn_q", ...
     int64_t row = 0;
     int64_t col = 0;

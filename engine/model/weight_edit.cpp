@@ -1,0 +1,142 @@
+// Model's weight interventions: one element of a weight matrix set on the GPU without reloading.
+// The block holding the element (one float for F32, 32 or 256 elements for quantised types) is
+// read back, decoded, changed, re-encoded in the tensor's own type and written back; the block's
+// bytes before its first edit are kept so restore_weights() can put them back.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "gguf/quant.h"
+#include "model/model_internal.h"
+
+namespace vkllm {
+namespace {
+
+// The block of a GPU buffer that holds one element.
+struct ElementBlock {
+    const gpu::Buffer* buffer = nullptr;
+    gguf::TensorType type = gguf::TensorType::F32;
+    uint64_t offset = 0;       // of the block, in bytes from the buffer's start
+    uint32_t n_bytes = 0;      // the type's block size in bytes
+    uint32_t n_elements = 0;   // elements per block
+    uint32_t index = 0;        // the element inside the block
+};
+
+std::string describe(const WeightRef& w) {
+    std::string s = w.tensor + "[" + std::to_string(w.row) + ", " + std::to_string(w.col) + "]";
+    if (w.expert >= 0) s += " of expert " + std::to_string(w.expert);
+    return s + (w.layer >= 0 ? " in layer " + std::to_string(w.layer) : "");
+}
+
+// "blk.3.attn_q.weight" -> "attn_q"
+std::string short_name(const std::string& file_name, const std::string& prefix) {
+    std::string s = file_name.substr(prefix.size());
+    const std::string suffix = ".weight";
+    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0)
+        s.resize(s.size() - suffix.size());
+    return s;
+}
+
+ElementBlock locate(const detail::ModelInternals& m, const WeightRef& w) {
+    const int n_layer = m.spec().n_layer;
+    if (w.layer < -1 || w.layer >= n_layer)
+        throw std::invalid_argument("weight edit: layer " + std::to_string(w.layer) + " is out of range [0, " +
+                                    std::to_string(n_layer) + ") (-1: tensors outside the layers)");
+    const std::string prefix = w.layer >= 0 ? "blk." + std::to_string(w.layer) + "." : "";
+    const model::Weights& weights = m.weights();
+    const model::UploadedMatrix* t = weights.uploaded(prefix + w.tensor + ".weight");
+    if (!t) {
+        std::string known;
+        for (const std::string& name : weights.uploaded_names(prefix))
+            if (w.layer >= 0 || name.rfind("blk.", 0) != 0)  // layer -1: not the layers' tensors
+                known += (known.empty() ? "" : ", ") + short_name(name, prefix);
+        throw std::invalid_argument("weight edit: " + (w.layer >= 0 ? "layer " + std::to_string(w.layer) : "the model") +
+                                    " has no weight matrix '" + w.tensor + "' on the GPU (editable: " + known + ")");
+    }
+    if (t->n_expert > 0 && (w.expert < 0 || w.expert >= t->n_expert))
+        throw std::invalid_argument("weight edit: " + describe(w) + ": expert must be in [0, " +
+                                    std::to_string(t->n_expert) + ") for the expert tensor '" + w.tensor + "'");
+    if (t->n_expert == 0 && w.expert != -1)
+        throw std::invalid_argument("weight edit: " + describe(w) + ": '" + w.tensor +
+                                    "' is not an expert tensor (expert must be -1)");
+    if (w.row < 0 || w.row >= t->n_rows)
+        throw std::invalid_argument("weight edit: " + describe(w) + ": row is out of range [0, " +
+                                    std::to_string(t->n_rows) + ")");
+    if (w.col < 0 || w.col >= t->n_in)
+        throw std::invalid_argument("weight edit: " + describe(w) + ": col is out of range [0, " +
+                                    std::to_string(t->n_in) + ")");
+
+    // The file row of the element (expert tensors: experts one after another), then the part of
+    // a fused tensor holding it, as each part's buffer starts at its own first row.
+    const int64_t file_row = (t->n_expert > 0 ? int64_t(w.expert) * t->n_rows : 0) + w.row;
+    const model::UploadedPart* part = nullptr;
+    for (const model::UploadedPart& p : t->parts)
+        if (file_row >= p.first_row && file_row < p.first_row + p.n_rows) part = &p;
+    if (!part) throw std::invalid_argument("weight edit: " + describe(w) + ": that row was not uploaded to the GPU");
+
+    const gguf::TypeTraits traits = *gguf::type_traits(t->type);
+    ElementBlock b;
+    b.buffer = part->buffer;
+    b.type = t->type;
+    b.n_bytes = traits.type_size;
+    b.n_elements = traits.block_size;
+    b.offset = uint64_t(file_row - part->first_row) * gguf::row_size(t->type, size_t(t->n_in)) +
+               uint64_t(w.col / traits.block_size) * traits.type_size;
+    b.index = uint32_t(w.col % traits.block_size);
+    return b;
+}
+
+std::vector<float> read_block(const ElementBlock& b, std::vector<uint8_t>* bytes) {
+    bytes->resize(b.n_bytes);
+    b.buffer->download(bytes->data(), b.n_bytes, b.offset);
+    std::vector<float> values(b.n_elements);
+    gguf::dequantize_row(b.type, bytes->data(), values.data(), b.n_elements);
+    return values;
+}
+
+bool same_element(const WeightRef& a, const WeightRef& b) {
+    return a.layer == b.layer && a.tensor == b.tensor && a.row == b.row && a.col == b.col && a.expert == b.expert;
+}
+
+}  // namespace
+
+float Model::weight(const WeightRef& w) const {
+    const ElementBlock b = locate(*impl_, w);
+    std::vector<uint8_t> bytes;
+    return read_block(b, &bytes)[b.index];
+}
+
+float Model::set_weight(const WeightRef& w, float value) {
+    if (!std::isfinite(value))
+        throw std::invalid_argument("weight edit: " + describe(w) + ": the value must be finite");
+    const ElementBlock b = locate(*impl_, w);
+    std::vector<uint8_t> original;
+    std::vector<float> values = read_block(b, &original);
+    const float old = values[b.index];
+    values[b.index] = value;
+    std::vector<uint8_t> encoded(b.n_bytes);
+    gguf::quantize_row(b.type, values.data(), encoded.data(), b.n_elements);  // throws for a type it cannot encode
+
+    // Only the first edit of a block keeps its bytes: they are the file's.
+    bool saved = false;
+    for (const detail::ModelInternals::SavedBlock& s : impl_->saved_blocks_)
+        saved = saved || (s.buffer == b.buffer && s.offset == b.offset);
+    if (!saved) impl_->saved_blocks_.push_back({b.buffer, b.offset, original});
+    impl_->weights_->writable(b.buffer).upload(encoded.data(), b.n_bytes, b.offset);
+
+    bool listed = false;
+    for (const WeightRef& e : impl_->edits_) listed = listed || same_element(e, w);
+    if (!listed) impl_->edits_.push_back(w);
+    return old;
+}
+
+void Model::restore_weights() {
+    for (const detail::ModelInternals::SavedBlock& s : impl_->saved_blocks_)
+        impl_->weights_->writable(s.buffer).upload(s.original.data(), s.original.size(), s.offset);
+    impl_->saved_blocks_.clear();
+    impl_->edits_.clear();
+}
+
+std::vector<WeightRef> Model::weight_edits() const { return impl_->edits_; }
+
+}  // namespace vkllm
