@@ -191,25 +191,6 @@ Forward::KvUsage Forward::kv_usage() const {
     return u;
 }
 
-void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
-    if (probes.attention_layers != probed_layers_) {
-        probs_.clear();
-        probs_host_.clear();
-        probed_layers_ = probes.attention_layers;
-        for (int l : probed_layers_) {
-            if (l < 0 || l >= spec_.n_layer)
-                throw std::invalid_argument("attention probe layer " + std::to_string(l) + " is outside 0.." +
-                                            std::to_string(spec_.n_layer - 1));
-            uint64_t heads = uint64_t(spec_.layers[size_t(l)].attn.n_head);
-            probs_.emplace_back(ctx_, uint64_t(n_batch_) * heads * uint64_t(n_ctx_) * F, gpu::Memory::Device);
-            probs_host_.emplace_back(ctx_, heads * uint64_t(n_ctx_) * F, gpu::Memory::Host);
-        }
-    }
-    if (probes.residual_stats && !residual_host_.valid())
-        residual_host_ = gpu::Buffer(ctx_, uint64_t(spec_.n_layer + 1) * uint64_t(n_batch_) * uint64_t(spec_.n_embd) * F,
-                                     gpu::Memory::Host);
-}
-
 const gpu::Buffer& Forward::MatmulInputs::of(const ops::Weight& w) const {
     const gpu::Buffer* r = rounded[size_t(ops::activation_rounding(w.type))];
     return r ? *r : *plain;
@@ -242,7 +223,7 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
 }
 
 void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits,
-                   const ProbeConfig& probes, ProbeResults* results) {
+                   const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
     if (n_tokens <= 0 || n_tokens > max_tokens(all_logits) || pos0 < 0 || pos0 + n_tokens > n_ctx_)
         throw std::logic_error("Forward::step: bad token range");
     alloc_probe_buffers(probes);
@@ -250,21 +231,27 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
     auto* pos = static_cast<int32_t*>(positions_.mapped());
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
-    if (pos0 == 0) reset_slots();
+    if (pos0 == 0) {
+        reset_slots();
+        reset_edit_state();
+    }
     // Every cache size records which position its slots now hold (written before the submit;
     // the previous step has completed, so no GPU work reads these buffers now).
     for (auto& [slots, buf] : slot_pos_) {
         auto* slot_pos = static_cast<int32_t*>(buf.mapped());
         for (int i = 0; i < T; ++i) slot_pos[(pos0 + i) % slots] = pos0 + i;
     }
+    attn_rows_ = std::min(T, attn_rows_cap_);
 
     gpu::Stream& s = stream_;
     s.set_profiling(probes.timings);
     s.begin();
     record_embeddings(T);
-    if (probes.residual_stats) s.copy(x_, 0, residual_host_, 0, uint64_t(T) * uint64_t(spec_.n_embd) * F);
+    record_after_layer(-1, T, probes);
 
     for (int l = 0; l < spec_.n_layer; ++l) record_layer(l, T, pos0, probes);
+    s.set_layer(-1);
+    record_logit_lens();
 
     // Final norm and the vocabulary projection, for every token or only the last.
     const int rows = all_logits ? T : 1;
@@ -285,89 +272,7 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     s.submit_and_wait();
 
     std::memcpy(logits, logits_host_.mapped(), size_t(rows) * size_t(spec_.n_vocab) * F);
-    if (results) read_probes(T, pos0, probes, results);
-}
-
-void Forward::read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results) {
-    if (probes.timings) {
-        std::map<std::string, OpTiming> by_op;
-        for (const auto& [label, ms] : stream_.timings()) {
-            OpTiming& t = by_op[label];
-            t.op = label;
-            t.ms += ms;
-            t.count += 1;
-        }
-        for (auto& [name, t] : by_op) {
-            auto it = std::find_if(results->timings.begin(), results->timings.end(),
-                                   [&](const OpTiming& o) { return o.op == name; });
-            if (it == results->timings.end()) results->timings.push_back(t);
-            else {
-                it->ms += t.ms;
-                it->count += t.count;
-            }
-        }
-    }
-    results->attention.clear();
-    for (size_t i = 0; i < probed_layers_.size(); ++i) {
-        // The newest token's row (the full maps come with the extended probes).
-        const AttentionSpec& a = spec_.layers[size_t(probed_layers_[i])].attn;
-        AttentionMap p;
-        p.layer = probed_layers_[i];
-        p.n_head = a.n_head;
-        p.window = a.window;
-        p.chunk = a.chunk;
-        const KvCache& cache = caches_[size_t(p.layer)];
-        const int n_kv = std::min(pos0 + n_tokens, cache.slots);
-        const auto* slot_pos = static_cast<const int32_t*>(cache.slot_pos->mapped());
-        const int newest = pos0 + n_tokens - 1;
-        p.query_pos = {newest};
-        for (int k = 0; k <= newest; ++k) p.key_pos.push_back(k);
-        p.probs.assign(size_t(p.n_head) * size_t(newest + 1), 0.0f);
-        const float* src = static_cast<const float*>(probs_host_[i].mapped());
-        for (int h = 0; h < p.n_head; ++h)
-            for (int k = 0; k < n_kv; ++k)
-                if (slot_pos[k] >= 0 && slot_pos[k] <= newest)
-                    p.probs[size_t(h) * size_t(newest + 1) + size_t(slot_pos[k])] = src[size_t(h) * size_t(n_kv) + size_t(k)];
-        results->attention.push_back(std::move(p));
-    }
-    if (probes.expert_load) {
-        // Counted this step; the session sums steps into its prefill and decode totals.
-        results->expert_load_step.clear();
-        for (int l = 0; l < spec_.n_layer; ++l) {
-            const int n = spec_.layers[size_t(l)].ffn.moe.n_expert;
-            if (n == 0) continue;
-            ExpertLoad e;
-            e.layer = l;
-            const float* v = static_cast<const float*>(expert_load_[size_t(l)].mapped());
-            for (int x = 0; x < n; ++x) {
-                e.tokens.push_back(v[2 * x]);
-                e.weight_sum.push_back(v[2 * x + 1]);
-            }
-            results->expert_load_step.push_back(std::move(e));
-        }
-    }
-    results->residual.clear();
-    if (probes.residual_stats) {
-        const size_t n = size_t(n_tokens) * size_t(spec_.n_embd);
-        std::vector<float> mags(n);
-        for (int l = -1; l < spec_.n_layer; ++l) {
-            const float* x = static_cast<const float*>(residual_host_.mapped()) +
-                             size_t(l + 1) * size_t(n_batch_) * size_t(spec_.n_embd);
-            ResidualStat st;
-            st.layer = l;
-            size_t best = 0;
-            for (size_t i = 0; i < n; ++i) {
-                mags[i] = std::fabs(x[i]);
-                if (mags[i] > mags[best]) best = i;
-            }
-            st.max_abs = mags[best];
-            st.token = pos0 + int(best / size_t(spec_.n_embd));
-            st.channel = int(best % size_t(spec_.n_embd));
-            std::nth_element(mags.begin(), mags.begin() + long(n / 2), mags.end());
-            st.median_abs = mags[n / 2];
-            results->residual.push_back(st);
-        }
-    }
+    if (results) read_probes(T, pos0, probes, results, first_pass);
 }
 
 }  // namespace vkllm::model

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <string>
 #include <map>
 #include <memory>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "model/spec.h"
 #include "model/weights.h"
 #include "vkllm/probe.h"
+#include "vkllm/session.h"
 
 namespace vkllm::gpu { class Context; }
 
@@ -32,9 +35,24 @@ public:
 
     // Runs tokens ids[0..n_tokens) at positions pos0.. (n_tokens <= max_tokens(all_logits)),
     // writing their K/V into the cache. logits: [n_tokens, n_vocab] when all_logits, else the
-    // last token's [n_vocab].
+    // last token's [n_vocab]. results (may be null) receives the probes of the eval this pass
+    // belongs to: first_pass starts a new eval (its results replace the previous eval's); later
+    // passes of the same eval add their rows, tokens, timings and counts to them. Dispatch and
+    // barrier counts are filled whenever results is given, with or without probes.
     void step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits, const ProbeConfig& probes,
-              ProbeResults* results);
+              ProbeResults* results, bool first_pass = true);
+
+    // Residual-stream edits applied by every following step (see vkllm::ResidualEdit); also
+    // resets the Mean edits' running sums. Throws std::invalid_argument for a layer outside
+    // -1..n_layer-1 or a channel outside 0..n_embd-1.
+    void set_residual_edits(const std::vector<ResidualEdit>& edits);
+    // Restarts the Mean edits' running means (the session truncated or reset its tokens; a step
+    // at position 0 does it too).
+    void reset_edit_state();
+    // The text of a token id, for the logit lens (none: the lens leaves text empty).
+    void set_token_text(std::function<std::string(int32_t)> piece) { token_text_ = std::move(piece); }
+    // Bytes of probe buffers on the GPU and in host memory (0 while every probe is off).
+    uint64_t probe_bytes() const;
 
     // Forgets positions >= n in every KV cache (forward_cache.cpp). Returns false when a
     // sliding-window ring no longer holds a position < n that a later query can attend to (its
@@ -67,7 +85,10 @@ private:
                                 std::initializer_list<const ops::Weight*> weights);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
-    void record_ffn(int l, int n_tokens, bool probe_load);
+    void record_ffn(int l, int n_tokens, const ProbeConfig& probes);
+    // After the embeddings (l = -1) or layer l: the residual edits, then the probes' copies of x.
+    void record_after_layer(int l, int n_tokens, const ProbeConfig& probes);
+    void record_logit_lens();
     // MLA (forward_mla.cpp): q_ gets the absorbed queries [T, n_head, kv_lora + rope], k_new_ the
     // keys [T, kv_lora + rope] and v_new_ the latent values [T, kv_lora]; then the heads' latent
     // outputs (attn_) go through W_vb into mla_out_ [T, n_head * v_head].
@@ -75,15 +96,22 @@ private:
     void record_mla_output(int l, int n_tokens);
     gpu::Buffer mla_qa_, mla_q_, mla_qn_, mla_qabs_, mla_out_;
     gpu::Buffer head_ids_;  // int32 [n_batch * n_head]: pair p's "expert" is its head, p % n_head
+    // probe_out: also copies the projection's output (+ bias, before any post-norm) there.
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
-                          const gpu::Buffer* post_norm, int n_tokens);
+                          const gpu::Buffer* post_norm, int n_tokens, const gpu::Buffer* probe_out = nullptr);
     void record_embeddings(int n_tokens);
     // y = norm(x) over rows of n_embd with the model's norm kind (w, b may be null).
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
               uint64_t y_offset, int rows);
     void alloc_probe_buffers(const ProbeConfig& probes);
     void reset_slots();
-    void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
+    void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void read_attention(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void read_residual(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void read_ffn_down(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
+    void read_routing(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
+    void read_logit_lens(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
+    bool residual_copied(int l, const ProbeConfig& probes) const;  // l = -1..n_layer-1
 
     gpu::Context& ctx_;
     const ModelSpec& spec_;
@@ -126,16 +154,40 @@ private:
     gpu::Buffer moe_input_;              // [n_batch * top_k, n_embd] weighted expert inputs (Llama 4)
     gpu::Buffer moe_ones_;               // [n_batch * top_k] of 1: combine weights when the input carried them
     std::vector<gpu::Buffer> expert_load_;  // per layer, host [n_expert, 2] (expert-load probe)
-    void record_moe(int l, int n_tokens, const gpu::Buffer& in, bool probe_load);
+    void record_moe(int l, int n_tokens, const gpu::Buffer& in, const ProbeConfig& probes);
     gpu::Buffer attn_scratch_;  // split-K partial results of decode attention
     gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
     gpu::Buffer logits_host_;
 
-    // Probe buffers, allocated on first use.
+    // Probe buffers, allocated on first use (forward_probes.cpp reads them).
     std::vector<int> probed_layers_;
-    std::vector<gpu::Buffer> probs_;       // per probed layer: [n_batch, n_head, n_ctx]
-    std::vector<gpu::Buffer> probs_host_;  // per probed layer: [n_head, n_ctx] of the newest token
+    int attn_rows_cap_ = 0;                // query rows kept per pass: min(n_batch, attention_max_rows)
+    int attn_rows_ = 0;                    // of this pass
+    std::vector<gpu::Buffer> probs_;       // per probed layer: [n_batch, n_head, slots] (+ [n_batch, n_head] sinks)
+    std::vector<gpu::Buffer> probs_host_;  // per probed layer: the newest rows: [rows_cap, n_head, slots] (+ sinks)
     gpu::Buffer residual_host_;            // [n_layer + 1, n_batch, n_embd]
+    std::vector<std::vector<float>> residual_acc_;  // [n_layer + 1][eval tokens * n_embd] (residual_stats)
+    std::vector<gpu::Buffer> ffn_in_host_, ffn_out_host_;  // per layer: dense or shared expert [n_batch, n_ff], [n_batch, n_embd]
+    std::vector<gpu::Buffer> moe_in_host_, moe_out_host_;  // per MoE layer: [pairs, n_ff_expert], [pairs, n_embd]
+    std::vector<gpu::Buffer> routing_host_;               // per MoE layer: int32 experts [pairs], float weights [pairs]
+    // ffn_down's inputs and outputs over the eval, per layer and expert (-1: dense or shared).
+    struct DownRows {
+        int n_in = 0, n_out = 0;
+        std::vector<float> in, out;  // [rows, n_in], [rows, n_out]
+        std::vector<int> pos;        // position of each row
+    };
+    std::vector<std::map<int, DownRows>> down_acc_;
+    std::vector<int> lens_layers_;
+    gpu::Buffer lens_x_, lens_h_;           // [n_lens, n_embd]: newest rows after the lens layers, normalised
+    gpu::Buffer lens_logits_, lens_host_;   // [n_lens, n_vocab]
+    std::function<std::string(int32_t)> token_text_;
+    int eval_tokens_ = 0;                   // tokens of the current eval so far
+
+    // Residual edits: ChannelEdit records grouped by layer (host-visible), their Mean state
+    // (sum, count) per edit, and each layer's range of edits (layer + 1 -> first, count).
+    std::vector<ResidualEdit> edits_;
+    gpu::Buffer edits_buf_, edit_state_;
+    std::map<int, std::pair<int, int>> edit_ranges_;
 };
 
 }  // namespace vkllm::model

@@ -40,12 +40,10 @@ void Forward::record_embeddings(int T) {
 }
 
 void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes) {
+    stream_.set_layer(l);
     record_attention(l, n_tokens, pos0);
-    record_ffn(l, n_tokens, probes.expert_load);
-    if (probes.residual_stats) {
-        uint64_t bytes = uint64_t(n_tokens) * uint64_t(spec_.n_embd) * F;
-        stream_.copy(x_, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * uint64_t(spec_.n_embd) * F, bytes);
-    }
+    record_ffn(l, n_tokens, probes);
+    record_after_layer(l, n_tokens, probes);
 }
 
 // x += Wo · attention(q, k, v) with q, k, v from norm(x) (Pre/Sandwich) or x itself (Post);
@@ -148,9 +146,19 @@ void Forward::record_attention(int l, int T, int pos0) {
                    attn_scratch_.valid() ? &attn_scratch_ : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
     if (probs) {
-        // The newest token's probabilities: the last of T rows of [n_head, n_kv].
-        uint64_t row = uint64_t(a.n_head) * uint64_t(n_kv) * F;
-        s.copy(*probs, uint64_t(T - 1) * row, probs_host_[size_t(probed - probed_layers_.begin())], 0, row);
+        // The newest attn_rows_ query rows of [T, n_head, n_kv], and with sinks their
+        // probabilities [T, n_head] after the rows (see ops::attention).
+        const gpu::Buffer& host = probs_host_[size_t(probed - probed_layers_.begin())];
+        const uint64_t row = uint64_t(a.n_head) * uint64_t(n_kv) * F;
+        const uint64_t first = uint64_t(T - attn_rows_);
+        s.mark("copy");
+        s.copy(*probs, first * row, host, 0, uint64_t(attn_rows_) * row);
+        if (w.sinks) {
+            const uint64_t sink_row = uint64_t(a.n_head) * F;
+            s.copy(*probs, uint64_t(T) * row + first * sink_row, host,
+                   uint64_t(attn_rows_cap_) * uint64_t(a.n_head) * uint64_t(cache.slots) * F,
+                   uint64_t(attn_rows_) * sink_row);
+        }
     }
 
     if (a.mla.kv_lora_rank > 0) {
@@ -164,19 +172,32 @@ void Forward::record_attention(int l, int T, int pos0) {
 // x += post_norm(W in + bias): a block's last projection and its residual add. Without a
 // post-norm the add is fused into the matmul (accumulate).
 void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
-                               const gpu::Buffer* post_norm, int T) {
+                               const gpu::Buffer* post_norm, int T, const gpu::Buffer* probe_out) {
     gpu::Stream& s = stream_;
-    const gpu::Buffer& out = post_norm ? block_out_ : x_;
+    // A probed projection is computed apart and then added, so its output can be copied.
+    const bool apart = post_norm || probe_out;
+    const gpu::Buffer& out = apart ? block_out_ : x_;
     MatmulInputs mi = prepare_inputs(in, 0, T, n_in, {&w});
     s.mark("matmul");
-    ops::matmul(s, w, mi.of(w), mi.offset_of(w), out, 0, T, /*accumulate=*/post_norm == nullptr);
+    ops::matmul(s, w, mi.of(w), mi.offset_of(w), out, 0, T, /*accumulate=*/!apart);
     s.barrier("the block's projection is complete before its bias, its post-norm or the next layer");
     if (bias) {
         s.mark("add_bias");
         ops::add_bias(s, out, 0, *bias, T, spec_.n_embd);
         s.barrier("the block's bias is added before its post-norm or the next layer");
     }
-    if (!post_norm) return;
+    if (probe_out) {
+        s.mark("copy");
+        s.copy(block_out_, 0, *probe_out, 0, uint64_t(T) * uint64_t(spec_.n_embd) * F);
+        s.barrier("the probe has copied the block output before it is normalised or added");
+    }
+    if (!apart) return;
+    if (!post_norm) {
+        s.mark("add");
+        ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
+        s.barrier("the residual stream is updated before the next block reads it");
+        return;
+    }
     norm(block_out_, 0, post_norm, nullptr, block_out_, 0, T);
     s.barrier("the post-normalised block output is complete before the residual add");
     s.mark("add");
@@ -186,7 +207,7 @@ void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int 
 
 // x += W_down · act(W_gate h) * (W_up h)   (gated: SwiGLU / GeGLU)
 // x += W_down · act(W_up h + b_up) + b_down (plain: GPT-2)
-void Forward::record_ffn(int l, int T, bool probe_load) {
+void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     const LayerSpec& L = spec_.layers[size_t(l)];
     const LayerWeights& w = w_.layers[size_t(l)];
     gpu::Stream& s = stream_;
@@ -199,7 +220,7 @@ void Forward::record_ffn(int l, int T, bool probe_load) {
         in = &h_;
     }
     if (L.ffn.moe.n_expert > 0) {
-        record_moe(l, T, *in, probe_load);
+        record_moe(l, T, *in, probes);
         return;
     }
     if (L.ffn.gated) {
@@ -226,8 +247,12 @@ void Forward::record_ffn(int l, int T, bool probe_load) {
         else ops::gelu(s, gate_, gate_, n, /*fp16_table=*/round_activations_);
     }
     s.barrier("the activation is complete before the down projection reads it");
-
-    add_block_output(w.down, gate_, L.ffn.n_ff, w.b_down, w.post_ffn_norm, T);
+    if (probes.ffn_down) {
+        s.mark("copy");
+        s.copy(gate_, 0, ffn_in_host_[size_t(l)], 0, uint64_t(n) * F);
+    }
+    add_block_output(w.down, gate_, L.ffn.n_ff, w.b_down, w.post_ffn_norm, T,
+                     probes.ffn_down ? &ffn_out_host_[size_t(l)] : nullptr);
 }
 
 namespace {
@@ -241,7 +266,7 @@ ops::Weight rounding_key(const ops::ExpertWeights& e) {
 
 // x += sum_k w_k · W_down,e_k (silu(W_gate,e_k h) * W_up,e_k h) over the top_k experts e_k the
 // router picks for each token; routing, grouping and the weighted sum stay on the GPU.
-void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
+void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig& probes) {
     const LayerSpec& L = spec_.layers[size_t(l)];
     const MoeSpec& moe = L.ffn.moe;
     const LayerWeights& w = w_.layers[size_t(l)];
@@ -270,13 +295,20 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     s.mark("moe_route");
     ops::moe_route(s, router_logits_, 0, T, rp, moe_experts_, moe_weights_);
     s.barrier("the chosen experts and weights are complete before grouping and the expert matmuls");
+    if (probes.routing || probes.ffn_down) {
+        // Each token's experts and weights: int32 [pairs] then float [pairs].
+        const gpu::Buffer& host = routing_host_[size_t(l)];
+        s.mark("copy");
+        s.copy(moe_experts_, 0, host, 0, uint64_t(pairs) * 4);
+        s.copy(moe_weights_, 0, host, uint64_t(n_batch_) * uint64_t(moe.top_k) * 4, uint64_t(pairs) * F);
+    }
     ops::MoeRouting r{&moe_experts_, &moe_weights_, nullptr, T, moe.top_k};
     if (T > 1) {
         ops::moe_sort(s, moe_experts_, pairs, moe.n_expert, moe_sorted_);
         s.barrier("pairs grouped by expert are complete before the tiled expert matmuls");
         r.sorted = &moe_sorted_;
     }
-    if (probe_load) ops::moe_expert_load(s, r, moe.n_expert, expert_load_[size_t(l)]);
+    if (probes.expert_load) ops::moe_expert_load(s, r, moe.n_expert, expert_load_[size_t(l)]);
 
     const ops::Weight gate_key = rounding_key(w.gate_exps), up_key = rounding_key(w.up_exps);
     // Llama 4 scales each expert's input by its weight, and sums the outputs unweighted.
@@ -300,11 +332,19 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     else
         ops::swiglu(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert);
     s.barrier("the experts' SwiGLU is complete before their down projections read it");
+    if (probes.ffn_down) {
+        s.mark("copy");
+        s.copy(moe_gate_, 0, moe_in_host_[size_t(l)], 0, uint64_t(pairs) * uint64_t(moe.n_ff_expert) * F);
+    }
     const ops::Weight down_key = rounding_key(w.down_exps);
     mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key});
     s.mark("moe_matmul");
     ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, r, moe_down_, 0);
     s.barrier("the experts' outputs are complete before their weighted sum");
+    if (probes.ffn_down) {
+        s.mark("copy");
+        s.copy(moe_down_, 0, moe_out_host_[size_t(l)], 0, uint64_t(pairs) * uint64_t(spec_.n_embd) * F);
+    }
     s.mark("moe_combine");
     ops::MoeRouting combine = r;
     if (moe.weight_input) combine.weights = &moe_ones_;
@@ -320,7 +360,12 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, bool probe_load) {
     s.mark("swiglu");
     ops::swiglu(s, gate_, up_, gate_, int64_t(T) * moe.n_ff_shared);
     s.barrier("the shared expert's activation is complete before its down projection");
-    add_block_output(w.down_sh, gate_, moe.n_ff_shared, nullptr, nullptr, T);
+    if (probes.ffn_down) {
+        s.mark("copy");
+        s.copy(gate_, 0, ffn_in_host_[size_t(l)], 0, uint64_t(T) * uint64_t(moe.n_ff_shared) * F);
+    }
+    add_block_output(w.down_sh, gate_, moe.n_ff_shared, nullptr, nullptr, T,
+                     probes.ffn_down ? &ffn_out_host_[size_t(l)] : nullptr);
 }
 
 }  // namespace vkllm::model

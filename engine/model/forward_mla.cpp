@@ -55,6 +55,9 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
     s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
     s.mark("norm");
     ops::rms_norm(s, k_new_, 0, w.kv_a_norm, k_new_, 0, T, mla.kv_lora_rank, spec_.norm_eps, int64_t(kv));
+    // The norm's binding spans whole [c | kr] rows, so the rope below writes memory (kr) the norm
+    // has bound: the rope must wait for the norm (a write-after-read hazard otherwise).
+    s.barrier("the latent norm is done with the [c | kr] rows before RoPE writes their kr part");
     s.mark("rope");
     // The rotated part ends each q head: rotate `rope` dims of windows starting `nope` into each
     // head (mla_q_ has `nope` floats of slack after its last head for the window).

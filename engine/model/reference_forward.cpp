@@ -1,5 +1,6 @@
 #include "model/reference_forward.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cpu/ref_ops.h"
@@ -63,6 +64,28 @@ void ReferenceForward::matmul(const std::string& name, const float* x, float* y,
     cpu::matmul(w, rounded.data(), y, n_tokens);
 }
 
+void ReferenceForward::set_residual_edits(const std::vector<ResidualEdit>& edits) {
+    edits_.clear();
+    edit_state_.clear();
+    for (const ResidualEdit& e : edits) {
+        cpu::ChannelEdit c;
+        c.channel = e.channel;
+        c.mode = e.mode == ResidualEdit::Mode::Zero    ? cpu::ChannelEdit::Zero
+                 : e.mode == ResidualEdit::Mode::Value ? cpu::ChannelEdit::Value
+                 : e.mode == ResidualEdit::Mode::Scale ? cpu::ChannelEdit::Scale
+                                                       : cpu::ChannelEdit::Mean;
+        c.value = e.value;
+        edits_[e.layer].push_back(c);
+        edit_state_[e.layer].assign(2 * edits_[e.layer].size(), 0.0);
+    }
+}
+
+void ReferenceForward::apply_edits(int layer, float* x, int n_tokens) {
+    auto it = edits_.find(layer);
+    if (it == edits_.end()) return;
+    cpu::residual_edit(x, n_tokens, spec_.n_embd, it->second.data(), int(it->second.size()), edit_state_[layer].data());
+}
+
 std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, int probs_layer, std::vector<float>* probs) {
     const int T = int(tokens.size());
     const int E = spec_.n_embd;
@@ -75,6 +98,12 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
 
     std::vector<float> x(size_t(T) * size_t(E)), h(x.size());
     cpu::get_rows(view(file_, "token_embd.weight"), tokens.data(), T, x.data());
+    attention.clear();
+    residual.clear();
+    ffn_in.assign(size_t(spec_.n_layer), {});
+    ffn_out.assign(size_t(spec_.n_layer), {});
+    apply_edits(-1, x.data(), T);
+    residual.push_back(x);
     std::vector<float> freqs;
     if (file_.find_tensor("rope_freqs.weight")) freqs = vec(file_, "rope_freqs.weight");
 
@@ -116,11 +145,14 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         ap.softcap = a.softcap;
         std::vector<float> att(size_t(T) * size_t(a.n_head * a.head_dim_v));
         std::vector<float> pr;
-        if (l == probs_layer) pr.resize(size_t(T) * size_t(a.n_head) * size_t(n_kv));
+        const bool recorded = std::find(record_attention_layers.begin(), record_attention_layers.end(), l) !=
+                              record_attention_layers.end();
+        if (l == probs_layer || recorded) pr.resize(size_t(T) * size_t(a.n_head) * size_t(n_kv));
         cpu::attention(q.data(), k_[size_t(l)].data(), v_[size_t(l)].data(), pos.data(), kv_pos.data(), att.data(),
                        pr.empty() ? nullptr : pr.data(), T, n_kv, ap);
         if (probs && l == probs_layer)
             probs->assign(pr.end() - long(a.n_head) * n_kv, pr.end());  // the last token's rows
+        if (recorded) attention[l] = pr;
         std::vector<float> o(size_t(T) * size_t(E));
         matmul(p + "attn_output.weight", att.data(), o.data(), T);
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
@@ -133,6 +165,10 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         cpu::swiglu(g.data(), u.data(), g.data(), T, L.ffn.n_ff);
         matmul(p + "ffn_down.weight", g.data(), o.data(), T);
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
+        ffn_in[size_t(l)] = g;
+        ffn_out[size_t(l)] = o;
+        apply_edits(l, x.data(), T);
+        residual.push_back(x);
     }
     auto out_norm = vec(file_, "output_norm.weight");
     cpu::rms_norm(x.data(), out_norm.data(), h.data(), T, E, spec_.norm_eps);

@@ -1,0 +1,467 @@
+// The forward pass's probes: what is copied to host memory inside the step's command buffer
+// (record_*), and how those copies become ProbeResults after it (read_*). A long prompt runs in
+// several passes: the results of an eval gather every pass (first_pass starts a new eval).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+#include "model/forward.h"
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+
+constexpr size_t F = sizeof(float);
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+void check_layers(const std::vector<int>& layers, int lo, int n_layer, const char* what) {
+    for (int l : layers)
+        if (l < lo || l >= n_layer)
+            throw std::invalid_argument(std::string(what) + " layer " + std::to_string(l) + " is outside " +
+                                        std::to_string(lo) + ".." + std::to_string(n_layer - 1));
+}
+
+// The largest |v| over rows of n values, with its row and column, and the median |v|.
+struct AbsStats {
+    float max_abs = 0, median_abs = 0;
+    size_t row = 0;
+    int col = 0;
+};
+AbsStats abs_stats(const std::vector<float>& v, int n) {
+    AbsStats st;
+    if (v.empty()) return st;
+    std::vector<float> mags(v.size());
+    size_t best = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+        mags[i] = std::fabs(v[i]);
+        if (mags[i] > mags[best]) best = i;
+    }
+    st.max_abs = mags[best];
+    st.row = best / size_t(n);
+    st.col = int(best % size_t(n));
+    std::nth_element(mags.begin(), mags.begin() + long(mags.size() / 2), mags.end());
+    st.median_abs = mags[mags.size() / 2];
+    return st;
+}
+
+}  // namespace
+
+bool Forward::residual_copied(int l, const ProbeConfig& probes) const {
+    return probes.residual_stats || contains(probes.residual_full_layers, l);
+}
+
+void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
+    check_layers(probes.attention_layers, 0, spec_.n_layer, "attention probe");
+    check_layers(probes.residual_full_layers, -1, spec_.n_layer, "residual probe");
+    check_layers(probes.logit_lens_layers, 0, spec_.n_layer, "logit lens");
+    if (!probes.attention_layers.empty() && probes.attention_max_rows < 1)
+        throw std::invalid_argument("attention_max_rows must be at least 1");
+    const int rows_cap = std::min(n_batch_, std::max(probes.attention_max_rows, 1));
+    if (probes.attention_layers != probed_layers_ || rows_cap != attn_rows_cap_) {
+        probs_.clear();
+        probs_host_.clear();
+        probed_layers_ = probes.attention_layers;
+        attn_rows_cap_ = rows_cap;
+        for (int l : probed_layers_) {
+            const uint64_t heads = uint64_t(spec_.layers[size_t(l)].attn.n_head);
+            const uint64_t slots = uint64_t(caches_[size_t(l)].slots);
+            // Rows, then (with sinks) the sink's probability of every row.
+            const uint64_t sink = w_.layers[size_t(l)].sinks ? 1 : 0;
+            probs_.emplace_back(ctx_, uint64_t(n_batch_) * heads * (slots + sink) * F, gpu::Memory::Device);
+            probs_host_.emplace_back(ctx_, uint64_t(rows_cap) * heads * (slots + sink) * F, gpu::Memory::Host);
+        }
+    }
+    const uint64_t B = uint64_t(n_batch_), E = uint64_t(spec_.n_embd);
+    bool any_residual = probes.residual_stats || !probes.residual_full_layers.empty();
+    if (any_residual && !residual_host_.valid())
+        residual_host_ = gpu::Buffer(ctx_, uint64_t(spec_.n_layer + 1) * B * E * F, gpu::Memory::Host);
+    const size_t L = size_t(spec_.n_layer);
+    if (probes.ffn_down && ffn_in_host_.empty()) {
+        ffn_in_host_.resize(L);
+        ffn_out_host_.resize(L);
+        moe_in_host_.resize(L);
+        moe_out_host_.resize(L);
+        for (size_t l = 0; l < L; ++l) {
+            const FfnSpec& f = spec_.layers[l].ffn;
+            const int n_ff = f.moe.n_expert > 0 ? f.moe.n_ff_shared : f.n_ff;
+            if (n_ff > 0) {
+                ffn_in_host_[l] = gpu::Buffer(ctx_, B * uint64_t(n_ff) * F, gpu::Memory::Host);
+                ffn_out_host_[l] = gpu::Buffer(ctx_, B * E * F, gpu::Memory::Host);
+            }
+            if (f.moe.n_expert > 0) {
+                const uint64_t pairs = B * uint64_t(f.moe.top_k);
+                moe_in_host_[l] = gpu::Buffer(ctx_, pairs * uint64_t(f.moe.n_ff_expert) * F, gpu::Memory::Host);
+                moe_out_host_[l] = gpu::Buffer(ctx_, pairs * E * F, gpu::Memory::Host);
+            }
+        }
+    }
+    if ((probes.routing || probes.ffn_down) && routing_host_.empty()) {
+        routing_host_.resize(L);
+        for (size_t l = 0; l < L; ++l) {
+            const MoeSpec& m = spec_.layers[l].ffn.moe;
+            if (m.n_expert > 0) routing_host_[l] = gpu::Buffer(ctx_, B * uint64_t(m.top_k) * 8, gpu::Memory::Host);
+        }
+    }
+    if (probes.logit_lens_layers != lens_layers_) {
+        lens_layers_ = probes.logit_lens_layers;
+        lens_x_ = gpu::Buffer();
+        lens_h_ = gpu::Buffer();
+        lens_logits_ = gpu::Buffer();
+        lens_host_ = gpu::Buffer();
+        if (!lens_layers_.empty()) {
+            const uint64_t n = lens_layers_.size();
+            lens_x_ = gpu::Buffer(ctx_, n * E * F, gpu::Memory::Device);
+            lens_h_ = gpu::Buffer(ctx_, n * E * F, gpu::Memory::Device);
+            lens_logits_ = gpu::Buffer(ctx_, n * uint64_t(spec_.n_vocab) * F, gpu::Memory::Device);
+            lens_host_ = gpu::Buffer(ctx_, n * uint64_t(spec_.n_vocab) * F, gpu::Memory::Host);
+        }
+    }
+}
+
+uint64_t Forward::probe_bytes() const {
+    uint64_t n = residual_host_.size() + lens_x_.size() + lens_h_.size() + lens_logits_.size() + lens_host_.size();
+    for (const auto* v : {&probs_, &probs_host_, &ffn_in_host_, &ffn_out_host_, &moe_in_host_, &moe_out_host_,
+                          &routing_host_})
+        for (const gpu::Buffer& b : *v) n += b.size();
+    for (const auto& layer : residual_acc_) n += layer.size() * F;
+    for (const auto& layer : down_acc_)
+        for (const auto& [e, d] : layer) n += (d.in.size() + d.out.size()) * F + d.pos.size() * sizeof(int);
+    return n;
+}
+
+void Forward::record_after_layer(int l, int T, const ProbeConfig& probes) {
+    gpu::Stream& s = stream_;
+    auto edits = edit_ranges_.find(l);
+    if (edits != edit_ranges_.end()) {
+        s.mark("residual_edit");
+        ops::residual_edit(s, x_, T, spec_.n_embd, edits_buf_, edits->second.first, edits->second.second, edit_state_);
+        s.barrier("the edited residual stream is complete before the next layer and the probes read it");
+    }
+    const uint64_t row = uint64_t(spec_.n_embd) * F;
+    if (residual_copied(l, probes)) {
+        s.mark("copy");
+        s.copy(x_, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * row, uint64_t(T) * row);
+    }
+    auto lens = std::find(lens_layers_.begin(), lens_layers_.end(), l);
+    if (lens != lens_layers_.end()) {
+        s.mark("copy");
+        s.copy(x_, uint64_t(T - 1) * row, lens_x_, uint64_t(lens - lens_layers_.begin()) * row, row);
+    }
+}
+
+// The logit lens: each lens layer's newest residual row through the final norm, the output
+// projection (one row at a time, as the model's own last-token logits) and the final soft-cap.
+void Forward::record_logit_lens() {
+    if (lens_layers_.empty()) return;
+    gpu::Stream& s = stream_;
+    const int n = int(lens_layers_.size());
+    s.barrier("the lens rows are copied before their norm");
+    norm(lens_x_, 0, w_.output_norm, w_.output_norm_b, lens_h_, 0, n);
+    s.barrier("the normalised lens rows are complete before the output projection");
+    for (int i = 0; i < n; ++i) {
+        MatmulInputs in = prepare_inputs(lens_h_, uint64_t(i) * uint64_t(spec_.n_embd), 1, spec_.n_embd, {&w_.output});
+        s.mark("matmul");
+        ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), lens_logits_,
+                    uint64_t(i) * uint64_t(spec_.n_vocab), 1);
+        s.barrier("a lens row's projection is done before the rounded inputs are reused");
+    }
+    if (spec_.final_softcap > 0) {
+        s.mark("softcap");
+        ops::softcap(s, lens_logits_, int64_t(n) * spec_.n_vocab, spec_.final_softcap);
+        s.barrier("soft-capped lens logits are complete before the copy");
+    }
+    s.mark("copy");
+    s.copy(lens_logits_, 0, lens_host_, 0, uint64_t(n) * uint64_t(spec_.n_vocab) * F);
+}
+
+void Forward::read_probes(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
+    if (first_pass) {
+        // A new eval: the previous eval's results go (the session keeps its own totals).
+        results->attention.clear();
+        results->residual.clear();
+        results->residual_full.clear();
+        results->ffn_down.clear();
+        results->routing.clear();
+        results->logit_lens.clear();
+        results->timings.clear();
+        results->dispatches = results->barriers = results->passes = 0;
+        eval_tokens_ = 0;
+        residual_acc_.clear();
+        down_acc_.clear();
+    }
+    eval_tokens_ += T;
+    results->dispatches += int(stream_.dispatch_count());
+    results->barriers += int(stream_.barrier_count());
+    results->passes += 1;
+    if (probes.timings)
+        for (const gpu::Stream::Interval& i : stream_.intervals())
+            results->timings.push_back({i.label, i.layer, i.ms, int(i.dispatches)});
+    read_attention(T, pos0, probes, results, first_pass);
+    read_residual(T, pos0, probes, results, first_pass);
+    if (probes.ffn_down) read_ffn_down(T, pos0, results, first_pass);
+    if (probes.routing) read_routing(T, pos0, results, first_pass);
+    read_logit_lens(T, pos0, probes, results);
+    results->expert_load_step.clear();
+    if (probes.expert_load) {
+        // Counted this step; the session sums steps into its prefill and decode totals.
+        for (int l = 0; l < spec_.n_layer; ++l) {
+            const int n = spec_.layers[size_t(l)].ffn.moe.n_expert;
+            if (n == 0) continue;
+            ExpertLoad e;
+            e.layer = l;
+            const float* v = static_cast<const float*>(expert_load_[size_t(l)].mapped());
+            for (int x = 0; x < n; ++x) {
+                e.tokens.push_back(v[2 * x]);
+                e.weight_sum.push_back(v[2 * x + 1]);
+            }
+            results->expert_load_step.push_back(std::move(e));
+        }
+    }
+}
+
+// Each probed layer's map gains this pass's newest attn_rows_ query rows; the key axis grows to
+// the newest position (earlier rows get zeros there: the future), and only the newest
+// attention_max_rows rows are kept.
+void Forward::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
+    if (probed_layers_.empty()) return;
+    if (first_pass || results->attention.size() != probed_layers_.size()) {
+        results->attention.clear();
+        for (int l : probed_layers_) {
+            const AttentionSpec& a = spec_.layers[size_t(l)].attn;
+            AttentionMap m;
+            m.layer = l;
+            m.n_head = a.n_head;
+            m.window = a.window;
+            m.chunk = a.chunk;
+            m.causal = true;
+            results->attention.push_back(std::move(m));
+        }
+    }
+    const int newest = pos0 + T - 1;
+    const int n_key = newest + 1;
+    for (size_t i = 0; i < probed_layers_.size(); ++i) {
+        AttentionMap& m = results->attention[i];
+        const bool sinks = w_.layers[size_t(m.layer)].sinks != nullptr;
+        const KvCache& cache = caches_[size_t(m.layer)];
+        const int n_kv = std::min(pos0 + T, cache.slots);
+        const auto* slot_pos = static_cast<const int32_t*>(cache.slot_pos->mapped());
+        const float* src = static_cast<const float*>(probs_host_[i].mapped());
+        const float* sink_src = src + size_t(attn_rows_cap_) * size_t(m.n_head) * size_t(cache.slots);
+        const int H = m.n_head;
+        const int old_rows = m.n_query(), old_keys = m.n_key();
+        const int total = old_rows + attn_rows_;
+        const int keep = std::min(total, std::max(probes.attention_max_rows, 1));
+        const int drop = total - keep;  // the oldest rows
+        std::vector<float> probs(size_t(H) * size_t(keep) * size_t(n_key), 0.0f);
+        std::vector<float> sink(sinks ? size_t(H) * size_t(keep) : 0, 0.0f);
+        std::vector<int> query_pos;
+        for (int r = drop; r < total; ++r) {
+            const int q = r - drop;  // row in the new map
+            if (r < old_rows) {
+                query_pos.push_back(m.query_pos[size_t(r)]);
+                for (int h = 0; h < H; ++h) {
+                    std::memcpy(&probs[(size_t(h) * size_t(keep) + size_t(q)) * size_t(n_key)],
+                                &m.probs[(size_t(h) * size_t(old_rows) + size_t(r)) * size_t(old_keys)],
+                                size_t(old_keys) * F);
+                    if (sinks) sink[size_t(h) * size_t(keep) + size_t(q)] = m.sink[size_t(h) * size_t(old_rows) + size_t(r)];
+                }
+                continue;
+            }
+            const int j = r - old_rows;  // row among this pass's copied rows
+            query_pos.push_back(pos0 + (T - attn_rows_) + j);
+            for (int h = 0; h < H; ++h) {
+                const float* row = src + (size_t(j) * size_t(H) + size_t(h)) * size_t(n_kv);
+                float* dst = &probs[(size_t(h) * size_t(keep) + size_t(q)) * size_t(n_key)];
+                // Ring caches: slot k holds position slot_pos[k] (keys outside the window stay 0).
+                for (int k = 0; k < n_kv; ++k)
+                    if (slot_pos[k] >= 0 && slot_pos[k] <= newest) dst[slot_pos[k]] = row[k];
+                if (sinks) sink[size_t(h) * size_t(keep) + size_t(q)] = sink_src[size_t(j) * size_t(H) + size_t(h)];
+            }
+        }
+        m.query_pos = std::move(query_pos);
+        m.key_pos.resize(size_t(n_key));
+        for (int k = 0; k < n_key; ++k) m.key_pos[size_t(k)] = k;
+        m.probs = std::move(probs);
+        m.sink = std::move(sink);
+    }
+}
+
+void Forward::read_residual(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
+    const size_t E = size_t(spec_.n_embd);
+    auto layer_rows = [&](int l) {
+        return static_cast<const float*>(residual_host_.mapped()) + size_t(l + 1) * size_t(n_batch_) * E;
+    };
+    // The whole tensors of the chosen layers.
+    if (first_pass || results->residual_full.size() != probes.residual_full_layers.size()) {
+        results->residual_full.clear();
+        for (int l : probes.residual_full_layers) {
+            ResidualTensor t;
+            t.layer = l;
+            t.n_embd = spec_.n_embd;
+            results->residual_full.push_back(std::move(t));
+        }
+    }
+    for (ResidualTensor& t : results->residual_full) {
+        const float* x = layer_rows(t.layer);
+        t.values.insert(t.values.end(), x, x + size_t(T) * E);
+        for (int i = 0; i < T; ++i) t.positions.push_back(pos0 + i);
+    }
+    if (!probes.residual_stats) return;
+    // Statistics over every token of the eval so far.
+    residual_acc_.resize(size_t(spec_.n_layer + 1));
+    results->residual.clear();
+    const int first_pos = pos0 + T - eval_tokens_;
+    for (int l = -1; l < spec_.n_layer; ++l) {
+        std::vector<float>& acc = residual_acc_[size_t(l + 1)];
+        const float* x = layer_rows(l);
+        acc.insert(acc.end(), x, x + size_t(T) * E);
+        const AbsStats st = abs_stats(acc, spec_.n_embd);
+        ResidualStat r;
+        r.layer = l;
+        r.max_abs = st.max_abs;
+        r.token = first_pos + int(st.row);
+        r.channel = st.col;
+        r.median_abs = st.median_abs;
+        const size_t n_tok = acc.size() / E;
+        // Per token: its largest |x| and channel.
+        for (size_t t = 0; t < n_tok; ++t) {
+            const float* row = acc.data() + t * E;
+            size_t best = 0;
+            for (size_t c = 1; c < E; ++c)
+                if (std::fabs(row[c]) > std::fabs(row[best])) best = c;
+            r.token_max_abs.push_back(std::fabs(row[best]));
+            r.token_channel.push_back(int(best));
+        }
+        // The top-k |x|: a min-heap of the k largest seen (ties: the earlier entry first).
+        const size_t k = size_t(std::max(probes.residual_top_k, 0));
+        auto smaller = [&](size_t a, size_t b) {
+            const float fa = std::fabs(acc[a]), fb = std::fabs(acc[b]);
+            return fa > fb || (fa == fb && a < b);
+        };
+        std::priority_queue<size_t, std::vector<size_t>, decltype(smaller)> heap(smaller);
+        for (size_t i = 0; i < acc.size() && k > 0; ++i) {
+            if (heap.size() < k) heap.push(i);
+            else if (smaller(i, heap.top())) {
+                heap.pop();
+                heap.push(i);
+            }
+        }
+        std::vector<size_t> top;
+        for (; !heap.empty(); heap.pop()) top.push_back(heap.top());
+        std::reverse(top.begin(), top.end());
+        for (size_t i : top) r.top.push_back({acc[i], first_pos + int(i / E), int(i % E)});
+        results->residual.push_back(std::move(r));
+    }
+}
+
+void Forward::read_ffn_down(int T, int pos0, ProbeResults* results, bool first_pass) {
+    (void)first_pass;
+    const int E = spec_.n_embd;
+    down_acc_.resize(size_t(spec_.n_layer));
+    results->ffn_down.clear();
+    const int first_pos = pos0 + T - eval_tokens_;
+    for (int l = 0; l < spec_.n_layer; ++l) {
+        const FfnSpec& f = spec_.layers[size_t(l)].ffn;
+        auto& groups = down_acc_[size_t(l)];
+        // Dense FFN or the shared expert: one row per token.
+        const int n_ff = f.moe.n_expert > 0 ? f.moe.n_ff_shared : f.n_ff;
+        if (n_ff > 0) {
+            DownRows& d = groups[-1];
+            d.n_in = n_ff;
+            d.n_out = E;
+            const float* in = static_cast<const float*>(ffn_in_host_[size_t(l)].mapped());
+            const float* out = static_cast<const float*>(ffn_out_host_[size_t(l)].mapped());
+            d.in.insert(d.in.end(), in, in + size_t(T) * size_t(n_ff));
+            d.out.insert(d.out.end(), out, out + size_t(T) * size_t(E));
+            for (int t = 0; t < T; ++t) d.pos.push_back(pos0 + t);
+        }
+        // Routed experts: pair p = token * top_k + slot goes to expert experts[p].
+        if (f.moe.n_expert > 0) {
+            const int top_k = f.moe.top_k, n_ffe = f.moe.n_ff_expert;
+            const auto* experts = static_cast<const int32_t*>(routing_host_[size_t(l)].mapped());
+            const float* in = static_cast<const float*>(moe_in_host_[size_t(l)].mapped());
+            const float* out = static_cast<const float*>(moe_out_host_[size_t(l)].mapped());
+            for (int p = 0; p < T * top_k; ++p) {
+                DownRows& d = groups[experts[p]];
+                d.n_in = n_ffe;
+                d.n_out = E;
+                d.in.insert(d.in.end(), in + size_t(p) * size_t(n_ffe), in + size_t(p + 1) * size_t(n_ffe));
+                d.out.insert(d.out.end(), out + size_t(p) * size_t(E), out + size_t(p + 1) * size_t(E));
+                d.pos.push_back(pos0 + p / top_k);
+            }
+        }
+        for (const auto& [expert, d] : groups) {
+            FfnDownStat st;
+            st.layer = l;
+            st.expert = expert;
+            const AbsStats in = abs_stats(d.in, d.n_in), out = abs_stats(d.out, d.n_out);
+            st.in_max_abs = in.max_abs;
+            st.in_token = d.pos.empty() ? first_pos : d.pos[in.row];
+            st.in_channel = in.col;
+            st.in_median_abs = in.median_abs;
+            st.out_max_abs = out.max_abs;
+            st.out_token = d.pos.empty() ? first_pos : d.pos[out.row];
+            st.out_channel = out.col;
+            st.out_median_abs = out.median_abs;
+            results->ffn_down.push_back(st);
+        }
+    }
+}
+
+void Forward::read_routing(int T, int pos0, ProbeResults* results, bool first_pass) {
+    if (first_pass) results->routing.clear();
+    size_t i = 0;
+    for (int l = 0; l < spec_.n_layer; ++l) {
+        const MoeSpec& m = spec_.layers[size_t(l)].ffn.moe;
+        if (m.n_expert == 0) continue;
+        if (results->routing.size() <= i) {
+            RoutingProbe r;
+            r.layer = l;
+            r.top_k = m.top_k;
+            results->routing.push_back(std::move(r));
+        }
+        RoutingProbe& r = results->routing[i++];
+        const size_t pairs = size_t(T) * size_t(m.top_k);
+        const auto* experts = static_cast<const int32_t*>(routing_host_[size_t(l)].mapped());
+        const float* weights = reinterpret_cast<const float*>(experts + size_t(n_batch_) * size_t(m.top_k));
+        r.experts.insert(r.experts.end(), experts, experts + pairs);
+        r.weights.insert(r.weights.end(), weights, weights + pairs);
+        for (int t = 0; t < T; ++t) r.positions.push_back(pos0 + t);
+    }
+}
+
+void Forward::read_logit_lens(int T, int pos0, const ProbeConfig& probes, ProbeResults* results) {
+    results->logit_lens.clear();
+    const size_t V = size_t(spec_.n_vocab);
+    const float* all = static_cast<const float*>(lens_host_.valid() ? lens_host_.mapped() : nullptr);
+    for (size_t i = 0; i < lens_layers_.size(); ++i) {
+        const float* logits = all + i * V;
+        // Softmax over the whole vocabulary (in double), then the top N.
+        const float mx = *std::max_element(logits, logits + V);
+        double sum = 0;
+        for (size_t v = 0; v < V; ++v) sum += std::exp(double(logits[v]) - double(mx));
+        const size_t n = std::min(V, size_t(std::max(probes.logit_lens_top_n, 0)));
+        std::vector<int32_t> ids(V);
+        for (size_t v = 0; v < V; ++v) ids[v] = int32_t(v);
+        std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [&](int32_t a, int32_t b) {
+            return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+        });
+        LogitLens lens;
+        lens.layer = lens_layers_[i];
+        lens.position = pos0 + T - 1;
+        for (size_t j = 0; j < n; ++j) {
+            LensToken t;
+            t.id = ids[j];
+            t.p = float(std::exp(double(logits[ids[j]]) - double(mx)) / sum);
+            if (token_text_) t.text = token_text_(ids[j]);
+            lens.top.push_back(std::move(t));
+        }
+        results->logit_lens.push_back(std::move(lens));
+    }
+}
+
+}  // namespace vkllm::model

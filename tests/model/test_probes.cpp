@@ -1,0 +1,470 @@
+// The extended probes and the residual-stream edits: on the zoo models (and a random gpt-oss
+// model with attention sinks), against the CPU reference forward where it runs the family
+// (zoo-dense, Llama) and against a one-pass run where it does not. Prompts are longer than a
+// small n_batch so that every eval runs in several forward passes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "gpu/device.h"
+#include "model/model_internal.h"
+#include "model/reference_forward.h"
+#include "test_support.h"
+#include "tokenizer/tokenizer.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm {
+namespace {
+
+const char* kText =
+    "Once upon a time, Mira found a small red box. \"Open it,\" said Tom. Inside were three keys: one, two, three.";
+
+std::unique_ptr<Model> zoo(const std::string& name) {
+    return Model::load(test::source_dir() + "/assets/zoo/" + name + ".gguf");
+}
+
+std::vector<int32_t> prompt_of(const Model& m, const char* text) {
+    return m.internals().tokenizer().encode(text, true, false);
+}
+
+class Probes : public ::testing::Test {
+protected:
+    void SetUp() override { errors_before_ = gpu::validation_error_count(); }
+    void TearDown() override {
+        EXPECT_EQ(gpu::validation_error_count(), errors_before_) << "the Vulkan validation layer reported errors";
+    }
+    uint64_t errors_before_ = 0;
+};
+
+// max |a - b| over max |b|: a relative error that ignores the sign and scale of single values.
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double m = 0;
+    for (float x : b) m = std::max(m, double(std::fabs(x)));
+    return test::max_abs_diff(a, b) / std::max(m, 1e-30);
+}
+
+struct Expected {
+    float max_abs = 0, median_abs = 0;
+    size_t row = 0;
+    int col = 0;
+};
+// Straightforward statistics of rows of n values (the probes' oracle).
+Expected stats_of(const std::vector<float>& v, int n) {
+    Expected e;
+    std::vector<float> mags;
+    for (size_t i = 0; i < v.size(); ++i) {
+        mags.push_back(std::fabs(v[i]));
+        if (mags[i] > e.max_abs) {
+            e.max_abs = mags[i];
+            e.row = i / size_t(n);
+            e.col = int(i % size_t(n));
+        }
+    }
+    std::sort(mags.begin(), mags.end());
+    e.median_abs = mags[mags.size() / 2];
+    return e;
+}
+
+std::vector<float> softmax_of(const float* logits, size_t n) {
+    const float mx = *std::max_element(logits, logits + n);
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += std::exp(double(logits[i]) - mx);
+    std::vector<float> p(n);
+    for (size_t i = 0; i < n; ++i) p[i] = float(std::exp(double(logits[i]) - mx) / sum);
+    return p;
+}
+
+// The last layer's lens is the model's own next-token distribution.
+void expect_last_lens_is_the_output(const ProbeResults& r, const std::vector<float>& last_logits, int n_layer,
+                                    int newest) {
+    auto it = std::find_if(r.logit_lens.begin(), r.logit_lens.end(), [&](const LogitLens& l) { return l.layer == n_layer - 1; });
+    ASSERT_NE(it, r.logit_lens.end());
+    EXPECT_EQ(it->position, newest);
+    ASSERT_FALSE(it->top.empty());
+    const auto argmax = std::max_element(last_logits.begin(), last_logits.end()) - last_logits.begin();
+    EXPECT_EQ(it->top[0].id, argmax);
+    const auto p = softmax_of(last_logits.data(), last_logits.size());
+    for (size_t i = 0; i < it->top.size(); ++i) {
+        EXPECT_NEAR(it->top[i].p, p[size_t(it->top[i].id)], 1e-5) << "lens rank " << i;
+        if (i) EXPECT_GE(it->top[i - 1].p, it->top[i].p);
+    }
+}
+
+TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
+    auto model = zoo("zoo-dense");
+    const auto& spec = model->internals().spec();
+    const int L = spec.n_layer, E = spec.n_embd;
+    SessionOptions so;
+    so.n_batch = 7;
+    so.llama_cpp_rounding = false;
+    so.probes.attention_layers = {0, L - 1};
+    so.probes.residual_stats = true;
+    so.probes.residual_top_k = 5;
+    so.probes.residual_full_layers = {-1, 1};
+    so.probes.ffn_down = true;
+    for (int l = 0; l < L; ++l) so.probes.logit_lens_layers.push_back(l);
+    so.probes.logit_lens_top_n = 4;
+    so.probes.timings = true;
+    Session session(*model, so);
+    model::ReferenceForward ref(model->internals().file(), spec, session.n_ctx(), /*round_activations=*/false);
+    ref.record_attention_layers = so.probes.attention_layers;
+    const auto prompt = prompt_of(*model, kText);
+    const int T = int(prompt.size());
+    ASSERT_GT(T, 3 * so.n_batch);
+    const auto got = session.eval(prompt, true);
+    const auto want = ref.eval(prompt);
+    EXPECT_LT(rel_diff(got, want), 1e-4);
+    const ProbeResults& r = session.probes();
+    EXPECT_EQ(r.passes, (T + so.n_batch - 1) / so.n_batch);
+
+    // Every query row of every pass, keys in position order, future keys exactly 0.
+    ASSERT_EQ(r.attention.size(), 2u);
+    for (const AttentionMap& m : r.attention) {
+        const int H = m.n_head;
+        ASSERT_EQ(m.n_query(), T);
+        ASSERT_EQ(m.n_key(), T);
+        EXPECT_TRUE(m.sink.empty());
+        const std::vector<float>& pr = ref.attention.at(m.layer);
+        for (int q = 0; q < T; ++q) {
+            EXPECT_EQ(m.query_pos[size_t(q)], q);
+            for (int h = 0; h < H; ++h) {
+                double sum = 0;
+                for (int k = 0; k < T; ++k) {
+                    const float p = m.at(h, q, k);
+                    sum += p;
+                    if (k > q) ASSERT_EQ(p, 0.0f) << "future key " << k << " of query " << q;
+                    ASSERT_NEAR(p, pr[(size_t(q) * size_t(H) + size_t(h)) * size_t(T) + size_t(k)], 1e-4)
+                        << "layer " << m.layer << " head " << h << " query " << q << " key " << k;
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5);
+            }
+        }
+    }
+
+    // Residual statistics over all the eval's tokens, and the whole tensors.
+    ASSERT_EQ(r.residual.size(), size_t(L + 1));
+    for (const ResidualStat& s : r.residual) {
+        const std::vector<float>& x = ref.residual[size_t(s.layer + 1)];
+        const Expected e = stats_of(x, E);
+        EXPECT_NEAR(s.max_abs, e.max_abs, 1e-4 * e.max_abs) << "layer " << s.layer;
+        EXPECT_EQ(s.token, int(e.row));
+        EXPECT_EQ(s.channel, e.col);
+        EXPECT_NEAR(s.median_abs, e.median_abs, 1e-3 * e.median_abs + 1e-6);
+        ASSERT_EQ(s.token_max_abs.size(), size_t(T));
+        for (int t = 0; t < T; ++t) {
+            const Expected et = stats_of(std::vector<float>(x.begin() + long(t) * E, x.begin() + long(t + 1) * E), E);
+            EXPECT_NEAR(s.token_max_abs[size_t(t)], et.max_abs, 1e-4 * et.max_abs);
+            EXPECT_EQ(s.token_channel[size_t(t)], et.col);
+        }
+        ASSERT_EQ(s.top.size(), 5u);
+        EXPECT_EQ(s.top[0].token, s.token);
+        EXPECT_EQ(s.top[0].channel, s.channel);
+        for (size_t i = 0; i < s.top.size(); ++i) {
+            const ResidualEntry& te = s.top[i];
+            EXPECT_NEAR(te.value, x[size_t(te.token) * size_t(E) + size_t(te.channel)], 1e-4 * e.max_abs);
+            if (i) EXPECT_GE(std::fabs(s.top[i - 1].value), std::fabs(te.value));
+        }
+        // Nothing outside the top is larger than its smallest entry.
+        size_t larger = 0;
+        for (float v : x) larger += std::fabs(v) > std::fabs(s.top.back().value) * (1 + 1e-4) ? 1 : 0;
+        EXPECT_LT(larger, s.top.size());
+    }
+    ASSERT_EQ(r.residual_full.size(), 2u);
+    for (const ResidualTensor& t : r.residual_full) {
+        EXPECT_EQ(t.n_embd, E);
+        ASSERT_EQ(t.positions.size(), size_t(T));
+        EXPECT_EQ(t.positions.back(), T - 1);
+        EXPECT_LT(rel_diff(t.values, ref.residual[size_t(t.layer + 1)]), 1e-5) << "layer " << t.layer;
+    }
+
+    // ffn_down's input and output.
+    ASSERT_EQ(r.ffn_down.size(), size_t(L));
+    for (const FfnDownStat& f : r.ffn_down) {
+        EXPECT_EQ(f.expert, -1);
+        const Expected in = stats_of(ref.ffn_in[size_t(f.layer)], spec.layers[size_t(f.layer)].ffn.n_ff);
+        const Expected out = stats_of(ref.ffn_out[size_t(f.layer)], E);
+        EXPECT_NEAR(f.in_max_abs, in.max_abs, 1e-4 * in.max_abs) << "layer " << f.layer;
+        EXPECT_EQ(f.in_token, int(in.row));
+        EXPECT_EQ(f.in_channel, in.col);
+        EXPECT_NEAR(f.in_median_abs, in.median_abs, 1e-3 * in.median_abs + 1e-7);
+        EXPECT_NEAR(f.out_max_abs, out.max_abs, 1e-4 * out.max_abs);
+        EXPECT_EQ(f.out_token, int(out.row));
+        EXPECT_EQ(f.out_channel, out.col);
+        EXPECT_NEAR(f.out_median_abs, out.median_abs, 1e-3 * out.median_abs + 1e-7);
+    }
+
+    // The logit lens of every layer; the last one is the model's own output.
+    ASSERT_EQ(r.logit_lens.size(), size_t(L));
+    for (const LogitLens& l : r.logit_lens) {
+        ASSERT_EQ(l.top.size(), 4u);
+        EXPECT_EQ(l.top[0].text, model->internals().tokenizer().token_to_piece(l.top[0].id));
+    }
+    expect_last_lens_is_the_output(r, std::vector<float>(got.end() - spec.n_vocab, got.end()), L, T - 1);
+
+    // Timings in recorded order: per pass, the embeddings (-1), layers 0..L-1 in order, the output (-1).
+    if (model->internals().context().caps().timestamps) {
+        ASSERT_FALSE(r.timings.empty());
+        int passes = 0, prev = -1;
+        bool in_output = false;
+        for (const OpTiming& t : r.timings) {
+            if (t.op == "get_rows") {
+                ++passes;
+                prev = -1;
+                in_output = false;
+            }
+            if (t.layer == -1 && prev == L - 1) in_output = true;
+            if (in_output) EXPECT_EQ(t.layer, -1) << t.op;
+            else EXPECT_TRUE(t.layer == prev || t.layer == prev + 1) << t.op << " at layer " << t.layer << " after " << prev;
+            prev = t.layer;
+            EXPECT_GE(t.ms, 0.0);
+        }
+        EXPECT_EQ(passes, r.passes);
+        int counted = 0;
+        for (const OpTiming& t : r.timings) counted += t.count;
+        EXPECT_EQ(counted, r.dispatches);
+        const auto by_layer = timings_by_layer(r.timings, L);
+        ASSERT_EQ(by_layer.size(), size_t(L + 1));
+        double total = 0;
+        for (const OpTiming& t : r.timings) total += t.ms;
+        EXPECT_NEAR(std::accumulate(by_layer.begin(), by_layer.end(), 0.0), total, 1e-6 * total + 1e-9);
+        const auto by_op = timings_by_op(r.timings);
+        EXPECT_TRUE(std::any_of(by_op.begin(), by_op.end(), [](const OpTiming& o) { return o.op == "attention"; }));
+    }
+
+    // A decode step: one row per map, appended to nothing (a new eval).
+    const auto next = session.eval({prompt[3]});
+    ref.eval({prompt[3]});
+    ASSERT_EQ(session.probes().attention[0].n_query(), 1);
+    EXPECT_EQ(session.probes().attention[0].n_key(), T + 1);
+    EXPECT_EQ(session.probes().residual[0].token_max_abs.size(), 1u);
+    EXPECT_EQ(session.probes().passes, 1);
+    expect_last_lens_is_the_output(session.probes(), next, L, T);
+}
+
+TEST_F(Probes, AttentionRowsAreCappedToTheNewest) {
+    auto model = zoo("zoo-dense");
+    SessionOptions so;
+    so.n_batch = 5;
+    so.probes.attention_layers = {1};
+    so.probes.attention_max_rows = 8;
+    Session capped(*model, so);
+    so.probes.attention_max_rows = 1024;
+    Session full(*model, so);
+    const auto prompt = prompt_of(*model, kText);
+    capped.eval(prompt);
+    full.eval(prompt);
+    const AttentionMap& c = capped.probes().attention[0];
+    const AttentionMap& f = full.probes().attention[0];
+    ASSERT_EQ(c.n_query(), 8);
+    ASSERT_EQ(f.n_query(), int(prompt.size()));
+    const int skip = f.n_query() - 8;
+    for (int q = 0; q < 8; ++q) {
+        EXPECT_EQ(c.query_pos[size_t(q)], f.query_pos[size_t(q + skip)]);
+        for (int h = 0; h < c.n_head; ++h)
+            for (int k = 0; k < c.n_key(); ++k) ASSERT_EQ(c.at(h, q, k), f.at(h, q + skip, k));
+    }
+}
+
+TEST_F(Probes, CountsAreKeptWithoutProbesAndEqualForIdenticalSteps) {
+    auto model = zoo("zoo-dense");
+    const auto prompt = prompt_of(*model, kText);
+    int dispatches = -1, barriers = -1;
+    for (int run = 0; run < 2; ++run) {
+        Session s(*model);  // every probe off
+        s.eval(prompt);
+        s.eval({prompt[5]});
+        const ProbeResults& r = s.probes();
+        EXPECT_TRUE(r.attention.empty() && r.residual.empty() && r.timings.empty() && r.logit_lens.empty());
+        EXPECT_EQ(r.passes, 1);
+        EXPECT_GT(r.dispatches, 0);
+        EXPECT_GT(r.barriers, 0);
+        if (run == 1) {
+            EXPECT_EQ(r.dispatches, dispatches);
+            EXPECT_EQ(r.barriers, barriers);
+        }
+        dispatches = r.dispatches;
+        barriers = r.barriers;
+    }
+}
+
+// The zoo's other families: the maps of a prompt run in passes of 7 equal those of one pass,
+// with the window's and the future's zeros; routing per token adds up to the expert load.
+class ZooProbes : public Probes, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
+    auto model = zoo(GetParam());
+    const auto& spec = model->internals().spec();
+    const int L = spec.n_layer;
+    std::string text = std::string(kText) + " " + kText;  // longer than zoo-swa's window of 32
+    const auto prompt = prompt_of(*model, text.c_str());
+    const int T = int(prompt.size());
+    ProbeResults results[2];
+    std::vector<float> last_logits;
+    for (int run = 0; run < 2; ++run) {
+        SessionOptions so;
+        so.n_batch = run == 0 ? 7 : 256;
+        for (int l = 0; l < L; ++l) so.probes.attention_layers.push_back(l);
+        so.probes.routing = true;
+        so.probes.expert_load = true;
+        so.probes.ffn_down = true;
+        so.probes.logit_lens_layers = {0, L - 1};
+        Session s(*model, so);
+        auto logits = s.eval(prompt);
+        results[run] = s.probes();
+        if (run == 0) {
+            last_logits = logits;
+            expect_last_lens_is_the_output(results[0], logits, L, T - 1);
+            // Routing of every token, consistent with the expert load of the prompt.
+            for (const RoutingProbe& rp : results[0].routing) {
+                ASSERT_EQ(rp.positions.size(), size_t(T));
+                ASSERT_EQ(rp.experts.size(), size_t(T) * size_t(rp.top_k));
+                const auto& load = *std::find_if(s.probes().expert_load_prefill.begin(), s.probes().expert_load_prefill.end(),
+                                                 [&](const ExpertLoad& e) { return e.layer == rp.layer; });
+                std::vector<float> count(load.tokens.size(), 0.0f), weight(load.tokens.size(), 0.0f);
+                for (size_t p = 0; p < rp.experts.size(); ++p) {
+                    count[size_t(rp.experts[p])] += 1;
+                    weight[size_t(rp.experts[p])] += rp.weights[p];
+                }
+                for (size_t e = 0; e < count.size(); ++e) {
+                    EXPECT_EQ(count[e], load.tokens[e]) << "layer " << rp.layer << " expert " << e;
+                    EXPECT_NEAR(weight[e], load.weight_sum[e], 1e-4) << "layer " << rp.layer << " expert " << e;
+                }
+                // ffn_down has an entry for every expert that got a token, and for none other.
+                std::set<int> with_stats;
+                for (const FfnDownStat& f : results[0].ffn_down)
+                    if (f.layer == rp.layer && f.expert >= 0) with_stats.insert(f.expert);
+                std::set<int> used(rp.experts.begin(), rp.experts.end());
+                EXPECT_EQ(with_stats, used);
+            }
+        }
+    }
+    int moe_layers = 0;
+    for (const auto& ly : spec.layers) moe_layers += ly.ffn.moe.n_expert > 0;
+    EXPECT_EQ(results[0].routing.size(), size_t(moe_layers));
+    ASSERT_EQ(results[0].attention.size(), size_t(L));
+    EXPECT_GT(results[0].passes, 1);
+    for (int l = 0; l < L; ++l) {
+        const AttentionMap& a = results[0].attention[size_t(l)];
+        const AttentionMap& b = results[1].attention[size_t(l)];
+        ASSERT_EQ(a.n_query(), T);
+        ASSERT_EQ(b.n_query(), T);
+        ASSERT_EQ(a.n_key(), T);
+        const int window = spec.layers[size_t(l)].attn.window;
+        EXPECT_EQ(a.window, window);
+        for (int h = 0; h < a.n_head; ++h)
+            for (int q = 0; q < T; ++q) {
+                double sum = 0;
+                for (int k = 0; k < T; ++k) {
+                    const float p = a.at(h, q, k);
+                    sum += p;
+                    ASSERT_NEAR(p, b.at(h, q, k), 1e-4) << "layer " << l << " head " << h << " q " << q << " k " << k;
+                    if (k > q || (window > 0 && k <= q - window)) ASSERT_EQ(p, 0.0f) << "layer " << l << " q " << q << " k " << k;
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5);
+            }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooProbes, ::testing::Values("zoo-swa", "zoo-moe", "zoo-mla"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
+// gpt-oss's learned sinks: every row of every pass plus its sink probability sums to 1.
+TEST_F(Probes, SinkProbabilityCompletesEveryRow) {
+    auto model = Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf");
+    const auto& spec = model->internals().spec();
+    SessionOptions so;
+    so.n_batch = 5;
+    for (int l = 0; l < spec.n_layer; ++l) so.probes.attention_layers.push_back(l);
+    Session s(*model, so);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 13; ++i) prompt.push_back(int32_t((i * 37 + 11) % spec.n_vocab));
+    // The prompt in three passes, then a decode step.
+    for (const std::vector<int32_t>& toks : {prompt, std::vector<int32_t>{7}}) {
+        s.eval(toks);
+        for (const AttentionMap& m : s.probes().attention) {
+            ASSERT_EQ(m.n_query(), int(toks.size()));
+            ASSERT_EQ(m.sink.size(), size_t(m.n_head) * size_t(m.n_query())) << "layer " << m.layer;
+            float largest = 0;
+            for (int h = 0; h < m.n_head; ++h)
+                for (int q = 0; q < m.n_query(); ++q) {
+                    const float sink = m.sink[size_t(h) * size_t(m.n_query()) + size_t(q)];
+                    largest = std::max(largest, sink);
+                    double sum = sink;
+                    for (int k = 0; k < m.n_key(); ++k) sum += m.at(h, q, k);
+                    EXPECT_NEAR(sum, 1.0, 1e-5) << "layer " << m.layer << " head " << h << " query " << q;
+                }
+            EXPECT_GT(largest, 0.0f);
+        }
+    }
+}
+
+// Each edit mode, over a prompt of several passes and then decode steps, against the CPU
+// reference with the same edits fed the same passes.
+TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
+    auto model = zoo("zoo-dense");
+    const auto& spec = model->internals().spec();
+    const auto prompt = prompt_of(*model, kText);
+    const int n_batch = 7;
+    using M = ResidualEdit::Mode;
+    for (M mode : {M::Zero, M::Value, M::Scale, M::Mean}) {
+        const std::vector<ResidualEdit> edits = {{1, 5, mode, mode == M::Scale ? -3.0f : 4.0f},
+                                                 {-1, 2, mode, mode == M::Scale ? 2.0f : -1.5f}};
+        SessionOptions so;
+        so.n_batch = n_batch;
+        so.llama_cpp_rounding = false;
+        so.probes.residual_full_layers = {1};
+        Session s(*model, so);
+        s.set_residual_edits(edits);
+        model::ReferenceForward ref(model->internals().file(), spec, s.n_ctx(), false);
+        ref.set_residual_edits(edits);
+        const auto got = s.eval(prompt, true);
+        std::vector<float> want;
+        std::vector<float> edited;  // the reference's layer-1 residual of every pass
+        for (size_t done = 0; done < prompt.size(); done += n_batch) {
+            const size_t n = std::min<size_t>(n_batch, prompt.size() - done);
+            auto w = ref.eval(std::vector<int32_t>(prompt.begin() + long(done), prompt.begin() + long(done + n)));
+            want.insert(want.end(), w.begin(), w.end());
+            edited.insert(edited.end(), ref.residual[2].begin(), ref.residual[2].end());
+        }
+        EXPECT_LT(rel_diff(got, want), 1e-4) << "mode " << int(mode);
+        const ResidualTensor& x = s.probes().residual_full[0];
+        EXPECT_LT(rel_diff(x.values, edited), 1e-4);
+        for (size_t t = 0; t < prompt.size(); ++t) {
+            const float v = x.values[t * size_t(spec.n_embd) + 5];
+            if (mode == M::Zero) EXPECT_EQ(v, 0.0f);
+            if (mode == M::Value) EXPECT_EQ(v, 4.0f);
+        }
+        for (int32_t tok : {prompt[2], prompt[9], prompt[4]}) {
+            const auto g = s.eval({tok});
+            const auto w = ref.eval({tok});
+            EXPECT_LT(rel_diff(g, w), 1e-4) << "mode " << int(mode);
+        }
+        // The edits change what the model computes.
+        Session plain(*model, so);
+        EXPECT_GT(test::max_abs_diff(plain.eval(prompt, true), got), 1e-3) << "mode " << int(mode);
+    }
+}
+
+TEST_F(Probes, BadLayersAreClearErrors) {
+    auto model = zoo("zoo-dense");
+    Session s(*model);
+    EXPECT_THROW(s.set_residual_edits({{model->internals().spec().n_layer, 0, ResidualEdit::Mode::Zero, 0}}),
+                 std::invalid_argument);
+    EXPECT_THROW(s.set_residual_edits({{0, model->internals().spec().n_embd, ResidualEdit::Mode::Zero, 0}}),
+                 std::invalid_argument);
+    ProbeConfig p;
+    p.attention_layers = {99};
+    s.set_probes(p);
+    EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vkllm
