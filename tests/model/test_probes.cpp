@@ -299,7 +299,8 @@ TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
     auto model = zoo(GetParam());
     const auto& spec = model->internals().spec();
     const int L = spec.n_layer;
-    std::string text = std::string(kText) + " " + kText;  // longer than zoo-swa's window of 32
+    // Longer than zoo-swa's window of 32.
+    const std::string text = GetParam() == "zoo-swa" ? std::string(kText) + " " + kText : std::string(kText);
     const auto prompt = prompt_of(*model, text.c_str());
     const int T = int(prompt.size());
     ProbeResults results[2];
@@ -411,9 +412,14 @@ TEST_F(Probes, SinkProbabilityCompletesEveryRow) {
 TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
     auto model = zoo("zoo-dense");
     const auto& spec = model->internals().spec();
-    const auto prompt = prompt_of(*model, kText);
+    auto prompt = prompt_of(*model, kText);
     const int n_batch = 7;
+    prompt.resize(17);  // passes of 7, 7 and 3 tokens
     using M = ResidualEdit::Mode;
+    SessionOptions plain_options;
+    plain_options.llama_cpp_rounding = false;
+    Session plain(*model, plain_options);
+    const auto unedited = plain.eval(prompt, true);
     for (M mode : {M::Zero, M::Value, M::Scale, M::Mean}) {
         const std::vector<ResidualEdit> edits = {{1, 5, mode, mode == M::Scale ? -3.0f : 4.0f},
                                                  {-1, 2, mode, mode == M::Scale ? 2.0f : -1.5f}};
@@ -448,8 +454,33 @@ TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
             EXPECT_LT(rel_diff(g, w), 1e-4) << "mode " << int(mode);
         }
         // The edits change what the model computes.
-        Session plain(*model, so);
-        EXPECT_GT(test::max_abs_diff(plain.eval(prompt, true), got), 1e-3) << "mode " << int(mode);
+        EXPECT_GT(test::max_abs_diff(unedited, got), 1e-3) << "mode " << int(mode);
+    }
+}
+
+// Under synchronization validation every zoo model's prefill (in passes) and decode, with the
+// probes and an edit on, records no hazard: each barrier the data needs is there.
+TEST_F(Probes, ZooModelsAreCleanUnderSynchronizationValidation) {
+    test::ScopedEnv sync("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT");
+    for (const char* name : {"zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"}) {
+        const uint64_t before = gpu::validation_error_count();
+        auto model = zoo(name);  // a new Vulkan instance: it reads VK_LAYER_ENABLES
+        const int L = model->internals().spec().n_layer;
+        SessionOptions so;
+        so.n_batch = 7;
+        so.probes.attention_layers = {0, L - 1};
+        so.probes.residual_stats = true;
+        so.probes.ffn_down = true;
+        so.probes.routing = true;
+        so.probes.expert_load = true;
+        so.probes.logit_lens_layers = {0};
+        Session s(*model, so);
+        s.set_residual_edits({{0, 1, ResidualEdit::Mode::Mean, 0}});
+        auto prompt = prompt_of(*model, kText);
+        prompt.resize(10);
+        s.eval(prompt);
+        s.eval({prompt[1]});
+        EXPECT_EQ(gpu::validation_error_count(), before) << name;
     }
 }
 
