@@ -25,6 +25,8 @@ const std::map<std::string, Command>& commands() {
         {"info", {cmd_info, "Vulkan devices and their capabilities: info [--json]"}},
         {"inspect", {cmd_inspect, "a GGUF file: inspect [FILE.gguf] [--tensors]"}},
         {"quantize", {cmd_quantize, "rewrite weights: quantize IN.gguf OUT.gguf TYPE"}},
+        {"chat", {cmd_chat, "a conversation on stdin/stdout: chat [-m MODEL] [--system TEXT] [sampling options]"}},
+        {"serve", {cmd_serve, "OpenAI-compatible HTTP server: serve [-m MODEL] [--host 127.0.0.1] [--port 8080]"}},
     };
     return table;
 }

@@ -1,0 +1,237 @@
+// vkllm chat: a multi-turn conversation in the terminal (or through a pipe). The Session keeps
+// its KV cache between turns, so each turn evaluates only its own new tokens.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "chat_conversation.h"
+#include "chat_prompt.h"
+#include "model_file.h"
+#include "options.h"
+#include "vkllm/generate.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm::cli {
+namespace {
+
+const char* kUsage =
+    "vkllm chat [-m MODEL.gguf] [--system TEXT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "           [--repeat-penalty R] [--seed S] [--device D] [--verbose]\n"
+    "  reads one message per line from stdin (a terminal or a pipe) and answers each on stdout;\n"
+    "  -n: tokens per answer at most (default 256); --verbose: each turn's prompt and how many of\n"
+    "  its tokens were evaluated (the rest came from the KV cache), on stderr\n"
+    "  commands: /reset /undo /save FILE /load FILE /help /exit; Ctrl-C stops an answer, at the prompt it exits\n"
+    "  without -m: the small model built into vkllm";
+
+const char* kCommands =
+    "  /reset       forget the conversation (the system message stays)\n"
+    "  /undo        drop the last turn (your message and the answer)\n"
+    "  /save FILE   write the conversation as JSON\n"
+    "  /load FILE   read a conversation /save wrote\n"
+    "  /help        this list\n"
+    "  /exit        leave (so does end of input, or Ctrl-C at the prompt)\n";
+
+// Set by SIGINT (Ctrl-C); the token callback stops the answer when it sees it.
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// SIGINT without SA_RESTART: a read at the prompt returns, so Ctrl-C there ends the chat.
+void install_sigint_handler() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, nullptr);
+}
+
+std::string quoted(const std::string& text) { return nlohmann::json(text).dump(); }
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// The longest common prefix of two token lists.
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    return n;
+}
+
+class Chat {
+public:
+    Chat(const Model& model, Session& session, const GenerateOptions& options, const std::string& system, bool verbose)
+        : model_(model), session_(session), options_(options), format_(model), conversation_(format_, system),
+          verbose_(verbose) {}
+
+    // Answers one line: a command or a message. False when the chat should end.
+    bool handle(const std::string& line) {
+        if (line.empty()) return true;
+        if (line[0] == '/') return command(line);
+        answer(line);
+        return true;
+    }
+
+private:
+    bool command(const std::string& line) {
+        const size_t space = line.find(' ');
+        const std::string name = line.substr(0, space);
+        std::string arg = space == std::string::npos ? "" : line.substr(space + 1);
+        arg.erase(0, arg.find_first_not_of(' '));
+        arg.erase(arg.find_last_not_of(' ') + 1);
+        if (name == "/exit" || name == "/quit") return false;
+        if (name == "/help") {
+            std::fputs(kCommands, stderr);
+        } else if (name == "/reset") {
+            conversation_.reset();
+            session_.reset();
+            std::fprintf(stderr, "vkllm: the conversation is reset\n");
+        } else if (name == "/undo") {
+            if (!conversation_.undo()) {
+                std::fprintf(stderr, "vkllm: nothing to undo\n");
+            } else {
+                session_.truncate(int(common_prefix(session_.tokens(), conversation_.tokens())));
+                std::fprintf(stderr, "vkllm: the last turn is undone (%d turns left)\n", conversation_.turns());
+            }
+        } else if (name == "/save" || name == "/load") {
+            if (arg.empty()) {
+                std::fprintf(stderr, "vkllm: %s needs a file name\n", name.c_str());
+            } else if (name == "/save") {
+                std::ofstream out(arg, std::ios::binary);
+                out << conversation_.to_json();
+                if (out.flush(); !out)
+                    std::fprintf(stderr, "vkllm: cannot write %s\n", arg.c_str());
+                else
+                    std::fprintf(stderr, "vkllm: saved %d turns to %s\n", conversation_.turns(), arg.c_str());
+            } else {
+                try {
+                    conversation_.from_json(read_text_file(arg));
+                    std::fprintf(stderr, "vkllm: loaded %d turns from %s\n", conversation_.turns(), arg.c_str());
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "vkllm: cannot load %s: %s\n", arg.c_str(), e.what());
+                }
+            }
+        } else {
+            std::fprintf(stderr, "vkllm: unknown command %s; /help lists them\n", name.c_str());
+        }
+        return true;
+    }
+
+    void answer(const std::string& user) {
+        ++turn_;
+        std::vector<int32_t> prompt;
+        try {
+            prompt = conversation_.begin_turn(user);
+        } catch (const TemplateError& e) {
+            std::fprintf(stderr, "vkllm: the chat template cannot render the conversation: %s\n", e.what());
+            return;
+        }
+        if (verbose_) std::fprintf(stderr, "vkllm: turn %d prompt: %s\n", turn_, quoted(conversation_.prompt_text()).c_str());
+        g_interrupted = 0;
+        const GenerateResult r = session_.generate(prompt, options_, [&](const TokenEvent& ev) {
+            std::fputs(ev.text.c_str(), stdout);
+            std::fflush(stdout);
+            return g_interrupted == 0;
+        });
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        if (r.reason == StopReason::ContextFull && r.tokens.empty()) {
+            std::fprintf(stderr, "vkllm: %s; /reset or /undo to make room (or a larger -c)\n", r.message.c_str());
+            conversation_.abandon_turn();
+            return;
+        }
+        if (r.reason == StopReason::Error) {
+            std::fprintf(stderr, "vkllm: error: %s\n", r.message.c_str());
+            conversation_.abandon_turn();
+            return;
+        }
+        if (verbose_)
+            std::fprintf(stderr, "vkllm: turn %d: %d prompt tokens, %d from the cache, %d evaluated; %zu generated (%s)\n",
+                         turn_, r.n_prompt, r.n_prompt - r.n_prompt_evaluated, r.n_prompt_evaluated, r.tokens.size(),
+                         to_string(r.reason));
+        if (r.reason == StopReason::Callback) std::fprintf(stderr, "vkllm: stopped\n");
+        if (r.reason == StopReason::ContextFull)
+            std::fprintf(stderr, "vkllm: the context of %d tokens is full; /reset or /undo to go on\n", session_.n_ctx());
+        const int32_t eog = !r.tokens.empty() && model_.is_eog(r.tokens.back()) ? r.tokens.back() : -1;
+        conversation_.end_turn(r.text, r.tokens, eog);
+    }
+
+    const Model& model_;
+    Session& session_;
+    GenerateOptions options_;
+    ChatFormat format_;
+    ChatConversation conversation_;
+    bool verbose_;
+    int turn_ = 0;
+};
+
+int chat(const Args& args) {
+    Options o(args,
+              {"-m", "--system", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
+               "--device"},
+              {"--verbose"});
+    GenerateOptions go;
+    go.max_tokens = int(o.integer("-n", 256));
+    if (go.max_tokens < 1) throw UsageError("-n must be >= 1");
+    SamplerParams& sp = go.sampler;
+    sp.temperature = float(o.real("--temp", 0.8));
+    sp.top_k = int(o.integer("--top-k", 40));
+    sp.top_p = float(o.real("--top-p", 0.95));
+    sp.min_p = float(o.real("--min-p", 0.05));
+    sp.repeat_penalty = float(o.real("--repeat-penalty", 1.0));
+    sp.seed = o.has("--seed") ? uint64_t(o.integer("--seed", 0)) : uint64_t(std::random_device{}());
+    try {
+        validate(sp);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+
+    ModelOptions mo;
+    mo.device = o.str("--device");
+    auto file = open_model_file(o);
+    auto model = Model::load(*file, mo);
+    SessionOptions so;
+    so.n_ctx = int(o.integer("-c", 0));
+    Session session(*model, so);
+
+    const bool tty = isatty(STDIN_FILENO);
+    std::fprintf(stderr, "vkllm chat: %s (%s), context %d tokens; /help lists the commands\n",
+                 o.has("-m") ? o.str("-m").c_str() : builtin_model_description().c_str(), model->info().arch.c_str(),
+                 session.n_ctx());
+    Chat chat(*model, session, go, o.str("--system"), o.has("--verbose"));
+    if (model->info().chat_template.empty())
+        std::fprintf(stderr, "vkllm chat: note: the model has no chat template; each message continues the text so far "
+                             "(plain continuation)\n");
+
+    install_sigint_handler();
+    std::string line;
+    while (true) {
+        if (tty) {
+            std::fputs("> ", stdout);
+            std::fflush(stdout);
+        }
+        g_interrupted = 0;
+        if (!std::getline(std::cin, line)) break;  // end of input, or Ctrl-C at the prompt
+        if (!chat.handle(line)) break;
+    }
+    if (tty) std::fputs("\n", stdout);
+    return 0;
+}
+
+}  // namespace
+
+int cmd_chat(const Args& args) { return with_usage(kUsage, chat, args); }
+
+}  // namespace vkllm::cli
