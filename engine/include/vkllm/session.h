@@ -34,8 +34,10 @@ struct ContextOverflow : std::runtime_error {
 //   Value: x[t, channel] = value
 //   Scale: x[t, channel] *= value
 //   Mean:  x[t, channel] = the channel's mean over every position evaluated since the edit was
-//          set, up to and including the current eval (its own unedited values), so a prompt's
-//          tokens all get the prompt's mean and each later token the running mean.
+//          set, up to and including the current forward pass (its own unedited values), so a
+//          prompt's tokens all get the prompt's mean and each later token the running mean. A
+//          prompt longer than n_batch runs in several passes: each pass's tokens get the mean
+//          up to that pass. Truncating or resetting the session starts the mean over.
 struct ResidualEdit {
     enum class Mode { Zero, Value, Scale, Mean };
     int layer = 0;
