@@ -75,7 +75,8 @@ public:
                                      "model_not_found"));
         });
         http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-            res.set_content(json{{"status", "ok"}, {"waiting", worker_.waiting()}, {"completed", worker_.completed()}}.dump(),
+            res.set_content(json{{"status", "ok"}, {"waiting", worker_.waiting()},
+                                 {"completed", worker_.completed()}, {"cancelled", worker_.cancelled()}}.dump(),
                             "application/json");
         });
         // Every error without a body of its own (no such route, a payload too large, ...).

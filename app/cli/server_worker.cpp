@@ -96,6 +96,7 @@ void Worker::run() {
             std::lock_guard<std::mutex> lock(mutex_);
             running_.reset();
         }
+        if (result.reason == StopReason::Cancelled || result.reason == StopReason::Callback) cancelled_.fetch_add(1);
         job->finish(std::move(result));
         completed_.fetch_add(1);
     }

@@ -60,7 +60,8 @@ public:
     void stop();
 
     size_t waiting() const;
-    uint64_t completed() const { return completed_.load(); }
+    uint64_t completed() const { return completed_.load(); }  // jobs finished, cancelled ones included
+    uint64_t cancelled() const { return cancelled_.load(); }  // jobs that ended cancelled
 
 private:
     void run();
@@ -72,7 +73,7 @@ private:
     std::deque<std::shared_ptr<Job>> queue_;
     std::shared_ptr<Job> running_;
     bool stopping_ = false;
-    std::atomic<uint64_t> completed_{0};
+    std::atomic<uint64_t> completed_{0}, cancelled_{0};
     std::thread thread_;
 };
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# vkllm serve end to end: starts it on a free loopback port with the built-in model, checks it
+# with curl (streaming, bad input, a full queue, a client that leaves) and with the official
+# `openai` npm client (tests/server/openai_client.mjs: the API and a load test), then stops it
+# with SIGTERM and expects exit code 0. Exit 77 (skipped) when node, curl or the npm package is
+# missing (scripts/install-deps.sh installs them).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${VKLLM_BIN:?VKLLM_BIN must name the vkllm binary}
+
+for tool in node curl; do
+  command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (scripts/install-deps.sh)"; exit 77; }
+done
+if [[ ! -f $here/node_modules/openai/package.json ]]; then
+  echo "SKIP: tests/server/node_modules/openai is missing (scripts/install-deps.sh runs npm ci there)"
+  exit 77
+fi
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- server log (last 30 lines) ---" >&2
+  tail -n 30 "$work/serve.log" >&2 || true
+  exit 1
+}
+
+# --port 0: the kernel picks a free port; the server names it on stderr.
+"$bin" serve --port 0 --queue 8 -c 256 2>"$work/serve.log" &
+pid=$!
+port=
+for _ in $(seq 600); do
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || fail "the server exited before listening"
+  sleep 0.1
+done
+[[ -n $port ]] || fail "no 'listening on' line within 60 s"
+url=http://127.0.0.1:$port
+echo "server pid $pid on $url"
+
+# request METHOD PATH [BODY]: prints "STATUS BODY"; headers go to $work/headers.
+request() {
+  local args=(-s -o "$work/body" -D "$work/headers" -w '%{http_code}' -X "$1" "$url$2")
+  [[ $# -ge 3 ]] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
+  local code
+  code=$(curl "${args[@]}")
+  echo "$code $(cat "$work/body")"
+}
+expect() {  # expect STATUS PATTERN METHOD PATH [BODY]
+  local status=$1 pattern=$2
+  shift 2
+  local got
+  got=$(request "$@")
+  [[ ${got%% *} == "$status" ]] || fail "$1 $2: status ${got%% *}, expected $status: $got"
+  grep -q -- "$pattern" <<<"$got" || fail "$1 $2: no '$pattern' in: $got"
+}
+
+expect 200 '"status":"ok"' GET /health
+# Bad input: each a 4xx with OpenAI's error body, and the server goes on.
+expect 400 '"type":"invalid_request_error"' POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}'
+expect 400 '"code":"invalid_json"' POST /v1/completions 'not json at all'
+expect 400 '"param":"temperature"' POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}'
+expect 400 '"param":"max_tokens"' POST /v1/completions '{"prompt": "hi", "max_tokens": 2.5}'
+expect 400 '"param":"stop"' POST /v1/completions '{"prompt": "hi", "stop": 7}'
+expect 400 '"param":"messages\[0\].role"' POST /v1/chat/completions '{"messages": [{"role": 1, "content": "hi"}]}'
+expect 400 'at least one message' POST /v1/chat/completions '{"messages": []}'
+expect 400 '"param":"prompt"' POST /v1/completions '{"max_tokens": 3}'
+expect 400 'outside the vocabulary' POST /v1/completions '{"prompt": [1, 99999999]}'
+long=$(printf 'once upon a time there was a cat %.0s' $(seq 100))
+expect 400 '"code":"context_length_exceeded"' POST /v1/completions "{\"prompt\": \"$long\", \"max_tokens\": 4}"
+expect 404 '"code":"not_found"' GET /v1/nothing
+expect 404 '"code":"model_not_found"' POST /v1/chat/completions '{"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}'
+expect 404 '"code":"model_not_found"' GET /v1/models/gpt-9
+expect 200 '"object":"list"' GET /v1/models
+
+# Streaming with curl -N: server-sent events ending in [DONE], the same greedy text as without.
+body='{"prompt": "Once upon a time", "max_tokens": 6, "temperature": 0}'
+whole=$(curl -s "$url/v1/completions" -H 'Content-Type: application/json' -d "$body")
+curl -sN "$url/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"prompt": "Once upon a time", "max_tokens": 6, "temperature": 0, "stream": true}' >"$work/sse"
+[[ $(grep -c '^data: ' "$work/sse") -ge 3 ]] || fail "too few events: $(cat "$work/sse")"
+[[ $(grep '^data: ' "$work/sse" | tail -n 1) == 'data: [DONE]' ]] || fail "no [DONE] at the end: $(cat "$work/sse")"
+grep -v '^data: ' "$work/sse" | grep -q . && fail "a line that is not an event: $(cat "$work/sse")"
+streamed=$(grep '^data: {' "$work/sse" | sed 's/^data: //' |
+  node -e 'let s="";require("readline").createInterface({input:process.stdin}).on("line",l=>{s+=JSON.parse(l).choices[0].text}).on("close",()=>process.stdout.write(s))')
+text=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).choices[0].text)' "$whole")
+[[ -n $text && $streamed == "$text" ]] || fail "streamed '$streamed' != whole '$text'"
+echo "curl: streamed = whole = '$text'"
+
+# A client that leaves a non-streaming answer (curl gives up after 1 s): its generation stops.
+cancelled_before=$(curl -s "$url/health" | sed 's/.*"cancelled":\([0-9]*\).*/\1/')
+curl -s --max-time 1 "$url/v1/completions" -d '{"prompt": "Once upon a time", "max_tokens": 200}' >/dev/null || true
+for _ in $(seq 300); do
+  cancelled=$(curl -s "$url/health" | sed 's/.*"cancelled":\([0-9]*\).*/\1/')
+  ((cancelled > cancelled_before)) && break
+  sleep 0.1
+done
+((cancelled > cancelled_before)) || fail "the abandoned request was not cancelled"
+echo "curl: an abandoned request was cancelled"
+
+# A full queue: 16 requests at once against --queue 8 (plus the running one). The overflow is
+# answered 503 with Retry-After and an error body; every other request is answered whole.
+burst=()
+for i in $(seq 16); do
+  curl -s -D "$work/h$i" -o "$work/b$i" -w '%{http_code}' "$url/v1/completions" \
+    -d '{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}' >"$work/s$i" &
+  burst+=($!)
+done
+wait "${burst[@]}" || true
+ok=0 busy=0
+for i in $(seq 16); do
+  case $(cat "$work/s$i") in
+    200) grep -q '"finish_reason":"length"' "$work/b$i" || fail "request $i: $(cat "$work/b$i")"; ok=$((ok + 1)) ;;
+    503) grep -qi '^retry-after: ' "$work/h$i" || fail "503 without Retry-After"
+         grep -q '"code":"queue_full"' "$work/b$i" || fail "503 body: $(cat "$work/b$i")"; busy=$((busy + 1)) ;;
+    *) fail "request $i: status $(cat "$work/s$i")" ;;
+  esac
+done
+echo "queue: $ok answered, $busy refused with 503"
+((busy > 0 && ok >= 9)) || fail "expected some 503s and at least 9 answers"
+expect 200 '"status":"ok"' GET /health
+
+BASE_URL=$url/v1 SERVER_PID=$pid node "$here/openai_client.mjs" || fail "the openai client checks failed"
+
+kill -TERM "$pid"
+code=0
+wait "$pid" || code=$?
+pid=
+[[ $code == 0 ]] || fail "exit code $code after SIGTERM"
+grep -q 'stopped' "$work/serve.log" || fail "no 'stopped' line"
+echo "PASS: the server stopped on SIGTERM with exit code 0"
