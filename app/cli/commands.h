@@ -16,6 +16,7 @@ int cmd_run(const Args& args);       // generate text
 int cmd_logits(const Args& args);    // logits of every prompt position to a file
 int cmd_bench(const Args& args);     // prompt and decode speed
 int cmd_quantize(const Args& args);  // rewrite a GGUF file's weights in another type
+int cmd_template(const Args& args);  // render a chat template with a conversation
 int cmd_chat(const Args& args);      // an interactive multi-turn conversation
 int cmd_serve(const Args& args);     // an OpenAI-compatible HTTP server
 

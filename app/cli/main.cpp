@@ -25,6 +25,7 @@ const std::map<std::string, Command>& commands() {
         {"info", {cmd_info, "Vulkan devices and their capabilities: info [--json]"}},
         {"inspect", {cmd_inspect, "a GGUF file: inspect [FILE.gguf] [--tensors]"}},
         {"quantize", {cmd_quantize, "rewrite weights: quantize IN.gguf OUT.gguf TYPE"}},
+        {"template", {cmd_template, "render a chat template: template (-m MODEL | --template FILE) --messages FILE.json [...]"}},
         {"chat", {cmd_chat, "a conversation on stdin/stdout: chat [-m MODEL] [--system TEXT] [sampling options]"}},
         {"serve", {cmd_serve, "OpenAI-compatible HTTP server: serve [-m MODEL] [--host 127.0.0.1] [--port 8080]"}},
     };
