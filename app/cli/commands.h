@@ -19,5 +19,6 @@ int cmd_quantize(const Args& args);  // rewrite a GGUF file's weights in another
 int cmd_template(const Args& args);  // render a chat template with a conversation
 int cmd_chat(const Args& args);      // an interactive multi-turn conversation
 int cmd_serve(const Args& args);     // an OpenAI-compatible HTTP server
+int cmd_probe(const Args& args);     // probes of a prompt and greedy tokens to a JSON file
 
 }  // namespace vkllm::cli
