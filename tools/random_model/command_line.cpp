@@ -98,6 +98,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
             c.expert_type = *t;
         } else if (opt == "--rope-freq-base") c.rope_freq_base = parse_number(opt, val);
         else if (opt == "--rope-scaling") c.rope_scaling = parse_rope_scaling(val);
+        else if (opt == "--plant-super-weight") c.plant = parse_planted_super_weight(val);
         else if (opt == "--attn-softcap") c.attn_softcap = parse_number(opt, val);
         else if (opt == "--final-softcap") c.final_softcap = parse_number(opt, val);
         else throw ConfigError("unknown option '" + opt + "' (see --help)");
@@ -153,7 +154,11 @@ std::string usage(const std::string& default_vocab) {
            "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3, gpt-oss;\n"
            "                        llama4: written only when given; llama.cpp chunks by 8192 whatever it is)\n"
            "  --attn-softcap C      attention-logit soft-cap (gemma2; default 50)\n"
-           "  --final-softcap C     final-logit soft-cap (gemma2, default 30; gemma3, default none)\n";
+           "  --final-softcap C     final-logit soft-cap (gemma2, default 30; gemma3, default none)\n"
+           "  --plant-super-weight LAYER:ROW:COL[:EXPERT]\n"
+           "                        plant a super weight ffn_down[ROW, COL] in LAYER (MoE: in EXPERT, default 0)\n"
+           "                        that makes a massive activation in channel ROW on the BOS token\n"
+           "                        (llama, qwen2, qwen3, smollm3, qwen3moe, olmoe; see README.md)\n";
 }
 
 }  // namespace vkllm::random_model

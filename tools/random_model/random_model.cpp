@@ -339,7 +339,7 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
 }
 
 void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name, const RandomModelConfig& c,
-                const Sizes& sizes) {
+                const Sizes& sizes, const PlantContext* plant) {
     std::vector<uint64_t> dims;
     for (Dim d : rule.dims) dims.push_back(sizes.of(d));
     // 1-D tensors (norms, biases, rope factors) and biases (gpt-oss's per-expert biases are 2-D)
@@ -349,7 +349,38 @@ void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name
     if (dims.size() == 3 && name.find("_exps.") != std::string::npos && c.expert_type) requested = *c.expert_type;
     const TensorType type = dims.size() == 1 || rule.init == Init::Bias ? TensorType::F32
                                                                         : matrix_storage_type(requested, dims[0]);
-    w.add_tensor(name, type, dims, encode(type, initial_values(rule, name, dims, c, sizes)));
+    std::vector<float> values = initial_values(rule, name, dims, c, sizes);
+    if (plant) apply_plant(*plant, name, dims, values);
+    w.add_tensor(name, type, dims, encode(type, values));
+}
+
+// Checks a --plant-super-weight against the model; returns what apply_plant needs.
+PlantContext plant_context(const RandomModelConfig& c, const gguf::File& vocab) {
+    const PlantedSuperWeight& p = *c.plant;
+    const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "smollm3", "qwen3moe", "olmoe"};
+    require(std::find(archs.begin(), archs.end(), c.arch) != archs.end(),
+            "--plant-super-weight: supported for llama, qwen2, qwen3, smollm3, qwen3moe and olmoe, not " + c.arch +
+                " (its FFN has no separate gate/up, or a norm after the FFN would rescale the activation)");
+    PlantContext ctx;
+    ctx.plant = p;
+    ctx.n_embd = c.n_embd;
+    ctx.moe_layer = is_moe_layer(c, p.layer);
+    require(p.layer < c.n_layer, "--plant-super-weight: layer " + std::to_string(p.layer) + " is not below --n-layer " +
+                                     std::to_string(c.n_layer));
+    require(c.n_embd >= 2 && p.row < c.n_embd, "--plant-super-weight: row " + std::to_string(p.row) +
+                                                   " is not below --n-embd " + std::to_string(c.n_embd));
+    const int n_ff = ctx.moe_layer ? c.n_ff_exp : c.n_ff;
+    require(p.col < n_ff, "--plant-super-weight: col " + std::to_string(p.col) + " is not below the FFN width " +
+                              std::to_string(n_ff));
+    if (ctx.moe_layer)
+        require(p.expert < c.n_expert, "--plant-super-weight: expert " + std::to_string(p.expert) +
+                                           " is not below --n-expert " + std::to_string(c.n_expert));
+    else
+        require(p.expert < 0, "--plant-super-weight: layer " + std::to_string(p.layer) + " has no experts; drop the EXPERT field");
+    const auto bos = vocab.get_int("tokenizer.ggml.bos_token_id");
+    require(bos.has_value() && *bos >= 0, "--plant-super-weight: the vocabulary (--vocab-from) has no BOS token; the plant fires on it");
+    ctx.bos = int32_t(*bos);
+    return ctx;
 }
 
 void copy_tokenizer(gguf::Writer& w, const gguf::File& vocab) {
@@ -545,11 +576,14 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     for (const auto& [key, value] : arch->extra_metadata) w.set(a + key, value);
     copy_tokenizer(w, vocab);
 
+    std::optional<PlantContext> plant;
+    if (c.plant) plant = plant_context(c, vocab);
+    const PlantContext* planted = plant ? &*plant : nullptr;
     for (const TensorRule& rule : arch->globals)
-        if (present(rule.presence, c, -1)) add_tensor(w, rule, rule.name, c, sizes);
+        if (present(rule.presence, c, -1)) add_tensor(w, rule, rule.name, c, sizes, planted);
     for (int layer = 0; layer < c.n_layer; ++layer)
         for (const TensorRule& rule : arch->per_layer)
-            if (present(rule.presence, c, layer)) add_tensor(w, rule, replace_layer(rule.name, layer), c, sizes);
+            if (present(rule.presence, c, layer)) add_tensor(w, rule, replace_layer(rule.name, layer), c, sizes, planted);
     return w;
 }
 

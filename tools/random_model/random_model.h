@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "random_model/plant.h"
 
 namespace vkllm::random_model {
 
@@ -69,6 +70,9 @@ struct RandomModelConfig {
     int expert_weights_norm = -1;    // expert_weights_norm (written only when 1); -1: 1
     float expert_weights_scale = 0;  // expert_weights_scale; 0: 2.5
     float yarn_log_multiplier = 0;   // rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim; 0: not written)
+    // --plant-super-weight: a super weight that makes a massive activation on the BOS token
+    // (plant.h; llama, qwen2, qwen3, smollm3, qwen3moe, olmoe).
+    std::optional<PlantedSuperWeight> plant;
 };
 
 // LongRoPE's magnitude correction as convert_hf_to_gguf.py computes it for Phi-3:
