@@ -1,0 +1,431 @@
+#include "engine_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+
+#include "vkllm/chat_template.h"
+
+namespace vkllm::studio {
+
+ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info) {
+    ProbeConfig c;
+    std::vector<int> all_layers;
+    for (int l = 0; l < info.n_layer; ++l) all_layers.push_back(l);
+    if (s.attention) {
+        c.attention_layers = all_layers;
+        c.attention_max_rows = 1024;
+    }
+    if (s.activations) {
+        c.residual_stats = true;
+        c.ffn_down = true;
+        if (s.residual_full_layer >= -1) c.residual_full_layers = {s.residual_full_layer};
+    }
+    bool moe = false;
+    for (const LayerInfo& l : info.layers) moe = moe || l.ffn.kind == "moe";
+    if (s.experts && moe) {
+        c.routing = true;
+        c.expert_load = true;
+    }
+    if (s.lens) {
+        c.logit_lens_layers = all_layers;
+        c.logit_lens_top_n = 8;
+    }
+    c.timings = s.timings;
+    return c;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+std::vector<float> softmax(const std::vector<float>& logits) {
+    std::vector<float> p(logits.size());
+    float mx = -INFINITY;
+    for (float x : logits) mx = std::max(mx, x);
+    double sum = 0;
+    for (size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(logits[i] - mx);
+    for (float& x : p) x = float(x / sum);
+    return p;
+}
+
+std::vector<TokenAlternative> top_tokens(const Model& m, const std::vector<float>& p, int n) {
+    std::vector<int32_t> ids(p.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    n = std::min<int>(n, int(ids.size()));
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+    std::vector<TokenAlternative> out;
+    for (int i = 0; i < n; ++i)
+        out.push_back({ids[size_t(i)], m.piece(ids[size_t(i)], true), std::log(std::max(p[size_t(ids[size_t(i)])], 1e-30f))});
+    return out;
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker() {
+    published_ = std::make_shared<WorkerState>(work_);
+    work_.status = "no model";
+    thread_ = std::thread([this] { run(); });
+}
+
+EngineWorker::~EngineWorker() {
+    {
+        std::lock_guard lock(mutex_);
+        quit_ = true;
+        queue_.clear();
+        if (live_session_) live_session_->cancel();
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void EngineWorker::post(std::function<void()> command) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(command));
+    }
+    cv_.notify_all();
+}
+
+void EngineWorker::run() {
+    for (;;) {
+        std::function<void()> command;
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, [&] { return quit_ || !queue_.empty(); });
+            if (quit_) return;
+            command = std::move(queue_.front());
+            queue_.pop_front();
+            running_command_ = true;
+        }
+        work_.error.clear();
+        work_.busy = true;
+        try {
+            command();
+        } catch (const std::exception& e) {
+            work_.error = e.what();
+            work_.status = "error";
+        }
+        work_.busy = false;
+        work_.generating = false;
+        publish();
+        {
+            std::lock_guard lock(mutex_);
+            running_command_ = false;
+        }
+        cv_.notify_all();
+    }
+}
+
+void EngineWorker::publish() {
+    if (session_) {
+        work_.kv_bytes = session_->kv_cache_bytes();
+        // Session::scratch_bytes() is declared but not implemented yet in the engine; until it
+        // is, the telemetry panel says scratch is unknown.
+        work_.scratch_bytes = 0;
+        work_.probe_bytes = session_->probe_bytes();
+    }
+    work_.probes = std::make_shared<ProbeHistory>(history_);
+    ++work_.version;
+    auto next = std::make_shared<WorkerState>(work_);
+    std::lock_guard lock(mutex_);
+    published_ = std::move(next);
+}
+
+std::shared_ptr<const WorkerState> EngineWorker::state() const {
+    std::lock_guard lock(mutex_);
+    return published_;
+}
+
+bool EngineWorker::idle() const {
+    std::lock_guard lock(mutex_);
+    return queue_.empty() && !running_command_;
+}
+
+void EngineWorker::wait_idle() const {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return queue_.empty() && !running_command_; });
+}
+
+void EngineWorker::stop() {
+    std::lock_guard lock(mutex_);
+    if (live_session_) live_session_->cancel();
+}
+
+// ---- Model loading ----
+
+void EngineWorker::load_file(const std::string& path, const std::string& device) {
+    post([this, path, device] {
+        do_load([path, device] { return Model::load(path, ModelOptions{device}); }, path);
+    });
+}
+
+void EngineWorker::load_memory(const void* data, size_t size, const std::string& name, const std::string& device) {
+    post([this, data, size, name, device] {
+        do_load([=] { return Model::load_from_memory(data, size, name, ModelOptions{device}); }, name);
+    });
+}
+
+void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const std::string& what) {
+    work_.status = "loading " + what;
+    publish();
+    std::unique_ptr<Model> model = open();  // throws: the old model stays
+    {
+        std::lock_guard lock(mutex_);
+        live_session_ = nullptr;
+    }
+    session_.reset();
+    model_ = std::move(model);
+    SessionOptions so;
+    so.n_ctx = std::min(model_->info().n_ctx_train > 0 ? model_->info().n_ctx_train : 2048, 2048);
+    so.probes = probe_config(probe_sel_, model_->info());
+    session_ = std::make_unique<Session>(*model_, so);
+    {
+        std::lock_guard lock(mutex_);
+        live_session_ = session_.get();
+    }
+    residual_edits_.clear();
+    history_.clear();
+    work_ = WorkerState{};
+    work_.loaded = true;
+    work_.info = std::make_shared<ModelInfo>(model_->info());
+    work_.device = model_->device();
+    work_.weight_bytes = model_->weight_bytes();
+    work_.chat_template = false;
+    work_.status = "ready: " + (model_->info().name.empty() ? what : model_->info().name);
+}
+
+// ---- Chat ----
+
+std::vector<int32_t> EngineWorker::conversation_tokens() {
+    const std::string& source = model_->info().chat_template;
+    if (!source.empty()) {
+        // The model's chat template, with the prompt for a new answer.
+        std::vector<vkllm::ChatMessage> turns;
+        for (const ChatTurn& m : work_.messages) turns.push_back({m.role, m.text});
+        auto text_of = [&](int32_t id) { return id >= 0 ? model_->token_text(id) : std::string(); };
+        try {
+            const std::string text = render_chat_template(source, turns, true, text_of(model_->bos()), text_of(model_->eos()));
+            work_.chat_template = true;
+            return model_->tokenize(text, false, true);
+        } catch (const std::exception& e) {
+            work_.error = std::string("the chat template failed (") + e.what() + "); using plain continuation";
+        }
+    }
+    // Plain continuation: the turns are one text the model continues.
+    work_.chat_template = false;
+    std::string text;
+    for (const ChatTurn& m : work_.messages) text += m.text;
+    return model_->tokenize(text, true, false);
+}
+
+void EngineWorker::sync_context() {
+    const std::vector<int32_t>& t = session_->tokens();
+    const size_t keep = std::min(work_.context.size(), t.size());
+    size_t same = 0;
+    while (same < keep && work_.context[same] == t[same]) ++same;
+    work_.context.resize(same);
+    work_.context_pieces.resize(same);
+    for (size_t i = same; i < t.size(); ++i) {
+        work_.context.push_back(t[i]);
+        work_.context_pieces.push_back(model_->piece(t[i], true));
+    }
+}
+
+void EngineWorker::do_generate(const GenerationSettings& g) {
+    if (!session_) throw std::runtime_error("no model is loaded");
+    validate(g.sampler);
+    std::vector<int32_t> prompt = conversation_tokens();
+    if (prompt.empty()) throw std::runtime_error("nothing to answer: the conversation is empty");
+    // Keep the cache's common prefix with the new prompt (Session::truncate), leaving at least
+    // one prompt token to evaluate so the prompt step has its own probes and logits.
+    const std::vector<int32_t>& cached = session_->tokens();
+    int common = 0;
+    while (common < int(cached.size()) && common < int(prompt.size()) && cached[size_t(common)] == prompt[size_t(common)])
+        ++common;
+    common = std::min(common, int(prompt.size()) - 1);
+    session_->truncate(common);
+    history_.truncate(common);
+    session_->set_probes(probe_config(probe_sel_, model_->info()));
+
+    work_.messages.push_back({"assistant", "", {}});
+    work_.generating = true;
+    work_.status = "generating";
+    publish();
+
+    GenerateOptions o;
+    o.sampler = g.sampler;
+    o.max_tokens = g.max_tokens;
+    o.top_n = g.top_n;
+    o.funnel = true;
+    const int prompt_eval = int(prompt.size()) - common;
+    auto on_token = [&](const TokenEvent& e) {
+        // The eval just finished produced this token's logits: the prompt for the first token,
+        // the previous token for the others.
+        const int n = e.index == 0 ? prompt_eval : 1;
+        history_.add_step(session_->probes(), e.position - n, n, e.index == 0);
+        ChatTurn& m = work_.messages.back();
+        m.tokens.push_back(e);
+        m.text += e.text;
+        sync_context();
+        publish();
+        return true;
+    };
+    GenerateResult r = session_->generate(prompt, o, on_token);
+    work_.last_result = r;
+    work_.messages.back().text = r.text;
+    sync_context();
+    history_.truncate(session_->n_past());
+    if (r.reason == StopReason::Error) work_.error = r.message;
+    work_.status = std::string("done: ") + to_string(r.reason) + ", " + std::to_string(r.tokens.size()) + " tokens";
+}
+
+void EngineWorker::send(const std::string& text, const GenerationSettings& g) {
+    post([this, text, g] {
+        work_.messages.push_back({"user", text, {}});
+        do_generate(g);
+    });
+}
+
+void EngineWorker::regenerate(const GenerationSettings& g) {
+    post([this, g] {
+        if (!work_.messages.empty() && work_.messages.back().role == "assistant") work_.messages.pop_back();
+        if (work_.messages.empty()) throw std::runtime_error("nothing to regenerate");
+        do_generate(g);
+    });
+}
+
+void EngineWorker::edit_and_rerun(int message, const std::string& text, const GenerationSettings& g) {
+    post([this, message, text, g] {
+        if (message < 0 || message >= int(work_.messages.size()))
+            throw std::runtime_error("edit: no message " + std::to_string(message));
+        work_.messages.resize(size_t(message) + 1);
+        work_.messages.back().text = text;
+        work_.messages.back().tokens.clear();
+        // An edited answer stays an answer: plain continuation continues its text, a chat
+        // template answers it with a new turn.
+        do_generate(g);
+    });
+}
+
+void EngineWorker::clear_chat() {
+    post([this] {
+        work_.messages.clear();
+        if (session_) session_->reset();
+        history_.clear();
+        work_.context.clear();
+        work_.context_pieces.clear();
+        work_.last_result = {};
+        work_.status = "ready";
+    });
+}
+
+void EngineWorker::set_probes(const ProbeSelection& s) {
+    post([this, s] {
+        probe_sel_ = s;
+        if (session_) session_->set_probes(probe_config(probe_sel_, model_->info()));
+    });
+}
+
+// ---- Interventions ----
+
+std::vector<float> EngineWorker::eval_context_quietly() {
+    const std::vector<int32_t> tokens = session_->tokens();
+    if (tokens.empty()) throw std::runtime_error("the conversation is empty: send a message first");
+    const ProbeConfig saved = session_->probe_config();
+    session_->set_probes({});
+    session_->reset();
+    std::vector<float> logits = session_->eval(tokens);
+    session_->set_probes(saved);
+    return logits;
+}
+
+void EngineWorker::do_intervention(const std::string& what, const std::function<void()>& apply) {
+    if (!session_) throw std::runtime_error("no model is loaded");
+    const std::vector<float> before = softmax(eval_context_quietly());
+    apply();
+    const std::vector<float> after = softmax(eval_context_quietly());
+    InterventionResult r;
+    r.description = what;
+    r.before = top_tokens(*model_, before, 10);
+    r.after = top_tokens(*model_, after, 10);
+    double kl = 0;
+    for (size_t i = 0; i < before.size(); ++i)
+        if (before[i] > 0) kl += before[i] * (std::log(before[i]) - std::log(std::max(after[i], 1e-30f)));
+    r.kl = float(kl);
+    r.valid = true;
+    work_.intervention = r;
+    work_.interventions.push_back(what);
+    work_.status = "intervention: " + what;
+}
+
+void EngineWorker::zero_weight(const WeightRef& w) {
+    post([this, w] {
+        const std::string what = "zero " + w.tensor + "[" + std::to_string(w.row) + ", " + std::to_string(w.col) +
+                                 "] of layer " + std::to_string(w.layer) +
+                                 (w.expert >= 0 ? " expert " + std::to_string(w.expert) : "");
+        do_intervention(what, [&] { model_->set_weight(w, 0.0f); });
+    });
+}
+
+void EngineWorker::set_activation_to_mean(int layer, int channel) {
+    post([this, layer, channel] {
+        const std::string what = "residual channel " + std::to_string(channel) + " after layer " + std::to_string(layer) +
+                                 " set to its mean";
+        do_intervention(what, [&] {
+            residual_edits_.push_back({layer, channel, ResidualEdit::Mode::Mean, 0.0f});
+            session_->set_residual_edits(residual_edits_);
+        });
+    });
+}
+
+void EngineWorker::restore_interventions() {
+    post([this] {
+        if (!session_) return;
+        do_intervention("restore every intervention", [&] {
+            model_->restore_weights();
+            residual_edits_.clear();
+            session_->set_residual_edits({});
+        });
+        work_.interventions.clear();
+    });
+}
+
+void EngineWorker::measure_probe_cost() {
+    post([this] {
+        if (!session_) throw std::runtime_error("no model is loaded");
+        const std::vector<int32_t> tokens = session_->tokens();
+        if (tokens.size() < 2) throw std::runtime_error("the conversation is empty: send a message first");
+        const ProbeConfig with = probe_config(probe_sel_, model_->info());
+        ProbeCost c;
+        c.prompt_tokens = int(tokens.size());
+        const std::vector<int32_t> last(tokens.end() - 1, tokens.end());
+        const std::vector<int32_t> head(tokens.begin(), tokens.end() - 1);
+        auto time_evals = [&](const ProbeConfig& config, double& prompt_ms, double& decode_ms) {
+            session_->set_probes(config);
+            session_->reset();
+            Clock::time_point t0 = Clock::now();
+            session_->eval(head);
+            prompt_ms = ms_since(t0);
+            // A decode step: the last token alone, best of three.
+            decode_ms = 1e30;
+            for (int rep = 0; rep < 3; ++rep) {
+                session_->truncate(int(head.size()));
+                t0 = Clock::now();
+                session_->eval(last);
+                decode_ms = std::min(decode_ms, ms_since(t0));
+            }
+        };
+        time_evals({}, c.prompt_ms_off, c.decode_ms_off);
+        time_evals(with, c.prompt_ms_on, c.decode_ms_on);
+        session_->set_probes(with);
+        c.valid = true;
+        work_.probe_cost = c;
+        work_.status = "measured the probes' cost";
+    });
+}
+
+}  // namespace vkllm::studio

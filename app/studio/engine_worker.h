@@ -1,0 +1,139 @@
+// The engine's thread: owns the Model and the Session, runs commands from a queue (load a
+// model, send a message, regenerate, edit a turn and rerun, interventions) and publishes
+// immutable snapshots the UI reads without ever waiting for the GPU.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "probe_history.h"
+#include "vkllm/generate.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm::studio {
+
+struct ChatTurn {
+    std::string role;                // "user" or "assistant"
+    std::string text;
+    std::vector<TokenEvent> tokens;  // assistant: one event per generated token
+};
+
+// Which probes run (each panel asks for its own).
+struct ProbeSelection {
+    bool attention = true;
+    bool activations = true;   // residual stats + ffn_down
+    bool experts = true;       // routing + expert load
+    bool lens = true;
+    bool timings = true;
+    int residual_full_layer = -2;  // < -1: none; else the token x channel map of this layer
+    bool operator==(const ProbeSelection&) const = default;
+};
+ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info);
+
+struct GenerationSettings {
+    SamplerParams sampler;
+    int max_tokens = 64;
+    int top_n = 5;
+};
+
+// The next-token distribution before and after an intervention.
+struct InterventionResult {
+    std::string description;   // "zero W_down[3, 17] of layer 1" ...
+    std::vector<TokenAlternative> before, after;  // top tokens, most likely first
+    float kl = 0;              // KL(before || after) over the whole vocabulary, nats
+    bool valid = false;
+};
+
+// The probes' own cost: the same evaluation timed with probes off and on.
+struct ProbeCost {
+    double prompt_ms_off = 0, prompt_ms_on = 0;
+    double decode_ms_off = 0, decode_ms_on = 0;
+    int prompt_tokens = 0;
+    bool valid = false;
+};
+
+struct WorkerState {
+    uint64_t version = 0;
+    bool loaded = false;
+    std::shared_ptr<const ModelInfo> info;
+    DeviceInfo device;
+    uint64_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0, probe_bytes = 0;
+    std::string status;  // one line for the status bar
+    std::string error;   // the last command's error; empty when it went well
+    bool busy = false, generating = false;
+    std::vector<ChatTurn> messages;
+    std::vector<int32_t> context;             // tokens in the session's cache
+    std::vector<std::string> context_pieces;  // their text
+    std::shared_ptr<const ProbeHistory> probes = std::make_shared<ProbeHistory>();
+    GenerateResult last_result;
+    InterventionResult intervention;
+    std::vector<std::string> interventions;   // in force, described
+    ProbeCost probe_cost;
+    bool chat_template = false;               // the model's template formats the prompt
+};
+
+class EngineWorker {
+public:
+    EngineWorker();
+    ~EngineWorker();  // cancels a generation and joins the thread
+
+    // Commands (return at once; the worker runs them in order).
+    void load_file(const std::string& path, const std::string& device);
+    void load_memory(const void* data, size_t size, const std::string& name, const std::string& device);
+    void send(const std::string& text, const GenerationSettings& g);
+    void regenerate(const GenerationSettings& g);            // drops the last answer, answers again
+    void edit_and_rerun(int message, const std::string& text, const GenerationSettings& g);
+    void clear_chat();
+    void set_probes(const ProbeSelection& s);
+    void zero_weight(const WeightRef& w);                    // a super weight
+    void set_activation_to_mean(int layer, int channel);     // a massive activation
+    void restore_interventions();
+    void measure_probe_cost();
+    void stop();  // thread-safe: cancels the running generation
+
+    // The newest published state (cheap: a shared pointer).
+    std::shared_ptr<const WorkerState> state() const;
+    // True while a command is queued or running.
+    bool idle() const;
+    // Waits until the queue is empty and nothing runs (tests and the headless mode).
+    void wait_idle() const;
+
+private:
+    void post(std::function<void()> command);
+    void run();
+    void publish();
+    void do_load(std::function<std::unique_ptr<Model>()> open, const std::string& what);
+    void do_generate(const GenerationSettings& g);
+    std::vector<int32_t> conversation_tokens();
+    void sync_context();
+    std::vector<float> eval_context_quietly();  // logits of the last token, probes off
+    void do_intervention(const std::string& what, const std::function<void()>& apply);
+
+    // Worker-thread state
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<Session> session_;
+    ProbeSelection probe_sel_;
+    std::vector<ResidualEdit> residual_edits_;
+    WorkerState work_;     // the worker's copy, published by copying
+    ProbeHistory history_;
+    bool pending_prompt_step_ = false;
+
+    mutable std::mutex mutex_;  // guards everything below
+    mutable std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    bool running_command_ = false;
+    bool quit_ = false;
+    std::shared_ptr<const WorkerState> published_;
+    Session* live_session_ = nullptr;  // for stop()
+    std::thread thread_;
+};
+
+}  // namespace vkllm::studio

@@ -1,0 +1,155 @@
+// Activations: per layer the largest |x| with its token and channel and the ratio to the
+// median (massive activations flagged), a token x channel map of the selected layer, the
+// super-weight candidates, and interventions with the next-token distribution before/after.
+#include <algorithm>
+#include <cmath>
+
+#include "heatmap.h"
+#include "imgui.h"
+#include "studio_app.h"
+
+namespace vkllm::studio {
+
+namespace {
+
+void distribution_columns(const InterventionResult& r) {
+    ImGui::TextWrapped("%s: KL(before || after) = %.4f nats", r.description.c_str(), r.kl);
+    if (!ImGui::BeginTable("before_after", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+    ImGui::TableSetupColumn("before");
+    ImGui::TableSetupColumn("p");
+    ImGui::TableSetupColumn("after");
+    ImGui::TableSetupColumn("p ");
+    ImGui::TableHeadersRow();
+    for (size_t i = 0; i < std::max(r.before.size(), r.after.size()); ++i) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        if (i < r.before.size()) ImGui::TextUnformatted(r.before[i].piece.c_str());
+        ImGui::TableNextColumn();
+        if (i < r.before.size()) ImGui::Text("%.4f", std::exp(r.before[i].logprob));
+        ImGui::TableNextColumn();
+        if (i < r.after.size()) ImGui::TextUnformatted(r.after[i].piece.c_str());
+        ImGui::TableNextColumn();
+        if (i < r.after.size()) ImGui::Text("%.4f", std::exp(r.after[i].logprob));
+    }
+    ImGui::EndTable();
+}
+
+}  // namespace
+
+void draw_activations_panel(StudioApp& app) {
+    if (!ImGui::Begin("Activations", &app.settings.open[PanelActivations])) {
+        ImGui::End();
+        return;
+    }
+    const WorkerState& s = *app.state;
+    const ProbeHistory& h = *s.probes;
+    const std::vector<ActivationRow>& rows = app.vm.activations;
+    if (rows.empty()) {
+        ImGui::TextDisabled("Send a message: the residual stream's largest values per layer appear here.");
+        ImGui::End();
+        return;
+    }
+    // Per layer: max |x| (log scale bars).
+    std::vector<float> log_max;
+    for (const ActivationRow& r : rows) log_max.push_back(std::log10(std::max(r.max_abs, 1e-6f)));
+    ImGui::PlotHistogram("log10 max|x| per layer", log_max.data(), int(log_max.size()), 0, nullptr, -1.0f,
+                         std::max(4.0f, *std::max_element(log_max.begin(), log_max.end())), ImVec2(0, 50));
+    const bool any_massive = std::any_of(rows.begin(), rows.end(), [](const ActivationRow& r) { return r.massive; });
+    ImGui::TextDisabled(any_massive ? "massive activations (> 100 and > 1000x the median) in red"
+                                    : "no massive activations (> 100 and > 1000x the median)");
+    if (ImGui::BeginTable("layers", 7, ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingStretchProp,
+                          ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 7))) {
+        ImGui::TableSetupScrollFreeze(0, 1);
+        for (const char* c : {"layer", "max |x|", "token", "channel", "median", "ratio", ""}) ImGui::TableSetupColumn(c);
+        ImGui::TableHeadersRow();
+        for (const ActivationRow& r : rows) {
+            ImGui::PushID(r.layer + 1);
+            ImGui::TableNextRow();
+            if (r.massive) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(160, 40, 40, 120));
+            ImGui::TableNextColumn();
+            if (ImGui::Selectable(r.layer < 0 ? "emb" : std::to_string(r.layer).c_str(), r.layer == app.sel_layer,
+                                  ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap))
+                app.sel_layer = std::max(r.layer, 0);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f", r.max_abs);
+            ImGui::TableNextColumn();
+            ImGui::Text("%d \"%s\"", r.token, app.token_text(r.token).c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", r.channel);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.3f", r.median_abs);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.0fx", r.ratio);
+            ImGui::TableNextColumn();
+            if (!s.busy && ImGui::SmallButton("set to mean")) app.worker.set_activation_to_mean(r.layer, r.channel);
+            ImGui::PopID();
+        }
+        ImGui::EndTable();
+    }
+
+    // Token x channel |x| of the selected layer.
+    for (const ResidualTensor& t : h.residual_full) {
+        if (t.layer != app.sel_layer || t.positions.empty()) continue;
+        const int n = int(t.positions.size());
+        std::vector<float> a(t.values.size());
+        float mx = 0;
+        for (size_t i = 0; i < a.size(); ++i) mx = std::max(mx, a[i] = std::fabs(t.values[i]));
+        ImGui::Text("layer %d: |x| tokens (rows, positions %d..%d) x channels (%d), max %.2f", t.layer, t.positions.front(),
+                    t.positions.back(), t.n_embd, mx);
+        const HeatmapHover hv = draw_heatmap("tokch", a.data(), n, t.n_embd,
+                                             ImVec2(ImGui::GetContentRegionAvail().x, std::clamp(4.0f * n, 40.0f, 160.0f)),
+                                             0.0f, std::max(mx, 1e-6f));
+        if (hv.hovered())
+            ImGui::SetTooltip("token %d \"%s\" channel %d: %.3f", t.positions[size_t(hv.row)],
+                              app.token_text(t.positions[size_t(hv.row)]).c_str(), hv.col,
+                              t.values[size_t(hv.row) * size_t(t.n_embd) + size_t(hv.col)]);
+    }
+
+    // Super-weight candidates (Yu et al. 2024).
+    if (ImGui::CollapsingHeader("Super-weight candidates (ffn_down spike pairs)", ImGuiTreeNodeFlags_DefaultOpen)) {
+        if (app.vm.super_weights.empty()) ImGui::TextDisabled("no ffn_down input/output spike on one token yet");
+        else if (ImGui::BeginTable("sw", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
+            for (const char* c : {"layer", "W_down[row, col]", "token", "in ratio", "out ratio", ""}) ImGui::TableSetupColumn(c);
+            ImGui::TableHeadersRow();
+            int shown = 0;
+            for (const SuperWeightCandidate& c : app.vm.super_weights) {
+                if (++shown > 6) break;
+                ImGui::PushID(shown);
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::Text(c.expert >= 0 ? "%d e%d" : "%d", c.layer, c.expert);
+                ImGui::TableNextColumn();
+                ImGui::Text("[%d, %d]", c.row, c.col);
+                ImGui::TableNextColumn();
+                ImGui::Text("%d", c.token);
+                ImGui::TableNextColumn();
+                ImGui::Text("%.0fx", c.in_ratio);
+                ImGui::TableNextColumn();
+                ImGui::Text("%.0fx", c.out_ratio);
+                ImGui::TableNextColumn();
+                if (!s.busy && ImGui::SmallButton("zero")) {
+                    WeightRef w;
+                    w.layer = c.layer;
+                    w.row = c.row;
+                    w.col = c.col;
+                    w.expert = c.expert;
+                    const bool moe = s.info && c.layer < int(s.info->layers.size()) &&
+                                     s.info->layers[size_t(c.layer)].ffn.kind == "moe";
+                    w.tensor = !moe ? "ffn_down" : c.expert >= 0 ? "ffn_down_exps" : "ffn_down_shexp";
+                    app.worker.zero_weight(w);
+                }
+                ImGui::PopID();
+            }
+            ImGui::EndTable();
+        }
+    }
+    if (!s.interventions.empty() || s.intervention.valid) {
+        ImGui::Separator();
+        for (const std::string& i : s.interventions) ImGui::BulletText("%s", i.c_str());
+        if (!s.interventions.empty() && ImGui::Button("Restore")) app.worker.restore_interventions();
+        if (s.intervention.valid) distribution_columns(s.intervention);
+    }
+    ImGui::End();
+}
+
+}  // namespace vkllm::studio

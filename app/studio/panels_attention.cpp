@@ -1,0 +1,215 @@
+// Attention: a layer x head grid of small maps, one large map of the selected head with the
+// sliding window as a band and learned sinks as their own column, per-head statistics, and
+// "what attends to this token" across layers.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "heatmap.h"
+#include "imgui.h"
+#include "studio_app.h"
+
+namespace vkllm::studio {
+
+namespace {
+
+// Maps are recomputed only when the worker publishes a new state.
+struct MatrixCache {
+    uint64_t version = ~0ull;
+    std::map<std::tuple<int, int, bool>, std::vector<float>> maps;
+    const std::vector<float>& get(const AttentionHistory& a, int head, bool log_scale, uint64_t v) {
+        if (v != version) maps.clear(), version = v;
+        auto key = std::make_tuple(a.layer, head, log_scale);
+        auto it = maps.find(key);
+        if (it == maps.end()) it = maps.emplace(key, attention_matrix(a, head, log_scale)).first;
+        return it->second;
+    }
+};
+MatrixCache g_cache;
+
+std::string short_text(const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '\n' ? ' ' : c;
+    return out.size() > 16 ? out.substr(0, 16) + "..." : out;
+}
+
+void cell_tooltip(StudioApp& app, const AttentionHistory& a, int head, int q, int k) {
+    const int qpos = a.query_pos[size_t(q)];
+    ImGui::BeginTooltip();
+    ImGui::Text("layer %d head %d", a.layer, head);
+    ImGui::Text("query %d \"%s\"", qpos, short_text(app.token_text(qpos)).c_str());
+    ImGui::Text("key   %d \"%s\"", k, short_text(app.token_text(k)).c_str());
+    ImGui::Text("p = %.4f", a.at(head, q, k));
+    if (a.has_sinks) ImGui::Text("sink mass of this row %.4f", a.sink_at(head, q));
+    ImGui::TextDisabled("click: what attends to key %d", k);
+    ImGui::EndTooltip();
+}
+
+}  // namespace
+
+void draw_attention_panel(StudioApp& app) {
+    if (!ImGui::Begin("Attention", &app.settings.open[PanelAttention])) {
+        ImGui::End();
+        return;
+    }
+    const WorkerState& s = *app.state;
+    const ProbeHistory& h = *s.probes;
+    if (h.attention.empty() || h.attention.front().query_pos.empty()) {
+        ImGui::TextDisabled("Send a message: the attention maps of every layer appear here while it answers.");
+        ImGui::End();
+        return;
+    }
+    ImGui::Checkbox("log scale", &app.settings.log_scale);
+    const bool log_scale = app.settings.log_scale;
+    const float lo = log_scale ? -4.0f : 0.0f, hi = log_scale ? 0.0f : 1.0f;
+    app.sel_layer = std::clamp(app.sel_layer, 0, int(h.attention.size()) - 1);
+    const AttentionHistory* sel = nullptr;
+    for (const AttentionHistory& a : h.attention)
+        if (a.layer == app.sel_layer) sel = &a;
+    if (!sel) sel = &h.attention.front();
+    app.sel_head = std::clamp(app.sel_head, 0, sel->n_head - 1);
+    ImGui::SameLine();
+    ImGui::Text("| layer %d head %d | %d queries x %d keys", sel->layer, app.sel_head, int(sel->query_pos.size()), sel->n_key);
+
+    // Left: the grid of small maps; right: the selected head large.
+    const float avail_w = ImGui::GetContentRegionAvail().x;
+    const int n_head_max = std::max_element(h.attention.begin(), h.attention.end(), [](const auto& a, const auto& b) {
+                               return a.n_head < b.n_head;
+                           })->n_head;
+    const float thumb = std::clamp((avail_w * 0.42f - 70.0f) / float(std::max(n_head_max, 1)) - 4.0f, 14.0f, 64.0f);
+    ImGui::BeginChild("grid", ImVec2(70 + (thumb + 4) * float(n_head_max), 0), false);
+    for (const AttentionHistory& a : h.attention) {
+        const AttentionLayerView* lv = nullptr;
+        for (const AttentionLayerView& l : app.vm.attention.layers)
+            if (l.layer == a.layer) lv = &l;
+        ImGui::PushID(a.layer);
+        const bool global = a.window <= 0 && a.chunk <= 0;
+        ImGui::BeginGroup();
+        ImGui::TextColored(global ? ImVec4(1, 0.8f, 0.3f, 1) : ImVec4(0.5f, 0.85f, 0.6f, 1), "L%d", a.layer);
+        ImGui::TextDisabled(global ? "global" : "w %d", a.window > 0 ? a.window : a.chunk);
+        ImGui::EndGroup();
+        ImGui::SameLine(62);
+        for (int head = 0; head < a.n_head; ++head) {
+            ImGui::PushID(head);
+            const std::vector<float>& m = g_cache.get(a, head, log_scale, s.version);
+            const bool selected = a.layer == sel->layer && head == app.sel_head;
+            const ImVec2 p = ImGui::GetCursorScreenPos();
+            draw_heatmap("thumb", m.data(), int(a.query_pos.size()), a.n_key, ImVec2(thumb, thumb), lo, hi);
+            if (ImGui::IsItemClicked()) app.sel_layer = a.layer, app.sel_head = head;
+            if (ImGui::IsItemHovered() && lv && head < int(lv->heads.size())) {
+                const HeadStats& st = lv->heads[size_t(head)];
+                ImGui::SetTooltip("layer %d head %d\nentropy %.2f nats\nfirst-token mass %.3f\nmean distance %.1f", a.layer,
+                                  head, st.entropy, st.first_token_mass, st.mean_distance);
+            }
+            if (selected)
+                ImGui::GetWindowDrawList()->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), IM_COL32(255, 80, 80, 255), 0, 0, 2);
+            ImGui::SameLine(0, 4);
+            ImGui::PopID();
+        }
+        ImGui::NewLine();
+        ImGui::PopID();
+    }
+    ImGui::EndChild();
+    ImGui::SameLine();
+
+    ImGui::BeginChild("large", ImVec2(0, 0), false);
+    const int nq = int(sel->query_pos.size()), nk = sel->n_key;
+    const float side = std::max(64.0f, std::min(ImGui::GetContentRegionAvail().x - (sel->has_sinks ? 24 : 0),
+                                                ImGui::GetContentRegionAvail().y * 0.62f));
+    const std::vector<float>& m = g_cache.get(*sel, app.sel_head, log_scale, s.version);
+    const float map_h = side * std::min(1.0f, float(nq) / float(std::max(nk, 1)) * 1.0f + 0.0f);
+    const int window = sel->window;
+    const std::vector<int>& qpos = sel->query_pos;
+    HeatmapHover hv = draw_heatmap("big", m.data(), nq, nk, ImVec2(side, std::max(map_h, 32.0f)), lo, hi,
+                                   [&](ImDrawList* dl, ImVec2 o, ImVec2 cell) {
+                                       // The sliding window's edge: key = query - window + 1.
+                                       if (window > 0) {
+                                           for (int q = 0; q < nq; ++q) {
+                                               const float x = o.x + float(std::max(qpos[size_t(q)] - window + 1, 0)) * cell.x;
+                                               dl->AddLine(ImVec2(x, o.y + float(q) * cell.y),
+                                                           ImVec2(x, o.y + float(q + 1) * cell.y),
+                                                           IM_COL32(255, 120, 60, 220), 1.5f);
+                                           }
+                                       }
+                                       if (app.picked_key >= 0 && app.picked_key < nk) {
+                                           const float x = o.x + (float(app.picked_key) + 0.5f) * cell.x;
+                                           dl->AddLine(ImVec2(x, o.y), ImVec2(x, o.y + float(nq) * cell.y),
+                                                       IM_COL32(255, 60, 60, 160), 1.0f);
+                                       }
+                                   });
+    if (hv.hovered()) {
+        cell_tooltip(app, *sel, app.sel_head, hv.row, hv.col);
+        if (ImGui::IsItemClicked()) app.picked_key = hv.col;
+    }
+    if (sel->has_sinks) {
+        // Learned sinks: one column of their own beside the map.
+        ImGui::SameLine(0, 6);
+        std::vector<float> col(static_cast<size_t>(nq));
+        for (int q = 0; q < nq; ++q) {
+            const float p = sel->sink_at(app.sel_head, q);
+            col[size_t(q)] = log_scale ? std::log10(std::max(p, 1e-6f)) : p;
+        }
+        draw_heatmap("sink", col.data(), nq, 1, ImVec2(14, std::max(map_h, 32.0f)), lo, hi);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("learned sink mass per query row");
+    }
+    ImGui::TextDisabled("%s layer%s: band = window edge; %s", window > 0 ? "sliding-window" : "global",
+                        window > 0 ? " (orange line)" : "", log_scale ? "log10 p from -4 to 0" : "p from 0 to 1");
+
+    // Per-head statistics of the selected layer.
+    for (const AttentionLayerView& l : app.vm.attention.layers) {
+        if (l.layer != sel->layer) continue;
+        if (ImGui::BeginTable("heads", l.sinks ? 5 : 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
+            ImGui::TableSetupColumn("head");
+            ImGui::TableSetupColumn("entropy");
+            ImGui::TableSetupColumn("first-token mass");
+            ImGui::TableSetupColumn("mean distance");
+            if (l.sinks) ImGui::TableSetupColumn("sink mass");
+            ImGui::TableHeadersRow();
+            for (const HeadStats& st : l.heads) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                if (ImGui::Selectable(std::to_string(st.head).c_str(), st.head == app.sel_head,
+                                      ImGuiSelectableFlags_SpanAllColumns))
+                    app.sel_head = st.head;
+                ImGui::TableNextColumn();
+                ImGui::Text("%.3f", st.entropy);
+                ImGui::TableNextColumn();
+                ImGui::Text("%.3f", st.first_token_mass);
+                ImGui::TableNextColumn();
+                ImGui::Text("%.2f", st.mean_distance);
+                if (l.sinks) {
+                    ImGui::TableNextColumn();
+                    ImGui::Text("%.3f", st.sink_mass);
+                }
+            }
+            ImGui::EndTable();
+        }
+    }
+
+    // What attends to the picked token, across layers and heads.
+    const int key = app.picked_key >= 0 ? app.picked_key : app.hover_pos;
+    if (key >= 0 && key < nk) {
+        ImGui::Text("attention to token %d \"%s\" (mean over later queries), layers x heads:", key,
+                    short_text(app.token_text(key)).c_str());
+        const std::vector<std::vector<float>> to = attention_to_key(h, key);
+        int heads = 0;
+        for (const auto& r : to) heads = std::max(heads, int(r.size()));
+        std::vector<float> grid(to.size() * size_t(heads), 0.0f);
+        for (size_t l = 0; l < to.size(); ++l)
+            for (size_t hh = 0; hh < to[l].size(); ++hh) grid[l * size_t(heads) + hh] = to[l][hh];
+        HeatmapHover g = draw_heatmap("tokey", grid.data(), int(to.size()), heads,
+                                      ImVec2(std::min(18.0f * float(heads), ImGui::GetContentRegionAvail().x), 14.0f * float(to.size())),
+                                      0.0f, 1.0f);
+        if (g.hovered())
+            ImGui::SetTooltip("layer %d head %d: %.3f", h.attention[size_t(g.row)].layer, g.col,
+                              grid[size_t(g.row) * size_t(heads) + size_t(g.col)]);
+        if (app.picked_key >= 0 && ImGui::SmallButton("clear pick")) app.picked_key = -1;
+    } else {
+        ImGui::TextDisabled("Click a key in the map (or hover a token in the chat) to see what attends to it.");
+    }
+    ImGui::EndChild();
+    ImGui::End();
+}
+
+}  // namespace vkllm::studio

@@ -1,0 +1,235 @@
+#include "probe_history.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vkllm::studio {
+
+float AttentionHistory::at(int head, int q, int key) const {
+    const std::vector<float>& row = rows[size_t(q)];
+    const int width = int(row.size()) / std::max(n_head, 1);
+    if (key >= width) return 0.0f;
+    return row[size_t(head) * size_t(width) + size_t(key)];
+}
+
+float AttentionHistory::sink_at(int head, int q) const {
+    if (!has_sinks) return 0.0f;
+    return sink[size_t(q)][size_t(head)];
+}
+
+namespace {
+
+size_t count_before(const std::vector<int>& positions, int n) {
+    return size_t(std::lower_bound(positions.begin(), positions.end(), n) - positions.begin());
+}
+
+void truncate_attention(AttentionHistory& a, int n) {
+    const size_t keep = count_before(a.query_pos, n);
+    a.query_pos.resize(keep);
+    a.rows.resize(keep);
+    if (a.has_sinks) a.sink.resize(keep);
+    a.n_key = a.query_pos.empty() ? 0 : a.query_pos.back() + 1;
+}
+
+void recompute_max(ResidualHistory& r) {
+    r.max_abs = 0;
+    for (size_t i = 0; i < r.token_max_abs.size(); ++i) {
+        if (r.token_max_abs[i] > r.max_abs || i == 0) {
+            r.max_abs = r.token_max_abs[i];
+            r.max_token = r.positions[i];
+            r.max_channel = r.token_channel[i];
+        }
+    }
+}
+
+void truncate_residual(ResidualHistory& r, int n) {
+    const size_t keep = count_before(r.positions, n);
+    r.positions.resize(keep);
+    r.token_max_abs.resize(keep);
+    r.token_channel.resize(keep);
+    recompute_max(r);
+}
+
+void truncate_routing(RoutingHistory& r, int n) {
+    const size_t keep = count_before(r.positions, n);
+    r.positions.resize(keep);
+    r.experts.resize(keep * size_t(r.top_k));
+    r.weights.resize(keep * size_t(r.top_k));
+    r.prompt.resize(keep);
+}
+
+template <class H>
+H& layer_entry(std::vector<H>& v, int layer) {
+    for (H& h : v)
+        if (h.layer == layer) return h;
+    v.push_back(H{});
+    v.back().layer = layer;
+    std::sort(v.begin(), v.end(), [](const H& a, const H& b) { return a.layer < b.layer; });
+    for (H& h : v)
+        if (h.layer == layer) return h;
+    return v.back();  // not reached
+}
+
+void add_attention(AttentionHistory& h, const AttentionMap& m) {
+    if (m.query_pos.empty()) return;
+    truncate_attention(h, m.query_pos.front());
+    h.n_head = m.n_head;
+    h.window = m.window;
+    h.chunk = m.chunk;
+    h.has_sinks = !m.sink.empty();
+    const int nq = m.n_query(), nk = m.n_key();
+    for (int q = 0; q < nq; ++q) {
+        const int width = std::min(nk, m.query_pos[size_t(q)] + 1);
+        std::vector<float> row(size_t(m.n_head) * size_t(width));
+        for (int head = 0; head < m.n_head; ++head)
+            for (int k = 0; k < width; ++k) row[size_t(head) * size_t(width) + size_t(k)] = m.at(head, q, k);
+        h.query_pos.push_back(m.query_pos[size_t(q)]);
+        h.rows.push_back(std::move(row));
+        if (h.has_sinks) {
+            std::vector<float> s(size_t(m.n_head));
+            for (int head = 0; head < m.n_head; ++head) s[size_t(head)] = m.sink[size_t(head) * size_t(nq) + size_t(q)];
+            h.sink.push_back(std::move(s));
+        }
+    }
+    h.n_key = h.query_pos.back() + 1;
+}
+
+void add_residual(ResidualHistory& h, const ResidualStat& s, int first_pos) {
+    truncate_residual(h, first_pos);
+    for (size_t i = 0; i < s.token_max_abs.size(); ++i) {
+        h.positions.push_back(first_pos + int(i));
+        h.token_max_abs.push_back(s.token_max_abs[i]);
+        h.token_channel.push_back(i < s.token_channel.size() ? s.token_channel[i] : 0);
+    }
+    recompute_max(h);
+    if (h.max_token == s.token || s.max_abs >= h.max_abs) h.median_abs = s.median_abs;
+}
+
+void truncate_residual_full(ResidualTensor& t, int n) {
+    const size_t keep = count_before(t.positions, n);
+    t.positions.resize(keep);
+    t.values.resize(keep * size_t(t.n_embd));
+}
+
+void add_residual_full(ResidualTensor& h, const ResidualTensor& t) {
+    if (t.positions.empty()) return;
+    if (h.n_embd != t.n_embd) h.positions.clear(), h.values.clear();
+    h.n_embd = t.n_embd;
+    truncate_residual_full(h, t.positions.front());
+    h.positions.insert(h.positions.end(), t.positions.begin(), t.positions.end());
+    h.values.insert(h.values.end(), t.values.begin(), t.values.end());
+}
+
+void add_routing(RoutingHistory& h, const RoutingProbe& r, bool is_prompt) {
+    if (r.positions.empty()) return;
+    truncate_routing(h, r.positions.front());
+    h.top_k = r.top_k;
+    h.positions.insert(h.positions.end(), r.positions.begin(), r.positions.end());
+    h.experts.insert(h.experts.end(), r.experts.begin(), r.experts.end());
+    h.weights.insert(h.weights.end(), r.weights.begin(), r.weights.end());
+    h.prompt.insert(h.prompt.end(), r.positions.size(), is_prompt);
+}
+
+void add_ffn_down(std::vector<FfnDownStat>& all, const FfnDownStat& s) {
+    for (FfnDownStat& f : all) {
+        if (f.layer != s.layer || f.expert != s.expert) continue;
+        if (s.in_max_abs > f.in_max_abs) {
+            f.in_max_abs = s.in_max_abs, f.in_token = s.in_token, f.in_channel = s.in_channel;
+            f.in_median_abs = s.in_median_abs;
+        }
+        if (s.out_max_abs > f.out_max_abs) {
+            f.out_max_abs = s.out_max_abs, f.out_token = s.out_token, f.out_channel = s.out_channel;
+            f.out_median_abs = s.out_median_abs;
+        }
+        return;
+    }
+    all.push_back(s);
+}
+
+}  // namespace
+
+void ProbeHistory::add_step(const ProbeResults& step, int first_pos, int n_tokens, bool is_prompt) {
+    truncate(first_pos);
+    for (const AttentionMap& m : step.attention) add_attention(layer_entry(attention, m.layer), m);
+    for (const ResidualStat& s : step.residual) add_residual(layer_entry(residual, s.layer), s, first_pos);
+    for (const RoutingProbe& r : step.routing) add_routing(layer_entry(routing, r.layer), r, is_prompt || n_tokens > 1);
+    for (const FfnDownStat& f : step.ffn_down) add_ffn_down(ffn_down, f);
+    for (const ResidualTensor& t : step.residual_full) add_residual_full(layer_entry(residual_full, t.layer), t);
+    if (!step.logit_lens.empty()) {
+        logit_lens = step.logit_lens;
+        lens_history.insert(lens_history.end(), step.logit_lens.begin(), step.logit_lens.end());
+    }
+    timings = step.timings;
+    if (is_prompt || n_tokens > 1) prompt_timings = step.timings;
+    expert_load_prefill = step.expert_load_prefill;
+    expert_load_decode = step.expert_load_decode;
+    expert_load_step = step.expert_load_step;
+    ++steps;
+}
+
+void ProbeHistory::truncate(int n) {
+    for (AttentionHistory& a : attention) truncate_attention(a, n);
+    for (ResidualHistory& r : residual) truncate_residual(r, n);
+    for (RoutingHistory& r : routing) truncate_routing(r, n);
+    for (ResidualTensor& t : residual_full) truncate_residual_full(t, n);
+    std::erase_if(lens_history, [n](const LogitLens& l) { return l.position >= n; });
+    std::erase_if(ffn_down, [n](const FfnDownStat& f) { return f.in_token >= n || f.out_token >= n; });
+}
+
+ProbeResults ProbeHistory::as_results() const {
+    ProbeResults r;
+    for (const AttentionHistory& a : attention) {
+        AttentionMap m;
+        m.layer = a.layer;
+        m.n_head = a.n_head;
+        m.window = a.window;
+        m.chunk = a.chunk;
+        m.query_pos = a.query_pos;
+        for (int k = 0; k < a.n_key; ++k) m.key_pos.push_back(k);
+        const size_t nq = a.query_pos.size(), nk = size_t(a.n_key);
+        m.probs.assign(size_t(a.n_head) * nq * nk, 0.0f);
+        for (int h = 0; h < a.n_head; ++h)
+            for (size_t q = 0; q < nq; ++q)
+                for (size_t k = 0; k < nk; ++k) m.probs[(size_t(h) * nq + q) * nk + k] = a.at(h, int(q), int(k));
+        if (a.has_sinks) {
+            m.sink.assign(size_t(a.n_head) * nq, 0.0f);
+            for (int h = 0; h < a.n_head; ++h)
+                for (size_t q = 0; q < nq; ++q) m.sink[size_t(h) * nq + q] = a.sink_at(h, int(q));
+        }
+        r.attention.push_back(std::move(m));
+    }
+    for (const ResidualHistory& h : residual) {
+        ResidualStat s;
+        s.layer = h.layer;
+        s.max_abs = h.max_abs;
+        s.token = h.max_token;
+        s.channel = h.max_channel;
+        s.median_abs = h.median_abs;
+        s.token_max_abs = h.token_max_abs;
+        s.token_channel = h.token_channel;
+        r.residual.push_back(std::move(s));
+    }
+    r.residual_full = residual_full;
+    r.ffn_down = ffn_down;
+    for (const RoutingHistory& h : routing) r.routing.push_back({h.layer, h.top_k, h.positions, h.experts, h.weights});
+    r.logit_lens = logit_lens;
+    r.timings = timings;
+    r.expert_load_prefill = expert_load_prefill;
+    r.expert_load_decode = expert_load_decode;
+    r.expert_load_step = expert_load_step;
+    return r;
+}
+
+const AttentionHistory* ProbeHistory::attention_layer(int layer) const {
+    for (const AttentionHistory& a : attention)
+        if (a.layer == layer) return &a;
+    return nullptr;
+}
+
+const RoutingHistory* ProbeHistory::routing_layer(int layer) const {
+    for (const RoutingHistory& r : routing)
+        if (r.layer == layer) return &r;
+    return nullptr;
+}
+
+}  // namespace vkllm::studio

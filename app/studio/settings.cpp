@@ -1,0 +1,183 @@
+// The studio's settings, panels by name and command line.
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "settings.h"
+
+namespace vkllm::studio {
+
+using nlohmann::json;
+
+// ---- Panels by name ----
+
+const char* panel_name(int panel) {
+    static const char* names[PanelCount] = {"chat", "attention", "activations", "experts", "lens", "architecture", "telemetry"};
+    return panel >= 0 && panel < PanelCount ? names[panel] : "?";
+}
+
+std::array<bool, PanelCount> parse_panels(const std::string& list) {
+    std::array<bool, PanelCount> open{};
+    if (list == "all") {
+        open.fill(true);
+        return open;
+    }
+    std::stringstream ss(list);
+    std::string name;
+    while (std::getline(ss, name, ',')) {
+        if (name.empty()) continue;
+        int found = -1;
+        for (int p = 0; p < PanelCount; ++p)
+            if (name == panel_name(p)) found = p;
+        if (found < 0)
+            throw std::invalid_argument("--panels: unknown panel '" + name +
+                                        "' (all, chat, attention, activations, experts, lens, architecture, telemetry)");
+        open[size_t(found)] = true;
+    }
+    return open;
+}
+
+
+// ---- Settings ----
+
+json settings_json(const Settings& s) {
+    const SamplerParams& p = s.generation.sampler;
+    json open = json::object();
+    for (int i = 0; i < PanelCount; ++i) open[panel_name(i)] = s.open[size_t(i)];
+    return {{"dark", s.dark},
+            {"ui_scale", s.ui_scale},
+            {"max_tokens", s.generation.max_tokens},
+            {"sampler",
+             {{"temperature", p.temperature},
+              {"top_k", p.top_k},
+              {"top_p", p.top_p},
+              {"min_p", p.min_p},
+              {"repeat_penalty", p.repeat_penalty},
+              {"presence_penalty", p.presence_penalty},
+              {"frequency_penalty", p.frequency_penalty},
+              {"repeat_last_n", p.repeat_last_n},
+              {"seed", p.seed}}},
+            {"panels", open},
+            {"log_scale", s.log_scale},
+            {"color_mode", s.color_mode},
+            {"color_layer", s.color_layer},
+            {"recent_models", s.recent_models}};
+}
+
+Settings settings_from_json(const json& j) {
+    Settings s;
+    auto get = [&](const json& o, const char* key, auto& into) {
+        if (o.is_object() && o.contains(key)) {
+            try {
+                into = o.at(key).get<std::decay_t<decltype(into)>>();
+            } catch (const json::exception&) {  // a wrong type keeps the default
+            }
+        }
+    };
+    get(j, "dark", s.dark);
+    get(j, "ui_scale", s.ui_scale);
+    get(j, "max_tokens", s.generation.max_tokens);
+    if (j.contains("sampler")) {
+        const json& p = j["sampler"];
+        SamplerParams& sp = s.generation.sampler;
+        get(p, "temperature", sp.temperature);
+        get(p, "top_k", sp.top_k);
+        get(p, "top_p", sp.top_p);
+        get(p, "min_p", sp.min_p);
+        get(p, "repeat_penalty", sp.repeat_penalty);
+        get(p, "presence_penalty", sp.presence_penalty);
+        get(p, "frequency_penalty", sp.frequency_penalty);
+        get(p, "repeat_last_n", sp.repeat_last_n);
+        get(p, "seed", sp.seed);
+        try {
+            validate(sp);
+        } catch (const std::exception&) {
+            sp = SamplerParams{};
+        }
+    }
+    if (j.contains("panels"))
+        for (int i = 0; i < PanelCount; ++i) get(j["panels"], panel_name(i), s.open[size_t(i)]);
+    get(j, "log_scale", s.log_scale);
+    get(j, "color_mode", s.color_mode);
+    get(j, "color_layer", s.color_layer);
+    get(j, "recent_models", s.recent_models);
+    s.ui_scale = std::clamp(s.ui_scale, 0.0f, 4.0f);
+    s.generation.max_tokens = std::clamp(s.generation.max_tokens, 1, 4096);
+    return s;
+}
+
+// ---- Command line ----
+
+std::string usage() {
+    return "usage: vkllm-studio [-m MODEL.gguf] [--device D] [options]\n"
+           "  -m, --model PATH     a GGUF model (default: the built-in model)\n"
+           "  --device D           the engine's device, by index or name\n"
+           "headless proof:\n"
+           "  --prompt TEXT        send TEXT once the model is loaded\n"
+           "  -n N                 tokens to generate (default 32)\n"
+           "  --panels all|LIST    panels to open: chat,attention,activations,experts,lens,architecture,telemetry\n"
+           "  --screenshot OUT.png the window once the answer is complete\n"
+           "  --export OUT.json    the probes (vkllm probe's shape) and every panel's numbers\n"
+           "  --script FILE        commands, one a line (see docs/studio.md)\n"
+           "  --exit               quit when done (exit status 0 on success)\n"
+           "  --temp T, --seed S   sampler overrides (--temp 0: greedy)\n"
+           "  --size WxH           window size (default 1600x1000)\n"
+           "  --config-dir DIR     where imgui.ini and studio.json live (default $XDG_CONFIG_HOME/vkllm)\n";
+}
+
+StudioOptions parse_options(int argc, char** argv) {
+    StudioOptions o;
+    auto value = [&](int& i) -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(std::string(argv[i]) + " needs a value");
+        return argv[++i];
+    };
+    auto number = [&](int& i) -> double {
+        const std::string flag = argv[i], v = value(i);
+        try {
+            size_t used = 0;
+            const double d = std::stod(v, &used);
+            if (used != v.size()) throw std::invalid_argument(v);
+            return d;
+        } catch (const std::exception&) {
+            throw std::invalid_argument(flag + ": not a number: " + v);
+        }
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-m" || a == "--model") o.model = value(i);
+        else if (a == "--device") o.device = value(i);
+        else if (a == "--prompt" || a == "-p") o.prompt = value(i);
+        else if (a == "-n") {
+            o.n_predict = int(number(i));
+            if (o.n_predict < 0) throw std::invalid_argument("-n must be >= 0");
+        } else if (a == "--panels") {
+            o.panels = value(i);
+            parse_panels(o.panels);  // reject unknown names now
+        } else if (a == "--screenshot") o.screenshot = value(i);
+        else if (a == "--export") o.export_json = value(i);
+        else if (a == "--script") o.script = value(i);
+        else if (a == "--exit") o.exit_when_done = true;
+        else if (a == "--temp") o.temperature = float(number(i));
+        else if (a == "--seed") o.seed = int64_t(number(i));
+        else if (a == "--config-dir") o.config_dir = value(i);
+        else if (a == "--size") {
+            const std::string v = value(i);
+            const size_t x = v.find('x');
+            try {
+                if (x == std::string::npos) throw std::invalid_argument(v);
+                o.width = std::stoi(v.substr(0, x));
+                o.height = std::stoi(v.substr(x + 1));
+            } catch (const std::exception&) {
+                throw std::invalid_argument("--size wants WIDTHxHEIGHT, got " + v);
+            }
+            if (o.width < 320 || o.height < 240) throw std::invalid_argument("--size: at least 320x240");
+        } else if (a == "-h" || a == "--help") throw std::invalid_argument("");
+        else throw std::invalid_argument("unknown option " + a);
+    }
+    if (o.exit_when_done && o.prompt.empty() && o.script.empty())
+        throw std::invalid_argument("--exit needs --prompt or --script (something to do before exiting)");
+    return o;
+}
+
+}  // namespace vkllm::studio

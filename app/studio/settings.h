@@ -1,0 +1,53 @@
+// The studio's settings (persisted in studio.json), its panels by name and its command line.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine_worker.h"
+
+namespace vkllm::studio {
+
+enum PanelId { PanelChat, PanelAttention, PanelActivations, PanelExperts, PanelLens, PanelArchitecture, PanelTelemetry, PanelCount };
+const char* panel_name(int panel);  // "chat", "attention", ...
+// "all" or a comma-separated list of panel names; throws std::invalid_argument naming an unknown one.
+std::array<bool, PanelCount> parse_panels(const std::string& list);
+
+struct StudioOptions {
+    std::string model;          // -m; empty: the built-in model
+    std::string device;         // --device
+    std::string prompt;         // --prompt: sent once the model is loaded
+    int n_predict = 32;         // -n
+    std::string panels = "";    // --panels (empty: as the settings have them)
+    std::string screenshot;     // --screenshot OUT.png
+    std::string export_json;    // --export OUT.json
+    std::string script;         // --script FILE: one command per line
+    bool exit_when_done = false;  // --exit
+    float temperature = -1;     // --temp (< 0: the settings' value)
+    int64_t seed = -1;          // --seed
+    int width = 1600, height = 1000;
+    std::string config_dir;     // --config-dir (default: $XDG_CONFIG_HOME/vkllm)
+};
+// Parses the command line; throws std::invalid_argument with a message for the user.
+StudioOptions parse_options(int argc, char** argv);
+std::string usage();
+
+// What the user chose: persisted in studio.json beside imgui.ini.
+struct Settings {
+    bool dark = true;
+    float ui_scale = 0;  // 0: the monitor's content scale
+    GenerationSettings generation;
+    std::array<bool, PanelCount> open{true, true, true, true, true, true, true};
+    bool log_scale = true;
+    int color_mode = 1;  // 0 plain, 1 surprisal, 2 expert at `color_layer`
+    int color_layer = 0;
+    std::vector<std::string> recent_models;
+};
+nlohmann::json settings_json(const Settings& s);
+Settings settings_from_json(const nlohmann::json& j);  // missing keys keep their defaults
+
+}  // namespace vkllm::studio

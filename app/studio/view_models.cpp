@@ -1,0 +1,289 @@
+#include "view_models.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace vkllm::studio {
+
+// ---- Attention ----
+
+HeadStats head_stats(const AttentionHistory& a, int head) {
+    HeadStats s;
+    s.layer = a.layer;
+    s.head = head;
+    const int nq = int(a.query_pos.size());
+    if (nq == 0) return s;
+    double entropy = 0, first = 0, distance = 0, sink = 0;
+    for (int q = 0; q < nq; ++q) {
+        const int qpos = a.query_pos[size_t(q)];
+        double e = 0, d = 0;
+        for (int k = 0; k <= qpos; ++k) {
+            const double p = a.at(head, q, k);
+            if (p > 0) e -= p * std::log(p);
+            d += p * double(qpos - k);
+        }
+        entropy += e;
+        distance += d;
+        first += a.at(head, q, 0);
+        sink += a.sink_at(head, q);
+    }
+    s.entropy = float(entropy / nq);
+    s.first_token_mass = float(first / nq);
+    s.mean_distance = float(distance / nq);
+    s.sink_mass = float(sink / nq);
+    return s;
+}
+
+AttentionView attention_view(const ProbeHistory& h, const ModelInfo& info) {
+    AttentionView v;
+    for (const AttentionHistory& a : h.attention) {
+        AttentionLayerView l;
+        l.layer = a.layer;
+        l.n_head = a.n_head;
+        l.window = a.window;
+        l.global = a.window <= 0 && a.chunk <= 0;
+        l.sinks = a.has_sinks;
+        l.kind = a.layer < int(info.layers.size()) ? info.layers[size_t(a.layer)].attention.kind : "";
+        l.n_query = int(a.query_pos.size());
+        l.n_key = a.n_key;
+        for (int head = 0; head < a.n_head; ++head) l.heads.push_back(head_stats(a, head));
+        v.layers.push_back(std::move(l));
+    }
+    return v;
+}
+
+std::vector<float> attention_matrix(const AttentionHistory& a, int head, bool log_scale) {
+    const size_t nq = a.query_pos.size(), nk = size_t(a.n_key);
+    std::vector<float> m(nq * nk);
+    for (size_t q = 0; q < nq; ++q)
+        for (size_t k = 0; k < nk; ++k) {
+            const float p = a.at(head, int(q), int(k));
+            m[q * nk + k] = log_scale ? std::log10(std::max(p, 1e-6f)) : p;
+        }
+    return m;
+}
+
+std::vector<std::vector<float>> attention_to_key(const ProbeHistory& h, int key_pos) {
+    std::vector<std::vector<float>> out;
+    for (const AttentionHistory& a : h.attention) {
+        std::vector<float> per_head(size_t(a.n_head), 0.0f);
+        int n = 0;
+        for (size_t q = 0; q < a.query_pos.size(); ++q) {
+            if (a.query_pos[q] <= key_pos) continue;
+            ++n;
+            for (int head = 0; head < a.n_head; ++head) per_head[size_t(head)] += a.at(head, int(q), key_pos);
+        }
+        if (n > 0)
+            for (float& x : per_head) x /= float(n);
+        out.push_back(std::move(per_head));
+    }
+    return out;
+}
+
+// ---- Activations ----
+
+bool is_massive(float max_abs, float median_abs) {
+    return max_abs > 100.0f && median_abs > 0 && max_abs / median_abs > 1000.0f;
+}
+
+std::vector<ActivationRow> activation_rows(const ProbeHistory& h) {
+    std::vector<ActivationRow> rows;
+    for (const ResidualHistory& r : h.residual) {
+        if (r.positions.empty()) continue;
+        ActivationRow row;
+        row.layer = r.layer;
+        row.max_abs = r.max_abs;
+        row.token = r.max_token;
+        row.channel = r.max_channel;
+        row.median_abs = r.median_abs;
+        row.ratio = r.median_abs > 0 ? r.max_abs / r.median_abs : 0.0f;
+        row.massive = is_massive(r.max_abs, r.median_abs);
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+std::vector<SuperWeightCandidate> super_weight_candidates(const std::vector<FfnDownStat>& stats) {
+    std::vector<SuperWeightCandidate> out;
+    for (const FfnDownStat& f : stats) {
+        if (f.in_token != f.out_token) continue;  // the pair must spike on the same token
+        SuperWeightCandidate c;
+        c.layer = f.layer;
+        c.expert = f.expert;
+        c.token = f.in_token;
+        c.row = f.out_channel;
+        c.col = f.in_channel;
+        c.in_max_abs = f.in_max_abs;
+        c.out_max_abs = f.out_max_abs;
+        c.in_ratio = f.in_median_abs > 0 ? f.in_max_abs / f.in_median_abs : 0.0f;
+        c.out_ratio = f.out_median_abs > 0 ? f.out_max_abs / f.out_median_abs : 0.0f;
+        c.score = c.in_ratio * c.out_ratio;
+        out.push_back(c);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+    return out;
+}
+
+// ---- Experts ----
+
+ExpertBalance balance(const std::vector<float>& load) {
+    ExpertBalance b;
+    const size_t n = load.size();
+    if (n == 0) return b;
+    double sum = 0, mx = 0;
+    for (float x : load) sum += x, mx = std::max(mx, double(x));
+    for (float x : load) b.idle += x <= 0 ? 1 : 0;
+    if (sum <= 0) return b;
+    const double mean = sum / double(n);
+    double var = 0, ent = 0;
+    for (float x : load) {
+        var += (x - mean) * (x - mean);
+        const double p = x / sum;
+        if (p > 0) ent -= p * std::log(p);
+    }
+    b.cv = float(std::sqrt(var / double(n)) / mean);
+    b.max_over_mean = float(mx / mean);
+    b.entropy = n > 1 ? float(ent / std::log(double(n))) : 1.0f;
+    return b;
+}
+
+std::vector<ExpertLayerView> expert_view(const ProbeHistory& h, const ModelInfo& info, int rolling_window) {
+    std::vector<ExpertLayerView> out;
+    for (const RoutingHistory& r : h.routing) {
+        ExpertLayerView v;
+        v.layer = r.layer;
+        if (r.layer < int(info.layers.size())) {
+            v.n_expert = info.layers[size_t(r.layer)].ffn.n_expert;
+            v.shared_expert = info.layers[size_t(r.layer)].ffn.n_shared_expert_ff > 0;
+        }
+        for (int32_t e : r.experts) v.n_expert = std::max(v.n_expert, int(e) + 1);
+        const size_t ne = size_t(v.n_expert), n = r.positions.size(), k = size_t(r.top_k);
+        v.prompt_tokens.assign(ne, 0);
+        v.generated_tokens.assign(ne, 0);
+        v.prompt_weight.assign(ne, 0.0f);
+        v.generated_weight.assign(ne, 0.0f);
+        v.rolling_tokens.assign(ne, 0);
+        for (size_t t = 0; t < n; ++t)
+            for (size_t s = 0; s < k; ++s) {
+                const int32_t e = r.experts[t * k + s];
+                if (e < 0 || size_t(e) >= ne) continue;
+                const float w = r.weights[t * k + s];
+                if (r.prompt[t]) ++v.prompt_tokens[size_t(e)], v.prompt_weight[size_t(e)] += w;
+                else ++v.generated_tokens[size_t(e)], v.generated_weight[size_t(e)] += w;
+                if (t + size_t(rolling_window) >= n) ++v.rolling_tokens[size_t(e)];
+            }
+        std::vector<float> all(ne);
+        for (size_t e = 0; e < ne; ++e) all[e] = float(v.prompt_tokens[e] + v.generated_tokens[e]);
+        const ExpertBalance b = balance(all);
+        v.cv = b.cv, v.max_over_mean = b.max_over_mean, v.entropy = b.entropy, v.idle = b.idle;
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+std::vector<std::vector<int32_t>> token_path(const ProbeHistory& h, int position) {
+    std::vector<std::vector<int32_t>> path;
+    for (const RoutingHistory& r : h.routing) {
+        std::vector<int32_t> chosen;
+        for (size_t t = 0; t < r.positions.size(); ++t)
+            if (r.positions[t] == position)
+                chosen.assign(r.experts.begin() + long(t * size_t(r.top_k)),
+                              r.experts.begin() + long((t + 1) * size_t(r.top_k)));
+        path.push_back(std::move(chosen));
+    }
+    return path;
+}
+
+// ---- Logit lens ----
+
+std::vector<LensRow> lens_rows(const ProbeHistory& h, int position) {
+    std::vector<LensRow> rows;
+    if (position < 0)
+        for (const LogitLens& l : h.logit_lens) rows.push_back({l.layer, l.top});
+    else
+        for (const LogitLens& l : h.lens_history)
+            if (l.position == position) rows.push_back({l.layer, l.top});
+    std::sort(rows.begin(), rows.end(), [](const LensRow& a, const LensRow& b) { return a.layer < b.layer; });
+    return rows;
+}
+
+std::vector<int> lens_positions(const ProbeHistory& h) {
+    std::set<int> p;
+    for (const LogitLens& l : h.lens_history) p.insert(l.position);
+    return {p.begin(), p.end()};
+}
+
+// ---- Architecture ----
+
+namespace {
+std::string activation_name(const FfnInfo& f) {
+    const bool gated = f.kind != "dense_plain";
+    if (f.activation == "silu") return gated ? "SwiGLU" : "SiLU";
+    return gated ? "GeGLU" : "GELU";
+}
+}  // namespace
+
+std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
+    std::vector<ArchitectureBlock> out;
+    for (const LayerInfo& l : info.layers) {
+        ArchitectureBlock b;
+        b.layer = l.index;
+        b.norm = l.norm_placement;
+        const AttentionInfo& a = l.attention;
+        b.attention_kind = a.kind;
+        b.window = a.window;
+        std::string att;
+        if (a.kind == "mla")
+            att = "MLA " + std::to_string(a.n_head) + " heads, latent " + std::to_string(a.kv_lora_rank) + " + rope " +
+                  std::to_string(a.qk_rope);
+        else {
+            att = a.kind == "sliding_window" ? "sliding window " + std::to_string(a.window)
+                  : a.kind == "chunked"      ? "chunked " + std::to_string(a.chunk)
+                                             : a.kind;
+            att += ", " + std::to_string(a.n_head) + " heads";
+            if (a.n_head_kv > 0 && a.n_head_kv != a.n_head)
+                att += a.n_head_kv == 1 ? " (MQA)" : " (GQA " + std::to_string(a.gqa_group()) + ":1)";
+            att += ", d " + std::to_string(a.head_dim);
+        }
+        if (a.sinks) att += ", sinks";
+        if (a.softcap > 0) att += ", soft-cap";
+        if (a.qk_norm != "none") att += ", QK-norm";
+        if (!a.rope.enabled) att += ", NoPE";
+        b.attention = att;
+        const FfnInfo& f = l.ffn;
+        b.ffn_kind = f.kind;
+        if (f.kind == "moe") {
+            b.ffn = "MoE " + std::to_string(f.n_expert) + " experts top-" + std::to_string(f.top_k) + " x " +
+                    std::to_string(f.n_ff_expert);
+            if (f.n_shared_expert_ff > 0) b.ffn += " + shared " + std::to_string(f.n_shared_expert_ff);
+        } else {
+            b.ffn = "dense " + activation_name(f) + " " + std::to_string(f.n_ff);
+        }
+        b.kv_bytes_per_token = l.kv_bytes_per_token;
+        std::set<std::string> types;
+        for (const TensorInfo& t : l.tensors) b.weight_bytes += t.bytes, types.insert(t.type);
+        for (const std::string& t : types) b.weight_types += (b.weight_types.empty() ? "" : ", ") + t;
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
+// ---- Telemetry ----
+
+TelemetryView telemetry_view(const ProbeHistory& h, const GenerateResult& last, int n_layer) {
+    TelemetryView t;
+    if (last.prompt_seconds > 0) t.prompt_tokens_per_s = last.n_prompt_evaluated / last.prompt_seconds;
+    const int decoded = int(last.tokens.size()) > 0 ? int(last.tokens.size()) - 1 : 0;
+    if (last.decode_seconds > 0 && decoded > 0) t.decode_tokens_per_s = decoded / last.decode_seconds;
+    t.first_token_ms = last.first_token_seconds * 1000.0;
+    for (const OpTiming& o : timings_by_op(h.timings)) t.by_op.push_back({o.op, o.ms, o.count});
+    t.by_layer = timings_by_layer(h.timings, n_layer);
+    for (const OpTiming& o : h.timings) t.step_ms += o.ms;
+    return t;
+}
+
+float surprisal_bits(float logprob) { return float(-logprob / std::log(2.0)); }
+
+}  // namespace vkllm::studio

@@ -1,0 +1,206 @@
+// The studio's view-models and probe history on hand-made probes (no GPU): the numbers each
+// panel draws.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "probe_history.h"
+#include "studio_app.h"
+#include "view_models.h"
+
+using namespace vkllm;
+using namespace vkllm::studio;
+
+namespace {
+
+// One layer, one head, queries at `positions`, each row's probabilities given in full.
+AttentionMap map_of(int layer, const std::vector<int>& positions, const std::vector<std::vector<float>>& rows) {
+    AttentionMap m;
+    m.layer = layer;
+    m.n_head = 1;
+    m.query_pos = positions;
+    for (int k = 0; k <= positions.back(); ++k) m.key_pos.push_back(k);
+    for (const auto& r : rows) {
+        std::vector<float> full(m.key_pos.size(), 0.0f);
+        std::copy(r.begin(), r.end(), full.begin());
+        m.probs.insert(m.probs.end(), full.begin(), full.end());
+    }
+    return m;
+}
+
+}  // namespace
+
+TEST(ProbeHistory, PromptRowsThenGeneratedRowsAppended) {
+    ProbeHistory h;
+    ProbeResults prompt;
+    prompt.attention.push_back(map_of(0, {0, 1}, {{1.0f}, {0.25f, 0.75f}}));
+    h.add_step(prompt, 0, 2, true);
+    ProbeResults step;
+    step.attention.push_back(map_of(0, {2}, {{0.5f, 0.25f, 0.25f}}));
+    h.add_step(step, 2, 1, false);
+    const AttentionHistory* a = h.attention_layer(0);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->query_pos, (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(a->n_key, 3);
+    EXPECT_FLOAT_EQ(a->at(0, 1, 1), 0.75f);
+    EXPECT_FLOAT_EQ(a->at(0, 1, 2), 0.0f);  // the future of row 1
+    EXPECT_FLOAT_EQ(a->at(0, 2, 0), 0.5f);
+    // The same map in the engine's shape: [head][query][key].
+    const ProbeResults r = h.as_results();
+    ASSERT_EQ(r.attention.size(), 1u);
+    EXPECT_EQ(r.attention[0].n_key(), 3);
+    EXPECT_FLOAT_EQ(r.attention[0].at(0, 2, 2), 0.25f);
+    // Truncating to 2 tokens forgets row 2; a new step at position 2 replaces it.
+    h.truncate(2);
+    EXPECT_EQ(h.attention_layer(0)->query_pos.size(), 2u);
+    h.add_step(step, 2, 1, false);
+    EXPECT_EQ(h.attention_layer(0)->query_pos.size(), 3u);
+}
+
+TEST(ViewModels, HeadStatsAreEntropyFirstTokenMassAndDistance) {
+    ProbeHistory h;
+    ProbeResults r;
+    r.attention.push_back(map_of(0, {0, 1, 2}, {{1.0f}, {0.5f, 0.5f}, {1.0f, 0.0f, 0.0f}}));
+    h.add_step(r, 0, 3, true);
+    const HeadStats s = head_stats(*h.attention_layer(0), 0);
+    // Rows: entropy 0, ln 2, 0; first-token mass 1, 0.5, 1; distance 0, 0.5, 2.
+    EXPECT_NEAR(s.entropy, std::log(2.0) / 3, 1e-6);
+    EXPECT_NEAR(s.first_token_mass, 2.5 / 3, 1e-6);
+    EXPECT_NEAR(s.mean_distance, 2.5 / 3, 1e-6);
+    // What attends to key 0: rows 1 and 2 (later queries), 0.5 and 1.
+    const auto to = attention_to_key(h, 0);
+    ASSERT_EQ(to.size(), 1u);
+    EXPECT_NEAR(to[0][0], 0.75, 1e-6);
+}
+
+TEST(ViewModels, MassiveActivationsNeedBothThresholds) {
+    EXPECT_TRUE(is_massive(2000.0f, 1.0f));
+    EXPECT_FALSE(is_massive(99.0f, 0.001f));     // not above 100
+    EXPECT_FALSE(is_massive(500.0f, 1.0f));      // only 500x the median
+    ProbeHistory h;
+    ProbeResults r;
+    ResidualStat s;
+    s.layer = 3;
+    s.max_abs = 1500;
+    s.token = 1;
+    s.channel = 7;
+    s.median_abs = 0.5f;
+    s.token_max_abs = {2.0f, 1500.0f, 3.0f};
+    s.token_channel = {1, 7, 2};
+    r.residual.push_back(s);
+    h.add_step(r, 0, 3, true);
+    const auto rows = activation_rows(h);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].token, 1);
+    EXPECT_EQ(rows[0].channel, 7);
+    EXPECT_FLOAT_EQ(rows[0].ratio, 3000.0f);
+    EXPECT_TRUE(rows[0].massive);
+    h.truncate(1);  // the spike's token is gone
+    EXPECT_FLOAT_EQ(activation_rows(h)[0].max_abs, 2.0f);
+}
+
+TEST(ViewModels, SuperWeightCandidatesNeedTheSameToken) {
+    FfnDownStat a{1, -1, 300.0f, 4, 10, 1.0f, 900.0f, 4, 20, 1.0f};  // pair on token 4
+    FfnDownStat b{2, -1, 50.0f, 3, 11, 1.0f, 40.0f, 5, 21, 1.0f};    // different tokens
+    const auto c = super_weight_candidates({b, a});
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].layer, 1);
+    EXPECT_EQ(c[0].row, 20);  // W_down[output channel, input channel]
+    EXPECT_EQ(c[0].col, 10);
+    EXPECT_FLOAT_EQ(c[0].score, 300.0f * 900.0f);
+}
+
+TEST(ViewModels, ExpertBalance) {
+    const ExpertBalance even = balance({2, 2, 2, 2});
+    EXPECT_NEAR(even.cv, 0, 1e-6);
+    EXPECT_NEAR(even.max_over_mean, 1, 1e-6);
+    EXPECT_NEAR(even.entropy, 1, 1e-6);
+    EXPECT_EQ(even.idle, 0);
+    const ExpertBalance one = balance({8, 0, 0, 0});
+    EXPECT_NEAR(one.max_over_mean, 4, 1e-6);
+    EXPECT_NEAR(one.entropy, 0, 1e-6);
+    EXPECT_EQ(one.idle, 3);
+    EXPECT_NEAR(one.cv, std::sqrt(3.0), 1e-5);  // std 2*sqrt(3) over mean 2
+}
+
+TEST(ViewModels, ExpertViewSplitsPromptAndGeneration) {
+    ModelInfo info;
+    info.n_layer = 1;
+    info.layers.resize(1);
+    info.layers[0].ffn.kind = "moe";
+    info.layers[0].ffn.n_expert = 4;
+    info.layers[0].ffn.top_k = 2;
+    ProbeHistory h;
+    ProbeResults prompt;
+    prompt.routing.push_back({0, 2, {0, 1}, {0, 1, 0, 2}, {0.6f, 0.4f, 0.7f, 0.3f}});
+    h.add_step(prompt, 0, 2, true);
+    ProbeResults step;
+    step.routing.push_back({0, 2, {2}, {3, 0}, {0.9f, 0.1f}});
+    h.add_step(step, 2, 1, false);
+    const auto v = expert_view(h, info, 1);
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].prompt_tokens, (std::vector<int>{2, 1, 1, 0}));
+    EXPECT_EQ(v[0].generated_tokens, (std::vector<int>{1, 0, 0, 1}));
+    EXPECT_EQ(v[0].rolling_tokens, (std::vector<int>{1, 0, 0, 1}));
+    EXPECT_NEAR(v[0].prompt_weight[0], 1.3f, 1e-6);
+    EXPECT_EQ(token_path(h, 1), (std::vector<std::vector<int32_t>>{{0, 2}}));
+}
+
+TEST(ViewModels, ArchitectureBlocksDescribeEachLayer) {
+    ModelInfo info;
+    info.layers.resize(2);
+    info.layers[0].index = 0;
+    info.layers[0].attention = {};
+    info.layers[0].attention.kind = "sliding_window";
+    info.layers[0].attention.window = 32;
+    info.layers[0].attention.n_head = 4;
+    info.layers[0].attention.n_head_kv = 2;
+    info.layers[0].ffn.n_ff = 256;
+    info.layers[1].index = 1;
+    info.layers[1].attention.kind = "mla";
+    info.layers[1].attention.n_head = 4;
+    info.layers[1].attention.kv_lora_rank = 32;
+    info.layers[1].ffn.kind = "moe";
+    info.layers[1].ffn.n_expert = 8;
+    info.layers[1].ffn.top_k = 2;
+    info.layers[1].ffn.n_shared_expert_ff = 64;
+    const auto b = architecture_blocks(info);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(b[0].attention, "sliding window 32, 4 heads (GQA 2:1), d 0");
+    EXPECT_EQ(b[0].ffn, "dense SwiGLU 256");
+    EXPECT_NE(b[1].attention.find("MLA 4 heads, latent 32"), std::string::npos);
+    EXPECT_NE(b[1].ffn.find("MoE 8 experts top-2"), std::string::npos);
+    EXPECT_NE(b[1].ffn.find("shared 64"), std::string::npos);
+}
+
+TEST(Settings, RoundTripAndBadValues) {
+    Settings s;
+    s.dark = false;
+    s.generation.sampler.temperature = 0.3f;
+    s.generation.sampler.top_k = 7;
+    s.open[PanelExperts] = false;
+    s.recent_models = {"/tmp/a.gguf"};
+    const Settings back = settings_from_json(settings_json(s));
+    EXPECT_FALSE(back.dark);
+    EXPECT_FLOAT_EQ(back.generation.sampler.temperature, 0.3f);
+    EXPECT_EQ(back.generation.sampler.top_k, 7);
+    EXPECT_FALSE(back.open[PanelExperts]);
+    EXPECT_EQ(back.recent_models, s.recent_models);
+    // A wrong type or an invalid sampler keeps the defaults.
+    const Settings bad = settings_from_json({{"dark", "yes"}, {"sampler", {{"top_p", 7.0}}}});
+    EXPECT_TRUE(bad.dark);
+    EXPECT_FLOAT_EQ(bad.generation.sampler.top_p, SamplerParams{}.top_p);
+}
+
+TEST(Options, PanelsAndErrors) {
+    EXPECT_EQ(parse_panels("all"), (std::array<bool, PanelCount>{true, true, true, true, true, true, true}));
+    const auto two = parse_panels("chat,experts");
+    EXPECT_TRUE(two[PanelChat]);
+    EXPECT_TRUE(two[PanelExperts]);
+    EXPECT_FALSE(two[PanelAttention]);
+    EXPECT_THROW(parse_panels("chat,bogus"), std::invalid_argument);
+    const char* argv[] = {"vkllm-studio", "-n", "many"};
+    EXPECT_THROW(parse_options(3, const_cast<char**>(argv)), std::invalid_argument);
+    const char* exit_alone[] = {"vkllm-studio", "--exit"};
+    EXPECT_THROW(parse_options(2, const_cast<char**>(exit_alone)), std::invalid_argument);
+}
