@@ -44,6 +44,13 @@ assert.ok(chat.usage.prompt_tokens > 0);
 assert.equal(chat.usage.total_tokens, chat.usage.prompt_tokens + 6);
 log('chat:', JSON.stringify(chat.choices[0].message.content));
 
+// The chat went through the model's template (run_server_test.sh adds "role: content\n" per
+// message, then "assistant:"): the same greedy text as completing that text.
+const rendered = await client.completions.create(
+  { model, prompt: 'user: Once upon a time\nassistant:', max_tokens: 6, temperature: 0 });
+assert.equal(chat.choices[0].message.content, rendered.choices[0].text, 'the chat prompt is the template\'s text');
+assert.equal(chat.usage.prompt_tokens, rendered.usage.prompt_tokens);
+
 // ---- chat, streaming: the same greedy text in pieces ----
 let streamed = '';
 let finish = null;

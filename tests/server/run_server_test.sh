@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vkllm serve end to end: starts it on a free loopback port with the built-in model, checks it
+# vkllm serve end to end: starts it on a free loopback port with a zoo model, checks it
 # with curl (streaming, bad input, a full queue, a client that leaves) and with the official
 # `openai` npm client (tests/server/openai_client.mjs: the API and a load test), then stops it
 # with SIGTERM and expects exit code 0. Exit 77 (skipped) when node, curl or the npm package is
@@ -30,8 +30,24 @@ fail() {
   exit 1
 }
 
+# The model: zoo-dense with a chat template added (tools/zoo/gguf_file.py), so chat requests
+# go through a template: openai_client.mjs checks a chat answer against the completion of the
+# text this template gives.
+src=$(cd "$here/../.." && pwd)
+python=$(command -v /usr/bin/python3 || command -v python3)
+"$python" - "$src/tools/zoo" "$src/assets/zoo/zoo-dense.gguf" "$work/zoo-chat.gguf" <<'PY' || fail "cannot write the templated model"
+import sys
+sys.path.insert(0, sys.argv[1])
+import gguf_file
+metadata, tensors = gguf_file.read(sys.argv[2])
+metadata["tokenizer.chat_template"] = gguf_file.string(
+    "{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}")
+gguf_file.write(sys.argv[3], metadata, tensors)
+PY
+
 # --port 0: the kernel picks a free port; the server names it on stderr.
-"$bin" serve --port 0 --queue 8 -c 256 2>"$work/serve.log" &
+"$bin" serve -m "$work/zoo-chat.gguf" --port 0 --queue 8 -c 256 2>"$work/serve.log" &
 pid=$!
 port=
 for _ in $(seq 600); do
