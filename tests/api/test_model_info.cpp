@@ -12,7 +12,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "gguf/gguf.h"  // only to write fixture files (a GGUF with chat templates)
+#include "gguf/gguf.h"  // below the API only to write fixture files and to compare with ModelSpec
+#include "model/spec.h"
+#include "random_model/random_model.h"
 #include "test_support.h"
 #include "vkllm/device.h"
 #include "vkllm/gguf.h"
@@ -227,6 +229,61 @@ TEST(ModelInfo, LayerTableHasOneRowPerLayer) {
               std::string::npos)
         << table;
     EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3 + 6);
+}
+
+// Every architecture the engine runs (seeded random models of each, with each RoPE scaling):
+// the table from ModelInfo is the one ModelSpec prints, and each layer's attention kind follows
+// the rule (mla, else sliding_window, chunked, nope, global).
+TEST(ModelInfo, EveryArchitectureDescribesItselfAsItsSpecDoes) {
+    auto vocab = gguf::File::open(zoo("zoo-dense"));
+    std::vector<random_model::RandomModelConfig> configs;
+    for (const std::string& arch : random_model::architectures()) {
+        random_model::RandomModelConfig c;
+        c.arch = arch;
+        c.seed = 7;
+        if (arch == "deepseek2") c.n_head_kv = 1;
+        if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;  // multi-head attention only
+        if (arch == "gemma3" || arch == "llama4") c.n_layer = 6;  // a global layer among the local ones
+        configs.push_back(c);
+    }
+    for (const char* scaling : {"linear:2", "yarn:4:128", "llama3:8:1:4:128"}) {
+        random_model::RandomModelConfig c;
+        c.rope_scaling = random_model::parse_rope_scaling(scaling);
+        configs.push_back(c);
+    }
+    random_model::RandomModelConfig phi3;
+    phi3.arch = "phi3";
+    phi3.rope_scaling = random_model::parse_rope_scaling("longrope:128");
+    configs.push_back(phi3);
+
+    std::map<std::string, int> kinds;
+    for (const random_model::RandomModelConfig& c : configs) {
+        SCOPED_TRACE(c.arch);
+        const std::vector<uint8_t> bytes = random_model::build_random_model(c, *vocab).to_bytes();
+        auto file = GgufFile::from_memory(bytes.data(), bytes.size(), "random-" + c.arch);
+        const ModelInfo info = read_model_info(*file);
+        const model::ModelSpec spec = model::ModelSpec::from_gguf(file->internal());
+        EXPECT_EQ(info.layer_table(), spec.to_table());
+        ASSERT_EQ(info.layers.size(), spec.layers.size());
+        uint64_t kv = 0;
+        for (size_t l = 0; l < spec.layers.size(); ++l) {
+            const model::AttentionSpec& a = spec.layers[l].attn;
+            const std::string& kind = info.layers[l].attention.kind;
+            const char* expected = a.mla.kv_lora_rank > 0 ? "mla"
+                                   : a.window > 0         ? "sliding_window"
+                                   : a.chunk > 0          ? "chunked"
+                                   : !a.rope.enabled      ? "nope"
+                                                          : "global";
+            EXPECT_EQ(kind, expected) << "layer " << l;
+            kinds[kind]++;
+            EXPECT_EQ(info.layers[l].ffn.kind == "moe", spec.layers[l].ffn.moe.n_expert > 0) << "layer " << l;
+            kv += info.layers[l].kv_bytes_per_token;
+        }
+        EXPECT_EQ(kv, spec.kv_bytes_per_token());
+        EXPECT_EQ(info.kv_bytes_per_token_global + info.kv_bytes_per_token_local, kv);
+    }
+    // The generator's families cover every kind.
+    for (const char* kind : {"global", "sliding_window", "chunked", "nope", "mla"}) EXPECT_GT(kinds[kind], 0) << kind;
 }
 
 TEST(ModelInfo, ChatTemplatesAndTheirNamedVariants) {
