@@ -24,11 +24,12 @@ struct ModelInternals {
     DeviceInfo device_;
 
     // Weight interventions (weight_edit.cpp): the edits in force, one per element, in the order
-    // made; and for every block they touched, its bytes before the first edit of it.
+    // made; and for every block they touched, its bytes before the first edit of it and now.
     struct SavedBlock {
         const gpu::Buffer* buffer = nullptr;
         uint64_t offset = 0;             // byte offset of the block in the buffer
-        std::vector<uint8_t> original;
+        std::vector<uint8_t> original;   // the file's bytes
+        std::vector<uint8_t> current;    // what the GPU holds
     };
     std::vector<WeightRef> edits_;
     std::vector<SavedBlock> saved_blocks_;

@@ -1,7 +1,9 @@
 // Model's weight interventions: one element of a weight matrix set on the GPU without reloading.
 // The block holding the element (one float for F32, 32 or 256 elements for quantised types) is
-// read back, decoded, changed, re-encoded in the tensor's own type and written back; the block's
-// bytes before its first edit are kept so restore_weights() can put them back.
+// decoded, changed, re-encoded in the tensor's own type and written to the GPU. The GPU holds
+// the file's bytes, so a block's current bytes are the file's until an edit, then the edit's
+// (kept on the host beside the original ones, which restore_weights() puts back): reading a
+// weight needs no GPU work.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -17,6 +19,7 @@ struct ElementBlock {
     const gpu::Buffer* buffer = nullptr;
     gguf::TensorType type = gguf::TensorType::F32;
     uint64_t offset = 0;       // of the block, in bytes from the buffer's start
+    const uint8_t* file_bytes = nullptr;  // the block in the mapped file
     uint32_t n_bytes = 0;      // the type's block size in bytes
     uint32_t n_elements = 0;   // elements per block
     uint32_t index = 0;        // the element inside the block
@@ -75,22 +78,32 @@ ElementBlock locate(const detail::ModelInternals& m, const WeightRef& w) {
     if (!part) throw std::invalid_argument("weight edit: " + describe(w) + ": that row was not uploaded to the GPU");
 
     const gguf::TypeTraits traits = *gguf::type_traits(t->type);
+    const uint64_t row_bytes = gguf::row_size(t->type, size_t(t->n_in));
+    const uint64_t block_in_row = uint64_t(w.col / traits.block_size) * traits.type_size;
     ElementBlock b;
     b.buffer = part->buffer;
     b.type = t->type;
     b.n_bytes = traits.type_size;
     b.n_elements = traits.block_size;
-    b.offset = uint64_t(file_row - part->first_row) * gguf::row_size(t->type, size_t(t->n_in)) +
-               uint64_t(w.col / traits.block_size) * traits.type_size;
+    b.offset = uint64_t(file_row - part->first_row) * row_bytes + block_in_row;
     b.index = uint32_t(w.col % traits.block_size);
+    b.file_bytes = m.file().find_tensor(prefix + w.tensor + ".weight")->data + uint64_t(file_row) * row_bytes + block_in_row;
     return b;
 }
 
-std::vector<float> read_block(const ElementBlock& b, std::vector<uint8_t>* bytes) {
-    bytes->resize(b.n_bytes);
-    b.buffer->download(bytes->data(), b.n_bytes, b.offset);
+detail::ModelInternals::SavedBlock* saved_block(detail::ModelInternals& m, const ElementBlock& b) {
+    for (detail::ModelInternals::SavedBlock& s : m.saved_blocks_)
+        if (s.buffer == b.buffer && s.offset == b.offset) return &s;
+    return nullptr;
+}
+
+// The block's current bytes (what the GPU holds), decoded.
+std::vector<float> current_values(const detail::ModelInternals& m, const ElementBlock& b) {
+    const uint8_t* bytes = b.file_bytes;
+    for (const detail::ModelInternals::SavedBlock& s : m.saved_blocks_)
+        if (s.buffer == b.buffer && s.offset == b.offset) bytes = s.current.data();
     std::vector<float> values(b.n_elements);
-    gguf::dequantize_row(b.type, bytes->data(), values.data(), b.n_elements);
+    gguf::dequantize_row(b.type, bytes, values.data(), b.n_elements);
     return values;
 }
 
@@ -102,27 +115,26 @@ bool same_element(const WeightRef& a, const WeightRef& b) {
 
 float Model::weight(const WeightRef& w) const {
     const ElementBlock b = locate(*impl_, w);
-    std::vector<uint8_t> bytes;
-    return read_block(b, &bytes)[b.index];
+    return current_values(*impl_, b)[b.index];
 }
 
 float Model::set_weight(const WeightRef& w, float value) {
     if (!std::isfinite(value))
         throw std::invalid_argument("weight edit: " + describe(w) + ": the value must be finite");
     const ElementBlock b = locate(*impl_, w);
-    std::vector<uint8_t> original;
-    std::vector<float> values = read_block(b, &original);
+    std::vector<float> values = current_values(*impl_, b);
     const float old = values[b.index];
     values[b.index] = value;
     std::vector<uint8_t> encoded(b.n_bytes);
     gguf::quantize_row(b.type, values.data(), encoded.data(), b.n_elements);  // throws for a type it cannot encode
 
-    // Only the first edit of a block keeps its bytes: they are the file's.
-    bool saved = false;
-    for (const detail::ModelInternals::SavedBlock& s : impl_->saved_blocks_)
-        saved = saved || (s.buffer == b.buffer && s.offset == b.offset);
-    if (!saved) impl_->saved_blocks_.push_back({b.buffer, b.offset, original});
     impl_->weights_->writable(b.buffer).upload(encoded.data(), b.n_bytes, b.offset);
+    // Only the first edit of a block keeps its original bytes: they are the file's.
+    detail::ModelInternals::SavedBlock* saved = saved_block(*impl_, b);
+    if (!saved)
+        saved = &impl_->saved_blocks_.emplace_back(
+            detail::ModelInternals::SavedBlock{b.buffer, b.offset, std::vector<uint8_t>(b.file_bytes, b.file_bytes + b.n_bytes), {}});
+    saved->current = std::move(encoded);
 
     bool listed = false;
     for (const WeightRef& e : impl_->edits_) listed = listed || same_element(e, w);

@@ -247,6 +247,24 @@ TEST_F(WeightEditTest, Q4_0BlockIsReencoded) {
     check_edits(*model, {{{0, "attn_v", 7, 70, -1}, -5.0f}, {{1, "ffn_gate", 100, 3, -1}, 4.0f}});
 }
 
+// K-quants: blocks of 256 elements with their own sub-block scales (a random Llama whose rows
+// are 256 and 512 long).
+TEST_F(WeightEditTest, Q4_KBlockOf256IsReencoded) {
+    random_model::RandomModelConfig c;
+    c.seed = 11;
+    c.n_embd = 256;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.n_ff = 512;
+    c.n_layer = 2;
+    c.type = gguf::TensorType::Q4_K;
+    auto vocab = gguf::File::open(zoo("zoo-dense"));
+    std::vector<uint8_t> image = random_model::build_random_model(c, *vocab).to_bytes();
+    auto model = Model::load_from_memory(image.data(), image.size(), "random-llama-q4_k");
+    ASSERT_EQ(model->internals().file().find_tensor("blk.0.ffn_down.weight")->type, gguf::TensorType::Q4_K);
+    check_edits(*model, {{{0, "ffn_down", 100, 300, -1}, 3.0f}, {{1, "attn_q", 5, 7, -1}, -2.0f}});
+}
+
 TEST_F(WeightEditTest, EditsAreListedOncePerElementInOrder) {
     auto model = quantized_zoo_dense(gguf::TensorType::Q8_0);
     const WeightRef a{0, "ffn_up", 9, 40, -1}, b{1, "attn_k", 2, 3, -1};
