@@ -1,5 +1,7 @@
 // vkllm chat: a multi-turn conversation in the terminal (or through a pipe). The Session keeps
 // its KV cache between turns, so each turn evaluates only its own new tokens.
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -140,13 +143,33 @@ private:
         }
         if (verbose_) std::fprintf(stderr, "vkllm: turn %d prompt: %s\n", turn_, quoted(conversation_.prompt_text()).c_str());
         g_interrupted = 0;
+        // Ctrl-C while the prompt is evaluated (no token yet to return false from): a watcher
+        // asks the session to cancel, which it does within a forward pass.
+        std::atomic<bool> generating{true};
+        std::thread watcher([&] {
+            while (generating.load()) {
+                if (g_interrupted) {
+                    session_.cancel();
+                    return;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        });
         const GenerateResult r = session_.generate(prompt, options_, [&](const TokenEvent& ev) {
             std::fputs(ev.text.c_str(), stdout);
             std::fflush(stdout);
             return g_interrupted == 0;
         });
+        generating = false;
+        watcher.join();
         std::fputs("\n", stdout);
         std::fflush(stdout);
+        const bool stopped = r.reason == StopReason::Callback || r.reason == StopReason::Cancelled;
+        if (stopped && r.tokens.empty()) {
+            std::fprintf(stderr, "vkllm: stopped before the answer began; the message is dropped\n");
+            conversation_.abandon_turn();
+            return;
+        }
         if (r.reason == StopReason::ContextFull && r.tokens.empty()) {
             std::fprintf(stderr, "vkllm: %s; /reset or /undo to make room (or a larger -c)\n", r.message.c_str());
             conversation_.abandon_turn();
@@ -161,7 +184,7 @@ private:
             std::fprintf(stderr, "vkllm: turn %d: %d prompt tokens, %d from the cache, %d evaluated; %zu generated (%s)\n",
                          turn_, r.n_prompt, r.n_prompt - r.n_prompt_evaluated, r.n_prompt_evaluated, r.tokens.size(),
                          to_string(r.reason));
-        if (r.reason == StopReason::Callback) std::fprintf(stderr, "vkllm: stopped\n");
+        if (stopped) std::fprintf(stderr, "vkllm: stopped\n");
         if (r.reason == StopReason::ContextFull)
             std::fprintf(stderr, "vkllm: the context of %d tokens is full; /reset or /undo to go on\n", session_.n_ctx());
         const int32_t eog = !r.tokens.empty() && model_.is_eog(r.tokens.back()) ? r.tokens.back() : -1;
