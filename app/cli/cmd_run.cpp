@@ -1,19 +1,15 @@
-// vkllm run: generate text, streaming it to stdout as the tokens detokenise.
+// vkllm run: generate text with Session::generate, streaming it to stdout as it is released.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <utility>
 
 #include "activation_report.h"
-#include "gpu/device.h"
-#include "model/spec.h"
 #include "model_file.h"
 #include "options.h"
-#include "sampling/sampler.h"
-#include "tokenizer/tokenizer.h"
-#include "model/model_internal.h"
+#include "vkllm/generate.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -48,8 +44,33 @@ void print_expert_stats(const char* phase, const std::vector<ExpertLoad>& loads)
     }
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// GPU time summed per op family over every eval of the run (first-seen order).
+void add_timings(std::vector<OpTiming>& total, const std::vector<OpTiming>& step) {
+    for (const OpTiming& t : step) {
+        auto it = std::find_if(total.begin(), total.end(), [&](const OpTiming& x) { return x.op == t.op; });
+        if (it == total.end()) total.push_back({t.op, -1, t.ms, t.count});
+        else it->ms += t.ms, it->count += t.count;
+    }
+}
+
+void print_session_header(const Model& model, const Session& session) {
+    const ModelInfo& info = model.info();
+    std::fprintf(stderr, "vkllm: %s on %s, %d layers, %.1f MiB of weights, KV cache %.1f MiB (%d tokens)\n",
+                 info.arch.c_str(), model.device().name.c_str(), info.n_layer, double(model.weight_bytes()) / (1 << 20),
+                 double(session.kv_cache_bytes()) / (1 << 20), session.n_ctx());
+    const auto kv = session.kv_cache_usage();
+    std::fprintf(stderr, "vkllm: KV cache: %d global layers %.2f MiB", kv.global_layers, double(kv.global_bytes) / (1 << 20));
+    if (kv.local_layers)
+        std::fprintf(stderr, ", %d sliding-window layers %.2f MiB (ring buffers)", kv.local_layers,
+                     double(kv.local_bytes) / (1 << 20));
+    std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
+                 kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
+    if (const AttentionInfo& a0 = info.layers[0].attention; a0.kv_lora_rank > 0) {
+        const double latent = double(a0.kv_lora_rank + a0.qk_rope + a0.kv_lora_rank) * 4;
+        const double per_head = double(a0.n_head) * (a0.qk_nope + a0.qk_rope + a0.v_head) * 4;
+        std::fprintf(stderr, "vkllm: MLA: %.0f bytes per token per layer in the latent cache, against %.0f for the "
+                             "same model's per-head K/V (%.1fx smaller)\n", latent, per_head, per_head / latent);
+    }
 }
 
 int run(const Args& args) {
@@ -57,9 +78,10 @@ int run(const Args& args) {
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b"},
               {"--timings", "--expert-stats", "--activations"});
-    const int n_predict = int(o.integer("-n", 128));
-    if (n_predict < 0) throw UsageError("-n must be >= 0");
-    sampling::SamplerParams sp;
+    GenerateOptions go;
+    go.max_tokens = int(o.integer("-n", 128));
+    if (go.max_tokens < 0) throw UsageError("-n must be >= 0");
+    SamplerParams& sp = go.sampler;
     sp.temperature = float(o.real("--temp", 0.8));
     sp.top_k = int(o.integer("--top-k", 40));
     sp.top_p = float(o.real("--top-p", 0.95));
@@ -69,13 +91,17 @@ int run(const Args& args) {
     sp.presence_penalty = float(o.real("--presence-penalty", 0.0));
     sp.frequency_penalty = float(o.real("--frequency-penalty", 0.0));
     sp.seed = o.has("--seed") ? uint64_t(o.integer("--seed", 0)) : uint64_t(std::random_device{}());
+    try {
+        validate(sp);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
 
     ModelOptions mo;
     mo.device = o.str("--device");
     auto file = open_model_file(o);
     if (!o.has("-m")) std::fprintf(stderr, "vkllm: no -m given; using %s\n", builtin_model_description().c_str());
-    auto model = detail::ModelInternals::load(std::move(file), mo);
-    const auto& tok = model->internals().tokenizer();
+    auto model = Model::load(*file, mo);
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0));
     so.n_batch = int(o.integer("-b", 256));
@@ -85,81 +111,54 @@ int run(const Args& args) {
     Session session(*model, so);
 
     const std::string prompt = o.str("-p", "");
-    std::vector<int32_t> tokens = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+    const std::vector<int32_t> tokens = model->tokenize(prompt, /*add_special=*/true);
     if (tokens.empty()) throw UsageError("the prompt is empty and the model adds no BOS token; give a prompt with -p");
     if (int(tokens.size()) > session.n_ctx())
         throw ContextOverflow("the prompt is " + std::to_string(tokens.size()) + " tokens, longer than the context of " +
                               std::to_string(session.n_ctx()) + " tokens; use a larger context (-c) or a shorter prompt");
 
-    std::fprintf(stderr, "vkllm: %s on %s, %d layers, %.1f MiB of weights, KV cache %.1f MiB (%d tokens)\n",
-                 model->internals().spec().arch.c_str(), model->internals().context().caps().name.c_str(), model->internals().spec().n_layer,
-                 double(model->weight_bytes()) / (1 << 20), double(session.kv_cache_bytes()) / (1 << 20),
-                 session.n_ctx());
-    const auto kv = session.kv_cache_usage();
-    std::fprintf(stderr, "vkllm: KV cache: %d global layers %.2f MiB", kv.global_layers, double(kv.global_bytes) / (1 << 20));
-    if (kv.local_layers)
-        std::fprintf(stderr, ", %d sliding-window layers %.2f MiB (ring buffers)", kv.local_layers,
-                     double(kv.local_bytes) / (1 << 20));
-    std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
-                 kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
-    if (const auto& a0 = model->internals().spec().layers[0].attn; a0.mla.kv_lora_rank > 0) {
-        const auto& mla = a0.mla;
-        const double latent = double(mla.kv_lora_rank + mla.qk_rope + mla.kv_lora_rank) * 4;
-        const double per_head = double(a0.n_head) * (mla.qk_nope + mla.qk_rope + mla.v_head) * 4;
-        std::fprintf(stderr, "vkllm: MLA: %.0f bytes per token per layer in the latent cache, against %.0f for the "
-                             "same model's per-head K/V (%.1fx smaller)\n", latent, per_head, per_head / latent);
-    }
+    print_session_header(*model, session);
     std::fprintf(stderr, "vkllm: sampling: temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu\n",
                  double(sp.temperature), sp.top_k, double(sp.top_p), double(sp.min_p),
                  static_cast<unsigned long long>(sp.seed));
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
 
-    sampling::Sampler sampler(sp);
-    for (int32_t t : tokens) sampler.accept(t);
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<float> logits = session.eval(tokens);
-    const double prompt_s = seconds_since(t0);
-    std::vector<OpTiming> timings = session.probes().timings;
-    // The residual probe covers the prompt's last forward pass (its last batch of -b tokens);
-    // reported after the text, and switched off for the decode steps.
-    const std::vector<ResidualStat> prompt_residual = session.probes().residual;
-    const size_t last_pass = (tokens.size() - 1) % size_t(session.n_batch()) + 1;
-    if (so.probes.residual_stats) {
-        so.probes.residual_stats = false;
-        session.set_probes(so.probes);
-    }
-
-    tokenizer::Utf8Stream text;
-    int generated = 0;
-    auto t1 = std::chrono::steady_clock::now();
-    while (generated < n_predict) {
-        int32_t next = sampler.sample(logits.data(), int32_t(logits.size()));
-        sampler.accept(next);
-        ++generated;
-        if (tok.is_eog(next)) break;
-        std::fputs(text.push(tok.token_to_piece(next)).c_str(), stdout);
+    // Each event comes after the eval that produced its logits (the prompt for the first), so
+    // the probes read here cover the prompt and every decode step. The residual probe covers the
+    // prompt's forward pass only: it is switched off after the first event.
+    std::vector<OpTiming> timings;
+    std::vector<ResidualStat> prompt_residual;
+    bool prompt_probes_read = false;
+    auto read_probes = [&] {
+        add_timings(timings, session.probes().timings);
+        if (prompt_probes_read) return;
+        prompt_probes_read = true;
+        prompt_residual = session.probes().residual;
+        if (so.probes.residual_stats) {
+            so.probes.residual_stats = false;
+            session.set_probes(so.probes);
+        }
+    };
+    const GenerateResult result = session.generate(tokens, go, [&](const TokenEvent& ev) {
+        read_probes();
+        std::fputs(ev.text.c_str(), stdout);
         std::fflush(stdout);
-        if (generated == n_predict) break;
-        if (session.n_past() >= session.n_ctx()) {
-            std::fprintf(stderr, "\nvkllm: the context of %d tokens is full; stopping\n", session.n_ctx());
-            break;
-        }
-        logits = session.eval({next});
-        for (const auto& t : session.probes().timings) {
-            auto it = std::find_if(timings.begin(), timings.end(), [&](const OpTiming& x) { return x.op == t.op; });
-            if (it == timings.end()) timings.push_back(t);
-            else it->ms += t.ms, it->count += t.count;
-        }
-    }
-    std::fputs(text.flush().c_str(), stdout);
+        return true;
+    });
+    if (!prompt_probes_read) read_probes();  // -n 0: the prompt's eval alone
     std::fputs("\n", stdout);
     std::fflush(stdout);
-    const double decode_s = seconds_since(t1);
+    if (result.reason == StopReason::Error) throw std::runtime_error(result.message);
+    if (result.reason == StopReason::ContextFull)
+        std::fprintf(stderr, "\nvkllm: the context of %d tokens is full; stopping\n", session.n_ctx());
 
-    if (!prompt_residual.empty())
-        print_activation_report(stderr, prompt_residual, std::vector<int32_t>(tokens.end() - long(last_pass), tokens.end()),
-                                int(tokens.size() - last_pass), tok);
+    if (!prompt_residual.empty() && !prompt_residual.front().token_max_abs.empty()) {
+        // The stats cover the newest tokens of the prompt (its last forward pass, or all of it).
+        const size_t covered = std::min(prompt_residual.front().token_max_abs.size(), tokens.size());
+        print_activation_report(stderr, prompt_residual, std::vector<int32_t>(tokens.end() - long(covered), tokens.end()),
+                                int(tokens.size() - covered), *model);
+    }
     print_expert_stats("prompt", session.probes().expert_load_prefill);
     print_expert_stats("decode", session.probes().expert_load_decode);
     if (so.probes.timings) {
@@ -167,9 +166,10 @@ int run(const Args& args) {
         for (const auto& t : timings)
             std::fprintf(stderr, "  %-10s %9.3f ms  %6d dispatch groups\n", t.op.c_str(), t.ms, t.count);
     }
-    std::fprintf(stderr, "vkllm: prompt %zu tokens in %.3f s (%.2f tokens/s); decode %d tokens in %.3f s (%.2f tokens/s)\n",
-                 tokens.size(), prompt_s, double(tokens.size()) / prompt_s, generated, decode_s,
-                 generated > 0 ? double(generated) / decode_s : 0.0);
+    const size_t generated = result.tokens.size();
+    std::fprintf(stderr, "vkllm: prompt %d tokens in %.3f s (%.2f tokens/s); decode %zu tokens in %.3f s (%.2f tokens/s)\n",
+                 result.n_prompt, result.prompt_seconds, double(result.n_prompt) / result.prompt_seconds, generated,
+                 result.decode_seconds, generated > 0 ? double(generated) / result.decode_seconds : 0.0);
     return 0;
 }
 

@@ -202,6 +202,23 @@ TEST_F(Generate, StopStringsCutTheTextBeforeTheStop) {
     EXPECT_EQ(same.reason, StopReason::MaxTokens);
     EXPECT_EQ(same.text, u);
 
+    // The text ends with the beginning of a stop string that never completes: held back by the
+    // events, then released by the last one.
+    std::string u12;
+    for (size_t k = 0; k < 12; ++k) u12 += m.piece(full.tokens[k]);
+    o = greedy(12);
+    o.stop = {u12.substr(u12.size() - 2) + "\x01"};
+    events.clear();
+    const GenerateResult held = Session(m).generate(prompt, o, [&](const TokenEvent& e) {
+        events.push_back(e);
+        return true;
+    });
+    EXPECT_EQ(held.reason, StopReason::MaxTokens);
+    EXPECT_EQ(held.text, u12);
+    ASSERT_EQ(events.size(), 12u);
+    EXPECT_EQ(concat_texts(events), u12);
+    EXPECT_GE(events.back().text.size(), 2u);
+
     o.stop = {""};
     const GenerateResult bad = fresh_generate(m, prompt, o);
     EXPECT_EQ(bad.reason, StopReason::Error);

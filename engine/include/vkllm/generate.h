@@ -64,10 +64,13 @@ struct TokenEvent {
     float logprob = 0;     // of the chosen token under the model's distribution
     std::vector<TokenAlternative> top;  // the top_n most likely tokens, most likely first
     SamplerFunnel funnel;               // filled when GenerateOptions::funnel
-    bool end_of_generation = false;     // the token is an end-of-generation token (its text is empty)
+    bool end_of_generation = false;     // the token is an end-of-generation token (its piece adds no text;
+                                        // its text is whatever was still held back)
 };
 
-// Return false to stop generation after this token (StopReason::Callback).
+// Return false to stop generation after this token (StopReason::Callback). It runs on the
+// thread that called generate(), between steps: it may call the Session's worker methods that
+// do not evaluate (probes(), set_probes(), tokens(), ...) and cancel().
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 struct GenerateOptions {
@@ -95,7 +98,11 @@ struct GenerateResult {
     StopReason reason = StopReason::MaxTokens;
     std::string message;          // for Error and ContextFull, what happened
     std::vector<int32_t> tokens;  // generated tokens (the end-of-generation token included)
-    std::string text;             // the released text (without a stop string)
+    // The released text (without a stop string): the events' texts concatenated. Text held back
+    // while it could begin a stop string (or an unfinished UTF-8 character) is released by the
+    // last event when generation ends by EndOfGeneration, MaxTokens or ContextFull, and dropped
+    // when it ends by Callback, Cancelled or Error.
+    std::string text;
     int n_prompt = 0;             // prompt tokens
     int n_prompt_evaluated = 0;   // of which evaluated (the rest came from the cache)
     double prompt_seconds = 0;    // evaluating the prompt
