@@ -1,6 +1,8 @@
 // vkllm info [--json]: every Vulkan device and its capability record.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "vkllm/device.h"
 
@@ -17,9 +19,10 @@ int cmd_info(const Args& args) {
     }
     const std::vector<DeviceInfo> list = devices();
     if (json) {
-        std::printf("{\"devices\": [");
-        for (size_t i = 0; i < list.size(); ++i) std::printf("%s%s", i ? ", " : "", list[i].to_json().c_str());
-        std::printf("]}\n");
+        nlohmann::ordered_json all;
+        all["devices"] = nlohmann::ordered_json::array();
+        for (const DeviceInfo& d : list) all["devices"].push_back(nlohmann::ordered_json::parse(d.to_json()));
+        std::printf("%s\n", all.dump().c_str());
     } else {
         if (list.empty()) std::printf("no Vulkan devices found\n");
         for (const auto& d : list) std::printf("%s\n", d.to_text().c_str());
