@@ -530,8 +530,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         type_error("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
     };
     if (op == "+") {
-        if (a.is_string() || b.is_string()) {
-            if (!a.is_string()) return unsupported();
+        if (a.is_string()) {
             if (!b.is_string()) type_error("can only concatenate str (not \"" + type_name(b) + "\") to str");
             if (!a.safe && !b.safe) return Value::from(a.string + b.string);
             // Markup + str escapes the plain side (HTML), and the result is Markup.
@@ -945,7 +944,8 @@ bool has_filter(const std::string& name) {
 Value apply_filter(const std::string& name, const Value& input, const Args& args) {
     auto alias = filter_aliases().find(name);
     auto it = filters().find(alias == filter_aliases().end() ? name : alias->second);
-    if (it == filters().end()) throw Error("No filter named '" + name + "'.");
+    // jinja2's runtime message (an unknown filter outside `if` fails when parsing instead).
+    if (it == filters().end()) throw Error("No filter named '" + name + "' found.");
     return it->second(input, args);
 }
 
@@ -1024,7 +1024,7 @@ bool has_test(const std::string& name) { return tests().count(name) || test_alia
 bool apply_test(const std::string& name, const Value& input, const Args& args) {
     auto alias = test_aliases().find(name);
     auto it = tests().find(alias == test_aliases().end() ? name : alias->second);
-    if (it == tests().end()) throw Error("No test named '" + name + "'.");
+    if (it == tests().end()) throw Error("No test named '" + name + "' found.");
     return it->second(input, args);
 }
 

@@ -1,5 +1,7 @@
 #include "template/parser.h"
 
+#include "template/builtins.h"
+
 #include <cstdlib>
 #include <initializer_list>
 
@@ -22,6 +24,23 @@ private:
     const Source& src_;
     std::vector<Token> t_;
     size_t i_ = 0;
+    // Inside an `if` (its tests and bodies) or an inline if-expression, and not in a loop or macro
+    // body below it: there jinja2 lets an unknown filter or test fail only when it runs; anywhere
+    // else it is an error when the template is parsed.
+    bool soft_ = false;
+
+    // Sets soft_ for one scope and restores it.
+    struct Soft {
+        Parser& p;
+        bool old;
+        Soft(Parser& parser, bool value) : p(parser), old(parser.soft_) { p.soft_ = value; }
+        ~Soft() { p.soft_ = old; }
+    };
+
+    void check_known(bool filter, const std::string& name, size_t offset) const {
+        if (soft_ || (filter ? has_filter(name) : has_test(name))) return;
+        fail(std::string("No ") + (filter ? "filter" : "test") + " named '" + name + "'.", offset);
+    }
 
     const Token& cur() const { return t_[i_]; }
     const Token& peek(size_t k = 1) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
@@ -138,6 +157,7 @@ private:
         std::string name = next().text;
         std::string end;
         if (name == "if") {
+            Soft soft(*this, true);
             s->kind = Stmt::K::If;
             s->conditions.push_back(parse_expression(false));
             end_tag();
@@ -163,6 +183,7 @@ private:
             s->targets = parse_targets(false);
             if (!skip_name("in")) fail_here("expected 'in', got " + describe(cur()));
             s->expr = parse_tuple(false, true);
+            Soft hard(*this, false);  // the loop's condition and body
             if (skip_name("if")) s->condition = parse_expression(true);
             if (is_name("recursive")) fail_here("recursive loops are not supported");
             end_tag();
@@ -181,6 +202,7 @@ private:
                 s->expr = parse_tuple();
                 end_tag();
             } else {
+                Soft hard(*this, false);
                 s->kind = Stmt::K::SetBlock;
                 if (s->targets.size() != 1) fail(s->targets.size() ? "a block set takes one name" : "expected '='", s->offset);
                 if (is_op("|")) s->expr = parse_filters(nullptr);
@@ -190,6 +212,7 @@ private:
                 end_tag();
             }
         } else if (name == "macro") {
+            Soft hard(*this, false);
             s->kind = Stmt::K::Macro;
             s->text = expect_name();
             parse_params(s->params);
@@ -198,15 +221,17 @@ private:
             next();
             end_tag();
         } else if (name == "call") {
+            Soft hard(*this, false);
             s->kind = Stmt::K::CallBlock;
             if (is_op("(")) parse_params(s->params);
             s->expr = parse_expression(true);
-            if (s->expr->kind != Expr::K::Call) fail(s->expr->offset, "expected a call");
+            if (s->expr->kind != Expr::K::Call) fail("expected a call", s->expr->offset);
             end_tag();
             s->bodies.push_back(parse_body({"endcall"}, end));
             next();
             end_tag();
         } else if (name == "filter") {
+            Soft hard(*this, false);
             s->kind = Stmt::K::FilterBlock;
             s->expr = parse_filters(nullptr, true);
             end_tag();
@@ -214,6 +239,7 @@ private:
             next();
             end_tag();
         } else if (name == "generation") {
+            Soft hard(*this, false);
             s->kind = Stmt::K::Scope;
             end_tag();
             s->bodies.push_back(parse_body({"endgeneration"}, end));
@@ -223,11 +249,10 @@ private:
             s->kind = name == "break" ? Stmt::K::Break : Stmt::K::Continue;
             end_tag();
         } else {
-            fail(s->offset, "unknown statement '" + name + "'");
+            fail("unknown statement '" + name + "'", s->offset);
         }
         return s;
     }
-    [[noreturn]] void fail(size_t offset, const std::string& message) const { fail(message, offset); }
 
     // `a`, `a, b`, `(a, b)` or (for set) `ns.attr`.
     std::vector<std::string> parse_targets(bool allow_attr) {
@@ -281,6 +306,7 @@ private:
             size_t offset = cur().offset;
             next();
             auto c = make(Expr::K::Cond, offset);
+            Soft soft(*this, true);
             c->args.push_back(parse_or());
             c->args.push_back(std::move(e));
             c->args.push_back(skip_name("else") ? parse_expression(true) : nullptr);
@@ -512,7 +538,7 @@ private:
         auto s = make(slice ? Expr::K::Slice : Expr::K::Item, offset);
         s->args.push_back(std::move(e));
         if (!slice) {
-            if (!parts[0]) fail(offset, "expected an index");
+            if (!parts[0]) fail("expected an index", offset);
             s->args.push_back(std::move(parts[0]));
         } else {
             for (auto& p : parts) s->args.push_back(std::move(p));
@@ -557,6 +583,7 @@ private:
                 next();
                 f->name += "." + expect_name();
             }
+            check_known(true, f->name, offset);
             f->args.push_back(std::move(e));
             if (is_op("(")) parse_call_args(*f);
             e = std::move(f);
@@ -571,11 +598,13 @@ private:
             } else if (is_name("is")) {
                 auto t = make(Expr::K::Test, next().offset);
                 t->negated = skip_name("not");
+                size_t name_offset = cur().offset;
                 t->name = expect_name();
                 while (is_op(".")) {
                     next();
                     t->name += "." + expect_name();
                 }
+                check_known(false, t->name, name_offset);
                 t->args.push_back(std::move(e));
                 const Token& c = cur();
                 if (is_op("(")) {

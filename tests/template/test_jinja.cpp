@@ -253,6 +253,8 @@ TEST(Jinja, Statements) {
      R"j([  a 1 ][B])j"},
     {R"j({% filter upper %}abc {{ 'd' }}{% endfilter %}|{% generation %}gen {{ 1 }}{% endgeneration %})j",
      R"j(ABC D|gen 1)j"},
+    {R"j({% if false %}{{ 1 | nosuch }}{% endif %}{{ 1 if true else 2 | nosuch }})j",
+     R"j(1)j"},
     {R"j({% if false %}a{% elif none %}b{% elif 'x' %}c{% else %}d{% endif %}{% if 0 %}e{% else %}f{% endif %})j",
      R"j(cf)j"},
     {R"j({{ strftime_now('%d %B %Y %A %H:%M %b %j') }})j",
@@ -296,6 +298,8 @@ TEST(Jinja, SyntaxErrorsHaveLineAndColumn) {
         {"{% endif %}", 1, 4, "unexpected 'endif'"},
         {"{{ x is defined is none }}", 1, 17, "cannot chain multiple tests"},
         {"{{ a ? b }}", 1, 6, "unexpected char '?'"},
+        // A loop body inside `if` is no longer "inside if" for jinja2: unknown filters fail early.
+        {"{% if true %}{% for i in [1] %}{{ 1 | nosuch }}{% endfor %}{% endif %}", 1, 37, "No filter named 'nosuch'."},
     };
     for (const auto& w : cases) {
         vkllm::TemplateError e = error_of(w.source);
@@ -318,7 +322,11 @@ TEST(Jinja, RuntimeErrorsHaveLineAndColumn) {
         {"ok\n{{ 'a' + 1 }}", 2, 8, "can only concatenate str (not \"int\") to str"},
         {"{{ none.x.y }}", 1, 10, "'None' has no attribute 'x'"},
         {"{{ x | nosuch }}", 1, 6, "No filter named 'nosuch'."},
-        {"{{ 1 is nosuch }}", 1, 6, "No test named 'nosuch'."},
+        {"{{ 1 is nosuch }}", 1, 9, "No test named 'nosuch'."},
+        // Inside `if`, jinja2 lets an unknown filter fail only when it runs (a template may test
+        // for it first), and says so differently.
+        {"{% if true %}{{ 1 | nosuch }}{% endif %}", 1, 19, "No filter named 'nosuch' found."},
+        {"{{ 1 if 2 is nosuch else 3 }}", 1, 11, "No test named 'nosuch' found."},
         {"{% for m in none %}{% endfor %}", 1, 4, "'NoneType' object is not iterable"},
         {"{{ 1 in none }}", 1, 4, "argument of type 'NoneType' is not iterable"},
         {"{{ [1] | map('upper') | tojson }}", 1, 23, "Object of type generator is not JSON serializable"},
