@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "model_file.h"
 #include "options.h"
+#include "super_report.h"
 #include "vkllm/gguf.h"
 #include "vkllm/model_info.h"
 
@@ -16,7 +17,10 @@ namespace vkllm::cli {
 
 namespace {
 
-constexpr const char* kUsage = "vkllm inspect [FILE.gguf] [--tensors]   (no file: the model built into vkllm)";
+constexpr const char* kUsage =
+    "vkllm inspect [FILE.gguf] [--tensors]   (no file: the model built into vkllm)\n"
+    "vkllm inspect --super [FILE.gguf] [--json]   super weights, massive activations, attention sinks\n"
+    "                                             (one forward pass on the GPU; docs/super-weights.md)";
 
 std::string human_bytes(uint64_t n) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -52,14 +56,21 @@ std::string shape_text(const std::vector<uint64_t>& dims) {
 
 int inspect(const Args& args) {
     std::string path;
-    bool list_tensors = false;
+    bool list_tensors = false, super = false, json = false;
     for (const std::string& a : args) {
         if (a == "--tensors") list_tensors = true;
+        else if (a == "--super") super = true;
+        else if (a == "--json") json = true;
         else if (a == "-h" || a == "--help") throw HelpRequested();
         else if (a.empty()) throw UsageError("an empty file name");
         else if (a[0] == '-') throw UsageError("unknown option '" + a + "'");
         else if (path.empty()) path = a;
         else throw UsageError("more than one file given ('" + path + "', '" + a + "')");
+    }
+    if (json && !super) throw UsageError("--json goes with --super");
+    if (super) {
+        if (list_tensors) throw UsageError("--tensors and --super do not go together");
+        return inspect_super(path, json);
     }
     auto file = open_model_file(path);
     const GgufValue* arch_value = file->find("general.architecture");

@@ -23,7 +23,7 @@ const std::map<std::string, Command>& commands() {
         {"tokenize", {cmd_tokenize, "token ids of a text: tokenize [-m MODEL] -p TEXT [--add-special] [--parse-special]"}},
         {"bench", {cmd_bench, "prompt and decode speed: bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]"}},
         {"info", {cmd_info, "Vulkan devices and their capabilities: info [--json]"}},
-        {"inspect", {cmd_inspect, "a GGUF file: inspect [FILE.gguf] [--tensors]"}},
+        {"inspect", {cmd_inspect, "a GGUF file: inspect [FILE.gguf] [--tensors] | --super [FILE.gguf] [--json]"}},
         {"quantize", {cmd_quantize, "rewrite weights: quantize IN.gguf OUT.gguf TYPE"}},
         {"template", {cmd_template, "render a chat template: template (-m MODEL | --template FILE) --messages FILE.json [...]"}},
         {"chat", {cmd_chat, "a conversation on stdin/stdout: chat [-m MODEL] [--system TEXT] [sampling options]"}},
