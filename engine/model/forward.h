@@ -96,7 +96,7 @@ private:
     void record_mla_output(int l, int n_tokens);
     gpu::Buffer mla_qa_, mla_q_, mla_qn_, mla_qabs_, mla_out_;
     gpu::Buffer head_ids_;  // int32 [n_batch * n_head]: pair p's "expert" is its head, p % n_head
-    // probe_out: also copies the projection's output (+ bias, before any post-norm) there.
+    // probe_out: also copies what the block adds to the residual stream (after bias and post-norm).
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
                           const gpu::Buffer* post_norm, int n_tokens, const gpu::Buffer* probe_out = nullptr);
     void record_embeddings(int n_tokens);

@@ -186,20 +186,16 @@ void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int 
         ops::add_bias(s, out, 0, *bias, T, spec_.n_embd);
         s.barrier("the block's bias is added before its post-norm or the next layer");
     }
+    if (!apart) return;
+    if (post_norm) {
+        norm(block_out_, 0, post_norm, nullptr, block_out_, 0, T);
+        s.barrier("the post-normalised block output is complete before the probe copy and the residual add");
+    }
     if (probe_out) {
+        // What the block adds to the residual stream (both only read block_out_).
         s.mark("copy");
         s.copy(block_out_, 0, *probe_out, 0, uint64_t(T) * uint64_t(spec_.n_embd) * F);
-        s.barrier("the probe has copied the block output before it is normalised or added");
     }
-    if (!apart) return;
-    if (!post_norm) {
-        s.mark("add");
-        ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
-        s.barrier("the residual stream is updated before the next block reads it");
-        return;
-    }
-    norm(block_out_, 0, post_norm, nullptr, block_out_, 0, T);
-    s.barrier("the post-normalised block output is complete before the residual add");
     s.mark("add");
     ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
     s.barrier("the residual stream is updated before the next block reads it");

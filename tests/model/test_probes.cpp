@@ -90,7 +90,7 @@ void expect_last_lens_is_the_output(const ProbeResults& r, const std::vector<flo
     const auto p = softmax_of(last_logits.data(), last_logits.size());
     for (size_t i = 0; i < it->top.size(); ++i) {
         EXPECT_NEAR(it->top[i].p, p[size_t(it->top[i].id)], 1e-5) << "lens rank " << i;
-        if (i) EXPECT_GE(it->top[i - 1].p, it->top[i].p);
+        if (i) { EXPECT_GE(it->top[i - 1].p, it->top[i].p); }
     }
 }
 
@@ -136,7 +136,7 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
                 for (int k = 0; k < T; ++k) {
                     const float p = m.at(h, q, k);
                     sum += p;
-                    if (k > q) ASSERT_EQ(p, 0.0f) << "future key " << k << " of query " << q;
+                    if (k > q) { ASSERT_EQ(p, 0.0f) << "future key " << k << " of query " << q; }
                     ASSERT_NEAR(p, pr[(size_t(q) * size_t(H) + size_t(h)) * size_t(T) + size_t(k)], 1e-4)
                         << "layer " << m.layer << " head " << h << " query " << q << " key " << k;
                 }
@@ -166,7 +166,7 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
         for (size_t i = 0; i < s.top.size(); ++i) {
             const ResidualEntry& te = s.top[i];
             EXPECT_NEAR(te.value, x[size_t(te.token) * size_t(E) + size_t(te.channel)], 1e-4 * e.max_abs);
-            if (i) EXPECT_GE(std::fabs(s.top[i - 1].value), std::fabs(te.value));
+            if (i) { EXPECT_GE(std::fabs(s.top[i - 1].value), std::fabs(te.value)); }
         }
         // Nothing outside the top is larger than its smallest entry.
         size_t larger = 0;
@@ -217,8 +217,11 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
                 in_output = false;
             }
             if (t.layer == -1 && prev == L - 1) in_output = true;
-            if (in_output) EXPECT_EQ(t.layer, -1) << t.op;
-            else EXPECT_TRUE(t.layer == prev || t.layer == prev + 1) << t.op << " at layer " << t.layer << " after " << prev;
+            if (in_output) {
+                EXPECT_EQ(t.layer, -1) << t.op;
+            } else {
+                EXPECT_TRUE(t.layer == prev || t.layer == prev + 1) << t.op << " at layer " << t.layer << " after " << prev;
+            }
             prev = t.layer;
             EXPECT_GE(t.ms, 0.0);
         }
@@ -363,7 +366,7 @@ TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
                     const float p = a.at(h, q, k);
                     sum += p;
                     ASSERT_NEAR(p, b.at(h, q, k), 1e-4) << "layer " << l << " head " << h << " q " << q << " k " << k;
-                    if (k > q || (window > 0 && k <= q - window)) ASSERT_EQ(p, 0.0f) << "layer " << l << " q " << q << " k " << k;
+                    if (k > q || (window > 0 && k <= q - window)) { ASSERT_EQ(p, 0.0f) << "layer " << l << " q " << q << " k " << k; }
                 }
                 EXPECT_NEAR(sum, 1.0, 1e-5);
             }
@@ -445,8 +448,8 @@ TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
         EXPECT_LT(rel_diff(x.values, edited), 1e-4);
         for (size_t t = 0; t < prompt.size(); ++t) {
             const float v = x.values[t * size_t(spec.n_embd) + 5];
-            if (mode == M::Zero) EXPECT_EQ(v, 0.0f);
-            if (mode == M::Value) EXPECT_EQ(v, 4.0f);
+            if (mode == M::Zero) { EXPECT_EQ(v, 0.0f); }
+            if (mode == M::Value) { EXPECT_EQ(v, 4.0f); }
         }
         for (int32_t tok : {prompt[2], prompt[9], prompt[4]}) {
             const auto g = s.eval({tok});
