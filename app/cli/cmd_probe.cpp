@@ -6,12 +6,13 @@
 //   tokens      [{position, id, text, generated}] every token evaluated, in order
 //   attention   [{layer, n_head, window, chunk, query_pos[], key_pos[], probs[head][query][key],
 //                 sink[head][query] or null}]: the prompt's rows, then one row per generated token
-//   residual    [{pass, layer, positions[], max_abs, position, channel, median_abs,
-//                 token_max_abs[], token_channel[], top[{value, position, channel}]}] per eval
-//   ffn_down    [{pass, layer, expert, in_max_abs, in_position, in_channel, in_median_abs,
+//   residual    [{eval, layer, max_abs, position, channel, median_abs, token_max_abs[],
+//                 token_channel[], top[{value, position, channel}]}] per eval (eval 0: the
+//                 prompt, eval i: the i-th generated token)
+//   ffn_down    [{eval, layer, expert, in_max_abs, in_position, in_channel, in_median_abs,
 //                 out_max_abs, out_position, out_channel, out_median_abs}] per eval
 //   routing     [{layer, top_k, positions[], experts[token][k], weights[token][k]}]
-//   logit_lens  [{pass, layer, position, top[{id, text, p}]}]: each eval's newest position
+//   logit_lens  [{eval, layer, position, top[{id, text, p}]}]: each eval's newest position
 //   timings     {passes, dispatches, barriers, total_ms, by_op[{op, ms, count}], by_layer[ms]}
 #include <algorithm>
 #include <cstdio>
@@ -147,17 +148,17 @@ struct Collector {
     std::vector<OpTiming> timings;
     int passes = 0, dispatches = 0, barriers = 0;
 
-    void add(const ProbeResults& r, int pass) {
+    void add(const ProbeResults& r, int eval) {
         for (const AttentionMap& m : r.attention) attention[m.layer].add(m);
         for (const ResidualStat& s : r.residual) {
             json top = json::array();
             for (const ResidualEntry& e : s.top) top.push_back({{"value", e.value}, {"position", e.token}, {"channel", e.channel}});
-            residual.push_back({{"pass", pass},           {"layer", s.layer},       {"max_abs", s.max_abs},
+            residual.push_back({{"eval", eval},           {"layer", s.layer},       {"max_abs", s.max_abs},
                                 {"position", s.token},    {"channel", s.channel},   {"median_abs", s.median_abs},
                                 {"token_max_abs", s.token_max_abs}, {"token_channel", s.token_channel}, {"top", top}});
         }
         for (const FfnDownStat& f : r.ffn_down)
-            ffn_down.push_back({{"pass", pass},
+            ffn_down.push_back({{"eval", eval},
                                 {"layer", f.layer},
                                 {"expert", f.expert},
                                 {"in_max_abs", f.in_max_abs},
@@ -179,7 +180,7 @@ struct Collector {
         for (const LogitLens& l : r.logit_lens) {
             json top = json::array();
             for (const LensToken& t : l.top) top.push_back({{"id", t.id}, {"text", t.text}, {"p", t.p}});
-            logit_lens.push_back({{"pass", pass}, {"layer", l.layer}, {"position", l.position}, {"top", top}});
+            logit_lens.push_back({{"eval", eval}, {"layer", l.layer}, {"position", l.position}, {"top", top}});
         }
         timings.insert(timings.end(), r.timings.begin(), r.timings.end());
         passes += r.passes;

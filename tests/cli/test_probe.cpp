@@ -126,7 +126,7 @@ TEST(Probe, AttentionResidualAndLensOnZooSwa) {
     const int n_evals = 1 + (n_tokens - n_prompt);
     EXPECT_EQ(doc["residual"].size(), size_t(n_evals * (n_layer + 1)));
     for (const json& s : doc["residual"]) {
-        const size_t n = int(s["pass"]) == 0 ? size_t(n_prompt) : 1;
+        const size_t n = int(s["eval"]) == 0 ? size_t(n_prompt) : 1;
         EXPECT_EQ(s["token_max_abs"].size(), n);
         EXPECT_EQ(s["token_channel"].size(), n);
         EXPECT_GE(float(s["max_abs"]), float(s["median_abs"]));
@@ -150,7 +150,7 @@ TEST(Probe, AttentionResidualAndLensOnZooSwa) {
             EXPECT_LE(float(t["p"]), previous);
             previous = t["p"];
         }
-        if (int(l["pass"]) == 0 && int(l["layer"]) == n_layer - 1) {
+        if (int(l["eval"]) == 0 && int(l["layer"]) == n_layer - 1) {
             found = true;
             EXPECT_EQ(l["position"], n_prompt - 1);
             EXPECT_EQ(l["top"][0]["id"], argmax);
