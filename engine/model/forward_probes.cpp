@@ -76,7 +76,16 @@ void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
         }
     }
     const uint64_t B = uint64_t(n_batch_), E = uint64_t(spec_.n_embd);
-    bool any_residual = probes.residual_stats || !probes.residual_full_layers.empty();
+    // A probe turned off gives its buffers back.
+    const bool any_residual = probes.residual_stats || !probes.residual_full_layers.empty();
+    if (!any_residual) residual_host_ = gpu::Buffer();
+    if (!probes.ffn_down) {
+        ffn_in_host_.clear();
+        ffn_out_host_.clear();
+        moe_in_host_.clear();
+        moe_out_host_.clear();
+    }
+    if (!probes.routing && !probes.ffn_down) routing_host_.clear();
     if (any_residual && !residual_host_.valid())
         residual_host_ = gpu::Buffer(ctx_, uint64_t(spec_.n_layer + 1) * B * E * F, gpu::Memory::Host);
     const size_t L = size_t(spec_.n_layer);

@@ -238,6 +238,7 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
         EXPECT_TRUE(std::any_of(by_op.begin(), by_op.end(), [](const OpTiming& o) { return o.op == "attention"; }));
     }
 
+    EXPECT_GT(session.probe_bytes(), 0u);
     // A decode step: one row per map, appended to nothing (a new eval).
     const auto next = session.eval({prompt[3]});
     ref.eval({prompt[3]});
@@ -246,6 +247,14 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
     EXPECT_EQ(session.probes().residual[0].token_max_abs.size(), 1u);
     EXPECT_EQ(session.probes().passes, 1);
     expect_last_lens_is_the_output(session.probes(), next, L, T);
+
+    // Probes turned off record nothing and give their buffers back.
+    session.set_probes({});
+    session.eval({prompt[4]});
+    EXPECT_TRUE(session.probes().attention.empty() && session.probes().residual.empty() &&
+                session.probes().ffn_down.empty() && session.probes().logit_lens.empty() &&
+                session.probes().timings.empty());
+    EXPECT_EQ(session.probe_bytes(), 0u);
 }
 
 TEST_F(Probes, AttentionRowsAreCappedToTheNewest) {
