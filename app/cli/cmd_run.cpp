@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "activation_report.h"
+#include "interventions.h"
 #include "model_file.h"
 #include "options.h"
 #include "vkllm/generate.h"
@@ -20,8 +21,13 @@ const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
     "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations]\n"
+    "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
+    "  --zero-weight: sets weight[ROW, COL] of blk.LAYER.TENSOR to 0 (ROW the output channel, as PyTorch's\n"
+    "                 down_proj.weight[row, col]; `vkllm inspect --super` finds super weights)\n"
+    "  --set-activation: sets residual channel CHANNEL after LAYER (-1: the embeddings) to VALUE, or to its\n"
+    "                 running mean over the tokens evaluated, for every token\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.
@@ -76,7 +82,8 @@ void print_session_header(const Model& model, const Session& session) {
 int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
-               "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b"},
+               "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
+               "--zero-weight", "--set-activation"},
               {"--timings", "--expert-stats", "--activations"});
     GenerateOptions go;
     go.max_tokens = int(o.integer("-n", 128));
@@ -102,6 +109,12 @@ int run(const Args& args) {
     auto file = open_model_file(o);
     if (!o.has("-m")) std::fprintf(stderr, "vkllm: no -m given; using %s\n", builtin_model_description().c_str());
     auto model = Model::load(*file, mo);
+    for (const WeightRef& w : parse_zero_weights(o.str("--zero-weight"))) {
+        const float old = model->set_weight(w, 0.0f);  // std::invalid_argument names what is out of range
+        std::fprintf(stderr, "vkllm: zeroed layer %d %s[%lld, %lld]%s (was %g)\n", w.layer, w.tensor.c_str(),
+                     static_cast<long long>(w.row), static_cast<long long>(w.col),
+                     w.expert >= 0 ? (" of expert " + std::to_string(w.expert)).c_str() : "", double(old));
+    }
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0));
     so.n_batch = int(o.integer("-b", 256));
@@ -109,6 +122,7 @@ int run(const Args& args) {
     so.probes.expert_load = o.has("--expert-stats");
     so.probes.residual_stats = o.has("--activations");
     Session session(*model, so);
+    if (o.has("--set-activation")) session.set_residual_edits(parse_set_activations(o.str("--set-activation")));
 
     const std::string prompt = o.str("-p", "");
     const std::vector<int32_t> tokens = model->tokenize(prompt, /*add_special=*/true);
