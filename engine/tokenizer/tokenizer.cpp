@@ -117,6 +117,14 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
             detail::spm_encode(t.vocab, piece, out);
             after_special = false;
         }
+    } else if (t.model == Impl::Model::WordPiece) {
+        for (const Fragment& f : fragments) {
+            if (f.token >= 0)
+                out.push_back(f.token);
+            else
+                detail::wordpiece_encode(t.vocab, t.max_token_len, text.substr(f.offset, f.length), t.lowercase,
+                                         t.strip_accents, out);
+        }
     } else {
         for (const Fragment& f : fragments) {
             if (f.token >= 0)
@@ -126,6 +134,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
         }
     }
     if (add_special && t.add_eos) out.push_back(t.eos);
+    if (add_special && t.add_sep) out.push_back(t.sep);
     return out;
 }
 
@@ -136,7 +145,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     if (attr & (detail::kAttrControl | detail::kAttrUnknown)) return render_special ? text : std::string();
     if (attr & detail::kAttrUserDefined) return text;
     if (attr & detail::kAttrNormal) {
-        if (t.model == Impl::Model::SentencePiece) {
+        if (t.model != Impl::Model::ByteLevelBpe) {  // SentencePiece, WordPiece: U+2581 is a space
             std::string piece = text;
             replace_all(piece, kSpmSpace, " ");
             return piece;
@@ -163,7 +172,10 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_special) const {
     std::string out;
-    bool strip_space = impl_->model == Impl::Model::SentencePiece && impl_->add_space_prefix;
+    // SentencePiece with a space prefix, and WordPiece (each word starts with U+2581): the
+    // first piece's leading space is not part of the text.
+    bool strip_space = (impl_->model == Impl::Model::SentencePiece && impl_->add_space_prefix) ||
+                       impl_->model == Impl::Model::WordPiece;
     for (int32_t id : ids) {
         std::string piece = token_to_piece(id, render_special);
         if (strip_space && !piece.empty()) {
@@ -182,6 +194,9 @@ int32_t Tokenizer::eot() const { return impl_->eot; }
 int32_t Tokenizer::eom() const { return impl_->eom; }
 int32_t Tokenizer::unk() const { return impl_->unk; }
 int32_t Tokenizer::pad() const { return impl_->pad; }
+int32_t Tokenizer::sep() const { return impl_->sep; }
+int32_t Tokenizer::mask() const { return impl_->mask; }
+bool Tokenizer::add_sep() const { return impl_->add_sep; }
 bool Tokenizer::add_bos() const { return impl_->add_bos; }
 bool Tokenizer::add_eos() const { return impl_->add_eos; }
 bool Tokenizer::add_space_prefix() const { return impl_->add_space_prefix; }
@@ -219,6 +234,7 @@ int32_t Tokenizer::find_token(std::string_view text) const { return impl_->vocab
 
 std::string Tokenizer::kind() const {
     if (impl_->model == Impl::Model::SentencePiece) return "llama (SentencePiece)";
+    if (impl_->model == Impl::Model::WordPiece) return "bert (WordPiece)";
     return "gpt2 (byte-level BPE, pre=" + impl_->pre_name + ")";
 }
 

@@ -1,7 +1,8 @@
 // Text <-> token ids for the vocabularies GGUF files carry (`tokenizer.ggml.*`):
 //   - "llama": SentencePiece BPE with byte fallback (Llama 1/2, Mistral, Gemma, Phi-3, ...);
 //   - "gpt2":  byte-level BPE with a regex pre-tokenizer chosen by `tokenizer.ggml.pre`
-//              (GPT-2, Llama 3, Qwen2/3, DeepSeek, OLMo, gpt-oss, ...).
+//              (GPT-2, Llama 3, Qwen2/3, DeepSeek, OLMo, gpt-oss, ...);
+//   - "bert":  WordPiece with BERT's basic pre-tokenization ([CLS] text [SEP]).
 // Results match llama.cpp's tokenizer token for token (its vocab test files are the tests).
 #pragma once
 
@@ -57,6 +58,9 @@ public:
     int32_t eom() const;  // end of message ("<|eom_id|>"), -1 when none
     int32_t unk() const;
     int32_t pad() const;
+    int32_t sep() const;   // BERT's [SEP], -1 when none
+    int32_t mask() const;  // BERT's [MASK], -1 when none
+    bool add_sep() const;  // encode(..., add_special=true) ends with sep() (WordPiece)
     bool add_bos() const;  // encode(..., add_special=true) starts with bos()
     bool add_eos() const;
     bool add_space_prefix() const;

@@ -13,7 +13,7 @@
 namespace vkllm::tokenizer {
 
 struct Tokenizer::Impl {
-    enum class Model { SentencePiece, ByteLevelBpe };
+    enum class Model { SentencePiece, ByteLevelBpe, WordPiece };
     Model model = Model::SentencePiece;
     std::string pre_name;  // ByteLevelBpe: the `tokenizer.ggml.pre` in use
 
@@ -21,9 +21,13 @@ struct Tokenizer::Impl {
     std::unique_ptr<detail::BpeMerges> merges;       // ByteLevelBpe
     std::unique_ptr<PreTokenizer> pre_tokenizer;     // ByteLevelBpe
     bool ignore_merges = false;
+    // WordPiece (BERT): the normalizer's options and the longest vocabulary string in bytes.
+    bool lowercase = true, strip_accents = true;
+    size_t max_token_len = 0;
 
     int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
-    bool add_bos = false, add_eos = false, add_space_prefix = false;
+    int32_t sep = -1, mask = -1;  // BERT's [SEP] (ends an encoded text) and [MASK]
+    bool add_bos = false, add_eos = false, add_space_prefix = false, add_sep = false;
 
     // Tokens matched in text before tokenizing (CONTROL, USER_DEFINED, UNKNOWN), longest first.
     std::vector<int32_t> special_tokens;

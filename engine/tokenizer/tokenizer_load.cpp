@@ -190,9 +190,15 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer(const gguf::File& f) {
                                  "); supported: " + supported_pre_tokenizer_names());
         t->ignore_merges = pre_spec->ignore_merges;
         t->add_bos = pre_spec->add_bos;
+    } else if (*model == "bert") {
+        // llama.cpp's defaults for a WordPiece vocabulary: [CLS] text [SEP], BERT's ids.
+        t->model = Tokenizer::Impl::Model::WordPiece;
+        t->bos = 101, t->unk = 100, t->sep = 102, t->pad = 0, t->mask = 103;
+        t->add_bos = true;
+        t->add_sep = true;
     } else {
         throw TokenizerError(where(f) + ": unsupported tokenizer model '" + *model + "' (" + kModelKey +
-                             "); supported: llama (SentencePiece), gpt2 (byte-level BPE)");
+                             "); supported: llama (SentencePiece), gpt2 (byte-level BPE), bert (WordPiece)");
     }
     read_flag(f, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
 
@@ -216,9 +222,20 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer(const gguf::File& f) {
     read_special_id(f, "tokenizer.ggml.eom_token_id", n, t->eom);
     read_special_id(f, "tokenizer.ggml.unknown_token_id", n, t->unk);
     read_special_id(f, "tokenizer.ggml.padding_token_id", n, t->pad);
+    read_special_id(f, "tokenizer.ggml.seperator_token_id", n, t->sep);  // llama.cpp's spelling
+    read_special_id(f, "tokenizer.ggml.mask_token_id", n, t->mask);
     t->vocab.unk = t->unk;
     read_flag(f, "tokenizer.ggml.add_bos_token", t->add_bos);
     read_flag(f, "tokenizer.ggml.add_eos_token", t->add_eos);
+    read_flag(f, "tokenizer.ggml.add_sep_token", t->add_sep);
+    if (t->add_sep && t->sep < 0) t->add_sep = false;
+    if (t->model == Tokenizer::Impl::Model::WordPiece) {
+        // BERT's normalizer: accents are stripped when lower-casing unless the file says otherwise.
+        read_flag(f, "tokenizer.ggml.normalizer.lowercase", t->lowercase);
+        t->strip_accents = t->lowercase;
+        read_flag(f, "tokenizer.ggml.normalizer.strip_accents", t->strip_accents);
+        for (const std::string& s : t->vocab.text) t->max_token_len = std::max(t->max_token_len, s.size());
+    }
     if (t->add_bos && t->bos < 0) t->add_bos = false;  // nothing to add
     if (t->add_eos && t->eos < 0) t->add_eos = false;
 

@@ -56,6 +56,18 @@ bool parse_category_name(std::string_view name, Category* exact, char* major) {
     return false;
 }
 
+namespace {
+uint32_t look_up(const CodePointPair* table, size_t n, uint32_t cp) {
+    const CodePointPair* end = table + n;
+    const CodePointPair* it =
+        std::lower_bound(table, end, cp, [](const CodePointPair& p, uint32_t v) { return p.from < v; });
+    return it != end && it->from == cp ? it->to : cp;
+}
+}  // namespace
+
+uint32_t to_lower(uint32_t cp) { return look_up(tables::kLowercase, tables::kLowercaseCount, cp); }
+uint32_t nfd_first(uint32_t cp) { return look_up(tables::kNfdFirst, tables::kNfdFirstCount, cp); }
+
 bool is_white_space(uint32_t cp) {
     const uint32_t* end = tables::kWhiteSpace + tables::kWhiteSpaceCount;
     return std::binary_search(tables::kWhiteSpace, end, cp);

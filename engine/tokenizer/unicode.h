@@ -24,11 +24,20 @@ struct CategoryRange {
     Category category;
 };
 
+struct CodePointPair {
+    uint32_t from;
+    uint32_t to;
+};
+
 namespace tables {
 extern const CategoryRange kCategoryRanges[];
 extern const size_t kCategoryRangeCount;
 extern const uint32_t kWhiteSpace[];
 extern const size_t kWhiteSpaceCount;
+extern const CodePointPair kLowercase[];  // unicode_case_tables.cpp
+extern const size_t kLowercaseCount;
+extern const CodePointPair kNfdFirst[];
+extern const size_t kNfdFirstCount;
 }  // namespace tables
 
 constexpr uint32_t kReplacementChar = 0xFFFD;
@@ -43,6 +52,8 @@ bool parse_category_name(std::string_view name, Category* exact, char* major);
 inline bool is_letter(uint32_t cp) { return major_class(category(cp)) == 'L'; }
 inline bool is_number(uint32_t cp) { return major_class(category(cp)) == 'N'; }
 bool is_white_space(uint32_t cp);  // the White_Space property: what \s matches
+uint32_t to_lower(uint32_t cp);     // the simple lowercase mapping (cp itself when none)
+uint32_t nfd_first(uint32_t cp);    // the first code point of cp's NFD form ("é" -> "e")
 
 // Length of the UTF-8 sequence that starts with `lead`, judged from its top bits alone
 // (1 for ASCII and for stray continuation bytes). Tokenizers split text into characters

@@ -70,4 +70,14 @@ private:
 void bpe_encode_word(const Vocab& vocab, const BpeMerges& merges, std::string_view word, bool ignore_merges,
                      std::vector<int32_t>& out);
 
+// BERT's WordPiece (wordpiece.cpp). wordpiece_words: the basic pre-tokenization: optional NFD
+// accent stripping (a code point becomes the first of its NFD form, marks are dropped) and
+// lower-casing, control characters dropped, whitespace splits, punctuation, ASCII symbols and
+// CJK ideographs become one-character words. wordpiece_encode: each word as "\u2581" + word,
+// greedy longest match first (continuations carry no prefix); a word with an unmatched part
+// becomes unk. Appends ids to `out`.
+std::vector<std::string> wordpiece_words(std::string_view text, bool lowercase, bool strip_accents);
+void wordpiece_encode(const Vocab& vocab, size_t max_token_len, std::string_view text, bool lowercase,
+                      bool strip_accents, std::vector<int32_t>& out);
+
 }  // namespace vkllm::tokenizer::detail

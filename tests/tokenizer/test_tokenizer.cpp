@@ -12,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
 
 using vkllm::tokenizer::Tokenizer;
 using vkllm::tokenizer::TokenizerError;
@@ -358,10 +359,10 @@ TEST(Synthetic, UnsupportedTokenizersAreNamed) {
             EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
         }
     };
-    vkllm::gguf::Writer bert;
-    bert.set("tokenizer.ggml.model", Value::from_string("bert"));
-    bert.set("tokenizer.ggml.tokens", Value::from_strings({"[CLS]", "a"}));
-    expect_error(bert, "'bert'");
+    vkllm::gguf::Writer rwkv;
+    rwkv.set("tokenizer.ggml.model", Value::from_string("rwkv"));
+    rwkv.set("tokenizer.ggml.tokens", Value::from_strings({"a", "b"}));
+    expect_error(rwkv, "'rwkv'");
 
     vkllm::gguf::Writer odd_pre;
     odd_pre.set("tokenizer.ggml.model", Value::from_string("gpt2"));
@@ -405,4 +406,78 @@ TEST(Synthetic, ByteLevelBpeMergesByRank) {
     EXPECT_TRUE(tok->is_eog(10));
     EXPECT_EQ(tok->bos(), -1);
     EXPECT_FALSE(tok->add_bos());
+}
+
+// WordPiece (BERT): llama.cpp's bert-bge vocab test file, committed in tests/tokenizer/golden
+// (0.6 MB; copied from the llama.cpp source bundle's models/).
+TEST(WordPiece, EveryBgeCaseMatchesLlamaCpp) {
+    const std::string path = vkllm::test::source_dir() + "/tests/tokenizer/golden/ggml-vocab-bert-bge.gguf";
+    const Tokenizer& tok = load(path);
+    EXPECT_EQ(tok.kind(), "bert (WordPiece)");
+    const auto cases = read_cases(path);
+    ASSERT_GT(cases.size(), 40u);
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto got = tok.encode(cases[i].text, /*add_special=*/false, /*parse_special=*/false);
+        EXPECT_EQ(got, cases[i].ids) << "case " << i << " '" << cases[i].text << "'\n  got:      " << show(got)
+                                     << "\n  expected: " << show(cases[i].ids);
+    }
+}
+
+TEST(WordPiece, BgeSpecialTokensAndDecode) {
+    const Tokenizer& tok = load(vkllm::test::source_dir() + "/tests/tokenizer/golden/ggml-vocab-bert-bge.gguf");
+    EXPECT_EQ(tok.bos(), tok.find_token("[CLS]"));
+    EXPECT_EQ(tok.sep(), tok.find_token("[SEP]"));
+    EXPECT_EQ(tok.mask(), tok.find_token("[MASK]"));
+    EXPECT_EQ(tok.unk(), tok.find_token("[UNK]"));
+    EXPECT_EQ(tok.pad(), tok.find_token("[PAD]"));
+    EXPECT_TRUE(tok.add_bos());
+    EXPECT_TRUE(tok.add_sep());
+    const auto ids = tok.encode("Hello, world!", true, false);
+    ASSERT_EQ(ids.size(), 6u);
+    EXPECT_EQ(ids.front(), tok.bos());
+    EXPECT_EQ(ids.back(), tok.sep());
+    EXPECT_EQ(tok.decode(ids), "hello , world !");  // every word piece starts with a space
+    // [MASK] is a control token: text only with parse_special.
+    const auto masked = tok.encode("the [MASK] sat", false, true);
+    ASSERT_EQ(masked.size(), 3u);
+    EXPECT_EQ(masked[1], tok.mask());
+    EXPECT_NE(tok.encode("the [MASK] sat", false, false).size(), 3u);
+}
+
+TEST(WordPiece, PreTokenization) {
+    using vkllm::tokenizer::detail::wordpiece_words;
+    using V = std::vector<std::string>;
+    EXPECT_EQ(wordpiece_words("Hello, World!", true, true), (V{"hello", ",", "world", "!"}));
+    EXPECT_EQ(wordpiece_words("Hello", false, false), (V{"Hello"}));
+    // Accents go with lower-casing: "Äpfel café" -> "apfel cafe"; kept when strip_accents is off.
+    EXPECT_EQ(wordpiece_words("\xC3\x84pfel caf\xC3\xA9", true, true), (V{"apfel", "cafe"}));
+    EXPECT_EQ(wordpiece_words("caf\xC3\xA9", true, false), (V{"caf\xC3\xA9"}));
+    // CJK ideographs are words of one character; "$" (an ASCII symbol) too; "½" stays in its word.
+    EXPECT_EQ(wordpiece_words("ab\xE6\x88\x91\xE6\x83\xB3$3\xC2\xBD", true, true),
+              (V{"ab", "\xE6\x88\x91", "\xE6\x83\xB3", "$", "3\xC2\xBD"}));
+    // Control characters vanish, whitespace of every kind splits.
+    EXPECT_EQ(wordpiece_words("a\x01" "b\tc\xE3\x80\x80" "d", true, true), (V{"ab", "c", "d"}));
+}
+
+TEST(WordPiece, GreedyLongestMatchAndUnknownWords) {
+    using vkllm::gguf::Value;
+    const std::string w = "\xE2\x96\x81";  // word start
+    vkllm::gguf::Writer wr;
+    wr.set("tokenizer.ggml.model", Value::from_string("bert"));
+    // ids: 0 [PAD] 1 [UNK] 2 [CLS] 3 [SEP] 4 [MASK] 5 ▁un 6 ▁unaff 7 able 8 aff 9 ▁a 10 ble 11 a
+    wr.set("tokenizer.ggml.tokens", Value::from_strings({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", w + "un",
+                                                         w + "unaff", "able", "aff", w + "a", "ble", "a"}));
+    wr.set("tokenizer.ggml.token_type", Value::from_i32s({3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1}));
+    wr.set("tokenizer.ggml.unknown_token_id", Value::from_u32(1));
+    wr.set("tokenizer.ggml.seperator_token_id", Value::from_u32(3));
+    wr.set("tokenizer.ggml.cls_token_id", Value::from_u32(2));
+    wr.set("tokenizer.ggml.bos_token_id", Value::from_u32(2));
+    wr.set("tokenizer.ggml.mask_token_id", Value::from_u32(4));
+    const auto tok = tokenizer_from(wr);
+    // Longest first: "▁unaff" + "able", not "▁un" + "aff" + "able".
+    EXPECT_EQ(tok->encode("unaffable", false, false), (std::vector<int32_t>{6, 7}));
+    // A word with a part nothing matches is [UNK] as a whole; the next word is not affected.
+    EXPECT_EQ(tok->encode("unaffablex a", true, false), (std::vector<int32_t>{2, 1, 9, 3}));
+    EXPECT_EQ(tok->decode({6, 7, 9}), "unaffable a");
+    EXPECT_EQ(tok->mask(), 4);
 }
