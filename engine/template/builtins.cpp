@@ -63,44 +63,98 @@ bool arg_bool(const Args& a, size_t i, const char* name, bool def) {
 
 // ---- strings ----
 
-std::string ascii_map(const std::string& s, int (*f)(int)) {
-    std::string out = s;
-    for (char& c : out)
-        if (static_cast<unsigned char>(c) < 0x80) c = char(f(static_cast<unsigned char>(c)));
-    return out;
+// Case mapping of ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic letters (what chat
+// templates meet); other characters are left as they are.
+// Latin Extended-A pairs letters as (upper, lower) = (even, odd), except in two runs where
+// the upper case letter is the odd one.
+bool latin_a(char32_t c) { return c >= 0x100 && c <= 0x17e && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x178; }
+bool latin_a_upper(char32_t c) {
+    bool odd_is_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+    return (c % 2 == 1) == odd_is_upper;
 }
-std::string upper(const std::string& s) { return ascii_map(s, ::toupper); }
-std::string lower(const std::string& s) { return ascii_map(s, ::tolower); }
+
+char32_t to_upper(char32_t c) {
+    if (c >= 'a' && c <= 'z') return c - 32;
+    if ((c >= 0xe0 && c <= 0xfe && c != 0xf7) || (c >= 0x3b1 && c <= 0x3cb && c != 0x3c2) || (c >= 0x430 && c <= 0x44f))
+        return c - 32;
+    if (c >= 0x450 && c <= 0x45f) return c - 80;
+    if (c == 0x3c2) return 0x3a3;                              // final sigma
+    if (c == 0x3ac) return 0x386;                              // Greek letters with tonos
+    if (c >= 0x3ad && c <= 0x3af) return c - 37;
+    if (c == 0x3cc) return 0x38c;
+    if (c == 0x3cd || c == 0x3ce) return c - 63;
+    if (c == 0xff) return 0x178;
+    if (c == 0xb5) return 0x39c;                               // micro sign -> Greek capital mu
+    if (c == 0x131 || c == 0x17f) return c == 0x131 ? 'I' : 'S';  // dotless i, long s
+    if (latin_a(c) && !latin_a_upper(c)) return c - 1;
+    return c;
+}
+char32_t to_lower(char32_t c) {
+    if (c >= 'A' && c <= 'Z') return c + 32;
+    if ((c >= 0xc0 && c <= 0xde && c != 0xd7) || (c >= 0x391 && c <= 0x3ab && c != 0x3a2) || (c >= 0x410 && c <= 0x42f))
+        return c + 32;
+    if (c >= 0x400 && c <= 0x40f) return c + 80;
+    if (c == 0x386) return 0x3ac;
+    if (c >= 0x388 && c <= 0x38a) return c + 37;
+    if (c == 0x38c) return 0x3cc;
+    if (c == 0x38e || c == 0x38f) return c + 63;
+    if (c == 0x178) return 0xff;
+    if (latin_a(c) && latin_a_upper(c)) return c + 1;
+    return c;
+}
+bool is_letter(char32_t c) {  // cased: has another case, or is one of the letters whose case is odd
+    return to_upper(c) != c || to_lower(c) != c || c == 0xdf || c == 0x130 || c == 0x138 || c == 0x149 || c == 0x390 || c == 0x3b0;
+}
+
+// One character's upper, title and lower case: usually one character, a few become two or three.
+std::u32string upper_of(char32_t c) {
+    switch (c) {
+        case 0xdf: return U"SS";
+        case 0x149: return U"\u02bcN";
+        case 0x390: return U"\u0399\u0308\u0301";
+        case 0x3b0: return U"\u03a5\u0308\u0301";
+        default: return std::u32string(1, to_upper(c));
+    }
+}
+std::u32string title_of(char32_t c) { return c == 0xdf ? U"Ss" : upper_of(c); }
+std::u32string lower_of(char32_t c) { return c == 0x130 ? U"i\u0307" : std::u32string(1, to_lower(c)); }
+
+std::string map_case(const std::string& s, std::u32string (*f)(char32_t)) {
+    std::u32string out;
+    for (char32_t c : decode_utf8(s)) out += f(c);
+    return encode_utf8(out);
+}
+std::string upper(const std::string& s) { return map_case(s, upper_of); }
+std::string lower(const std::string& s) { return map_case(s, lower_of); }
 
 std::string capitalize(const std::string& s) {
-    std::string out = lower(s);
-    if (!out.empty() && static_cast<unsigned char>(out[0]) < 0x80) out[0] = char(::toupper(out[0]));
-    return out;
+    std::u32string u = decode_utf8(s), out;
+    for (size_t i = 0; i < u.size(); ++i) out += i ? lower_of(u[i]) : title_of(u[i]);
+    return encode_utf8(out);
 }
 
 // str.title(): the first letter of every run of letters upper case, the rest lower case.
 std::string py_title(const std::string& s) {
-    std::string out = s;
+    std::u32string out;
     bool prev_letter = false;
-    for (char& c : out) {
-        bool letter = std::isalpha(static_cast<unsigned char>(c));
-        if (letter) c = char(prev_letter ? ::tolower(c) : ::toupper(c));
-        prev_letter = letter || (static_cast<unsigned char>(c) >= 0x80);
+    for (char32_t c : decode_utf8(s)) {
+        bool letter = is_letter(c);
+        out += !letter ? std::u32string(1, c) : prev_letter ? lower_of(c) : title_of(c);
+        prev_letter = letter;
     }
-    return out;
+    return encode_utf8(out);
 }
 
 // jinja2's title filter: words split at whitespace, '-', '(', '{', '[' and '<'.
 std::string jinja_title(const std::string& s) {
-    std::string out = s;
+    std::u32string out;
     bool word_start = true;
-    for (char& c : out) {
-        bool sep = std::isspace(static_cast<unsigned char>(c)) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-        if (sep) { word_start = true; continue; }
-        c = char(word_start ? ::toupper(static_cast<unsigned char>(c)) : ::tolower(static_cast<unsigned char>(c)));
-        word_start = false;
+    for (char32_t c : decode_utf8(s)) {
+        bool sep = is_py_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+        out += sep ? std::u32string(1, c) : word_start ? upper_of(c) : lower_of(c);  // item[0].upper() + item[1:].lower()
+        word_start = sep;
     }
-    return out;
+    return encode_utf8(out);
 }
 
 // str.strip/lstrip/rstrip: whitespace, or any of `chars`.
@@ -479,8 +533,8 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
         n = int64_t(u.size());
     } else if (obj.is_list() && !obj.generator) {
         n = int64_t(obj.list->size());
-    } else {
-        type_error("'" + type_name(obj) + "' object is not subscriptable");
+    } else {  // jinja2's getitem turns the TypeError into an undefined value
+        return Value::undefined("'" + type_name(obj) + "' object is not subscriptable");
     }
     // Python's slice.indices(n).
     auto bound = [&](const Value& v, int64_t def) -> int64_t {
@@ -504,7 +558,9 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
     }
     List out;
     for (int64_t i : idx) out.push_back((*obj.list)[size_t(i)]);
-    return Value::from(std::move(out));
+    Value v = Value::from(std::move(out));
+    v.tuple = obj.tuple;
+    return v;
 }
 
 bool contains(const Value& c, const Value& item) {
@@ -539,7 +595,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             return v;
         }
         if (a.is_list() && !a.generator) {
-            if (!b.is_list() || b.generator) type_error("can only concatenate list (not \"" + type_name(b) + "\") to list");
+            if (!b.is_list() || b.generator || a.tuple != b.tuple)
+                type_error("can only concatenate " + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
             List l = *a.list;
             l.insert(l.end(), b.list->begin(), b.list->end());
             return Value::from(std::move(l));
@@ -598,6 +655,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             return Value::from(op == "//" ? q : r);
         }
         if (op == "**") {
+            if (y < 0 && x == 0) type_error("0.0 cannot be raised to a negative power");
             if (y < 0) return Value::from(std::pow(double(x), double(y)));
             int64_t p = 1;
             for (int64_t i = 0; i < y; ++i) p *= x;
@@ -617,7 +675,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         double q = std::floor(x / y);
         return Value::from(op == "//" ? q : x - q * y);
     }
-    if (op == "**") return Value::from(std::pow(x, y));
+    if (op == "**") {
+        if (x == 0 && y < 0) type_error("0.0 cannot be raised to a negative power");
+        return Value::from(std::pow(x, y));
+    }
     return unsupported();
 }
 
@@ -700,6 +761,7 @@ std::string indent(const std::string& s, const Value* width, bool first, bool bl
 }
 
 Value to_int(const Value& v, const Args& a) {
+    if (v.is_undefined()) fail_undefined(v);  // int(Undefined) raises
     const Value* def = a.get(0, "default");
     Value fallback = def ? *def : Value::from(int64_t(0));
     int base = int(a.get(1, "base") ? as_int(*a.get(1, "base"), "base") : 10);
@@ -776,6 +838,7 @@ const std::map<std::string, Filter>& filters() {
              return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
          }},
         {"float", [](const Value& v, const Args& a) {
+             if (v.is_undefined()) fail_undefined(v);  // float(Undefined) raises
              if (v.kind == Kind::Float) return v;
              if (v.kind == Kind::Int || v.kind == Kind::Bool) return Value::from(as_double(v));
              if (v.is_string()) {
@@ -788,6 +851,7 @@ const std::map<std::string, Filter>& filters() {
              return def ? *def : Value::from(0.0);
          }},
         {"indent", [](const Value& v, const Args& a) {
+             if (!v.is_string()) type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
              return Value::from(indent(to_str(v), a.get(0, "width"), arg_bool(a, 1, "first", false),
                                        arg_bool(a, 2, "blank", false)));
          }},
@@ -966,13 +1030,12 @@ const std::map<std::string, Test>& tests() {
         {"callable", [](const Value& v, const Args&) { return v.kind == Kind::Callable; }},
         {"defined", [](const Value& v, const Args&) { return !v.is_undefined(); }},
         {"divisibleby", [](const Value& v, const Args& a) {
-             int64_t d = as_int(test_arg(a, "divisibleby"), "divisor");
-             if (d == 0) type_error("integer division or modulo by zero");
-             return as_int(v, "value") % d == 0;
+             return equals(arithmetic("%", v, test_arg(a, "divisibleby")), Value::from(0));
          }},
         {"eq", [](const Value& v, const Args& a) { return equals(v, test_arg(a, "eq")); }},
         {"escaped", [](const Value& v, const Args&) { return v.safe; }},
-        {"even", [](const Value& v, const Args&) { return as_int(v, "value") % 2 == 0; }},
+        // Python's `value % 2 == 0` and `value % 2 == 1`, for ints and floats alike.
+        {"even", [](const Value& v, const Args&) { return equals(arithmetic("%", v, Value::from(2)), Value::from(0)); }},
         {"false", [](const Value& v, const Args&) { return v.kind == Kind::Bool && !v.boolean; }},
         {"filter", [](const Value& v, const Args&) { return v.is_string() && has_filter(v.string); }},
         {"float", [](const Value& v, const Args&) { return v.kind == Kind::Float; }},
@@ -984,13 +1047,17 @@ const std::map<std::string, Test>& tests() {
              return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
          }},
         {"le", [](const Value& v, const Args& a) { return compare(v, test_arg(a, "le")) <= 0; }},
-        {"lower", [](const Value& v, const Args&) { return v.is_string() && v.string == lower(v.string); }},
+        // str(value).islower() / isupper(): a cased character, and none of the other case.
+        {"lower", [](const Value& v, const Args&) {
+             std::string s = to_str(v);
+             return s != upper(s) && s == lower(s);
+         }},
         {"lt", [](const Value& v, const Args& a) { return compare(v, test_arg(a, "lt")) < 0; }},
         {"mapping", [](const Value& v, const Args&) { return v.is_dict(); }},
         {"ne", [](const Value& v, const Args& a) { return !equals(v, test_arg(a, "ne")); }},
         {"none", [](const Value& v, const Args&) { return v.is_none(); }},
         {"number", [](const Value& v, const Args&) { return v.is_number(); }},
-        {"odd", [](const Value& v, const Args&) { return as_int(v, "value") % 2 != 0; }},
+        {"odd", [](const Value& v, const Args&) { return equals(arithmetic("%", v, Value::from(2)), Value::from(1)); }},
         {"sameas", [](const Value& v, const Args& a) {
              const Value& o = test_arg(a, "sameas");
              if (v.kind != o.kind) return false;
@@ -1005,7 +1072,10 @@ const std::map<std::string, Test>& tests() {
         {"test", [](const Value& v, const Args&) { return v.is_string() && has_test(v.string); }},
         {"true", [](const Value& v, const Args&) { return v.kind == Kind::Bool && v.boolean; }},
         {"undefined", [](const Value& v, const Args&) { return v.is_undefined(); }},
-        {"upper", [](const Value& v, const Args&) { return v.is_string() && v.string == upper(v.string); }},
+        {"upper", [](const Value& v, const Args&) {
+             std::string s = to_str(v);
+             return s != lower(s) && s == upper(s);
+         }},
     };
     return table;
 }

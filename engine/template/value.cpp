@@ -48,7 +48,7 @@ std::string type_name(const Value& v) {
         case Kind::Int: return "int";
         case Kind::Float: return "float";
         case Kind::String: return "str";
-        case Kind::List: return v.generator ? "generator" : "list";
+        case Kind::List: return v.generator ? "generator" : v.tuple ? "tuple" : "list";
         case Kind::Dict: return "dict";
         case Kind::Namespace: return "Namespace";
         case Kind::Callable: return "function";
@@ -148,6 +148,7 @@ std::string repr(const Value& v) {
             }
             return out + "}";
         }
+        case Kind::Undefined: return "Undefined";
         default: return to_str(v);
     }
 }

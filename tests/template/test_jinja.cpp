@@ -4,6 +4,7 @@
 // up: trim_blocks, lstrip_blocks, HF's tojson) renders for the same sources.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -349,6 +350,37 @@ TEST(Jinja, RaiseExceptionGivesTheTemplatesMessage) {
     EXPECT_TRUE(e.raised());
     EXPECT_STREQ(e.what(), "No messages: 0");
     EXPECT_EQ(e.line(), 0);
+}
+
+// Upper and lower case, str.title(), capitalize and the title filter over ASCII, Latin-1, Latin
+// Extended-A, Greek and Cyrillic letters, against Python's results.
+TEST(Jinja, CaseMappingMatchesPython) {
+    std::u32string letters;
+    for (char32_t c = 'A'; c <= 'Z'; ++c) letters += c;
+    for (char32_t c = 'a'; c <= 'z'; ++c) letters += c;
+    letters += char32_t(0xb5);
+    for (char32_t c = 0xc0; c < 0x180; ++c) letters += c;
+    for (char32_t c = 0x386; c < 0x3cf; ++c)
+        if (c != 0x387 && c != 0x38b && c != 0x38d && c != 0x3a2) letters += c;
+    for (char32_t c = 0x400; c < 0x460; ++c) letters += c;
+    std::string json = "{\"s\": \"";  // the letters as JSON \\u escapes
+    for (char32_t c : letters) {
+        char escape[8];
+        std::snprintf(escape, sizeof escape, "\\u%04x", unsigned(c));
+        json += escape;
+    }
+    vkllm::ChatTemplateInputs in;
+    in.extra_json = json + "\"}";
+    const char* src = R"j({{ s | upper }}
+{{ s | lower }}
+{{ s.title() }}
+{{ s | capitalize }}
+{{ ('x ' ~ s[100:140] ~ ' y-' ~ s[200:230]) | title }})j";
+    EXPECT_EQ(vkllm::render_chat_template(src, in), R"j(ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZΜÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖ×ØÙÚÛÜÝÞSSÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖ÷ØÙÚÛÜÝÞŸĀĀĂĂĄĄĆĆĈĈĊĊČČĎĎĐĐĒĒĔĔĖĖĘĘĚĚĜĜĞĞĠĠĢĢĤĤĦĦĨĨĪĪĬĬĮĮİIĲĲĴĴĶĶĸĹĹĻĻĽĽĿĿŁŁŃŃŅŅŇŇʼNŊŊŌŌŎŎŐŐŒŒŔŔŖŖŘŘŚŚŜŜŞŞŠŠŢŢŤŤŦŦŨŨŪŪŬŬŮŮŰŰŲŲŴŴŶŶŸŹŹŻŻŽŽSΆΈΉΊΌΎΏΪ́ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩΪΫΆΈΉΊΫ́ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΣΤΥΦΧΨΩΪΫΌΎΏЀЁЂЃЄЅІЇЈЉЊЋЌЍЎЏАБВГДЕЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯАБВГДЕЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯЀЁЂЃЄЅІЇЈЉЊЋЌЍЎЏ
+abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzµàáâãäåæçèéêëìíîïðñòóôõö×øùúûüýþßàáâãäåæçèéêëìíîïðñòóôõö÷øùúûüýþÿāāăăąąććĉĉċċččďďđđēēĕĕėėęęěěĝĝğğġġģģĥĥħħĩĩīīĭĭįįi̇ıĳĳĵĵķķĸĺĺļļľľŀŀłłńńņņňňŉŋŋōōŏŏőőœœŕŕŗŗřřśśŝŝşşššţţťťŧŧũũūūŭŭůůűűųųŵŵŷŷÿźźżżžžſάέήίόύώΐαβγδεζηθικλμνξοπρστυφχψωϊϋάέήίΰαβγδεζηθικλμνξοπρςστυφχψωϊϋόύώѐёђѓєѕіїјљњћќѝўџабвгдежзийклмнопрстуфхцчшщъыьэюяабвгдежзийклмнопрстуфхцчшщъыьэюяѐёђѓєѕіїјљњћќѝўџ
+Abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzµàáâãäåæçèéêëìíîïðñòóôõö×Øùúûüýþßàáâãäåæçèéêëìíîïðñòóôõö÷Øùúûüýþÿāāăăąąććĉĉċċččďďđđēēĕĕėėęęěěĝĝğğġġģģĥĥħħĩĩīīĭĭįįi̇ıĳĳĵĵķķĸĺĺļļľľŀŀłłńńņņňňŉŋŋōōŏŏőőœœŕŕŗŗřřśśŝŝşşššţţťťŧŧũũūūŭŭůůűűųųŵŵŷŷÿźźżżžžſάέήίόύώΐαβγδεζηθικλμνξοπρστυφχψωϊϋάέήίΰαβγδεζηθικλμνξοπρςστυφχψωϊϋόύώѐёђѓєѕіїјљњћќѝўџабвгдежзийклмнопрстуфхцчшщъыьэюяабвгдежзийклмнопрстуфхцчшщъыьэюяѐёђѓєѕіїјљњћќѝўџ
+Abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzµàáâãäåæçèéêëìíîïðñòóôõö×øùúûüýþßàáâãäåæçèéêëìíîïðñòóôõö÷øùúûüýþÿāāăăąąććĉĉċċččďďđđēēĕĕėėęęěěĝĝğğġġģģĥĥħħĩĩīīĭĭįįi̇ıĳĳĵĵķķĸĺĺļļľľŀŀłłńńņņňňŉŋŋōōŏŏőőœœŕŕŗŗřřśśŝŝşşššţţťťŧŧũũūūŭŭůůűűųųŵŵŷŷÿźźżżžžſάέήίόύώΐαβγδεζηθικλμνξοπρστυφχψωϊϋάέήίΰαβγδεζηθικλμνξοπρςστυφχψωϊϋόύώѐёђѓєѕіїјљњћќѝўџабвгдежзийклмнопрстуфхцчшщъыьэюяабвгдежзийклмнопрстуфхцчшщъыьэюяѐёђѓєѕіїјљњћќѝўџ
+X Ïðñòóôõö÷øùúûüýþÿāāăăąąććĉĉċċččďďđđēēĕĕė Y-Œŕŕŗŗřřśśŝŝşşššţţťťŧŧũũūūŭŭůůű)j");
 }
 
 TEST(Jinja, InputsReachTheTemplate) {
