@@ -418,10 +418,16 @@ const Pipeline& Context::pipeline(const std::string& shader, uint32_t n_buffers,
                                   const std::vector<uint32_t>& spec_constants) {
     std::string key = shader;
     for (uint32_t s : spec_constants) key += ":" + std::to_string(s);
+    std::lock_guard<std::mutex> lock(pipelines_mutex_);
     auto it = pipelines_.find(key);
     if (it != pipelines_.end()) return *it->second;
     auto p = std::make_unique<Pipeline>(*this, shader, n_buffers, push_bytes, spec_constants);
     return *pipelines_.emplace(key, std::move(p)).first->second;
+}
+
+void Context::submit(const VkSubmitInfo& info, VkFence fence) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    VK_CHECK(vkQueueSubmit(queue_, 1, &info, fence));
 }
 
 VkCommandBuffer Context::begin_one_off() {
@@ -443,7 +449,7 @@ void Context::end_one_off(VkCommandBuffer cb) {
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cb;
     VK_CHECK(vkResetFences(device_, 1, &one_off_fence_));
-    VK_CHECK(vkQueueSubmit(queue_, 1, &submit, one_off_fence_));
+    this->submit(submit, one_off_fence_);
     VK_CHECK(vkWaitForFences(device_, 1, &one_off_fence_, VK_TRUE, UINT64_MAX));
     vkFreeCommandBuffers(device_, one_off_pool_, 1, &cb);
 }

@@ -76,7 +76,9 @@ std::vector<Capabilities> enumerate_devices();
 // Count of validation-layer errors seen by any context in this process.
 uint64_t validation_error_count();
 
-// One logical device with one compute queue. Not thread-safe except where noted.
+// One logical device with one compute queue. pipeline(), run_once() and submit() may be called
+// from several threads at once (the Sessions of one Model on different worker threads); the
+// rest is set up once and then only read.
 class Context {
 public:
     static std::unique_ptr<Context> create(const ContextOptions& options = {});
@@ -102,6 +104,8 @@ public:
 
     // Runs `record` in a one-off command buffer and waits for it (uploads, downloads).
     template <class F> void run_once(F&& record);
+    // vkQueueSubmit on the context's queue, which Vulkan requires to be externally synchronised.
+    void submit(const VkSubmitInfo& info, VkFence fence);
     VkCommandBuffer begin_one_off();
     void end_one_off(VkCommandBuffer cb);
 
@@ -126,10 +130,14 @@ private:
     Capabilities caps_;
     bool validation_ = false;
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+    std::mutex pipelines_mutex_;  // guards pipelines_
+    std::mutex queue_mutex_;      // guards queue_ submissions
+    std::mutex one_off_mutex_;    // guards the one-off command pool and fence
 };
 
 template <class F>
 void Context::run_once(F&& record) {
+    std::lock_guard<std::mutex> lock(one_off_mutex_);
     VkCommandBuffer cb = begin_one_off();
     record(cb);
     end_one_off(cb);

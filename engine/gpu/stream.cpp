@@ -179,7 +179,7 @@ void Stream::submit_and_wait() {
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cb_;
     VK_CHECK(vkResetFences(ctx_.device(), 1, &fence_));
-    VK_CHECK(vkQueueSubmit(ctx_.queue(), 1, &submit, fence_));
+    ctx_.submit(submit, fence_);
     VK_CHECK(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
     stamps_.assign(labels_.size(), 0);
     if (!labels_.empty())
