@@ -1,5 +1,6 @@
 // What the interpreter provides to templates besides syntax: attribute and item lookup (with
-// Python's str/dict/list methods), jinja2's filters and tests, and the globals HF templates use.
+// Python's str/dict/list methods), jinja2's filters and tests (filters.cpp), and the globals HF
+// templates use. Python's str methods themselves are in strings.h.
 #pragma once
 
 #include <ctime>
