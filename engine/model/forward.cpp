@@ -31,7 +31,7 @@ ops::AttentionParams attention_params(const AttentionSpec& a) {
     p.head_dim = a.head_dim;
     p.head_dim_v = a.head_dim_v;
     p.scale = a.scale;
-    p.causal = true;
+    p.causal = a.causal;
     p.window = a.window;
     p.softcap = a.softcap;
     p.chunk = a.chunk;
@@ -256,9 +256,14 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     // Final norm and the vocabulary projection, for every token or only the last.
     const int rows = all_logits ? T : 1;
     const uint64_t first = all_logits ? 0 : uint64_t(T - 1) * uint64_t(spec_.n_embd);
-    norm(x_, first, w_.output_norm, w_.output_norm_b, h_, 0, rows);
-    s.barrier("the final norm is complete before the output projection reads it");
-    MatmulInputs in = prepare_inputs(h_, 0, rows, spec_.n_embd, {&w_.output});
+    // Without a final norm (BERT) the projection reads the residual stream itself.
+    const gpu::Buffer& head_in = spec_.final_norm ? h_ : x_;
+    const uint64_t head_offset = spec_.final_norm ? 0 : first;
+    if (spec_.final_norm) {
+        norm(x_, first, w_.output_norm, w_.output_norm_b, h_, 0, rows);
+        s.barrier("the final norm is complete before the output projection reads it");
+    }
+    MatmulInputs in = prepare_inputs(head_in, head_offset, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
     ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, rows);
     if (spec_.final_softcap > 0) {

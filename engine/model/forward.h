@@ -59,6 +59,15 @@ public:
     // slot was reused by a dropped position): the caller must then re-evaluate from position 0.
     bool truncate(int n);
 
+    // Encoders (BERT, forward_encode.cpp): runs the whole text ids[0..n_tokens) in one pass from
+    // position 0 (n_tokens <= n_batch(), every token attends to every other) and writes the
+    // final hidden states pooled on the GPU: [n_tokens, n_embd] for Pooling::None, else
+    // [1, n_embd] (mean of the rows, the first row (CLS) or the last). With logits (may be
+    // null): also every token's [n_tokens, n_vocab] through the output projection (fill-mask;
+    // n_tokens <= max_tokens(true)). Probes as in step().
+    void encode(const int32_t* ids, int n_tokens, Pooling pooling, float* embeddings, float* logits,
+                const ProbeConfig& probes, ProbeResults* results);
+
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }  // tokens per forward pass (the asked batch, clamped to the context and buffer limits)
@@ -97,8 +106,10 @@ private:
     gpu::Buffer mla_qa_, mla_q_, mla_qn_, mla_qabs_, mla_out_;
     gpu::Buffer head_ids_;  // int32 [n_batch * n_head]: pair p's "expert" is its head, p % n_head
     // probe_out: also copies what the block adds to the residual stream (after bias and post-norm).
+    // norm_after_add (BERT's post-norm): x = post_norm(x + W in + bias) with bias post_norm_b.
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
-                          const gpu::Buffer* post_norm, int n_tokens, const gpu::Buffer* probe_out = nullptr);
+                          const gpu::Buffer* post_norm, int n_tokens, const gpu::Buffer* probe_out = nullptr,
+                          const gpu::Buffer* post_norm_b = nullptr, bool norm_after_add = false);
     void record_embeddings(int n_tokens);
     // y = norm(x) over rows of n_embd with the model's norm kind (w, b may be null).
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
@@ -156,6 +167,8 @@ private:
     std::vector<gpu::Buffer> expert_load_;  // per layer, host [n_expert, 2] (expert-load probe)
     void record_moe(int l, int n_tokens, const gpu::Buffer& in, const ProbeConfig& probes);
     gpu::Buffer attn_scratch_;  // split-K partial results of decode attention
+    gpu::Buffer pool_weights_;  // [n_batch] of 1/T (mean pooling's weighted row sum), made on use
+    gpu::Buffer embd_host_;     // [n_batch, n_embd] (encode), made on use
     gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
     gpu::Buffer logits_host_;
 

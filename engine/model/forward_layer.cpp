@@ -32,10 +32,20 @@ void Forward::record_embeddings(int T) {
         ops::scale(s, x_, int64_t(T) * spec_.n_embd, spec_.embd_scale);
         s.barrier("scaled embeddings are complete before layer 0 reads them");
     }
+    if (w_.token_type0) {
+        // BERT: token type 0's row added to every token (before the positions, as llama.cpp sums).
+        s.mark("add_bias");
+        ops::add_bias(s, x_, 0, *w_.token_type0, T, spec_.n_embd);
+        s.barrier("token + type embeddings are complete before the positions are added");
+    }
     if (spec_.learned_positions) {
         s.mark("add");
         ops::add(s, x_, h_, x_, int64_t(T) * spec_.n_embd);
         s.barrier("token + position embeddings are complete before layer 0 reads them");
+    }
+    if (w_.embd_norm) {
+        norm(x_, 0, w_.embd_norm, w_.embd_norm_b, x_, 0, T);
+        s.barrier("the normalised embeddings are complete before layer 0 reads them");
     }
 }
 
@@ -166,13 +176,16 @@ void Forward::record_attention(int l, int T, int pos0) {
         add_block_output(w.wo, mla_out_, a.n_head * a.mla.v_head, w.bo, w.post_attn_norm, T);
         return;
     }
-    add_block_output(w.wo, attn_, a.n_head * a.head_dim_v, w.bo, w.post_attn_norm, T);
+    add_block_output(w.wo, attn_, a.n_head * a.head_dim_v, w.bo, w.post_attn_norm, T, nullptr, w.post_attn_norm_b,
+                     L.norm_placement == NormPlacement::PostResidual);
 }
 
 // x += post_norm(W in + bias): a block's last projection and its residual add. Without a
-// post-norm the add is fused into the matmul (accumulate).
+// post-norm the add is fused into the matmul (accumulate). norm_after_add (BERT):
+// x = post_norm(x + W in + bias) with the norm's bias post_norm_b.
 void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
-                               const gpu::Buffer* post_norm, int T, const gpu::Buffer* probe_out) {
+                               const gpu::Buffer* post_norm, int T, const gpu::Buffer* probe_out,
+                               const gpu::Buffer* post_norm_b, bool norm_after_add) {
     gpu::Stream& s = stream_;
     // A probed projection is computed apart and then added, so its output can be copied.
     const bool apart = post_norm || probe_out;
@@ -187,7 +200,7 @@ void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int 
         s.barrier("the block's bias is added before its post-norm or the next layer");
     }
     if (!apart) return;
-    if (post_norm) {
+    if (post_norm && !norm_after_add) {
         norm(block_out_, 0, post_norm, nullptr, block_out_, 0, T);
         s.barrier("the post-normalised block output is complete before the probe copy and the residual add");
     }
@@ -199,6 +212,10 @@ void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int 
     s.mark("add");
     ops::add(s, x_, block_out_, x_, int64_t(T) * spec_.n_embd);
     s.barrier("the residual stream is updated before the next block reads it");
+    if (post_norm && norm_after_add) {
+        norm(x_, 0, post_norm, post_norm_b, x_, 0, T);
+        s.barrier("the normalised residual sum is complete before the next block reads it");
+    }
 }
 
 // x += W_down · act(W_gate h) * (W_up h)   (gated: SwiGLU / GeGLU)
@@ -248,7 +265,8 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
         s.copy(gate_, 0, ffn_in_host_[size_t(l)], 0, uint64_t(n) * F);
     }
     add_block_output(w.down, gate_, L.ffn.n_ff, w.b_down, w.post_ffn_norm, T,
-                     probes.ffn_down ? &ffn_out_host_[size_t(l)] : nullptr);
+                     probes.ffn_down ? &ffn_out_host_[size_t(l)] : nullptr, w.post_ffn_norm_b,
+                     L.norm_placement == NormPlacement::PostResidual);
 }
 
 namespace {

@@ -246,7 +246,7 @@ void Forward::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeRe
             m.n_head = a.n_head;
             m.window = a.window;
             m.chunk = a.chunk;
-            m.causal = true;
+            m.causal = a.causal;  // false: a bidirectional (encoder) layer: full rows
             results->attention.push_back(std::move(m));
         }
     }

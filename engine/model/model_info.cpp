@@ -57,6 +57,7 @@ const char* placement_name(model::NormPlacement p) {
         case model::NormPlacement::Pre: return "pre";
         case model::NormPlacement::Post: return "post";
         case model::NormPlacement::Sandwich: return "sandwich";
+        case model::NormPlacement::PostResidual: return "post-sum";
     }
     return "pre";
 }
@@ -78,7 +79,7 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
     i.head_dim_v = a.head_dim_v;
     i.window = a.window;
     i.chunk = a.chunk;
-    i.causal = true;  // every supported family is a causal decoder
+    i.causal = a.causal;  // false: an encoder's bidirectional attention (BERT)
     i.sinks = a.sinks;
     i.softcap = a.softcap;
     i.scale = a.scale;
@@ -247,7 +248,7 @@ std::string ModelInfo::layer_table() const {
         std::snprintf(heads, sizeof heads, "%d/%d", a.n_head, a.n_head_kv);
         if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
         else if (a.chunk > 0) std::snprintf(attn, sizeof attn, "chunk %d", a.chunk);
-        else std::snprintf(attn, sizeof attn, "global");
+        else std::snprintf(attn, sizeof attn, a.causal ? "global" : "bidirectional");
         if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
         else
             std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,

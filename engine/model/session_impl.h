@@ -47,6 +47,9 @@ struct Session::Impl {
     int truncate(int n);
     // Publishes the cache's tokens and the last eval's probes for snapshot().
     void publish_step();
+    // Encoders (session_encode.cpp): checks a text for Session::embed / encode_logits and
+    // empties the session for it.
+    void prepare_encode(const std::vector<int32_t>& text, const char* what);
 
     class Generation;  // one generate() call (generate.cpp)
 };

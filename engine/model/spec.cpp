@@ -446,11 +446,49 @@ ModelSpec smollm3_spec(const Meta& m) {
     return s;
 }
 
+// BERT (llama.cpp's `bert`): learned absolute positions plus token type 0, LayerNorm of the
+// embeddings, bidirectional attention (bert.attention.causal, default false), biased
+// projections, post-norm of each residual sum (attn_output_norm, layer_output_norm), a GELU MLP;
+// no output norm. The output projection is tied to token_embd (files carry no MLM head).
+ModelSpec bert_spec(const Meta& m) {
+    ModelSpec s = common_spec(m, "bert");
+    const gguf::File& f = m.file();
+    s.norm = NormKind::LayerNorm;
+    s.norm_eps = float(m.real("attention.layer_norm_epsilon", 1e-12));
+    s.learned_positions = true;
+    s.embd_norm = true;
+    s.token_types = f.find_tensor("token_types.weight") != nullptr;
+    s.final_norm = false;
+    const bool causal = f.get_bool("bert.attention.causal").value_or(false);
+    const int64_t pooling = m.integer("pooling_type", 0);
+    switch (pooling) {
+        case 0: s.pooling = Pooling::None; break;
+        case 1: s.pooling = Pooling::Mean; break;
+        case 2: s.pooling = Pooling::Cls; break;
+        case 3: s.pooling = Pooling::Last; break;
+        default:
+            throw ModelError(f.path() + ": bert.pooling_type " + std::to_string(pooling) +
+                             " is not supported (0 none, 1 mean, 2 cls, 3 last)");
+    }
+    for (LayerSpec& L : s.layers) {
+        L.norm_placement = NormPlacement::PostResidual;
+        L.attn.rope.enabled = false;
+        L.attn.causal = causal;
+        L.attn.bias_qkv = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+        L.attn.bias_o = f.find_tensor("blk.0.attn_output.bias") != nullptr;
+        L.ffn.gated = false;
+        L.ffn.activation = Activation::GeluTanh;
+        L.ffn.bias = f.find_tensor("blk.0.ffn_up.bias") != nullptr;
+    }
+    return s;
+}
+
 using FamilyFn = std::function<ModelSpec(const Meta&)>;
 
 const std::map<std::string, FamilyFn>& families() {
     static const std::map<std::string, FamilyFn> table = {
         {"llama", llama_spec},
+        {"bert", bert_spec},
         {"gpt2", gpt2_spec},
         {"qwen2", qwen2_spec},
         {"qwen3", qwen3_spec},
@@ -473,6 +511,7 @@ const char* name_of(NormPlacement p) {
         case NormPlacement::Pre: return "pre";
         case NormPlacement::Post: return "post";
         case NormPlacement::Sandwich: return "sandwich";
+        case NormPlacement::PostResidual: return "post-sum";
     }
     return "?";
 }
@@ -540,7 +579,7 @@ std::string ModelSpec::to_table() const {
         std::snprintf(heads, sizeof heads, "%d/%d", a.n_head, a.n_head_kv);
         if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
         else if (a.chunk > 0) std::snprintf(attn, sizeof attn, "chunk %d", a.chunk);
-        else std::snprintf(attn, sizeof attn, "global");
+        else std::snprintf(attn, sizeof attn, a.causal ? "global" : "bidirectional");
         if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
         else
             std::snprintf(rope, sizeof rope, "%s %d base %g%s%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,

@@ -20,7 +20,11 @@ struct ModelError : std::runtime_error {
 
 enum class NormKind { RMSNorm, LayerNorm };
 // Pre: x += f(norm(x)). Post: x = x + norm(f(x)) (OLMo 2). Sandwich: x += norm2(f(norm1(x))) (Gemma 2/3).
-enum class NormPlacement { Pre, Post, Sandwich };
+// PostResidual: x = norm(x + f(x)) (BERT's post-norm: the residual sum itself is normalised).
+enum class NormPlacement { Pre, Post, Sandwich, PostResidual };
+// How an encoder's token embeddings become one vector per text (`<arch>.pooling_type`, llama.cpp's
+// numbering: 0 none, 1 mean, 2 cls, 3 last).
+enum class Pooling { None, Mean, Cls, Last };
 enum class Activation { SiLU, GeluTanh, GeluErf };
 enum class RopeScaling { None, Linear, Yarn, Llama3 };
 // QK-norm: RMSNorm of each query/key head (Qwen3, Gemma 3) or of the whole projection (OLMo 2),
@@ -70,6 +74,7 @@ struct AttentionSpec {
     bool bias_o = false;
     bool fused_qkv = false; // one attn_qkv tensor (GPT-2, Phi-3)
     bool sinks = false;     // learned per-head sink logits join the softmax denominator (gpt-oss)
+    bool causal = true;     // false: every token attends to every other (BERT, `<arch>.attention.causal`)
     RopeSpec rope;
 };
 
@@ -119,6 +124,13 @@ struct ModelSpec {
     bool learned_positions = false;    // GPT-2 position_embd
     bool tied_embeddings = false;      // output projection = token_embd
     float final_softcap = 0.0f;        // Gemma 2 final-logit soft-capping
+    // Encoders (BERT): LayerNorm of the summed embeddings (token_embd_norm), token type 0's row
+    // (token_types) added to every token, no final norm before the (tied) vocabulary projection,
+    // and the file's pooling.
+    bool embd_norm = false;
+    bool token_types = false;
+    bool final_norm = true;
+    Pooling pooling = Pooling::None;
     std::vector<LayerSpec> layers;
 
     // Maps the file's metadata to a spec; ModelError names an unsupported architecture or a

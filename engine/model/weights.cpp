@@ -27,8 +27,21 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         if (!t || t->dims.size() != 2) throw ModelError(file.path() + ": missing tensor 'position_embd.weight'");
         position_embd = matrix("position_embd.weight", spec.n_embd, int64_t(t->dims[1]));
     }
-    output_norm = vector("output_norm.weight", spec.n_embd);
-    if (layer_norm) output_norm_b = vector("output_norm.bias", spec.n_embd);
+    if (spec.final_norm) {
+        output_norm = vector("output_norm.weight", spec.n_embd);
+        if (layer_norm) output_norm_b = vector("output_norm.bias", spec.n_embd);
+    }
+    if (spec.embd_norm) {
+        embd_norm = vector("token_embd_norm.weight", spec.n_embd);
+        embd_norm_b = vector("token_embd_norm.bias", spec.n_embd);
+    }
+    if (spec.token_types) {
+        // Token type 0 ("sentence A") for every token, as llama.cpp does.
+        const gguf::TensorInfo* t = file.find_tensor("token_types.weight");
+        if (!t || t->dims.size() != 2 || int64_t(t->dims[0]) != spec.n_embd)
+            throw ModelError(file.path() + ": tensor 'token_types.weight' is not [n_embd, n_types]");
+        token_type0 = vector_part("token_types.weight", int64_t(t->n_elements()), 0, spec.n_embd);
+    }
     if (!spec.layers.empty() && spec.layers[0].attn.rope.freq_factors)
         rope_freqs = vector("rope_freqs.weight", spec.layers[0].attn.rope.n_dims / 2);
     if (!spec.layers.empty() && spec.layers[0].attn.rope.longrope) {
@@ -44,8 +57,8 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         const int64_t vd = int64_t(a.n_head_kv) * a.head_dim_v;
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights w;
-        // Post placement (OLMo 2) has no norm before the blocks.
-        const bool pre = L.norm_placement != NormPlacement::Post;
+        // Post placements (OLMo 2, BERT) have no norm before the blocks.
+        const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
         if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);
         if (pre && layer_norm) w.attn_norm_b = vector(p + "attn_norm.bias", E);
         if (a.mla.kv_lora_rank > 0) {
@@ -93,7 +106,12 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.q_norm = vector(p + "attn_q_norm.weight", qd);
             w.k_norm = vector(p + "attn_k_norm.weight", kd);
         }
-        if (L.norm_placement != NormPlacement::Pre) {
+        if (L.norm_placement == NormPlacement::PostResidual) {
+            w.post_attn_norm = vector(p + "attn_output_norm.weight", E);
+            w.post_attn_norm_b = vector(p + "attn_output_norm.bias", E);
+            w.post_ffn_norm = vector(p + "layer_output_norm.weight", E);
+            w.post_ffn_norm_b = vector(p + "layer_output_norm.bias", E);
+        } else if (L.norm_placement != NormPlacement::Pre) {
             w.post_attn_norm = vector(p + "post_attention_norm.weight", E);
             w.post_ffn_norm = vector(p + "post_ffw_norm.weight", E);
         }

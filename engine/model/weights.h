@@ -26,7 +26,8 @@ struct LayerWeights {
     const gpu::Buffer* sinks = nullptr;          // [n_head] (gpt-oss)
     const gpu::Buffer* q_norm = nullptr;          // [head_dim] or [n_head*head_dim] (QK-norm)
     const gpu::Buffer* k_norm = nullptr;
-    const gpu::Buffer* post_attn_norm = nullptr;  // [n_embd] (post/sandwich placement)
+    const gpu::Buffer* post_attn_norm = nullptr;  // [n_embd] (post/sandwich/post-sum placement)
+    const gpu::Buffer* post_attn_norm_b = nullptr;  // [n_embd] LayerNorm bias (BERT's attn_output_norm)
     const gpu::Buffer* ffn_norm = nullptr;        // [n_embd]
     const gpu::Buffer* ffn_norm_b = nullptr;
     ops::Weight gate, up, down;                   // gate/up: {n_embd, n_ff}; down: {n_ff, n_embd}
@@ -43,6 +44,7 @@ struct LayerWeights {
     ops::ExpertWeights gate_exps, up_exps, down_exps;
     ops::Weight gate_sh, up_sh, down_sh;          // shared expert (Llama 4)
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
+    const gpu::Buffer* post_ffn_norm_b = nullptr; // [n_embd] LayerNorm bias (BERT's layer_output_norm)
 };
 
 // Where a matrix of the file went on upload, for the weight interventions: its rows may be
@@ -70,8 +72,11 @@ public:
     ops::Weight token_embd;             // {n_embd, n_vocab}
     ops::Weight position_embd;          // {n_embd, n_ctx_train} (learned positions) or empty
     ops::Weight output;                 // {n_embd, n_vocab}; token_embd when tied
-    const gpu::Buffer* output_norm = nullptr;
+    const gpu::Buffer* output_norm = nullptr;   // null when the spec has no final norm (BERT)
     const gpu::Buffer* output_norm_b = nullptr;
+    const gpu::Buffer* embd_norm = nullptr;     // [n_embd] token_embd_norm (BERT) or null
+    const gpu::Buffer* embd_norm_b = nullptr;
+    const gpu::Buffer* token_type0 = nullptr;   // [n_embd] row 0 of token_types (BERT) or null
     const gpu::Buffer* rope_freqs = nullptr;  // [n_rot/2] f32 or null
     const gpu::Buffer* rope_long = nullptr;   // [n_rot/2] LongRoPE factors or null
     const gpu::Buffer* rope_short = nullptr;

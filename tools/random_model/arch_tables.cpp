@@ -181,6 +181,48 @@ std::vector<ArchTable> make_tables() {
     gpt2.writes_head_count_kv = false;
     tables.push_back(gpt2);
 
+    // BERT (encoder): token + token type + learned position embeddings, LayerNorm of their sum,
+    // bidirectional attention with biases, post-norm of each residual sum, GELU MLP with
+    // biases; no output norm, no output.weight (llama.cpp reads none). CLS pooling.
+    ArchTable bert;
+    bert.name = "bert";
+    bert.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"token_types.weight", {D::Embd, D::TokenTypes}, Init::Embedding},
+        {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding},
+        {"token_embd_norm.weight", {D::Embd}, Init::Norm},
+        {"token_embd_norm.bias", {D::Embd}, Init::Bias},
+    };
+    bert.per_layer = {
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
+        {"blk.{L}.attn_q.bias", {D::QProj}, Init::Bias},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_k.bias", {D::KvProj}, Init::Bias},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_v.bias", {D::KvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_output_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_output_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.layer_output_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.layer_output_norm.bias", {D::Embd}, Init::Bias},
+    };
+    bert.norm = NormKind::LayerNorm;
+    bert.norm_eps = 1e-12f;
+    bert.uses_rope = false;
+    bert.head_dim_free = false;
+    bert.mha_only = true;
+    bert.always_tied = true;
+    bert.extra_metadata = {
+        {"attention.causal", gguf::Value::from_bool(false)},
+        {"pooling_type", gguf::Value::from_u32(2)},  // LLAMA_POOLING_TYPE_CLS
+    };
+    tables.push_back(bert);
+
     // OLMo 2: no norm before attention or FFN; RMSNorm of each sub-layer's output before the
     // residual add (post_attention_norm, post_ffw_norm); RMSNorm over the whole q and k
     // projections (weights [n_head * head_dim] and [n_head_kv * head_dim]); output.weight required.
@@ -406,6 +448,14 @@ bool ArchTable::has_presence(Presence p) const {
     for (const auto* list : {&globals, &per_layer})
         for (const TensorRule& r : *list)
             if (r.presence == p) return true;
+    return false;
+}
+
+bool ArchTable::has_dim(Dim d) const {
+    for (const auto* list : {&globals, &per_layer})
+        for (const TensorRule& r : *list)
+            for (Dim x : r.dims)
+                if (x == d) return true;
     return false;
 }
 

@@ -34,6 +34,7 @@ enum class Dim {
     VHead,       // v_head_dim
     VProj,       // n_head * v_head_dim
     FfShared,    // shared experts' width: n_ff_exp * expert_shared_count
+    TokenTypes,  // BERT's token types: tokenizer.ggml.token_type_count of the vocabulary (else 2)
 };
 
 enum class Init {
@@ -117,6 +118,7 @@ struct ArchTable {
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 
     bool has_presence(Presence p) const;
+    bool has_dim(Dim d) const;  // some tensor of the family has a dimension of this size
 };
 
 const ArchTable* find_arch_table(const std::string& arch);

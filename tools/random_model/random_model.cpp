@@ -21,6 +21,7 @@ namespace {
 struct Sizes {
     uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, head, rope_half, ctx, expert, ff_exp;
     uint64_t q_lora, kv_lora, rope, v_head, ff_shared;  // deepseek2 (multi-head latent attention)
+    uint64_t token_types;                               // bert
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -44,6 +45,7 @@ struct Sizes {
             case Dim::VHead: return v_head;
             case Dim::VProj: return head * v_head;
             case Dim::FfShared: return ff_shared;
+            case Dim::TokenTypes: return token_types;
         }
         return 0;
     }
@@ -347,8 +349,10 @@ void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name
     // stacked expert matrices (the 3-D *_exps tensors).
     TensorType requested = c.type;
     if (dims.size() == 3 && name.find("_exps.") != std::string::npos && c.expert_type) requested = *c.expert_type;
-    const TensorType type = dims.size() == 1 || rule.init == Init::Bias ? TensorType::F32
-                                                                        : matrix_storage_type(requested, dims[0]);
+    // BERT's token_types stays F32 as the converter writes it (llama.cpp adds its row with
+    // ggml_add, which takes no quantised or F16 operand there).
+    const bool keep_f32 = dims.size() == 1 || rule.init == Init::Bias || name == "token_types.weight";
+    const TensorType type = keep_f32 ? TensorType::F32 : matrix_storage_type(requested, dims[0]);
     std::vector<float> values = initial_values(rule, name, dims, c, sizes);
     if (plant) apply_plant(*plant, name, dims, values);
     w.add_tensor(name, type, dims, encode(type, values));
@@ -505,6 +509,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.rope = uint64_t(c.rope_dims);
     sizes.v_head = uint64_t(c.v_head_dim);
     sizes.ff_shared = uint64_t(c.n_ff_exp) * uint64_t(std::max(c.n_expert_shared, 0));
+    sizes.token_types = uint64_t(std::max<int64_t>(vocab.get_int("tokenizer.ggml.token_type_count").value_or(2), 1));
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -575,6 +580,9 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     if (c.final_softcap > 0.0f) w.set(a + "final_logit_softcapping", Value::from_f32(c.final_softcap));
     for (const auto& [key, value] : arch->extra_metadata) w.set(a + key, value);
     copy_tokenizer(w, vocab);
+    // llama.cpp's BERT loader needs the token type count (the rows of token_types).
+    if (arch->has_dim(Dim::TokenTypes) && !vocab.has("tokenizer.ggml.token_type_count"))
+        w.set("tokenizer.ggml.token_type_count", Value::from_u32(uint32_t(sizes.token_types)));
 
     std::optional<PlantContext> plant;
     if (c.plant) plant = plant_context(c, vocab);

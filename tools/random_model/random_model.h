@@ -79,7 +79,7 @@ struct RandomModelConfig {
 // sqrt(1 + ln(s) / ln(original_context)) with s = n_ctx / original_context, 1 when s <= 1.
 float longrope_attn_factor(int n_ctx, int original_context);
 
-// Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, olmo2, phi3, smollm3,
+// Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, bert, olmo2, phi3, smollm3,
 // qwen3moe, olmoe, gpt-oss, llama4, deepseek2.
 std::vector<std::string> architectures();
 

@@ -64,7 +64,7 @@ struct TensorInfo {
 
 struct LayerInfo {
     int index = 0;
-    std::string norm_placement = "pre";  // "pre", "post", "sandwich"
+    std::string norm_placement = "pre";  // "pre", "post", "sandwich", "post-sum" (BERT: norm(x + f(x)))
     AttentionInfo attention;
     FfnInfo ffn;
     uint64_t kv_bytes_per_token = 0;     // f32 cache

@@ -56,6 +56,17 @@ struct SessionOptions {
     ProbeConfig probes;
 };
 
+// Encoders (BERT): how the final hidden states of a text become its embedding. Model: the
+// file's own (`<arch>.pooling_type`); None: one row per token; Mean: the mean of the rows;
+// Cls: the first token's row ([CLS]); Last: the last token's row.
+enum class Pooling { Model, None, Mean, Cls, Last };
+
+// Session::embed's result: row-major [rows][n_embd].
+struct Embeddings {
+    int rows = 0, n_embd = 0;
+    std::vector<float> data;
+};
+
 // What snapshot() returns.
 struct SessionSnapshot {
     ProbeResults probes;           // of the last completed step
@@ -82,6 +93,17 @@ public:
     // for what happens during generation: the result's reason and message say it.
     GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
                             const TokenCallback& on_token = nullptr);
+    // Encoders (BERT, every layer bidirectional): runs `tokens` (one text, [CLS] ... [SEP] as
+    // the tokenizer adds them) in one forward pass from position 0, replacing the session's
+    // tokens, and returns the final hidden states pooled on the GPU: [n_tokens][n_embd] for
+    // Pooling::None, else [1][n_embd]. Throws std::invalid_argument for a causal model, an
+    // empty text or one longer than n_batch() tokens, ContextOverflow beyond n_ctx().
+    Embeddings embed(const std::vector<int32_t>& tokens, Pooling pooling = Pooling::Model);
+    // Encoders: every token's logits [n_tokens][n_vocab] (row-major) through the model's output
+    // projection, in one pass as embed() (masked-token prediction: for BERT files the
+    // projection is tied to the token embeddings, see docs/architectures.md).
+    std::vector<float> encode_logits(const std::vector<int32_t>& tokens);
+
     // Thread-safe: asks a running generate() to stop after its current step.
     void cancel();
 

@@ -1,0 +1,80 @@
+// The encoder pass (BERT): the whole text in one step from position 0, then the final hidden
+// states pooled on the GPU and read back, optionally with every token's logits (fill-mask).
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "model/forward.h"
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+constexpr size_t F = sizeof(float);
+}
+
+void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddings, float* logits,
+                     const ProbeConfig& probes, ProbeResults* results) {
+    if (T <= 0 || T > n_batch_ || (logits && T > n_logit_rows_))
+        throw std::logic_error("Forward::encode: " + std::to_string(T) + " tokens do not fit one pass");
+    alloc_probe_buffers(probes);
+    const uint64_t E = uint64_t(spec_.n_embd);
+    if (!embd_host_.valid()) embd_host_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * E * F, gpu::Memory::Host);
+    std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
+    auto* pos = static_cast<int32_t*>(positions_.mapped());
+    for (int i = 0; i < T; ++i) pos[i] = i;
+    reset_slots();
+    reset_edit_state();
+    for (auto& [slots, buf] : slot_pos_) {
+        auto* slot_pos = static_cast<int32_t*>(buf.mapped());
+        for (int i = 0; i < T && i < slots; ++i) slot_pos[i] = i;
+    }
+    attn_rows_ = std::min(T, attn_rows_cap_);
+
+    gpu::Stream& s = stream_;
+    s.set_profiling(probes.timings);
+    s.begin();
+    record_embeddings(T);
+    record_after_layer(-1, T, probes);
+    for (int l = 0; l < spec_.n_layer; ++l) record_layer(l, T, 0, probes);
+    s.set_layer(-1);
+
+    // Pooling: the rows themselves, row 0 ([CLS]), row T-1, or their mean. The mean is a
+    // weighted row sum with weights 1/T (ops::moe_combine summing "slots" k of one token), in
+    // chunks of at most kMaxExperts rows accumulated into block_out_'s first row.
+    uint64_t rows = 1, from = 0;
+    const gpu::Buffer* pooled = &x_;
+    if (pooling == Pooling::None) rows = uint64_t(T);
+    else if (pooling == Pooling::Last) from = uint64_t(T - 1);
+    else if (pooling == Pooling::Mean) {
+        std::vector<float> w(size_t(n_batch_), 1.0f / float(T));
+        if (!pool_weights_.valid()) pool_weights_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * F, gpu::Memory::Host);
+        std::memcpy(pool_weights_.mapped(), w.data(), w.size() * F);
+        s.mark("mean_pool");
+        for (int t0 = 0; t0 < T; t0 += ops::kMaxExperts) {
+            const int n = std::min(T - t0, ops::kMaxExperts);
+            ops::MoeRouting r{&ids_, &pool_weights_, nullptr, 1, n};
+            ops::moe_combine(s, x_, uint64_t(t0) * E, r, block_out_, 0, int64_t(E), /*accumulate=*/t0 > 0);
+            s.barrier("one chunk of the mean is summed before the next adds to it or the copy reads it");
+        }
+        pooled = &block_out_;
+    }
+    s.mark("copy");
+    s.copy(*pooled, from * E * F, embd_host_, 0, rows * E * F);
+    if (logits) {
+        // Every token's logits through the (tied) output projection, from the residual stream.
+        MatmulInputs in = prepare_inputs(x_, 0, T, spec_.n_embd, {&w_.output});
+        s.mark("matmul");
+        ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, T);
+        s.barrier("logits are complete before the copy to host memory");
+        s.mark("copy");
+        s.copy(logits_, 0, logits_host_, 0, uint64_t(T) * uint64_t(spec_.n_vocab) * F);
+    }
+    s.submit_and_wait();
+
+    std::memcpy(embeddings, embd_host_.mapped(), size_t(rows * E) * F);
+    if (logits) std::memcpy(logits, logits_host_.mapped(), size_t(T) * size_t(spec_.n_vocab) * F);
+    if (results) read_probes(T, 0, probes, results, /*first_pass=*/true);
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,75 @@
+// Session::embed and Session::encode_logits: an encoder's (BERT's) one-pass evaluation of a
+// whole text (model::Forward::encode).
+#include <string>
+
+#include "model/model_internal.h"
+#include "model/session_impl.h"
+#include "vkllm/model.h"
+#include "vkllm/session.h"
+
+namespace vkllm {
+
+namespace {
+
+model::Pooling internal_pooling(Pooling p, model::Pooling file_pooling) {
+    switch (p) {
+        case Pooling::Model: return file_pooling;
+        case Pooling::None: return model::Pooling::None;
+        case Pooling::Mean: return model::Pooling::Mean;
+        case Pooling::Cls: return model::Pooling::Cls;
+        case Pooling::Last: return model::Pooling::Last;
+    }
+    return file_pooling;
+}
+
+}  // namespace
+
+void Session::Impl::prepare_encode(const std::vector<int32_t>& tokens, const char* what) {
+    Impl& s = *this;
+    const model::ModelSpec& spec = s.model.internals().spec();
+    for (const model::LayerSpec& L : spec.layers)
+        if (L.attn.causal)
+            throw std::invalid_argument(std::string(what) + " needs an encoder (bidirectional attention, e.g. BERT); '" +
+                                        spec.arch + "' is a causal decoder");
+    if (tokens.empty()) throw std::invalid_argument(std::string(what) + " needs at least one token");
+    s.check_vocabulary(tokens.data(), tokens.size());
+    s.tokens.clear();
+    s.check_fits(tokens.size());
+    if (tokens.size() > size_t(s.forward->n_batch()))
+        throw std::invalid_argument(std::string(what) + ": a text of " + std::to_string(tokens.size()) +
+                                    " tokens does not fit one forward pass of " + std::to_string(s.forward->n_batch()) +
+                                    " tokens (an encoder sees the whole text at once); use a larger batch");
+}
+
+Embeddings Session::embed(const std::vector<int32_t>& tokens, Pooling pooling) {
+    Impl& s = *impl_;
+    s.prepare_encode(tokens, "embed");
+    const model::ModelSpec& spec = s.model.internals().spec();
+    const model::Pooling p = internal_pooling(pooling, spec.pooling);
+    Embeddings out;
+    out.n_embd = spec.n_embd;
+    out.rows = p == model::Pooling::None ? int(tokens.size()) : 1;
+    out.data.resize(size_t(out.rows) * size_t(out.n_embd));
+    s.forward->encode(tokens.data(), int(tokens.size()), p, out.data.data(), nullptr, s.probes, &s.results);
+    s.tokens = tokens;
+    s.publish_step();
+    return out;
+}
+
+std::vector<float> Session::encode_logits(const std::vector<int32_t>& tokens) {
+    Impl& s = *impl_;
+    s.prepare_encode(tokens, "encode_logits");
+    if (tokens.size() > size_t(s.forward->max_tokens(true)))
+        throw std::invalid_argument("encode_logits: " + std::to_string(tokens.size()) +
+                                    " tokens of logits exceed one binding of this device");
+    const model::ModelSpec& spec = s.model.internals().spec();
+    std::vector<float> embd(size_t(spec.n_embd));
+    std::vector<float> logits(tokens.size() * size_t(spec.n_vocab));
+    s.forward->encode(tokens.data(), int(tokens.size()), model::Pooling::Cls, embd.data(), logits.data(), s.probes,
+                      &s.results);
+    s.tokens = tokens;
+    s.publish_step();
+    return logits;
+}
+
+}  // namespace vkllm
