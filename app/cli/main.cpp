@@ -28,6 +28,7 @@ const std::map<std::string, Command>& commands() {
         {"template", {cmd_template, "render a chat template: template (-m MODEL | --template FILE) --messages FILE.json [...]"}},
         {"chat", {cmd_chat, "a conversation on stdin/stdout: chat [-m MODEL] [--system TEXT] [sampling options]"}},
         {"serve", {cmd_serve, "OpenAI-compatible HTTP server: serve [-m MODEL] [--host 127.0.0.1] [--port 8080]"}},
+        {"perplexity", {cmd_perplexity, "llama.cpp's perplexity of a text: perplexity [-m MODEL] -f TEXT [-c N_CTX] [--json]"}},
         {"probe", {cmd_probe, "probes as JSON: probe [-m MODEL] -p PROMPT [-n N] [--attention L,..] ... -o OUT.json"}},
     };
     return table;

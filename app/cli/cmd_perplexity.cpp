@@ -1,0 +1,73 @@
+// vkllm perplexity: llama-perplexity's measure of a text (perplexity.h says exactly what it is).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "model_file.h"
+#include "options.h"
+#include "perplexity.h"
+#include "vkllm/model.h"
+
+namespace vkllm::cli {
+namespace {
+
+const char* kUsage =
+    "vkllm perplexity [-m MODEL.gguf] -f TEXT [-c N_CTX] [-b BATCH] [--exact] [--json] [--device D]\n"
+    "  llama-perplexity's definition: the text cut into chunks of N_CTX tokens (default 512, at most the\n"
+    "  model's training context), each run alone with BOS first (when the vocabulary adds BOS) and scored\n"
+    "  on its second half; progress on stderr. --exact: f32 activations instead of llama.cpp's CPU rounding\n"
+    "  without -m: the small model built into vkllm";
+
+int run(const Args& args) {
+    Options o(args, {"-m", "-f", "-c", "-b", "--device"}, {"--json", "--exact"});
+    if (!o.has("-f")) throw UsageError("-f TEXT is required");
+    const std::string path = o.str("-f");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+
+    ModelOptions mo;
+    mo.device = o.str("--device");
+    auto model = Model::load(*open_model_file(o), mo);
+    int n_ctx = int(o.integer("-c", 0));
+    if (n_ctx == 0) n_ctx = std::min(512, model->info().n_ctx_train > 0 ? model->info().n_ctx_train : 512);
+    if (n_ctx < 2) throw UsageError("-c must be at least 2");
+    const int n_batch = int(o.integer("-b", 256));
+    if (n_batch < 1) throw UsageError("-b must be at least 1");
+
+    const std::vector<int32_t> tokens = model->tokenize(text.str(), /*add_special=*/true, /*parse_special=*/false);
+    std::fprintf(stderr, "vkllm: %s: %zu tokens; %zu chunks of %d tokens, each scored on its last %d\n", path.c_str(),
+                 tokens.size(), tokens.size() / size_t(n_ctx), n_ctx, n_ctx - 1 - n_ctx / 2);
+    PerplexityResult r;
+    try {
+        r = compute_perplexity(*model, tokens, n_ctx, n_batch, !o.has("--exact"), [](int chunk, double running) {
+            std::fprintf(stderr, "[%d]%.4f,", chunk + 1, running);
+            std::fflush(stderr);
+        });
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    std::fprintf(stderr, "\n");
+    if (o.has("--json")) {
+        nlohmann::json j = {{"perplexity", r.perplexity}, {"chunks", r.chunks},       {"n_ctx", r.n_ctx},
+                            {"tokens", r.n_tokens},       {"scored_tokens", r.scored}, {"nll", r.nll},
+                            {"nll_stderr", r.nll_stderr}, {"chunk_perplexity", r.chunk_perplexity},
+                            {"model", model->info().source}};
+        std::printf("%s\n", j.dump(2).c_str());
+    } else {
+        std::printf("perplexity: %.4f +/- %.4f over %d chunks of %d tokens (%d tokens scored)\n", r.perplexity,
+                    r.perplexity * r.nll_stderr, r.chunks, r.n_ctx, r.scored);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int cmd_perplexity(const Args& args) { return with_usage(kUsage, run, args); }
+
+}  // namespace vkllm::cli
