@@ -242,7 +242,7 @@ TEST(ModelInfo, EveryArchitectureDescribesItselfAsItsSpecDoes) {
         c.arch = arch;
         c.seed = 7;
         if (arch == "deepseek2") c.n_head_kv = 1;
-        if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;  // multi-head attention only
+        if (arch == "gpt2" || arch == "olmoe" || arch == "bert") c.n_head_kv = c.n_head;  // multi-head attention only
         if (arch == "gemma3" || arch == "llama4") c.n_layer = 6;  // a global layer among the local ones
         configs.push_back(c);
     }

@@ -45,7 +45,7 @@ TEST(RandomModel, OtherFamiliesHaveTheirTensorsAndKeys) {
     for (const std::string& arch : random_model::architectures()) {
         c = RandomModelConfig{};
         c.arch = arch;
-        if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;  // MHA only
+        if (arch == "gpt2" || arch == "olmoe" || arch == "bert") c.n_head_kv = c.n_head;  // MHA only
         if (arch == "deepseek2") c.n_head_kv = 1;  // latent attention: one kv head
         EXPECT_EQ(model_file(c)->get_string("general.architecture"), arch);
     }
@@ -250,7 +250,7 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
         RandomModelConfig c;
         c.arch = arch;
         c.n_layer = 4;
-        if (arch == "gpt2" || arch == "olmoe") c.n_head_kv = c.n_head;
+        if (arch == "gpt2" || arch == "olmoe" || arch == "bert") c.n_head_kv = c.n_head;
         if (arch == "deepseek2") c.n_head_kv = 1;
         if (arch == "phi3") c.rope_dims = 12;
         model::ModelSpec s = model::ModelSpec::from_gguf(*model_file(c));
