@@ -197,17 +197,12 @@ TEST_F(Generate, StopStringsCutTheTextBeforeTheStop) {
         EXPECT_EQ(released.find(stop.substr(0, 2), stop_at), std::string::npos);
     }
 
-    o.stop = {"zzzz-not-there"};
-    const GenerateResult same = fresh_generate(m, prompt, o);
-    EXPECT_EQ(same.reason, StopReason::MaxTokens);
-    EXPECT_EQ(same.text, u);
-
     // The text ends with the beginning of a stop string that never completes: held back by the
-    // events, then released by the last one.
+    // events, then released by the last one. A stop string that never appears changes nothing.
     std::string u12;
     for (size_t k = 0; k < 12; ++k) u12 += m.piece(full.tokens[k]);
     o = greedy(12);
-    o.stop = {u12.substr(u12.size() - 2) + "\x01"};
+    o.stop = {u12.substr(u12.size() - 2) + "\x01", "zzzz-not-there"};
     events.clear();
     const GenerateResult held = Session(m).generate(prompt, o, [&](const TokenEvent& e) {
         events.push_back(e);
@@ -333,7 +328,7 @@ TEST_F(Generate, TruncateThenGenerateEqualsAFreshSession) {
     const Model& m = dense();
     const std::vector<int32_t> a = m.tokenize(prompts()[3], true);
     Session session(m);
-    session.generate(a, greedy(12));
+    session.generate(a, greedy(8));
     EXPECT_THROW(session.truncate(session.n_past() + 1), std::invalid_argument);
     session.truncate(5);
     EXPECT_EQ(session.n_past(), 5);
@@ -345,10 +340,10 @@ TEST_F(Generate, TruncateThenGenerateEqualsAFreshSession) {
     mixed.insert(mixed.end(), b.begin() + 5, b.end());
     Session fresh(m);
     EXPECT_LE(test::max_abs_diff(after, fresh.eval(mixed)), 1e-5);
-    EXPECT_EQ(session.generate(mixed, greedy(10)).tokens, fresh_generate(m, mixed, greedy(10)).tokens);
+    EXPECT_EQ(session.generate(mixed, greedy(6)).tokens, fresh_generate(m, mixed, greedy(6)).tokens);
     session.reset();
     EXPECT_EQ(session.n_past(), 0);
-    EXPECT_EQ(session.generate(b, greedy(10)).tokens, fresh_generate(m, b, greedy(10)).tokens);
+    EXPECT_EQ(session.generate(b, greedy(6)).tokens, fresh_generate(m, b, greedy(6)).tokens);
 }
 
 // zoo-swa: 5 of 6 layers see a window of 32 positions, through a ring of window + n_batch - 1
