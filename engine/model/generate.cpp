@@ -37,6 +37,7 @@ double seconds(Clock::time_point from, Clock::time_point to) { return std::chron
 // The top_n most likely tokens under log_probs, most likely first (ties: lower id).
 std::vector<TokenAlternative> top_alternatives(const Model& m, const std::vector<double>& log_probs, int top_n) {
     const size_t n = std::min(size_t(std::max(top_n, 0)), log_probs.size());
+    if (n == 0) return {};
     std::vector<int32_t> ids(log_probs.size());
     std::iota(ids.begin(), ids.end(), 0);
     std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [&](int32_t a, int32_t b) {
