@@ -212,7 +212,7 @@ std::vector<int32_t> EngineWorker::conversation_tokens() {
             work_.chat_template = true;
             return model_->tokenize(text, false, true);
         } catch (const std::exception& e) {
-            work_.error = std::string("the chat template failed (") + e.what() + "); using plain continuation";
+            work_.notice = std::string("the chat template failed (") + e.what() + "); using plain continuation";
         }
     }
     // Plain continuation: the turns are one text the model continues.

@@ -68,6 +68,7 @@ struct WorkerState {
     uint64_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0, probe_bytes = 0;
     std::string status;  // one line for the status bar
     std::string error;   // the last command's error; empty when it went well
+    std::string notice;  // something the user should know that is not an error (a template fallback)
     bool busy = false, generating = false;
     std::vector<ChatTurn> messages;
     std::vector<int32_t> context;             // tokens in the session's cache

@@ -37,7 +37,7 @@ void distribution_columns(const InterventionResult& r) {
 }  // namespace
 
 void draw_activations_panel(StudioApp& app) {
-    if (!ImGui::Begin("Activations", &app.settings.open[PanelActivations])) {
+    if (!ImGui::Begin(panel_title(PanelActivations), &app.settings.open[PanelActivations])) {
         ImGui::End();
         return;
     }

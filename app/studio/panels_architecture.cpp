@@ -29,7 +29,7 @@ ImU32 attention_color(const std::string& kind) {
 }  // namespace
 
 void draw_architecture_panel(StudioApp& app) {
-    if (!ImGui::Begin("Architecture", &app.settings.open[PanelArchitecture])) {
+    if (!ImGui::Begin(panel_title(PanelArchitecture), &app.settings.open[PanelArchitecture])) {
         ImGui::End();
         return;
     }
@@ -59,7 +59,7 @@ void draw_architecture_panel(StudioApp& app) {
     for (const ArchitectureBlock& b : app.vm.architecture) {
         ImGui::PushID(b.layer);
         const ImVec2 p = ImGui::GetCursorScreenPos();
-        const float h = line * 3.4f;
+        const float h = line * 4.5f;
         const bool selected = b.layer == app.sel_layer;
         if (ImGui::InvisibleButton("block", ImVec2(w, h))) app.focus_layer(b.layer);
         const bool hovered = ImGui::IsItemHovered();
@@ -74,19 +74,20 @@ void draw_architecture_panel(StudioApp& app) {
         const ImU32 text = IM_COL32(255, 255, 255, 255);
         // Each half's text is clipped to its half.
         const ImVec4 left_clip(p.x, p.y, p.x + half - 6, p.y + h), right_clip(p.x + half, p.y, p.x + w - 4, p.y + h);
+        // Wrapped within its half: the attention and FFN descriptions may take two lines.
         auto put = [&](float x, float y, ImU32 col, const char* t, const ImVec4& clip) {
-            dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x, y), col, t, nullptr, 0.0f, &clip);
+            dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x, y), col, t, nullptr, clip.z - x, &clip);
         };
         char buf[160];
         snprintf(buf, sizeof buf, "L%d  %s-norm", b.layer, b.norm.c_str());
         put(p.x + 6, p.y + 2, text, buf, left_clip);
         put(p.x + 6, p.y + 2 + line * 1.1f, text, b.attention.c_str(), left_clip);
         snprintf(buf, sizeof buf, "KV %s/token", bytes_text(b.kv_bytes_per_token).c_str());
-        put(p.x + 6, p.y + 2 + line * 2.2f, IM_COL32(230, 230, 230, 255), buf, left_clip);
-        put(p.x + half + 6, p.y + 2, text, b.ffn_kind == "moe" ? "FFN: mixture of experts" : "FFN: dense", right_clip);
+        put(p.x + 6, p.y + 2 + line * 3.3f, IM_COL32(230, 230, 230, 255), buf, left_clip);
+        put(p.x + half + 6, p.y + 2, text, b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN", right_clip);
         put(p.x + half + 6, p.y + 2 + line * 1.1f, text, b.ffn.c_str(), right_clip);
         snprintf(buf, sizeof buf, "%s %s", bytes_text(b.weight_bytes).c_str(), b.weight_types.c_str());
-        put(p.x + half + 6, p.y + 2 + line * 2.2f, IM_COL32(230, 230, 230, 255), buf, right_clip);
+        put(p.x + half + 6, p.y + 2 + line * 3.3f, IM_COL32(230, 230, 230, 255), buf, right_clip);
         if (hovered && b.layer < int(m.layers.size())) {
             ImGui::BeginTooltip();
             ImGui::Text("click: open layer %d in the attention, activation and expert views", b.layer);

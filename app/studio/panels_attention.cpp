@@ -49,7 +49,7 @@ void cell_tooltip(StudioApp& app, const AttentionHistory& a, int head, int q, in
 }  // namespace
 
 void draw_attention_panel(StudioApp& app) {
-    if (!ImGui::Begin("Attention", &app.settings.open[PanelAttention])) {
+    if (!ImGui::Begin(panel_title(PanelAttention), &app.settings.open[PanelAttention])) {
         ImGui::End();
         return;
     }

@@ -123,7 +123,7 @@ void funnel_table(const TokenEvent& e) {
 }  // namespace
 
 void draw_chat_panel(StudioApp& app) {
-    if (!ImGui::Begin("Chat", &app.settings.open[PanelChat])) {
+    if (!ImGui::Begin(panel_title(PanelChat), &app.settings.open[PanelChat])) {
         ImGui::End();
         return;
     }

@@ -11,7 +11,7 @@
 namespace vkllm::studio {
 
 void draw_experts_panel(StudioApp& app) {
-    if (!ImGui::Begin("Experts", &app.settings.open[PanelExperts])) {
+    if (!ImGui::Begin(panel_title(PanelExperts), &app.settings.open[PanelExperts])) {
         ImGui::End();
         return;
     }

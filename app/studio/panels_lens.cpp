@@ -8,7 +8,7 @@
 namespace vkllm::studio {
 
 void draw_lens_panel(StudioApp& app) {
-    if (!ImGui::Begin("Logit lens", &app.settings.open[PanelLens])) {
+    if (!ImGui::Begin(panel_title(PanelLens), &app.settings.open[PanelLens])) {
         ImGui::End();
         return;
     }

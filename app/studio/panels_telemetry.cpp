@@ -10,7 +10,7 @@
 namespace vkllm::studio {
 
 void draw_telemetry_panel(StudioApp& app) {
-    if (!ImGui::Begin("Telemetry", &app.settings.open[PanelTelemetry])) {
+    if (!ImGui::Begin(panel_title(PanelTelemetry), &app.settings.open[PanelTelemetry])) {
         ImGui::End();
         return;
     }

@@ -14,6 +14,7 @@
 
 #include "embedded_model.h"
 #include "imgui.h"
+#include "imgui_internal.h"  // FindWindowByName: a panel's rectangle for its screenshot
 #include "probe_json.h"
 #include "vulkan_window.h"
 
@@ -189,6 +190,13 @@ void StudioApp::export_to(const std::string& path) {
     message = "exported " + path;
 }
 
+void StudioApp::export_csv(int panel, const std::string& path) {
+    std::ofstream out(path);
+    out << panel_csv(panel, *state, vm);
+    if (!out) throw std::runtime_error("cannot write " + path);
+    message = "exported " + path;
+}
+
 void StudioApp::apply_probe_selection() {
     ProbeSelection s;
     s.attention = settings.open[PanelAttention];
@@ -246,10 +254,26 @@ void StudioApp::run_script_line(const std::string& line) {
         worker.set_activation_to_mean(int(v[0]), int(v[1]));
     } else if (cmd == "restore") worker.restore_interventions();
     else if (cmd == "measure-probes") worker.measure_probe_cost();
-    else if (cmd == "screenshot") {
+    else if (cmd == "screenshot") {  // PATH [PANEL]
+        std::stringstream in(rest);
+        in >> screenshot_path;
+        std::string panel;
+        in >> panel;
+        screenshot_panel = panel.empty() ? -1 : -2;
+        for (int p = 0; p < PanelCount; ++p)
+            if (panel == panel_name(p)) screenshot_panel = p;
+        if (screenshot_panel == -2) throw std::runtime_error("script: screenshot: unknown panel '" + panel + "'");
+        if (screenshot_panel >= 0) settings.open[size_t(screenshot_panel)] = true;
         want_screenshot = true;
-        screenshot_path = rest;
     } else if (cmd == "export") export_to(rest);
+    else if (cmd == "export-csv") {  // PANEL PATH
+        std::stringstream in(rest);
+        std::string panel, path;
+        in >> panel >> path;
+        const auto open = parse_panels(panel);
+        for (int p = 0; p < PanelCount; ++p)
+            if (open[size_t(p)]) export_csv(p, path);
+    }
     else if (cmd == "theme") settings.dark = rest != "light";
     else throw std::runtime_error("script: unknown command '" + cmd + "'");
 }
@@ -263,7 +287,7 @@ bool StudioApp::headless_step() {
     }
     if (++settle_frames_ < 3) return false;
     settle_frames_ = 0;
-    if (!state->error.empty() && !state->loaded) throw std::runtime_error(state->error);
+    if (!state->error.empty()) throw std::runtime_error(state->error);
     if (!options.prompt.empty()) {
         worker.send(options.prompt, settings.generation);
         options.prompt.clear();
@@ -334,6 +358,19 @@ void StudioApp::draw_menu() {
         }
         if (ImGui::MenuItem("Export numbers (JSON)", "Ctrl+E"))
             export_to("vkllm-studio-" + std::to_string(std::time(nullptr)) + ".json");
+        if (ImGui::BeginMenu("Export a panel")) {
+            for (int p = 0; p < PanelCount; ++p) {
+                const std::string stem = std::string("vkllm-studio-") + panel_name(p) + "-" + std::to_string(std::time(nullptr));
+                if (ImGui::MenuItem((std::string(panel_title(p)) + " (CSV)").c_str())) export_csv(p, stem + ".csv");
+                if (ImGui::MenuItem((std::string(panel_title(p)) + " (PNG)").c_str())) {
+                    settings.open[size_t(p)] = true;
+                    want_screenshot = true;
+                    screenshot_panel = p;
+                    screenshot_path = stem + ".png";
+                }
+            }
+            ImGui::EndMenu();
+        }
         ImGui::Separator();
         if (ImGui::MenuItem("Quit", "Ctrl+Q")) quit_ = true;
         ImGui::EndMenu();
@@ -378,6 +415,9 @@ void StudioApp::draw_status_bar() {
     if (!state->error.empty()) {
         ImGui::SameLine();
         ImGui::TextColored(ImVec4(1, 0.35f, 0.3f, 1), "| %s", state->error.c_str());
+    } else if (!state->notice.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "| %s", state->notice.c_str());
     } else if (!message.empty()) {
         ImGui::SameLine();
         ImGui::TextDisabled("| %s", message.c_str());
@@ -462,6 +502,28 @@ void StudioApp::draw_frame() {
     draw_status_bar();
 }
 
+const char* panel_title(int panel) {
+    static const char* titles[PanelCount] = {"Chat", "Attention", "Activations", "Experts", "Logit lens", "Architecture", "Telemetry"};
+    return titles[panel];
+}
+
+Image StudioApp::crop_to_panel(const Image& full, int panel) const {
+    const ImGuiWindow* w = ImGui::FindWindowByName(panel_title(panel));
+    if (!w) return full;
+    const float scale = ImGui::GetIO().DisplayFramebufferScale.x;
+    const int x0 = std::clamp(int(w->Pos.x * scale), 0, full.width - 1), y0 = std::clamp(int(w->Pos.y * scale), 0, full.height - 1);
+    const int x1 = std::clamp(int((w->Pos.x + w->Size.x) * scale), x0 + 1, full.width);
+    const int y1 = std::clamp(int((w->Pos.y + w->Size.y) * scale), y0 + 1, full.height);
+    Image out;
+    out.width = x1 - x0;
+    out.height = y1 - y0;
+    out.rgba.resize(size_t(out.width) * size_t(out.height) * 4);
+    for (int y = 0; y < out.height; ++y)
+        std::copy_n(&full.rgba[(size_t(y0 + y) * size_t(full.width) + size_t(x0)) * 4], size_t(out.width) * 4,
+                    &out.rgba[size_t(y) * size_t(out.width) * 4]);
+    return out;
+}
+
 int StudioApp::run() {
     const bool headless = !options.prompt.empty() || !script_.empty() || !options.screenshot.empty() ||
                           !options.export_json.empty();
@@ -475,16 +537,29 @@ int StudioApp::run() {
         apply_probe_selection();
         window_->begin_frame();
         if (ImGui::IsKeyPressed(GLFW_KEY_Q) && ImGui::GetIO().KeyCtrl) quit_ = true;
-        draw_frame();
+        // A failed action (an export to an unwritable place) is a message in the interactive
+        // app; the headless run stops on it.
+        try {
+            draw_frame();
+        } catch (const std::exception& e) {
+            if (headless) throw;
+            message = e.what();
+        }
         const float* bg = &ImGui::GetStyle().Colors[ImGuiCol_WindowBg].x;
-        if (want_screenshot) {
-            Image image;
-            window_->end_frame(bg[0] * 0.8f, bg[1] * 0.8f, bg[2] * 0.8f, &image);
+        Image image;
+        const bool capture = want_screenshot;
+        window_->end_frame(bg[0] * 0.8f, bg[1] * 0.8f, bg[2] * 0.8f, capture ? &image : nullptr);
+        if (capture) {
             want_screenshot = false;
-            write_png(screenshot_path, image);
-            message = "screenshot " + screenshot_path;
-        } else {
-            window_->end_frame(bg[0] * 0.8f, bg[1] * 0.8f, bg[2] * 0.8f);
+            try {
+                if (screenshot_panel >= 0) image = crop_to_panel(image, screenshot_panel);
+                write_png(screenshot_path, image);
+                message = "screenshot " + screenshot_path;
+            } catch (const std::exception& e) {
+                if (headless) throw;
+                message = e.what();
+            }
+            screenshot_panel = -1;
         }
         const Clock::time_point now = Clock::now();
         const double ms = std::chrono::duration<double, std::milli>(now - last).count();

@@ -13,10 +13,13 @@
 #include "settings.h"
 #include "studio_export.h"
 #include "view_models.h"
+#include "vulkan_window.h"
 
 namespace vkllm::studio {
 
 class VulkanWindow;
+// The ImGui window title of a panel.
+const char* panel_title(int panel);
 
 
 
@@ -41,6 +44,7 @@ public:
     int lens_position = -1;
     bool want_screenshot = false;
     std::string screenshot_path;
+    int screenshot_panel = -1;   // >= 0: crop the screenshot to this panel
     std::string message;         // a line for the status bar (exports, errors)
     char input[4096] = {};
     int editing = -1;
@@ -56,6 +60,7 @@ public:
     void focus_layer(int layer);          // the architecture view's click
     std::string token_text(int position) const;  // the context token at a position, for labels
     void export_to(const std::string& path);
+    void export_csv(int panel, const std::string& path);
     void apply_probe_selection();
 
 private:
@@ -69,6 +74,7 @@ private:
     void save_settings();
     bool headless_step();  // advances --prompt / --script; true when the run is over
     void run_script_line(const std::string& line);
+    Image crop_to_panel(const Image& full, int panel) const;
 
     std::unique_ptr<VulkanWindow> window_;
     std::string config_dir_, ini_path_;

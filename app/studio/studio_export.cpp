@@ -1,6 +1,9 @@
 #include "studio_export.h"
 
+#include <sstream>
+
 #include "probe_json.h"
+#include "settings.h"
 
 namespace vkllm::studio {
 
@@ -41,9 +44,83 @@ json export_json(const WorkerState& s, const ViewModels& v) {
                       {"lens", lens_rows_json(v.lens)},
                       {"architecture", architecture_json(v.architecture)},
                       {"telemetry", telemetry_json(v.telemetry)}};
+    auto tops = [](const std::vector<TokenAlternative>& v) {
+        json a = json::array();
+        for (const TokenAlternative& t : v) a.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
+        return a;
+    };
+    if (s.intervention.valid)
+        j["intervention"] = {{"description", s.intervention.description}, {"before", tops(s.intervention.before)},
+                             {"after", tops(s.intervention.after)}, {"kl", s.intervention.kl},
+                             {"in_force", s.interventions}};
+    if (s.probe_cost.valid)
+        j["probe_cost"] = {{"prompt_tokens", s.probe_cost.prompt_tokens}, {"prompt_ms_off", s.probe_cost.prompt_ms_off},
+                           {"prompt_ms_on", s.probe_cost.prompt_ms_on}, {"decode_ms_off", s.probe_cost.decode_ms_off},
+                           {"decode_ms_on", s.probe_cost.decode_ms_on}};
     j["memory"] = {{"weights", s.weight_bytes}, {"kv_cache", s.kv_bytes}, {"scratch", s.scratch_bytes},
                    {"probes", s.probe_bytes}};
     return j;
+}
+
+namespace {
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string field(const std::string& t) {
+    if (t.find_first_of(",\"\n\r") == std::string::npos) return t;
+    std::string q = "\"";
+    for (char c : t) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+}  // namespace
+
+std::string panel_csv(int panel, const WorkerState& s, const ViewModels& v) {
+    std::ostringstream o;
+    switch (panel) {
+        case PanelChat:
+            o << "turn,role,index,position,id,piece,logprob\n";
+            for (size_t t = 0; t < s.messages.size(); ++t)
+                for (const TokenEvent& e : s.messages[t].tokens)
+                    o << t << "," << s.messages[t].role << "," << e.index << "," << e.position << "," << e.id << ","
+                      << field(e.piece) << "," << e.logprob << "\n";
+            break;
+        case PanelAttention:
+            o << "layer,head,kind,window,entropy,first_token_mass,mean_distance,sink_mass\n";
+            for (const AttentionLayerView& l : v.attention.layers)
+                for (const HeadStats& h : l.heads)
+                    o << l.layer << "," << h.head << "," << l.kind << "," << l.window << "," << h.entropy << ","
+                      << h.first_token_mass << "," << h.mean_distance << "," << h.sink_mass << "\n";
+            break;
+        case PanelActivations:
+            o << "layer,max_abs,token,channel,median_abs,ratio,massive\n";
+            for (const ActivationRow& r : v.activations)
+                o << r.layer << "," << r.max_abs << "," << r.token << "," << r.channel << "," << r.median_abs << ","
+                  << r.ratio << "," << (r.massive ? 1 : 0) << "\n";
+            break;
+        case PanelExperts:
+            o << "layer,expert,prompt_tokens,generated_tokens,prompt_weight,generated_weight\n";
+            for (const ExpertLayerView& l : v.experts)
+                for (int e = 0; e < l.n_expert; ++e)
+                    o << l.layer << "," << e << "," << l.prompt_tokens[size_t(e)] << "," << l.generated_tokens[size_t(e)]
+                      << "," << l.prompt_weight[size_t(e)] << "," << l.generated_weight[size_t(e)] << "\n";
+            break;
+        case PanelLens:
+            o << "layer,rank,id,text,p\n";
+            for (const LensRow& r : v.lens)
+                for (size_t i = 0; i < r.top.size(); ++i)
+                    o << r.layer << "," << i << "," << r.top[i].id << "," << field(r.top[i].text) << "," << r.top[i].p << "\n";
+            break;
+        case PanelArchitecture:
+            o << "layer,norm,attention,ffn,kv_bytes_per_token,weight_bytes,weight_types\n";
+            for (const ArchitectureBlock& b : v.architecture)
+                o << b.layer << "," << b.norm << "," << field(b.attention) << "," << field(b.ffn) << ","
+                  << b.kv_bytes_per_token << "," << b.weight_bytes << "," << field(b.weight_types) << "\n";
+            break;
+        case PanelTelemetry:
+            o << "op,ms,count\n";
+            for (const OpRow& r : v.telemetry.by_op) o << field(r.op) << "," << r.ms << "," << r.count << "\n";
+            break;
+        default: throw std::invalid_argument("panel_csv: no panel " + std::to_string(panel));
+    }
+    return o.str();
 }
 
 }  // namespace vkllm::studio

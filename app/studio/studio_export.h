@@ -23,5 +23,7 @@ struct ViewModels {
 ViewModels compute_view_models(const WorkerState& s, int rolling_window);
 // The export: model, tokens, text, the probes in `vkllm probe`'s shape and every panel's numbers.
 nlohmann::json export_json(const WorkerState& s, const ViewModels& v);
+// One panel's numbers as CSV (a header line, then one row per item); `panel` is a PanelId.
+std::string panel_csv(int panel, const WorkerState& s, const ViewModels& v);
 
 }  // namespace vkllm::studio

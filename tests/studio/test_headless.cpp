@@ -96,16 +96,14 @@ struct StudioRun {
     std::string screenshot;
 };
 
-StudioRun run_studio(const Xvfb& x, const std::string& model, const std::string& prompt, int n, const std::string& tag) {
+// Runs the studio headless on `model`; `what` is either --prompt '...' -n N or --script FILE.
+StudioRun run_studio(const Xvfb& x, const std::string& model, const std::string& what, const std::string& tag) {
     StudioRun r;
     const std::string dir = vkllm::test::temp_path("studio-" + tag);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
     r.screenshot = dir + "/shot.png";
-    const std::string cmd = "DISPLAY=" + x.display() + " '" + studio_binary() + "' -m '" + model + "' --prompt '" + prompt +
-                            "' -n " + std::to_string(n) + " --temp 0 --panels all --size 1280x800 --screenshot '" +
-                            r.screenshot + "' --export '" + dir + "/out.json' --config-dir '" + dir + "/config' --exit 2> '" +
-                            dir + "/stderr.txt'";
+    const std::string cmd = "DISPLAY=" + x.display() + " '" + studio_binary() + "' -m '" + model + "' " + what +
+                            " --temp 0 --panels all --size 1280x800 --screenshot '" + r.screenshot + "' --export '" + dir +
+                            "/out.json' --config-dir '" + dir + "/config' --exit 2> '" + dir + "/stderr.txt'";
     const int raw = std::system(cmd.c_str());
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
     r.errors = read_text(dir + "/stderr.txt");
@@ -128,7 +126,10 @@ void check_model(const std::string& file, const std::string& tag) {
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string prompt = "Once upon a time";
     const int n = 6;
-    const StudioRun run = run_studio(x, file, prompt, n, tag);
+    const std::string dir = vkllm::test::temp_path("studio-" + tag);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const StudioRun run = run_studio(x, file, "--prompt '" + prompt + "' -n " + std::to_string(n), tag);
     ASSERT_EQ(run.status, 0) << run.errors;
     EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
     ASSERT_TRUE(run.exported.is_object()) << "no export written";
@@ -248,7 +249,59 @@ void check_model(const std::string& file, const std::string& tag) {
     EXPECT_EQ(v["architecture"], json::parse(architecture_json(architecture_blocks(info)).dump()));
 }
 
+std::vector<float> softmax(const std::vector<float>& logits) {
+    std::vector<float> p(logits.size());
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (size_t i = 0; i < p.size(); ++i) sum += p[i] = std::exp(logits[i] - mx);
+    for (float& x : p) x = float(x / sum);
+    return p;
+}
+
+// An intervention's "before" or "after" column equals the engine's distribution.
+void expect_top(const json& column, const std::vector<float>& p, const std::string& what) {
+    ASSERT_FALSE(column.empty()) << what;
+    for (const json& t : column) {
+        const int32_t id = t["id"].get<int32_t>();
+        EXPECT_NEAR(std::exp(t["logprob"].get<float>()), p[size_t(id)], 1e-4) << what << ": token " << id;
+    }
+}
+
 }  // namespace
+
+// A residual edit from the activations panel, then Restore: the studio's before/after columns
+// are the engine's next-token distributions without and with the same edit.
+TEST(StudioHeadless, InterventionAndRestore) {
+    Xvfb x;
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string file = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
+    const std::string dir = vkllm::test::temp_path("studio-edit");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir + "/script.txt") << "tokens 4\nsend Once upon a time\nmean 2 34\nexport " << dir
+                                       << "/edited.json\nrestore\n";
+    const StudioRun run = run_studio(x, file, "--script '" + dir + "/script.txt'", "edit");
+    ASSERT_EQ(run.status, 0) << run.errors;
+    EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
+    const json edited = json::parse(read_text(dir + "/edited.json"));
+    const json& restored = run.exported;
+    ASSERT_TRUE(edited.contains("intervention"));
+    ASSERT_TRUE(restored.contains("intervention"));
+
+    auto model = Model::load(file);
+    Session session(*model);
+    const std::vector<int32_t> tokens = edited["tokens"].get<std::vector<int32_t>>();
+    const std::vector<float> plain = softmax(session.eval(tokens));
+    session.reset();
+    session.set_residual_edits({{2, 34, ResidualEdit::Mode::Mean, 0.0f}});
+    const std::vector<float> with_edit = softmax(session.eval(tokens));
+    expect_top(edited["intervention"]["before"], plain, "before the edit");
+    expect_top(edited["intervention"]["after"], with_edit, "with the edit");
+    EXPECT_GT(edited["intervention"]["kl"].get<float>(), 0.0f);
+    // Restore: back to the plain distribution.
+    expect_top(restored["intervention"]["after"], plain, "after restore");
+    EXPECT_TRUE(restored["intervention"]["in_force"].empty());
+}
 
 TEST(StudioHeadless, ZooDense) { check_model(vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf", "dense"); }
 

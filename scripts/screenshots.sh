@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Regenerates the README's screenshots of vkllm-studio (assets/screenshots/*.png) with the
+# zoo models: the whole window and each panel, under a private Xvfb on the default Vulkan
+# device (lavapipe on a machine without a GPU).
+#   scripts/screenshots.sh             uses build/bin/vkllm-studio (VKLLM_BUILD_DIR to change)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${VKLLM_BUILD_DIR:-$root/build}
+studio=$build/bin/vkllm-studio
+out=$root/assets/screenshots
+[[ -x $studio ]] || { echo "screenshots: $studio not built (cmake --build $build --target vkllm-studio)" >&2; exit 1; }
+command -v Xvfb >/dev/null || { echo "screenshots: Xvfb missing (scripts/install-deps.sh)" >&2; exit 1; }
+
+# A free display number.
+display=140
+while [[ -e /tmp/.X11-unix/X$display || -e /tmp/.X$display-lock ]]; do display=$((display + 1)); done
+Xvfb ":$display" -screen 0 1600x1000x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb_pid=$!
+work=$(mktemp -d)
+trap 'kill $xvfb_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 50); do [[ -e /tmp/.X11-unix/X$display ]] && break; sleep 0.1; done
+mkdir -p "$out"
+
+# shoot MODEL NAME PANEL...: one conversation, then the window and each listed panel. The
+# prompt is longer than zoo-swa's window (32), so its local layers show the band.
+prompt="Once upon a time, there was a little girl named Lily. Lily had a red ball. One day, Lily went to the park"
+shoot() {
+  local model=$1 name=$2
+  shift 2
+  {
+    echo "tokens 24"
+    echo "send $prompt"
+    echo "screenshot $out/$name.png"
+    for panel in "$@"; do echo "screenshot $out/$name-$panel.png $panel"; done
+  } > "$work/$name.script"
+  echo "screenshots: $name"
+  DISPLAY=":$display" "$studio" -m "$root/assets/zoo/$model.gguf" --temp 0 --panels all --size 1600x1000 \
+    --config-dir "$work/config-$name" --script "$work/$name.script" --exit
+}
+
+shoot zoo-dense zoo-dense chat attention activations lens telemetry architecture
+shoot zoo-swa zoo-swa attention architecture
+shoot zoo-moe zoo-moe experts architecture
+shoot zoo-mla zoo-mla experts architecture attention
+echo "screenshots: written to $out"
