@@ -192,15 +192,16 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
 }
 
 // Default choice: the first discrete GPU, else integrated, else virtual, else a CPU driver.
-uint32_t pick_device(const std::vector<Capabilities>& caps, const std::string& wanted) {
+// `from` says where `wanted` came from ("the VKLLM_DEVICE environment variable", "the device
+// option"), so an error points at the right place.
+uint32_t pick_device(const std::vector<Capabilities>& caps, const std::string& wanted, const std::string& from) {
     if (caps.empty())
         throw GpuError(GpuError::Kind::Unsupported, VK_ERROR_INITIALIZATION_FAILED,
                        "no Vulkan device found (install mesa-vulkan-drivers for a CPU fallback, or a GPU driver)");
     if (!wanted.empty()) {
         bool numeric = std::all_of(wanted.begin(), wanted.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
         if (numeric) {
-            uint32_t i = uint32_t(std::stoul(wanted));
-            if (i < caps.size()) return i;
+            if (wanted.size() < 9 && std::stoul(wanted) < caps.size()) return uint32_t(std::stoul(wanted));
         } else {
             std::string w = wanted;
             std::transform(w.begin(), w.end(), w.begin(), ::tolower);
@@ -213,7 +214,7 @@ uint32_t pick_device(const std::vector<Capabilities>& caps, const std::string& w
         std::string list;
         for (const auto& c : caps) list += "\n  " + std::to_string(c.index) + ": " + c.name;
         throw GpuError(GpuError::Kind::Unsupported, VK_ERROR_INITIALIZATION_FAILED,
-                       "no Vulkan device matches '" + wanted + "'; devices are:" + list);
+                       "no Vulkan device matches '" + wanted + "' (from " + from + "); devices are:" + list);
     }
     for (const char* type : {"discrete", "integrated", "virtual", "cpu", "other"})
         for (const auto& c : caps)
@@ -269,7 +270,9 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
     auto pds = physical_devices(ctx->instance_);
     std::vector<Capabilities> caps;
     for (uint32_t i = 0; i < pds.size(); ++i) caps.push_back(query_capabilities(pds[i], i));
-    uint32_t index = pick_device(caps, options.device.empty() ? env_or("VKLLM_DEVICE", "") : options.device);
+    const bool from_env = options.device.empty();
+    uint32_t index = pick_device(caps, from_env ? env_or("VKLLM_DEVICE", "") : options.device,
+                                 from_env ? "the VKLLM_DEVICE environment variable" : "the device option");
     ctx->physical_ = pds[index];
     ctx->caps_ = caps[index];
     if (!options.limits.empty()) apply_limits_profile(ctx->caps_, options.limits);
@@ -384,8 +387,13 @@ void Context::save_pipeline_cache() {
     } catch (const std::exception&) {
         ok = false;
     }
-    if (ok && !std::filesystem::is_directory(pipeline_cache_path_, ec)) std::filesystem::rename(tmp, pipeline_cache_path_, ec);
-    if (!ok || ec) std::filesystem::remove(tmp, ec);
+    // A directory in the cache file's place is left alone (rename would fail on it anyway).
+    bool renamed = false;
+    if (ok && !std::filesystem::is_directory(pipeline_cache_path_, ec)) {
+        std::filesystem::rename(tmp, pipeline_cache_path_, ec);
+        renamed = !ec;
+    }
+    if (!renamed) std::filesystem::remove(tmp, ec);
 }
 
 Context::~Context() {
