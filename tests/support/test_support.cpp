@@ -54,6 +54,15 @@ std::optional<std::string> shared_dir() {
 std::string temp_path(const std::string& name) {
     const char* tmp = std::getenv("TMPDIR");
     std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/vkllm-test-" + std::to_string(::getpid());
+    // The folder is this test process's own and goes away with it.
+    struct RemoveAtExit {
+        std::string dir;
+        ~RemoveAtExit() {
+            std::error_code ec;
+            std::filesystem::remove_all(dir, ec);
+        }
+    };
+    static RemoveAtExit cleanup{dir};
     std::filesystem::create_directories(dir);
     return dir + "/" + name;
 }
