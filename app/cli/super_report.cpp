@@ -76,7 +76,7 @@ std::string super_report_text(const SuperWeightReport& r, const Model& model) {
     std::string out = "text: " + quoted_one_line(r.text) + " (" + std::to_string(r.tokens.size()) + " tokens, " +
                       std::to_string(r.passes) + " forward passes)\n";
     if (r.super_weights.empty()) {
-        out += "super weights: none (no layer where ffn_down's input and output both spike on one token)\n";
+        out += "super weights: none (no ffn_down weight writes a massive activation)\n";
     } else {
         out += "super weights (down_proj.weight[row, col]: row = hidden channel, col = FFN channel):\n";
         for (const SuperWeight& s : r.super_weights) {
