@@ -20,6 +20,8 @@ int cmd_template(const Args& args);  // render a chat template with a conversati
 int cmd_chat(const Args& args);      // an interactive multi-turn conversation
 int cmd_serve(const Args& args);     // an OpenAI-compatible HTTP server
 int cmd_probe(const Args& args);     // probes of a prompt and greedy tokens to a JSON file
+int cmd_embed(const Args& args);     // an encoder's embeddings of texts (BERT)
+int cmd_fill_mask(const Args& args); // masked-token prediction (BERT)
 int cmd_perplexity(const Args& args);  // llama.cpp's perplexity of a text file
 
 }  // namespace vkllm::cli

@@ -29,6 +29,8 @@ const std::map<std::string, Command>& commands() {
         {"chat", {cmd_chat, "a conversation on stdin/stdout: chat [-m MODEL] [--system TEXT] [sampling options]"}},
         {"serve", {cmd_serve, "OpenAI-compatible HTTP server: serve [-m MODEL] [--host 127.0.0.1] [--port 8080]"}},
         {"perplexity", {cmd_perplexity, "llama.cpp's perplexity of a text: perplexity [-m MODEL] -f TEXT [-c N_CTX] [--json]"}},
+        {"embed", {cmd_embed, "an encoder's embeddings: embed [-m MODEL] (-p TEXT | -f FILE) [--pooling none|mean|cls|last] [--normalize] -o OUT.f32 [--json]"}},
+        {"fill-mask", {cmd_fill_mask, "masked-token prediction: fill-mask [-m MODEL] -p \"The cat sat on the [MASK].\" [-k 5] [--json]"}},
         {"probe", {cmd_probe, "probes as JSON: probe [-m MODEL] -p PROMPT [-n N] [--attention L,..] ... -o OUT.json"}},
     };
     return table;

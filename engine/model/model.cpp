@@ -64,6 +64,7 @@ int32_t Model::n_vocab() const { return impl_->tok_->n_vocab(); }
 int32_t Model::bos() const { return impl_->tok_->bos(); }
 int32_t Model::eos() const { return impl_->tok_->eos(); }
 int32_t Model::eot() const { return impl_->tok_->eot(); }
+int32_t Model::mask_token() const { return impl_->tok_->mask(); }
 bool Model::add_bos() const { return impl_->tok_->add_bos(); }
 int32_t Model::find_token(const std::string& text) const { return impl_->tok_->find_token(text); }
 

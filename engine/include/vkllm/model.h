@@ -67,6 +67,7 @@ public:
     int32_t bos() const;                // -1 when none
     int32_t eos() const;
     int32_t eot() const;
+    int32_t mask_token() const;         // BERT's [MASK] (tokenizer.ggml.mask_token_id), -1 when none
     bool add_bos() const;
     int32_t find_token(const std::string& text) const;  // -1 when the vocabulary has no such string
 

@@ -88,6 +88,7 @@ struct ModelInfo {
     bool learned_positions = false;
     bool tied_embeddings = false;
     float final_softcap = 0.0f;
+    std::string pooling = "none";  // encoders (BERT): the file's pooling ("none", "mean", "cls", "last")
     std::vector<LayerInfo> layers;
     std::vector<TensorInfo> tensors;  // every tensor of the file, in file order
     uint64_t parameters = 0;          // elements of every tensor
