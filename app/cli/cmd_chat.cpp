@@ -2,10 +2,11 @@
 // its KV cache between turns, so each turn evaluates only its own new tokens.
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
+#include <poll.h>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -45,16 +46,49 @@ const char* kCommands =
 
 // Set by SIGINT (Ctrl-C); the token callback stops the answer when it sees it.
 volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_sigint(int) { g_interrupted = 1; }
+void on_chat_sigint(int) { g_interrupted = 1; }
 
-// SIGINT without SA_RESTART: a read at the prompt returns, so Ctrl-C there ends the chat.
+// SIGINT sets the flag; the answer's callback and the line reader look at it.
 void install_sigint_handler() {
     struct sigaction sa = {};
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_chat_sigint;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;
     sigaction(SIGINT, &sa, nullptr);
 }
+
+// Lines from stdin (a terminal or a pipe), read with poll() so Ctrl-C at the prompt is seen
+// within 100 ms whenever it arrives (a blocking read could miss a signal that came just before it).
+class LineReader {
+public:
+    // False at the end of input, or when Ctrl-C was pressed.
+    bool next(std::string& line) {
+        while (true) {
+            if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+                line = buffer_.substr(0, nl);
+                buffer_.erase(0, nl + 1);
+                if (!line.empty() && line.back() == '\r') line.pop_back();
+                return true;
+            }
+            if (g_interrupted || eof_) break;
+            pollfd p{STDIN_FILENO, POLLIN, 0};
+            if (poll(&p, 1, 100) <= 0) continue;  // timeout, or EINTR: look at the flag again
+            char chunk[4096];
+            const ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) eof_ = true;
+            else buffer_.append(chunk, size_t(n));
+        }
+        if (g_interrupted || buffer_.empty()) return false;
+        line.swap(buffer_);  // a last line without a newline
+        buffer_.clear();
+        return true;
+    }
+
+private:
+    std::string buffer_;
+    bool eof_ = false;
+};
 
 std::string quoted(const std::string& text) { return nlohmann::json(text).dump(); }
 
@@ -162,6 +196,7 @@ private:
         });
         generating = false;
         watcher.join();
+        g_interrupted = 0;  // this Ctrl-C stopped the answer; the next one at the prompt leaves
         std::fputs("\n", stdout);
         std::fflush(stdout);
         const bool stopped = r.reason == StopReason::Callback || r.reason == StopReason::Cancelled;
@@ -206,27 +241,27 @@ int chat(const Args& args) {
                "--device"},
               {"--verbose"});
     GenerateOptions go;
-    go.max_tokens = int(o.integer("-n", 256));
-    if (go.max_tokens < 1) throw UsageError("-n must be >= 1");
+    go.max_tokens = int(o.integer("-n", 256, 1));
     SamplerParams& sp = go.sampler;
     sp.temperature = float(o.real("--temp", 0.8));
-    sp.top_k = int(o.integer("--top-k", 40));
+    sp.top_k = int(o.integer("--top-k", 40, 0));
     sp.top_p = float(o.real("--top-p", 0.95));
     sp.min_p = float(o.real("--min-p", 0.05));
     sp.repeat_penalty = float(o.real("--repeat-penalty", 1.0));
-    sp.seed = o.has("--seed") ? uint64_t(o.integer("--seed", 0)) : uint64_t(std::random_device{}());
+    sp.seed = o.seed("--seed");  // -1 or absent: random
     try {
         validate(sp);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
 
+    SessionOptions so;
+    so.n_ctx = int(o.integer("-c", 0, 0));  // checked before the model loads
+
     ModelOptions mo;
     mo.device = o.str("--device");
     auto file = open_model_file(o);
     auto model = Model::load(*file, mo);
-    SessionOptions so;
-    so.n_ctx = int(o.integer("-c", 0));
     Session session(*model, so);
 
     const bool tty = isatty(STDIN_FILENO);
@@ -239,14 +274,14 @@ int chat(const Args& args) {
                              "(plain continuation)\n");
 
     install_sigint_handler();
+    LineReader input;
     std::string line;
     while (true) {
         if (tty) {
             std::fputs("> ", stdout);
             std::fflush(stdout);
         }
-        g_interrupted = 0;
-        if (!std::getline(std::cin, line)) break;  // end of input, or Ctrl-C at the prompt
+        if (!input.next(line)) break;  // end of input, or Ctrl-C at the prompt
         if (!chat.handle(line)) break;
     }
     if (tty) std::fputs("\n", stdout);
