@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "interventions.h"
 #include "model_file.h"
 #include "options.h"
 #include "perplexity.h"
@@ -17,13 +18,15 @@ namespace {
 
 const char* kUsage =
     "vkllm perplexity [-m MODEL.gguf] -f TEXT [-c N_CTX] [-b BATCH] [--exact] [--json] [--device D]\n"
+    "                 [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...]\n"
     "  llama-perplexity's definition: the text cut into chunks of N_CTX tokens (default 512, at most the\n"
     "  model's training context), each run alone with BOS first (when the vocabulary adds BOS) and scored\n"
     "  on its second half; progress on stderr. --exact: f32 activations instead of llama.cpp's CPU rounding\n"
+    "  --zero-weight: those weights set to 0 first (what a super weight is worth: docs/super-weights.md)\n"
     "  without -m: the small model built into vkllm";
 
 int run(const Args& args) {
-    Options o(args, {"-m", "-f", "-c", "-b", "--device"}, {"--json", "--exact"});
+    Options o(args, {"-m", "-f", "-c", "-b", "--device", "--zero-weight"}, {"--json", "--exact"});
     if (!o.has("-f")) throw UsageError("-f TEXT is required");
     const std::string path = o.str("-f");
     std::ifstream in(path, std::ios::binary);
@@ -34,6 +37,7 @@ int run(const Args& args) {
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
+    for (const WeightRef& w : parse_zero_weights(o.str("--zero-weight"))) model->set_weight(w, 0.0f);
     int n_ctx = int(o.integer("-c", 0));
     if (n_ctx == 0) n_ctx = std::min(512, model->info().n_ctx_train > 0 ? model->info().n_ctx_train : 512);
     if (n_ctx < 2) throw UsageError("-c must be at least 2");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -106,6 +107,21 @@ TEST(SuperCli, ZeroWeightAndSetActivationRemoveTheMassiveActivation) {
     }
     r = vkllm(run + " --zero-weight 1:ffn_down:10:20", "&1 >/dev/null");
     EXPECT_NE(r.out.find("zeroed layer 1 ffn_down[10, 20] (was 4)"), std::string::npos) << r.out;
+}
+
+// perplexity --zero-weight: the planted weight zeroed gives another perplexity; a weight out of
+// range is an error naming it.
+TEST(SuperCli, PerplexityWithAWeightZeroed) {
+    const std::string m = planted_model("plant-llama-ppl", "--arch llama --plant-super-weight 1:10:20");
+    const std::string ppl = "perplexity -m " + m + " -f " + test::source_dir() + "/tests/golden/perplexity/heldout.txt -c 64 --json";
+    Result a = vkllm(ppl, "/dev/null"), b = vkllm(ppl + " --zero-weight 1:ffn_down:10:20", "/dev/null");
+    ASSERT_EQ(a.code, 0) << a.out;
+    ASSERT_EQ(b.code, 0) << b.out;
+    const double pa = nlohmann::json::parse(a.out)["perplexity"], pb = nlohmann::json::parse(b.out)["perplexity"];
+    EXPECT_GT(std::fabs(pa - pb), 1e-3 * pa) << pa << " " << pb;
+    const Result c = vkllm(ppl + " --zero-weight 1:ffn_down:64:20", "&1");
+    EXPECT_EQ(c.code, 1) << c.out;
+    EXPECT_NE(c.out.find("row is out of range [0, 64)"), std::string::npos) << c.out;
 }
 
 TEST(SuperCli, BadInterventionsAreClearErrors) {
