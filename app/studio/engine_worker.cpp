@@ -82,10 +82,10 @@ EngineWorker::~EngineWorker() {
     thread_.join();
 }
 
-void EngineWorker::post(std::function<void()> command) {
+void EngineWorker::post(std::function<void()> command, bool clears_error) {
     {
         std::lock_guard lock(mutex_);
-        queue_.push_back(std::move(command));
+        queue_.push_back({std::move(command), clears_error});
     }
     cv_.notify_all();
 }
@@ -93,15 +93,17 @@ void EngineWorker::post(std::function<void()> command) {
 void EngineWorker::run() {
     for (;;) {
         std::function<void()> command;
+        bool clears_error = true;
         {
             std::unique_lock lock(mutex_);
             cv_.wait(lock, [&] { return quit_ || !queue_.empty(); });
             if (quit_) return;
-            command = std::move(queue_.front());
+            command = std::move(queue_.front().first);
+            clears_error = queue_.front().second;
             queue_.pop_front();
             running_command_ = true;
         }
-        work_.error.clear();
+        if (clears_error) work_.error.clear();
         work_.busy = true;
         try {
             command();
@@ -327,7 +329,7 @@ void EngineWorker::set_probes(const ProbeSelection& s) {
     post([this, s] {
         probe_sel_ = s;
         if (session_) session_->set_probes(probe_config(probe_sel_, model_->info()));
-    });
+    }, false);
 }
 
 // ---- Interventions ----

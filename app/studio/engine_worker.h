@@ -108,7 +108,9 @@ public:
     void wait_idle() const;
 
 private:
-    void post(std::function<void()> command);
+    // `clears_error`: the command starts by forgetting the last error (false for settings that
+    // the UI sends on its own, so they never hide the error of what the user asked for).
+    void post(std::function<void()> command, bool clears_error = true);
     void run();
     void publish();
     void do_load(std::function<std::unique_ptr<Model>()> open, const std::string& what);
@@ -129,7 +131,7 @@ private:
 
     mutable std::mutex mutex_;  // guards everything below
     mutable std::condition_variable cv_;
-    std::deque<std::function<void()>> queue_;
+    std::deque<std::pair<std::function<void()>, bool>> queue_;
     bool running_command_ = false;
     bool quit_ = false;
     std::shared_ptr<const WorkerState> published_;
