@@ -175,5 +175,33 @@ TEST_F(SuperWeightTest, WeightMagnitudeReadsTheFile) {
     EXPECT_THROW(weight_magnitude(*model, 1, "ffn_down", 2), std::invalid_argument);
 }
 
+// --plant-super-weight's errors name the option and what is wrong.
+TEST(PlantSuperWeight, BadPlantsAreConfigErrors) {
+    auto vocab = gguf::File::open(zoo("zoo-dense"));
+    auto message = [&](random_model::RandomModelConfig c) -> std::string {
+        try {
+            random_model::build_random_model(c, *vocab);
+        } catch (const random_model::ConfigError& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    EXPECT_NE(message(planted("gemma3", 0, 1, 2)).find("not gemma3"), std::string::npos);
+    EXPECT_NE(message(planted("llama", 3, 1, 2)).find("layer 3 is not below --n-layer 3"), std::string::npos);
+    EXPECT_NE(message(planted("llama", 0, 64, 2)).find("row 64 is not below --n-embd 64"), std::string::npos);
+    EXPECT_NE(message(planted("llama", 0, 1, 160)).find("col 160 is not below the FFN width 160"), std::string::npos);
+    EXPECT_NE(message(planted("llama", 0, 1, 2, 0)).find("has no experts"), std::string::npos);
+    random_model::RandomModelConfig moe = planted("llama", 0, 1, 2, 4);
+    moe.n_expert = 4;
+    EXPECT_NE(message(moe).find("expert 4 is not below --n-expert 4"), std::string::npos);
+    EXPECT_THROW(random_model::parse_planted_super_weight("1:2"), random_model::ConfigError);
+    EXPECT_THROW(random_model::parse_planted_super_weight("1:-2:3"), random_model::ConfigError);
+    const random_model::PlantedSuperWeight p = random_model::parse_planted_super_weight("2:5:77:3");
+    EXPECT_EQ(p.layer, 2);
+    EXPECT_EQ(p.row, 5);
+    EXPECT_EQ(p.col, 77);
+    EXPECT_EQ(p.expert, 3);
+}
+
 }  // namespace
 }  // namespace vkllm
