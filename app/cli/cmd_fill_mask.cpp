@@ -80,8 +80,11 @@ int run(const Args& args) {
             continue;
         }
         std::printf("%s %zu (token %zu):\n", mask_text.c_str(), m + 1, masks[m]);
-        for (const Guess& g : guesses)
-            std::printf("  %-16s %.4f  (id %d)\n", model->token_text(g.id).c_str(), double(g.prob), g.id);
+        for (const Guess& g : guesses) {
+            std::string text = model->piece(g.id, /*render_special=*/true);
+            if (!text.empty() && text[0] == ' ') text.erase(0, 1);  // a word-initial piece
+            std::printf("  %-16s %.4f  (id %d)\n", text.c_str(), double(g.prob), g.id);
+        }
     }
     if (o.has("--json")) std::printf("%s\n", j.dump(2).c_str());
     return 0;

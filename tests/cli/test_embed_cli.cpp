@@ -1,0 +1,120 @@
+// vkllm embed and vkllm fill-mask on the random BERT of tests/golden/bert: the written vectors
+// equal llama.cpp's (CLS and mean pooling, every token's row), the similarity table, JSON,
+// the output file written whole or not at all, and clear errors.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;
+};
+
+Result vkllm(const std::string& args) {
+    const char* bin = std::getenv("VKLLM_BIN");
+    const std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+std::string golden(const std::string& f) { return test::source_dir() + "/tests/golden/bert/" + f; }
+const std::string kModel = "-m " + golden("bert-f32.gguf");
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    float m = a.size() == b.size() ? 0.0f : INFINITY;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+}
+
+TEST(EmbedCli, VectorsMatchLlamaCpp) {
+    const std::string out = test::temp_path("embed_cls.f32");
+    Result r = vkllm("embed " + kModel + " -f " + golden("prompts.txt") + " --pooling mean -o " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::vector<float> want = test::read_f32(golden("bert-f32.0.mean.embd.f32"));
+    const std::vector<float> second = test::read_f32(golden("bert-f32.1.mean.embd.f32"));
+    want.insert(want.end(), second.begin(), second.end());
+    EXPECT_LT(max_abs_diff(test::read_f32(out), want), 1e-3f);
+    EXPECT_NE(r.out.find("cosine similarity (mean pooling)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1.0000"), std::string::npos) << r.out;  // the diagonal
+    EXPECT_FALSE(std::filesystem::exists(out + ".tmp"));
+
+    // The file's pooling (CLS) by default; every token's row with none.
+    ASSERT_EQ(vkllm("embed " + kModel + " -p \"$(head -1 " + golden("prompts.txt") + ")\" -o " + out).code, 0);
+    EXPECT_LT(max_abs_diff(test::read_f32(out), test::read_f32(golden("bert-f32.0.cls.embd.f32"))), 1e-3f);
+    r = vkllm("embed " + kModel + " -p \"$(head -1 " + golden("prompts.txt") + ")\" --pooling none --json -o " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_LT(max_abs_diff(test::read_f32(out), test::read_f32(golden("bert-f32.0.none.embd.f32"))), 1e-3f);
+    // stdout and stderr share the pipe here: the JSON is the text from its first brace to its last.
+    const std::string json = r.out.substr(r.out.find('{'), r.out.rfind('}') + 1 - r.out.find('{'));
+    const nlohmann::json j = nlohmann::json::parse(json);
+    EXPECT_EQ(j["pooling"], "none");
+    EXPECT_EQ(j["rows"], test::read_ids(golden("bert-f32.0.tokens.txt")).size());
+    EXPECT_EQ(j["n_embd"], 32);
+}
+
+TEST(EmbedCli, NormalizeGivesUnitRows) {
+    const std::string out = test::temp_path("embed_unit.f32");
+    ASSERT_EQ(vkllm("embed " + kModel + " -p \"a cat\" --pooling mean --normalize -o " + out).code, 0);
+    double sum = 0;
+    for (float v : test::read_f32(out)) sum += double(v) * v;
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+TEST(EmbedCli, ErrorsAreClearAndLeaveNoFile) {
+    const std::string out = test::temp_path("embed_none.f32");
+    std::filesystem::remove(out);
+    Result r = vkllm("embed -p hello -o " + out);  // the built-in model is a decoder
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.out.find("needs an encoder"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    r = vkllm("embed " + kModel + " -o " + out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("-p TEXT or -f FILE"), std::string::npos) << r.out;
+    r = vkllm("embed " + kModel + " -p hi --pooling max -o " + out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--pooling 'max'"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(FillMaskCli, TopKPerMask) {
+    Result r = vkllm("fill-mask " + kModel + " -p \"The [MASK] sat on the [MASK].\" -k 4 --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 2u);
+    for (const auto& mask : j) {
+        ASSERT_EQ(mask["top"].size(), 4u);
+        float prev = 1.0f;
+        for (const auto& g : mask["top"]) {
+            EXPECT_LE(float(g["prob"]), prev);
+            prev = g["prob"];
+        }
+    }
+    EXPECT_EQ(j[0]["position"], 2);  // [CLS] the [MASK]
+    r = vkllm("fill-mask " + kModel + " -p \"no mask\"");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("no [MASK] token"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace vkllm
