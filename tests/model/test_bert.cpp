@@ -87,6 +87,8 @@ TEST(BertSpec, IsAnEncoder) {
         EXPECT_EQ(L.norm_placement, "post-sum");
     }
     EXPECT_NE(model->info().layer_table().find("bidirectional"), std::string::npos);
+    EXPECT_EQ(model->info().pooling, "cls");
+    EXPECT_EQ(model->mask_token(), model->find_token("[MASK]"));
 }
 
 // Bidirectional attention: the probe returns the full [n_tokens, n_tokens] map of every head;
