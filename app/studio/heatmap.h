@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "imgui.h"
+#include <imgui.h>
 
 namespace vkllm::studio {
 

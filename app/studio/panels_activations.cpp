@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "heatmap.h"
-#include "imgui.h"
+#include <imgui.h>
 #include "studio_app.h"
 
 namespace vkllm::studio {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "imgui.h"
+#include <imgui.h>
 #include "studio_app.h"
 
 namespace vkllm::studio {

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "heatmap.h"
-#include "imgui.h"
+#include <imgui.h>
 #include "studio_app.h"
 
 namespace vkllm::studio {

@@ -5,7 +5,7 @@
 #include <cfloat>
 
 #include "heatmap.h"
-#include "imgui.h"
+#include <imgui.h>
 #include "studio_app.h"
 
 namespace vkllm::studio {

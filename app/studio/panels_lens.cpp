@@ -2,7 +2,7 @@
 // through the final norm and the output matrix, at a chosen position.
 #include <algorithm>
 
-#include "imgui.h"
+#include <imgui.h>
 #include "studio_app.h"
 
 namespace vkllm::studio {

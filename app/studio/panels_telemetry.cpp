@@ -4,7 +4,7 @@
 #include <cfloat>
 #include <cstdio>
 
-#include "imgui.h"
+#include <imgui.h>
 #include "studio_app.h"
 
 namespace vkllm::studio {

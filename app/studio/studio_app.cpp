@@ -13,8 +13,8 @@
 #include <GLFW/glfw3.h>
 
 #include "embedded_model.h"
-#include "imgui.h"
-#include "imgui_internal.h"  // FindWindowByName: a panel's rectangle for its screenshot
+#include <imgui.h>
+#include <imgui_internal.h>  // FindWindowByName: a panel's rectangle for its screenshot
 #include "probe_json.h"
 #include "vulkan_window.h"
 
@@ -98,6 +98,11 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
 StudioApp::~StudioApp() {
     g_app = nullptr;
     worker.stop();
+    // ImGui keeps a pointer to ini_path_'s characters and writes the file once more when the
+    // window destroys its context; ini_path_ dies before window_ (member order), so the
+    // pointer must not outlive it.
+    if (window_ && ImGui::GetCurrentContext()) ImGui::GetIO().IniFilename = nullptr;
+    window_.reset();
 }
 
 void StudioApp::load_settings() {
