@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -31,10 +32,11 @@ double median(std::vector<double> v) {
 
 int run(const Args& args) {
     Options o(args, {"-m", "-p", "-n", "-r", "-b", "--device"}, {"--json"});
-    const int n_prompt = int(o.integer("-p", 512));
-    const int n_gen = int(o.integer("-n", 128));
-    const int reps = int(o.integer("-r", 3));
-    if (n_prompt < 0 || n_gen < 0 || reps < 1) throw UsageError("-p and -n must be >= 0 and -r >= 1");
+    // The context is -p + -n + 1 tokens: each is capped so the sum stays an int.
+    const int n_prompt = int(o.integer("-p", 512, 0, 1 << 24));
+    const int n_gen = int(o.integer("-n", 128, 0, 1 << 24));
+    const int reps = int(o.integer("-r", 3, 1, 1000));
+    const int n_batch = int(o.integer("-b", 256, 1));
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
@@ -43,8 +45,16 @@ int run(const Args& args) {
 
     SessionOptions so;
     so.n_ctx = std::max(1, n_prompt + n_gen + 1);
-    so.n_batch = int(o.integer("-b", 256));
-    Session session(*model, so);
+    so.n_batch = n_batch;
+    // The engine's context errors suggest -c, which bench does not take: its context is -p + -n + 1.
+    std::unique_ptr<Session> made;
+    try {
+        made = std::make_unique<Session>(*model, so);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string(e.what()) + "\n  (bench's context is -p + -n + 1 = " +
+                                 std::to_string(so.n_ctx) + " tokens: use a smaller -p or -n)");
+    }
+    Session& session = *made;
     // Random tokens, as llama-bench uses: the speed does not depend on the text.
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> pick(0, model->n_vocab() - 1);

@@ -4,19 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "options.h"
 #include "vkllm/device.h"
 
 namespace vkllm::cli {
 
-int cmd_info(const Args& args) {
-    bool json = false;
-    for (const auto& a : args) {
-        if (a == "--json") json = true;
-        else {
-            std::fprintf(stderr, "usage: vkllm info [--json]\n");
-            return 2;
-        }
-    }
+namespace {
+
+int info(const Args& args) {
+    const bool json = Options(args, {}, {"--json"}).has("--json");
     const std::vector<DeviceInfo> list = devices();
     if (json) {
         nlohmann::ordered_json all;
@@ -29,5 +25,9 @@ int cmd_info(const Args& args) {
     }
     return 0;
 }
+
+}  // namespace
+
+int cmd_info(const Args& args) { return with_usage("vkllm info [--json]", info, args); }
 
 }  // namespace vkllm::cli

@@ -19,6 +19,8 @@ namespace {
 
 constexpr const char* kUsage =
     "vkllm inspect [FILE.gguf] [--tensors]   (no file: the model built into vkllm)\n"
+    "vkllm inspect --check [FILE.gguf]       every tensor decoded and scanned for NaN and infinity\n"
+    "                                        (exit 1 when one holds any)\n"
     "vkllm inspect --super [FILE.gguf] [--json]   super weights, massive activations, attention sinks\n"
     "                                             (one forward pass on the GPU; docs/super-weights.md)";
 
@@ -54,13 +56,27 @@ std::string shape_text(const std::vector<uint64_t>& dims) {
     return r + "]";
 }
 
+// inspect --check: every tensor's non-finite values; exit 1 when there are any.
+int check_file(const std::string& path) {
+    auto file = open_model_file(path);
+    const TensorCheckReport r = check_tensors(*file);
+    for (const NonFiniteTensor& t : r.non_finite)
+        std::printf("%s (%s): %" PRIu64 " NaN, %" PRIu64 " infinite; first at element %" PRIu64 "\n", t.name.c_str(),
+                    t.type.c_str(), t.n_nan, t.n_inf, t.first_index);
+    for (const std::string& s : r.skipped) std::printf("not checked: %s, a type the CPU cannot decode\n", s.c_str());
+    std::printf("%s: %" PRIu64 " tensors (%" PRIu64 " values) checked, %zu with NaN or infinite values\n",
+                file->path().c_str(), r.tensors_checked, r.elements_checked, r.non_finite.size());
+    return r.non_finite.empty() ? 0 : 1;
+}
+
 int inspect(const Args& args) {
     std::string path;
-    bool list_tensors = false, super = false, json = false;
+    bool list_tensors = false, super = false, json = false, check = false;
     for (const std::string& a : args) {
         if (a == "--tensors") list_tensors = true;
         else if (a == "--super") super = true;
         else if (a == "--json") json = true;
+        else if (a == "--check") check = true;
         else if (a == "-h" || a == "--help") throw HelpRequested();
         else if (a.empty()) throw UsageError("an empty file name");
         else if (a[0] == '-') throw UsageError("unknown option '" + a + "'");
@@ -68,6 +84,8 @@ int inspect(const Args& args) {
         else throw UsageError("more than one file given ('" + path + "', '" + a + "')");
     }
     if (json && !super) throw UsageError("--json goes with --super");
+    if (check && (super || list_tensors)) throw UsageError("--check goes alone");
+    if (check) return check_file(path);
     if (super) {
         if (list_tensors) throw UsageError("--tensors and --super do not go together");
         return inspect_super(path, json);

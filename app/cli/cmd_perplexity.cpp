@@ -28,6 +28,8 @@ const char* kUsage =
 int run(const Args& args) {
     Options o(args, {"-m", "-f", "-c", "-b", "--device", "--zero-weight"}, {"--json", "--exact"});
     if (!o.has("-f")) throw UsageError("-f TEXT is required");
+    int n_ctx = int(o.integer("-c", 0, 0));  // numbers checked before the model loads
+    const int n_batch = int(o.integer("-b", 256, 1));
     const std::string path = o.str("-f");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + path);
@@ -38,11 +40,8 @@ int run(const Args& args) {
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
     for (const WeightRef& w : parse_zero_weights(o.str("--zero-weight"))) model->set_weight(w, 0.0f);
-    int n_ctx = int(o.integer("-c", 0));
     if (n_ctx == 0) n_ctx = std::min(512, model->info().n_ctx_train > 0 ? model->info().n_ctx_train : 512);
     if (n_ctx < 2) throw UsageError("-c must be at least 2");
-    const int n_batch = int(o.integer("-b", 256));
-    if (n_batch < 1) throw UsageError("-b must be at least 1");
 
     const std::vector<int32_t> tokens = model->tokenize(text.str(), /*add_special=*/true, /*parse_special=*/false);
     std::fprintf(stderr, "vkllm: %s: %zu tokens; %zu chunks of %d tokens, each scored on its last %d\n", path.c_str(),

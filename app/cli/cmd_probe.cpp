@@ -21,7 +21,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +28,7 @@
 #include "commands.h"
 #include "embedded_model.h"
 #include "options.h"
+#include "output_file.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -193,31 +193,17 @@ int32_t argmax(const std::vector<float>& logits) {
     return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// Writes `text` to a temporary file beside `path` and renames it over `path` only when every
-// write and the close succeeded; on failure nothing is left behind.
-void write_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw std::runtime_error("cannot write " + path + " (creating " + tmp + " failed)");
-    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const bool closed = std::fclose(f) == 0;
-    if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("writing " + path + " failed");
-    }
-}
-
 int run(const Args& args) {
     Options o(args, {"-m", "-p", "-n", "-o", "--attention", "--logit-lens", "--lens-top", "--device"},
               {"--residual", "--ffn-down", "--routing", "--timings", "--exact"});
     if (!o.has("-p") || !o.has("-o")) throw UsageError("-p and -o are required");
     if (o.str("-o").empty()) throw UsageError("-o names no file");
-    const int n_generate = int(o.integer("-n", 0));
-    if (n_generate < 0) throw UsageError("-n must be >= 0");
-    const int lens_top = int(o.integer("--lens-top", 10));
-    if (lens_top < 1) throw UsageError("--lens-top must be >= 1");
+    const int n_generate = int(o.integer("-n", 0, 0));
+    const int lens_top = int(o.integer("--lens-top", 10, 1));
     if (o.has("-m") && o.str("-m").empty()) throw UsageError("-m names no file");
 
+    // Opened first: an output that cannot be written is reported before the model loads.
+    OutputFile out(o.str("-o"));
     ModelOptions mo;
     mo.device = o.str("--device");
     std::unique_ptr<Model> model;
@@ -282,10 +268,10 @@ int run(const Args& args) {
                       {"by_layer", pc.timings ? json(timings_by_layer(probes.timings, info.n_layer)) : json::array()}};
 
     // Token pieces may be parts of a UTF-8 character: invalid bytes become U+FFFD.
-    const std::string out = o.str("-o");
-    write_atomically(out, doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+    out.write(doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+    out.commit();
     std::fprintf(stderr, "vkllm: probed %zu tokens (%zu generated) and wrote %s\n", tokens.size(),
-                 tokens.size() - prompt.size(), out.c_str());
+                 tokens.size() - prompt.size(), out.path().c_str());
     return 0;
 }
 

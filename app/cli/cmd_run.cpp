@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <stdexcept>
 #include <utility>
 
 #include "activation_report.h"
+#include "interrupt.h"
 #include "interventions.h"
 #include "model_file.h"
 #include "options.h"
@@ -18,7 +18,7 @@ namespace vkllm::cli {
 namespace {
 
 const char* kUsage =
-    "vkllm run [-m MODEL.gguf] [-p PROMPT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
     "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
@@ -28,6 +28,7 @@ const char* kUsage =
     "                 down_proj.weight[row, col]; `vkllm inspect --super` finds super weights)\n"
     "  --set-activation: sets residual channel CHANNEL after LAYER (-1: the embeddings) to VALUE, or to its\n"
     "                 running mean over the tokens evaluated, for every token\n"
+    "  -f FILE: the prompt from a file (-f -: standard input); --seed -1 (the default): a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.
@@ -79,30 +80,57 @@ void print_session_header(const Model& model, const Session& session) {
     }
 }
 
+std::string tokens_text(size_t n) { return std::to_string(n) + (n == 1 ? " token" : " tokens"); }
+
+// "prompt 5 tokens in 0.350 s (14.29 tokens/s); decode 4 tokens in ...". The first token comes
+// from the prompt's logits, so with fewer than two tokens no decode step ran and no speed is given.
+void print_timing_line(const GenerateResult& r) {
+    std::string line = "vkllm: prompt " + tokens_text(size_t(r.n_prompt));
+    char buf[128];
+    if (r.n_prompt_evaluated < r.n_prompt)
+        line += " (" + std::to_string(r.n_prompt - r.n_prompt_evaluated) + " from the cache)";
+    std::snprintf(buf, sizeof buf, " in %.3f s (%.2f tokens/s)", r.prompt_seconds,
+                  r.prompt_seconds > 0 ? double(r.n_prompt_evaluated) / r.prompt_seconds : 0.0);
+    line += buf;
+    const size_t generated = r.tokens.size();
+    if (generated >= 2 && r.decode_seconds > 0) {
+        std::snprintf(buf, sizeof buf, " in %.3f s (%.2f tokens/s)", r.decode_seconds,
+                      double(generated) / r.decode_seconds);
+        line += "; decode " + tokens_text(generated) + buf;
+    } else {
+        line += "; " + tokens_text(generated) + " generated";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
-               "--zero-weight", "--set-activation"},
+               "--zero-weight", "--set-activation", "-f"},
               {"--timings", "--expert-stats", "--activations"});
     GenerateOptions go;
-    go.max_tokens = int(o.integer("-n", 128));
-    if (go.max_tokens < 0) throw UsageError("-n must be >= 0");
+    // Every number is range-checked here, before the model loads (a usage error, exit 2).
+    go.max_tokens = int(o.integer("-n", 128, 0));
     SamplerParams& sp = go.sampler;
     sp.temperature = float(o.real("--temp", 0.8));
-    sp.top_k = int(o.integer("--top-k", 40));
+    sp.top_k = int(o.integer("--top-k", 40, 0));
     sp.top_p = float(o.real("--top-p", 0.95));
     sp.min_p = float(o.real("--min-p", 0.05));
     sp.repeat_penalty = float(o.real("--repeat-penalty", 1.0));
-    sp.repeat_last_n = int(o.integer("--repeat-last-n", 64));
+    sp.repeat_last_n = int(o.integer("--repeat-last-n", 64, 0));
     sp.presence_penalty = float(o.real("--presence-penalty", 0.0));
     sp.frequency_penalty = float(o.real("--frequency-penalty", 0.0));
-    sp.seed = o.has("--seed") ? uint64_t(o.integer("--seed", 0)) : uint64_t(std::random_device{}());
+    sp.seed = o.seed("--seed");  // -1 or absent: random
     try {
         validate(sp);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
+
+    SessionOptions so;
+    so.n_ctx = int(o.integer("-c", 0, 0));  // 0: the model's trained context, at most 4096
+    so.n_batch = int(o.integer("-b", 256, 1));
 
     ModelOptions mo;
     mo.device = o.str("--device");
@@ -115,23 +143,23 @@ int run(const Args& args) {
                      static_cast<long long>(w.row), static_cast<long long>(w.col),
                      w.expert >= 0 ? (" of expert " + std::to_string(w.expert)).c_str() : "", double(old));
     }
-    SessionOptions so;
-    so.n_ctx = int(o.integer("-c", 0));
-    so.n_batch = int(o.integer("-b", 256));
     so.probes.timings = o.has("--timings");
     so.probes.expert_load = o.has("--expert-stats");
     so.probes.residual_stats = o.has("--activations");
     Session session(*model, so);
     if (o.has("--set-activation")) session.set_residual_edits(parse_set_activations(o.str("--set-activation")));
 
-    const std::string prompt = o.str("-p", "");
+    const std::string prompt = prompt_text(o).value_or("");
     const std::vector<int32_t> tokens = model->tokenize(prompt, /*add_special=*/true);
-    if (tokens.empty()) throw UsageError("the prompt is empty and the model adds no BOS token; give a prompt with -p");
+    if (tokens.empty()) throw UsageError("the prompt is empty and the model adds no BOS token; give a prompt with -p or -f");
     if (int(tokens.size()) > session.n_ctx())
         throw ContextOverflow("the prompt is " + std::to_string(tokens.size()) + " tokens, longer than the context of " +
                               std::to_string(session.n_ctx()) + " tokens; use a larger context (-c) or a shorter prompt");
 
     print_session_header(*model, session);
+    if (const int trained = model->info().n_ctx_train; trained > 0 && session.n_ctx() > trained)
+        std::fprintf(stderr, "vkllm: warning: the context of %d tokens is longer than the %d the model was trained "
+                             "with; past %d tokens its output may degrade\n", session.n_ctx(), trained, trained);
     std::fprintf(stderr, "vkllm: sampling: temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu\n",
                  double(sp.temperature), sp.top_k, double(sp.top_p), double(sp.min_p),
                  static_cast<unsigned long long>(sp.seed));
@@ -154,11 +182,15 @@ int run(const Args& args) {
             session.set_probes(so.probes);
         }
     };
+    // Ctrl-C: the token being computed finishes, then generation stops; the timing line is
+    // printed, the pipeline cache saved (when the Model goes) and the exit code is 130. A
+    // watcher cancels the session too, for a Ctrl-C while the prompt is evaluated.
+    const InterruptWatch interrupt(session);
     const GenerateResult result = session.generate(tokens, go, [&](const TokenEvent& ev) {
         read_probes();
         std::fputs(ev.text.c_str(), stdout);
         std::fflush(stdout);
-        return true;
+        return !interrupt.interrupted();
     });
     if (!prompt_probes_read) read_probes();  // -n 0: the prompt's eval alone
     std::fputs("\n", stdout);
@@ -180,10 +212,11 @@ int run(const Args& args) {
         for (const auto& t : timings)
             std::fprintf(stderr, "  %-10s %9.3f ms  %6d dispatch groups\n", t.op.c_str(), t.ms, t.count);
     }
-    const size_t generated = result.tokens.size();
-    std::fprintf(stderr, "vkllm: prompt %d tokens in %.3f s (%.2f tokens/s); decode %zu tokens in %.3f s (%.2f tokens/s)\n",
-                 result.n_prompt, result.prompt_seconds, double(result.n_prompt) / result.prompt_seconds, generated,
-                 result.decode_seconds, generated > 0 ? double(generated) / result.decode_seconds : 0.0);
+    print_timing_line(result);
+    if (interrupt.interrupted()) {
+        std::fprintf(stderr, "vkllm: interrupted\n");
+        return 130;  // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+    }
     return 0;
 }
 

@@ -251,10 +251,10 @@ private:
 int serve(const Args& args) {
     Options o(args, {"-m", "--host", "--port", "-c", "--queue", "--device"}, {"--quiet"});
     const std::string host = o.str("--host", "127.0.0.1");
-    const int64_t port = o.integer("--port", 8080);
-    if (port < 0 || port > 65535) throw UsageError("--port must be between 0 and 65535");
-    const int64_t queue = o.integer("--queue", 16);
-    if (queue < 1 || queue > 4096) throw UsageError("--queue must be between 1 and 4096");
+    const int64_t port = o.integer("--port", 8080, 0, 65535);
+    const int64_t queue = o.integer("--queue", 16, 1, 4096);
+    SessionOptions so;
+    so.n_ctx = int(o.integer("-c", 0, 0));
 
     // SIGINT and SIGTERM are taken by one thread (sigwait), blocked in every other: the
     // threads started below inherit the mask.
@@ -269,8 +269,6 @@ int serve(const Args& args) {
     mo.device = o.str("--device");
     auto file = open_model_file(o);
     auto model = Model::load(*file, mo);
-    SessionOptions so;
-    so.n_ctx = int(o.integer("-c", 0));
     Session session(*model, so);
     const std::string id = model_id(o, *model);
 

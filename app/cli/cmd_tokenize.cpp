@@ -1,63 +1,46 @@
-// vkllm tokenize [-m MODEL] -p TEXT [--add-special] [--parse-special]
+// vkllm tokenize [-m MODEL] (-p TEXT | -f FILE) [--add-special] [--parse-special]
 // Prints the token ids of TEXT, space-separated, on one line.
 #include <cstdio>
 #include <string>
 
 #include "commands.h"
 #include "model_file.h"
+#include "options.h"
 #include "vkllm/tokenizer.h"
 
 namespace vkllm::cli {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: vkllm tokenize [-m MODEL.gguf] -p TEXT [--add-special] [--parse-special]\n"
+const char* kUsage =
+    "vkllm tokenize [-m MODEL.gguf] (-p TEXT | -f FILE) [--add-special] [--parse-special]\n"
     "  -m MODEL.gguf    the model whose tokenizer to use; without it, the model built into vkllm\n"
+    "  -f FILE          the text from a file (-f -: standard input)\n"
     "  --add-special    add BOS/EOS as the model's vocabulary asks\n"
-    "  --parse-special  turn special-token text such as <|im_start|> into its id\n";
+    "  --parse-special  turn special-token text such as <|im_start|> into its id";
 
-int usage_error(const std::string& message) {
-    std::fprintf(stderr, "vkllm tokenize: %s\n%s", message.c_str(), kUsage);
-    return 2;
-}
-
-}  // namespace
-
-int cmd_tokenize(const Args& args) {
-    std::string model_path;  // empty: the built-in model
-    std::string text;
-    bool have_text = false;
-    bool add_special = false;
-    bool parse_special = false;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-m" || a == "--model" || a == "-p" || a == "--prompt") {
-            if (i + 1 >= args.size()) return usage_error("option " + a + " needs a value");
-            if (a == "-m" || a == "--model") {
-                model_path = args[++i];
-                if (model_path.empty()) return usage_error(a + " names no file");
-            } else {
-                text = args[++i];
-                have_text = true;
-            }
-        } else if (a == "--add-special") {
-            add_special = true;
-        } else if (a == "--parse-special") {
-            parse_special = true;
-        } else if (a == "-h" || a == "--help") {
-            std::printf("%s", kUsage);
-            return 0;
-        } else {
-            return usage_error("unknown argument '" + a + "'");
-        }
-    }
-    if (!have_text) return usage_error("missing -p TEXT");
+int tokenize(const Args& args) {
+    Options o(args, {"-m", "--model", "-p", "--prompt", "-f"}, {"--add-special", "--parse-special"});
+    if (o.has("-m") && o.has("--model")) throw UsageError("give the model with -m or --model, not both");
+    if (o.has("--prompt")) throw UsageError("--prompt is spelt -p");
+    const std::string model_path = o.has("--model") ? o.str("--model") : o.str("-m");
+    if ((o.has("-m") || o.has("--model")) && model_path.empty()) throw UsageError("-m names no file");
+    const std::optional<std::string> text = prompt_text(o);
+    if (!text) throw UsageError("missing -p TEXT or -f FILE");
+    const bool add_special = o.has("--add-special");
+    const bool parse_special = o.has("--parse-special");
 
     const auto file = open_model_file(model_path);
     // The vocabulary alone: tokenizing needs no GPU.
     const auto tok = Tokenizer::from_file(*file);
-    const std::vector<int32_t> ids = tok->tokenize(text, add_special, parse_special);
+    const std::vector<int32_t> ids = tok->tokenize(*text, add_special, parse_special);
+    // The BOS the vocabulary adds, if any: the tokens of an empty text with specials added.
+    if (add_special && parse_special && ids.size() >= 2) {
+        const std::vector<int32_t> bos = tok->tokenize("", true, false);
+        if (!bos.empty() && ids[0] == bos[0] && ids[1] == bos[0])
+            std::fprintf(stderr, "vkllm tokenize: warning: the text starts with the BOS token %s and --add-special "
+                                 "added another: the ids begin with two BOS\n", tok->token_text(bos[0]).c_str());
+    }
     std::string line;
     for (size_t i = 0; i < ids.size(); ++i) {
         if (i) line += ' ';
@@ -66,5 +49,9 @@ int cmd_tokenize(const Args& args) {
     std::printf("%s\n", line.c_str());
     return 0;
 }
+
+}  // namespace
+
+int cmd_tokenize(const Args& args) { return with_usage(kUsage, tokenize, args); }
 
 }  // namespace vkllm::cli

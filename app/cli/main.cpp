@@ -1,4 +1,5 @@
 // vkllm: the command-line front end. Dispatches to one cmd_* function per subcommand.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -7,6 +8,7 @@
 
 #include "commands.h"
 #include "model_file.h"
+#include "vkllm/device.h"
 
 namespace {
 
@@ -44,12 +46,28 @@ void usage(FILE* out) {
     std::fprintf(out, "\nenvironment: VKLLM_DEVICE=INDEX|NAME, VKLLM_VALIDATE=1, VKLLM_LIMITS=mobile\n");
 }
 
+// Everything a command printed on stdout must have arrived: a write error there (a full disk,
+// a closed pipe) is a failure, exit 1 with the reason, even when the command itself succeeded.
+int check_stdout(const char* command, int code) {
+    errno = 0;
+    const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+    if (!failed) return code;
+    const int error = errno;  // 0: an earlier write failed, its errno is gone
+    std::fprintf(stderr, "vkllm %s: error: writing the standard output failed: %s\n", command,
+                 error ? std::strerror(error) : "an earlier write was refused");
+    return code == 0 ? 1 : code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return check_stdout("--help", argc < 2 ? 2 : 0);
+    }
+    if (!std::strcmp(argv[1], "--version")) {
+        std::printf("vkllm %s\n", VKLLM_VERSION);
+        return check_stdout("--version", 0);
     }
     auto it = commands().find(argv[1]);
     if (it == commands().end()) {
@@ -58,10 +76,18 @@ int main(int argc, char** argv) {
         return 2;
     }
     vkllm::cli::Args args(argv + 2, argv + argc);
+    int code = 1;
     try {
-        return it->second.run(args);
+        code = it->second.run(args);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "vkllm %s: error: %s\n", argv[1], e.what());
-        return 1;
+        code = 1;
     }
+    // VKLLM_VALIDATE=1: a run the validation layer found errors in is a failed run.
+    if (const uint64_t n = vkllm::validation_error_count(); n > 0) {
+        std::fprintf(stderr, "vkllm %s: error: the Vulkan validation layer reported %llu error%s\n", argv[1],
+                     static_cast<unsigned long long>(n), n == 1 ? "" : "s");
+        if (code == 0) code = 1;
+    }
+    return check_stdout(argv[1], code);
 }

@@ -1,7 +1,11 @@
 #include "options.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <random>
 
 namespace vkllm::cli {
 
@@ -26,13 +30,24 @@ std::string Options::str(const std::string& name, const std::string& fallback) c
     return it == values_.end() ? fallback : it->second;
 }
 
-int64_t Options::integer(const std::string& name, int64_t fallback) const {
+int64_t Options::integer(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
     auto it = values_.find(name);
     if (it == values_.end()) return fallback;
+    const std::string& text = it->second;
+    const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     char* end = nullptr;
-    long long v = std::strtoll(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end) throw UsageError("option " + name + " expects an integer, got '" + it->second + "'");
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end || std::isspace(static_cast<unsigned char>(text[0])))
+        throw UsageError("option " + name + " expects an integer in " + range + ", got '" + text + "'");
+    if (errno == ERANGE || v < lo || v > hi)
+        throw UsageError("option " + name + " must be in " + range + ", got " + text);
     return v;
+}
+
+uint64_t Options::seed(const std::string& name) const {
+    const int64_t v = integer(name, -1, -1, std::numeric_limits<int64_t>::max());
+    return v < 0 ? uint64_t(std::random_device{}()) << 32 ^ std::random_device{}() : uint64_t(v);
 }
 
 double Options::real(const std::string& name, double fallback) const {
@@ -42,6 +57,25 @@ double Options::real(const std::string& name, double fallback) const {
     double v = std::strtod(it->second.c_str(), &end);
     if (it->second.empty() || *end) throw UsageError("option " + name + " expects a number, got '" + it->second + "'");
     return v;
+}
+
+std::optional<std::string> prompt_text(const Options& options) {
+    if (options.has("-p") && options.has("-f")) throw UsageError("give the prompt with -p or -f, not both");
+    if (options.has("-p")) return options.str("-p");
+    if (!options.has("-f")) return std::nullopt;
+    const std::string path = options.str("-f");
+    if (path.empty()) throw UsageError("-f names no file");
+    FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+    if (!f) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    std::string text;
+    char buffer[65536];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+    const bool failed = std::ferror(f);
+    const int error = errno;
+    if (f != stdin) std::fclose(f);
+    if (failed) throw std::runtime_error("cannot read " + path + ": " + std::strerror(error));
+    return text;
 }
 
 int with_usage(const char* usage, int (*body)(const Args&), const Args& args) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -29,12 +31,23 @@ public:
     Options(const Args& args, const std::set<std::string>& valued, const std::set<std::string>& flags);
     bool has(const std::string& name) const { return values_.count(name) > 0; }
     std::string str(const std::string& name, const std::string& fallback = "") const;
-    int64_t integer(const std::string& name, int64_t fallback) const;
+    // The value of `name` as an integer in [lo, hi] (by default the range of `int`, so the usual
+    // int(...) of the result never truncates), or `fallback` when absent. Not an integer, or out
+    // of range (parsed in 64 bits, overflow included): a UsageError naming the option and range.
+    int64_t integer(const std::string& name, int64_t fallback, int64_t lo = std::numeric_limits<int>::min(),
+                    int64_t hi = std::numeric_limits<int>::max()) const;
     double real(const std::string& name, double fallback) const;
+    // A seed: absent or -1 means a random one (as llama.cpp's --seed -1), else 0 .. 2^63-1.
+    uint64_t seed(const std::string& name) const;
 
 private:
     std::map<std::string, std::string> values_;
 };
+
+// The text of `-p TEXT` or `-f FILE` (`-f -`: standard input), as llama.cpp's tools take a
+// prompt; a file has no 128 KiB argument limit. Both given is a UsageError; neither gives
+// nullopt. A file that cannot be read throws std::runtime_error with the reason.
+std::optional<std::string> prompt_text(const Options& options);
 
 // Runs a command body, turning UsageError into exit code 2 with the usage text on stderr, and
 // HelpRequested into exit code 0 with it on stdout.

@@ -4,6 +4,7 @@
 #include "vkllm/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "model/model_internal.h"
@@ -59,6 +60,26 @@ void Session::Impl::check_vocabulary(const int32_t* ids, size_t n) const {
                                         std::to_string(n_vocab - 1) + ")");
 }
 
+// The logits rows are on the host already (read back for sampling or the caller), so a scan of
+// them costs n_vocab compares per row: cheaper than a GPU flag and its readback. A NaN or an
+// infinity there is never a valid result; it is reported with the first position it appears at.
+void Session::Impl::check_finite(const float* rows, size_t n_rows, size_t n_vocab, const int32_t* ids,
+                                 int first_position) {
+    for (size_t r = 0; r < n_rows; ++r) {
+        const float* row = rows + r * n_vocab;
+        size_t bad = 0, first_bad = n_vocab;
+        for (size_t v = 0; v < n_vocab; ++v)
+            if (!std::isfinite(row[v])) bad++, first_bad = std::min(first_bad, v);
+        if (bad == 0) continue;
+        throw NonFiniteLogits(
+            std::to_string(bad) + " of " + std::to_string(n_vocab) + " logits are " +
+            (std::isnan(row[first_bad]) ? "NaN" : "infinite") + " (first: token " + std::to_string(first_bad) +
+            ") at position " + std::to_string(first_position + int(r)) + " (input token " + std::to_string(ids[r]) +
+            "): the model's weights may be corrupted (`vkllm inspect --check FILE` scans them) or an activation "
+            "overflowed (try f32 activations, or a different quantisation)");
+    }
+}
+
 bool Session::Impl::run(const int32_t* ids, size_t n, bool all_logits, float* logits, const std::atomic<bool>* cancel,
                         bool with_probes) {
     const size_t n_vocab = size_t(model.internals().spec().n_vocab);
@@ -73,6 +94,8 @@ bool Session::Impl::run(const int32_t* ids, size_t n, bool all_logits, float* lo
         // Results always: dispatch and barrier counts are kept without probes too.
         forward->step(ids + done, t, int(tokens.size()), all_logits, dst, cfg, with_probes ? &results : nullptr,
                       /*first_pass=*/done == 0);
+        check_finite(dst, all_logits ? size_t(t) : 1, n_vocab, ids + done + (all_logits ? 0 : t - 1),
+                     int(tokens.size()) + (all_logits ? 0 : t - 1));
         tokens.insert(tokens.end(), ids + done, ids + done + t);
         if (with_probes && cfg.expert_load)
             add_expert_load(n > 1 ? results.expert_load_prefill : results.expert_load_decode, results.expert_load_step);

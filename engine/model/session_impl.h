@@ -42,6 +42,9 @@ struct Session::Impl {
     // recomputing cache entries (no probe results, no expert-load sums).
     bool run(const int32_t* ids, size_t n, bool all_logits, float* logits, const std::atomic<bool>* cancel,
              bool with_probes = true);
+    // Throws NonFiniteLogits when a row of logits holds a NaN or an infinity (ids: the input
+    // token of each row; first_position: the first row's position).
+    static void check_finite(const float* rows, size_t n_rows, size_t n_vocab, const int32_t* ids, int first_position);
     // Drops tokens after the first n. Returns how many kept tokens had to be evaluated again
     // (a sliding-window ring that lost positions later queries need is rebuilt from position 0).
     int truncate(int n);

@@ -59,4 +59,8 @@ struct DeviceInfo {
 // Throws std::runtime_error when Vulkan itself cannot start (no loader, no driver).
 std::vector<DeviceInfo> devices();
 
+// Errors the Khronos validation layer reported in this process (VKLLM_VALIDATE=1; 0 without it).
+// Front-ends make a run that had any fail (vkllm exits non-zero).
+uint64_t validation_error_count();
+
 }  // namespace vkllm

@@ -82,4 +82,22 @@ struct QuantizeReport {
 // Throws std::invalid_argument for an unknown type, std::runtime_error for a write failure.
 QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type);
 
+// Tensors holding NaN or infinite values (vkllm inspect --check): every element of every
+// tensor is decoded on the CPU, row by row, and counted.
+struct NonFiniteTensor {
+    std::string name;
+    std::string type;
+    uint64_t n_nan = 0, n_inf = 0;
+    uint64_t first_index = 0;  // the first bad element, in ggml order (row * row_length + column)
+};
+
+struct TensorCheckReport {
+    uint64_t tensors_checked = 0;
+    uint64_t elements_checked = 0;
+    std::vector<NonFiniteTensor> non_finite;  // in file order
+    std::vector<std::string> skipped;         // "NAME (TYPE)": types the CPU cannot decode
+};
+
+TensorCheckReport check_tensors(const GgufFile& file);
+
 }  // namespace vkllm

@@ -28,6 +28,12 @@ struct ContextOverflow : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A forward pass produced a NaN or infinite logit: the message names the position and token
+// and suggests the cause (corrupted weights, or an activation that overflowed).
+struct NonFiniteLogits : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 // Sets one residual-stream channel after a layer (layer -1: after the embeddings), for every
 // token of every following eval, on the GPU:
 //   Zero:  x[t, channel] = 0
