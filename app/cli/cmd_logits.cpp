@@ -21,7 +21,7 @@ const char* kUsage =
 int run(const Args& args) {
     Options o(args, {"-m", "-p", "-f", "-o", "-c", "--device", "-b"}, {"--exact"});
     const std::optional<std::string> prompt = prompt_text(o);
-    if (!prompt || !o.has("-o")) throw UsageError("-p PROMPT (or -f FILE) and -o OUT.f32 are required");
+    if (!prompt || !o.has("-o")) throw UsageError("-p PROMPT (or -f FILE) and -o are required");
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));
     so.n_batch = int(o.integer("-b", 256, 1));

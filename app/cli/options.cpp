@@ -40,8 +40,9 @@ int64_t Options::integer(const std::string& name, int64_t fallback, int64_t lo, 
     const long long v = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || *end || std::isspace(static_cast<unsigned char>(text[0])))
         throw UsageError("option " + name + " expects an integer in " + range + ", got '" + text + "'");
-    if (errno == ERANGE || v < lo || v > hi)
-        throw UsageError("option " + name + " must be in " + range + ", got " + text);
+    if (errno == ERANGE) throw UsageError("option " + name + " is out of its range " + range + ", got " + text);
+    if (v < lo) throw UsageError("option " + name + " must be >= " + std::to_string(lo) + " (its range: " + range + "), got " + text);
+    if (v > hi) throw UsageError("option " + name + " must be <= " + std::to_string(hi) + " (its range: " + range + "), got " + text);
     return v;
 }
 
