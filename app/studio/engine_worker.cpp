@@ -125,9 +125,7 @@ void EngineWorker::run() {
 void EngineWorker::publish() {
     if (session_) {
         work_.kv_bytes = session_->kv_cache_bytes();
-        // Session::scratch_bytes() is declared but not implemented yet in the engine; until it
-        // is, the telemetry panel says scratch is unknown.
-        work_.scratch_bytes = 0;
+        work_.scratch_bytes = session_->scratch_bytes();
         work_.probe_bytes = session_->probe_bytes();
     }
     work_.probes = std::make_shared<ProbeHistory>(history_);

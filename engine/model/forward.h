@@ -53,6 +53,8 @@ public:
     void set_token_text(std::function<std::string(int32_t)> piece) { token_text_ = std::move(piece); }
     // Bytes of probe buffers on the GPU and in host memory (0 while every probe is off).
     uint64_t probe_bytes() const;
+    // Bytes of the scratch activations and step inputs/outputs (not KV caches, weights or probes).
+    uint64_t scratch_bytes() const;
 
     // Forgets positions >= n in every KV cache (forward_cache.cpp). Returns false when a
     // sliding-window ring no longer holds a position < n that a later query can attend to (its

@@ -187,6 +187,7 @@ const std::vector<ResidualEdit>& Session::residual_edits() const { return impl_-
 
 uint64_t Session::kv_cache_bytes() const { return impl_->forward->kv_bytes(); }
 uint64_t Session::probe_bytes() const { return impl_->forward->probe_bytes(); }
+uint64_t Session::scratch_bytes() const { return impl_->forward->scratch_bytes(); }
 
 Session::KvCacheUsage Session::kv_cache_usage() const {
     auto u = impl_->forward->kv_usage();
