@@ -20,6 +20,7 @@
 #include "chat_prompt.h"
 #include "model_file.h"
 #include "options.h"
+#include "output_file.h"
 #include "vkllm/generate.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -146,12 +147,12 @@ private:
             if (arg.empty()) {
                 std::fprintf(stderr, "vkllm: %s needs a file name\n", name.c_str());
             } else if (name == "/save") {
-                std::ofstream out(arg, std::ios::binary);
-                out << conversation_.to_json();
-                if (out.flush(); !out)
-                    std::fprintf(stderr, "vkllm: cannot write %s\n", arg.c_str());
-                else
+                try {
+                    write_output_file(arg, conversation_.to_json());  // complete, or the old file kept
                     std::fprintf(stderr, "vkllm: saved %d turns to %s\n", conversation_.turns(), arg.c_str());
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "vkllm: %s\n", e.what());
+                }
             } else {
                 try {
                     conversation_.from_json(read_text_file(arg));

@@ -3,12 +3,12 @@
 // texts, the cosine similarity of every pair of their vectors on stdout.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "model_file.h"
 #include "options.h"
+#include "output_file.h"
 #include "vkllm/gguf.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -65,22 +65,16 @@ double cosine(const float* a, const float* b, int n) {
     return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
 }
 
-// Writes through a temporary file renamed on success, so a failed run leaves no partial output.
-void write_f32(const std::string& path, const std::vector<float>& data) {
-    const std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-    const bool ok = std::fwrite(data.data(), sizeof(float), data.size(), f) == data.size();
-    if (std::fclose(f) != 0 || !ok) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("writing " + tmp + " failed");
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-    }
+// A NaN or infinity in an embedding is never a valid result: fail, naming the text and row.
+void check_finite(const Embeddings& e, int n_embd, size_t text_index) {
+    for (size_t i = 0; i < e.data.size(); ++i)
+        if (!std::isfinite(e.data[i]))
+            throw std::runtime_error("the embedding of text " + std::to_string(text_index + 1) + " has a " +
+                                     (std::isnan(e.data[i]) ? "NaN" : "infinite") + " value (row " +
+                                     std::to_string(i / size_t(n_embd)) + ", dimension " +
+                                     std::to_string(i % size_t(n_embd)) +
+                                     "): the model's weights may be corrupted (`vkllm inspect --check FILE`) or an "
+                                     "activation overflowed");
 }
 
 int run(const Args& args) {
@@ -88,6 +82,7 @@ int run(const Args& args) {
     if (!o.has("-o")) throw UsageError("-o OUT.f32 is required");
     const std::vector<std::string> texts = read_texts(o);
     const Pooling pooling = o.has("--pooling") ? parse_pooling(o.str("--pooling")) : Pooling::Model;
+    OutputFile out(o.str("-o"));  // docs/architecture.md's rule; an unwritable -o fails before the model loads
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
@@ -106,13 +101,15 @@ int run(const Args& args) {
     for (const std::string& text : texts) {
         const std::vector<int32_t> tokens = model->tokenize(text, /*add_special=*/true);
         Embeddings e = session.embed(tokens, pooling);
+        check_finite(e, n_embd, token_counts.size());
         if (o.has("--normalize"))
             for (int r = 0; r < e.rows; ++r) normalize(&e.data[size_t(r) * size_t(n_embd)], n_embd);
         all.insert(all.end(), e.data.begin(), e.data.end());
         token_counts.push_back(int(tokens.size()));
         row_counts.push_back(e.rows);
     }
-    write_f32(o.str("-o"), all);
+    out.write(all.data(), all.size() * sizeof(float));
+    out.commit();
     const size_t rows = all.size() / size_t(n_embd);
 
     // One vector per text to compare: its pooled row (not available for --pooling none).

@@ -137,6 +137,23 @@ TEST(CliFailures, ProbeOnAFullDiskKeepsTheGoodFile) {
     fs::remove_all(dir);
 }
 
+TEST(CliFailures, ChatSaveOnAFullDiskKeepsTheGoodFile) {
+    const std::string dir = test::temp_path("chat-save");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string target = dir + "/conversation.json";
+    std::ofstream(target, std::ios::binary) << "{\"a\": \"good conversation\"}";
+    const Result r = sh("trap \"\" XFSZ; printf \"/save " + target + "\\n/exit\\n\" | (ulimit -f 0; exec $VKLLM chat) 2>&1 | cat >&2");  // stderr through a pipe: no limit there
+    EXPECT_TRUE(contains(r.err, "writing " + target + " failed: File too large")) << r.err;
+    EXPECT_EQ(read_text(target), "{\"a\": \"good conversation\"}");
+    EXPECT_EQ(files_in(dir), 1u);
+    const Result ok = sh("printf \"/save " + target + "\\n/exit\\n\" | $VKLLM chat");
+    EXPECT_TRUE(contains(ok.err, "saved 0 turns")) << ok.err;
+    EXPECT_NE(read_text(target), "{\"a\": \"good conversation\"}");
+    EXPECT_EQ(files_in(dir), 1u);
+    fs::remove_all(dir);
+}
+
 // ---- stdout ----
 
 TEST(CliFailures, AFullStdoutIsAnError) {
