@@ -154,6 +154,27 @@ TEST(CliFailures, ChatSaveOnAFullDiskKeepsTheGoodFile) {
     fs::remove_all(dir);
 }
 
+// The pipeline cache is optional: a save that fails (the file size limit standing in for a full
+// disk) keeps the previous cache whole, leaves no temporary, and the run still succeeds.
+TEST(CliFailures, PipelineCacheOnAFullDiskKeepsThePreviousCache) {
+    const std::string cache_home = test::temp_path("xdg-cache");
+    fs::remove_all(cache_home);
+    fs::create_directories(cache_home);
+    Result r = sh("XDG_CACHE_HOME=" + cache_home + " $VKLLM run -p hi -n 1");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string dir = cache_home + "/vkllm";
+    ASSERT_EQ(files_in(dir), 1u);
+    const fs::path cache = fs::directory_iterator(dir)->path();
+    const std::string good = read_text(cache.string());
+    ASSERT_GT(good.size(), 0u);  // lavapipe's cache is a 32-byte header
+
+    r = sh("trap \"\" XFSZ; (ulimit -f 0; XDG_CACHE_HOME=" + cache_home + " exec $VKLLM run -p hi -n 1) 2>&1 | cat >&2");
+    EXPECT_TRUE(contains(r.err, "1 token generated")) << r.err;
+    EXPECT_EQ(read_text(cache.string()), good) << "the cache changed: " << fs::file_size(cache) << " bytes now";
+    EXPECT_EQ(files_in(dir), 1u) << "a temporary was left beside the cache";
+    fs::remove_all(cache_home);
+}
+
 // ---- stdout ----
 
 TEST(CliFailures, AFullStdoutIsAnError) {
@@ -358,10 +379,13 @@ TEST(CliFailures, NonFiniteLogitsAreReportedWithThePositionAndLogitsWritesNoFile
 TEST(CliFailures, CtrlCDuringRunPrintsTheTimingLineAndExits130) {
     const std::string out = test::temp_path("interrupted.out");
     const std::string err = test::temp_path("interrupted.err");
+    const std::string cache_home = test::temp_path("interrupted-cache");
+    fs::remove_all(cache_home);
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
         if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr)) _exit(99);
+        setenv("XDG_CACHE_HOME", cache_home.c_str(), 1);
         const std::string b = bin();
         execl(b.c_str(), b.c_str(), "run", "-p", "Once upon a time", "-n", "100000", "-c", "100000", "--temp", "1",
               "--seed", "3", static_cast<char*>(nullptr));
@@ -379,6 +403,9 @@ TEST(CliFailures, CtrlCDuringRunPrintsTheTimingLineAndExits130) {
     const std::string e = read_text(err);
     EXPECT_TRUE(contains(e, "vkllm: prompt ")) << e;
     EXPECT_TRUE(contains(e, "vkllm: interrupted")) << e;
+    // The Model was destroyed normally: the pipeline cache was written.
+    EXPECT_TRUE(fs::exists(cache_home + "/vkllm") && files_in(cache_home + "/vkllm") == 1u);
+    fs::remove_all(cache_home);
 }
 
 }  // namespace
