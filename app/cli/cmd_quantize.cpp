@@ -48,6 +48,13 @@ int quantize(const Args& args) {
     for (const auto& [what, n] : kept) std::printf("  kept      %4d  %s\n", n, what.c_str());
     std::printf("tensor bytes: %" PRIu64 " -> %" PRIu64 " (%.1f%%)\n", report.bytes_in, report.bytes_out,
                 report.bytes_in ? 100.0 * double(report.bytes_out) / double(report.bytes_in) : 100.0);
+    // Re-encoding quantised weights in a larger type restores none of the precision they lost.
+    bool from_quantised = false;
+    for (const QuantizedTensor& t : report.tensors)
+        from_quantised |= t.from != t.to && t.from != "F32" && t.from != "F16" && t.from != "BF16";
+    if (from_quantised && report.bytes_out > report.bytes_in)
+        std::fprintf(stderr, "vkllm quantize: warning: %s is larger than the quantised types it converts from: the "
+                             "file grows, but the precision the weights lost is not restored\n", type.c_str());
     return 0;
 }
 

@@ -175,6 +175,18 @@ TEST(CliFailures, PipelineCacheOnAFullDiskKeepsThePreviousCache) {
     fs::remove_all(cache_home);
 }
 
+TEST(CliFailures, QuantizeToALargerTypeWarns) {
+    const std::string q8 = test::temp_path("q8.gguf"), f16 = test::temp_path("f16.gguf");
+    Result r = sh("$VKLLM quantize " + zoo("zoo-dense") + " " + q8 + " Q8_0");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_FALSE(contains(r.err, "warning")) << r.err;
+    r = sh("$VKLLM quantize " + q8 + " " + f16 + " F16");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "warning: F16 is larger than the quantised types it converts from")) << r.err;
+    fs::remove(q8);
+    fs::remove(f16);
+}
+
 // ---- stdout ----
 
 TEST(CliFailures, AFullStdoutIsAnError) {
