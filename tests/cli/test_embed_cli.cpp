@@ -19,24 +19,10 @@
 namespace vkllm {
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-};
+using Result = test::ShellResult;
 
-Result vkllm(const std::string& args) {
-    const char* bin = std::getenv("VKLLM_BIN");
-    const std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>&1";
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
+// vkllm with `args`, stdout and stderr together.
+Result vkllm(const std::string& args) { return test::shell(test::vkllm_bin() + " " + args + " 2>&1"); }
 
 std::string golden(const std::string& f) { return test::source_dir() + "/tests/golden/bert/" + f; }
 const std::string kModel = "-m " + golden("bert-f32.gguf");

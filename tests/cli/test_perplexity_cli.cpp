@@ -16,23 +16,11 @@
 namespace vkllm {
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-};
+using Result = test::ShellResult;
 
+// vkllm with `args`, its stderr sent to `stderr_to`.
 Result vkllm(const std::string& args, const std::string& stderr_to) {
-    const char* bin = std::getenv("VKLLM_BIN");
-    const std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>" + stderr_to;
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return test::shell(test::vkllm_bin() + " " + args + " 2>" + stderr_to);
 }
 
 std::string golden_dir() { return test::source_dir() + "/tests/golden/perplexity/"; }

@@ -16,27 +16,9 @@
 namespace vkllm {
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out;
-};
-
-Result shell(const std::string& cmd) {
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
-
-std::string vkllm_bin() {
-    const char* bin = std::getenv("VKLLM_BIN");
-    return bin ? bin : "vkllm";
-}
+using Result = test::ShellResult;
+using test::shell;
+using test::vkllm_bin;
 
 // stderr with stdout unless `stderr_to` says otherwise.
 Result vkllm(const std::string& args, const std::string& stderr_to = "&1") {

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <sys/wait.h>
+
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -110,6 +112,23 @@ ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
 ScopedEnv::~ScopedEnv() {
     if (old_) setenv(name_, old_->c_str(), 1);
     else unsetenv(name_);
+}
+
+ShellResult shell(const std::string& command) {
+    ShellResult r;
+    FILE* p = popen(command.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+std::string vkllm_bin() {
+    const char* bin = std::getenv("VKLLM_BIN");
+    return bin ? bin : "vkllm";
 }
 
 }  // namespace vkllm::test

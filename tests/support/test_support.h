@@ -44,6 +44,15 @@ private:
     std::optional<std::string> old_;
 };
 
+// The exit code and standard output of a shell command (popen): what CLI tests run.
+struct ShellResult {
+    int code = -1;    // exit status; -1 when the command did not exit normally
+    std::string out;  // standard output (add 2>&1 to the command for stderr too)
+};
+ShellResult shell(const std::string& command);
+// The vkllm binary under test: $VKLLM_BIN, else "vkllm" from PATH.
+std::string vkllm_bin();
+
 }  // namespace vkllm::test
 
 // Skips the current test with a message when ../shared is missing; sets `var` to its path.
