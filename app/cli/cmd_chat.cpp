@@ -243,18 +243,7 @@ int chat(const Args& args) {
               {"--verbose"});
     GenerateOptions go;
     go.max_tokens = int(o.integer("-n", 256, 1));
-    SamplerParams& sp = go.sampler;
-    sp.temperature = float(o.real("--temp", 0.8));
-    sp.top_k = int(o.integer("--top-k", 40, 0));
-    sp.top_p = float(o.real("--top-p", 0.95));
-    sp.min_p = float(o.real("--min-p", 0.05));
-    sp.repeat_penalty = float(o.real("--repeat-penalty", 1.0));
-    sp.seed = o.seed("--seed");  // -1 or absent: random
-    try {
-        validate(sp);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-    }
+    go.sampler = sampler_params(o);
 
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // checked before the model loads

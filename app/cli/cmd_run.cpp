@@ -112,21 +112,8 @@ int run(const Args& args) {
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
     go.max_tokens = int(o.integer("-n", 128, 0));
-    SamplerParams& sp = go.sampler;
-    sp.temperature = float(o.real("--temp", 0.8));
-    sp.top_k = int(o.integer("--top-k", 40, 0));
-    sp.top_p = float(o.real("--top-p", 0.95));
-    sp.min_p = float(o.real("--min-p", 0.05));
-    sp.repeat_penalty = float(o.real("--repeat-penalty", 1.0));
-    sp.repeat_last_n = int(o.integer("--repeat-last-n", 64, 0));
-    sp.presence_penalty = float(o.real("--presence-penalty", 0.0));
-    sp.frequency_penalty = float(o.real("--frequency-penalty", 0.0));
-    sp.seed = o.seed("--seed");  // -1 or absent: random
-    try {
-        validate(sp);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-    }
+    go.sampler = sampler_params(o);
+    const SamplerParams& sp = go.sampler;
 
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // 0: the model's trained context, at most 4096

@@ -79,6 +79,25 @@ std::optional<std::string> prompt_text(const Options& options) {
     return text;
 }
 
+SamplerParams sampler_params(const Options& o) {
+    SamplerParams sp;
+    sp.temperature = float(o.real("--temp", 0.8));
+    sp.top_k = int(o.integer("--top-k", 40, 0));
+    sp.top_p = float(o.real("--top-p", 0.95));
+    sp.min_p = float(o.real("--min-p", 0.05));
+    sp.repeat_penalty = float(o.real("--repeat-penalty", 1.0));
+    sp.repeat_last_n = int(o.integer("--repeat-last-n", 64, 0));
+    sp.presence_penalty = float(o.real("--presence-penalty", 0.0));
+    sp.frequency_penalty = float(o.real("--frequency-penalty", 0.0));
+    sp.seed = o.seed("--seed");  // -1 or absent: random
+    try {
+        validate(sp);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    return sp;
+}
+
 int with_usage(const char* usage, int (*body)(const Args&), const Args& args) {
     try {
         return body(args);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "commands.h"
+#include "vkllm/generate.h"
 
 namespace vkllm::cli {
 
@@ -48,6 +49,11 @@ private:
 // prompt; a file has no 128 KiB argument limit. Both given is a UsageError; neither gives
 // nullopt. A file that cannot be read throws std::runtime_error with the reason.
 std::optional<std::string> prompt_text(const Options& options);
+
+// The sampler options every generating command takes (--temp, --top-k, --top-p, --min-p,
+// --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty, --seed), with
+// their defaults where absent; a value out of range is a UsageError.
+SamplerParams sampler_params(const Options& options);
 
 // Runs a command body, turning UsageError into exit code 2 with the usage text on stderr, and
 // HelpRequested into exit code 0 with it on stdout.
