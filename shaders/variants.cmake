@@ -63,3 +63,6 @@ vkllm_shader(moe_weight_input moe_weight_input.comp)
 
 # --- residual-stream edits (interventions, ResidualEdit) ---
 vkllm_shader(residual_edit residual_edit.comp)
+
+# --- super-weight correction after ffn_down (quantize --keep-super-weights) ---
+vkllm_shader(super_correction super_correction.comp)

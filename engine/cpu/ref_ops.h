@@ -225,5 +225,16 @@ struct ChannelEdit {
 // call's unedited values.
 void residual_edit(float* x, int64_t n_tokens, int64_t n, const ChannelEdit* edits, int n_edits, double* state);
 
+// ---------------------------------------------------------------------------------------------
+// Super-weight correction (ref_super_correction.cpp), the reference of ops::super_correction:
+// y[t, row] += delta * a[t, col] for every token and correction, in order. y [n_tokens, n_out],
+// a [n_tokens, n_in]. Throws std::invalid_argument for a row or column outside the shapes.
+struct SuperCorrection {
+    int64_t row = 0, col = 0;
+    float delta = 0;
+};
+void super_correction(float* y, int64_t n_out, const float* a, int64_t n_in, int64_t n_tokens,
+                      const SuperCorrection* corrections, int n_corrections);
+
 }  // namespace vkllm::cpu
 

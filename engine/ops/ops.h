@@ -254,4 +254,19 @@ struct ChannelEdit {
 void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, const Buffer& edits, int first,
                    int n_edits, const Buffer& state);
 
+// One super-weight correction (vkllm quantize --keep-super-weights), as the shader reads it (16
+// bytes): the exact weight minus the weight as quantised, at down_proj.weight[row, col].
+struct SuperCorrection {
+    uint32_t row = 0;  // output channel
+    uint32_t col = 0;  // input channel
+    float delta = 0;
+    uint32_t unused = 0;
+};
+// y[t, row] += delta * a[t, col] for every token t and every correction, in order: a down
+// projection's output y [n_tokens, n_out] (or the residual stream it was added to) made equal to
+// the product with the exact super weights. a [n_tokens, n_in] is the projection's input. Rows
+// and columns must lie inside n_out and n_in (checked where the corrections are built). One dispatch.
+void super_correction(Stream& s, const Buffer& y, int64_t n_out, const Buffer& a, int64_t n_in, int64_t n_tokens,
+                      const Buffer& corrections, int n_corrections);
+
 }  // namespace vkllm::ops
