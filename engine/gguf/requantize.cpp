@@ -1,5 +1,9 @@
 #include "gguf/requantize.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+
 #include "gguf/quant.h"
 
 namespace vkllm::gguf {
@@ -36,6 +40,91 @@ TensorType fallback_for(TensorType t) {
 std::string name_of(TensorType t) {
     auto tr = type_traits(t);
     return tr ? tr->name : "type " + std::to_string(static_cast<uint32_t>(t));
+}
+
+const std::string kSuperWeightPrefix = "vkllm.super_weight.";
+
+std::string ffn_down_name(int layer) { return "blk." + std::to_string(layer) + ".ffn_down.weight"; }
+
+bool is_dense_ffn_down(const std::string& name) {
+    return name.compare(0, 4, "blk.") == 0 && ends_with(name, ".ffn_down.weight");
+}
+
+void check_coordinates(const File& in, const KeepSuperWeights& keep) {
+    for (const auto& w : keep.weights) {
+        const TensorInfo* t = in.find_tensor(ffn_down_name(w.layer));
+        if (!t || t->dims.size() != 2)
+            throw std::invalid_argument("quantize: layer " + std::to_string(w.layer) +
+                                        " has no 2-D ffn_down to keep a super weight in");
+        if (w.row < 0 || uint64_t(w.row) >= t->dims[1] || w.col < 0 || uint64_t(w.col) >= t->dims[0])
+            throw std::invalid_argument("quantize: super weight [" + std::to_string(w.row) + ", " +
+                                        std::to_string(w.col) + "] is outside " + t->name + " [" +
+                                        std::to_string(t->dims[1]) + ", " + std::to_string(t->dims[0]) + "]");
+    }
+}
+
+// One dense ffn_down around its super weights (see KeepSuperWeights): clip the other weights,
+// put each super weight at its block's largest other |value| so it no longer sets the block's
+// scale, quantise, and record exact minus stored for the correction.
+std::vector<uint8_t> quantize_keeping(const TensorInfo& t, TensorType to, const KeepSuperWeights& keep,
+                                      Requantized& out) {
+    std::vector<float> w = dequantize_tensor(t);  // [rows][row_length]: element [row, col] at row * n + col
+    const int64_t n = int64_t(t.dims[0]);
+    std::map<int64_t, float> exact;  // flat index -> the super weight
+    std::vector<const KeepSuperWeights::Coordinate*> here;
+    for (const auto& c : keep.weights)
+        if (ffn_down_name(c.layer) == t.name) {
+            exact[c.row * n + c.col] = w[size_t(c.row * n + c.col)];
+            here.push_back(&c);
+        }
+    if (keep.clip_sigmas > 0) {
+        double sum_sq = 0;
+        for (size_t i = 0; i < w.size(); ++i)
+            if (!exact.count(int64_t(i))) sum_sq += double(w[i]) * w[i];
+        const double others = double(w.size() - exact.size());
+        const float limit = float(keep.clip_sigmas * std::sqrt(sum_sq / std::max(others, 1.0)));
+        for (size_t i = 0; i < w.size(); ++i)
+            if (!exact.count(int64_t(i)) && std::fabs(w[i]) > limit) {
+                w[i] = std::copysign(limit, w[i]);
+                ++out.clipped;
+            }
+    }
+    const int64_t block = int64_t(type_traits(to)->block_size);
+    for (const auto& [i, value] : exact) {
+        if (block <= 1) continue;  // F16/F32: no block scale to spoil; stored as itself
+        const int64_t first = i / block * block;
+        float largest = 0;
+        for (int64_t j = first; j < first + block; ++j)
+            if (!exact.count(j)) largest = std::max(largest, std::fabs(w[size_t(j)]));
+        w[size_t(i)] = std::copysign(largest, value);
+    }
+    std::vector<uint8_t> bytes = quantize(to, w.data(), w.size());
+    for (const auto* c : here) {
+        const int64_t i = c->row * n + c->col;
+        const size_t row_bytes = row_size(to, size_t(n));
+        std::vector<float> row = dequantize(to, bytes.data() + size_t(c->row) * row_bytes, size_t(n));
+        const float value = exact[i];
+        out.kept.push_back({c->layer, c->row, c->col, value, value - row[size_t(c->col)]});
+    }
+    return bytes;
+}
+
+void write_corrections(Writer& writer, const std::vector<SuperWeightCorrection>& kept) {
+    if (kept.empty()) return;
+    std::vector<int32_t> layer, row, col;
+    std::vector<float> value, delta;
+    for (const auto& k : kept) {
+        layer.push_back(k.layer);
+        row.push_back(int32_t(k.row));
+        col.push_back(int32_t(k.col));
+        value.push_back(k.value);
+        delta.push_back(k.delta);
+    }
+    writer.set(kSuperWeightPrefix + "layer", Value::from_i32s(layer));
+    writer.set(kSuperWeightPrefix + "row", Value::from_i32s(row));
+    writer.set(kSuperWeightPrefix + "col", Value::from_i32s(col));
+    writer.set(kSuperWeightPrefix + "value", Value::from_f32s(value));
+    writer.set(kSuperWeightPrefix + "delta", Value::from_f32s(delta));
 }
 
 }  // namespace
@@ -90,17 +179,24 @@ TensorConversion plan_conversion(const TensorInfo& tensor, TensorType target) {
     return c;
 }
 
-Requantized requantize(const File& in, TensorType target) {
+Requantized requantize(const File& in, TensorType target, const KeepSuperWeights* keep) {
     if (!can_quantize(target)) throw UnsupportedType("quantize: cannot encode " + name_of(target) + " tensors");
     Requantized out;
-    for (const std::string& key : in.keys_in_order()) out.writer.set(key, *in.find(key));
+    for (const std::string& key : in.keys_in_order())
+        if (key.compare(0, kSuperWeightPrefix.size(), kSuperWeightPrefix) != 0)  // written anew below
+            out.writer.set(key, *in.find(key));
     if (auto ftype = llama_file_type(target)) out.writer.set("general.file_type", Value::from_u32(*ftype));
     out.writer.set("general.quantization_version", Value::from_u32(2));
+    if (keep) check_coordinates(in, *keep);
+    if (keep && !read_super_weight_corrections(in).empty())
+        throw std::invalid_argument("quantize: the input already keeps super weights; quantize its original instead");
 
     for (const TensorInfo& t : in.tensors()) {
         TensorConversion c = plan_conversion(t, target);
         std::vector<uint8_t> bytes;
-        if (c.to == t.type) {
+        if (keep && is_dense_ffn_down(t.name) && t.dims.size() == 2 && c.note.empty()) {
+            bytes = quantize_keeping(t, c.to, *keep, out);
+        } else if (c.to == t.type) {
             bytes.assign(t.data, t.data + t.n_bytes);  // unchanged: no re-encoding loss
         } else {
             std::vector<float> values = dequantize_tensor(t);  // [n_rows][row_length]
@@ -110,6 +206,31 @@ Requantized requantize(const File& in, TensorType target) {
         out.bytes_out += bytes.size();
         out.writer.add_tensor(t.name, c.to, t.dims, std::move(bytes));
         out.tensors.push_back(std::move(c));
+    }
+    if (keep) write_corrections(out.writer, out.kept);
+    return out;
+}
+
+std::vector<SuperWeightCorrection> read_super_weight_corrections(const File& in) {
+    const char* names[] = {"layer", "row", "col", "value", "delta"};
+    int present = 0;
+    for (const char* n : names) present += in.has(kSuperWeightPrefix + n);
+    if (present == 0) return {};
+    if (present != 5)
+        throw FormatError("the super-weight corrections need all of " + kSuperWeightPrefix +
+                          "{layer,row,col,value,delta}; only some are present");
+    const auto layer = in.get_ints(kSuperWeightPrefix + "layer"), row = in.get_ints(kSuperWeightPrefix + "row"),
+               col = in.get_ints(kSuperWeightPrefix + "col");
+    const auto value = in.get_floats(kSuperWeightPrefix + "value"), delta = in.get_floats(kSuperWeightPrefix + "delta");
+    const size_t n = layer->size();
+    if (row->size() != n || col->size() != n || value->size() != n || delta->size() != n)
+        throw FormatError("the super-weight correction arrays " + kSuperWeightPrefix +
+                          "{layer,row,col,value,delta} differ in length");
+    std::vector<SuperWeightCorrection> out;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite((*value)[i]) || !std::isfinite((*delta)[i]))
+            throw FormatError("super-weight correction " + std::to_string(i) + " is not finite");
+        out.push_back({int((*layer)[i]), (*row)[i], (*col)[i], (*value)[i], (*delta)[i]});
     }
     return out;
 }

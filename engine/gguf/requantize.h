@@ -16,6 +16,22 @@
 
 namespace vkllm::gguf {
 
+// A super weight kept exactly (vkllm quantize --keep-super-weights): element [row, col] of
+// blk.LAYER.ffn_down.weight (row: output channel, col: input channel). The file stores the
+// weight quantised like its block-mates and these corrections in its metadata (never as extra
+// tensors, which llama.cpp refuses); vkllm's loader adds delta * input[col] to output[row] after
+// ffn_down. Keys: vkllm.super_weight.{layer,row,col} (INT32 arrays), .value (the exact weight)
+// and .delta (exact minus stored), FLOAT32 arrays of the same length.
+struct SuperWeightCorrection {
+    int layer = 0;
+    int64_t row = 0, col = 0;
+    float value = 0;  // the exact weight
+    float delta = 0;  // value - the weight as quantised in the file
+};
+// The corrections of a file (empty when it has none). Throws FormatError when the keys are
+// partly present, of different lengths or not finite.
+std::vector<SuperWeightCorrection> read_super_weight_corrections(const File& in);
+
 struct TensorConversion {
     std::string name;
     TensorType from;
@@ -28,15 +44,33 @@ struct Requantized {
     std::vector<TensorConversion> tensors;
     uint64_t bytes_in = 0;
     uint64_t bytes_out = 0;
+    std::vector<SuperWeightCorrection> kept;  // with KeepSuperWeights: in the order given
+    uint64_t clipped = 0;                     // weights clipped (KeepSuperWeights::clip_sigmas)
 };
 
 // The type `tensor` gets when a file is converted to `target` (see the policy above).
 TensorConversion plan_conversion(const TensorInfo& tensor, TensorType target);
 
+// What requantize does to ffn_down around its super weights.
+struct KeepSuperWeights {
+    struct Coordinate {
+        int layer = 0;
+        int64_t row = 0, col = 0;
+    };
+    std::vector<Coordinate> weights;  // dense ffn_down only
+    // Before quantisation, the weights of every dense ffn_down other than the super weights are
+    // clipped to +-clip_sigmas x the tensor's RMS (0: no clipping), and each super weight is replaced by
+    // the largest |value| of its block's other weights (same sign), so that it no longer sets
+    // its block's scale; the exact value comes back through the correction.
+    float clip_sigmas = 0;
+};
+
 // Converts every tensor of `in` per the policy, copies all metadata and sets
 // general.file_type (llama_ftype numbering) and general.quantization_version.
-// Throws UnsupportedType when `target` cannot be encoded.
-Requantized requantize(const File& in, TensorType target);
+// Throws UnsupportedType when `target` cannot be encoded. With `keep`, ffn_down tensors are
+// treated as KeepSuperWeights says and the corrections written; std::invalid_argument for a
+// coordinate outside its tensor or a layer without a 2-D ffn_down.
+Requantized requantize(const File& in, TensorType target, const KeepSuperWeights* keep = nullptr);
 
 // llama.cpp's general.file_type for a file whose weights are mostly `t` (nullopt: none defined).
 std::optional<uint32_t> llama_file_type(TensorType t);

@@ -5,6 +5,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
+#include "gguf/requantize.h"
 #include "gpu/device.h"
 
 namespace vkllm::model {
@@ -145,6 +146,40 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.b_down = vector(p + "ffn_down.bias", E);
         }
         layers.push_back(w);
+    }
+    super_corrections(spec);
+}
+
+// The exact super weights a `vkllm quantize --keep-super-weights` file keeps in its metadata
+// (gguf/requantize.h), uploaded per layer for the correction after ffn_down.
+void Weights::super_corrections(const ModelSpec& spec) {
+    std::vector<gguf::SuperWeightCorrection> all;
+    try {
+        all = gguf::read_super_weight_corrections(file_);
+    } catch (const gguf::FormatError& e) {
+        throw ModelError(file_.path() + ": " + e.what());
+    }
+    std::vector<std::vector<ops::SuperCorrection>> per_layer(size_t(spec.n_layer));
+    for (const gguf::SuperWeightCorrection& c : all) {
+        const std::string where = file_.path() + ": super-weight correction of layer " + std::to_string(c.layer);
+        if (c.layer < 0 || c.layer >= spec.n_layer) throw ModelError(where + ": the model has no such layer");
+        const LayerSpec& L = spec.layers[size_t(c.layer)];
+        const LayerWeights& w = layers[size_t(c.layer)];
+        // The correction is added to the residual stream after the FFN: only where nothing
+        // (a post-norm, an expert's gate) stands between ffn_down and that sum.
+        if (L.ffn.moe.n_expert > 0 || w.post_ffn_norm)
+            throw ModelError(where + ": supported only for a dense FFN without a post-FFN norm");
+        if (c.row < 0 || c.row >= spec.n_embd || c.col < 0 || c.col >= L.ffn.n_ff)
+            throw ModelError(where + ": [" + std::to_string(c.row) + ", " + std::to_string(c.col) +
+                             "] is outside ffn_down [" + std::to_string(spec.n_embd) + ", " +
+                             std::to_string(L.ffn.n_ff) + "]");
+        per_layer[size_t(c.layer)].push_back({uint32_t(c.row), uint32_t(c.col), c.delta, 0});
+    }
+    for (int l = 0; l < spec.n_layer; ++l) {
+        const auto& list = per_layer[size_t(l)];
+        if (list.empty()) continue;
+        layers[size_t(l)].down_super = upload(list.data(), list.size() * sizeof(ops::SuperCorrection));
+        layers[size_t(l)].n_down_super = int(list.size());
     }
 }
 

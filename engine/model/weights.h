@@ -45,6 +45,9 @@ struct LayerWeights {
     ops::Weight gate_sh, up_sh, down_sh;          // shared expert (Llama 4)
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
     const gpu::Buffer* post_ffn_norm_b = nullptr; // [n_embd] LayerNorm bias (BERT's layer_output_norm)
+    // Exact super weights of ffn_down (quantize --keep-super-weights): ops::SuperCorrection [n].
+    const gpu::Buffer* down_super = nullptr;
+    int n_down_super = 0;
 };
 
 // Where a matrix of the file went on upload, for the weight interventions: its rows may be
@@ -103,6 +106,7 @@ private:
     ops::ExpertWeights experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert,
                                bool bias = false);
     const gpu::Buffer* upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes = 0);
+    void super_corrections(const ModelSpec& spec);
 
     gpu::Context& ctx_;
     const gguf::File& file_;
