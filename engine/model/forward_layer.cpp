@@ -267,6 +267,14 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     add_block_output(w.down, gate_, L.ffn.n_ff, w.b_down, w.post_ffn_norm, T,
                      probes.ffn_down ? &ffn_out_host_[size_t(l)] : nullptr, w.post_ffn_norm_b,
                      L.norm_placement == NormPlacement::PostResidual);
+    if (w.down_super) {  // exact super weights (quantize --keep-super-weights): x += delta * a[col] at row
+        s.mark("super_correction");
+        ops::super_correction(s, x_, spec_.n_embd, gate_, L.ffn.n_ff, T, *w.down_super, w.n_down_super);
+        if (probes.ffn_down)
+            ops::super_correction(s, ffn_out_host_[size_t(l)], spec_.n_embd, gate_, L.ffn.n_ff, T, *w.down_super,
+                                  w.n_down_super);
+        s.barrier("the corrected residual stream is complete before the next layer reads it");
+    }
 }
 
 namespace {
