@@ -44,6 +44,7 @@ struct Expr {
     std::vector<ExprPtr> args;
     std::vector<std::pair<std::string, ExprPtr>> keywords;
     bool negated = false;
+    int depth = 1;  // of the tree below and including this node (set by the parser)
 };
 
 struct Stmt;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "template/builtins_util.h"
+#include "template/limits.h"
 #include "template/strings.h"
 
 namespace vkllm::jinja {
@@ -209,6 +210,11 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             const Value& n = seq == &a ? b : a;
             if (n.kind != Kind::Int && n.kind != Kind::Bool) return unsupported();
             int64_t k = std::max<int64_t>(0, n.kind == Kind::Bool ? n.boolean : n.integer);
+            const size_t unit = seq->is_string() ? seq->string.size() : seq->list->size();
+            const size_t limit = seq->is_string() ? limits::kMaxStringBytes : limits::kMaxListItems;
+            if (unit > 0 && uint64_t(k) > limit / unit)
+                throw Error(std::string(seq->is_string() ? "string" : "list") + " repetition too large (limit: " +
+                            std::to_string(limit) + (seq->is_string() ? " bytes)" : " items)"));
             if (seq->is_string()) {
                 std::string out;
                 for (int64_t i = 0; i < k; ++i) out += seq->string;
@@ -242,24 +248,41 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     bool ints = a.kind != Kind::Float && b.kind != Kind::Float;
     if (ints) {
         int64_t x = a.kind == Kind::Bool ? a.boolean : a.integer, y = b.kind == Kind::Bool ? b.boolean : b.integer;
-        if (op == "+") return Value::from(x + y);
-        if (op == "-") return Value::from(x - y);
-        if (op == "*") return Value::from(x * y);
+        // Integers are 64-bit here (Python's are unbounded): a result that does not fit is an error.
+        int64_t r = 0;
+        auto overflow = [&]() -> void { throw Error("integer overflow in '" + op + "' (integers are 64-bit here)"); };
+        if (op == "+") {
+            if (__builtin_add_overflow(x, y, &r)) overflow();
+            return Value::from(r);
+        }
+        if (op == "-") {
+            if (__builtin_sub_overflow(x, y, &r)) overflow();
+            return Value::from(r);
+        }
+        if (op == "*") {
+            if (__builtin_mul_overflow(x, y, &r)) overflow();
+            return Value::from(r);
+        }
         if (op == "/") {
             if (y == 0) type_error("division by zero");
             return Value::from(double(x) / double(y));
         }
         if (op == "//" || op == "%") {
             if (y == 0) type_error("integer division or modulo by zero");
-            int64_t q = x / y, r = x % y;
+            if (x == INT64_MIN && y == -1) overflow();
+            int64_t q = x / y;
+            r = x % y;
             if (r != 0 && ((r < 0) != (y < 0))) { q -= 1; r += y; }  // Python floors
             return Value::from(op == "//" ? q : r);
         }
         if (op == "**") {
             if (y < 0 && x == 0) type_error("0.0 cannot be raised to a negative power");
             if (y < 0) return Value::from(std::pow(double(x), double(y)));
-            int64_t p = 1;
-            for (int64_t i = 0; i < y; ++i) p *= x;
+            int64_t p = 1, base = x;  // by squaring: y may be huge when |x| <= 1
+            for (int64_t e = y; e > 0; e >>= 1) {
+                if ((e & 1) && __builtin_mul_overflow(p, base, &p)) overflow();
+                if (e > 1 && __builtin_mul_overflow(base, base, &base)) overflow();
+            }
             return Value::from(p);
         }
     }
@@ -298,8 +321,15 @@ Dict make_globals(const std::tm& now) {
             if (a.positional.size() == 3) step = as_int(a.positional[2], "range argument");
         }
         if (step == 0) type_error("range() arg 3 must not be zero");
+        // The length in 128 bits: stop - start may not fit in 64.
+        const __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
+        const __int128 magnitude = step > 0 ? __int128(step) : -__int128(step);
+        const __int128 length = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
+        if (length > __int128(limits::kMaxListItems))
+            throw Error("range too long (limit: " + std::to_string(limits::kMaxListItems) + " items)");
         List l;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.push_back(Value::from(i));
+        l.reserve(size_t(length));
+        for (int64_t k = 0; k < int64_t(length); ++k) l.push_back(Value::from(int64_t(start + __int128(k) * step)));
         return Value::from(std::move(l));
     }));
     g.set("dict", Value::function("dict", [](const Args& a) {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "template/builtins.h"
+#include "template/limits.h"
 
 namespace vkllm::jinja {
 
@@ -41,6 +42,33 @@ public:
 private:
     const Source& src_;
     Scope globals_, root_;
+    // Work done so far, against the render limits (template/limits.h).
+    int call_depth_ = 0;
+    uint64_t steps_ = 0;
+    uint64_t bytes_produced_ = 0;
+
+    void step() {
+        if (++steps_ > limits::kMaxSteps)
+            throw Error("template runs too long (limit: " + std::to_string(limits::kMaxSteps) +
+                        " loop iterations and macro calls)");
+    }
+    static void check_output(const std::string& out) {
+        if (out.size() > limits::kMaxOutputBytes)
+            throw Error("template output too large (limit: " + std::to_string(limits::kMaxOutputBytes) + " bytes)");
+    }
+    // Every value an expression produces passes here.
+    void check_value(const Value& v) {
+        if (v.kind == Kind::String) {
+            if (v.string.size() > limits::kMaxStringBytes)
+                throw Error("string too long (limit: " + std::to_string(limits::kMaxStringBytes) + " bytes)");
+            bytes_produced_ += v.string.size();
+            if (bytes_produced_ > limits::kMaxBytesProduced)
+                throw Error("template produces too much text (limit: " + std::to_string(limits::kMaxBytesProduced) +
+                            " bytes of string values)");
+        } else if (v.kind == Kind::List && v.list->size() > limits::kMaxListItems) {
+            throw Error("list too long (limit: " + std::to_string(limits::kMaxListItems) + " items)");
+        }
+    }
 
     // Gives an error thrown below `offset` that position when it has none.
     [[noreturn]] void locate(Error& e, size_t offset) const {
@@ -55,6 +83,7 @@ private:
             Flow f = Flow::Normal;
             try {
                 f = exec(*s, scope, out);
+                check_output(out);
             } catch (Error& e) {
                 locate(e, s->offset);
             }
@@ -142,6 +171,7 @@ private:
         loop_scope.parent = &scope;
         if (s.condition) {  // `for x in xs if cond`: filtered before the loop (loop.* counts these)
             for (const auto& item : all) {
+                step();
                 assign(s.targets, item, loop_scope);
                 if (truthy(eval(*s.condition, loop_scope))) items.push_back(item);
             }
@@ -151,6 +181,7 @@ private:
         }
         size_t n = items.size();
         for (size_t i = 0; i < n; ++i) {
+            step();
             // Each iteration starts afresh: what the body sets is gone by the next one.
             Scope iteration;
             iteration.parent = &scope;
@@ -191,6 +222,14 @@ private:
         Scope* parent = caller_scope ? caller_scope : &root_;
         std::string name = caller_scope ? "caller" : s.text;
         return Value::function(name, [this, &s, parent, name](const Args& a) {
+            step();
+            if (call_depth_ >= limits::kMaxCallDepth)
+                throw Error("macro calls nested too deeply (limit: " + std::to_string(limits::kMaxCallDepth) + ")");
+            struct Depth {
+                int& d;
+                explicit Depth(int& depth) : d(depth) { ++d; }
+                ~Depth() { --d; }
+            } depth(call_depth_);
             Scope local;
             local.parent = parent;
             if (a.positional.size() > s.params.size())
@@ -235,7 +274,9 @@ private:
 
     Value eval(const Expr& e, Scope& scope) {
         try {
-            return eval_node(e, scope);
+            Value v = eval_node(e, scope);
+            check_value(v);
+            return v;
         } catch (Error& err) {
             locate(err, e.offset);
         }
@@ -283,6 +324,7 @@ private:
                 if (!v.is_number()) throw Error("bad operand type for unary " + std::string(e.kind == Expr::K::Neg ? "-" : "+") + ": '" + type_name(v) + "'");
                 if (e.kind == Expr::K::Pos) return v.kind == Kind::Bool ? Value::from(int64_t(v.boolean)) : v;
                 if (v.kind == Kind::Float) return Value::from(-v.real);
+                if (v.kind == Kind::Int && v.integer == INT64_MIN) throw Error("integer overflow in unary '-' (integers are 64-bit here)");
                 return Value::from(-(v.kind == Kind::Bool ? int64_t(v.boolean) : v.integer));
             }
             case Expr::K::Binary: {

@@ -1,8 +1,11 @@
 #include "template/parser.h"
 
 #include "template/builtins.h"
+#include "template/limits.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <initializer_list>
 
 namespace vkllm::jinja {
@@ -90,6 +93,34 @@ private:
         return next().text;
     }
 
+    // Counts one level of parser recursion for its lifetime (limits::kMaxNesting).
+    int nesting_ = 0;
+    struct Nest {
+        Parser& p;
+        explicit Nest(Parser& parser) : p(parser) {
+            if (p.nesting_ >= limits::kMaxNesting)
+                p.fail_here("template nested too deeply (limit: " + std::to_string(limits::kMaxNesting) + " levels)");
+            ++p.nesting_;
+        }
+        ~Nest() { --p.nesting_; }
+        Nest(const Nest&) = delete;
+        Nest& operator=(const Nest&) = delete;
+    };
+
+    // Records the depth of a node whose children are all in place; every node with children
+    // passes here before it becomes a child itself (limits::kMaxExpressionDepth).
+    ExprPtr seal(ExprPtr e) {
+        int below = 0;
+        for (const auto& a : e->args)
+            if (a) below = std::max(below, a->depth);
+        for (const auto& kw : e->keywords)
+            if (kw.second) below = std::max(below, kw.second->depth);
+        e->depth = below + 1;
+        if (e->depth > limits::kMaxExpressionDepth)
+            fail("expression too deep (limit: " + std::to_string(limits::kMaxExpressionDepth) + " levels)", e->offset);
+        return e;
+    }
+
     ExprPtr make(Expr::K kind, size_t offset) {
         auto e = std::make_unique<Expr>();
         e->kind = kind;
@@ -102,6 +133,7 @@ private:
     // Parses until `{% <one of ends> ...`; leaves the keyword as the current token and returns
     // it in `end`. At the top level (no ends), parses to the end of the template.
     Body parse_body(std::initializer_list<const char*> ends, std::string& end) {
+        Nest nest(*this);
         Body body;
         while (true) {
             const Token& t = cur();
@@ -296,10 +328,11 @@ private:
             if (cur().type == Tok::VarEnd || cur().type == Tok::BlockEnd || is_name("if")) break;
             t->args.push_back(parse_expression(with_condexpr && !stop_at_if));
         }
-        return t;
+        return seal(std::move(t));
     }
 
     ExprPtr parse_expression(bool with_condexpr = true) {
+        Nest nest(*this);
         ExprPtr e = parse_or();
         if (!with_condexpr) return e;
         while (is_name("if")) {
@@ -310,7 +343,7 @@ private:
             c->args.push_back(parse_or());
             c->args.push_back(std::move(e));
             c->args.push_back(skip_name("else") ? parse_expression(true) : nullptr);
-            e = std::move(c);
+            e = seal(std::move(c));
         }
         return e;
     }
@@ -320,7 +353,7 @@ private:
         e->name = std::move(op);
         e->args.push_back(std::move(a));
         e->args.push_back(std::move(b));
-        return e;
+        return seal(std::move(e));
     }
 
     ExprPtr parse_or() {
@@ -343,9 +376,10 @@ private:
 
     ExprPtr parse_not() {
         if (is_name("not")) {
+            Nest nest(*this);
             auto e = make(Expr::K::Not, next().offset);
             e->args.push_back(parse_not());
-            return e;
+            return seal(std::move(e));
         }
         return parse_compare();
     }
@@ -376,7 +410,7 @@ private:
             cmp->ops.push_back(op);
             cmp->args.push_back(parse_math1());
         }
-        return cmp ? std::move(cmp) : std::move(first);
+        return cmp ? seal(std::move(cmp)) : std::move(first);
     }
 
     ExprPtr parse_math1() {
@@ -418,9 +452,11 @@ private:
     ExprPtr parse_unary(bool with_filter = true) {
         ExprPtr e;
         if (is_op("-") || is_op("+")) {
+            Nest nest(*this);
             const Token& t = next();
             e = make(t.text == "-" ? Expr::K::Neg : Expr::K::Pos, t.offset);
             e->args.push_back(parse_unary(false));
+            e = seal(std::move(e));
         } else {
             e = parse_primary();
         }
@@ -473,7 +509,7 @@ private:
                 l->args.push_back(parse_expression());
             }
             next();
-            return l;
+            return seal(std::move(l));
         }
         if (is_op("{")) {
             auto d = make(Expr::K::Dict, next().offset);
@@ -485,7 +521,7 @@ private:
                 d->args.push_back(parse_expression());
             }
             next();
-            return d;
+            return seal(std::move(d));
         }
         fail_here("unexpected " + describe(t));
     }
@@ -498,14 +534,14 @@ private:
                     auto a = make(Expr::K::Attr, offset);
                     a->name = next().text;
                     a->args.push_back(std::move(e));
-                    e = std::move(a);
+                    e = seal(std::move(a));
                 } else if (cur().type == Tok::Int) {
                     auto a = make(Expr::K::Item, offset);
                     a->args.push_back(std::move(e));
                     auto idx = make(Expr::K::Const, cur().offset);
                     idx->value = Value::from(int64_t(std::strtoll(next().text.c_str(), nullptr, 10)));
                     a->args.push_back(std::move(idx));
-                    e = std::move(a);
+                    e = seal(std::move(a));
                 } else {
                     fail_here("expected a name after '.'");
                 }
@@ -543,7 +579,7 @@ private:
         } else {
             for (auto& p : parts) s->args.push_back(std::move(p));
         }
-        return s;
+        return seal(std::move(s));
     }
 
     void parse_call_args(Expr& call) {
@@ -568,7 +604,7 @@ private:
         auto c = make(Expr::K::Call, cur().offset);
         c->args.push_back(std::move(callee));
         parse_call_args(*c);
-        return c;
+        return seal(std::move(c));
     }
 
     // `| name(args) | name ...`; `e` is null in filter blocks and block sets.
@@ -586,7 +622,7 @@ private:
             check_known(true, f->name, offset);
             f->args.push_back(std::move(e));
             if (is_op("(")) parse_call_args(*f);
-            e = std::move(f);
+            e = seal(std::move(f));
         }
         return e;
     }
@@ -615,7 +651,7 @@ private:
                     if (is_name("is")) fail_here("You cannot chain multiple tests with is");
                     t->args.push_back(parse_postfix(parse_primary()));
                 }
-                e = std::move(t);
+                e = seal(std::move(t));
             } else if (is_op("(")) {
                 e = parse_call(std::move(e));
             } else {
