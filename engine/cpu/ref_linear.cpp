@@ -56,6 +56,21 @@ void matmul(const WeightView& w, const float* x, float* y, int64_t n_tokens, con
     }
 }
 
+void matmul_transposed(const WeightView& w, const float* x, float* y, int64_t n_tokens) {
+    check_weight(w, "matmul_transposed");
+    if (n_tokens < 0) throw ShapeError("matmul_transposed: negative n_tokens");
+    std::vector<double> acc(static_cast<size_t>(n_tokens * w.n_in), 0.0);
+    std::vector<float> row(static_cast<size_t>(w.n_in));  // [n_in] one dequantized weight row
+    for (int64_t o = 0; o < w.n_out; ++o) {
+        dequantize_weight_row(w, o, row.data());
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const double xo = x[t * w.n_out + o];
+            for (int64_t i = 0; i < w.n_in; ++i) acc[static_cast<size_t>(t * w.n_in + i)] += row[i] * xo;
+        }
+    }
+    for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<float>(acc[i]);
+}
+
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out) {
     check_weight(table, "get_rows");
     for (int64_t t = 0; t < n; ++t) {

@@ -45,6 +45,10 @@ void dequantize_weight_row(const WeightView& w, int64_t row, float* dst);
 // Any type gguf::dequantize_row supports. y must not alias x.
 void matmul(const WeightView& w, const float* x, float* y, int64_t n_tokens, const float* bias = nullptr);
 
+// y = x W: x [n_tokens, n_out], y [n_tokens, n_in] (the transpose of matmul's map:
+// y[t][i] = sum over o of W[o][i] x[t][o]). y must not alias x.
+void matmul_transposed(const WeightView& w, const float* x, float* y, int64_t n_tokens);
+
 // Embedding lookup: out [n, table.n_in] = rows ids[0..n) of the table (dequantized).
 // Throws ShapeError for an id outside [0, table.n_out).
 void get_rows(const WeightView& table, const int32_t* ids, int64_t n, float* out);

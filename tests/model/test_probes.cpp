@@ -1,11 +1,12 @@
-// The extended probes and the residual-stream edits: on the zoo models (and a random gpt-oss
-// model with attention sinks), against the CPU reference forward where it runs the family
-// (zoo-dense, Llama) and against a one-pass run where it does not. Prompts are longer than a
-// small n_batch so that every eval runs in several forward passes.
+// The extended probes and the residual-stream edits: on the zoo models against the CPU
+// reference forward (and one pass against several), and on a random gpt-oss model with
+// attention sinks. Prompts are longer than a small n_batch so that every eval runs in several
+// forward passes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -383,6 +384,235 @@ TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooProbes, ::testing::Values("zoo-swa", "zoo-moe", "zoo-mla"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
+// The zoo's other families against the CPU reference forward (Gemma 3 sliding window, Mixtral
+// MoE, DeepSeek-V2 MLA): first the logits, which prove the reference right, then every probe
+// and the interventions. Exact f32 on both sides (no llama.cpp activation rounding).
+class ZooReference : public Probes, public ::testing::WithParamInterface<std::string> {
+protected:
+    std::unique_ptr<Model> model_ = zoo(GetParam());
+    const model::ModelSpec& spec_ = model_->internals().spec();
+    model::ReferenceForward reference(int n_ctx) const {
+        return model::ReferenceForward(model_->internals().file(), spec_, n_ctx, /*round_activations=*/false);
+    }
+    SessionOptions options(int n_batch) const {
+        SessionOptions so;
+        so.n_batch = n_batch;
+        so.llama_cpp_rounding = false;
+        return so;
+    }
+    // Longer than zoo-swa's window of 32, so its local layers mask keys out.
+    std::vector<int32_t> long_prompt() const {
+        const std::string text = GetParam() == "zoo-swa" ? std::string(kText) + " " + kText : std::string(kText);
+        return prompt_of(*model_, text.c_str());
+    }
+};
+
+// Every map of the eval against the reference's probabilities (1e-4), the masked keys exactly 0,
+// each row plus its sink 1.
+void expect_maps_match(const ProbeResults& r, const model::ReferenceForward& ref, const model::ModelSpec& spec) {
+    ASSERT_EQ(r.attention.size(), ref.attention.size());
+    for (const AttentionMap& m : r.attention) {
+        const int H = m.n_head, nq = m.n_query(), nk = m.n_key();
+        const std::vector<float>& pr = ref.attention.at(m.layer);
+        ASSERT_EQ(pr.size(), size_t(nq) * size_t(H) * size_t(nk)) << "layer " << m.layer;
+        const int window = spec.layers[size_t(m.layer)].attn.window;
+        EXPECT_EQ(m.window, window);
+        EXPECT_EQ(m.sink.empty(), ref.attention_sink.count(m.layer) == 0);
+        for (int q = 0; q < nq; ++q)
+            for (int h = 0; h < H; ++h) {
+                double sum = m.sink.empty() ? 0.0 : m.sink[size_t(h) * size_t(nq) + size_t(q)];
+                for (int k = 0; k < nk; ++k) {
+                    const float p = m.at(h, q, k);
+                    sum += p;
+                    const int qp = m.query_pos[size_t(q)], kp = m.key_pos[size_t(k)];
+                    if (kp > qp || (window > 0 && kp <= qp - window)) {
+                        ASSERT_EQ(p, 0.0f) << "layer " << m.layer << " q " << qp << " k " << kp;
+                    }
+                    ASSERT_NEAR(p, pr[(size_t(q) * size_t(H) + size_t(h)) * size_t(nk) + size_t(k)], 1e-4)
+                        << "layer " << m.layer << " head " << h << " query " << qp << " key " << kp;
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5) << "layer " << m.layer << " head " << h << " query " << q;
+            }
+    }
+}
+
+// Residual statistics of every layer (and after the embeddings) and the whole tensors asked for,
+// over the reference's residual stream of the same tokens (positions 0..).
+void expect_residual_matches(const ProbeResults& r, const model::ReferenceForward& ref, int E) {
+    ASSERT_EQ(r.residual.size(), ref.residual.size());
+    for (const ResidualStat& s : r.residual) {
+        const std::vector<float>& x = ref.residual[size_t(s.layer + 1)];
+        const size_t T = x.size() / size_t(E);
+        const Expected e = stats_of(x, E);
+        EXPECT_NEAR(s.max_abs, e.max_abs, 1e-4 * e.max_abs) << "layer " << s.layer;
+        EXPECT_EQ(s.token, int(e.row)) << "layer " << s.layer;
+        EXPECT_EQ(s.channel, e.col) << "layer " << s.layer;
+        EXPECT_NEAR(s.median_abs, e.median_abs, 1e-3 * e.median_abs + 1e-6);
+        ASSERT_EQ(s.token_max_abs.size(), T);
+        for (size_t t = 0; t < T; ++t) {
+            const Expected et = stats_of(std::vector<float>(x.begin() + long(t) * E, x.begin() + long(t + 1) * E), E);
+            EXPECT_NEAR(s.token_max_abs[t], et.max_abs, 1e-4 * et.max_abs);
+            EXPECT_EQ(s.token_channel[t], et.col) << "layer " << s.layer << " token " << t;
+        }
+        for (const ResidualEntry& te : s.top)
+            EXPECT_NEAR(te.value, x[size_t(te.token) * size_t(E) + size_t(te.channel)], 1e-4 * e.max_abs);
+    }
+    for (const ResidualTensor& t : r.residual_full)
+        EXPECT_LT(rel_diff(t.values, ref.residual[size_t(t.layer + 1)]), 1e-5) << "layer " << t.layer;
+}
+
+// ffn_down's (input, output) statistics: dense layers and shared experts (expert -1) over every
+// token, each routed expert over the (token, slot) pairs the reference routed to it.
+void expect_ffn_down_matches(const ProbeResults& r, const model::ReferenceForward& ref, const model::ModelSpec& spec) {
+    const int E = spec.n_embd;
+    size_t expected = 0;
+    for (int l = 0; l < spec.n_layer; ++l) {
+        expected += ref.ffn_in[size_t(l)].empty() ? 0 : 1;
+        if (ref.routing.count(l)) {
+            const auto& ex = ref.routing.at(l).experts;
+            expected += std::set<int32_t>(ex.begin(), ex.end()).size();
+        }
+    }
+    ASSERT_EQ(r.ffn_down.size(), expected);
+    for (const FfnDownStat& f : r.ffn_down) {
+        const size_t l = size_t(f.layer);
+        std::vector<float> in, out;
+        std::vector<int> token;  // of each row
+        if (f.expert < 0) {
+            in = ref.ffn_in[l];
+            out = ref.ffn_out[l];
+            for (size_t t = 0; t < out.size() / size_t(E); ++t) token.push_back(int(t));
+        } else {
+            const auto& route = ref.routing.at(f.layer);
+            const size_t n_ff = ref.expert_in[l].size() / route.experts.size();
+            for (size_t p = 0; p < route.experts.size(); ++p) {
+                if (route.experts[p] != f.expert) continue;
+                in.insert(in.end(), ref.expert_in[l].begin() + long(p * n_ff), ref.expert_in[l].begin() + long((p + 1) * n_ff));
+                out.insert(out.end(), ref.expert_out[l].begin() + long(p * size_t(E)),
+                           ref.expert_out[l].begin() + long((p + 1) * size_t(E)));
+                token.push_back(int(p / size_t(route.top_k)));
+            }
+        }
+        ASSERT_FALSE(token.empty()) << "layer " << f.layer << " expert " << f.expert;
+        const Expected ei = stats_of(in, int(in.size() / token.size())), eo = stats_of(out, E);
+        const std::string where = "layer " + std::to_string(f.layer) + " expert " + std::to_string(f.expert);
+        EXPECT_NEAR(f.in_max_abs, ei.max_abs, 1e-4 * ei.max_abs) << where;
+        EXPECT_EQ(f.in_token, token[ei.row]) << where;
+        EXPECT_EQ(f.in_channel, ei.col) << where;
+        EXPECT_NEAR(f.in_median_abs, ei.median_abs, 1e-3 * ei.median_abs + 1e-7) << where;
+        EXPECT_NEAR(f.out_max_abs, eo.max_abs, 1e-4 * eo.max_abs) << where;
+        EXPECT_EQ(f.out_token, token[eo.row]) << where;
+        EXPECT_EQ(f.out_channel, eo.col) << where;
+        EXPECT_NEAR(f.out_median_abs, eo.median_abs, 1e-3 * eo.median_abs + 1e-7) << where;
+    }
+}
+
+// Each token's chosen experts (exactly) and gate weights.
+void expect_routing_matches(const ProbeResults& r, const model::ReferenceForward& ref) {
+    ASSERT_EQ(r.routing.size(), ref.routing.size());
+    for (const RoutingProbe& rp : r.routing) {
+        const auto& want = ref.routing.at(rp.layer);
+        EXPECT_EQ(rp.top_k, want.top_k);
+        EXPECT_EQ(rp.experts, want.experts) << "layer " << rp.layer;
+        ASSERT_EQ(rp.weights.size(), want.weights.size());
+        for (size_t p = 0; p < rp.weights.size(); ++p)
+            EXPECT_NEAR(rp.weights[p], want.weights[p], 1e-5) << "layer " << rp.layer << " pair " << p;
+    }
+}
+
+// ~12 tokens in two passes (7 + 5) and a decode step: the GPU's logits equal the reference's.
+TEST_P(ZooReference, LogitsInTwoPassesEqualTheGpuForward) {
+    auto prompt = long_prompt();
+    prompt.resize(12);
+    Session s(*model_, options(256));
+    auto ref = reference(s.n_ctx());
+    double worst = 0;
+    for (const auto& part : {std::vector<int32_t>(prompt.begin(), prompt.begin() + 7),
+                             std::vector<int32_t>(prompt.begin() + 7, prompt.end()), std::vector<int32_t>{prompt[2]}}) {
+        const auto got = s.eval(part, true);
+        const auto want = ref.eval(part);
+        ASSERT_EQ(got.size(), want.size());
+        const double d = rel_diff(got, want);
+        worst = std::max(worst, d);
+        EXPECT_LT(d, 1e-4) << part.size() << " tokens at position " << ref.n_past() - int(part.size());
+    }
+    std::printf("%s: max |GPU - reference| / max |reference| over the logits = %.3g\n", GetParam().c_str(), worst);
+}
+
+// Every probe of a prompt run in passes of 7, then of a decode step, against the reference.
+TEST_P(ZooReference, ProbesMatchTheCpuReference) {
+    const int L = spec_.n_layer, E = spec_.n_embd;
+    SessionOptions so = options(7);
+    for (int l = 0; l < L; ++l) so.probes.attention_layers.push_back(l);
+    so.probes.residual_stats = true;
+    so.probes.residual_top_k = 3;
+    so.probes.residual_full_layers = {-1, L - 1};
+    so.probes.ffn_down = true;
+    so.probes.routing = true;
+    so.probes.logit_lens_layers = {0, L - 1};
+    Session s(*model_, so);
+    auto ref = reference(s.n_ctx());
+    ref.record_attention_layers = so.probes.attention_layers;
+    const auto prompt = long_prompt();
+    const int T = int(prompt.size());
+    const auto got = s.eval(prompt, true);
+    const auto want = ref.eval(prompt);
+    EXPECT_LT(rel_diff(got, want), 1e-4);
+    const ProbeResults& r = s.probes();
+    EXPECT_GT(r.passes, 1);
+    ASSERT_EQ(r.attention.size(), size_t(L));
+    expect_maps_match(r, ref, spec_);
+    expect_residual_matches(r, ref, E);
+    expect_ffn_down_matches(r, ref, spec_);
+    expect_routing_matches(r, ref);
+    const std::vector<float> last(want.end() - spec_.n_vocab, want.end());
+    expect_last_lens_is_the_output(r, last, L, T - 1);
+
+    // A decode step: one row per map over T + 1 keys.
+    const auto next = s.eval({prompt[3]});
+    EXPECT_LT(rel_diff(next, ref.eval({prompt[3]})), 1e-4);
+    for (const AttentionMap& m : s.probes().attention) ASSERT_EQ(m.n_query(), 1);
+    expect_maps_match(s.probes(), ref, spec_);
+    expect_routing_matches(s.probes(), ref);
+    expect_last_lens_is_the_output(s.probes(), next, L, T);
+}
+
+// Residual-stream edits over passes of 7 + 5 and decode steps, fed to the reference the same way.
+TEST_P(ZooReference, ResidualEditsMatchTheCpuReference) {
+    using M = ResidualEdit::Mode;
+    const int L = spec_.n_layer;
+    auto prompt = long_prompt();
+    prompt.resize(12);
+    const std::vector<ResidualEdit> edits = {{-1, 2, M::Scale, 2.0f}, {0, 5, M::Mean, 0.0f}, {L - 2, 7, M::Value, 3.0f}};
+    SessionOptions so = options(7);
+    so.probes.residual_full_layers = {0};
+    Session s(*model_, so);
+    s.set_residual_edits(edits);
+    auto ref = reference(s.n_ctx());
+    ref.set_residual_edits(edits);
+    const auto got = s.eval(prompt, true);
+    std::vector<float> want, edited;
+    for (size_t done = 0; done < prompt.size(); done += 7) {
+        const size_t n = std::min<size_t>(7, prompt.size() - done);
+        const auto w = ref.eval(std::vector<int32_t>(prompt.begin() + long(done), prompt.begin() + long(done + n)));
+        want.insert(want.end(), w.begin(), w.end());
+        edited.insert(edited.end(), ref.residual[1].begin(), ref.residual[1].end());
+    }
+    EXPECT_LT(rel_diff(got, want), 1e-4);
+    EXPECT_LT(rel_diff(s.probes().residual_full[0].values, edited), 1e-5);
+    for (int32_t tok : {prompt[2], prompt[9]}) EXPECT_LT(rel_diff(s.eval({tok}), ref.eval({tok})), 1e-4);
+    // The edits change what the model computes.
+    Session plain(*model_, options(7));
+    EXPECT_GT(test::max_abs_diff(plain.eval(prompt, true), got), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooReference, ::testing::Values("zoo-swa", "zoo-moe", "zoo-mla"),
                          [](const auto& info) {
                              std::string n = info.param;
                              std::replace(n.begin(), n.end(), '-', '_');
