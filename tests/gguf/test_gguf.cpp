@@ -355,8 +355,8 @@ TEST(GgufMalformed, UnknownButNamedTypesOpenForInspection) {
 }
 
 TEST(GgufMalformed, FuzzCorpusParsesOrFailsCleanly) {
-    // The fuzzer's seeds and regression inputs (tests/fuzz/corpus), replayed without clang.
-    const std::filesystem::path dir = std::filesystem::path(vkllm::test::source_dir()) / "tests/fuzz/corpus";
+    // The fuzzer's seeds and regression inputs (tests/fuzz/corpus/gguf), replayed without clang.
+    const std::filesystem::path dir = std::filesystem::path(vkllm::test::source_dir()) / "tests/fuzz/corpus/gguf";
     if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " not found (set VKLLM_SOURCE_DIR)";
     int n = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
