@@ -21,9 +21,11 @@ trap 'kill $xvfb_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 50); do [[ -e /tmp/.X11-unix/X$display ]] && break; sleep 0.1; done
 mkdir -p "$out"
 
-# shoot MODEL NAME PANEL...: one conversation, then the window and each listed panel. The
-# prompt is longer than zoo-swa's window (32), so its local layers show the band.
+# shoot MODEL.gguf NAME PANEL...: one conversation, then the window and each listed panel. The
+# prompt is longer than zoo-swa's window (32), so its local layers show the band. $extra holds
+# more studio options (--theme light, --scale 2).
 prompt="Once upon a time, there was a little girl named Lily. Lily had a red ball. One day, Lily went to the park"
+extra=""
 shoot() {
   local model=$1 name=$2
   shift 2
@@ -34,12 +36,23 @@ shoot() {
     for panel in "$@"; do echo "screenshot $out/$name-$panel.png $panel"; done
   } > "$work/$name.script"
   echo "screenshots: $name"
-  DISPLAY=":$display" "$studio" -m "$root/assets/zoo/$model.gguf" --temp 0 --panels all --size 1600x1000 \
+  # shellcheck disable=SC2086  # $extra is a list of options
+  DISPLAY=":$display" "$studio" -m "$model" --temp 0 --panels all --size 1600x1000 $extra \
     --config-dir "$work/config-$name" --script "$work/$name.script" --exit
 }
+zoo=$root/assets/zoo
 
-shoot zoo-dense zoo-dense chat attention activations lens telemetry architecture
-shoot zoo-swa zoo-swa attention architecture
-shoot zoo-moe zoo-moe experts architecture
-shoot zoo-mla zoo-mla experts architecture attention
+shoot "$zoo/zoo-dense.gguf" zoo-dense chat attention activations lens telemetry architecture
+shoot "$zoo/zoo-swa.gguf" zoo-swa attention architecture
+shoot "$zoo/zoo-moe.gguf" zoo-moe experts architecture
+shoot "$zoo/zoo-mla.gguf" zoo-mla experts architecture attention
+extra="--theme light" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
+# An encoder: zoo-bert when it is there, else a random BERT (vkllm-random-model).
+bert=$zoo/zoo-bert.gguf
+if [[ ! -f $bert ]]; then
+  bert=$work/random-bert.gguf
+  "$build/bin/vkllm-random-model" --arch bert --out "$bert" --seed 11 --n-head-kv 4 --vocab-from "$zoo/zoo-dense.gguf"
+fi
+prompt="the little girl took her red ball to the park and played with her friends"
+shoot "$bert" bert chat attention architecture
 echo "screenshots: written to $out"

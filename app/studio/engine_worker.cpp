@@ -30,10 +30,17 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info) {
     }
     if (s.lens) {
         c.logit_lens_layers = all_layers;
-        c.logit_lens_top_n = 8;
+        c.logit_lens_top_n = 10;  // `vkllm probe`'s default: the same command line, the same document
     }
     c.timings = s.timings;
     return c;
+}
+
+bool is_encoder(const ModelInfo& info) {
+    if (info.layers.empty()) return false;
+    for (const LayerInfo& l : info.layers)
+        if (l.attention.causal) return false;
+    return true;
 }
 
 namespace {
@@ -195,7 +202,9 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     work_.device = model_->device();
     work_.weight_bytes = model_->weight_bytes();
     work_.chat_template = false;
-    work_.status = "ready: " + (model_->info().name.empty() ? what : model_->info().name);
+    work_.encoder = is_encoder(model_->info());
+    work_.status = "ready: " + (model_->info().name.empty() ? what : model_->info().name) +
+                   (work_.encoder ? " (an encoder: sending a text evaluates it, nothing is generated)" : "");
 }
 
 // ---- Chat ----
@@ -235,8 +244,54 @@ void EngineWorker::sync_context() {
     }
 }
 
+void EngineWorker::do_encode(const GenerationSettings& g) {
+    std::string text;
+    for (const ChatTurn& m : work_.messages)
+        if (m.role == "user") text = m.text;
+    const std::vector<int32_t> tokens = model_->tokenize(text, true);
+    if (tokens.empty()) throw std::runtime_error("nothing to encode: the text gives no tokens");
+    work_.status = "encoding";
+    publish();
+    // One probed pass with the masked-token logits of every position; it replaces the cache.
+    session_->set_probes(probe_config(probe_sel_, model_->info()));
+    history_.clear();
+    const Clock::time_point t0 = Clock::now();
+    const std::vector<float> logits = session_->encode_logits(tokens);
+    EncoderView v;
+    v.ms = ms_since(t0);
+    history_.add_step(session_->probes(), 0, int(tokens.size()), true);
+    const size_t n_vocab = logits.size() / tokens.size();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const std::vector<float> row(logits.begin() + long(i * n_vocab), logits.begin() + long((i + 1) * n_vocab));
+        v.predictions.push_back(top_tokens(*model_, softmax(row), std::max(g.top_n, 1)));
+        v.masked.push_back(tokens[i] == model_->mask_token());
+    }
+    // The text's embedding as the file pools it (mean when it names none), probes off: the
+    // probed pass above is the one the panels show.
+    const ProbeConfig probes = session_->probe_config();
+    session_->set_probes({});
+    const bool file_pools = model_->info().pooling != "none";
+    const Embeddings e = session_->embed(tokens, file_pools ? Pooling::Model : Pooling::Mean);
+    session_->set_probes(probes);
+    v.pooling = file_pools ? model_->info().pooling : "mean";
+    v.embedding.assign(e.data.begin(), e.data.begin() + e.n_embd);
+    double norm = 0;
+    for (float x : v.embedding) norm += double(x) * x;
+    v.embedding_norm = float(std::sqrt(norm));
+    v.valid = true;
+    work_.encoded = std::move(v);
+    GenerateResult r;
+    r.reason = StopReason::MaxTokens;  // nothing to generate: "max_tokens" of 0
+    r.n_prompt = r.n_prompt_evaluated = int(tokens.size());
+    r.prompt_seconds = work_.encoded.ms / 1000.0;
+    work_.last_result = r;
+    sync_context();
+    work_.status = "encoded " + std::to_string(tokens.size()) + " tokens (an encoder: no generation)";
+}
+
 void EngineWorker::do_generate(const GenerationSettings& g) {
     if (!session_) throw std::runtime_error("no model is loaded");
+    if (work_.encoder) return do_encode(g);
     validate(g.sampler);
     std::vector<int32_t> prompt = conversation_tokens();
     if (prompt.empty()) throw std::runtime_error("nothing to answer: the conversation is empty");
@@ -275,6 +330,16 @@ void EngineWorker::do_generate(const GenerationSettings& g) {
         return true;
     };
     GenerateResult r = session_->generate(prompt, o, on_token);
+    // generate() samples its last token without evaluating it. Evaluate it too, so that its
+    // own attention row, residual and lens are probed like every other token's (as `vkllm
+    // probe -n N` does) and the next turn finds it in the cache. An end-of-generation token
+    // stays out, as do the tokens of a stopped or failed generation.
+    const bool finished = r.reason == StopReason::MaxTokens || r.reason == StopReason::StopString;
+    if (finished && !r.tokens.empty() && !model_->is_eog(r.tokens.back()) && session_->n_past() < session_->n_ctx()) {
+        const int position = session_->n_past();
+        session_->eval({r.tokens.back()});
+        history_.add_step(session_->probes(), position, 1, false);
+    }
     work_.last_result = r;
     work_.messages.back().text = r.text;
     sync_context();
@@ -319,6 +384,7 @@ void EngineWorker::clear_chat() {
         work_.context.clear();
         work_.context_pieces.clear();
         work_.last_result = {};
+        work_.encoded = {};
         work_.status = "ready";
     });
 }

@@ -60,6 +60,21 @@ struct ProbeCost {
     bool valid = false;
 };
 
+// An encoder's (BERT's) reading of the newest user text: it evaluates the text in one
+// bidirectional pass and generates nothing.
+struct EncoderView {
+    bool valid = false;
+    std::string pooling;       // how `embedding` was pooled ("cls", "mean", ...)
+    std::vector<float> embedding;  // the pooled text embedding [n_embd]
+    float embedding_norm = 0;
+    // Masked-token prediction (the output projection over every position): the most likely
+    // tokens at each position, most likely first, and whether the token there is [MASK].
+    std::vector<std::vector<TokenAlternative>> predictions;
+    std::vector<bool> masked;
+    double ms = 0;             // the probed pass
+};
+bool is_encoder(const ModelInfo& info);  // every layer bidirectional
+
 struct WorkerState {
     uint64_t version = 0;
     bool loaded = false;
@@ -79,6 +94,8 @@ struct WorkerState {
     std::vector<std::string> interventions;   // in force, described
     ProbeCost probe_cost;
     bool chat_template = false;               // the model's template formats the prompt
+    bool encoder = false;                     // an encoder (BERT): sending evaluates, nothing generates
+    EncoderView encoded;                      // the newest text's, when `encoder`
 };
 
 class EngineWorker {
@@ -115,6 +132,7 @@ private:
     void publish();
     void do_load(std::function<std::unique_ptr<Model>()> open, const std::string& what);
     void do_generate(const GenerationSettings& g);
+    void do_encode(const GenerationSettings& g);
     std::vector<int32_t> conversation_tokens();
     void sync_context();
     std::vector<float> eval_context_quietly();  // logits of the last token, probes off

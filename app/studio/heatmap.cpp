@@ -19,6 +19,15 @@ ImU32 ramp_color(float t, float alpha) {
     return ImGui::ColorConvertFloat4ToU32(ImVec4(c[0], c[1], c[2], alpha));
 }
 
+ImVec4 readable(ImVec4 c) {
+    const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+    const float luminance = 0.299f * bg.x + 0.587f * bg.y + 0.114f * bg.z;
+    if (luminance < 0.5f) return c;
+    return ImVec4(c.x * 0.55f, c.y * 0.55f, c.z * 0.55f, c.w);
+}
+
+float ui_px(float px) { return px * ImGui::GetFontSize() / 15.0f; }
+
 HeatmapHover draw_heatmap(const char* id, const float* values, int rows, int cols, ImVec2 size, float lo, float hi,
                           const std::function<void(ImDrawList*, ImVec2, ImVec2)>& overlay) {
     HeatmapHover hover;

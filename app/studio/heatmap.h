@@ -12,6 +12,13 @@ namespace vkllm::studio {
 // A colour for t in [0, 1] from a perceptual ramp (dark blue, teal, yellow).
 ImU32 ramp_color(float t, float alpha = 1.0f);
 
+// A text colour readable on the current theme: as given on a dark window background, darkened
+// on a light one (the accents are chosen for the dark theme).
+ImVec4 readable(ImVec4 color);
+// A size in pixels at UI scale 1 (a 15-pixel font), scaled like the font: fixed widths and
+// heights grow with the UI scale (HiDPI) so that nothing clips at scale 2.
+float ui_px(float px);
+
 struct HeatmapHover {
     int row = -1, col = -1;
     bool hovered() const { return row >= 0; }

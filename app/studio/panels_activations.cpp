@@ -53,7 +53,9 @@ void draw_activations_panel(StudioApp& app) {
     std::vector<float> log_max;
     for (const ActivationRow& r : rows) log_max.push_back(std::log10(std::max(r.max_abs, 1e-6f)));
     ImGui::PlotHistogram("log10 max|x| per layer", log_max.data(), int(log_max.size()), 0, nullptr, -1.0f,
-                         std::max(4.0f, *std::max_element(log_max.begin(), log_max.end())), ImVec2(0, 50));
+                         std::max(4.0f, *std::max_element(log_max.begin(), log_max.end())), ImVec2(0, ui_px(50)));
+    if (s.encoder)  // BERT normalises after each residual sum: the stream the next layer reads
+        ImGui::TextDisabled("the post-norm residual stream: each layer's output after its LayerNorm(x + f(x))");
     const bool any_massive = std::any_of(rows.begin(), rows.end(), [](const ActivationRow& r) { return r.massive; });
     ImGui::TextDisabled(any_massive ? "massive activations (> 100 and > 1000x the median) in red"
                                     : "no massive activations (> 100 and > 1000x the median)");

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <imgui.h>
+#include "heatmap.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
@@ -47,6 +48,19 @@ void draw_architecture_panel(StudioApp& app) {
                         bytes_text(m.kv_bytes_per_token_global).c_str(), m.n_global_layers,
                         bytes_text(m.kv_bytes_per_token_local).c_str(), m.n_local_layers);
     ImGui::TextDisabled("tokenizer %s%s", m.tokenizer.c_str(), m.chat_template.empty() ? "" : ", chat template");
+    if (s.encoder) {
+        // What sets an encoder (BERT) apart from the decoders the other blocks describe.
+        bool token_types = false;
+        for (const TensorInfo& t : m.tensors) token_types = token_types || t.name.rfind("token_types", 0) == 0;
+        const bool post_norm = !m.layers.empty() && m.layers[0].norm_placement == "post-sum";
+        ImGui::TextColored(readable(ImVec4(0.45f, 0.75f, 0.45f, 1)), "encoder stack: no generation, no KV cache across turns");
+        ImGui::BulletText("bidirectional attention: every token sees every other (no causal mask)");
+        ImGui::BulletText("%s", post_norm ? "post-norm: LayerNorm(x + f(x)) after each sub-layer"
+                                          : (m.layers.empty() ? "" : (m.layers[0].norm_placement + "-norm").c_str()));
+        ImGui::BulletText("%s%s", m.learned_positions ? "learned position embeddings" : "no learned positions",
+                          token_types ? " + token-type embeddings" : "");
+        ImGui::BulletText("pooling: %s (the text's embedding)", m.pooling.c_str());
+    }
 
     ImGui::BeginChild("stack");
     ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -79,7 +93,8 @@ void draw_architecture_panel(StudioApp& app) {
             dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x, y), col, t, nullptr, clip.z - x, &clip);
         };
         char buf[160];
-        snprintf(buf, sizeof buf, "L%d  %s-norm", b.layer, b.norm.c_str());
+        if (b.norm == "post-sum") snprintf(buf, sizeof buf, "L%d  post-norm: norm(x + f(x))", b.layer);
+        else snprintf(buf, sizeof buf, "L%d  %s-norm", b.layer, b.norm.c_str());
         put(p.x + 6, p.y + 2, text, buf, left_clip);
         put(p.x + 6, p.y + 2 + line * 1.1f, text, b.attention.c_str(), left_clip);
         snprintf(buf, sizeof buf, "KV %s/token", bytes_text(b.kv_bytes_per_token).c_str());

@@ -77,8 +77,8 @@ void draw_attention_panel(StudioApp& app) {
     const int n_head_max = std::max_element(h.attention.begin(), h.attention.end(), [](const auto& a, const auto& b) {
                                return a.n_head < b.n_head;
                            })->n_head;
-    const float thumb = std::clamp((avail_w * 0.42f - 70.0f) / float(std::max(n_head_max, 1)) - 4.0f, 14.0f, 64.0f);
-    ImGui::BeginChild("grid", ImVec2(70 + (thumb + 4) * float(n_head_max), 0), false);
+    const float thumb = std::clamp((avail_w * 0.42f - ui_px(70)) / float(std::max(n_head_max, 1)) - 4.0f, ui_px(14), ui_px(64));
+    ImGui::BeginChild("grid", ImVec2(ui_px(70) + (thumb + 4) * float(n_head_max), 0), false);
     for (const AttentionHistory& a : h.attention) {
         const AttentionLayerView* lv = nullptr;
         for (const AttentionLayerView& l : app.vm.attention.layers)
@@ -86,7 +86,7 @@ void draw_attention_panel(StudioApp& app) {
         ImGui::PushID(a.layer);
         const bool global = a.window <= 0 && a.chunk <= 0;
         ImGui::BeginGroup();
-        ImGui::TextColored(global ? ImVec4(1, 0.8f, 0.3f, 1) : ImVec4(0.5f, 0.85f, 0.6f, 1), "L%d", a.layer);
+        ImGui::TextColored(readable(global ? ImVec4(1, 0.8f, 0.3f, 1) : ImVec4(0.5f, 0.85f, 0.6f, 1)), "L%d", a.layer);
         ImGui::TextDisabled(global ? "global" : "w %d", a.window > 0 ? a.window : a.chunk);
         ImGui::EndGroup();
         ImGui::SameLine(62);
@@ -150,11 +150,13 @@ void draw_attention_panel(StudioApp& app) {
             const float p = sel->sink_at(app.sel_head, q);
             col[size_t(q)] = log_scale ? std::log10(std::max(p, 1e-6f)) : p;
         }
-        draw_heatmap("sink", col.data(), nq, 1, ImVec2(14, std::max(map_h, 32.0f)), lo, hi);
+        draw_heatmap("sink", col.data(), nq, 1, ImVec2(ui_px(14), std::max(map_h, 32.0f)), lo, hi);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("learned sink mass per query row");
     }
-    ImGui::TextDisabled("%s layer%s: band = window edge; %s", window > 0 ? "sliding-window" : "global",
-                        window > 0 ? " (orange line)" : "", log_scale ? "log10 p from -4 to 0" : "p from 0 to 1");
+    ImGui::TextDisabled("%s%s layer%s: band = window edge; %s", sel->causal ? "" : "bidirectional ",
+                        window > 0 ? "sliding-window" : "global", window > 0 ? " (orange line)" : "",
+                        log_scale ? "log10 p from -4 to 0" : "p from 0 to 1");
+    if (!sel->causal) ImGui::TextDisabled("an encoder's map: every query attends to the keys after it too");
 
     // Per-head statistics of the selected layer.
     for (const AttentionLayerView& l : app.vm.attention.layers) {

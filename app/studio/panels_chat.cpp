@@ -120,6 +120,50 @@ void funnel_table(const TokenEvent& e) {
     ImGui::EndTable();
 }
 
+// An encoder's reading of the newest text: its tokens with the masked-token prediction at each
+// position ([MASK] rows marked: fill-mask) and the pooled embedding. Nothing is generated.
+void encoder_view(const WorkerState& s) {
+    ImGui::TextColored(readable(ImVec4(0.5f, 0.8f, 0.5f, 1)), "encoder: no generation");
+    ImGui::TextWrapped("%s reads the whole text in one pass, every token attending to every other; sending a text "
+                       "evaluates it for the attention, activation and lens panels.",
+                       s.info ? s.info->arch.c_str() : "the model");
+    const EncoderView& e = s.encoded;
+    if (!e.valid) return;
+    ImGui::Text("%zu tokens in %.1f ms; %s-pooled embedding, |e| = %.4f", e.predictions.size(), e.ms, e.pooling.c_str(),
+                e.embedding_norm);
+    std::string dims;
+    for (size_t i = 0; i < std::min<size_t>(6, e.embedding.size()); ++i) {
+        char v[24];
+        snprintf(v, sizeof v, "%s%.3f", i ? ", " : "", e.embedding[i]);
+        dims += v;
+    }
+    ImGui::TextDisabled("e[0..5] = %s%s", dims.c_str(), e.embedding.size() > 6 ? ", ..." : "");
+    if (!ImGui::BeginTable("encoded", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+    ImGui::TableSetupColumn("pos");
+    ImGui::TableSetupColumn("token");
+    ImGui::TableSetupColumn("predicted here (masked-token head)");
+    ImGui::TableHeadersRow();
+    for (size_t i = 0; i < e.predictions.size(); ++i) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::Text("%zu", i);
+        ImGui::TableNextColumn();
+        const std::string piece = i < s.context_pieces.size() ? s.context_pieces[i] : "?";
+        if (e.masked[i]) ImGui::TextColored(readable(ImVec4(1, 0.7f, 0.2f, 1)), "%s", piece.c_str());
+        else ImGui::TextUnformatted(piece.c_str());
+        ImGui::TableNextColumn();
+        std::string top;
+        for (size_t k = 0; k < std::min<size_t>(3, e.predictions[i].size()); ++k) {
+            char p[96];
+            snprintf(p, sizeof p, "%s%s %.2f", k ? "  " : "", e.predictions[i][k].piece.c_str(),
+                     std::exp(e.predictions[i][k].logprob));
+            top += p;
+        }
+        ImGui::TextUnformatted(top.c_str());
+    }
+    ImGui::EndTable();
+}
+
 }  // namespace
 
 void draw_chat_panel(StudioApp& app) {
@@ -129,19 +173,19 @@ void draw_chat_panel(StudioApp& app) {
     }
     const WorkerState& s = *app.state;
     if (ImGui::CollapsingHeader("Sampler")) sampler_controls(app);
-    ImGui::SetNextItemWidth(140);
+    ImGui::SetNextItemWidth(ui_px(140));
     ImGui::Combo("colour", &app.settings.color_mode, "plain\0surprisal\0expert\0");
     int n_expert = 0;
     if (app.settings.color_mode == 2 && s.info) {
         ImGui::SameLine();
-        ImGui::SetNextItemWidth(100);
+        ImGui::SetNextItemWidth(ui_px(100));
         ImGui::SliderInt("MoE layer", &app.settings.color_layer, 0, std::max(0, s.info->n_layer - 1));
         app.settings.color_layer = std::clamp(app.settings.color_layer, 0, std::max(0, s.info->n_layer - 1));
         n_expert = s.info->layers.empty() ? 0 : s.info->layers[size_t(app.settings.color_layer)].ffn.n_expert;
         if (n_expert == 0) ImGui::TextDisabled("layer %d has no experts", app.settings.color_layer);
     }
     ImGui::SameLine();
-    ImGui::TextDisabled(s.chat_template ? "(chat template)" : "(plain continuation)");
+    ImGui::TextDisabled(s.encoder ? "(encoder)" : s.chat_template ? "(chat template)" : "(plain continuation)");
 
     const float footer = ImGui::GetFrameHeight() * 2.5f + ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ItemSpacing.y * 2;
     ImGui::BeginChild("turns", ImVec2(0, -footer), true);
@@ -149,7 +193,7 @@ void draw_chat_panel(StudioApp& app) {
     for (int i = 0; i < int(s.messages.size()); ++i) {
         const ChatTurn& t = s.messages[size_t(i)];
         ImGui::PushID(i);
-        ImGui::TextColored(t.role == "user" ? ImVec4(0.4f, 0.7f, 1, 1) : ImVec4(0.5f, 0.9f, 0.5f, 1), "%s",
+        ImGui::TextColored(readable(t.role == "user" ? ImVec4(0.4f, 0.7f, 1, 1) : ImVec4(0.5f, 0.9f, 0.5f, 1)), "%s",
                            t.role.c_str());
         ImGui::SameLine();
         if (!s.busy && ImGui::SmallButton("edit")) {
@@ -157,7 +201,7 @@ void draw_chat_panel(StudioApp& app) {
             snprintf(app.edit_buffer, sizeof app.edit_buffer, "%s", t.text.c_str());
         }
         if (app.editing == i) {
-            ImGui::InputTextMultiline("##edit", app.edit_buffer, sizeof app.edit_buffer, ImVec2(-1, 80));
+            ImGui::InputTextMultiline("##edit", app.edit_buffer, sizeof app.edit_buffer, ImVec2(-1, ui_px(80)));
             if (ImGui::Button("Rerun from here")) {
                 app.worker.edit_and_rerun(i, app.edit_buffer, app.settings.generation);
                 app.editing = -1;
@@ -186,11 +230,12 @@ void draw_chat_panel(StudioApp& app) {
         ImGui::Separator();
         ImGui::PopID();
     }
+    if (s.encoder) encoder_view(s);
     if (!s.messages.empty() && !s.messages.back().tokens.empty()) funnel_table(s.messages.back().tokens.back());
     if (s.generating && ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 40) ImGui::SetScrollHereY(1.0f);
     ImGui::EndChild();
     ImGui::InputTextMultiline("##input", app.input, sizeof app.input, ImVec2(-1, ImGui::GetFrameHeight() * 2.5f));
-    if (ImGui::Button("Send (Ctrl+Enter)")) app.send_input();
+    if (ImGui::Button(s.encoder ? "Encode (Ctrl+Enter)" : "Send (Ctrl+Enter)")) app.send_input();
     ImGui::SameLine();
     if (ImGui::Button("Stop (Esc)")) app.worker.stop();
     ImGui::SameLine();

@@ -45,7 +45,7 @@ void draw_experts_panel(StudioApp& app) {
     ImGui::Text("load: MoE layers (rows) x experts (columns), each row by its busiest expert");
     const float w = std::min(ImGui::GetContentRegionAvail().x, 28.0f * float(n_expert));
     const HeatmapHover hv = draw_heatmap("load", grid.data(), int(layers.size()), n_expert,
-                                         ImVec2(w, std::min(16.0f * float(layers.size()), 120.0f)), 0.0f, 1.0f);
+                                         ImVec2(w, std::min(ui_px(16) * float(layers.size()), ui_px(120))), 0.0f, 1.0f);
     if (hv.hovered()) {
         const ExpertLayerView& l = layers[size_t(hv.row)];
         ImGui::SetTooltip("layer %d expert %d: %d prompt + %d generated pairs", l.layer, hv.col,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <imgui.h>
+#include "heatmap.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
@@ -23,15 +24,15 @@ void draw_lens_panel(StudioApp& app) {
     int index = int(positions.size()) - 1;
     for (size_t i = 0; i < positions.size(); ++i)
         if (positions[i] == app.lens_position) index = int(i);
-    ImGui::SetNextItemWidth(-120);
+    ImGui::SetNextItemWidth(-ui_px(120));
     if (ImGui::SliderInt("position", &index, 0, int(positions.size()) - 1, "")) app.lens_position = positions[size_t(index)];
     if (index == int(positions.size()) - 1 && app.state->generating) app.lens_position = -1;  // follow the stream
     const int pos = positions[size_t(index)];
     ImGui::Text("after token %d \"%s\"", pos, app.token_text(pos).c_str());
     const std::vector<LensRow> rows = app.lens_position < 0 ? app.vm.lens : lens_rows(h, pos);
-    const int cols = std::clamp(int((ImGui::GetContentRegionAvail().x - 40) / 95), 2, 8);
+    const int cols = std::clamp(int((ImGui::GetContentRegionAvail().x - ui_px(40)) / ui_px(95)), 2, 8);
     if (ImGui::BeginTable("lens", cols + 1, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
-        ImGui::TableSetupColumn("layer", ImGuiTableColumnFlags_WidthFixed, 40);
+        ImGui::TableSetupColumn("layer", ImGuiTableColumnFlags_WidthFixed, ui_px(40));
         for (int c = 0; c < cols; ++c) ImGui::TableSetupColumn(("#" + std::to_string(c + 1)).c_str());
         ImGui::TableHeadersRow();
         for (const LensRow& r : rows) {

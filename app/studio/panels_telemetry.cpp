@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <imgui.h>
+#include "heatmap.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
@@ -44,7 +45,7 @@ void draw_telemetry_panel(StudioApp& app) {
         }
         std::vector<float> layers(t.by_layer.begin(), t.by_layer.end());
         ImGui::PlotHistogram("ms per layer (last: outside)", layers.data(), int(layers.size()), 0, nullptr, 0.0f, FLT_MAX,
-                             ImVec2(0, 50));
+                             ImVec2(0, ui_px(50)));
     } else {
         ImGui::TextDisabled("GPU times appear once a step ran with timings (if the device has timestamps).");
     }
@@ -62,7 +63,7 @@ void draw_telemetry_panel(StudioApp& app) {
         std::vector<float> f(app.frame_ms.end() - long(n), app.frame_ms.end());
         char label[64];
         snprintf(label, sizeof label, "frame %.1f ms", f.back());
-        ImGui::PlotLines("##frames", f.data(), int(f.size()), 0, label, 0.0f, FLT_MAX, ImVec2(-1, 40));
+        ImGui::PlotLines("##frames", f.data(), int(f.size()), 0, label, 0.0f, FLT_MAX, ImVec2(-1, ui_px(40)));
     }
     ImGui::End();
 }

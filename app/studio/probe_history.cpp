@@ -23,12 +23,19 @@ size_t count_before(const std::vector<int>& positions, int n) {
     return size_t(std::lower_bound(positions.begin(), positions.end(), n) - positions.begin());
 }
 
+// The key axis: up to the newest query, or the widest row (a bidirectional row sees later keys).
+int key_count(const AttentionHistory& a) {
+    int n = a.query_pos.empty() ? 0 : a.query_pos.back() + 1;
+    for (const std::vector<float>& row : a.rows) n = std::max(n, int(row.size()) / std::max(a.n_head, 1));
+    return n;
+}
+
 void truncate_attention(AttentionHistory& a, int n) {
     const size_t keep = count_before(a.query_pos, n);
     a.query_pos.resize(keep);
     a.rows.resize(keep);
     if (a.has_sinks) a.sink.resize(keep);
-    a.n_key = a.query_pos.empty() ? 0 : a.query_pos.back() + 1;
+    a.n_key = key_count(a);
 }
 
 void recompute_max(ResidualHistory& r) {
@@ -76,10 +83,11 @@ void add_attention(AttentionHistory& h, const AttentionMap& m) {
     h.n_head = m.n_head;
     h.window = m.window;
     h.chunk = m.chunk;
+    h.causal = m.causal;
     h.has_sinks = !m.sink.empty();
     const int nq = m.n_query(), nk = m.n_key();
     for (int q = 0; q < nq; ++q) {
-        const int width = std::min(nk, m.query_pos[size_t(q)] + 1);
+        const int width = m.causal ? std::min(nk, m.query_pos[size_t(q)] + 1) : nk;
         std::vector<float> row(size_t(m.n_head) * size_t(width));
         for (int head = 0; head < m.n_head; ++head)
             for (int k = 0; k < width; ++k) row[size_t(head) * size_t(width) + size_t(k)] = m.at(head, q, k);
@@ -91,7 +99,7 @@ void add_attention(AttentionHistory& h, const AttentionMap& m) {
             h.sink.push_back(std::move(s));
         }
     }
-    h.n_key = h.query_pos.back() + 1;
+    h.n_key = key_count(h);
 }
 
 void add_residual(ResidualHistory& h, const ResidualStat& s, int first_pos) {
@@ -148,6 +156,48 @@ void add_ffn_down(std::vector<FfnDownStat>& all, const FfnDownStat& s) {
 
 }  // namespace
 
+ProbeEval truncated_eval(const ProbeEval& e, int n) {
+    ProbeEval t = e;
+    ProbeResults& r = t.results;
+    for (AttentionMap& m : r.attention) {
+        const size_t nq = count_before(m.query_pos, n), nk = count_before(m.key_pos, n);
+        std::vector<float> probs(size_t(m.n_head) * nq * nk), sink;
+        for (int h = 0; h < m.n_head; ++h)
+            for (size_t q = 0; q < nq; ++q) {
+                for (size_t k = 0; k < nk; ++k) probs[(size_t(h) * nq + q) * nk + k] = m.at(h, int(q), int(k));
+                if (!m.sink.empty()) sink.push_back(m.sink[size_t(h) * size_t(m.n_query()) + q]);
+            }
+        m.query_pos.resize(nq);
+        m.key_pos.resize(nk);
+        m.probs = std::move(probs);
+        m.sink = std::move(sink);
+    }
+    std::erase_if(r.attention, [](const AttentionMap& m) { return m.query_pos.empty(); });
+    const size_t keep = size_t(std::clamp(n - e.first_pos, 0, e.n_tokens));
+    for (ResidualStat& s : r.residual) {
+        s.token_max_abs.resize(std::min(keep, s.token_max_abs.size()));
+        s.token_channel.resize(std::min(keep, s.token_channel.size()));
+        for (size_t i = 0; i < s.token_max_abs.size(); ++i)
+            if (i == 0 || s.token_max_abs[i] > s.max_abs) {
+                s.max_abs = s.token_max_abs[i];
+                s.token = e.first_pos + int(i);
+                s.channel = i < s.token_channel.size() ? s.token_channel[i] : 0;
+            }
+        std::erase_if(s.top, [n](const ResidualEntry& x) { return x.token >= n; });
+    }
+    for (ResidualTensor& x : r.residual_full) truncate_residual_full(x, n);
+    std::erase_if(r.ffn_down, [n](const FfnDownStat& f) { return f.in_token >= n || f.out_token >= n; });
+    for (RoutingProbe& p : r.routing) {
+        const size_t k = count_before(p.positions, n);
+        p.positions.resize(k);
+        p.experts.resize(k * size_t(p.top_k));
+        p.weights.resize(k * size_t(p.top_k));
+    }
+    std::erase_if(r.logit_lens, [n](const LogitLens& l) { return l.position >= n; });
+    t.n_tokens = int(keep);
+    return t;
+}
+
 void ProbeHistory::add_step(const ProbeResults& step, int first_pos, int n_tokens, bool is_prompt) {
     truncate(first_pos);
     for (const AttentionMap& m : step.attention) add_attention(layer_entry(attention, m.layer), m);
@@ -159,6 +209,7 @@ void ProbeHistory::add_step(const ProbeResults& step, int first_pos, int n_token
         logit_lens = step.logit_lens;
         lens_history.insert(lens_history.end(), step.logit_lens.begin(), step.logit_lens.end());
     }
+    evals.push_back(std::make_shared<const ProbeEval>(ProbeEval{step, first_pos, n_tokens}));
     timings = step.timings;
     if (is_prompt || n_tokens > 1) prompt_timings = step.timings;
     expert_load_prefill = step.expert_load_prefill;
@@ -174,6 +225,9 @@ void ProbeHistory::truncate(int n) {
     for (ResidualTensor& t : residual_full) truncate_residual_full(t, n);
     std::erase_if(lens_history, [n](const LogitLens& l) { return l.position >= n; });
     std::erase_if(ffn_down, [n](const FfnDownStat& f) { return f.in_token >= n || f.out_token >= n; });
+    std::erase_if(evals, [n](const auto& e) { return e->first_pos >= n; });
+    if (!evals.empty() && evals.back()->first_pos + evals.back()->n_tokens > n)
+        evals.back() = std::make_shared<const ProbeEval>(truncated_eval(*evals.back(), n));
 }
 
 ProbeResults ProbeHistory::as_results() const {
@@ -184,6 +238,7 @@ ProbeResults ProbeHistory::as_results() const {
         m.n_head = a.n_head;
         m.window = a.window;
         m.chunk = a.chunk;
+        m.causal = a.causal;
         m.query_pos = a.query_pos;
         for (int k = 0; k < a.n_key; ++k) m.key_pos.push_back(k);
         const size_t nq = a.query_pos.size(), nk = size_t(a.n_key);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,16 +13,19 @@
 
 namespace vkllm::studio {
 
-// One layer's attention over the conversation: [n_head][n_query][n_key], key axis 0..max query.
+// One layer's attention over the conversation: [n_head][n_query][n_key], key axis 0..max query
+// (a causal layer) or 0..the last token (an encoder's bidirectional layer).
 struct AttentionHistory {
     int layer = 0;
     int n_head = 0;
     int window = 0, chunk = 0;
+    bool causal = true;
     bool has_sinks = false;
     std::vector<int> query_pos;
     int n_key = 0;
-    // rows[q] is [n_head][n_key_at_q] with n_key_at_q = query_pos[q] + 1 (a causal row never
-    // needs more keys than its own position); at(h, q, k) reads 0 beyond it.
+    // rows[q] is [n_head][n_key_at_q] with n_key_at_q = query_pos[q] + 1 for a causal row (it
+    // never needs more keys than its own position), every key for a bidirectional one; at(h,
+    // q, k) reads 0 beyond it.
     std::vector<std::vector<float>> rows;
     std::vector<std::vector<float>> sink;  // [n_query][n_head] when has_sinks
     float at(int head, int q, int key) const;
@@ -48,6 +52,18 @@ struct RoutingHistory {
     std::vector<bool> prompt;      // [n] the token was part of a prompt (not generated)
 };
 
+// One evaluation's probes as the Session gave them: the export writes these, eval by eval, the
+// way `vkllm probe` does (app/common/probe_json.h).
+struct ProbeEval {
+    ProbeResults results;
+    int first_pos = 0, n_tokens = 0;
+};
+// The eval without its tokens at positions >= n: their attention rows (and keys), residual
+// maxima, routing and lens rows go; each layer's maximum is taken again over the tokens left.
+// What cannot be split by token is kept as it was: a layer's median |x|, the ffn_down spikes
+// (dropped only when they sat at a dropped position), timings and expert loads.
+ProbeEval truncated_eval(const ProbeEval& e, int n);
+
 struct ProbeHistory {
     std::vector<AttentionHistory> attention;
     std::vector<ResidualHistory> residual;          // layer -1, 0, 1, ...
@@ -59,6 +75,8 @@ struct ProbeHistory {
     std::vector<OpTiming> timings;                  // of the newest step
     std::vector<OpTiming> prompt_timings;           // of the newest prompt step (more than one token)
     std::vector<ExpertLoad> expert_load_prefill, expert_load_decode, expert_load_step;
+    // Every kept eval, in order (shared: the worker publishes a copy of the history per token).
+    std::vector<std::shared_ptr<const ProbeEval>> evals;
     int steps = 0;
 
     // Adds one eval's probes. `first_pos` is the position of the eval's first token, `n_tokens`

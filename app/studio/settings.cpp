@@ -123,6 +123,8 @@ std::string usage() {
            "  --exit               quit when done (exit status 0 on success)\n"
            "  --temp T, --seed S   sampler overrides (--temp 0: greedy)\n"
            "  --size WxH           window size (default 1600x1000)\n"
+           "  --theme dark|light   the colour theme (saved, like the View menu's choice)\n"
+           "  --scale S            the UI scale, 0.75 to 4 (saved; default: the monitor's)\n"
            "  --config-dir DIR     where imgui.ini and studio.json live (default $XDG_CONFIG_HOME/vkllm)\n";
 }
 
@@ -161,6 +163,13 @@ StudioOptions parse_options(int argc, char** argv) {
         else if (a == "--temp") o.temperature = float(number(i));
         else if (a == "--seed") o.seed = int64_t(number(i));
         else if (a == "--config-dir") o.config_dir = value(i);
+        else if (a == "--theme") {
+            o.theme = value(i);
+            if (o.theme != "dark" && o.theme != "light") throw std::invalid_argument("--theme wants dark or light, got " + o.theme);
+        } else if (a == "--scale") {
+            o.scale = float(number(i));
+            if (!(o.scale >= 0.75f && o.scale <= 4.0f)) throw std::invalid_argument("--scale wants 0.75 to 4");
+        }
         else if (a == "--size") {
             const std::string v = value(i);
             const size_t x = v.find('x');

@@ -29,6 +29,8 @@ struct StudioOptions {
     bool exit_when_done = false;  // --exit
     float temperature = -1;     // --temp (< 0: the settings' value)
     int64_t seed = -1;          // --seed
+    std::string theme;          // --theme dark|light (empty: the settings' theme)
+    float scale = 0;            // --scale S: the UI scale (0: the settings' or the monitor's)
     int width = 1600, height = 1000;
     std::string config_dir;     // --config-dir (default: $XDG_CONFIG_HOME/vkllm)
 };

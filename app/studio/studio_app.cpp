@@ -13,8 +13,10 @@
 #include <GLFW/glfw3.h>
 
 #include "embedded_model.h"
+#include "heatmap.h"
 #include <imgui.h>
 #include <imgui_internal.h>  // FindWindowByName: a panel's rectangle for its screenshot
+#include "panel_json.h"
 #include "probe_json.h"
 #include "vulkan_window.h"
 
@@ -60,6 +62,8 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
     if (!o.panels.empty()) settings.open = parse_panels(o.panels);
     if (o.temperature >= 0) settings.generation.sampler.temperature = o.temperature;
     if (o.seed >= 0) settings.generation.sampler.seed = uint64_t(o.seed);
+    if (!o.theme.empty()) settings.dark = o.theme == "dark";
+    if (o.scale > 0) settings.ui_scale = o.scale;
     const bool headless = !o.prompt.empty() || !o.script.empty();
     if (headless) settings.generation.max_tokens = std::max(o.n_predict, 0);
     if (!o.script.empty()) {
@@ -190,7 +194,7 @@ void StudioApp::export_to(const std::string& path) {
                                                                                          frame_ms_generating.end())}};
     std::ofstream out(path);
     if (!out) throw std::runtime_error("cannot write " + path);
-    out << j.dump() << "\n";
+    out << app::dump_document(j);
     if (!out) throw std::runtime_error("cannot write " + path);
     message = "exported " + path;
 }
@@ -419,10 +423,10 @@ void StudioApp::draw_status_bar() {
     ImGui::TextDisabled("| frame %.1f ms", frame_ms.empty() ? 0.0 : frame_ms.back());
     if (!state->error.empty()) {
         ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1, 0.35f, 0.3f, 1), "| %s", state->error.c_str());
+        ImGui::TextColored(readable(ImVec4(1, 0.35f, 0.3f, 1)), "| %s", state->error.c_str());
     } else if (!state->notice.empty()) {
         ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1, 0.8f, 0.3f, 1), "| %s", state->notice.c_str());
+        ImGui::TextColored(readable(ImVec4(1, 0.8f, 0.3f, 1)), "| %s", state->notice.c_str());
     } else if (!message.empty()) {
         ImGui::SameLine();
         ImGui::TextDisabled("| %s", message.c_str());
@@ -436,7 +440,7 @@ void StudioApp::draw_file_dialog() {
         ImGui::OpenPopup("Open a model");
         file_dialog_open = false;
     }
-    ImGui::SetNextWindowSize(ImVec2(640, 440), ImGuiCond_Appearing);
+    ImGui::SetNextWindowSize(ImVec2(ui_px(640), ui_px(440)), ImGuiCond_Appearing);
     if (!ImGui::BeginPopupModal("Open a model")) return;
     ImGui::TextWrapped("%s", dialog_dir.c_str());
     if (ImGui::Button("Up")) dialog_dir = fs::path(dialog_dir).parent_path().string();

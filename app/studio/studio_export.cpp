@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "panel_json.h"
 #include "probe_json.h"
 #include "settings.h"
 
@@ -24,19 +25,45 @@ ViewModels compute_view_models(const WorkerState& s, int rolling_window) {
     return v;
 }
 
+namespace {
+// The context's tokens as the document lists them: a token is generated when an assistant turn
+// still in the context sampled it at that position.
+std::vector<app::DocumentToken> document_tokens(const WorkerState& s) {
+    std::vector<app::DocumentToken> tokens;
+    for (size_t i = 0; i < s.context.size(); ++i)
+        tokens.push_back({s.context[i], i < s.context_pieces.size() ? s.context_pieces[i] : std::string(), false});
+    for (const ChatTurn& t : s.messages)
+        for (const TokenEvent& e : t.tokens)
+            if (e.position >= 0 && size_t(e.position) < tokens.size() && tokens[size_t(e.position)].id == e.id)
+                tokens[size_t(e.position)].generated = true;
+    return tokens;
+}
+}  // namespace
+
 json export_json(const WorkerState& s, const ViewModels& v) {
-    json j;
-    j["model"] = s.info ? json{{"arch", s.info->arch}, {"name", s.info->name}, {"source", s.info->source},
-                               {"n_layer", s.info->n_layer}, {"n_embd", s.info->n_embd}}
-                        : json();
-    j["tokens"] = s.context;
-    j["pieces"] = s.context_pieces;
+    // The probes: `vkllm probe`'s document, one eval per step the worker ran.
+    app::ProbeDocument doc;
+    int eval = 0;
+    for (const auto& e : s.probes->evals) doc.add(e->results, eval++);
+    json j = s.info ? doc.to_json(*s.info, document_tokens(s)) : json{{"model", nullptr}, {"tokens", json::array()}};
+    // The studio's own keys beside it.
     json turns = json::array();
     for (const ChatTurn& t : s.messages) turns.push_back({{"role", t.role}, {"text", t.text}});
     j["messages"] = turns;
-    j["generated_text"] = s.messages.empty() ? "" : s.messages.back().text;
-    j["stop_reason"] = to_string(s.last_result.reason);
-    j["probes"] = probe_results_json(s.probes->as_results());
+    const bool answered = !s.messages.empty() && s.messages.back().role == "assistant";
+    j["generated_text"] = answered ? s.messages.back().text : "";
+    j["stop_reason"] = s.encoder ? "none: an encoder generates nothing" : to_string(s.last_result.reason);
+    if (s.encoder && s.encoded.valid) {
+        json predictions = json::array();
+        for (const auto& top : s.encoded.predictions) {
+            json row = json::array();
+            for (const TokenAlternative& t : top) row.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
+            predictions.push_back(row);
+        }
+        j["encoder"] = {{"pooling", s.encoded.pooling}, {"embedding", s.encoded.embedding},
+                        {"embedding_norm", s.encoded.embedding_norm}, {"masked", s.encoded.masked},
+                        {"predictions", predictions}};
+    }
     j["viewmodel"] = {{"attention", attention_view_json(v.attention)},
                       {"activations", activation_rows_json(v.activations)},
                       {"super_weights", super_weights_json(v.super_weights)},

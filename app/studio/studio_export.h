@@ -1,5 +1,6 @@
-// Every panel's numbers for one worker state, and the export: the model, the tokens, the text,
-// the probes in `vkllm probe`'s shape and the view-models.
+// Every panel's numbers for one worker state, and the export: `vkllm probe`'s document (model,
+// tokens, attention, residual, ffn_down, routing, logit_lens, timings: app/common/probe_json.h)
+// with the studio's own keys beside it (messages, generated_text, stop_reason, viewmodel, ...).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -21,7 +22,8 @@ struct ViewModels {
     TelemetryView telemetry;
 };
 ViewModels compute_view_models(const WorkerState& s, int rolling_window);
-// The export: model, tokens, text, the probes in `vkllm probe`'s shape and every panel's numbers.
+// The export: `vkllm probe`'s document of every kept eval, plus the conversation and every
+// panel's numbers.
 nlohmann::json export_json(const WorkerState& s, const ViewModels& v);
 // One panel's numbers as CSV (a header line, then one row per item); `panel` is a PanelId.
 std::string panel_csv(int panel, const WorkerState& s, const ViewModels& v);

@@ -19,10 +19,13 @@ HeadStats head_stats(const AttentionHistory& a, int head) {
     for (int q = 0; q < nq; ++q) {
         const int qpos = a.query_pos[size_t(q)];
         double e = 0, d = 0;
-        for (int k = 0; k <= qpos; ++k) {
+        // Every key the row has: up to the query (causal), or all of them (bidirectional), whose
+        // distance counts in both directions.
+        const int n_key = a.causal ? std::min(qpos + 1, a.n_key) : a.n_key;
+        for (int k = 0; k < n_key; ++k) {
             const double p = a.at(head, q, k);
             if (p > 0) e -= p * std::log(p);
-            d += p * double(qpos - k);
+            d += p * std::abs(double(qpos - k));
         }
         entropy += e;
         distance += d;
@@ -71,7 +74,8 @@ std::vector<std::vector<float>> attention_to_key(const ProbeHistory& h, int key_
         std::vector<float> per_head(size_t(a.n_head), 0.0f);
         int n = 0;
         for (size_t q = 0; q < a.query_pos.size(); ++q) {
-            if (a.query_pos[q] <= key_pos) continue;
+            // Later queries (causal); every other query (bidirectional).
+            if (a.causal ? a.query_pos[q] <= key_pos : a.query_pos[q] == key_pos) continue;
             ++n;
             for (int head = 0; head < a.n_head; ++head) per_head[size_t(head)] += a.at(head, int(q), key_pos);
         }
@@ -250,7 +254,8 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
         if (a.sinks) att += ", sinks";
         if (a.softcap > 0) att += ", soft-cap";
         if (a.qk_norm != "none") att += ", QK-norm";
-        if (!a.rope.enabled) att += ", NoPE";
+        if (!a.rope.enabled && !info.learned_positions) att += ", NoPE";
+        if (!a.causal) att = "bidirectional " + att;  // an encoder's: keys after the query too
         b.attention = att;
         const FfnInfo& f = l.ffn;
         b.ffn_kind = f.kind;

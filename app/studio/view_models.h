@@ -18,7 +18,7 @@ struct HeadStats {
     int layer = 0, head = 0;
     float entropy = 0;           // mean over query rows of -sum p ln p (nats)
     float first_token_mass = 0;  // mean over query rows of p(key 0)
-    float mean_distance = 0;     // mean over query rows of sum p * (query - key)
+    float mean_distance = 0;     // mean over query rows of sum p * |query - key|
     float sink_mass = 0;         // mean learned-sink mass (0 without sinks)
 };
 struct AttentionLayerView {
@@ -40,7 +40,8 @@ AttentionView attention_view(const ProbeHistory& h, const ModelInfo& info);
 // at 1e-6).
 std::vector<float> attention_matrix(const AttentionHistory& a, int head, bool log_scale);
 // How much every later query attends to `key_pos`, per layer and head: the mean over queries
-// at positions > key_pos (the query at key_pos itself excluded); [layer][head].
+// at positions > key_pos (a bidirectional layer: every other query; the query at key_pos
+// itself excluded); [layer][head].
 std::vector<std::vector<float>> attention_to_key(const ProbeHistory& h, int key_pos);
 
 // ---- Activations ----

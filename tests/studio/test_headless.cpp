@@ -1,8 +1,9 @@
 // The headless proof of vkllm-studio: under Xvfb (started here) on the default Vulkan device,
 // `vkllm-studio --prompt ... -n N --panels all --screenshot --export --exit` must exit 0 with
 // no validation message, write a screenshot that is not blank, keep its frames fast while the
-// engine generates, and export panel data equal to the engine's own probes for the same
-// tokens, computed here in one evaluation (the studio stitched them from one step per token).
+// engine generates, export panel data equal to the engine's own probes for the same tokens,
+// computed here in one evaluation (the studio stitched them from one step per token), and
+// export the very document `vkllm probe` writes for the same prompt, N and probes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,7 +24,8 @@
 
 #include "engine_worker.h"
 #include "probe_history.h"
-#include "probe_json.h"
+#include "random_model/random_model.h"
+#include "panel_json.h"
 #include "studio_export.h"
 #include "test_support.h"
 #include "view_models.h"
@@ -120,6 +122,41 @@ void expect_near_vectors(const std::vector<float>& got, const std::vector<float>
     EXPECT_LE(worst, tol) << what << ": element " << at << " is " << got[at] << ", the engine says " << want[at];
 }
 
+// The token ids of a `vkllm probe` document.
+std::vector<int32_t> token_ids(const json& doc) {
+    std::vector<int32_t> ids;
+    for (const json& t : doc["tokens"]) ids.push_back(t["id"].get<int32_t>());
+    return ids;
+}
+
+// The first place where `got` differs from `want` ("" when none): every key of `want` must be
+// in `got` (which may have more), arrays the same length, numbers within a relative 1e-4
+// (the two runs read the same evaluations back, with other probes beside them), the rest equal.
+std::string first_difference(const json& got, const json& want, const std::string& path) {
+    if (want.is_number() && got.is_number()) {
+        const double w = want.get<double>(), g = got.get<double>();
+        if (want.is_number_integer() && got.is_number_integer() ? w == g : std::fabs(w - g) <= 1e-4 * std::max(1.0, std::fabs(w)))
+            return "";
+        return path + ": " + got.dump() + " where vkllm probe has " + want.dump();
+    }
+    if (want.is_object()) {
+        if (!got.is_object()) return path + ": not an object";
+        for (const auto& [key, value] : want.items()) {
+            if (!got.contains(key)) return path + "." + key + ": missing";
+            if (std::string d = first_difference(got[key], value, path + "." + key); !d.empty()) return d;
+        }
+        return "";
+    }
+    if (want.is_array()) {
+        if (!got.is_array() || got.size() != want.size())
+            return path + ": " + std::to_string(got.size()) + " items where vkllm probe has " + std::to_string(want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+            if (std::string d = first_difference(got[i], want[i], path + "[" + std::to_string(i) + "]"); !d.empty()) return d;
+        return "";
+    }
+    return got == want ? "" : path + ": " + got.dump() + " where vkllm probe has " + want.dump();
+}
+
 // The whole check for one model.
 void check_model(const std::string& file, const std::string& tag) {
     Xvfb x;
@@ -173,36 +210,66 @@ void check_model(const std::string& file, const std::string& tag) {
     go.max_tokens = n;
     const GenerateResult g = session.generate(model->tokenize(prompt, true), go);
     EXPECT_EQ(e["generated_text"].get<std::string>(), g.text);
-    // The studio's probes cover every token in its cache; evaluate them in one pass.
-    const std::vector<int32_t> tokens = e["tokens"].get<std::vector<int32_t>>();
-    ASSERT_GT(tokens.size(), 1u);
+    // The studio's probes cover every token in its cache, the last generated one included;
+    // evaluate them in one pass.
+    const std::vector<int32_t> tokens = token_ids(e);
+    ASSERT_EQ(tokens.size(), model->tokenize(prompt, true).size() + g.tokens.size());
     session.reset();
     session.eval(tokens);
     const ProbeResults want = session.probes();
-    const json& p = e["probes"];
 
-    ASSERT_EQ(p["attention"].size(), want.attention.size());
+    // The export is `vkllm probe`'s document: attention rows [head][query][key] over every
+    // position, residual and routing eval by eval (the prompt, then one per generated token).
+    ASSERT_EQ(e["attention"].size(), want.attention.size());
     for (size_t l = 0; l < want.attention.size(); ++l) {
         const AttentionMap& m = want.attention[l];
-        EXPECT_EQ(p["attention"][l]["query_pos"].get<std::vector<int>>(), m.query_pos);
-        expect_near_vectors(p["attention"][l]["probs"].get<std::vector<float>>(), m.probs, 2e-4f,
-                            "attention of layer " + std::to_string(m.layer));
+        const json& a = e["attention"][l];
+        EXPECT_EQ(a["query_pos"].get<std::vector<int>>(), m.query_pos);
+        std::vector<float> flat;
+        for (const json& head : a["probs"])
+            for (const json& row : head)
+                for (const json& p : row) flat.push_back(p.get<float>());
+        expect_near_vectors(flat, m.probs, 2e-4f, "attention of layer " + std::to_string(m.layer));
     }
-    ASSERT_EQ(p["residual"].size(), want.residual.size());
-    for (size_t l = 0; l < want.residual.size(); ++l) {
-        const ResidualStat& s = want.residual[l];
-        std::vector<float> rel = p["residual"][l]["token_max_abs"].get<std::vector<float>>();
-        ASSERT_EQ(rel.size(), s.token_max_abs.size());
+    for (const ResidualStat& s : want.residual) {
+        std::vector<float> rel;
+        std::vector<int> channels;
+        for (const json& r : e["residual"])
+            if (r["layer"].get<int>() == s.layer) {
+                for (const json& x : r["token_max_abs"]) rel.push_back(x.get<float>());
+                for (const json& c : r["token_channel"]) channels.push_back(c.get<int>());
+            }
+        ASSERT_EQ(rel.size(), s.token_max_abs.size()) << "residual of layer " << s.layer;
         for (size_t t = 0; t < rel.size(); ++t) rel[t] = rel[t] / std::max(s.token_max_abs[t], 1e-6f);
         expect_near_vectors(rel, std::vector<float>(rel.size(), 1.0f), 1e-3f, "residual max of layer " + std::to_string(s.layer));
-        EXPECT_EQ(p["residual"][l]["token_channel"].get<std::vector<int>>(), s.token_channel);
+        EXPECT_EQ(channels, s.token_channel);
     }
-    ASSERT_EQ(p["routing"].size(), want.routing.size());
+    ASSERT_EQ(e["routing"].size(), want.routing.size());
     for (size_t l = 0; l < want.routing.size(); ++l) {
-        EXPECT_EQ(p["routing"][l]["experts"].get<std::vector<int32_t>>(), want.routing[l].experts);
-        expect_near_vectors(p["routing"][l]["weights"].get<std::vector<float>>(), want.routing[l].weights, 1e-4f,
+        std::vector<int32_t> experts;
+        std::vector<float> weights;
+        for (const json& row : e["routing"][l]["experts"])
+            for (const json& x : row) experts.push_back(x.get<int32_t>());
+        for (const json& row : e["routing"][l]["weights"])
+            for (const json& x : row) weights.push_back(x.get<float>());
+        EXPECT_EQ(experts, want.routing[l].experts);
+        expect_near_vectors(weights, want.routing[l].weights, 1e-4f,
                             "gate weights of layer " + std::to_string(want.routing[l].layer));
     }
+
+    // (d) The same prompt, N and probes through `vkllm probe`: the same document, key for key
+    // and number for number, timings aside (they are measured, not computed).
+    const std::string cli_out = dir + "/probe.json";
+    const test::ShellResult cli =
+        test::shell("'" + test::vkllm_bin() + "' probe -m '" + file + "' -p '" + prompt + "' -n " + std::to_string(n) +
+                    " --attention all --residual --ffn-down --routing --logit-lens all --timings -o '" + cli_out + "' 2>&1");
+    ASSERT_EQ(cli.code, 0) << cli.out;
+    json from_cli = json::parse(read_text(cli_out));
+    ASSERT_TRUE(e.contains("timings"));
+    for (const char* key : {"passes", "dispatches", "barriers", "total_ms", "by_op", "by_layer"})
+        EXPECT_TRUE(e["timings"].contains(key)) << key;
+    from_cli.erase("timings");
+    EXPECT_EQ(first_difference(e, from_cli, "export"), "");
 
     // What each panel draws equals the view-models of the engine's probes.
     ProbeHistory h;
@@ -290,7 +357,7 @@ TEST(StudioHeadless, InterventionAndRestore) {
 
     auto model = Model::load(file);
     Session session(*model);
-    const std::vector<int32_t> tokens = edited["tokens"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> tokens = token_ids(edited);
     const std::vector<float> plain = softmax(session.eval(tokens));
     session.reset();
     session.set_residual_edits({{2, 34, ResidualEdit::Mode::Mean, 0.0f}});
@@ -301,6 +368,97 @@ TEST(StudioHeadless, InterventionAndRestore) {
     // Restore: back to the plain distribution.
     expect_top(restored["intervention"]["after"], plain, "after restore");
     EXPECT_TRUE(restored["intervention"]["in_force"].empty());
+}
+
+// An encoder (a random BERT): sending evaluates the text in one bidirectional pass and
+// generates nothing; every panel has data, the attention maps are full (keys after the query)
+// and equal the engine's, and the export is the probe document of that one pass.
+TEST(StudioHeadless, RandomBertEncoder) {
+    Xvfb x;
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string dir = vkllm::test::temp_path("studio-bert");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    random_model::RandomModelConfig c;
+    c.arch = "bert";
+    c.seed = 11;
+    c.n_head_kv = c.n_head;  // multi-head attention only
+    const std::string file = dir + "/bert.gguf";
+    random_model::write_random_model(c, vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf", file);
+    const std::string prompt = "the cat sat on the mat";
+    const StudioRun run = run_studio(x, file, "--prompt '" + prompt + "' -n 4", "bert");
+    ASSERT_EQ(run.status, 0) << run.errors;
+    EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
+    ASSERT_TRUE(run.exported.is_object()) << "no export written";
+    const json& e = run.exported;
+
+    auto model = Model::load(file);
+    const ModelInfo& info = model->info();
+    const std::vector<int32_t> tokens = model->tokenize(prompt, true);
+    const int n = int(tokens.size());
+    ASSERT_GT(n, 2);
+    // Nothing generated: the tokens are the text's, and the chat shows the encoder's reading.
+    EXPECT_EQ(token_ids(e), tokens);
+    for (const json& t : e["tokens"]) EXPECT_FALSE(t["generated"].get<bool>());
+    EXPECT_EQ(e["generated_text"].get<std::string>(), "");
+    EXPECT_NE(e["stop_reason"].get<std::string>().find("encoder"), std::string::npos);
+    ASSERT_TRUE(e.contains("encoder"));
+    EXPECT_EQ(e["encoder"]["embedding"].size(), size_t(info.n_embd));
+    EXPECT_GT(e["encoder"]["embedding_norm"].get<float>(), 0.0f);
+    EXPECT_EQ(e["encoder"]["predictions"].size(), size_t(n));
+
+    // The engine's own probes of the same pass.
+    SessionOptions so;
+    ProbeSelection all;
+    all.residual_full_layer = 0;
+    so.probes = probe_config(all, info);
+    Session session(*model, so);
+    session.encode_logits(tokens);
+    const ProbeResults want = session.probes();
+    ASSERT_EQ(e["attention"].size(), size_t(info.n_layer));
+    ASSERT_EQ(want.attention.size(), size_t(info.n_layer));
+    for (size_t l = 0; l < want.attention.size(); ++l) {
+        const json& a = e["attention"][l];
+        EXPECT_FALSE(a["causal"].get<bool>());
+        ASSERT_EQ(a["query_pos"].size(), size_t(n));
+        ASSERT_EQ(a["key_pos"].size(), size_t(n));  // the full map
+        std::vector<float> flat;
+        double after_query = 0;  // mass on keys after the query: none in a causal map
+        for (const json& head : a["probs"])
+            for (size_t q = 0; q < head.size(); ++q)
+                for (size_t k = 0; k < head[q].size(); ++k) {
+                    flat.push_back(head[q][k].get<float>());
+                    if (k > q) after_query += head[q][k].get<double>();
+                }
+        EXPECT_GT(after_query, 0.1) << "layer " << l;
+        expect_near_vectors(flat, want.attention[l].probs, 2e-4f, "attention of layer " + std::to_string(l));
+    }
+
+    // Every panel draws data.
+    const json& v = e["viewmodel"];
+    ASSERT_EQ(v["attention"].size(), size_t(info.n_layer));
+    for (const json& l : v["attention"]) {
+        EXPECT_EQ(l["n_query"].get<int>(), n);
+        EXPECT_EQ(l["n_key"].get<int>(), n);
+        for (const json& h : l["heads"]) EXPECT_GT(h["entropy"].get<float>(), 0.0f);
+    }
+    ProbeHistory h;
+    h.add_step(want, 0, n, true);
+    const auto rows = activation_rows(h);
+    ASSERT_FALSE(rows.empty());
+    ASSERT_EQ(v["activations"].size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_NEAR(v["activations"][i]["max_abs"].get<float>() / rows[i].max_abs, 1.0, 1e-3);
+        EXPECT_EQ(v["activations"][i]["token"].get<int>(), rows[i].token);
+    }
+    EXPECT_EQ(v["lens"].size(), lens_rows(h).size());
+    ASSERT_EQ(v["architecture"].size(), size_t(info.n_layer));
+    for (const json& b : v["architecture"]) {
+        EXPECT_EQ(b["attention"].get<std::string>().rfind("bidirectional", 0), 0u) << b.dump();
+        EXPECT_EQ(b["norm"].get<std::string>(), "post-sum");
+    }
+    EXPECT_FALSE(v["telemetry"]["by_op"].empty());
+    EXPECT_TRUE(v["experts"].empty());  // dense: the experts panel says so
 }
 
 TEST(StudioHeadless, ZooDense) { check_model(vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf", "dense"); }

@@ -1,17 +1,13 @@
-// JSON of the probes (the shape `vkllm probe` writes: one object per probe kind, arrays of
-// numbers as they are in ProbeResults) and of the studio's view-models (what each panel draws).
+// JSON of the studio's view-models: every panel's numbers as drawn (the export's "viewmodel";
+// the probes themselves are exported in `vkllm probe`'s shape, app/common/probe_json.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include "view_models.h"
-#include "vkllm/probe.h"
 
 namespace vkllm::studio {
 
-nlohmann::json probe_results_json(const ProbeResults& r);
-
-// Every panel's numbers, as drawn.
 nlohmann::json attention_view_json(const AttentionView& v);
 nlohmann::json activation_rows_json(const std::vector<ActivationRow>& rows);
 nlohmann::json super_weights_json(const std::vector<SuperWeightCandidate>& c);

@@ -1,60 +1,8 @@
-#include "probe_json.h"
+#include "panel_json.h"
 
 namespace vkllm::studio {
 
 using nlohmann::json;
-
-json probe_results_json(const ProbeResults& r) {
-    json j;
-    j["attention"] = json::array();
-    for (const AttentionMap& m : r.attention)
-        j["attention"].push_back({{"layer", m.layer}, {"n_head", m.n_head}, {"window", m.window}, {"chunk", m.chunk},
-                                  {"causal", m.causal}, {"query_pos", m.query_pos}, {"key_pos", m.key_pos},
-                                  {"probs", m.probs}, {"sink", m.sink}});
-    j["residual"] = json::array();
-    for (const ResidualStat& s : r.residual) {
-        json top = json::array();
-        for (const ResidualEntry& e : s.top) top.push_back({{"value", e.value}, {"token", e.token}, {"channel", e.channel}});
-        j["residual"].push_back({{"layer", s.layer}, {"max_abs", s.max_abs}, {"token", s.token}, {"channel", s.channel},
-                                 {"median_abs", s.median_abs}, {"token_max_abs", s.token_max_abs},
-                                 {"token_channel", s.token_channel}, {"top", top}});
-    }
-    j["residual_full"] = json::array();
-    for (const ResidualTensor& t : r.residual_full)
-        j["residual_full"].push_back(
-            {{"layer", t.layer}, {"positions", t.positions}, {"n_embd", t.n_embd}, {"values", t.values}});
-    j["ffn_down"] = json::array();
-    for (const FfnDownStat& f : r.ffn_down)
-        j["ffn_down"].push_back({{"layer", f.layer}, {"expert", f.expert}, {"in_max_abs", f.in_max_abs},
-                                 {"in_token", f.in_token}, {"in_channel", f.in_channel}, {"in_median_abs", f.in_median_abs},
-                                 {"out_max_abs", f.out_max_abs}, {"out_token", f.out_token},
-                                 {"out_channel", f.out_channel}, {"out_median_abs", f.out_median_abs}});
-    j["routing"] = json::array();
-    for (const RoutingProbe& p : r.routing)
-        j["routing"].push_back({{"layer", p.layer}, {"top_k", p.top_k}, {"positions", p.positions},
-                                {"experts", p.experts}, {"weights", p.weights}});
-    j["logit_lens"] = json::array();
-    for (const LogitLens& l : r.logit_lens) {
-        json top = json::array();
-        for (const LensToken& t : l.top) top.push_back({{"id", t.id}, {"text", t.text}, {"p", t.p}});
-        j["logit_lens"].push_back({{"layer", l.layer}, {"position", l.position}, {"top", top}});
-    }
-    j["timings"] = json::array();
-    for (const OpTiming& t : r.timings)
-        j["timings"].push_back({{"op", t.op}, {"layer", t.layer}, {"ms", t.ms}, {"count", t.count}});
-    auto loads = [](const std::vector<ExpertLoad>& v) {
-        json a = json::array();
-        for (const ExpertLoad& l : v) a.push_back({{"layer", l.layer}, {"tokens", l.tokens}, {"weight_sum", l.weight_sum}});
-        return a;
-    };
-    j["expert_load_prefill"] = loads(r.expert_load_prefill);
-    j["expert_load_decode"] = loads(r.expert_load_decode);
-    j["expert_load_step"] = loads(r.expert_load_step);
-    j["dispatches"] = r.dispatches;
-    j["barriers"] = r.barriers;
-    j["passes"] = r.passes;
-    return j;
-}
 
 json attention_view_json(const AttentionView& v) {
     json a = json::array();

@@ -1,0 +1,149 @@
+#include "probe_json.h"
+
+#include <algorithm>
+
+namespace vkllm::app {
+
+using nlohmann::json;
+
+json model_json(const ModelInfo& info) {
+    json layers = json::array();
+    for (const LayerInfo& l : info.layers) {
+        const AttentionInfo& a = l.attention;
+        const FfnInfo& f = l.ffn;
+        json attention = {{"kind", a.kind},       {"n_head", a.n_head},   {"n_head_kv", a.n_head_kv},
+                          {"head_dim", a.head_dim}, {"head_dim_v", a.head_dim_v}, {"window", a.window},
+                          {"chunk", a.chunk},     {"causal", a.causal},   {"sinks", a.sinks},
+                          {"softcap", a.softcap}, {"qk_norm", a.qk_norm}, {"kv_lora_rank", a.kv_lora_rank},
+                          {"rope", {{"enabled", a.rope.enabled}, {"n_dims", a.rope.n_dims},
+                                    {"freq_base", a.rope.freq_base}, {"scaling", a.rope.scaling}}}};
+        json ffn = {{"kind", f.kind},           {"activation", f.activation}, {"n_ff", f.n_ff},
+                    {"n_expert", f.n_expert},   {"top_k", f.top_k},           {"n_ff_expert", f.n_ff_expert},
+                    {"n_shared_expert_ff", f.n_shared_expert_ff}, {"gating", f.gating}};
+        layers.push_back({{"index", l.index}, {"norm_placement", l.norm_placement}, {"attention", attention}, {"ffn", ffn}});
+    }
+    return {{"arch", info.arch},       {"name", info.name},     {"source", info.source},
+            {"n_layer", info.n_layer}, {"n_embd", info.n_embd}, {"n_vocab", info.n_vocab},
+            {"n_ctx_train", info.n_ctx_train}, {"norm", info.norm}, {"tied_embeddings", info.tied_embeddings},
+            {"final_softcap", info.final_softcap}, {"parameters", info.parameters}, {"layers", layers}};
+}
+
+void ProbeDocument::AttentionRows::add(const AttentionMap& m) {
+    if (probs.empty()) {
+        n_head = m.n_head;
+        window = m.window;
+        chunk = m.chunk;
+        causal = m.causal;
+        probs.resize(size_t(m.n_head));
+        sink.resize(size_t(m.n_head));
+    }
+    has_sink = has_sink || !m.sink.empty();
+    const int n_key = m.key_pos.empty() ? 0 : *std::max_element(m.key_pos.begin(), m.key_pos.end()) + 1;
+    for (int q = 0; q < m.n_query(); ++q) {
+        query_pos.push_back(m.query_pos[size_t(q)]);
+        for (int h = 0; h < m.n_head; ++h) {
+            std::vector<float> row(size_t(n_key), 0.0f);
+            for (int k = 0; k < m.n_key(); ++k) row[size_t(m.key_pos[size_t(k)])] = m.at(h, q, k);
+            probs[size_t(h)].push_back(std::move(row));
+            sink[size_t(h)].push_back(m.sink.empty() ? 0.0f : m.sink[size_t(h) * size_t(m.n_query()) + size_t(q)]);
+        }
+    }
+}
+
+// Every row padded to the same key axis: positions 0..the largest query or key position (a
+// causal map's newest query; an encoder's last token, since its rows see keys after them).
+json ProbeDocument::AttentionRows::to_json(int layer) const {
+    int n_key = query_pos.empty() ? 0 : *std::max_element(query_pos.begin(), query_pos.end()) + 1;
+    for (const auto& head : probs)
+        for (const auto& row : head) n_key = std::max(n_key, int(row.size()));
+    std::vector<int> key_pos(static_cast<size_t>(n_key));
+    for (int k = 0; k < n_key; ++k) key_pos[size_t(k)] = k;
+    auto padded = probs;
+    for (auto& head : padded)
+        for (auto& row : head) row.resize(size_t(n_key), 0.0f);
+    return {{"layer", layer},         {"n_head", n_head}, {"window", window}, {"chunk", chunk},
+            {"causal", causal},       {"query_pos", query_pos}, {"key_pos", key_pos}, {"probs", padded},
+            {"sink", has_sink ? json(sink) : json(nullptr)}};
+}
+
+namespace {
+// [n][k] from a flat row-major vector.
+template <typename T>
+json rows_of(const std::vector<T>& flat, int k) {
+    json rows = json::array();
+    for (size_t i = 0; k > 0 && i + size_t(k) <= flat.size(); i += size_t(k))
+        rows.push_back(std::vector<T>(flat.begin() + long(i), flat.begin() + long(i) + k));
+    return rows;
+}
+}  // namespace
+
+void ProbeDocument::add(const ProbeResults& r, int eval) {
+    for (const AttentionMap& m : r.attention) attention_[m.layer].add(m);
+    for (const ResidualStat& s : r.residual) {
+        json top = json::array();
+        for (const ResidualEntry& e : s.top) top.push_back({{"value", e.value}, {"position", e.token}, {"channel", e.channel}});
+        residual_.push_back({{"eval", eval},           {"layer", s.layer},       {"max_abs", s.max_abs},
+                             {"position", s.token},    {"channel", s.channel},   {"median_abs", s.median_abs},
+                             {"token_max_abs", s.token_max_abs}, {"token_channel", s.token_channel}, {"top", top}});
+    }
+    for (const FfnDownStat& f : r.ffn_down)
+        ffn_down_.push_back({{"eval", eval},
+                             {"layer", f.layer},
+                             {"expert", f.expert},
+                             {"in_max_abs", f.in_max_abs},
+                             {"in_position", f.in_token},
+                             {"in_channel", f.in_channel},
+                             {"in_median_abs", f.in_median_abs},
+                             {"out_max_abs", f.out_max_abs},
+                             {"out_position", f.out_token},
+                             {"out_channel", f.out_channel},
+                             {"out_median_abs", f.out_median_abs}});
+    for (const RoutingProbe& p : r.routing) {
+        json& j = routing_[p.layer];
+        if (j.is_null()) j = {{"layer", p.layer}, {"top_k", p.top_k}, {"positions", json::array()},
+                              {"experts", json::array()}, {"weights", json::array()}};
+        for (int pos : p.positions) j["positions"].push_back(pos);
+        for (auto& row : rows_of(p.experts, p.top_k)) j["experts"].push_back(row);
+        for (auto& row : rows_of(p.weights, p.top_k)) j["weights"].push_back(row);
+    }
+    for (const LogitLens& l : r.logit_lens) {
+        json top = json::array();
+        for (const LensToken& t : l.top) top.push_back({{"id", t.id}, {"text", t.text}, {"p", t.p}});
+        logit_lens_.push_back({{"eval", eval}, {"layer", l.layer}, {"position", l.position}, {"top", top}});
+    }
+    timings_.insert(timings_.end(), r.timings.begin(), r.timings.end());
+    passes_ += r.passes;
+    dispatches_ += r.dispatches;
+    barriers_ += r.barriers;
+}
+
+json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentToken>& tokens) const {
+    json doc;
+    doc["model"] = model_json(info);
+    doc["tokens"] = json::array();
+    for (size_t i = 0; i < tokens.size(); ++i)
+        doc["tokens"].push_back(
+            {{"position", int(i)}, {"id", tokens[i].id}, {"text", tokens[i].text}, {"generated", tokens[i].generated}});
+    doc["attention"] = json::array();
+    for (const auto& [layer, rows] : attention_) doc["attention"].push_back(rows.to_json(layer));
+    doc["residual"] = residual_;
+    doc["ffn_down"] = ffn_down_;
+    doc["routing"] = json::array();
+    for (const auto& [layer, r] : routing_) doc["routing"].push_back(r);
+    doc["logit_lens"] = logit_lens_;
+    json by_op = json::array();
+    double total_ms = 0;
+    for (const OpTiming& t : timings_by_op(timings_)) {
+        by_op.push_back({{"op", t.op}, {"ms", t.ms}, {"count", t.count}});
+        total_ms += t.ms;
+    }
+    // Without the timings probe there is nothing per layer either.
+    doc["timings"] = {{"passes", passes_}, {"dispatches", dispatches_}, {"barriers", barriers_},
+                      {"total_ms", total_ms}, {"by_op", by_op},
+                      {"by_layer", timings_.empty() ? json::array() : json(timings_by_layer(timings_, info.n_layer))}};
+    return doc;
+}
+
+std::string dump_document(const json& doc) { return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+}  // namespace vkllm::app
