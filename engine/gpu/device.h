@@ -56,8 +56,7 @@ struct Capabilities {
     std::string limits_profile = "native";  // "mobile" when VKLLM_LIMITS=mobile clamped it
 
     uint64_t device_local_bytes() const;
-    std::string to_text() const;
-    std::string to_json() const;
+    // Text and JSON: the public vkllm::DeviceInfo's (engine/model/device_info.cpp renders it).
 };
 
 // Applies VKLLM_LIMITS (currently "mobile" or unset/"native"): 128 MiB bindings, 16 KiB shared
