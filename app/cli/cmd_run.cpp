@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -20,7 +21,7 @@ namespace {
 const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
-    "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations]\n"
+    "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
@@ -28,6 +29,8 @@ const char* kUsage =
     "                 down_proj.weight[row, col]; `vkllm inspect --super` finds super weights)\n"
     "  --set-activation: sets residual channel CHANNEL after LAYER (-1: the embeddings) to VALUE, or to its\n"
     "                 running mean over the tokens evaluated, for every token\n"
+    "  --draft: speculative decoding: MODEL (same tokenizer, smaller) proposes K tokens (default 4) per step,\n"
+    "                 the model verifies them in one pass; the output is the same as without a draft\n"
     "  -f FILE: the prompt from a file (-f -: standard input); --seed -1 (the default): a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
@@ -84,7 +87,8 @@ std::string tokens_text(size_t n) { return std::to_string(n) + (n == 1 ? " token
 
 // "prompt 5 tokens in 0.350 s (14.29 tokens/s); decode 4 tokens in ...". The first token comes
 // from the prompt's logits, so with fewer than two tokens no decode step ran and no speed is given.
-void print_timing_line(const GenerateResult& r) {
+// With a draft model the line ends with how many of its proposals were accepted.
+void print_timing_line(const GenerateResult& r, bool drafted) {
     std::string line = "vkllm: prompt " + tokens_text(size_t(r.n_prompt));
     char buf[128];
     if (r.n_prompt_evaluated < r.n_prompt)
@@ -100,6 +104,11 @@ void print_timing_line(const GenerateResult& r) {
     } else {
         line += "; " + tokens_text(generated) + " generated";
     }
+    if (drafted) {
+        std::snprintf(buf, sizeof buf, "; draft: %.0f%% of %d proposed tokens accepted",
+                      r.draft_proposed > 0 ? 100.0 * r.draft_accepted / r.draft_proposed : 0.0, r.draft_proposed);
+        line += buf;
+    }
     std::fprintf(stderr, "%s\n", line.c_str());
 }
 
@@ -107,13 +116,15 @@ int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
-               "--zero-weight", "--set-activation", "-f"},
+               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n"},
               {"--timings", "--expert-stats", "--activations"});
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
     go.max_tokens = int(o.integer("-n", 128, 0));
     go.sampler = sampler_params(o);
     const SamplerParams& sp = go.sampler;
+    if (o.has("--draft-n") && !o.has("--draft")) throw UsageError("--draft-n needs --draft MODEL");
+    go.draft.n_draft = int(o.integer("--draft-n", 4, 1, 64));
 
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // 0: the model's trained context, at most 4096
@@ -134,6 +145,18 @@ int run(const Args& args) {
     so.probes.expert_load = o.has("--expert-stats");
     so.probes.residual_stats = o.has("--activations");
     Session session(*model, so);
+    // The draft: on the same device, with the same context, its vocabulary checked before any work.
+    std::unique_ptr<Model> draft_model;
+    std::unique_ptr<Session> draft_session;
+    if (o.has("--draft")) {
+        draft_model = Model::load(o.str("--draft"), mo);
+        check_draft_vocabulary(*model, *draft_model);
+        SessionOptions dso;
+        dso.n_ctx = session.n_ctx();
+        dso.n_batch = so.n_batch;
+        draft_session = std::make_unique<Session>(*draft_model, dso);
+        go.draft.session = draft_session.get();
+    }
     if (o.has("--set-activation")) session.set_residual_edits(parse_set_activations(o.str("--set-activation")));
 
     const std::string prompt = prompt_text(o).value_or("");
@@ -150,16 +173,24 @@ int run(const Args& args) {
     std::fprintf(stderr, "vkllm: sampling: temp %.2f, top-k %d, top-p %.2f, min-p %.2f, seed %llu\n",
                  double(sp.temperature), sp.top_k, double(sp.top_p), double(sp.min_p),
                  static_cast<unsigned long long>(sp.seed));
+    if (draft_model)
+        std::fprintf(stderr, "vkllm: draft: %s, %.1f MiB of weights, %d tokens proposed per step\n",
+                     draft_model->info().arch.c_str(), double(draft_model->weight_bytes()) / (1 << 20),
+                     go.draft.n_draft);
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
 
     // Each event comes after the eval that produced its logits (the prompt for the first), so
     // the probes read here cover the prompt and every decode step. The residual probe covers the
-    // prompt's forward pass only: it is switched off after the first event.
+    // prompt's forward pass only: it is switched off after the first event. With a draft, one
+    // eval yields several events (the cache unchanged between them): its probes are read once.
     std::vector<OpTiming> timings;
+    std::vector<int32_t> probes_read_for;  // the cache when the probes were last read
     std::vector<ResidualStat> prompt_residual;
     bool prompt_probes_read = false;
     auto read_probes = [&] {
+        if (prompt_probes_read && session.tokens() == probes_read_for) return;
+        probes_read_for = session.tokens();
         add_timings(timings, session.probes().timings);
         if (prompt_probes_read) return;
         prompt_probes_read = true;
@@ -199,7 +230,7 @@ int run(const Args& args) {
         for (const auto& t : timings)
             std::fprintf(stderr, "  %-10s %9.3f ms  %6d dispatch groups\n", t.op.c_str(), t.ms, t.count);
     }
-    print_timing_line(result);
+    print_timing_line(result, draft_session != nullptr);
     if (interrupt.interrupted()) {
         std::fprintf(stderr, "vkllm: interrupted\n");
         return 130;  // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C

@@ -7,6 +7,7 @@
 
 #include "model/model_internal.h"
 #include "model/session_impl.h"
+#include "model/speculative.h"
 #include "model/stop_strings.h"
 #include "sampling/sampler.h"
 #include "vkllm/model.h"
@@ -52,6 +53,8 @@ void check_options(const GenerateOptions& o) {
     validate(o.sampler);
     if (o.max_tokens < 0) throw std::invalid_argument("max_tokens must be >= 0, got " + std::to_string(o.max_tokens));
     if (o.top_n < 0) throw std::invalid_argument("top_n must be >= 0, got " + std::to_string(o.top_n));
+    if (o.draft.session && o.draft.n_draft < 1)
+        throw std::invalid_argument("draft.n_draft must be >= 1, got " + std::to_string(o.draft.n_draft));
 }
 
 }  // namespace
@@ -75,7 +78,8 @@ public:
         if (!evaluate_prompt(prompt)) return;
         if (o_.penalize_prompt)
             for (int32_t t : prompt) sampler_.accept(t);
-        decode();
+        if (o_.draft.session) decode_speculative();
+        else decode();
     }
 
 private:
@@ -97,67 +101,132 @@ private:
         return done;
     }
 
+    // Plain decoding: sample, emit, evaluate the token, repeat.
     void decode() {
-        const Model& m = s_.model;
-        const int n_ctx = s_.forward->n_ctx();
-        bool finished = o_.max_tokens == 0;
         r_.reason = StopReason::MaxTokens;
-        while (!finished) {
-            if (s_.cancel_requested.load()) {
-                r_.reason = StopReason::Cancelled;
-                break;
-            }
-            TokenEvent ev;
-            const std::vector<double> log_probs = sampling::log_softmax(logits_.data(), int32_t(logits_.size()));
-            ev.id = sampler_.sample(logits_.data(), int32_t(logits_.size()), o_.funnel ? &ev.funnel : nullptr);
-            sampler_.accept(ev.id);
-            ev.index = int(r_.tokens.size());
-            ev.position = int(s_.tokens.size());
-            ev.piece = m.piece(ev.id);
-            ev.logprob = float(log_probs[size_t(ev.id)]);
-            ev.top = top_alternatives(m, log_probs, o_.top_n);
-            ev.end_of_generation = m.is_eog(ev.id);
-            r_.tokens.push_back(ev.id);
-            if (ev.index == 0) r_.first_token_seconds = seconds(start_, Clock::now());
-
-            // Whether this token is the last is known before the callback for these reasons, so
-            // its event can release everything still held.
-            if (ev.end_of_generation) {
-                r_.reason = StopReason::EndOfGeneration;
-                finished = true;
-            } else if (ev.index + 1 >= o_.max_tokens) {
-                r_.reason = StopReason::MaxTokens;
-                finished = true;
-            } else if (s_.tokens.size() >= size_t(n_ctx)) {
-                r_.reason = StopReason::ContextFull;
-                r_.message = "the context of " + std::to_string(n_ctx) + " tokens is full";
-                finished = true;
-            }
-            std::string text = ev.end_of_generation ? std::string() : utf8_.push(ev.piece);
-            if (finished) text += utf8_.flush();
-            ev.text = stops_.push(text);
-            if (stops_.stopped()) {
-                r_.reason = StopReason::StopString;
-                r_.message.clear();
-                finished = true;
-            } else if (finished) {
-                ev.text += stops_.finish();
-            }
-            r_.text += ev.text;
-            publish(ev);
-
-            if (callback_ && !callback_(ev) && !finished) {
-                r_.reason = StopReason::Callback;
-                break;
-            }
-            if (finished) break;
-            if (!s_.run(&ev.id, 1, false, logits_.data(), &s_.cancel_requested)) {
+        while (o_.max_tokens > 0) {
+            int32_t id = 0;
+            if (!emit(logits_.data(), int(s_.tokens.size()), id)) break;
+            if (!s_.run(&id, 1, false, logits_.data(), &s_.cancel_requested)) {
                 r_.reason = StopReason::Cancelled;
                 break;
             }
             s_.publish_step();
         }
         r_.decode_seconds = seconds(prompt_end_, Clock::now());
+    }
+
+    // Speculative decoding (see DraftOptions): the pending token (emitted, not yet evaluated)
+    // and the draft's proposals go through the target in one pass with every row's logits; the
+    // rows are sampled in order as plain decoding would, while the target agrees with the draft.
+    void decode_speculative() {
+        r_.reason = StopReason::MaxTokens;
+        model::Drafter drafter(*o_.draft.session, o_.draft.n_draft);
+        const int n_ctx = s_.forward->n_ctx();
+        const size_t n_vocab = size_t(s_.model.n_vocab());
+        std::vector<float> rows;
+        int32_t pending = 0;
+        bool more = o_.max_tokens > 0 && emit(logits_.data(), int(s_.tokens.size()), pending);
+        while (more) {
+            const int base = int(s_.tokens.size());
+            // Room for the proposals: the token budget (the token after the last accepted one is
+            // the target's own) and the context (the pending token and the proposals are evaluated).
+            const int k = std::min(o_.max_tokens - int(r_.tokens.size()) - 1, n_ctx - base - 1);
+            std::vector<int32_t> batch{pending};
+            if (k > 0) {
+                const std::vector<int32_t> proposed = drafter.propose(s_.tokens, pending, k, s_.cancel_requested);
+                batch.insert(batch.end(), proposed.begin(), proposed.end());
+                r_.draft_proposed += int(proposed.size());
+            }
+            rows.resize(batch.size() * n_vocab);
+            if (!s_.run(batch.data(), batch.size(), true, rows.data(), &s_.cancel_requested)) {
+                r_.reason = StopReason::Cancelled;
+                break;
+            }
+            s_.publish_step();
+            size_t row = 0;
+            for (;; ++row) {
+                int32_t id = 0;
+                more = emit(rows.data() + row * n_vocab, base + 1 + int(row), id);
+                const bool agrees = row + 1 < batch.size() && id == batch[row + 1];
+                r_.draft_accepted += agrees;
+                if (!more) break;
+                if (!agrees) {
+                    pending = id;
+                    break;
+                }
+            }
+            // The cache keeps the pending token and the accepted proposals (rows 0..row).
+            if (more && base + 1 + int(row) < int(s_.tokens.size())) {
+                s_.truncate(base + 1 + int(row));
+                s_.publish_step();
+            }
+        }
+        // As after plain decoding: the prompt and every generated token but the last.
+        const int kept = r_.n_prompt + std::max(int(r_.tokens.size()) - 1, 0);
+        if (kept < int(s_.tokens.size())) {
+            s_.truncate(kept);
+            s_.publish_step();
+        }
+        r_.decode_seconds = seconds(prompt_end_, Clock::now());
+    }
+
+    // Samples a token from `logits` (the row of the token before it, which sits at `position`
+    // - 1), fills and publishes its event and runs the callback. False when generation ends with
+    // this token (or before it, when cancelled): r_.reason says why.
+    bool emit(const float* logits, int position, int32_t& id) {
+        if (s_.cancel_requested.load()) {
+            r_.reason = StopReason::Cancelled;
+            return false;
+        }
+        const Model& m = s_.model;
+        const int32_t n_vocab = m.n_vocab();
+        TokenEvent ev;
+        const std::vector<double> log_probs = sampling::log_softmax(logits, n_vocab);
+        ev.id = id = sampler_.sample(logits, n_vocab, o_.funnel ? &ev.funnel : nullptr);
+        sampler_.accept(ev.id);
+        ev.index = int(r_.tokens.size());
+        ev.position = position;
+        ev.piece = m.piece(ev.id);
+        ev.logprob = float(log_probs[size_t(ev.id)]);
+        ev.top = top_alternatives(m, log_probs, o_.top_n);
+        ev.end_of_generation = m.is_eog(ev.id);
+        r_.tokens.push_back(ev.id);
+        if (ev.index == 0) r_.first_token_seconds = seconds(start_, Clock::now());
+
+        // Whether this token is the last is known before the callback for these reasons, so
+        // its event can release everything still held.
+        bool finished = false;
+        const int n_ctx = s_.forward->n_ctx();
+        if (ev.end_of_generation) {
+            r_.reason = StopReason::EndOfGeneration;
+            finished = true;
+        } else if (ev.index + 1 >= o_.max_tokens) {
+            r_.reason = StopReason::MaxTokens;
+            finished = true;
+        } else if (position >= n_ctx) {
+            r_.reason = StopReason::ContextFull;
+            r_.message = "the context of " + std::to_string(n_ctx) + " tokens is full";
+            finished = true;
+        }
+        std::string text = ev.end_of_generation ? std::string() : utf8_.push(ev.piece);
+        if (finished) text += utf8_.flush();
+        ev.text = stops_.push(text);
+        if (stops_.stopped()) {
+            r_.reason = StopReason::StopString;
+            r_.message.clear();
+            finished = true;
+        } else if (finished) {
+            ev.text += stops_.finish();
+        }
+        r_.text += ev.text;
+        publish(ev);
+
+        if (callback_ && !callback_(ev) && !finished) {
+            r_.reason = StopReason::Callback;
+            return false;
+        }
+        return !finished;
     }
 
     void publish(const TokenEvent& ev) {
@@ -192,6 +261,9 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const Gener
     GenerateResult r;
     try {
         check_options(options);
+        if (options.draft.session == this)
+            throw std::invalid_argument("the draft session must be another Session than the one generating");
+        if (options.draft.session) check_draft_vocabulary(s.model, options.draft.session->model());
         Impl::Generation(s, options, on_token, r).run(prompt);
     } catch (const ContextOverflow& e) {
         r.reason = StopReason::ContextFull;

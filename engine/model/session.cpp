@@ -155,6 +155,7 @@ void Session::reset() {
     impl_->results.expert_load_decode.clear();
 }
 
+const Model& Session::model() const { return impl_->model; }
 int Session::n_past() const { return int(impl_->tokens.size()); }
 int Session::n_ctx() const { return impl_->forward->n_ctx(); }
 int Session::n_batch() const { return impl_->forward->n_batch(); }

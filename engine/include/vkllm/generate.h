@@ -9,6 +9,9 @@
 
 namespace vkllm {
 
+class Model;
+class Session;
+
 // Applied per token in this order (llama.cpp's rules):
 //  1. penalties on tokens accepted within the last repeat_last_n (prompt included): a token
 //     seen c times gets logit / repeat_penalty if logit > 0 else logit * repeat_penalty, then
@@ -73,6 +76,29 @@ struct TokenEvent {
 // do not evaluate (probes(), set_probes(), tokens(), ...) and cancel().
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
+// Speculative decoding (Leviathan et al. 2023; Chen et al. 2023): a small draft model proposes
+// up to n_draft tokens (its greedy continuation), the target evaluates its pending token and
+// the proposals in one batched pass, and every position is then sampled from the target's own
+// logits with the same sampler, the same penalties and the same random draws as plain
+// generation. A proposal is accepted while it equals the token the target chose; the first
+// token that differs (or, when all were accepted, the token after them) is the target's own and
+// is kept too. So the output is the one plain generation gives, token for token, for greedy
+// and for sampling with the same seed (up to the rounding difference between a batched pass
+// and a one-token pass, which only a near-tie can show); events, logprobs and stop reasons are
+// the target's. Under sampling fewer proposals are accepted than with the rejection-sampling
+// rule of those papers, which keeps the distribution but not the plain run's tokens.
+// The draft Session belongs to the draft Model, whose vocabulary must equal the target's
+// (check_draft_vocabulary); its cache is brought to the target's context before each proposal
+// (longest common prefix kept) and left holding a prefix of the generated text. When either
+// context has no room for proposals, the step evaluates the pending token alone.
+struct DraftOptions {
+    Session* session = nullptr;  // a Session of the draft model; null: plain decoding
+    int n_draft = 4;             // tokens proposed per step, >= 1
+};
+// Throws std::invalid_argument when the draft's vocabulary differs from the target's (its
+// size, or the text of the first token id whose texts differ), naming both.
+void check_draft_vocabulary(const Model& target, const Model& draft);
+
 struct GenerateOptions {
     SamplerParams sampler;
     int max_tokens = 128;               // generated tokens at most (0: only evaluate the prompt)
@@ -81,6 +107,7 @@ struct GenerateOptions {
     bool funnel = false;                // fill TokenEvent::funnel
     // Tokens the penalties count as already seen: by default the whole prompt.
     bool penalize_prompt = true;
+    DraftOptions draft;                 // speculative decoding (see DraftOptions)
 };
 
 enum class StopReason {
@@ -108,6 +135,10 @@ struct GenerateResult {
     double prompt_seconds = 0;    // evaluating the prompt
     double decode_seconds = 0;    // generating
     double first_token_seconds = 0;  // from the call to the first token
+    // Speculative decoding: tokens the draft proposed, and of them those the target accepted
+    // (each accepted one is a generated token that cost no pass of its own).
+    int draft_proposed = 0;
+    int draft_accepted = 0;
 };
 
 }  // namespace vkllm

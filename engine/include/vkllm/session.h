@@ -117,6 +117,7 @@ public:
     void truncate(int n);
     void reset();  // forget every token (truncate(0))
 
+    const Model& model() const;  // the model this session runs
     int n_past() const;
     int n_ctx() const;
     int n_batch() const;  // tokens per forward pass of a prompt
