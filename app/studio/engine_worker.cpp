@@ -28,7 +28,8 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info) {
         c.routing = true;
         c.expert_load = true;
     }
-    if (s.lens) {
+    // The lens reads the next-token head; an encoder has none (its head predicts masked tokens).
+    if (s.lens && !is_encoder(info)) {
         c.logit_lens_layers = all_layers;
         c.logit_lens_top_n = 10;  // `vkllm probe`'s default: the same command line, the same document
     }

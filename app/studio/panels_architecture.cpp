@@ -88,19 +88,23 @@ void draw_architecture_panel(StudioApp& app) {
         const ImU32 text = IM_COL32(255, 255, 255, 255);
         // Each half's text is clipped to its half.
         const ImVec4 left_clip(p.x, p.y, p.x + half - 6, p.y + h), right_clip(p.x + half, p.y, p.x + w - 4, p.y + h);
-        // Wrapped within its half: the attention and FFN descriptions may take two lines.
-        auto put = [&](float x, float y, ImU32 col, const char* t, const ImVec4& clip) {
-            dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x, y), col, t, nullptr, clip.z - x, &clip);
+        // The attention and FFN descriptions wrap within their half (two lines at most, lines
+        // 2-3); the other lines are clipped, so a narrow block (a high UI scale) never overlaps.
+        auto put = [&](float x, float y, ImU32 col, const char* t, const ImVec4& clip, bool wrap = false) {
+            dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x, y), col, t, nullptr, wrap ? clip.z - x : 0.0f,
+                        &clip);
         };
         char buf[160];
-        if (b.norm == "post-sum") snprintf(buf, sizeof buf, "L%d  post-norm: norm(x + f(x))", b.layer);
-        else snprintf(buf, sizeof buf, "L%d  %s-norm", b.layer, b.norm.c_str());
+        snprintf(buf, sizeof buf, "L%d  %s-norm", b.layer, b.norm == "post-sum" ? "post" : b.norm.c_str());
         put(p.x + 6, p.y + 2, text, buf, left_clip);
-        put(p.x + 6, p.y + 2 + line * 1.1f, text, b.attention.c_str(), left_clip);
+        const float description_bottom = p.y + 2 + line * 3.2f;
+        put(p.x + 6, p.y + 2 + line * 1.1f, text, b.attention.c_str(),
+            ImVec4(left_clip.x, left_clip.y, left_clip.z, description_bottom), true);
         snprintf(buf, sizeof buf, "KV %s/token", bytes_text(b.kv_bytes_per_token).c_str());
         put(p.x + 6, p.y + 2 + line * 3.3f, IM_COL32(230, 230, 230, 255), buf, left_clip);
         put(p.x + half + 6, p.y + 2, text, b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN", right_clip);
-        put(p.x + half + 6, p.y + 2 + line * 1.1f, text, b.ffn.c_str(), right_clip);
+        put(p.x + half + 6, p.y + 2 + line * 1.1f, text, b.ffn.c_str(),
+            ImVec4(right_clip.x, right_clip.y, right_clip.z, description_bottom), true);
         snprintf(buf, sizeof buf, "%s %s", bytes_text(b.weight_bytes).c_str(), b.weight_types.c_str());
         put(p.x + half + 6, p.y + 2 + line * 3.3f, IM_COL32(230, 230, 230, 255), buf, right_clip);
         if (hovered && b.layer < int(m.layers.size())) {

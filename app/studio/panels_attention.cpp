@@ -77,7 +77,8 @@ void draw_attention_panel(StudioApp& app) {
     const int n_head_max = std::max_element(h.attention.begin(), h.attention.end(), [](const auto& a, const auto& b) {
                                return a.n_head < b.n_head;
                            })->n_head;
-    const float thumb = std::clamp((avail_w * 0.42f - ui_px(70)) / float(std::max(n_head_max, 1)) - 4.0f, ui_px(14), ui_px(64));
+    const float thumb =
+        std::clamp((avail_w * 0.42f - ui_px(70)) / float(std::max(n_head_max, 1)) - 4.0f, ui_px(14), ui_px(64));
     ImGui::BeginChild("grid", ImVec2(ui_px(70) + (thumb + 4) * float(n_head_max), 0), false);
     for (const AttentionHistory& a : h.attention) {
         const AttentionLayerView* lv = nullptr;
@@ -89,7 +90,7 @@ void draw_attention_panel(StudioApp& app) {
         ImGui::TextColored(readable(global ? ImVec4(1, 0.8f, 0.3f, 1) : ImVec4(0.5f, 0.85f, 0.6f, 1)), "L%d", a.layer);
         ImGui::TextDisabled(global ? "global" : "w %d", a.window > 0 ? a.window : a.chunk);
         ImGui::EndGroup();
-        ImGui::SameLine(62);
+        ImGui::SameLine(ui_px(62));
         for (int head = 0; head < a.n_head; ++head) {
             ImGui::PushID(head);
             const std::vector<float>& m = g_cache.get(a, head, log_scale, s.version);

@@ -217,7 +217,8 @@ void draw_chat_panel(StudioApp& app) {
                 if (e.text.empty() && !e.end_of_generation) continue;
                 ImU32 bg = 0;
                 if (app.settings.color_mode == 1)
-                    bg = ramp_color(std::min(surprisal_bits(e.logprob) / 12.0f, 1.0f), 0.55f);
+                    // Fainter on the light theme: dark text stays readable on the dark ramp end.
+                    bg = ramp_color(std::min(surprisal_bits(e.logprob) / 12.0f, 1.0f), app.settings.dark ? 0.55f : 0.3f);
                 else if (app.settings.color_mode == 2)
                     bg = expert_color(top_expert(*s.probes, app.settings.color_layer, e.position), n_expert);
                 if (wrapped_span(e.end_of_generation ? "[end]" : e.text, bg)) {

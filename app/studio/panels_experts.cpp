@@ -43,7 +43,7 @@ void draw_experts_panel(StudioApp& app) {
                 float(layers[i].prompt_tokens[size_t(e)] + layers[i].generated_tokens[size_t(e)]) / float(mx);
     }
     ImGui::Text("load: MoE layers (rows) x experts (columns), each row by its busiest expert");
-    const float w = std::min(ImGui::GetContentRegionAvail().x, 28.0f * float(n_expert));
+    const float w = std::min(ImGui::GetContentRegionAvail().x, ui_px(28) * float(n_expert));
     const HeatmapHover hv = draw_heatmap("load", grid.data(), int(layers.size()), n_expert,
                                          ImVec2(w, std::min(ui_px(16) * float(layers.size()), ui_px(120))), 0.0f, 1.0f);
     if (hv.hovered()) {

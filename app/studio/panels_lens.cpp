@@ -15,6 +15,12 @@ void draw_lens_panel(StudioApp& app) {
     }
     const ProbeHistory& h = *app.state->probes;
     const std::vector<int> positions = lens_positions(h);
+    if (app.state->encoder) {
+        ImGui::TextWrapped("An encoder predicts no next token, so there is no lens: the chat shows its masked-token "
+                           "head's predictions at every position.");
+        ImGui::End();
+        return;
+    }
     if (positions.empty()) {
         ImGui::TextDisabled("Send a message: each layer's guess for the next token appears here.");
         ImGui::End();

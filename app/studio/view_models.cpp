@@ -243,9 +243,11 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
             att = "MLA " + std::to_string(a.n_head) + " heads, latent " + std::to_string(a.kv_lora_rank) + " + rope " +
                   std::to_string(a.qk_rope);
         else {
-            att = a.kind == "sliding_window" ? "sliding window " + std::to_string(a.window)
-                  : a.kind == "chunked"      ? "chunked " + std::to_string(a.chunk)
-                                             : a.kind;
+            // "nope" (no RoPE) says nothing new when the positions are learned embeddings.
+            att = a.kind == "sliding_window"                   ? "sliding window " + std::to_string(a.window)
+                  : a.kind == "chunked"                        ? "chunked " + std::to_string(a.chunk)
+                  : a.kind == "nope" && info.learned_positions ? std::string("global")
+                                                               : a.kind;
             att += ", " + std::to_string(a.n_head) + " heads";
             if (a.n_head_kv > 0 && a.n_head_kv != a.n_head)
                 att += a.n_head_kv == 1 ? " (MQA)" : " (GQA " + std::to_string(a.gqa_group()) + ":1)";
