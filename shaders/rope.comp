@@ -5,12 +5,16 @@
 //   YaRN: mix = ext_factor * ramp(j), theta = theta_interp (1 - mix) + theta_extrap mix
 //   (x0, x1) -> mscale * (x0 cos - x1 sin, x0 sin + x1 cos)
 // Pairs are (j, j + n_dims/2) for NeoX, (2j, 2j + 1) otherwise; dims past n_dims are untouched.
+// With slots > 0 the result goes to y instead (a KV cache): token t's heads to row
+// pos[t] % slots of rows of n_heads * head_dim, dims past n_dims copied as they are. The
+// cache write then needs no copy of its own, and its row comes from the positions buffer.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Pos { int pos[]; };
 layout(std430, binding = 2) readonly buffer FreqFactors { float freq_factors[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 
 layout(push_constant) uniform Push {
     uint n_pairs_total;  // n_tokens * n_heads * n_pairs
@@ -28,7 +32,16 @@ layout(push_constant) uniform Push {
     float mscale;        // attn_factor, times YaRN's 1 + 0.1 ln(1 / freq_scale) when YaRN is on
     float corr_low;      // YaRN correction dims (pair indices)
     float corr_high;
+    uint y_shift;
+    uint slots;          // 0: in place on x
 } pc;
+
+// Where element d of token `token`'s head h goes (x in place, else its cache row).
+uint out_index(uint token, uint h, uint d) {
+    if (pc.slots == 0u) return pc.x_shift + token * pc.token_stride + h * pc.head_dim + d;
+    const uint slot = uint(pos[pc.pos_shift + token]) % pc.slots;
+    return pc.y_shift + (slot * pc.n_heads + h) * pc.head_dim + d;
+}
 
 void main() {
     const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -48,11 +61,27 @@ void main() {
         }
         const float c = cos(theta) * pc.mscale, s = sin(theta) * pc.mscale;
 
+        const uint d0 = neox ? j : 2u * j;
+        const uint d1 = d0 + (neox ? pc.n_pairs : 1u);
         const uint base = pc.x_shift + token * pc.token_stride + h * pc.head_dim;
-        const uint i0 = base + (neox ? j : 2u * j);
-        const uint i1 = i0 + (neox ? pc.n_pairs : 1u);
-        const float x0 = x[i0], x1 = x[i1];
-        x[i0] = x0 * c - x1 * s;
-        x[i1] = x0 * s + x1 * c;
+        const float x0 = x[base + d0], x1 = x[base + d1];
+        const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
+        if (pc.slots == 0u) {
+            x[base + d0] = r0;
+            x[base + d1] = r1;
+        } else {
+            y[out_index(token, h, d0)] = r0;
+            y[out_index(token, h, d1)] = r1;
+        }
+    }
+    if (pc.slots == 0u) return;
+    // Into a cache: the dims past n_dims are copied unrotated.
+    const uint rest = pc.head_dim - 2u * pc.n_pairs;
+    const uint n_rest = (pc.n_pairs_total / pc.n_pairs) * rest;  // n_tokens * n_heads * rest
+    for (uint e = gl_GlobalInvocationID.x; e < n_rest; e += threads) {
+        const uint d = 2u * pc.n_pairs + e % rest;
+        const uint head = e / rest;
+        const uint token = head / pc.n_heads, h = head - token * pc.n_heads;
+        y[out_index(token, h, d)] = x[pc.x_shift + token * pc.token_stride + h * pc.head_dim + d];
     }
 }

@@ -1,5 +1,6 @@
 #include "gpu/stream.h"
 
+#include <algorithm>
 #include <string>
 
 #include "gpu/device.h"
@@ -53,6 +54,7 @@ void Stream::begin() {
     stamps_.clear();
     dispatches_ = 0;
     barriers_ = 0;
+    layer_counts_.clear();
     layer_ = -1;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -129,6 +131,13 @@ void Stream::dispatch(const Pipeline& p, std::initializer_list<BufferRange> buff
     if (push_bytes) vkCmdPushConstants(cb_, p.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     vkCmdDispatch(cb_, gx, gy, gz);
     ++dispatches_;
+    ++counts_here().dispatches;
+}
+
+Stream::Counts& Stream::counts_here() {
+    const size_t i = size_t(std::max(layer_, -1) + 1);
+    if (layer_counts_.size() <= i) layer_counts_.resize(i + 1);
+    return layer_counts_[i];
 }
 
 void Stream::barrier(const char*) {
@@ -140,12 +149,14 @@ void Stream::barrier(const char*) {
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr,
                          0, nullptr);
     ++barriers_;
+    ++counts_here().barriers;
 }
 
 void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
     if (!bytes) return;
     VkBufferCopy region{src_offset, dst_offset, bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
+    ++counts_here().copies;
 }
 
 void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stride, const Buffer& dst,
@@ -157,10 +168,12 @@ void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stri
     std::vector<VkBufferCopy> regions(rows);
     for (uint64_t i = 0; i < rows; ++i) regions[i] = {src_offset + i * src_stride, dst_offset + i * dst_stride, row_bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), uint32_t(rows), regions.data());
+    ++counts_here().copies;
 }
 
 void Stream::fill_zero(const Buffer& dst, uint64_t offset, uint64_t bytes) {
     vkCmdFillBuffer(cb_, dst.handle(), offset, bytes, 0);
+    ++counts_here().copies;
 }
 
 void Stream::mark(const char* label) {

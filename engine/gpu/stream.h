@@ -67,8 +67,18 @@ public:
     // Ends recording, submits and blocks until the GPU has finished.
     void submit_and_wait();
     // Dispatches and barriers recorded since begin() (counted whether or not profiling is on).
+    // A dispatch is counted when vkCmdDispatch is recorded (not per mark; an empty dispatch
+    // records nothing and is not counted); a barrier per vkCmdPipelineBarrier; a copy per
+    // transfer command (copy, copy_rows, fill_zero).
     uint32_t dispatch_count() const { return dispatches_; }
     uint32_t barrier_count() const { return barriers_; }
+    // The same counts split by the layer set with set_layer(): index layer + 1 (0: outside the
+    // layers), sized to the highest layer seen since begin().
+    struct Counts {
+        uint32_t dispatches = 0, barriers = 0, copies = 0;
+        bool operator==(const Counts&) const = default;
+    };
+    const std::vector<Counts>& layer_counts() const { return layer_counts_; }
 
 private:
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
@@ -88,6 +98,8 @@ private:
     bool recording_ = false;
     uint32_t dispatches_ = 0;
     uint32_t barriers_ = 0;
+    std::vector<Counts> layer_counts_;
+    Counts& counts_here();  // layer_counts_ of the current layer
 };
 
 }  // namespace vkllm::gpu

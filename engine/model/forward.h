@@ -70,6 +70,10 @@ public:
     void encode(const int32_t* ids, int n_tokens, Pooling pooling, float* embeddings, float* logits,
                 const ProbeConfig& probes, ProbeResults* results);
 
+    // Dispatches, barriers and transfer commands the last step() recorded, by layer (index
+    // layer + 1; 0: the embeddings and the output head). Pinned by tests/model/test_dispatch_counts.
+    const std::vector<gpu::Stream::Counts>& step_counts() const { return stream_.layer_counts(); }
+
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }  // tokens per forward pass (the asked batch, clamped to the context and buffer limits)

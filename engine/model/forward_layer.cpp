@@ -68,7 +68,18 @@ void Forward::record_attention(int l, int T, int pos0) {
     const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
     const KvCache& cache = caches_[size_t(l)];
     // This step's keys and values are computed in k_new_/v_new_ ([T, kv row]) and then copied
-    // into their cache slots, which wrap around in a ring-buffer cache.
+    // into their cache slots, which wrap around in a ring-buffer cache (RoPE writes k there
+    // itself when it is the last op on k).
+    // Tokens pos0.. go to slots pos0 % slots..; a ring cache may wrap once within a step.
+    auto copy_to_cache = [&](const gpu::Buffer& rows, const gpu::Buffer& dst, uint64_t row) {
+        for (int t0 = 0; t0 < T;) {
+            const int slot = (pos0 + t0) % cache.slots;
+            const int n = std::min(T - t0, cache.slots - slot);
+            s.copy(rows, uint64_t(t0) * row * F, dst, uint64_t(slot) * row * F, uint64_t(n) * row * F);
+            t0 += n;
+        }
+    };
+    bool kv_in_cache = false;
 
     const gpu::Buffer* in = &x_;
     if (w.attn_norm) {
@@ -125,8 +136,19 @@ void Forward::record_attention(int l, int T, int pos0) {
                                        : a.rope.freq_factors ? w_.rope_freqs
                                                              : nullptr;
             ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
-            ops::rope(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
-            s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
+            if (a.qk_norm != QkNorm::L2AfterRope) {
+                // Rotated k goes straight into its cache slots, and v's copy joins the same
+                // group (nothing in it writes v_new_): one barrier before attention.
+                ops::rope_into_slots(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs, cache.k,
+                                     cache.slots);
+                s.mark("copy");
+                copy_to_cache(v_new_, cache.v, kv_row_v);
+                s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
+                kv_in_cache = true;
+            } else {
+                ops::rope(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
+                s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
+            }
         }
         if (a.qk_norm == QkNorm::L2AfterRope) {
             // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
@@ -136,16 +158,12 @@ void Forward::record_attention(int l, int T, int pos0) {
             s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
         }
     }
-    // Tokens pos0.. go to slots pos0 % slots..; a ring cache may wrap once within a step.
-    s.mark("copy");
-    for (int t0 = 0; t0 < T;) {
-        const int slot = (pos0 + t0) % cache.slots;
-        const int n = std::min(T - t0, cache.slots - slot);
-        s.copy(k_new_, uint64_t(t0) * kv_row * F, cache.k, uint64_t(slot) * kv_row * F, uint64_t(n) * kv_row * F);
-        s.copy(v_new_, uint64_t(t0) * kv_row_v * F, cache.v, uint64_t(slot) * kv_row_v * F, uint64_t(n) * kv_row_v * F);
-        t0 += n;
+    if (!kv_in_cache) {
+        s.mark("copy");
+        copy_to_cache(k_new_, cache.k, kv_row);
+        copy_to_cache(v_new_, cache.v, kv_row_v);
+        s.barrier("the new k/v rows are in the cache before attention reads it");
     }
-    s.barrier("the new k/v rows are in the cache before attention reads it");
 
     auto probed = std::find(probed_layers_.begin(), probed_layers_.end(), l);
     const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;

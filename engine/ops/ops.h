@@ -84,6 +84,12 @@ struct RopeParams {
 // freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
 void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
           int head_dim, const RopeParams& p, const Buffer* freq_factors = nullptr, int64_t token_stride = 0);
+// The same rotation of x (contiguous rows, not modified) written into a cache of `slots` rows
+// of n_heads * head_dim: token t's row goes to slot positions[t] % slots (positions >= 0), the
+// dims past n_dims copied as they are. RoPE and the KV-cache write in one dispatch.
+void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
+                     int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
+                     int slots);
 
 struct AttentionParams {
     int n_head = 0, n_head_kv = 0, head_dim = 0;  // GQA: query head h reads kv head h / (n_head / n_head_kv)

@@ -14,6 +14,7 @@ namespace {
 struct RopePush {
     uint32_t n_pairs_total, n_heads, head_dim, n_pairs, token_stride, x_shift, pos_shift, ff_shift, flags;
     float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
+    uint32_t y_shift, slots;
 };
 
 // YaRN's correction range as ggml computes it (ggml_rope_yarn_corr_dims, in float): the pair
@@ -28,11 +29,11 @@ void yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, flo
     dims[1] = std::min(float(n_dims - 1), std::ceil(corr_dim(beta_slow)));
 }
 
-}  // namespace
-
-void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
-          int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride) {
-    const char* op = "rope";
+// rope and rope_into_slots: cache (with slots > 0) receives the result instead of x.
+void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
+                 int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride,
+                 const Buffer* cache, int slots) {
+    const char* op = cache ? "rope_into_slots" : "rope";
     detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
                     "needs n_tokens >= 0 and positive n_heads and head_dim");
     detail::require(p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= head_dim, op,
@@ -55,6 +56,8 @@ void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions
     const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
     const detail::Window fw =
         freq_factors ? detail::window(ctx, *freq_factors, 0, uint64_t(p.n_dims / 2), op, "freq_factors") : pw;
+    const detail::Window yw =
+        cache ? detail::window(ctx, *cache, 0, uint64_t(slots) * uint64_t(row), op, "cache") : xw;
 
     RopePush push{};
     push.n_pairs_total = uint32_t(n_pairs_total);
@@ -76,11 +79,30 @@ void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions
         push.corr_low = dims[0];
         push.corr_high = dims[1];
     }
+    push.y_shift = cache ? yw.shift : 0u;
+    push.slots = cache ? uint32_t(slots) : 0u;
+    // Into a cache, the unrotated dims are copied too (a second grid-stride loop).
+    const uint64_t items = std::max<uint64_t>(
+        n_pairs_total, cache ? uint64_t(n_tokens) * uint64_t(n_heads) * uint64_t(head_dim - p.n_dims) : 0);
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
-        uint32_t(std::clamp<uint64_t>((n_pairs_total + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const auto& pipeline = ctx.pipeline("rope", 3, sizeof(RopePush), {threads});
-    s.dispatch(pipeline, {xw.range, pw.range, fw.range}, push, groups);
+        uint32_t(std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
+    const auto& pipeline = ctx.pipeline("rope", 4, sizeof(RopePush), {threads});
+    s.dispatch(pipeline, {xw.range, pw.range, fw.range, yw.range}, push, groups);
+}
+
+}  // namespace
+
+void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
+          int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride) {
+    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, token_stride, nullptr, 0);
+}
+
+void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
+                     int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
+                     int slots) {
+    detail::require(slots > 0, "rope_into_slots", "needs slots > 0");
+    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, 0, &cache, slots);
 }
 
 }  // namespace vkllm::ops

@@ -133,6 +133,62 @@ TEST_F(Rope, RotatesHeadsInsideWiderRowsAtAnOffset) {
     }
 }
 
+// RoPE fused with the KV-cache write: the rotated rows land in slots positions % slots (a ring
+// that wraps inside the batch here), the unrotated dims copied, other slots and x untouched.
+TEST_F(Rope, IntoSlotsWritesRotatedRowsToTheirCacheSlots) {
+    for (const Case& c : cases()) {
+        for (int64_t n_tokens : {1, 5}) {
+            SCOPED_TRACE(c.name + " n_tokens " + std::to_string(n_tokens));
+            const int slots = 7;
+            const int64_t row = int64_t(c.n_heads) * c.head_dim;
+            auto x = test::random_floats(size_t(n_tokens * row), uint32_t(n_tokens + c.head_dim));
+            auto cache = test::random_floats(size_t(slots * row), 99);
+            std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+            for (int64_t t = 0; t < n_tokens; ++t) pos[size_t(t)] = int32_t(5 + t);  // slots 5, 6, 0, 1, 2
+            std::vector<float> factors;
+            if (c.freq_factors) factors = cpu::llama3_freq_factors(c.p.n_dims, c.p.freq_base, 8.0f, 1.0f, 4.0f, 8192);
+
+            std::vector<float> rotated = x;
+            cpu::rope(rotated.data(), n_tokens, c.n_heads, c.head_dim, pos.data(),
+                      to_reference(c.p, c.freq_factors ? factors.data() : nullptr));
+            std::vector<float> expect = cache;
+            for (int64_t t = 0; t < n_tokens; ++t)
+                std::copy_n(rotated.begin() + long(t * row), row, expect.begin() + long((pos[size_t(t)] % slots) * row));
+
+            gpu::Buffer xb(ctx(), x.size() * 4, gpu::Memory::Device), pb(ctx(), pos.size() * 4, gpu::Memory::Device);
+            gpu::Buffer cb(ctx(), cache.size() * 4, gpu::Memory::Device);
+            gpu::Buffer fb(ctx(), std::max<size_t>(factors.size(), 1) * 4, gpu::Memory::Device);
+            xb.upload(x.data(), x.size() * 4);
+            cb.upload(cache.data(), cache.size() * 4);
+            pb.upload(pos.data(), pos.size() * 4);
+            if (!factors.empty()) fb.upload(factors.data(), factors.size() * 4);
+            gpu::Stream s(ctx());
+            s.begin();
+            ops::rope_into_slots(s, xb, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr, cb,
+                                 slots);
+            s.submit_and_wait();
+            std::vector<float> got(cache.size()), x_after(x.size());
+            cb.download(got.data(), got.size() * 4);
+            xb.download(x_after.data(), x_after.size() * 4);
+            EXPECT_LT(test::nmse(got, expect), c.tolerance);
+            EXPECT_EQ(x_after, x);
+            for (int slot = 0; slot < slots; ++slot) {
+                bool written = false;
+                for (int32_t p : pos) written |= p % slots == slot;
+                if (written) continue;
+                for (int64_t i = 0; i < row; ++i)
+                    ASSERT_EQ(got[size_t(slot * row + i)], cache[size_t(slot * row + i)]) << "slot " << slot;
+            }
+            // Unrotated dims are copied bit for bit.
+            for (int64_t t = 0; t < n_tokens; ++t)
+                for (int h = 0; h < c.n_heads; ++h)
+                    for (int d = c.p.n_dims; d < c.head_dim; ++d)
+                        ASSERT_EQ(got[size_t((pos[size_t(t)] % slots) * row + h * c.head_dim + d)],
+                                  x[size_t(t * row + h * c.head_dim + d)]);
+        }
+    }
+}
+
 TEST_F(Rope, BadParametersAreClearErrors) {
     gpu::Buffer xb(ctx(), 1024, gpu::Memory::Device), pb(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());

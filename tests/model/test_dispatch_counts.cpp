@@ -1,0 +1,99 @@
+// Dispatches, barriers and transfer commands per decode step, pinned per layer for each layer
+// kind of the zoo (dense Llama, Gemma 3 sliding window, Mixtral MoE, DeepSeek-V2 MLA) and for the
+// whole step. On a GPU, and even more on lavapipe, decode of a small model is paid per dispatch
+// and per barrier: these numbers must not grow unnoticed. A change that lowers them updates the
+// table (and says so in its commit); a change that raises them must say why.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/stream.h"
+#include "model/forward.h"
+#include "model/model_internal.h"
+#include "test_support.h"
+#include "vkllm/model.h"
+
+namespace vkllm {
+namespace {
+
+using Counts = gpu::Stream::Counts;
+
+struct CountCase {
+    std::string model;
+    std::vector<Counts> layers;  // layer l has layers[min(l, size - 1)] (zoo-mla: a dense layer 0, then MoE)
+    Counts outside;              // embeddings and output head
+};
+
+void PrintTo(const CountCase& c, std::ostream* os) { *os << c.model; }
+
+std::string str(const Counts& c) {
+    return std::to_string(c.dispatches) + " dispatches, " + std::to_string(c.barriers) + " barriers, " +
+           std::to_string(c.copies) + " copies";
+}
+}  // namespace
+namespace gpu {
+void PrintTo(const Stream::Counts& c, std::ostream* os) { *os << str(c); }
+}  // namespace gpu
+namespace {
+
+class DispatchCounts : public ::testing::TestWithParam<CountCase> {};
+
+// Decode (one token, no probes) after a short prompt, as `vkllm run` and `bench` decode.
+TEST_P(DispatchCounts, DecodeStepIsPinnedPerLayerAndInTotal) {
+    const CountCase& c = GetParam();
+    const uint64_t errors_before = gpu::validation_error_count();
+    auto model = Model::load(test::source_dir() + "/assets/zoo/" + c.model + ".gguf");
+    const auto& in = model->internals();
+    const int n_vocab = in.spec().n_vocab;
+    model::Forward fwd(in.context(), in.spec(), in.weights(), /*n_ctx=*/64, /*n_batch=*/8);
+    std::vector<float> logits(size_t(8) * size_t(n_vocab));
+    const std::vector<int32_t> prompt{1, 5, 9, 13, 17};
+    ProbeConfig off;
+    fwd.step(prompt.data(), int(prompt.size()), 0, false, logits.data(), off, nullptr);
+    const int32_t next = 21;
+    fwd.step(&next, 1, int(prompt.size()), false, logits.data(), off, nullptr);
+
+    const std::vector<Counts>& got = fwd.step_counts();
+    const int n_layer = in.spec().n_layer;
+    ASSERT_EQ(got.size(), size_t(n_layer) + 1);
+    EXPECT_EQ(got[0], c.outside) << "outside the layers";
+    uint32_t want_dispatches = c.outside.dispatches, want_barriers = c.outside.barriers;
+    for (int l = 0; l < n_layer; ++l) {
+        const Counts& want = c.layers[std::min(size_t(l), c.layers.size() - 1)];
+        EXPECT_EQ(got[size_t(l) + 1], want) << "layer " << l;
+        want_dispatches += want.dispatches;
+        want_barriers += want.barriers;
+    }
+    Counts total;
+    for (const Counts& x : got) {
+        total.dispatches += x.dispatches;
+        total.barriers += x.barriers;
+        total.copies += x.copies;
+    }
+    EXPECT_EQ(total.dispatches, want_dispatches) << "whole step: " << str(total);
+    EXPECT_EQ(total.barriers, want_barriers) << "whole step: " << str(total);
+    EXPECT_EQ(gpu::validation_error_count(), errors_before);
+}
+
+// Measured on lavapipe, native and VKLLM_LIMITS=mobile alike (the zoo's shapes need no split
+// that depends on the limits). History (per layer: dispatches / barriers / copies):
+//   zoo-dense 13/10/2 -> 13/9/1 (RoPE writes k into its cache slot; v's copy joins that group)
+//   zoo-swa   19/15/2 -> 19/14/1,  zoo-moe 16/13/2 -> 16/12/1;  zoo-mla unchanged (its own path)
+INSTANTIATE_TEST_SUITE_P(Zoo, DispatchCounts,
+                         ::testing::Values(CountCase{"zoo-dense", {{13, 9, 1}}, {3, 3, 1}},
+                                           CountCase{"zoo-swa", {{19, 14, 1}}, {4, 4, 1}},
+                                           CountCase{"zoo-moe", {{16, 12, 1}}, {3, 3, 1}},
+                                           CountCase{"zoo-mla", {{15, 15, 6}, {22, 21, 6}}, {3, 3, 1}}),
+                         [](const auto& info) {
+                             std::string n = info.param.model;
+                             for (char& ch : n)
+                                 if (ch == '-') ch = '_';
+                             return n;
+                         });
+
+}  // namespace
+}  // namespace vkllm
