@@ -23,7 +23,7 @@ mkdir -p "$out"
 
 # shoot MODEL.gguf NAME PANEL...: one conversation, then the window and each listed panel. The
 # prompt is longer than zoo-swa's window (32), so its local layers show the band. $extra holds
-# more studio options (--theme light, --scale 2).
+# more studio options (--theme light, --scale 2); full=no skips the whole window.
 prompt="Once upon a time, there was a little girl named Lily. Lily had a red ball. One day, Lily went to the park"
 extra=""
 shoot() {
@@ -32,7 +32,7 @@ shoot() {
   {
     echo "tokens 24"
     echo "send $prompt"
-    echo "screenshot $out/$name.png"
+    [[ ${full:-yes} == yes ]] && echo "screenshot $out/$name.png"
     for panel in "$@"; do echo "screenshot $out/$name-$panel.png $panel"; done
   } > "$work/$name.script"
   echo "screenshots: $name"
@@ -46,7 +46,7 @@ shoot "$zoo/zoo-dense.gguf" zoo-dense chat attention activations lens telemetry 
 shoot "$zoo/zoo-swa.gguf" zoo-swa attention architecture
 shoot "$zoo/zoo-moe.gguf" zoo-moe experts architecture
 shoot "$zoo/zoo-mla.gguf" zoo-mla experts architecture attention
-extra="--theme light" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
+extra="--theme light --size 1280x800" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
 # An encoder: zoo-bert when it is there, else a random BERT (vkllm-random-model).
 bert=$zoo/zoo-bert.gguf
 if [[ ! -f $bert ]]; then
@@ -54,5 +54,5 @@ if [[ ! -f $bert ]]; then
   "$build/bin/vkllm-random-model" --arch bert --out "$bert" --seed 11 --n-head-kv 4 --vocab-from "$zoo/zoo-dense.gguf"
 fi
 prompt="the little girl took her red ball to the park and played with her friends"
-shoot "$bert" bert chat attention architecture
+full=no shoot "$bert" bert chat attention architecture
 echo "screenshots: written to $out"
