@@ -1,7 +1,10 @@
-// vkllm quantize IN.gguf OUT.gguf TYPE: rewrite a model's weights in another tensor type.
-// The policy (which tensors change, fallbacks for odd row lengths) is quantize_file's (vkllm/gguf.h).
+// vkllm quantize IN.gguf OUT.gguf TYPE [--keep-super-weights [--clip-sigmas K]]: rewrite a model's
+// weights in another tensor type. The policy (which tensors change, fallbacks for odd row lengths)
+// is quantize_file's (vkllm/gguf.h); --keep-super-weights is quantize_keeping_super_weights's
+// (vkllm/super_weights.h, docs/super-weights.md).
 #include <cctype>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
@@ -10,6 +13,7 @@
 #include "commands.h"
 #include "options.h"
 #include "vkllm/gguf.h"
+#include "vkllm/super_weights.h"
 
 namespace vkllm::cli {
 
@@ -17,15 +21,54 @@ namespace {
 
 std::string usage_text() {
     static const std::string text = [] {
-        std::string t = "vkllm quantize IN.gguf OUT.gguf TYPE   (TYPE:";
+        std::string t = "vkllm quantize IN.gguf OUT.gguf TYPE [--keep-super-weights [--clip-sigmas K]]\n  TYPE:";
         for (const std::string& type : quantize_types()) t += " " + type;
-        return t + ")";
+        const KeepSuperWeightsOptions defaults;
+        return t + "\n  --keep-super-weights  find the super weights (GPU), keep them exact as a correction applied\n"
+                   "                        after ffn_down, clip ffn_down's other outliers\n"
+                   "  --clip-sigmas K       with --keep-super-weights: clip at K x the tensor's RMS (0: none;\n"
+                   "                        default " + std::to_string(defaults.clip_sigmas).substr(0, 4) + ")";
     }();
     return text;
 }
 
-int quantize(const Args& args) {
-    if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) throw HelpRequested();
+void print_super_weights(const SuperQuantizeReport& r) {
+    std::printf("super weights: %zu found", r.super_weights.size());
+    if (r.clip_sigmas > 0)
+        std::printf("; %llu ffn_down weights clipped at %g x RMS", static_cast<unsigned long long>(r.clipped),
+                    double(r.clip_sigmas));
+    std::printf("\n");
+    for (const KeptSuperWeight& k : r.super_weights) {
+        std::printf("  layer %d %s [%lld, %lld] = %g", k.found.layer, k.found.tensor.c_str(),
+                    static_cast<long long>(k.found.row), static_cast<long long>(k.found.col), double(k.found.value));
+        if (k.kept) std::printf(": kept (stored %g, correction %+g)\n", double(k.stored), double(k.delta));
+        else std::printf(": not kept (%s)\n", k.note.c_str());
+    }
+}
+
+int quantize(const Args& all) {
+    if (all.size() == 1 && (all[0] == "-h" || all[0] == "--help")) throw HelpRequested();
+    Args args;
+    bool keep = false;
+    KeepSuperWeightsOptions keep_options;
+    bool clip_given = false;
+    for (size_t i = 0; i < all.size(); ++i) {
+        if (all[i] == "--keep-super-weights") {
+            keep = true;
+        } else if (all[i] == "--clip-sigmas") {
+            if (i + 1 >= all.size()) throw UsageError("--clip-sigmas needs a value");
+            const std::string& v = all[++i];
+            char* end = nullptr;
+            const float k = std::strtof(v.c_str(), &end);
+            if (v.empty() || *end != '\0' || !(k >= 0) || k > 1e6f)
+                throw UsageError("--clip-sigmas: expected a number >= 0, got '" + v + "'");
+            keep_options.clip_sigmas = k;
+            clip_given = true;
+        } else {
+            args.push_back(all[i]);
+        }
+    }
+    if (clip_given && !keep) throw UsageError("--clip-sigmas needs --keep-super-weights");
     if (args.size() != 3) throw UsageError("expected 3 arguments, got " + std::to_string(args.size()));
     const std::string& in_path = args[0];
     const std::string& out_path = args[1];
@@ -34,8 +77,15 @@ int quantize(const Args& args) {
     bool known = false;
     for (const std::string& t : quantize_types()) known |= t == type;
     if (!known) throw UsageError("unknown or unsupported target type '" + args[2] + "'");
-    auto in = GgufFile::open(in_path);
-    const QuantizeReport report = quantize_file(*in, out_path, type);
+    SuperQuantizeReport super;
+    QuantizeReport report;
+    if (keep) {
+        super = quantize_keeping_super_weights(in_path, out_path, type, keep_options);
+        report = super.quantize;
+    } else {
+        auto in = GgufFile::open(in_path);
+        report = quantize_file(*in, out_path, type);
+    }
 
     std::map<std::string, int> converted, kept;  // "FROM -> TO" / "TYPE (why)" -> count
     for (const QuantizedTensor& t : report.tensors) {
@@ -48,6 +98,7 @@ int quantize(const Args& args) {
     for (const auto& [what, n] : kept) std::printf("  kept      %4d  %s\n", n, what.c_str());
     std::printf("tensor bytes: %" PRIu64 " -> %" PRIu64 " (%.1f%%)\n", report.bytes_in, report.bytes_out,
                 report.bytes_in ? 100.0 * double(report.bytes_out) / double(report.bytes_in) : 100.0);
+    if (keep) print_super_weights(super);
     // Re-encoding quantised weights in a larger type restores none of the precision they lost.
     bool from_quantised = false;
     for (const QuantizedTensor& t : report.tensors)

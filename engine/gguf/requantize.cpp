@@ -66,9 +66,9 @@ void check_coordinates(const File& in, const KeepSuperWeights& keep) {
 // One dense ffn_down around its super weights (see KeepSuperWeights): clip the other weights,
 // put each super weight at its block's largest other |value| so it no longer sets the block's
 // scale, quantise, and record exact minus stored for the correction.
-std::vector<uint8_t> quantize_keeping(const TensorInfo& t, TensorType to, const KeepSuperWeights& keep,
-                                      Requantized& out) {
-    std::vector<float> w = dequantize_tensor(t);  // [rows][row_length]: element [row, col] at row * n + col
+std::vector<uint8_t> quantize_keeping(const TensorInfo& t, std::vector<float> w, TensorType to,
+                                      const KeepSuperWeights& keep, Requantized& out) {
+    // w: [rows][row_length], element [row, col] at row * n + col
     const int64_t n = int64_t(t.dims[0]);
     std::map<int64_t, float> exact;  // flat index -> the super weight
     std::vector<const KeepSuperWeights::Coordinate*> here;
@@ -107,6 +107,14 @@ std::vector<uint8_t> quantize_keeping(const TensorInfo& t, TensorType to, const 
         out.kept.push_back({c->layer, c->row, c->col, value, value - row[size_t(c->col)]});
     }
     return bytes;
+}
+
+// The tensor's values with the exact super weights of `corrections` in place of the stored ones.
+std::vector<float> exact_values(const TensorInfo& t, const std::vector<SuperWeightCorrection>& corrections) {
+    std::vector<float> w = dequantize_tensor(t);
+    for (const SuperWeightCorrection& k : corrections)
+        if (ffn_down_name(k.layer) == t.name) w[size_t(k.row * int64_t(t.dims[0]) + k.col)] = k.value;
+    return w;
 }
 
 void write_corrections(Writer& writer, const std::vector<SuperWeightCorrection>& kept) {
@@ -188,14 +196,20 @@ Requantized requantize(const File& in, TensorType target, const KeepSuperWeights
     if (auto ftype = llama_file_type(target)) out.writer.set("general.file_type", Value::from_u32(*ftype));
     out.writer.set("general.quantization_version", Value::from_u32(2));
     if (keep) check_coordinates(in, *keep);
-    if (keep && !read_super_weight_corrections(in).empty())
-        throw std::invalid_argument("quantize: the input already keeps super weights; quantize its original instead");
+    // A file that already keeps super weights: its exact values go back into the weights first.
+    const std::vector<SuperWeightCorrection> had = read_super_weight_corrections(in);
 
     for (const TensorInfo& t : in.tensors()) {
         TensorConversion c = plan_conversion(t, target);
         std::vector<uint8_t> bytes;
+        bool corrected = false;
+        for (const SuperWeightCorrection& k : had) corrected |= ffn_down_name(k.layer) == t.name;
         if (keep && is_dense_ffn_down(t.name) && t.dims.size() == 2 && c.note.empty()) {
-            bytes = quantize_keeping(t, c.to, *keep, out);
+            bytes = quantize_keeping(t, exact_values(t, had), c.to, *keep, out);
+        } else if (corrected) {
+            if (c.note.empty()) c.note = "kept super weights restored";
+            const std::vector<float> values = exact_values(t, had);
+            bytes = quantize(c.to, values.data(), values.size());
         } else if (c.to == t.type) {
             bytes.assign(t.data, t.data + t.n_bytes);  // unchanged: no re-encoding loss
         } else {

@@ -13,6 +13,7 @@
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
 #include "gguf/requantize.h"
+#include "model/model_internal.h"
 #include "vkllm/gguf.h"
 
 namespace vkllm {
@@ -235,6 +236,11 @@ bool same_file(const std::string& a, const std::string& b) {
 }  // namespace
 
 QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type) {
+    return detail::quantize_file(in, out_path, type, nullptr, nullptr);
+}
+
+QuantizeReport detail::quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type,
+                                     const gguf::KeepSuperWeights* keep, gguf::Requantized* details) {
     auto target = gguf::type_from_name(type);
     if (!target || !gguf::can_quantize(*target)) {
         std::string known;
@@ -249,7 +255,7 @@ QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, co
     if (fs::exists(st) && !fs::is_regular_file(st))
         throw std::runtime_error(out_path + ": exists and is not a regular file; choose another output path");
 
-    gguf::Requantized result = gguf::requantize(in.internal(), *target);
+    gguf::Requantized result = gguf::requantize(in.internal(), *target, keep);
 
     // Written beside the target and renamed over it only when complete, so a failed write (a
     // full disk, a missing folder) never leaves a truncated file where a good one was.
@@ -272,6 +278,11 @@ QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, co
     for (const gguf::TensorConversion& c : result.tensors) {
         auto from = gguf::type_traits(c.from), to = gguf::type_traits(c.to);
         report.tensors.push_back({c.name, from ? from->name : "?", to ? to->name : "?", c.note});
+    }
+    if (details) {
+        details->tensors = std::move(result.tensors);
+        details->kept = std::move(result.kept);
+        details->clipped = result.clipped;
     }
     return report;
 }

@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "gguf/requantize.h"
 #include "gpu/device.h"
 #include "model/spec.h"
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
+#include "vkllm/gguf.h"
 #include "vkllm/model.h"
 
 namespace vkllm::detail {
@@ -43,6 +45,12 @@ struct ModelInternals {
     gpu::Context& context() const { return *ctx_; }
     const model::Weights& weights() const { return *weights_; }
 };
+
+// vkllm::quantize_file with super weights kept (KeepSuperWeights; null: plain) and, when
+// `details` is given, requantize's record of the conversions, corrections and clipping
+// (gguf_api.cpp; quantize_keeping_super_weights in super_weights.cpp uses it).
+QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type,
+                             const gguf::KeepSuperWeights* keep, gguf::Requantized* details);
 
 // The public record of an engine capability record (device_info.cpp).
 DeviceInfo device_info(const gpu::Capabilities& caps);

@@ -221,4 +221,42 @@ SuperWeightReport find_super_weights(Model& model, const SuperWeightOptions& opt
     return report;
 }
 
+SuperQuantizeReport quantize_keeping_super_weights(const std::string& in_path, const std::string& out_path,
+                                                   const std::string& type, const KeepSuperWeightsOptions& options) {
+    SuperQuantizeReport report;
+    report.clip_sigmas = options.clip_sigmas;
+    gguf::KeepSuperWeights keep;
+    keep.clip_sigmas = options.clip_sigmas;
+    auto in = GgufFile::open(in_path);
+    {
+        auto model = Model::load(in_path, options.model);
+        const SuperWeightReport found = find_super_weights(*model, options.finder);
+        for (const SuperWeight& w : found.super_weights) {
+            KeptSuperWeight k;
+            k.found = w;
+            const std::string p = "blk." + std::to_string(w.layer) + ".";
+            const gguf::File& file = in->internal();
+            if (w.tensor != "ffn_down")
+                k.note = "an expert's ffn_down (" + w.tensor + "): the correction supports dense FFNs only";
+            else if (file.find_tensor(p + "post_ffw_norm.weight") || file.find_tensor(p + "layer_output_norm.weight"))
+                k.note = "the FFN has a post-norm: the correction supports FFNs added straight to the residual";
+            else {
+                k.kept = true;
+                keep.weights.push_back({w.layer, w.row, w.col});
+            }
+            report.super_weights.push_back(k);
+        }
+    }
+    gguf::Requantized details;
+    report.quantize = detail::quantize_file(*in, out_path, type, &keep, &details);
+    report.clipped = details.clipped;
+    for (const gguf::SuperWeightCorrection& c : details.kept)
+        for (KeptSuperWeight& k : report.super_weights)
+            if (k.kept && k.found.layer == c.layer && k.found.row == c.row && k.found.col == c.col) {
+                k.stored = c.value - c.delta;
+                k.delta = c.delta;
+            }
+    return report;
+}
+
 }  // namespace vkllm

@@ -1,6 +1,8 @@
 // Requantization policy and output, checked against llama-quantize's stories260K files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "gguf/gguf.h"
@@ -108,4 +110,81 @@ TEST(Requantize, StoriesToKQuantsStaysClose) {
             EXPECT_LT(vkllm::test::nmse(dequantize_tensor(t), dequantize_tensor(*src)), c.max_nmse) << t.name;
         }
     }
+}
+
+// KeepSuperWeights on a small ffn_down: the super weight leaves its block's scale (stored as the
+// block-mates' largest |w|, same sign), the correction is exact minus stored, the other
+// weights are clipped at k x RMS, other tensors are untouched, and the corrections read back.
+TEST(Requantize, KeepSuperWeightsMovesTheWeightOutOfItsBlockAndRecordsTheCorrection) {
+    const uint64_t n_ff = 64, n_embd = 4;
+    std::vector<float> down(n_ff * n_embd);
+    for (size_t i = 0; i < down.size(); ++i) down[i] = 0.01f * float(int(i % 17) - 8);  // |w| <= 0.08
+    down[2 * n_ff + 5] = 0.5f;    // an ordinary outlier in row 2 (clipped at 3 x RMS)
+    down[1 * n_ff + 40] = -6.0f;  // the super weight: row 1, col 40
+    Writer w;
+    w.set("general.architecture", Value::from_string("llama"));
+    w.add_tensor_f32("blk.0.ffn_down.weight", {n_ff, n_embd}, down);
+    w.add_tensor_f32("blk.0.ffn_up.weight", {n_embd * 16, 4}, std::vector<float>(256, 0.25f));
+    std::vector<uint8_t> bytes = w.to_bytes();
+    auto f = File::from_memory(bytes.data(), bytes.size(), "x.gguf");
+
+    KeepSuperWeights keep;
+    keep.weights = {{0, 1, 40}};
+    keep.clip_sigmas = 3;
+    const Requantized r = requantize(*f, TensorType::Q4_0, &keep);
+    ASSERT_EQ(r.kept.size(), 1u);
+    EXPECT_EQ(r.kept[0].layer, 0);
+    EXPECT_EQ(r.kept[0].row, 1);
+    EXPECT_EQ(r.kept[0].col, 40);
+    EXPECT_FLOAT_EQ(r.kept[0].value, -6.0f);
+    EXPECT_EQ(r.clipped, 1u);  // only the 0.5
+    auto out = reparse(r);
+    const std::vector<float> stored = dequantize_tensor(*out->find_tensor("blk.0.ffn_down.weight"));
+    const float s = stored[1 * n_ff + 40];
+    EXPECT_LT(s, 0.0f);  // the sign kept
+    EXPECT_LE(std::fabs(s), 0.081f);  // at most the block-mates' largest |w|
+    EXPECT_FLOAT_EQ(r.kept[0].delta, -6.0f - s);
+    // The block-mates were quantised at their own scale (one Q4_0 step: 0.08 / 8), not at the super
+    // weight's (6 / 8, which rounds every one of them to 0, as plain Q4_0 does).
+    auto plain = reparse(requantize(*f, TensorType::Q4_0));
+    const std::vector<float> plain_stored = dequantize_tensor(*plain->find_tensor("blk.0.ffn_down.weight"));
+    float kept_err = 0, plain_err = 0;
+    for (uint64_t c = 32; c < 64; ++c)
+        if (c != 40) {
+            kept_err = std::max(kept_err, std::fabs(stored[1 * n_ff + c] - down[1 * n_ff + c]));
+            plain_err = std::max(plain_err, std::fabs(plain_stored[1 * n_ff + c] - down[1 * n_ff + c]));
+        }
+    EXPECT_LE(kept_err, 0.0101f);
+    EXPECT_GE(plain_err, 0.07f);
+    EXPECT_FLOAT_EQ(plain_stored[1 * n_ff + 40], -6.0f);  // plain Q4_0 keeps the super weight itself
+    // The clipped outlier: 3 x the RMS of the others.
+    EXPECT_LT(stored[2 * n_ff + 5], 0.3f);
+    // Another tensor is quantised as usual.
+    EXPECT_EQ(out->find_tensor("blk.0.ffn_up.weight")->type, TensorType::Q4_0);
+
+    const std::vector<SuperWeightCorrection> back = read_super_weight_corrections(*out);
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].row, 1);
+    EXPECT_EQ(back[0].col, 40);
+    EXPECT_FLOAT_EQ(back[0].delta, r.kept[0].delta);
+    // Requantizing a kept file starts from the exact values: plainly (the super weight back in
+    // the weights, no corrections) or keeping them again.
+    auto q8 = reparse(requantize(*out, TensorType::Q8_0));
+    EXPECT_TRUE(read_super_weight_corrections(*q8).empty());
+    EXPECT_NEAR(dequantize_tensor(*q8->find_tensor("blk.0.ffn_down.weight"))[1 * n_ff + 40], -6.0f, 0.03f);
+    const Requantized again = requantize(*out, TensorType::Q4_0, &keep);
+    ASSERT_EQ(again.kept.size(), 1u);
+    EXPECT_FLOAT_EQ(again.kept[0].value, -6.0f);
+}
+
+TEST(Requantize, KeepSuperWeightsRejectsCoordinatesOutsideTheTensor) {
+    Writer w;
+    w.add_tensor_f32("blk.0.ffn_down.weight", {32, 4}, std::vector<float>(128, 0.1f));
+    std::vector<uint8_t> bytes = w.to_bytes();
+    auto f = File::from_memory(bytes.data(), bytes.size(), "x.gguf");
+    KeepSuperWeights keep;
+    keep.weights = {{0, 4, 0}};
+    EXPECT_THROW(requantize(*f, TensorType::Q4_0, &keep), std::invalid_argument);
+    keep.weights = {{1, 0, 0}};
+    EXPECT_THROW(requantize(*f, TensorType::Q4_0, &keep), std::invalid_argument);
 }

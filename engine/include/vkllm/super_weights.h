@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vkllm/gguf.h"
 #include "vkllm/model.h"
 
 namespace vkllm {
@@ -102,5 +103,41 @@ struct SuperWeightReport {
 // the model's GPU; the model's weights are restored to what they were on entry (edits made
 // before the call are kept). No Session of the model may evaluate meanwhile.
 SuperWeightReport find_super_weights(Model& model, const SuperWeightOptions& options = {});
+
+// ---- Quantizing around them: vkllm quantize IN OUT TYPE --keep-super-weights ----
+
+struct KeepSuperWeightsOptions {
+    SuperWeightOptions finder;
+    // Every dense ffn_down's weights other than the super weights are clipped to +-clip_sigmas x
+    // the tensor's RMS before block quantisation (0: none). docs/super-weights.md has the
+    // measurements behind the default.
+    float clip_sigmas = 0.0f;
+    ModelOptions model;  // the device the finder runs on
+};
+
+struct KeptSuperWeight {
+    SuperWeight found;
+    bool kept = false;
+    std::string note;  // why not kept (an expert's or a post-normed FFN's weight)
+    float stored = 0;  // the weight as quantised in the file (kept ones: moved out of its block's scale)
+    float delta = 0;   // found.value - stored: what the loader adds back
+};
+
+struct SuperQuantizeReport {
+    QuantizeReport quantize;
+    std::vector<KeptSuperWeight> super_weights;
+    uint64_t clipped = 0;  // weights clipped
+    float clip_sigmas = 0;
+};
+
+// Finds the super weights of `in_path` (find_super_weights, on the GPU), then writes `out_path`
+// in `type` as quantize_file does, except that each dense ffn_down has its other weights clipped,
+// its super weights moved out of their blocks' scales, and the exact values kept as a sparse
+// correction in the file's metadata (vkllm.super_weight.*), which Model::load applies after
+// ffn_down. llama.cpp loads such a file but ignores the correction (docs/super-weights.md).
+// Throws as quantize_file and Model::load do.
+SuperQuantizeReport quantize_keeping_super_weights(const std::string& in_path, const std::string& out_path,
+                                                   const std::string& type,
+                                                   const KeepSuperWeightsOptions& options = {});
 
 }  // namespace vkllm
