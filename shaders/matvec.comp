@@ -79,6 +79,17 @@ void main() {
 
 #ifdef USE_SUBGROUP
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] = subgroupAdd(acc[r]);
+    if (gl_NumSubgroups == 1u) {  // one subgroup per workgroup: no shared memory, no barrier
+        if (subgroupElect()) {
+            [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+                if (row0 + r < pc.n_rows) {
+                    const uint yi = pc.y_base + row0 + r;
+                    y[yi] = pc.accumulate != 0u ? y[yi] + acc[r] : acc[r];
+                }
+            }
+        }
+        return;
+    }
     if (subgroupElect()) {
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + gl_SubgroupID] = acc[r];
     }

@@ -48,17 +48,31 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
     return kSmallest;
 }
 
-// Threads and rows per workgroup of matvec.comp, from the 32-element units in a row. Each thread
-// should get at least two units of each row (loads in flight); short rows take more rows per
-// workgroup so that each x value loaded serves more weights.
-void pick_matvec(const gpu::Capabilities& caps, uint64_t units, uint32_t* threads, uint32_t* rows) {
-    *threads = units >= 512 ? 128 : 64;
-    *rows = units >= 64 ? 2 : 4;
-    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
-    while (*threads > max_threads) *threads /= 2;
-}
-
 }  // namespace
+
+// Threads and rows per workgroup of matvec.comp, from the 32-element units in a row.
+// With subgroup arithmetic a workgroup is one subgroup (as llama.cpp's mul_mat_vec): the shader
+// then reduces with subgroupAdd alone, no shared memory and no barrier. Each thread reads its own
+// x values for every unit and dots them with all the workgroup's rows, so more rows per workgroup
+// means fewer x loads per weight; on a CPU device (lavapipe: every non-uniform load is a scalar
+// loop over the lanes, and each workgroup has a fixed start-up cost) 8 rows read weights 2-5x
+// faster than 2 (tools/bench_matvec), while a GPU, whose loads are cheap, keeps 2-4 rows and more
+// workgroups in flight.
+// Without subgroup arithmetic (the mobile clamp) the shared-memory tree reduction wants wider
+// workgroups: each thread should get at least two units of each row (loads in flight); short rows
+// take more rows per workgroup so that each x value loaded serves more weights.
+weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units) {
+    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    const uint32_t sg = caps.subgroup_size;
+    if (caps.subgroup_arithmetic && sg >= 4 && sg <= 128 && sg <= max_threads && (sg & (sg - 1)) == 0) {
+        // ROWS <= threads: the shaders' shared-memory fallback lets thread r write row r.
+        const uint32_t rows = caps.type == "cpu" ? 8 : (units >= 64 ? 2 : 4);
+        return {sg, std::min(rows, sg)};
+    }
+    weights::MatvecShape m{units >= 512 ? 128u : 64u, units >= 64 ? 2u : 4u};
+    while (m.threads > max_threads) m.threads /= 2;
+    return m;
+}
 
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
             int64_t n_tokens, bool accumulate, int64_t y_stride) {
@@ -91,8 +105,8 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
                 std::to_string(lim.max_binding) + " bytes)");
     const bool single = n_tokens == 1;
     const Tiles tiles = pick_tiles(caps, n_tokens);
-    uint32_t mv_threads = 0, mv_rows = 0;
-    pick_matvec(caps, n_in / 32, &mv_threads, &mv_rows);
+    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);
+    const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
     // Rows per window: what one binding holds, and what one grid covers.
     const uint64_t grid_rows = single ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
                                       : uint64_t(lim.max_groups[0]) * tiles.bm;

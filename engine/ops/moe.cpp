@@ -77,15 +77,6 @@ Tiles pick_tiles(const gpu::Capabilities& caps, double pairs_per_expert) {
     return kSmallest;
 }
 
-// Threads and rows per workgroup of moe_matvec.comp (as matvec's), from the 32-element units
-// in a row.
-void pick_matvec(const gpu::Capabilities& caps, uint64_t units, uint32_t* threads, uint32_t* rows) {
-    *threads = units >= 512 ? 128 : 64;
-    *rows = units >= 64 ? 2 : 4;
-    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
-    while (*threads > max_threads) *threads /= 2;
-}
-
 void check_routing(const MoeRouting& r, const char* op) {
     require(r.experts && r.experts->valid(), op, "the routing has no expert-id buffer (moe_route's experts)");
     require(r.n_tokens >= 0 && r.n_tokens < (int64_t(1) << 31), op,
@@ -201,8 +192,8 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
     const bool tiled = r.sorted != nullptr && r.n_tokens > 1 && n_pairs >= 2 * n_expert;
     const double pairs_per_expert = double(n_pairs) / double(std::min(n_expert, n_pairs));
     const Tiles tiles = pick_tiles(caps, pairs_per_expert);
-    uint32_t mv_threads = 0, mv_rows = 0;
-    pick_matvec(caps, n_in / 32, &mv_threads, &mv_rows);
+    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);  // as matvec's
+    const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
     const std::string suffix = layout.format.suffix;
     const gpu::Pipeline& pipe =
         tiled ? ctx.pipeline("moe_matmul_" + suffix, 5, sizeof(MatmulPush),

@@ -48,6 +48,13 @@ struct Window {
 };
 Window window(const Buffer& b, uint64_t begin, uint64_t end, const Limits& lim, const char* op, const char* what);
 
+// Threads and rows per workgroup of the decode matvecs (matvec.comp, moe_matvec.comp) for rows
+// of `units` 32-element units (defined in matmul.cpp, where the reasons are written).
+struct MatvecShape {
+    uint32_t threads = 0, rows = 0;
+};
+MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units);
+
 // Throws ShapeError("<op>: <message>") unless `ok`.
 void require(bool ok, const char* op, const std::string& message);
 
