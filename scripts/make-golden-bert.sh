@@ -4,7 +4,8 @@
 # words), the random-weight BERT models of models.txt (vkllm-random-model --arch bert), and
 # llama.cpp's embeddings of each prompt of prompts.txt (../shared/tools/llama-oracle, CPU, one
 # thread, EMBED=none|mean|cls): NAME.P.POOL.embd.f32 (float32 [rows][n_embd]) and
-# NAME.P.tokens.txt (the tokens llama.cpp used: [CLS] ... [SEP]).
+# NAME.P.tokens.txt (the tokens llama.cpp used: [CLS] ... [SEP]). Then the same for the trained
+# zoo-bert (assets/zoo/zoo-bert.gguf, its own vocabulary) on the prompts of zoo-prompts.txt.
 #   scripts/make-golden-bert.sh [BUILD_DIR]     (or BUILD_DIR=...; default build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,20 +46,26 @@ w.write_tensors_to_file()
 w.close()
 PY
 
-while read -r name args; do
-  [[ -z $name || $name == \#* ]] && continue
-  # shellcheck disable=SC2086  # the options are words
-  "$gen" --arch bert --out "$out/$name.gguf" --vocab-from "$out/vocab.gguf" $args
-  p=0
+# llama.cpp's embeddings of MODEL for each line of PROMPTS, as NAME.P.POOL.embd.f32 and NAME.P.tokens.txt.
+embed_prompts() {
+  local name=$1 model=$2 prompts=$3 p=0
   while IFS= read -r prompt; do
     for pool in none mean cls; do
-      EMBED=$pool NO_FA=1 KV_F32=1 "$home/llama-logits" "$out/$name.gguf" none "$prompt" 0 "$out/run" 1 >/dev/null 2>&1
+      EMBED=$pool NO_FA=1 KV_F32=1 "$home/llama-logits" "$model" none "$prompt" 0 "$out/run" 1 >/dev/null 2>&1
       mv "$out/run.embd.f32" "$out/$name.$p.$pool.embd.f32"
     done
     mv "$out/run.tokens.txt" "$out/$name.$p.tokens.txt"
     rm -f "$out/run".*
     p=$((p + 1))
-  done < "$out/prompts.txt"
-  echo "$name: $(stat -c %s "$out/$name.gguf") bytes, $p prompts"
+  done < "$prompts"
+  echo "$name: $(stat -c %s "$model") bytes, $p prompts"
+}
+
+while read -r name args; do
+  [[ -z $name || $name == \#* ]] && continue
+  # shellcheck disable=SC2086  # the options are words
+  "$gen" --arch bert --out "$out/$name.gguf" --vocab-from "$out/vocab.gguf" $args
+  embed_prompts "$name" "$out/$name.gguf" "$out/prompts.txt"
 done < "$out/models.txt"
+embed_prompts zoo-bert "$root/assets/zoo/zoo-bert.gguf" "$out/zoo-prompts.txt"
 echo "golden data written to $out"

@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "zoo"))
 import corpus  # noqa: E402
 import gguf_file  # noqa: E402
 import tokenizer  # noqa: E402
+import wordpiece  # noqa: E402
 
 VKLLM = os.environ.get("VKLLM_BIN", os.path.join(ROOT, "build", "bin", "vkllm"))
 SHARED = os.environ.get("VKLLM_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
@@ -75,6 +76,31 @@ class Tokenizer(unittest.TestCase):
             self.assertEqual(scores[-3:], [0.0, -1.0, -2.0])
             self.assertEqual(types[:4], [tokenizer.UNKNOWN, tokenizer.CONTROL, tokenizer.CONTROL, tokenizer.BYTE])
             self.assertEqual(len(tokens), 266)
+
+
+class WordPiece(unittest.TestCase):
+    def test_python_encoder_matches_vkllm_on_zoo_bert(self):
+        model = os.path.join(ROOT, "assets", "zoo", "zoo-bert.gguf")
+        meta, _ = gguf_file.read(model)
+        self.assertEqual(meta["tokenizer.ggml.model"].value, "bert")
+        encoder = wordpiece.Encoder(meta["tokenizer.ggml.tokens"].value)
+        stories = [s for s in generated(12, 0.02).decode("ascii").split("\n\n") if s][:12]
+        stories.append("Unseen words: Zebra QUOKKA, and symbols # % & ~!")  # [UNK]-free pieces, case
+        for s in stories:
+            out = subprocess.run([VKLLM, "tokenize", "-m", model, "-p", s], capture_output=True, text=True, check=True)
+            self.assertEqual([int(t) for t in out.stdout.split()], encoder.encode(s, specials=False), s)  # no [CLS]/[SEP]
+
+    def test_training_merges_the_most_frequent_pair_first(self):
+        # pairs inside words: (a, b) 3 times (in "ab" x2 and "abc"), (b, c) once: "ab" comes
+        # first, as a word start ("\u2581a" + "b"); punctuation is a word of its own
+        tokens = wordpiece.train("ab ab abc.", 5 + 2 * 4 + 1)
+        self.assertEqual(tokens[:5], wordpiece.SPECIALS)
+        self.assertEqual(tokens[-1], wordpiece.WORD_START + "ab")
+        self.assertIn(wordpiece.WORD_START + ".", tokens)
+        self.assertEqual(wordpiece.words("Tom's (red) BALL."), ["tom", "'", "s", "(", "red", ")", "ball", "."])
+        enc = wordpiece.Encoder(tokens)
+        self.assertEqual(enc.encode("abc", specials=False), [tokens.index(wordpiece.WORD_START + "ab"), tokens.index("c")])
+        self.assertEqual(enc.encode("x"), [wordpiece.CLS, wordpiece.UNK, wordpiece.SEP])
 
 
 class GgufFile(unittest.TestCase):

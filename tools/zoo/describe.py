@@ -17,6 +17,7 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZOO = os.path.join(ROOT, "assets", "zoo")
 MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"]
+ENCODERS = ["zoo-bert"]  # described by hand in the README (train_mlm.py --describe); checksummed here
 # The prompts of the golden tests (tests/golden/zoo/prompts.txt), so the samples are the texts they check.
 SAMPLE_PROMPTS = [line for line in open(os.path.join(ROOT, "tests", "golden", "zoo", "prompts.txt")).read().splitlines()
                   if line]
@@ -73,7 +74,7 @@ def activations(vkllm):
 
 def checksums():
     rows = ["| file | bytes | SHA-256 |", "|------|------:|---------|"]
-    for m in MODELS:
+    for m in MODELS + ENCODERS:
         path = os.path.join(ZOO, m + ".gguf")
         data = open(path, "rb").read()
         rows.append(f"| `{m}.gguf` | {len(data)} | `{hashlib.sha256(data).hexdigest()}` |")

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Rebuilds the model zoo from nothing: the corpus, the tokenizer and the four models, written to
+# Rebuilds the model zoo from nothing: the corpus, the tokenizers and the five models, written to
 # assets/zoo/. About an hour on 2 CPU cores; CI never runs it (the committed models are checked
 # against the checksums in assets/zoo/README.md instead).
 #
-#   tools/zoo/make-zoo.sh [MODEL...]        (default: zoo-dense zoo-swa zoo-moe zoo-mla)
+#   tools/zoo/make-zoo.sh [MODEL...]        (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert)
 #
 # Needs `scripts/install-deps.sh --training`: Debian's python3-torch and libopenblas0-pthread (without OpenBLAS,
 # PyTorch falls back to the reference BLAS and training is ten times slower), and a build of
@@ -14,7 +14,7 @@ build=${BUILD_DIR:-$src/build}
 work=${ZOO_WORK:-/tmp/vkllm-zoo}
 python=/usr/bin/python3   # Debian's, where python3-torch lives
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla)
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert)
 
 # One thread per model (train.py sets PyTorch's, this OpenBLAS's): bit-identical reruns. OpenMP
 # threads sleep instead of spinning while BLAS runs (5x faster than the defaults on two cores).
@@ -31,8 +31,15 @@ fi
 failed=0
 for m in "${models[@]}"; do
     while (($(jobs -rp | wc -l) >= parallel)); do wait -n || failed=1; done
+    if [ "$m" = zoo-bert ]; then  # the encoder: its own WordPiece vocabulary, masked-LM training
+        [ -f "$work/corpus/train.wp.ids" ] || { $python "$src/tools/zoo/wordpiece.py" train "$work/corpus" "$work/zoo-wordpiece.gguf" &&
+            $python "$src/tools/zoo/wordpiece.py" encode "$work/zoo-wordpiece.gguf" "$work/corpus"; }
+        $python "$src/tools/zoo/train_mlm.py" --corpus "$work/corpus" --vocab "$work/zoo-wordpiece.gguf" \
+            --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
+    else
     $python "$src/tools/zoo/train.py" "$m" --corpus "$work/corpus" --vocab "$work/zoo-vocab.gguf" \
         --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
+    fi
     echo "make-zoo: training $m (log: $work/$m.log)"
 done
 
