@@ -54,6 +54,10 @@ PRESETS = {
                                      "--n-expert-used", "2", "--n-expert-shared", "1", "--n-ff-exp", "64",
                                      "--expert-gating", "softmax", "--expert-weights-norm", "0",
                                      "--expert-weights-scale", "1", "--tied"]),
+    # The super-weight specimen (issue 12): a deeper Llama trained longer on corpus_broad.py's corpus
+    # (its own tokenizer, trained on that corpus); see assets/zoo/README.md.
+    "zoo-deep": dict(steps=240, args=["--arch", "llama", "--n-embd", "64", "--n-layer", "8", "--n-head", "4",
+                                       "--n-head-kv", "2", "--n-ff", "192", "--tied"]),
 }
 SEQ, BATCH = 256, 16
 AUX_LOSS = 0.01  # weight of the experts' load-balancing loss (Switch Transformer's)
