@@ -40,6 +40,7 @@ int run(const Args& args) {
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
+    print_warnings(model->warnings());
     const ModelInfo& info = model->info();
     const std::string& model_name = info.source;
 

@@ -252,6 +252,7 @@ int chat(const Args& args) {
     mo.device = o.str("--device");
     auto file = open_model_file(o);
     auto model = Model::load(*file, mo);
+    print_warnings(model->warnings());
     Session session(*model, so);
 
     const bool tty = isatty(STDIN_FILENO);

@@ -86,6 +86,7 @@ int run(const Args& args) {
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
+    print_warnings(model->warnings());
     const ModelInfo& info = model->info();
     const std::string pooling_name = pooling == Pooling::Model ? info.pooling : o.str("--pooling");
 

@@ -53,6 +53,7 @@ int run(const Args& args) {
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
+    print_warnings(model->warnings());
     const int32_t mask = model->mask_token();
     if (mask < 0) throw std::runtime_error("this model's vocabulary has no [MASK] token (tokenizer.ggml.mask_token_id)");
     const std::string mask_text = model->token_text(mask);

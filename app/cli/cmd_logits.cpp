@@ -30,6 +30,7 @@ int run(const Args& args) {
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
+    print_warnings(model->warnings());
     std::vector<int32_t> tokens = model->tokenize(*prompt, /*add_special=*/true, /*parse_special=*/false);
     if (tokens.empty()) throw UsageError("the prompt gives no tokens");
     so.llama_cpp_rounding = !o.has("--exact");

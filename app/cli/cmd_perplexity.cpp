@@ -39,6 +39,7 @@ int run(const Args& args) {
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
+    print_warnings(model->warnings());
     for (const WeightRef& w : parse_zero_weights(o.str("--zero-weight"))) model->set_weight(w, 0.0f);
     if (n_ctx == 0) n_ctx = std::min(512, model->info().n_ctx_train > 0 ? model->info().n_ctx_train : 512);
     if (n_ctx < 2) throw UsageError("-c must be at least 2");

@@ -231,6 +231,9 @@ int run(const Args& args) {
             std::fprintf(stderr, "  %-10s %9.3f ms  %6d dispatch groups\n", t.op.c_str(), t.ms, t.count);
     }
     print_timing_line(result, draft_session != nullptr);
+    if (model->compiled_shaders())
+        std::fprintf(stderr, "note: first run on this device (or of this kind of model): shader compilation is "
+                             "included in the timings\n");
     if (interrupt.interrupted()) {
         std::fprintf(stderr, "vkllm: interrupted\n");
         return 130;  // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C

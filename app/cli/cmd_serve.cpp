@@ -269,6 +269,7 @@ int serve(const Args& args) {
     mo.device = o.str("--device");
     auto file = open_model_file(o);
     auto model = Model::load(*file, mo);
+    print_warnings(model->warnings());
     Session session(*model, so);
     const std::string id = model_id(o, *model);
 

@@ -33,6 +33,7 @@ int tokenize(const Args& args) {
     const auto file = open_model_file(model_path);
     // The vocabulary alone: tokenizing needs no GPU.
     const auto tok = Tokenizer::from_file(*file);
+    print_warnings(tok->warnings());
     const std::vector<int32_t> ids = tok->tokenize(*text, add_special, parse_special);
     // The BOS the vocabulary adds, if any: the tokens of an empty text with specials added.
     if (add_special && parse_special && ids.size() >= 2) {

@@ -17,6 +17,10 @@ std::unique_ptr<GgufFile> open_model_file(const Options& options) {
     return open_model_file(options.str("-m"));
 }
 
+void print_warnings(const std::vector<std::string>& warnings) {
+    for (const std::string& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+}
+
 std::string builtin_model_description() {
     char size[32];
     std::snprintf(size, sizeof size, "%.1f MiB", double(embedded_model().size()) / (1 << 20));

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "options.h"
 #include "vkllm/gguf.h"
@@ -14,6 +15,10 @@ namespace vkllm::cli {
 std::unique_ptr<GgufFile> open_model_file(const std::string& path);
 // The file a command's -m names, else the built-in model.
 std::unique_ptr<GgufFile> open_model_file(const Options& options);
+
+// Prints a model's load-time warnings (Model::warnings, Tokenizer::warnings) on stderr, one
+// "warning: ..." line each.
+void print_warnings(const std::vector<std::string>& warnings);
 
 // "the built-in model zoo-dense (3.3 MiB)", for telling a person which model runs.
 std::string builtin_model_description();

@@ -13,6 +13,7 @@
 
 #include "gpu/error.h"
 #include "gpu/pipeline.h"
+#include "gpu/shaders.h"
 
 namespace vkllm::gpu {
 namespace {
@@ -160,8 +161,18 @@ VkInstance make_instance(bool validate, VkDebugUtilsMessengerEXT* messenger) {
                            "(install the Debian package 'vulkan-validationlayers')");
         layers.push_back("VK_LAYER_KHRONOS_validation");
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+        extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     }
+    // Synchronization validation (missing or wrong barriers between dispatches and copies) is
+    // on with the layer, unless VKLLM_VALIDATE_SYNC=0.
+    const VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+    VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = &sync;
+    const char* sync_env = std::getenv("VKLLM_VALIDATE_SYNC");
+    const bool validate_sync = validate && !(sync_env && std::string(sync_env) == "0");
     VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    if (validate_sync) info.pNext = &features;
     info.pApplicationInfo = &app;
     info.enabledLayerCount = uint32_t(layers.size());
     info.ppEnabledLayerNames = layers.data();
@@ -361,9 +372,47 @@ void Context::load_pipeline_cache() {
         info.pInitialData = nullptr;
         VK_CHECK(vkCreatePipelineCache(device_, &info, nullptr, &pipeline_cache_));
     }
+    // The pipelines earlier runs created on this device (optional like the cache: unreadable
+    // means none).
+    std::error_code list_ec;
+    if (std::filesystem::is_regular_file(pipeline_list_path(), list_ec)) {
+        std::ifstream list(pipeline_list_path());
+        for (std::string line; std::getline(list, line);)
+            if (!line.empty()) known_pipelines_.insert(line);
+    }
+}
+
+std::string Context::pipeline_list_path() const { return pipeline_cache_path_ + ".pipelines"; }
+
+bool Context::compiled_new_pipelines() const {
+    std::lock_guard<std::mutex> lock(pipelines_mutex_);
+    return !new_pipelines_.empty();
+}
+
+// The pipeline list grows by this run's new keys, written as the cache is (temporary, rename).
+void Context::save_pipeline_list() {
+    std::lock_guard<std::mutex> lock(pipelines_mutex_);
+    if (new_pipelines_.empty() || pipeline_cache_path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(pipeline_cache_path_).parent_path(), ec);
+    std::set<std::string> all = known_pipelines_;
+    all.insert(new_pipelines_.begin(), new_pipelines_.end());
+    const std::string list_tmp = pipeline_list_path() + ".tmp." + std::to_string(::getpid());
+    bool list_ok = false;
+    try {
+        std::ofstream f(list_tmp);
+        for (const std::string& key : all) f << key << '\n';
+        f.close();
+        list_ok = !f.fail();
+    } catch (const std::exception&) {
+        list_ok = false;
+    }
+    if (list_ok) std::filesystem::rename(list_tmp, pipeline_list_path(), ec);
+    if (!list_ok || ec) std::filesystem::remove(list_tmp, ec);
 }
 
 void Context::save_pipeline_cache() {
+    save_pipeline_list();
     if (!pipeline_cache_) return;
     size_t size = 0;
     if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == 0) return;
@@ -394,6 +443,7 @@ void Context::save_pipeline_cache() {
         renamed = !ec;
     }
     if (!renamed) std::filesystem::remove(tmp, ec);
+
 }
 
 Context::~Context() {
@@ -430,6 +480,15 @@ const Pipeline& Context::pipeline(const std::string& shader, uint32_t n_buffers,
     auto it = pipelines_.find(key);
     if (it != pipelines_.end()) return *it->second;
     auto p = std::make_unique<Pipeline>(*this, shader, n_buffers, push_bytes, spec_constants);
+    // Known to earlier runs by name, specialization and code (FNV-1a of the SPIR-V words).
+    if (const EmbeddedShader* spv = find_shader(shader)) {
+        uint64_t hash = 1469598103934665603ull;
+        for (size_t i = 0; i < spv->size / 4; ++i) hash = (hash ^ spv->code[i]) * 1099511628211ull;
+        char hex[20];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+        const std::string listed = key + " " + hex;
+        if (!known_pipelines_.count(listed)) new_pipelines_.push_back(listed);
+    }
     return *pipelines_.emplace(key, std::move(p)).first->second;
 }
 

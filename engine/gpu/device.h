@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,12 @@ public:
     uint32_t queue_family() const { return queue_family_; }
     VkPipelineCache pipeline_cache() const { return pipeline_cache_; }
     bool validation_enabled() const { return validation_; }
+    // True once this context created a pipeline that no earlier run on this device did (the
+    // list of pipeline keys, with a hash of their SPIR-V, kept beside the pipeline cache): its
+    // shaders were compiled in this run, whatever the driver caches (lavapipe compiles at the
+    // first dispatch and keeps the result in Mesa's shader cache, not in VkPipelineCache, so
+    // neither creation time nor the pipeline cache's size shows it).
+    bool compiled_new_pipelines() const;
 
     // Memory type index with all of `required` flags (and `preferred` if possible); throws if none.
     uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
@@ -114,6 +121,8 @@ private:
     void create_device(uint32_t index);
     void load_pipeline_cache();
     void save_pipeline_cache();
+    std::string pipeline_list_path() const;
+    void save_pipeline_list();
 
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
@@ -125,11 +134,13 @@ private:
     VkFence one_off_fence_ = VK_NULL_HANDLE;
     VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
     std::string pipeline_cache_path_;
+    std::set<std::string> known_pipelines_;  // keys created by earlier runs on this device
+    std::vector<std::string> new_pipelines_;  // keys this context created that were not known
     VkPhysicalDeviceMemoryProperties memory_props_{};
     Capabilities caps_;
     bool validation_ = false;
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
-    std::mutex pipelines_mutex_;  // guards pipelines_
+    mutable std::mutex pipelines_mutex_;  // guards pipelines_ and new_pipelines_
     std::mutex queue_mutex_;      // guards queue_ submissions
     std::mutex one_off_mutex_;    // guards the one-off command pool and fence
 };

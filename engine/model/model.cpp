@@ -67,5 +67,7 @@ int32_t Model::eot() const { return impl_->tok_->eot(); }
 int32_t Model::mask_token() const { return impl_->tok_->mask(); }
 bool Model::add_bos() const { return impl_->tok_->add_bos(); }
 int32_t Model::find_token(const std::string& text) const { return impl_->tok_->find_token(text); }
+const std::vector<std::string>& Model::warnings() const { return impl_->tok_->warnings(); }
+bool Model::compiled_shaders() const { return impl_->ctx_->compiled_new_pipelines(); }
 
 }  // namespace vkllm

@@ -24,5 +24,6 @@ std::string Tokenizer::piece(int32_t id, bool render_special) const { return imp
 const std::string& Tokenizer::token_text(int32_t id) const { return impl_->token_text(id); }
 int32_t Tokenizer::n_vocab() const { return impl_->n_vocab(); }
 std::string Tokenizer::kind() const { return impl_->kind(); }
+const std::vector<std::string>& Tokenizer::warnings() const { return impl_->warnings(); }
 
 }  // namespace vkllm

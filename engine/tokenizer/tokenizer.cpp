@@ -188,6 +188,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
 }
 
 int32_t Tokenizer::n_vocab() const { return impl_->vocab.n(); }
+const std::vector<std::string>& Tokenizer::warnings() const { return impl_->warnings; }
 int32_t Tokenizer::bos() const { return impl_->bos; }
 int32_t Tokenizer::eos() const { return impl_->eos; }
 int32_t Tokenizer::eot() const { return impl_->eot; }

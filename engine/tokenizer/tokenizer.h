@@ -75,6 +75,10 @@ public:
     // "llama (SentencePiece)" or "gpt2 (byte-level BPE, pre=qwen2)".
     std::string kind() const;
 
+    // Load-time warnings: metadata that was ignored or replaced by a default (an out-of-range
+    // BOS/EOS id, ...), one sentence each, naming the key and the value. Empty for a clean file.
+    const std::vector<std::string>& warnings() const;
+
     struct Impl;
 
 private:

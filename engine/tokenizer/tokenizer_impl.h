@@ -32,6 +32,10 @@ struct Tokenizer::Impl {
     // Tokens matched in text before tokenizing (CONTROL, USER_DEFINED, UNKNOWN), longest first.
     std::vector<int32_t> special_tokens;
     std::vector<int32_t> eog;  // sorted
+
+    // What loading fixed up or ignored in the metadata (an out-of-range special-token id, ...),
+    // one sentence each, for the front-ends to show.
+    std::vector<std::string> warnings;
 };
 
 // Builds the state from GGUF metadata (tokenizer_load.cpp).

@@ -84,12 +84,21 @@ void read_vocab(const gguf::File& f, Vocab& v) {
     }
 }
 
-// A special-token id from metadata; a value outside the vocabulary (often 0xFFFFFFFF for
-// "none") leaves `id` at its default.
-void read_special_id(const gguf::File& f, const std::string& key, int32_t n_vocab, int32_t& id) {
+// A special-token id from metadata. A value outside the vocabulary leaves `id` at its default
+// (as llama.cpp does) with a warning, except -1 and 0xFFFFFFFF, the usual ways to say "none".
+void read_special_id(const gguf::File& f, const std::string& key, int32_t n_vocab, int32_t& id,
+                     std::vector<std::string>& warnings) {
     if (id >= n_vocab) id = -1;
     const auto v = f.get_int(key);
-    if (v && *v >= 0 && *v < n_vocab) id = int32_t(*v);
+    if (!v) return;
+    if (*v >= 0 && *v < n_vocab) {
+        id = int32_t(*v);
+        return;
+    }
+    if (*v == -1 || *v == int64_t(UINT32_MAX)) return;
+    const std::string fallback = id >= 0 ? "the default " + std::to_string(id) : "none";
+    warnings.push_back(key + " is " + std::to_string(*v) + ", outside the vocabulary of " + std::to_string(n_vocab) +
+                       " tokens; using " + fallback);
 }
 
 void read_flag(const gguf::File& f, const std::string& key, bool& flag) {
@@ -216,14 +225,14 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer(const gguf::File& f) {
         }
     }
 
-    read_special_id(f, "tokenizer.ggml.bos_token_id", n, t->bos);
-    read_special_id(f, "tokenizer.ggml.eos_token_id", n, t->eos);
-    read_special_id(f, "tokenizer.ggml.eot_token_id", n, t->eot);
-    read_special_id(f, "tokenizer.ggml.eom_token_id", n, t->eom);
-    read_special_id(f, "tokenizer.ggml.unknown_token_id", n, t->unk);
-    read_special_id(f, "tokenizer.ggml.padding_token_id", n, t->pad);
-    read_special_id(f, "tokenizer.ggml.seperator_token_id", n, t->sep);  // llama.cpp's spelling
-    read_special_id(f, "tokenizer.ggml.mask_token_id", n, t->mask);
+    read_special_id(f, "tokenizer.ggml.bos_token_id", n, t->bos, t->warnings);
+    read_special_id(f, "tokenizer.ggml.eos_token_id", n, t->eos, t->warnings);
+    read_special_id(f, "tokenizer.ggml.eot_token_id", n, t->eot, t->warnings);
+    read_special_id(f, "tokenizer.ggml.eom_token_id", n, t->eom, t->warnings);
+    read_special_id(f, "tokenizer.ggml.unknown_token_id", n, t->unk, t->warnings);
+    read_special_id(f, "tokenizer.ggml.padding_token_id", n, t->pad, t->warnings);
+    read_special_id(f, "tokenizer.ggml.seperator_token_id", n, t->sep, t->warnings);  // llama.cpp's spelling
+    read_special_id(f, "tokenizer.ggml.mask_token_id", n, t->mask, t->warnings);
     t->vocab.unk = t->unk;
     read_flag(f, "tokenizer.ggml.add_bos_token", t->add_bos);
     read_flag(f, "tokenizer.ggml.add_eos_token", t->add_eos);

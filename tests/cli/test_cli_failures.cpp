@@ -156,22 +156,32 @@ TEST(CliFailures, ChatSaveOnAFullDiskKeepsTheGoodFile) {
 
 // The pipeline cache is optional: a save that fails (the file size limit standing in for a full
 // disk) keeps the previous cache whole, leaves no temporary, and the run still succeeds.
+// Also the cold-start note: with an empty cache the run compiles its shaders (lavapipe does it
+// at the first dispatch) and says that its timings include it; the same run again does not.
 TEST(CliFailures, PipelineCacheOnAFullDiskKeepsThePreviousCache) {
     const std::string cache_home = test::temp_path("xdg-cache");
     fs::remove_all(cache_home);
     fs::create_directories(cache_home);
+    const std::string note = "note: first run on this device (or of this kind of model): shader compilation is "
+                             "included in the timings";
     Result r = sh("XDG_CACHE_HOME=" + cache_home + " $VKLLM run -p hi -n 1");
     ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, note)) << r.err;
     const std::string dir = cache_home + "/vkllm";
-    ASSERT_EQ(files_in(dir), 1u);
-    const fs::path cache = fs::directory_iterator(dir)->path();
+    // The pipeline cache and beside it the list of pipelines created on this device.
+    ASSERT_EQ(files_in(dir), 2u);
+    fs::path cache;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".bin") cache = e.path();
+    ASSERT_FALSE(cache.empty());
     const std::string good = read_text(cache.string());
     ASSERT_GT(good.size(), 0u);  // lavapipe's cache is a 32-byte header
 
     r = sh("trap \"\" XFSZ; (ulimit -f 0; XDG_CACHE_HOME=" + cache_home + " exec $VKLLM run -p hi -n 1) 2>&1 | cat >&2");
     EXPECT_TRUE(contains(r.err, "1 token generated")) << r.err;
+    EXPECT_FALSE(contains(r.err, "note: first run")) << r.err;
     EXPECT_EQ(read_text(cache.string()), good) << "the cache changed: " << fs::file_size(cache) << " bytes now";
-    EXPECT_EQ(files_in(dir), 1u) << "a temporary was left beside the cache";
+    EXPECT_EQ(files_in(dir), 2u) << "a temporary was left beside the cache";
     fs::remove_all(cache_home);
 }
 
@@ -309,6 +319,32 @@ TEST(CliFailures, TokenizeWarnsOfADoubleBos) {
     EXPECT_TRUE(contains(r.err, "two BOS")) << r.err;
     const Result once = sh("$VKLLM tokenize --add-special -p \"<s>hi\"");
     EXPECT_FALSE(contains(once.err, "two BOS")) << once.err;
+}
+
+// zoo-dense with tokenizer.ggml.bos_token_id set past the vocabulary, patched in place (the
+// value follows the key and its 4-byte type).
+TEST(CliFailures, OutOfRangeSpecialTokenIdsAreWarnedAbout) {
+    std::string bytes = read_text(zoo("zoo-dense"));
+    const std::string key = "tokenizer.ggml.bos_token_id";
+    const size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos);
+    uint32_t type = 0;
+    std::memcpy(&type, &bytes[at + key.size()], 4);
+    ASSERT_TRUE(type == 4 || type == 5) << "GGUF type " << type;  // UINT32 or INT32
+    const uint32_t bad = 1000000;
+    std::memcpy(&bytes[at + key.size() + 4], &bad, 4);
+    const std::string patched = test::temp_path("bad-bos.gguf");
+    std::ofstream(patched, std::ios::binary) << bytes;
+
+    const std::string warning = "warning: tokenizer.ggml.bos_token_id is 1000000, outside the vocabulary of ";
+    Result r = sh("$VKLLM tokenize -m " + patched + " -p hi");
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, warning)) << r.err;
+    r = sh("$VKLLM run -m " + patched + " -p hi -n 1");
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, warning)) << r.err;
+    r = sh("$VKLLM tokenize -m " + zoo("zoo-dense") + " -p hi");
+    EXPECT_FALSE(contains(r.err, "warning:")) << r.err;
 }
 
 TEST(CliFailures, DeviceErrorsSayWhereTheValueCameFrom) {

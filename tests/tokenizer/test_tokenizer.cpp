@@ -349,6 +349,26 @@ TEST(Synthetic, AddSpacePrefixCanBeTurnedOff) {
     EXPECT_EQ(tok->decode(tok->encode(" ab", false, false)), " ab");
 }
 
+TEST(Synthetic, OutOfRangeSpecialIdsFallBackWithAWarning) {
+    using vkllm::gguf::Value;
+    auto w = tiny_spm();
+    const auto clean = tokenizer_from(w);
+    EXPECT_TRUE(clean->warnings().empty());
+
+    w.set("tokenizer.ggml.bos_token_id", Value::from_u32(5000));
+    w.set("tokenizer.ggml.eos_token_id", Value::from_u32(0xFFFFFFFFu));  // the usual "none": no warning
+    w.set("tokenizer.ggml.eot_token_id", Value::from_u32(99999));
+    const auto tok = tokenizer_from(w);
+    EXPECT_EQ(tok->bos(), 1);  // SentencePiece's default
+    EXPECT_EQ(tok->eos(), 2);
+    EXPECT_EQ(tok->eot(), -1);
+    ASSERT_EQ(tok->warnings().size(), 2u);
+    EXPECT_EQ(tok->warnings()[0], "tokenizer.ggml.bos_token_id is 5000, outside the vocabulary of " +
+                                      std::to_string(tok->n_vocab()) + " tokens; using the default 1");
+    EXPECT_EQ(tok->warnings()[1], "tokenizer.ggml.eot_token_id is 99999, outside the vocabulary of " +
+                                      std::to_string(tok->n_vocab()) + " tokens; using none");
+}
+
 TEST(Synthetic, UnsupportedTokenizersAreNamed) {
     using vkllm::gguf::Value;
     auto expect_error = [](vkllm::gguf::Writer& w, const std::string& needle) {

@@ -70,6 +70,14 @@ public:
     int32_t mask_token() const;         // BERT's [MASK] (tokenizer.ggml.mask_token_id), -1 when none
     bool add_bos() const;
     int32_t find_token(const std::string& text) const;  // -1 when the vocabulary has no such string
+    // Load-time warnings about the file: metadata that was ignored or replaced by a default
+    // (an out-of-range BOS/EOS id, ...), one sentence each. Empty for a clean file. The CLI
+    // prints them on stderr as "warning: ...".
+    const std::vector<std::string>& warnings() const;
+    // True once this model created a shader pipeline that no earlier run on this device did (a
+    // first run on the device, or a new kind of model): timings measured so far include shader
+    // compilation. The CLI prints a note after its timing line.
+    bool compiled_shaders() const;
 
     // ---- Weight interventions (the "what if" of the explorer) ----
     // The current value of one weight element (dequantised).

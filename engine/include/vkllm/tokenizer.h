@@ -25,6 +25,8 @@ public:
     const std::string& token_text(int32_t id) const;
     int32_t n_vocab() const;
     std::string kind() const;  // "llama (SentencePiece)", "gpt2 (byte-level BPE, pre=qwen2)"
+    // As Model::warnings (model.h).
+    const std::vector<std::string>& warnings() const;
 
 private:
     explicit Tokenizer(std::unique_ptr<tokenizer::Tokenizer> impl);
