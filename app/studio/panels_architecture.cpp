@@ -79,7 +79,9 @@ void draw_architecture_panel(StudioApp& app) {
         const bool hovered = ImGui::IsItemHovered();
         // Left half: attention; right half: FFN (MoE in orange).
         const float half = w * 0.5f;
-        dl->AddRectFilled(p, ImVec2(p.x + half - 2, p.y + h), attention_color(b.attention_kind), 4);
+        // Without RoPE but with learned positions (GPT-2, BERT) a layer is plainly global.
+        const bool learned_global = b.attention_kind == "nope" && m.learned_positions;
+        dl->AddRectFilled(p, ImVec2(p.x + half - 2, p.y + h), attention_color(learned_global ? "global" : b.attention_kind), 4);
         dl->AddRectFilled(ImVec2(p.x + half, p.y), ImVec2(p.x + w, p.y + h),
                           b.ffn_kind == "moe" ? IM_COL32(190, 110, 40, 255) : IM_COL32(95, 95, 105, 255), 4);
         if (selected || hovered)
