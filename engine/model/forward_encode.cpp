@@ -17,6 +17,12 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
                      const ProbeConfig& probes, ProbeResults* results) {
     if (T <= 0 || T > n_batch_ || (logits && T > n_logit_rows_))
         throw std::logic_error("Forward::encode: " + std::to_string(T) + " tokens do not fit one pass");
+    // The logit lens reads a decoder's next-token distribution at the newest position; an
+    // encoder has none (its head predicts masked tokens at every position), so it is refused
+    // rather than returned empty.
+    if (!probes.logit_lens_layers.empty())
+        throw std::invalid_argument("logit lens: not defined for an encoder (no next-token distribution); "
+                                    "use encode_logits for masked-token predictions");
     alloc_probe_buffers(probes);
     const uint64_t E = uint64_t(spec_.n_embd);
     if (!embd_host_.valid()) embd_host_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * E * F, gpu::Memory::Host);

@@ -147,6 +147,22 @@ TEST(BertProbe, AttentionMapIsFull) {
     }
 }
 
+// The logit lens is a decoder's probe (the next-token distribution at the newest position): an
+// encoder refuses it with a clear error instead of returning empty rows.
+TEST(BertProbe, LogitLensIsRefused) {
+    auto model = Model::load(golden("bert-f32.gguf"));
+    SessionOptions so;
+    so.probes.logit_lens_layers = {0};
+    Session session(*model, so);
+    const std::vector<int32_t> tokens = model->tokenize("the cat sat", true);
+    try {
+        session.embed(tokens, Pooling::Mean);
+        FAIL() << "an encoder pass with the logit lens on should throw";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("encoder"), std::string::npos) << e.what();
+    }
+}
+
 // Fill-mask logits: the tied projection of every token's final hidden state (x · token_embd^T).
 TEST(BertFillMask, LogitsAreTheTiedProjection) {
     auto model = Model::load(golden("bert-f32.gguf"));
