@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/ref_ops.h"
@@ -14,6 +15,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "ops/weight_ops.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -181,6 +183,37 @@ TEST_F(Matmul, ModelSizedProjections) {
     check_matmul(ctx(), w, 1);
     TestWeight big = make_weight(ctx(), TensorType::Q4_K, 1024, 288, 13);
     check_matmul(ctx(), big, 129);
+}
+
+// The decode matvec's workgroup shape follows the capability record: one subgroup per workgroup
+// with subgroup arithmetic (8 rows on a CPU device, 2-4 on a GPU, never more rows than threads),
+// else the wide shared-memory shape, clamped to the device's workgroup size.
+TEST_F(Matmul, MatvecShapeFollowsTheCapabilities) {
+    gpu::Capabilities caps = ctx().caps();
+    caps.max_workgroup_invocations = 1024;
+    caps.max_workgroup_size[0] = 1024;
+    caps.subgroup_arithmetic = true;
+    caps.subgroup_size = 32;
+    caps.type = "discrete";
+    auto shape = [&](uint64_t units) {
+        const ops::weights::MatvecShape m = ops::weights::matvec_shape(caps, units);
+        return std::pair<uint32_t, uint32_t>(m.threads, m.rows);
+    };
+    EXPECT_EQ(shape(24), std::make_pair(32u, 4u));
+    EXPECT_EQ(shape(64), std::make_pair(32u, 2u));
+    caps.type = "cpu";
+    caps.subgroup_size = 8;
+    EXPECT_EQ(shape(24), std::make_pair(8u, 8u));
+    caps.subgroup_size = 4;
+    EXPECT_EQ(shape(24), std::make_pair(4u, 4u));
+    caps.subgroup_size = 12;  // not a power of two: the shared-memory shape
+    EXPECT_EQ(shape(24), std::make_pair(64u, 4u));
+    caps.subgroup_size = 8;
+    caps.subgroup_arithmetic = false;
+    EXPECT_EQ(shape(24), std::make_pair(64u, 4u));
+    EXPECT_EQ(shape(1024), std::make_pair(128u, 2u));
+    caps.max_workgroup_invocations = 32;
+    EXPECT_EQ(shape(1024), std::make_pair(32u, 2u));
 }
 
 TEST_F(Matmul, RejectsBadArguments) {
