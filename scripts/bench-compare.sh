@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# vkllm against llama.cpp's Vulkan backend on the same files and device, in one run: issue 14's
+# table. For each model, `vkllm bench --json` and the oracle's `llama-bench-lite` run
+# interleaved (vkllm, llama.cpp, vkllm, llama.cpp) and each engine's better run is kept: on
+# lavapipe llama.cpp's speed has been seen to move 3x between runs half an hour apart. Also
+# vkllm's time to first token (`vkllm run -n 1`, process start to exit, model load included)
+# with an empty pipeline cache (cold) and with the cache that run left (warm).
+#
+#   scripts/bench-compare.sh [BUILD_DIR]      (default: build)
+#
+# Needs ../shared (stories260K, the llama vocabulary) and the llama-oracle set up
+# (../shared/tools/llama-oracle/setup.sh; ORACLE_HOME, default ~/.cache/llama-oracle). The random
+# 134M Llama files are written once into BENCH_CACHE (default ~/.cache/vkllm-bench), never into
+# the repository. Prints a Markdown table on stdout, progress on stderr. Models whose file or
+# tool is missing are skipped with a note; a llama.cpp run that fails shows as "fails".
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+[[ $build = /* ]] || build=$root/$build
+vkllm=$build/bin/vkllm
+random_model=$build/bin/vkllm-random-model
+shared=${VKLLM_SHARED_DIR:-$root/../shared}
+oracle=${ORACLE_HOME:-$HOME/.cache/llama-oracle}
+cache=${BENCH_CACHE:-$HOME/.cache/vkllm-bench}
+reps=${BENCH_REPEATS:-3}
+
+die() { echo "bench-compare: $*" >&2; exit 1; }
+[[ -x $vkllm ]] || die "no $vkllm (build it: cmake --build $build --target vkllm)"
+[[ -x $oracle/llama-bench-lite ]] || die "no $oracle/llama-bench-lite (run ../shared/tools/llama-oracle/setup.sh)"
+# shellcheck disable=SC1091
+source "$oracle/env.sh"
+mkdir -p "$cache"
+
+# The 134M random Llama (tools/random_model/README.md) in three weight types, made once.
+if [[ -x $random_model && -f $shared/models/vocab/ggml-vocab-llama-spm.gguf ]]; then
+    for type in F16 Q8_0 Q4_0; do
+        f=$cache/llama-134m-$type.gguf
+        [[ -f $f ]] && continue
+        echo "bench-compare: writing $f" >&2
+        "$random_model" --arch llama --out "$f.tmp" --seed 42 --n-embd 768 --n-layer 12 --n-head 12 \
+            --n-head-kv 12 --n-ff 2048 --n-ctx 2048 --type "$type" \
+            --vocab-from "$shared/models/vocab/ggml-vocab-llama-spm.gguf" >&2
+        mv "$f.tmp" "$f"
+    done
+fi
+
+# name | file | prompt tokens | decode tokens | llama.cpp prompt tokens (its Vulkan backend
+# crashes on a 32-token batch of the MoE and MLA zoo models, so they get 16)
+models=(
+    "stories260K F32|$shared/models/stories260K/stories260K-F32.gguf|64|32|64"
+    "stories260K Q8_0|$shared/models/stories260K/stories260K-Q8_0.gguf|64|32|64"
+    "zoo-dense|$root/assets/zoo/zoo-dense.gguf|64|32|64"
+    "zoo-swa|$root/assets/zoo/zoo-swa.gguf|64|32|64"
+    "zoo-moe|$root/assets/zoo/zoo-moe.gguf|64|32|16"
+    "zoo-mla|$root/assets/zoo/zoo-mla.gguf|64|32|16"
+    "random Llama 134M F16|$cache/llama-134m-F16.gguf|32|8|32"
+    "random Llama 134M Q8_0|$cache/llama-134m-Q8_0.gguf|32|8|32"
+    "random Llama 134M Q4_0|$cache/llama-134m-Q4_0.gguf|32|8|32"
+)
+
+# field FILE KEY: a number from a one-line JSON object (empty when absent).
+field() { python3 -c 'import json,sys
+try: print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])
+except Exception: print("")' "$1" "$2"; }
+# better A B: the larger number, or the one present.
+better() { python3 -c 'import sys
+v=[float(x) for x in sys.argv[1:] if x]
+print(f"{max(v):.1f}" if v else "")' "$@"; }
+ratio() { python3 -c 'import sys
+a,b=sys.argv[1],sys.argv[2]
+print(f"{float(a)/float(b):.2f}" if a and b and float(b)>0 else "-")' "$1" "$2"; }
+seconds_of() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || return 1; t1=$(date +%s.%N); python3 -c "print(f'{$t1-$t0:.2f}')"; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+device=$("$vkllm" bench -m "$root/assets/zoo/zoo-dense.gguf" -p 1 -n 1 -r 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' || echo "?")
+
+rows=()
+for m in "${models[@]}"; do
+    IFS='|' read -r name file pp tg lpp <<<"$m"
+    if [[ ! -f $file ]]; then
+        echo "bench-compare: skipping $name: no $file" >&2
+        continue
+    fi
+    echo "bench-compare: $name" >&2
+    vk_pp=() vk_tg=() ll_pp=() ll_tg=()
+    for round in 1 2; do
+        "$vkllm" bench -m "$file" -p "$pp" -n "$tg" -r "$reps" --json >"$tmp/vk$round" 2>"$tmp/vk$round.err" || true
+        vk_pp+=("$(field "$tmp/vk$round" prompt_tps)") vk_tg+=("$(field "$tmp/vk$round" decode_tps)")
+        "$oracle/llama-bench-lite" "$file" Vulkan0 "$lpp" "$tg" "$reps" 2 >"$tmp/ll$round" 2>"$tmp/ll$round.err" || true
+        ll_pp+=("$(field "$tmp/ll$round" pp_tps)") ll_tg+=("$(field "$tmp/ll$round" tg_tps)")
+    done
+    vp=$(better "${vk_pp[@]}") vt=$(better "${vk_tg[@]}") lp=$(better "${ll_pp[@]}") lt=$(better "${ll_tg[@]}")
+    # Time to first token: a fresh pipeline cache, then the one it left.
+    export XDG_CACHE_HOME=$tmp/xdg-${name// /_}
+    cold=$(seconds_of "$vkllm" run -m "$file" -p "Once upon a time" -n 1 --temp 0 || echo "-")
+    warm=$(seconds_of "$vkllm" run -m "$file" -p "Once upon a time" -n 1 --temp 0 || echo "-")
+    unset XDG_CACHE_HOME
+    label="$name (pp$pp/tg$tg)"
+    [[ $lpp != "$pp" ]] && label="$name (pp$pp/tg$tg; llama.cpp pp$lpp)"
+    rows+=("| $label | ${vp:-fails} | ${lp:-fails} | $(ratio "$vp" "$lp") | ${vt:-fails} | ${lt:-fails} | $(ratio "$vt" "$lt") | $cold | $warm |")
+done
+
+echo "Device: $device; $(nproc) CPU cores; $(date -u +%Y-%m-%d). Tokens/s, each engine's better of two interleaved runs (median of $reps repeats each); TTFT: seconds from process start to the first token (model load included), empty / warm pipeline cache."
+echo
+echo "| model | vkllm pp | llama.cpp pp | pp ratio | vkllm tg | llama.cpp tg | tg ratio | TTFT cold s | TTFT warm s |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
