@@ -89,6 +89,9 @@ TEST_F(Elementwise, AddWithAliasedOutput) {
         gpu::Buffer ab = upload(a), bb = upload(b), cb = upload(a), out(ctx(), n * 4, gpu::Memory::Device);
         record([&](gpu::Stream& s) {
             ops::add(s, ab, bb, out, int64_t(n));
+            // The first add reads b, the second writes it: write-after-read needs a barrier
+            // (synchronization validation reports SYNC-HAZARD-WRITE-AFTER-READ without it).
+            s.barrier("b read above, written below");
             ops::add(s, cb, bb, bb, int64_t(n));  // out aliases b
         });
         EXPECT_EQ(download(out), ref) << n;  // one float add: exact
