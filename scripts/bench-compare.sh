@@ -7,6 +7,8 @@
 # with an empty pipeline cache (cold) and with the cache that run left (warm).
 #
 #   scripts/bench-compare.sh [BUILD_DIR]      (default: build)
+#   BENCH_MODELS=REGEX  only the models whose name matches (e.g. 'zoo-dense|Q8_0')
+#   BENCH_REPEATS=N     repeats inside each bench run (default 3)
 #
 # Needs ../shared (stories260K, the llama vocabulary) and the llama-oracle set up
 # (../shared/tools/llama-oracle/setup.sh; ORACLE_HOME, default ~/.cache/llama-oracle). The random
@@ -24,6 +26,7 @@ shared=${VKLLM_SHARED_DIR:-$root/../shared}
 oracle=${ORACLE_HOME:-$HOME/.cache/llama-oracle}
 cache=${BENCH_CACHE:-$HOME/.cache/vkllm-bench}
 reps=${BENCH_REPEATS:-3}
+only=${BENCH_MODELS:-}
 
 die() { echo "bench-compare: $*" >&2; exit 1; }
 [[ -x $vkllm ]] || die "no $vkllm (build it: cmake --build $build --target vkllm)"
@@ -76,9 +79,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 device=$("$vkllm" bench -m "$root/assets/zoo/zoo-dense.gguf" -p 1 -n 1 -r 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' || echo "?")
 
-rows=()
+# The header first and each row as its model finishes, so a run cut short keeps what it measured.
+echo "Device: $device; $(nproc) CPU cores; $(date -u +%Y-%m-%d). Tokens/s, each engine's better of two interleaved runs (median of $reps repeats each); TTFT: seconds from process start to the first token (model load included), empty / warm pipeline cache."
+echo
+echo "| model | vkllm pp | llama.cpp pp | pp ratio | vkllm tg | llama.cpp tg | tg ratio | TTFT cold s | TTFT warm s |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for m in "${models[@]}"; do
     IFS='|' read -r name file pp tg lpp <<<"$m"
+    [[ -n $only && ! $name =~ $only ]] && continue
     if [[ ! -f $file ]]; then
         echo "bench-compare: skipping $name: no $file" >&2
         continue
@@ -99,11 +107,5 @@ for m in "${models[@]}"; do
     unset XDG_CACHE_HOME
     label="$name (pp$pp/tg$tg)"
     [[ $lpp != "$pp" ]] && label="$name (pp$pp/tg$tg; llama.cpp pp$lpp)"
-    rows+=("| $label | ${vp:-fails} | ${lp:-fails} | $(ratio "$vp" "$lp") | ${vt:-fails} | ${lt:-fails} | $(ratio "$vt" "$lt") | $cold | $warm |")
+    echo "| $label | ${vp:-fails} | ${lp:-fails} | $(ratio "$vp" "$lp") | ${vt:-fails} | ${lt:-fails} | $(ratio "$vt" "$lt") | $cold | $warm |"
 done
-
-echo "Device: $device; $(nproc) CPU cores; $(date -u +%Y-%m-%d). Tokens/s, each engine's better of two interleaved runs (median of $reps repeats each); TTFT: seconds from process start to the first token (model load included), empty / warm pipeline cache."
-echo
-echo "| model | vkllm pp | llama.cpp pp | pp ratio | vkllm tg | llama.cpp tg | tg ratio | TTFT cold s | TTFT warm s |"
-echo "|---|---|---|---|---|---|---|---|---|"
-printf '%s\n' "${rows[@]}"
