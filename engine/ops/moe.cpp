@@ -182,7 +182,10 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
     const uint32_t x_base = xw.shift / 4;
     const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;  // x quads 16-byte aligned
 
-    weights::Window bias_w{yw.range, 0};  // a placeholder binding when there is no bias
+    // Without a bias, binding 4 takes the weight window as a placeholder: a read-only buffer, so
+    // that the next window's dispatch reads nothing the previous one wrote (y was the placeholder
+    // once, a read-after-write hazard for the synchronization validation).
+    weights::Window bias_w{yw.range, 0};
     if (w.bias) {
         require(w.bias->valid(), op, "the expert bias buffer is not allocated");
         bias_w = weights::window(*w.bias, 0, n_expert * n_out * 4, lim, op, "expert bias");
@@ -228,6 +231,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
                 weights::window(*w.buffer, begin, begin + (ec - 1) * expert_bytes + nr * row_bytes, lim, op, "weight");
             const uint32_t expert_stride = ec > 1 ? uint32_t(expert_bytes) : 0u;  // < 4 GiB when ec > 1
             const uint32_t y_base = yw.shift / 4 + uint32_t(r0), bias_base = bias_w.shift / 4 + uint32_t(r0);
+            const gpu::BufferRange bias_range = w.bias ? bias_w.range : ww.range;
             if (tiled) {
                 // Tiles: each expert takes ceil(count / BN), so at most n_pairs / BN plus one per expert.
                 const uint64_t n_tiles = (n_pairs + tiles.bn - 1) / tiles.bn + std::min(ec, n_pairs);
@@ -241,7 +245,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
                                           uint32_t(r.top_k), x_per_pair ? 1u : 0u, x_vec4,
                                           uint32_t(t0),    w.bias ? 1u : 0u,   bias_base,
                                           uint32_t(n_out)};
-                    s.dispatch(pipe, {ww.range, xw.range, yw.range, sort_w.range, bias_w.range}, push, uint32_t(gx),
+                    s.dispatch(pipe, {ww.range, xw.range, yw.range, sort_w.range, bias_range}, push, uint32_t(gx),
                                uint32_t(gy));
                 }
             } else {
@@ -255,7 +259,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
                                           uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
                                           x_vec4,          w.bias ? 1u : 0u,   bias_base,
                                           uint32_t(n_out)};
-                    s.dispatch(pipe, {ww.range, xw.range, yw.range, ids_w.range, bias_w.range}, push, uint32_t(gx),
+                    s.dispatch(pipe, {ww.range, xw.range, yw.range, ids_w.range, bias_range}, push, uint32_t(gx),
                                uint32_t(gy));
                 }
             }
