@@ -135,6 +135,7 @@ int run(const Args& args) {
     auto file = open_model_file(o);
     if (!o.has("-m")) std::fprintf(stderr, "vkllm: no -m given; using %s\n", builtin_model_description().c_str());
     auto model = Model::load(*file, mo);
+    print_warnings(model->warnings());
     for (const WeightRef& w : parse_zero_weights(o.str("--zero-weight"))) {
         const float old = model->set_weight(w, 0.0f);  // std::invalid_argument names what is out of range
         std::fprintf(stderr, "vkllm: zeroed layer %d %s[%lld, %lld]%s (was %g)\n", w.layer, w.tensor.c_str(),
