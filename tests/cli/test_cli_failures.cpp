@@ -451,8 +451,8 @@ TEST(CliFailures, CtrlCDuringRunPrintsTheTimingLineAndExits130) {
     const std::string e = read_text(err);
     EXPECT_TRUE(contains(e, "vkllm: prompt ")) << e;
     EXPECT_TRUE(contains(e, "vkllm: interrupted")) << e;
-    // The Model was destroyed normally: the pipeline cache was written.
-    EXPECT_TRUE(fs::exists(cache_home + "/vkllm") && files_in(cache_home + "/vkllm") == 1u);
+    // The Model was destroyed normally: the pipeline cache and its pipeline list were written.
+    EXPECT_TRUE(fs::exists(cache_home + "/vkllm") && files_in(cache_home + "/vkllm") == 2u);
     fs::remove_all(cache_home);
 }
 
