@@ -66,3 +66,6 @@ vkllm_shader(residual_edit residual_edit.comp)
 
 # --- super-weight correction after ffn_down (quantize --keep-super-weights) ---
 vkllm_shader(super_correction super_correction.comp)
+
+# --- read-back with a non-finite check (logits and embeddings) ---
+vkllm_shader(copy_checked copy_checked.comp)

@@ -65,18 +65,6 @@ double cosine(const float* a, const float* b, int n) {
     return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
 }
 
-// A NaN or infinity in an embedding is never a valid result: fail, naming the text and row.
-void check_finite(const Embeddings& e, int n_embd, size_t text_index) {
-    for (size_t i = 0; i < e.data.size(); ++i)
-        if (!std::isfinite(e.data[i]))
-            throw std::runtime_error("the embedding of text " + std::to_string(text_index + 1) + " has a " +
-                                     (std::isnan(e.data[i]) ? "NaN" : "infinite") + " value (row " +
-                                     std::to_string(i / size_t(n_embd)) + ", dimension " +
-                                     std::to_string(i % size_t(n_embd)) +
-                                     "): the model's weights may be corrupted (`vkllm inspect --check FILE`) or an "
-                                     "activation overflowed");
-}
-
 int run(const Args& args) {
     Options o(args, {"-m", "-p", "-f", "-o", "--pooling", "--device"}, {"--normalize", "--json", "--exact"});
     if (!o.has("-o")) throw UsageError("-o OUT.f32 is required");
@@ -101,8 +89,13 @@ int run(const Args& args) {
     std::vector<int> token_counts, row_counts;
     for (const std::string& text : texts) {
         const std::vector<int32_t> tokens = model->tokenize(text, /*add_special=*/true);
-        Embeddings e = session.embed(tokens, pooling);
-        check_finite(e, n_embd, token_counts.size());
+        Embeddings e;
+        try {
+            e = session.embed(tokens, pooling);  // NaN and infinity found on the GPU
+        } catch (const NonFiniteEmbeddings& bad) {
+            throw std::runtime_error("the embedding of text " + std::to_string(token_counts.size() + 1) + ": " +
+                                     bad.what());
+        }
         if (o.has("--normalize"))
             for (int r = 0; r < e.rows; ++r) normalize(&e.data[size_t(r) * size_t(n_embd)], n_embd);
         all.insert(all.end(), e.data.begin(), e.data.end());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 
 #include "gpu/device.h"
 #include "ops/ops.h"
@@ -101,6 +102,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     }
     logits_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * uint64_t(spec.n_vocab) * F, gpu::Memory::Device);
     logits_host_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * uint64_t(spec.n_vocab) * F, gpu::Memory::Host);
+    logits_flags_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * 8, gpu::Memory::Host);
 
     // Decode attention splits the keys over workgroups when given scratch for partial results.
     uint64_t scratch = 0;
@@ -222,6 +224,26 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
     return in;
 }
 
+void Forward::read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
+                                const gpu::Buffer& flags) {
+    auto* f = static_cast<uint32_t*>(flags.mapped());
+    for (int r = 0; r < rows; ++r) f[2 * r] = 0, f[2 * r + 1] = 0xffffffffu;
+    stream_.mark("copy_checked");
+    ops::copy_checked(stream_, src, src_offset, dst, 0, rows, n, flags);
+}
+
+Forward::NonFinite Forward::logits_nonfinite(int row) const {
+    if (row < 0 || row >= n_logit_rows_) throw std::logic_error("Forward::logits_nonfinite: bad row");
+    const auto* f = static_cast<const uint32_t*>(logits_flags_.mapped());
+    return {f[2 * row], f[2 * row + 1]};
+}
+
+Forward::NonFinite Forward::embeddings_nonfinite(int row) const {
+    if (row < 0 || row >= n_batch_ || !embd_flags_.valid()) throw std::logic_error("Forward::embeddings_nonfinite: bad row");
+    const auto* f = static_cast<const uint32_t*>(embd_flags_.mapped());
+    return {f[2 * row], f[2 * row + 1]};
+}
+
 void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits,
                    const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
     if (n_tokens <= 0 || n_tokens > max_tokens(all_logits) || pos0 < 0 || pos0 + n_tokens > n_ctx_)
@@ -271,9 +293,8 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
         s.mark("softcap");
         ops::softcap(s, logits_, int64_t(rows) * spec_.n_vocab, spec_.final_softcap);
     }
-    s.barrier("logits are complete before the copy to host memory");
-    s.mark("copy");
-    s.copy(logits_, 0, logits_host_, 0, uint64_t(rows) * uint64_t(spec_.n_vocab) * F);
+    s.barrier("logits are complete before the checked copy to host memory");
+    read_back_checked(logits_, 0, logits_host_, rows, spec_.n_vocab, logits_flags_);
     s.submit_and_wait();
 
     std::memcpy(logits, logits_host_.mapped(), size_t(rows) * size_t(spec_.n_vocab) * F);

@@ -74,6 +74,16 @@ public:
     // layer + 1; 0: the embeddings and the output head). Pinned by tests/model/test_dispatch_counts.
     const std::vector<gpu::Stream::Counts>& step_counts() const { return stream_.layer_counts(); }
 
+    // Non-finite values in the rows the last step() or encode() read back, counted on the GPU
+    // by the read-back itself (ops::copy_checked), per row: how many, and the first one's index.
+    // Logits rows as step() returned them (all_logits: row t is token t; else row 0 the last
+    // token's); embeddings rows as encode() returned them.
+    struct NonFinite {
+        uint32_t count = 0, first = 0;
+    };
+    NonFinite logits_nonfinite(int row) const;
+    NonFinite embeddings_nonfinite(int row) const;
+
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }  // tokens per forward pass (the asked batch, clamped to the context and buffer limits)
@@ -177,6 +187,13 @@ private:
     gpu::Buffer embd_host_;     // [n_batch, n_embd] (encode), made on use
     gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
     gpu::Buffer logits_host_;
+    // uint32 [rows][2] (count, first index) of the checked read-backs (ops::copy_checked).
+    gpu::Buffer logits_flags_;  // [n_logit_rows]
+    gpu::Buffer embd_flags_;    // [n_batch] (encode), made on use
+    // Records the checked copy of `rows` rows of n floats from src into host memory dst, its
+    // flags reset to "none" here (the stream is not yet submitted, no GPU work reads them).
+    void read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
+                           const gpu::Buffer& flags);
 
     // Probe buffers, allocated on first use (forward_probes.cpp reads them).
     std::vector<int> probed_layers_;

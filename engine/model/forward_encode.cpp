@@ -26,6 +26,7 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
     alloc_probe_buffers(probes);
     const uint64_t E = uint64_t(spec_.n_embd);
     if (!embd_host_.valid()) embd_host_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * E * F, gpu::Memory::Host);
+    if (!embd_flags_.valid()) embd_flags_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * 8, gpu::Memory::Host);
     std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
     auto* pos = static_cast<int32_t*>(positions_.mapped());
     for (int i = 0; i < T; ++i) pos[i] = i;
@@ -65,16 +66,14 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
         }
         pooled = &block_out_;
     }
-    s.mark("copy");
-    s.copy(*pooled, from * E * F, embd_host_, 0, rows * E * F);
+    read_back_checked(*pooled, from * E, embd_host_, int(rows), int(E), embd_flags_);
     if (logits) {
         // Every token's logits through the (tied) output projection, from the residual stream.
         MatmulInputs in = prepare_inputs(x_, 0, T, spec_.n_embd, {&w_.output});
         s.mark("matmul");
         ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, T);
-        s.barrier("logits are complete before the copy to host memory");
-        s.mark("copy");
-        s.copy(logits_, 0, logits_host_, 0, uint64_t(T) * uint64_t(spec_.n_vocab) * F);
+        s.barrier("logits are complete before the checked copy to host memory");
+        read_back_checked(logits_, 0, logits_host_, T, spec_.n_vocab, logits_flags_);
     }
     s.submit_and_wait();
 

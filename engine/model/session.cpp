@@ -60,20 +60,18 @@ void Session::Impl::check_vocabulary(const int32_t* ids, size_t n) const {
                                         std::to_string(n_vocab - 1) + ")");
 }
 
-// The logits rows are on the host already (read back for sampling or the caller), so a scan of
-// them costs n_vocab compares per row: cheaper than a GPU flag and its readback. A NaN or an
-// infinity there is never a valid result; it is reported with the first position it appears at.
+// A NaN or an infinity in the logits is never a valid result. The read-back that brought the
+// rows to the host counted them on the GPU (Forward::logits_nonfinite), so no host scan is
+// needed; the first bad row is reported with its position, token and a hint at the cause.
 void Session::Impl::check_finite(const float* rows, size_t n_rows, size_t n_vocab, const int32_t* ids,
-                                 int first_position) {
+                                 int first_position) const {
     for (size_t r = 0; r < n_rows; ++r) {
-        const float* row = rows + r * n_vocab;
-        size_t bad = 0, first_bad = n_vocab;
-        for (size_t v = 0; v < n_vocab; ++v)
-            if (!std::isfinite(row[v])) bad++, first_bad = std::min(first_bad, v);
-        if (bad == 0) continue;
+        const model::Forward::NonFinite bad = forward->logits_nonfinite(int(r));
+        if (bad.count == 0) continue;
+        const float v = bad.first < n_vocab ? rows[r * n_vocab + bad.first] : NAN;
         throw NonFiniteLogits(
-            std::to_string(bad) + " of " + std::to_string(n_vocab) + " logits are " +
-            (std::isnan(row[first_bad]) ? "NaN" : "infinite") + " (first: token " + std::to_string(first_bad) +
+            std::to_string(bad.count) + " of " + std::to_string(n_vocab) + " logits are " +
+            (std::isnan(v) ? "NaN" : "infinite") + " (first: token " + std::to_string(bad.first) +
             ") at position " + std::to_string(first_position + int(r)) + " (input token " + std::to_string(ids[r]) +
             "): the model's weights may be corrupted (`vkllm inspect --check FILE` scans them) or an activation "
             "overflowed (try f32 activations, or a different quantisation)");

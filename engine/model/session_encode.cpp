@@ -1,5 +1,7 @@
 // Session::embed and Session::encode_logits: an encoder's (BERT's) one-pass evaluation of a
 // whole text (model::Forward::encode).
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "model/model_internal.h"
@@ -53,6 +55,16 @@ Embeddings Session::embed(const std::vector<int32_t>& tokens, Pooling pooling) {
     s.forward->encode(tokens.data(), int(tokens.size()), p, out.data.data(), nullptr, s.probes, &s.results);
     s.tokens = tokens;
     s.publish_step();
+    for (int r = 0; r < out.rows; ++r) {
+        const model::Forward::NonFinite bad = s.forward->embeddings_nonfinite(r);
+        if (bad.count == 0) continue;
+        const float v = out.data[size_t(r) * size_t(out.n_embd) + std::min<size_t>(bad.first, size_t(out.n_embd) - 1)];
+        throw NonFiniteEmbeddings(std::to_string(bad.count) + " of " + std::to_string(out.n_embd) + " values of row " +
+                                  std::to_string(r) + " are " + (std::isnan(v) ? "NaN" : "infinite") +
+                                  " (first: dimension " + std::to_string(bad.first) +
+                                  "): the model's weights may be corrupted (`vkllm inspect --check FILE` scans "
+                                  "them) or an activation overflowed");
+    }
     return out;
 }
 

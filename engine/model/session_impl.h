@@ -44,7 +44,9 @@ struct Session::Impl {
              bool with_probes = true);
     // Throws NonFiniteLogits when a row of logits holds a NaN or an infinity (ids: the input
     // token of each row; first_position: the first row's position).
-    static void check_finite(const float* rows, size_t n_rows, size_t n_vocab, const int32_t* ids, int first_position);
+    // Throws NonFiniteLogits for the first of the last step's n_rows logits rows (as returned in
+    // rows) that holds a NaN or an infinity, from the GPU's count (Forward::logits_nonfinite).
+    void check_finite(const float* rows, size_t n_rows, size_t n_vocab, const int32_t* ids, int first_position) const;
     // Drops tokens after the first n. Returns how many kept tokens had to be evaluated again
     // (a sliding-window ring that lost positions later queries need is rebuilt from position 0).
     int truncate(int n);

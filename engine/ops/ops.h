@@ -134,6 +134,12 @@ void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t
 void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_t n, float scale = 1.0f);
 // out[r] = index of the largest value in row r of x: [n_rows, n] (lowest index on ties). out: int32.
 void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, int64_t n_rows, int64_t n);
+// dst = src over n_rows rows of n floats (elements from src_offset / dst_offset), and per row r
+// flags[2r] += the number of NaN or infinite values, flags[2r + 1] = min(itself, the index of the
+// first one): the caller sets flags to {0, 0xffffffff} per row before the stream is submitted.
+// The read-back of logits and embeddings, checked without a second pass over them.
+void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
+                  int64_t n_rows, int64_t n, const Buffer& flags);
 
 // --- Ops for the GPT-2 / Gemma / Phi / BERT-style families -----------------------------------
 

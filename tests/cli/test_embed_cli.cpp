@@ -7,13 +7,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
+#include "gguf/gguf.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -81,6 +84,50 @@ TEST(EmbedCli, ErrorsAreClearAndLeaveNoFile) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--pooling 'max'"), std::string::npos) << r.out;
     EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The random BERT with one value of its last layer's output-norm bias set to NaN: every row's
+// value in that dimension is NaN (and nothing else), as the GPU's read-back counts it.
+std::string bert_with_nan_bias(int dimension) {
+    const std::string src = golden("bert-f32.gguf");
+    auto file = gguf::File::open(src);
+    const gguf::TensorInfo* last = nullptr;
+    for (int l = 0;; ++l) {
+        const gguf::TensorInfo* t = file->find_tensor("blk." + std::to_string(l) + ".layer_output_norm.bias");
+        if (!t) break;
+        last = t;
+    }
+    if (!last || last->type != gguf::TensorType::F32) return "";
+    std::ifstream in(src, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string tensor(reinterpret_cast<const char*>(last->data), size_t(last->n_bytes));
+    const size_t at = bytes.find(tensor);
+    if (at == std::string::npos) return "";
+    const float nan = std::nanf("");
+    std::memcpy(&bytes[at + size_t(dimension) * 4], &nan, 4);
+    const std::string out = test::temp_path("bert-nan-bias.gguf");
+    std::ofstream(out, std::ios::binary) << bytes;
+    return out;
+}
+
+TEST(EmbedCli, NonFiniteEmbeddingsFailWithTheRowAndDimensionAndWriteNoFile) {
+    const std::string model = bert_with_nan_bias(5);
+    ASSERT_FALSE(model.empty()) << "the random BERT has no F32 layer_output_norm.bias to poison";
+    const std::string out = test::temp_path("embed_nan.f32");
+    std::filesystem::remove(out);
+    Result r = vkllm("embed -m " + model + " -p \"a cat sat\" --pooling mean -o " + out);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("the embedding of text 1: 1 of "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("values of row 0 are NaN (first: dimension 5)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("inspect --check"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "embed wrote NaN rows";
+    // Every token's row: the first row is reported (every row has the NaN).
+    r = vkllm("embed -m " + model + " -f " + golden("prompts.txt") + " --pooling none -o " + out);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("values of row 0 are NaN (first: dimension 5)"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    // The clean file embeds.
+    EXPECT_EQ(vkllm("embed " + kModel + " -p \"a cat sat\" -o " + out).code, 0);
 }
 
 TEST(FillMaskCli, TopKPerMask) {

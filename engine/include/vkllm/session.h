@@ -34,6 +34,12 @@ struct NonFiniteLogits : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// An encoder pass (Session::embed) produced a NaN or infinite embedding value: the message names
+// the row and dimension and suggests the cause. Both are found on the GPU by the read-back.
+struct NonFiniteEmbeddings : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 // Sets one residual-stream channel after a layer (layer -1: after the embeddings), for every
 // token of every following eval, on the GPU:
 //   Zero:  x[t, channel] = 0
