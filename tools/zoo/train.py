@@ -9,7 +9,13 @@ architecture (the facts are in tests/golden/families/README.md and tests/golden/
 tools/random_model/numpy_forward.py checks them against llama.cpp), and writes the skeleton
 back with the trained values.
 
-    train.py MODEL --corpus CORPUS_DIR --vocab VOCAB.gguf --random-model BIN --out MODEL.gguf [--steps N]
+    train.py MODEL --corpus CORPUS_DIR --vocab VOCAB.gguf --random-model BIN --out MODEL.gguf
+             [--steps N | --minutes M]
+
+--minutes M picks the number of steps from the time of three trial steps (forward and backward
+on a throw-away copy of the weights) so that training takes about M minutes on this machine; the
+chosen count is printed and kept in the training record, and `--steps N` with it reproduces the
+model exactly.
 
 MODEL is one of the PRESETS below. Seeds are fixed and training runs a fixed number of steps on
 one thread (PyTorch's and, set by make-zoo.sh, OpenBLAS's): two runs give bit-identical models on
@@ -56,8 +62,10 @@ PRESETS = {
                                      "--expert-weights-scale", "1", "--tied"]),
     # The super-weight specimen (issue 12): a deeper Llama trained longer on corpus_broad.py's corpus
     # (its own tokenizer, trained on that corpus); see assets/zoo/README.md.
-    "zoo-deep": dict(steps=240, args=["--arch", "llama", "--n-embd", "64", "--n-layer", "8", "--n-head", "4",
-                                       "--n-head-kv", "2", "--n-ff", "192", "--tied"]),
+    # Its windows start with BOS, as every prompt does at inference (vkllm and llama.cpp add it):
+    # the first position is then always the same token, the one real LLMs park attention on.
+    "zoo-deep": dict(steps=2000, bos=True, args=["--arch", "llama", "--n-embd", "96", "--n-layer", "8", "--n-head", "4",
+                                                 "--n-head-kv", "2", "--n-ff", "256", "--tied"]),
 }
 SEQ, BATCH = 256, 16
 AUX_LOSS = 0.01  # weight of the experts' load-balancing loss (Switch Transformer's)
@@ -216,22 +224,46 @@ def initial_params(tensors, n_layer):
     return params
 
 
-def batches(ids, rng):
+BOS = 1  # tokenizer.py's and wordpiece.py's fixed BOS id
+
+
+def batches(ids, rng, bos=False):
+    """Random windows of SEQ tokens (inputs) and the next tokens (targets); with `bos` each window
+    is BOS followed by SEQ - 1 corpus tokens."""
     while True:
         starts = rng.integers(0, len(ids) - SEQ - 1, BATCH)
         chunk = np.stack([ids[s:s + SEQ + 1] for s in starts]).astype(np.int64)
+        if bos:
+            chunk = np.concatenate([np.full((BATCH, 1), BOS, np.int64), chunk[:, :-1]], axis=1)
         yield torch.from_numpy(chunk[:, :-1]), torch.from_numpy(chunk[:, 1:])
 
 
-def heldout_loss(hp, params, ids, n_batches=16):
+def heldout_loss(hp, params, ids, n_batches=16, bos=False):
     rng = np.random.default_rng(12345)
     total = 0.0
     with torch.no_grad():
-        gen = batches(ids, rng)
+        gen = batches(ids, rng, bos)
         for _ in range(n_batches):
             x, y = next(gen)
             total += F.cross_entropy(forward(hp, params, x, []).flatten(0, 1), y.flatten()).item()
     return total / n_batches
+
+
+def steps_for_minutes(hp, params, ids, bos, minutes):
+    """Steps that fit `minutes`, from the time of three trial steps on a copy of the weights (the
+    optimizer's update is a small part of a step and is left out)."""
+    trial = {n: p.detach().clone().requires_grad_(True) for n, p in params.items()}
+    gen = batches(ids, np.random.default_rng(999), bos)
+    times = []
+    for _ in range(3):
+        x, y = next(gen)
+        t = time.time()
+        aux = []
+        loss = F.cross_entropy(forward(hp, trial, x, aux).flatten(0, 1), y.flatten())
+        loss.backward()
+        times.append(time.time() - t)
+    per_step = sorted(times)[1] * 1.1  # the median, plus the update and the logging
+    return max(20, int(minutes * 60 / per_step))
 
 
 def main():
@@ -242,11 +274,13 @@ def main():
     ap.add_argument("--random-model", required=True, help="path of the vkllm-random-model binary")
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, help="training steps (default: the preset's)")
+    ap.add_argument("--minutes", type=float, help="choose the steps to train for about this long (see above)")
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     preset = PRESETS[args.model]
     steps = args.steps or preset["steps"]
+    bos = preset.get("bos", False)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # deterministic (see the module comment)
 
@@ -262,14 +296,23 @@ def main():
 
     train_ids = np.fromfile(os.path.join(args.corpus, "train.ids"), np.uint16)
     heldout_ids = np.fromfile(os.path.join(args.corpus, "heldout.ids"), np.uint16)
+    if args.minutes:
+        steps = steps_for_minutes(hp, params, train_ids, bos, args.minutes)
+        print(f"--minutes {args.minutes:g}: {steps} steps", flush=True)
     decay = [p for n, p in params.items() if p.dim() >= 2]
     no_decay = [p for n, p in params.items() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95))
     warmup = max(1, steps // 20)
-    gen = batches(train_ids, np.random.default_rng(args.seed))
+    gen = batches(train_ids, np.random.default_rng(args.seed), bos)
     start = time.time()
+    stopped_early = None
     for step in range(steps):
+        if args.minutes and time.time() - start > 1.3 * args.minutes * 60:
+            # The machine got slower than the trial steps said: stop rather than overrun.
+            stopped_early = step
+            print(f"stopped after {step} of {steps} steps: past 1.3x --minutes", flush=True)
+            break
         lr = args.lr * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
         for group in opt.param_groups:
             group["lr"] = lr
@@ -284,7 +327,7 @@ def main():
         if step % 20 == 0 or step == steps - 1:
             print(f"step {step:5d}  loss {loss.item():.3f}  lr {lr:.2e}  {time.time() - start:6.0f} s", flush=True)
     minutes = (time.time() - start) / 60
-    held = heldout_loss(hp, params, heldout_ids)
+    held = heldout_loss(hp, params, heldout_ids, bos=bos)
     print(f"held-out loss {held:.3f} after {minutes:.1f} min", flush=True)
 
     out = {name: p.detach().numpy() for name, p in params.items()}
@@ -295,8 +338,9 @@ def main():
     with open(record, "w") as f:
         json.dump({"model": args.model, "arch": hp.arch, "parameters": n_params, "layers": hp.get("block_count"),
                    "width": hp.get("embedding_length"), "steps": steps, "tokens_seen": steps * BATCH * SEQ,
-                   "minutes": round(minutes, 1), "heldout_loss": round(held, 3), "train_loss": round(loss.item(), 3),
-                   "command": " ".join(["tools/zoo/train.py", args.model] + (["--steps", str(steps)] if args.steps else []))},
+                   "minutes": round(minutes, 1), **({"stopped_after": stopped_early} if stopped_early else {}), "heldout_loss": round(held, 3), "train_loss": round(loss.item(), 3),
+                   "command": " ".join(["tools/zoo/train.py", args.model] +
+                                      (["--steps", str(steps)] if args.steps or args.minutes else []))},
                   f, indent=1)
         f.write("\n")
 
