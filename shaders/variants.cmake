@@ -69,3 +69,4 @@ vkllm_shader(super_correction super_correction.comp)
 
 # --- read-back with a non-finite check (logits and embeddings) ---
 vkllm_shader(copy_checked copy_checked.comp)
+vkllm_shader(set_rows set_rows.comp)

@@ -44,7 +44,7 @@ Stream::~Stream() {
     vkDestroyCommandPool(dev, pool_, nullptr);
 }
 
-void Stream::begin() {
+void Stream::begin(bool reusable) {
     VK_CHECK(vkResetCommandBuffer(cb_, 0));
     for (VkDescriptorPool p : descriptor_pools_) VK_CHECK(vkResetDescriptorPool(ctx_.device(), p, 0));
     current_pool_ = 0;
@@ -56,8 +56,10 @@ void Stream::begin() {
     barriers_ = 0;
     layer_counts_.clear();
     layer_ = -1;
+    reusable_ = reusable;
+    submitted_ = false;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    begin.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     VK_CHECK(vkBeginCommandBuffer(cb_, &begin));
     recording_ = true;
     if (profiling_ && queries_) vkCmdResetQueryPool(cb_, queries_, 0, kMaxTimestamps);
@@ -188,6 +190,17 @@ void Stream::submit_and_wait() {
     if (profiling_ && queries_ && !labels_.empty()) mark("(end)");
     VK_CHECK(vkEndCommandBuffer(cb_));
     recording_ = false;
+    submit_recorded_and_wait();
+    submitted_ = true;
+}
+
+void Stream::resubmit_and_wait() {
+    if (!reusable_ || !submitted_ || recording_)
+        throw std::logic_error("Stream::resubmit_and_wait without a submitted reusable recording");
+    submit_recorded_and_wait();
+}
+
+void Stream::submit_recorded_and_wait() {
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cb_;

@@ -27,8 +27,10 @@ public:
 
     Context& context() const { return ctx_; }
 
-    // Starts recording (resets the command buffer, descriptor pools and timestamps).
-    void begin();
+    // Starts recording (resets the command buffer, descriptor pools and timestamps). A reusable
+    // recording can be submitted again (resubmit_and_wait) until the next begin(): its
+    // descriptor sets stay allocated, and the buffers it names must outlive it.
+    void begin(bool reusable = false);
     // Binds `buffers` to bindings 0..n-1 and dispatches `groups` workgroups.
     void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
@@ -66,6 +68,9 @@ public:
 
     // Ends recording, submits and blocks until the GPU has finished.
     void submit_and_wait();
+    // Submits the last recording again and blocks until the GPU has finished (it must have been
+    // begun reusable and submitted once). Its counts and timings stay those of the recording.
+    void resubmit_and_wait();
     // Dispatches and barriers recorded since begin() (counted whether or not profiling is on).
     // A dispatch is counted when vkCmdDispatch is recorded (not per mark; an empty dispatch
     // records nothing and is not counted); a barrier per vkCmdPipelineBarrier; a copy per
@@ -96,6 +101,9 @@ private:
     std::vector<uint64_t> stamps_;
     bool profiling_ = false;
     bool recording_ = false;
+    bool reusable_ = false;  // the last recording may be resubmitted
+    bool submitted_ = false;  // ... and was submitted once
+    void submit_recorded_and_wait();
     uint32_t dispatches_ = 0;
     uint32_t barriers_ = 0;
     std::vector<Counts> layer_counts_;

@@ -72,7 +72,18 @@ public:
 
     // Dispatches, barriers and transfer commands the last step() recorded, by layer (index
     // layer + 1; 0: the embeddings and the output head). Pinned by tests/model/test_dispatch_counts.
-    const std::vector<gpu::Stream::Counts>& step_counts() const { return stream_.layer_counts(); }
+    const std::vector<gpu::Stream::Counts>& step_counts() const { return stream_->layer_counts(); }
+
+    // Decode replay: a step of one token that returns only its logits (no probes, timings or
+    // residual edits) is recorded once and the command buffer submitted again for the next
+    // steps; what changes per token lives in host-visible buffers written before the submit
+    // (token id, position, each cache's slot positions) and the KV-cache writes take their slot
+    // from the positions buffer. Attention's keys in view round up to a multiple of
+    // kReplayKeys (the extra slots are empty or masked, so the result is the same), so one
+    // recording serves kReplayKeys positions. On by default; off records every step.
+    static constexpr int kReplayKeys = 64;
+    void set_replay(bool on) { replay_ = on; }
+    uint64_t replayed_steps() const { return replayed_steps_; }  // steps submitted without recording
 
     // Non-finite values in the rows the last step() or encode() read back, counted on the GPU
     // by the read-back itself (ops::copy_checked), per row: how many, and the first one's index.
@@ -145,7 +156,20 @@ private:
     const Weights& w_;
     int n_ctx_, n_batch_, n_logit_rows_;
     bool round_activations_;
-    gpu::Stream stream_;
+    gpu::Stream step_stream_;               // recordings used once (prefill, probes, encode)
+    gpu::Stream replay_stream_;             // the decode step, recorded once per replay_key_
+    gpu::Stream* stream_ = &step_stream_;   // the stream being recorded, or submitted last
+    bool replay_ = true;
+    int replay_key_ = -1;                   // keys in view the replay recording was made for (-1: none)
+    int kv_bucket_ = 1;                     // keys in view round up to a multiple of this while recording
+    uint64_t replayed_steps_ = 0;
+    bool replayable(int n_tokens, bool all_logits, const ProbeConfig& probes) const;
+    // Writes a step's host-visible inputs: ids, positions, the caches' slot positions.
+    void write_step_inputs(const int32_t* ids, int n_tokens, int pos0);
+    // Records the whole step (embeddings, layers, head, the checked logits read-back) into *stream_.
+    void record_step(int n_tokens, int pos0, bool all_logits, const ProbeConfig& probes);
+    // Keys of `cache` that a step ending at position `end` (exclusive) attends over.
+    int keys_in_view(int cache_slots, int end) const;
 
     // Host-visible inputs, written before each submit.
     gpu::Buffer ids_;        // int32 [n_batch]
@@ -194,6 +218,7 @@ private:
     // flags reset to "none" here (the stream is not yet submitted, no GPU work reads them).
     void read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
                            const gpu::Buffer& flags);
+    static void reset_flags(const gpu::Buffer& flags, int rows);
 
     // Probe buffers, allocated on first use (forward_probes.cpp reads them).
     std::vector<int> probed_layers_;

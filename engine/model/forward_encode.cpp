@@ -38,7 +38,8 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
     }
     attn_rows_ = std::min(T, attn_rows_cap_);
 
-    gpu::Stream& s = stream_;
+    stream_ = &step_stream_;
+    gpu::Stream& s = *stream_;
     s.set_profiling(probes.timings);
     s.begin();
     record_embeddings(T);

@@ -14,15 +14,15 @@ constexpr size_t F = sizeof(float);
 
 void Forward::norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b,
                    const gpu::Buffer& y, uint64_t y_offset, int rows) {
-    stream_.mark("norm");
+    stream_->mark("norm");
     if (spec_.norm == NormKind::RMSNorm)
-        ops::rms_norm(stream_, x, x_offset, w, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
+        ops::rms_norm(*stream_, x, x_offset, w, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
     else
-        ops::layer_norm(stream_, x, x_offset, w, b, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
+        ops::layer_norm(*stream_, x, x_offset, w, b, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
 }
 
 void Forward::record_embeddings(int T) {
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     s.mark("get_rows");
     ops::get_rows(s, w_.token_embd, ids_, x_, T);
     if (spec_.learned_positions) ops::get_rows(s, w_.position_embd, positions_, h_, T);
@@ -50,7 +50,7 @@ void Forward::record_embeddings(int T) {
 }
 
 void Forward::record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes) {
-    stream_.set_layer(l);
+    stream_->set_layer(l);
     record_attention(l, n_tokens, pos0);
     record_ffn(l, n_tokens, probes);
     record_after_layer(l, n_tokens, probes);
@@ -62,22 +62,17 @@ void Forward::record_attention(int l, int T, int pos0) {
     const LayerSpec& L = spec_.layers[size_t(l)];
     const AttentionSpec& a = L.attn;
     const LayerWeights& w = w_.layers[size_t(l)];
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     const int64_t qd = int64_t(a.n_head) * a.head_dim;
     const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
     const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
     const KvCache& cache = caches_[size_t(l)];
-    // This step's keys and values are computed in k_new_/v_new_ ([T, kv row]) and then copied
-    // into their cache slots, which wrap around in a ring-buffer cache (RoPE writes k there
-    // itself when it is the last op on k).
-    // Tokens pos0.. go to slots pos0 % slots..; a ring cache may wrap once within a step.
-    auto copy_to_cache = [&](const gpu::Buffer& rows, const gpu::Buffer& dst, uint64_t row) {
-        for (int t0 = 0; t0 < T;) {
-            const int slot = (pos0 + t0) % cache.slots;
-            const int n = std::min(T - t0, cache.slots - slot);
-            s.copy(rows, uint64_t(t0) * row * F, dst, uint64_t(slot) * row * F, uint64_t(n) * row * F);
-            t0 += n;
-        }
+    // This step's keys and values are computed in k_new_/v_new_ ([T, kv row]) and then written
+    // into their cache slots, slot = position % slots, by a shader that reads the positions
+    // buffer (a ring cache may wrap within a step; the recording does not depend on pos0, so a
+    // decode step can be replayed). RoPE writes k there itself when it is the last op on k.
+    auto write_cache = [&](const gpu::Buffer& rows, const gpu::Buffer& dst, uint64_t row) {
+        ops::set_rows_into_slots(s, rows, 0, positions_, T, int64_t(row), dst, cache.slots);
     };
     bool kv_in_cache = false;
 
@@ -141,8 +136,8 @@ void Forward::record_attention(int l, int T, int pos0) {
                 // group (nothing in it writes v_new_): one barrier before attention.
                 ops::rope_into_slots(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs, cache.k,
                                      cache.slots);
-                s.mark("copy");
-                copy_to_cache(v_new_, cache.v, kv_row_v);
+                s.mark("set_rows");
+                write_cache(v_new_, cache.v, kv_row_v);
                 s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
                 kv_in_cache = true;
             } else {
@@ -159,15 +154,15 @@ void Forward::record_attention(int l, int T, int pos0) {
         }
     }
     if (!kv_in_cache) {
-        s.mark("copy");
-        copy_to_cache(k_new_, cache.k, kv_row);
-        copy_to_cache(v_new_, cache.v, kv_row_v);
+        s.mark("set_rows");
+        write_cache(k_new_, cache.k, kv_row);
+        write_cache(v_new_, cache.v, kv_row_v);
         s.barrier("the new k/v rows are in the cache before attention reads it");
     }
 
     auto probed = std::find(probed_layers_.begin(), probed_layers_.end(), l);
     const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
-    const int n_kv = std::min(pos0 + T, cache.slots);  // slots in use
+    const int n_kv = keys_in_view(cache.slots, pos0 + T);  // slots in use (rounded up when replayed)
     s.mark("attention");
     ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, attention_params(a), w.sinks,
                    probs,
@@ -204,7 +199,7 @@ void Forward::record_attention(int l, int T, int pos0) {
 void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
                                const gpu::Buffer* post_norm, int T, const gpu::Buffer* probe_out,
                                const gpu::Buffer* post_norm_b, bool norm_after_add) {
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     // A probed projection is computed apart and then added, so its output can be copied.
     const bool apart = post_norm || probe_out;
     const gpu::Buffer& out = apart ? block_out_ : x_;
@@ -241,7 +236,7 @@ void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int 
 void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     const LayerSpec& L = spec_.layers[size_t(l)];
     const LayerWeights& w = w_.layers[size_t(l)];
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     const int64_t n = int64_t(T) * L.ffn.n_ff;
 
     const gpu::Buffer* in = &x_;
@@ -310,7 +305,7 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig&
     const LayerSpec& L = spec_.layers[size_t(l)];
     const MoeSpec& moe = L.ffn.moe;
     const LayerWeights& w = w_.layers[size_t(l)];
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     const int64_t pairs = int64_t(T) * moe.top_k;
 
     MatmulInputs mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.router});

@@ -25,7 +25,7 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
     const AttentionSpec& a = spec_.layers[size_t(l)].attn;
     const MlaSpec& mla = a.mla;
     const LayerWeights& w = w_.layers[size_t(l)];
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     const uint64_t qh = uint64_t(mla.qk_nope + mla.qk_rope);     // a head of q as projected
     const uint64_t kv = uint64_t(mla.kv_lora_rank + mla.qk_rope);  // a cache row / absorbed head
     const uint64_t heads = uint64_t(T) * uint64_t(a.n_head);
@@ -88,7 +88,7 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
 void Forward::record_mla_output(int l, int T) {
     const AttentionSpec& a = spec_.layers[size_t(l)].attn;
     const LayerWeights& w = w_.layers[size_t(l)];
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     const int heads = T * a.n_head;
     ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
     const ops::Weight vb_key = rounding_key(w.v_b);

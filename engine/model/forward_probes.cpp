@@ -143,7 +143,7 @@ uint64_t Forward::probe_bytes() const {
 }
 
 void Forward::record_after_layer(int l, int T, const ProbeConfig& probes) {
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     auto edits = edit_ranges_.find(l);
     if (edits != edit_ranges_.end()) {
         s.mark("residual_edit");
@@ -166,7 +166,7 @@ void Forward::record_after_layer(int l, int T, const ProbeConfig& probes) {
 // projection (one row at a time, as the model's own last-token logits) and the final soft-cap.
 void Forward::record_logit_lens() {
     if (lens_layers_.empty()) return;
-    gpu::Stream& s = stream_;
+    gpu::Stream& s = *stream_;
     const int n = int(lens_layers_.size());
     s.barrier("the lens rows are copied before their norm");
     norm(lens_x_, 0, w_.output_norm, w_.output_norm_b, lens_h_, 0, n);
@@ -203,11 +203,11 @@ void Forward::read_probes(int T, int pos0, const ProbeConfig& probes, ProbeResul
         down_acc_.clear();
     }
     eval_tokens_ += T;
-    results->dispatches += int(stream_.dispatch_count());
-    results->barriers += int(stream_.barrier_count());
+    results->dispatches += int(stream_->dispatch_count());
+    results->barriers += int(stream_->barrier_count());
     results->passes += 1;
     if (probes.timings)
-        for (const gpu::Stream::Interval& i : stream_.intervals())
+        for (const gpu::Stream::Interval& i : stream_->intervals())
             results->timings.push_back({i.label, i.layer, i.ms, int(i.dispatches)});
     read_attention(T, pos0, probes, results, first_pass);
     read_residual(T, pos0, probes, results, first_pass);

@@ -90,6 +90,11 @@ void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions
 void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
                      int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
                      int slots);
+// The KV-cache write without a rotation: row t of src ([n_tokens, n] from src_offset) to row
+// positions[t] % slots of dst ([slots, n], positions >= 0). The slots come from the positions
+// buffer, so the recording does not depend on the step's position.
+void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
+                         int64_t n, const Buffer& dst, int slots);
 
 struct AttentionParams {
     int n_head = 0, n_head_kv = 0, head_dim = 0;  // GQA: query head h reads kv head h / (n_head / n_head_kv)

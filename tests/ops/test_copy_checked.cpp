@@ -67,7 +67,9 @@ TEST_F(CopyCheckedOp, CopiesAndCountsNonFiniteValuesPerRow) {
                 }
             EXPECT_EQ(f[2 * r], want_count) << sh.rows << "x" << sh.n << " row " << r;
             EXPECT_EQ(f[2 * r + 1], want_first) << sh.rows << "x" << sh.n << " row " << r;
-            if (r > 0) EXPECT_GT(want_count, 0u);
+            if (r > 0) {
+                EXPECT_GT(want_count, 0u);
+            }
         }
     }
 }

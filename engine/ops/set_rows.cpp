@@ -1,0 +1,39 @@
+// KV-cache rows written by position (shaders/set_rows.comp).
+#include <algorithm>
+#include <string>
+
+#include "gpu/device.h"
+#include "ops/dispatch_util.h"
+#include "ops/ops.h"
+
+namespace vkllm::ops {
+
+namespace {
+struct SetRowsPush {
+    uint32_t n, n_rows, slots, src_shift, pos_shift;
+};
+}  // namespace
+
+void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
+                         int64_t n, const Buffer& dst, int slots) {
+    const char* op = "set_rows_into_slots";
+    detail::require(n > 0 && n_tokens >= 0 && slots > 0, op,
+                    "needs n > 0, n_tokens >= 0 and slots > 0; got n " + std::to_string(n) + ", n_tokens " +
+                        std::to_string(n_tokens) + ", slots " + std::to_string(slots));
+    detail::require(uint64_t(std::max<int64_t>(n_tokens, slots)) * uint64_t(n) <= 0xffffffffull, op,
+                    "more than 2^32 values");
+    if (n_tokens == 0) return;
+    gpu::Context& ctx = s.context();
+    detail::require(uint64_t(n_tokens) <= ctx.caps().max_workgroup_count[1], op,
+                    std::to_string(n_tokens) + " tokens exceed the device's workgroup-count limit");
+    const detail::Window sw = detail::window(ctx, src, src_offset, uint64_t(n_tokens) * uint64_t(n), op, "src");
+    const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
+    const detail::Window dw = detail::window(ctx, dst, 0, uint64_t(slots) * uint64_t(n), op, "dst");
+    const uint32_t threads = detail::workgroup_size(ctx, 128);
+    const uint64_t gx = std::clamp<uint64_t>((uint64_t(n) + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]);
+    const auto& pipeline = ctx.pipeline("set_rows", 3, sizeof(SetRowsPush), {threads});
+    const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift};
+    s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));
+}
+
+}  // namespace vkllm::ops
