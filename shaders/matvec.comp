@@ -15,8 +15,49 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a power of two)
 layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
 
+layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp's CPU backend does (below)
+
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
 #include "dequant_dot.glsl"
+#include "fp16.glsl"
+
+// With ROUND_X, x is rounded here as shaders/round_act.comp would round it for this weight type
+// (the same operations, so the same values), which saves decode that dispatch and its barrier:
+// Q8_32 types take whole blocks of 32 per unit, so a thread rounds its own block; F16 and BF16
+// round each element. Other types (Q8_K's blocks of 256 span threads) are rounded beforehand.
+#if defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1) || defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1) || \
+    defined(WTYPE_Q8_0) || defined(WTYPE_MXFP4)
+#define X_ROUND_Q8_32 1
+#elif defined(WTYPE_F16)
+#define X_ROUND_F16 1
+#elif defined(WTYPE_BF16)
+#define X_ROUND_BF16 1
+#endif
+
+float round_elem(float v) {
+#if defined(X_ROUND_F16)
+    return round_to_fp16(v);
+#elif defined(X_ROUND_BF16)
+    const uint b = floatBitsToUint(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return v;  // NaN stays NaN
+    return uintBitsToFloat((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
+#else
+    return v;
+#endif
+}
+
+void round_unit(inout vec4 xv[8]) {
+#if defined(X_ROUND_Q8_32)
+    float amax = 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) amax = max(amax, max(max(abs(xv[i].x), abs(xv[i].y)), max(abs(xv[i].z), abs(xv[i].w))));
+    const float d = round_to_fp16(amax / 127.0);
+    const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = d * roundEven(xv[i] * id);
+#elif defined(X_ROUND_F16) || defined(X_ROUND_BF16)
+    [[unroll]] for (uint i = 0u; i < 8u; ++i)
+        xv[i] = vec4(round_elem(xv[i].x), round_elem(xv[i].y), round_elem(xv[i].z), round_elem(xv[i].w));
+#endif
+}
 layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_in] from x_base
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
 layout(std430, binding = 2) buffer Y { float y[]; };             // [n_rows] from y_base
@@ -48,6 +89,7 @@ void accumulate_unit(uint unit) {
     const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
     vec4 xv[8];
     [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
+    if (ROUND_X != 0u) round_unit(xv);
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
 }
 
@@ -72,7 +114,7 @@ void main() {
 #ifdef W_FLOAT
     // Float rows may end in a partial group of 32.
     for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
-        const float xe = x[pc.x_base + e];
+        const float xe = ROUND_X != 0u ? round_elem(x[pc.x_base + e]) : x[pc.x_base + e];
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
     }
 #endif

@@ -202,8 +202,14 @@ uint64_t Forward::MatmulInputs::offset_of(const ops::Weight& w) const {
     return rounded[size_t(ops::activation_rounding(w.type))] ? 0 : offset;
 }
 
+void Forward::MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset,
+                                   int n_tokens, bool accumulate) const {
+    ops::matmul(s, w, of(w), offset_of(w), y, y_offset, n_tokens, accumulate, 0,
+                in_matvec[size_t(ops::activation_rounding(w.type))]);
+}
+
 Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                              std::initializer_list<const ops::Weight*> weights) {
+                                              std::initializer_list<const ops::Weight*> weights, bool in_matvec) {
     MatmulInputs in;
     in.plain = &x;
     in.offset = offset;
@@ -211,9 +217,13 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
     bool any = false;
     for (const ops::Weight* w : weights) {
         ops::ActRounding mode = ops::activation_rounding(w->type);
-        if (mode == ops::ActRounding::None || in.rounded[size_t(mode)]) continue;
+        if (mode == ops::ActRounding::None || in.rounded[size_t(mode)] || in.in_matvec[size_t(mode)]) continue;
         // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
         if (n % ops::rounding_block(mode)) continue;
+        if (in_matvec && rows == 1 && ops::matvec_rounds_activations(w->type)) {
+            in.in_matvec[size_t(mode)] = true;
+            continue;
+        }
         const gpu::Buffer& dst = rounded_[size_t(mode)];
         stream_->mark("round_act");
         ops::round_activations(*stream_, x, offset, dst, 0, rows, n, mode);
@@ -298,7 +308,7 @@ void Forward::record_step(int T, int pos0, bool all_logits, const ProbeConfig& p
     }
     MatmulInputs in = prepare_inputs(head_in, head_offset, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
-    ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, rows);
+    in.matmul(s, w_.output, logits_, 0, rows);
     if (spec_.final_softcap > 0) {
         s.barrier("logits are complete before soft-capping");
         s.mark("softcap");

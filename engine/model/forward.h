@@ -112,13 +112,18 @@ private:
         const gpu::Buffer* plain = nullptr;
         uint64_t offset = 0;
         const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding
+        bool in_matvec[5] = {};              // by ops::ActRounding: the one-token matvec rounds x itself
         const gpu::Buffer& of(const ops::Weight& w) const;
         uint64_t offset_of(const ops::Weight& w) const;
+        // ops::matmul of w with these inputs (rounded as w's type needs) into y.
+        void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
+                    bool accumulate = false) const;
     };
     // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
-    // after when anything was rounded.
+    // after when anything was rounded. One row for ops::matmul (in_matvec: not for the expert
+    // matmuls, which take x as it is) leaves the rounding to the matvec where it can do it.
     MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                std::initializer_list<const ops::Weight*> weights);
+                                std::initializer_list<const ops::Weight*> weights, bool in_matvec = true);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
     void record_ffn(int l, int n_tokens, const ProbeConfig& probes);

@@ -72,7 +72,7 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
         // Every token's logits through the (tied) output projection, from the residual stream.
         MatmulInputs in = prepare_inputs(x_, 0, T, spec_.n_embd, {&w_.output});
         s.mark("matmul");
-        ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), logits_, 0, T);
+        in.matmul(s, w_.output, logits_, 0, T);
         s.barrier("logits are complete before the checked copy to host memory");
         read_back_checked(logits_, 0, logits_host_, T, spec_.n_vocab, logits_flags_);
     }

@@ -87,9 +87,9 @@ void Forward::record_attention(int l, int T, int pos0) {
     } else {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
         s.mark("matmul");
-        ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), q_, 0, T);
-        ops::matmul(s, w.wk, mi.of(w.wk), mi.offset_of(w.wk), k_new_, 0, T);
-        ops::matmul(s, w.wv, mi.of(w.wv), mi.offset_of(w.wv), v_new_, 0, T);
+        mi.matmul(s, w.wq, q_, 0, T);
+        mi.matmul(s, w.wk, k_new_, 0, T);
+        mi.matmul(s, w.wv, v_new_, 0, T);
         s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
         if (w.bq) {
             s.mark("add_bias");
@@ -205,7 +205,7 @@ void Forward::add_block_output(const ops::Weight& w, const gpu::Buffer& in, int 
     const gpu::Buffer& out = apart ? block_out_ : x_;
     MatmulInputs mi = prepare_inputs(in, 0, T, n_in, {&w});
     s.mark("matmul");
-    ops::matmul(s, w, mi.of(w), mi.offset_of(w), out, 0, T, /*accumulate=*/!apart);
+    mi.matmul(s, w, out, 0, T, /*accumulate=*/!apart);
     s.barrier("the block's projection is complete before its bias, its post-norm or the next layer");
     if (bias) {
         s.mark("add_bias");
@@ -252,8 +252,8 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     if (L.ffn.gated) {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
         s.mark("matmul");
-        ops::matmul(s, w.gate, mi.of(w.gate), mi.offset_of(w.gate), gate_, 0, T);
-        ops::matmul(s, w.up, mi.of(w.up), mi.offset_of(w.up), up_, 0, T);
+        mi.matmul(s, w.gate, gate_, 0, T);
+        mi.matmul(s, w.up, up_, 0, T);
         s.barrier("gate and up are complete before the gated activation combines them");
         s.mark(L.ffn.activation == Activation::SiLU ? "swiglu" : "geglu");
         if (L.ffn.activation == Activation::SiLU) ops::swiglu(s, gate_, up_, gate_, n);
@@ -261,7 +261,7 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     } else {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.up});
         s.mark("matmul");
-        ops::matmul(s, w.up, mi.of(w.up), mi.offset_of(w.up), gate_, 0, T);
+        mi.matmul(s, w.up, gate_, 0, T);
         s.barrier("the up projection is complete before its bias and activation");
         if (w.b_up) {
             s.mark("add_bias");
@@ -310,7 +310,7 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig&
 
     MatmulInputs mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.router});
     s.mark("matmul");
-    ops::matmul(s, w.router, mi.of(w.router), mi.offset_of(w.router), router_logits_, 0, T);
+    mi.matmul(s, w.router, router_logits_, 0, T);
     s.barrier("router logits are complete before their bias or routing");
     if (w.router_bias) {
         s.mark("add_bias");
@@ -356,7 +356,7 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig&
         expert_in = &moe_input_;
         in_rows = int(pairs);
     }
-    mi = prepare_inputs(*expert_in, 0, in_rows, spec_.n_embd, {&gate_key, &up_key});
+    mi = prepare_inputs(*expert_in, 0, in_rows, spec_.n_embd, {&gate_key, &up_key}, /*in_matvec=*/false);
     s.mark("moe_matmul");
     ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, r, moe_gate_, 0);
     ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), moe.weight_input, r, moe_up_, 0);
@@ -372,7 +372,7 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig&
         s.copy(moe_gate_, 0, moe_in_host_[size_t(l)], 0, uint64_t(pairs) * uint64_t(moe.n_ff_expert) * F);
     }
     const ops::Weight down_key = rounding_key(w.down_exps);
-    mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key});
+    mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key}, /*in_matvec=*/false);
     s.mark("moe_matmul");
     ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, r, moe_down_, 0);
     s.barrier("the experts' outputs are complete before their weighted sum");
@@ -389,8 +389,8 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig&
     // The shared expert sees every token, unweighted: x += down_sh(silu(gate_sh h) * up_sh h).
     mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.gate_sh, &w.up_sh});
     s.mark("matmul");
-    ops::matmul(s, w.gate_sh, mi.of(w.gate_sh), mi.offset_of(w.gate_sh), gate_, 0, T);
-    ops::matmul(s, w.up_sh, mi.of(w.up_sh), mi.offset_of(w.up_sh), up_, 0, T);
+    mi.matmul(s, w.gate_sh, gate_, 0, T);
+    mi.matmul(s, w.up_sh, up_, 0, T);
     s.barrier("the shared expert's gate and up are complete before SwiGLU");
     s.mark("swiglu");
     ops::swiglu(s, gate_, up_, gate_, int64_t(T) * moe.n_ff_shared);

@@ -37,20 +37,20 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
     if (w.wq_a.buffer) {
         MatmulInputs mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.wq_a, &w.wkv_a});
         s.mark("matmul");
-        ops::matmul(s, w.wq_a, mi.of(w.wq_a), mi.offset_of(w.wq_a), mla_qa_, 0, T);
-        ops::matmul(s, w.wkv_a, mi.of(w.wkv_a), mi.offset_of(w.wkv_a), k_new_, 0, T);
+        mi.matmul(s, w.wq_a, mla_qa_, 0, T);
+        mi.matmul(s, w.wkv_a, k_new_, 0, T);
         s.barrier("q_a and [c | kr] are complete before their norms");
         s.mark("norm");
         ops::rms_norm(s, mla_qa_, 0, w.q_a_norm, mla_qa_, 0, T, mla.q_lora_rank, spec_.norm_eps);
         s.barrier("the normalised q_a is complete before W_qb reads it");
         mi = prepare_inputs(mla_qa_, 0, T, mla.q_lora_rank, {&w.wq});
         s.mark("matmul");
-        ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), mla_q_, 0, T);
+        mi.matmul(s, w.wq, mla_q_, 0, T);
     } else {
         MatmulInputs mi = prepare_inputs(*q_in, 0, T, spec_.n_embd, {&w.wq, &w.wkv_a});
         s.mark("matmul");
-        ops::matmul(s, w.wq, mi.of(w.wq), mi.offset_of(w.wq), mla_q_, 0, T);
-        ops::matmul(s, w.wkv_a, mi.of(w.wkv_a), mi.offset_of(w.wkv_a), k_new_, 0, T);
+        mi.matmul(s, w.wq, mla_q_, 0, T);
+        mi.matmul(s, w.wkv_a, k_new_, 0, T);
     }
     s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
     s.mark("norm");
@@ -73,7 +73,7 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
     s.barrier("gathered q_nope rows are complete before W_kb reads them");
     ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
     const ops::Weight kb_key = rounding_key(w.k_b);
-    MatmulInputs mi = prepare_inputs(mla_qn_, 0, int(heads), mla.qk_nope, {&kb_key});
+    MatmulInputs mi = prepare_inputs(mla_qn_, 0, int(heads), mla.qk_nope, {&kb_key}, /*in_matvec=*/false);
     s.mark("moe_matmul");
     ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, mla_qabs_, 0);
     s.barrier("absorbed queries are complete before they are assembled with the rotated part");
@@ -92,7 +92,7 @@ void Forward::record_mla_output(int l, int T) {
     const int heads = T * a.n_head;
     ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
     const ops::Weight vb_key = rounding_key(w.v_b);
-    MatmulInputs mi = prepare_inputs(attn_, 0, heads, a.mla.kv_lora_rank, {&vb_key});
+    MatmulInputs mi = prepare_inputs(attn_, 0, heads, a.mla.kv_lora_rank, {&vb_key}, /*in_matvec=*/false);
     s.mark("moe_matmul");
     // attn_ is [T, n_head, kv_lora]: one latent row per (token, head) pair.
     ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, mla_out_, 0);

@@ -174,7 +174,7 @@ void Forward::record_logit_lens() {
     for (int i = 0; i < n; ++i) {
         MatmulInputs in = prepare_inputs(lens_h_, uint64_t(i) * uint64_t(spec_.n_embd), 1, spec_.n_embd, {&w_.output});
         s.mark("matmul");
-        ops::matmul(s, w_.output, in.of(w_.output), in.offset_of(w_.output), lens_logits_,
+        in.matmul(s, w_.output, lens_logits_,
                     uint64_t(i) * uint64_t(spec_.n_vocab), 1);
         s.barrier("a lens row's projection is done before the rounded inputs are reused");
     }

@@ -75,13 +75,15 @@ weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64
 }
 
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-            int64_t n_tokens, bool accumulate, int64_t y_stride) {
+            int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x) {
     const char* op = "matmul";
     const weights::Layout layout = weights::checked_layout(w, op);
     require(n_tokens >= 0, op, "negative n_tokens " + std::to_string(n_tokens));
     if (y_stride == 0) y_stride = w.n_out;
     require(y_stride >= w.n_out, op,
             "y_stride " + std::to_string(y_stride) + " is shorter than the " + std::to_string(w.n_out) + " outputs");
+    require(!round_x || (n_tokens <= 1 && matvec_rounds_activations(w.type)), op,
+            "round_x needs one token and a weight type whose matvec rounds activations");
     if (n_tokens == 0) return;
 
     const uint64_t n_in = uint64_t(w.n_in), n_out = uint64_t(w.n_out), stride = uint64_t(y_stride);
@@ -114,7 +116,7 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
     const std::string suffix = layout.format.suffix;
     const gpu::Pipeline* pipe =
         single ? &ctx.pipeline("matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 3, sizeof(MatvecPush),
-                               {mv_threads, mv_rows})
+                               {mv_threads, mv_rows, round_x ? 1u : 0u})
                : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 

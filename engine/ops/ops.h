@@ -45,8 +45,11 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 // 0 means n_out). One token takes the matrix-vector path; more take the tiled matrix path.
 // x and y must not overlap. A weight larger than one binding (maxStorageBufferRange, or
 // VKLLM_MAX_BINDING_BYTES when that is smaller: a hook for tests) is split into row windows.
+// round_x: the one-token matvec rounds x itself exactly as round_activations() with
+// activation_rounding(w.type) would (matvec_rounds_activations(w.type) must hold, and n_tokens
+// must be 1): decode then needs no rounding dispatch and barrier before its matmuls.
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-            int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0);
+            int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0, bool round_x = false);
 
 // How llama.cpp's CPU backend rounds activations before a dot product with a weight of a given
 // type (ggml's vec_dot_type): quantised weights see activations quantised to 8 bits in blocks
@@ -55,6 +58,10 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
 // instead of ~1e-1.
 enum class ActRounding { None, Q8_32, Q8_256, F16, BF16 };
 ActRounding activation_rounding(TensorType weight_type);
+// True when matmul(..., round_x = true) can round a single token's activations for this weight
+// type inside the matvec: the 32-element blocks (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/MXFP4) and the
+// per-element roundings (F16, BF16). Q8_K's blocks of 256 span threads: rounded beforehand.
+bool matvec_rounds_activations(TensorType weight_type);
 int64_t rounding_block(ActRounding mode);
 // y = x rounded per `mode`: x, y [n_rows, n] at element offsets; n a multiple of the block.
 void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,

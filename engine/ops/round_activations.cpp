@@ -23,6 +23,11 @@ ActRounding activation_rounding(TensorType t) {
     }
 }
 
+bool matvec_rounds_activations(TensorType t) {
+    const ActRounding mode = activation_rounding(t);
+    return mode == ActRounding::Q8_32 || mode == ActRounding::F16 || mode == ActRounding::BF16;
+}
+
 int64_t rounding_block(ActRounding mode) {
     return mode == ActRounding::Q8_32 ? 32 : mode == ActRounding::Q8_256 ? 256 : 1;
 }

@@ -3,6 +3,8 @@
 // weights split into binding windows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -163,6 +165,55 @@ TEST_P(MatmulType, RespectsWorkgroupCountLimits) {
     TestWeight w = make_weight(ctx(), type, row_lengths(type).front(), 301, 6);
     test::ScopedEnv env("VKLLM_MAX_WORKGROUP_COUNT", "3");
     for (int64_t n_tokens : {1, 4}) check_matmul(ctx(), w, n_tokens);
+}
+
+// matmul(..., round_x): the one-token matvec rounds x itself. It must give what rounding with
+// round_activations first and then a plain matvec gives (the same operations on the same values),
+// for every row length, with a few large values per row (Q8 blocks scaled by them) and exact
+// zeros (a block of zeros: scale 0); types whose rounding spans threads refuse it.
+TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
+    const TensorType type = GetParam();
+    if (!ops::matvec_rounds_activations(type)) {
+        TestWeight w = make_weight(ctx(), type, row_lengths(type).front(), 3, 7);
+        gpu::Buffer x(ctx(), size_t(w.n_in) * 4, gpu::Memory::Device), y(ctx(), 12, gpu::Memory::Device);
+        gpu::Stream s(ctx());
+        s.begin();
+        EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 1, false, 0, true), ops::ShapeError);
+        s.submit_and_wait();
+        return;
+    }
+    const ops::ActRounding mode = ops::activation_rounding(type);
+    for (int64_t n_in : row_lengths(type)) {
+        TestWeight w = make_weight(ctx(), type, n_in, 77, uint32_t(n_in));
+        auto xv = test::random_floats(size_t(n_in), uint32_t(n_in + 5), -3.0f, 3.0f);
+        xv[size_t(n_in / 3)] = 250.0f;
+        for (int64_t e = 0; e < std::min<int64_t>(n_in, 32) && n_in >= 64; ++e) xv[size_t(n_in - 1 - e)] = 0.0f;
+        gpu::Buffer x = upload(ctx(), xv), rounded(ctx(), size_t(n_in) * 4, gpu::Memory::Device);
+        gpu::Buffer fused(ctx(), size_t(w.n_out) * 4, gpu::Memory::Device), plain(ctx(), size_t(w.n_out) * 4, gpu::Memory::Device);
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::round_activations(s, x, 0, rounded, 0, 1, n_in, mode);
+        ops::matmul(s, w.gpu(), x, 0, fused, 0, 1, false, 0, /*round_x=*/true);
+        s.barrier("rounded x is complete before the plain matvec reads it");
+        ops::matmul(s, w.gpu(), rounded, 0, plain, 0, 1);
+        s.submit_and_wait();
+        const std::vector<float> a = download(fused), b = download(plain);
+        for (size_t i = 0; i < a.size(); ++i)
+            ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << "n_in " << n_in << " row " << i;
+        // Rounding matters: the unrounded product differs somewhere.
+        gpu::Buffer exact(ctx(), size_t(w.n_out) * 4, gpu::Memory::Device);
+        s.begin();
+        ops::matmul(s, w.gpu(), x, 0, exact, 0, 1);
+        s.submit_and_wait();
+        EXPECT_NE(download(exact), b) << "n_in " << n_in;
+    }
+    // Several tokens are the tiled matmul's: it does not round.
+    TestWeight w = make_weight(ctx(), type, row_lengths(type).front(), 3, 8);
+    gpu::Buffer x(ctx(), size_t(w.n_in) * 8, gpu::Memory::Device), y(ctx(), 24, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 2, false, 0, true), ops::ShapeError);
+    s.submit_and_wait();
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
