@@ -10,7 +10,7 @@ out=$root/tests/golden/zoo
 home=$("$shared/tools/llama-oracle/setup.sh")
 source "$home/env.sh"
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla)
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-deep)
 for model in "${models[@]}"; do
   i=0
   while IFS= read -r prompt; do

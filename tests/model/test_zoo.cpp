@@ -61,7 +61,8 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(AllModels, Zoo,
                          ::testing::Values(ZooCase{"zoo-dense", "llama"}, ZooCase{"zoo-swa", "gemma3"},
-                                           ZooCase{"zoo-moe", "llama"}, ZooCase{"zoo-mla", "deepseek2"}),
+                                           ZooCase{"zoo-moe", "llama"}, ZooCase{"zoo-mla", "deepseek2"},
+                                           ZooCase{"zoo-deep", "llama"}),
                          [](const auto& info) {
                              std::string name = info.param.model;
                              std::replace(name.begin(), name.end(), '-', '_');

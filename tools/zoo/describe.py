@@ -16,7 +16,7 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZOO = os.path.join(ROOT, "assets", "zoo")
-MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"]
+MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla", "zoo-deep"]
 ENCODERS = ["zoo-bert"]  # described by hand in the README (train_mlm.py --describe); checksummed here
 # The prompts of the golden tests (tests/golden/zoo/prompts.txt), so the samples are the texts they check.
 SAMPLE_PROMPTS = [line for line in open(os.path.join(ROOT, "tests", "golden", "zoo", "prompts.txt")).read().splitlines()

@@ -5,6 +5,9 @@
 #
 #   tools/zoo/make-zoo.sh [MODEL...]        (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert)
 #
+# zoo-deep (the super-weight specimen, docs/super-weights.md) is made only when named: its own
+# broader corpus (corpus_broad.py) and tokenizer; its preset's 2900 steps are what
+# `train.py --minutes 75` chose on this machine for the committed file.
 # Needs `scripts/install-deps.sh --training`: Debian's python3-torch and libopenblas0-pthread (without OpenBLAS,
 # PyTorch falls back to the reference BLAS and training is ten times slower), and a build of
 # vkllm-random-model (BUILD_DIR, default build/). Work files go to ZOO_WORK (default /tmp/vkllm-zoo).
@@ -31,7 +34,13 @@ fi
 failed=0
 for m in "${models[@]}"; do
     while (($(jobs -rp | wc -l) >= parallel)); do wait -n || failed=1; done
-    if [ "$m" = zoo-bert ]; then  # the encoder: its own WordPiece vocabulary, masked-LM training
+    if [ "$m" = zoo-deep ]; then  # the specimen: the broad corpus and its own tokenizer
+        [ -f "$work/broad/train.ids" ] || { $python "$src/tools/zoo/corpus_broad.py" "$work/broad" &&
+            $python "$src/tools/zoo/tokenizer.py" train "$work/broad" "$work/broad-vocab.gguf" &&
+            $python "$src/tools/zoo/tokenizer.py" encode "$work/broad-vocab.gguf" "$work/broad"; }
+        $python "$src/tools/zoo/train.py" "$m" --corpus "$work/broad" --vocab "$work/broad-vocab.gguf" \
+            --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
+    elif [ "$m" = zoo-bert ]; then  # the encoder: its own WordPiece vocabulary, masked-LM training
         [ -f "$work/corpus/train.wp.ids" ] || { $python "$src/tools/zoo/wordpiece.py" train "$work/corpus" "$work/zoo-wordpiece.gguf" &&
             $python "$src/tools/zoo/wordpiece.py" encode "$work/zoo-wordpiece.gguf" "$work/corpus"; }
         $python "$src/tools/zoo/train_mlm.py" --corpus "$work/corpus" --vocab "$work/zoo-wordpiece.gguf" \

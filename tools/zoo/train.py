@@ -64,7 +64,7 @@ PRESETS = {
     # (its own tokenizer, trained on that corpus); see assets/zoo/README.md.
     # Its windows start with BOS, as every prompt does at inference (vkllm and llama.cpp add it):
     # the first position is then always the same token, the one real LLMs park attention on.
-    "zoo-deep": dict(steps=2000, bos=True, args=["--arch", "llama", "--n-embd", "96", "--n-layer", "8", "--n-head", "4",
+    "zoo-deep": dict(steps=2900, bos=True, args=["--arch", "llama", "--n-embd", "96", "--n-layer", "8", "--n-head", "4",
                                                  "--n-head-kv", "2", "--n-ff", "256", "--tied"]),
 }
 SEQ, BATCH = 256, 16
