@@ -81,6 +81,7 @@ std::vector<float> Session::encode_logits(const std::vector<int32_t>& tokens) {
                       &s.results);
     s.tokens = tokens;
     s.publish_step();
+    s.check_finite(logits.data(), tokens.size(), size_t(spec.n_vocab), tokens.data(), 0);
     return logits;
 }
 

@@ -126,6 +126,10 @@ TEST(EmbedCli, NonFiniteEmbeddingsFailWithTheRowAndDimensionAndWriteNoFile) {
     EXPECT_EQ(r.code, 1) << r.out;
     EXPECT_NE(r.out.find("values of row 0 are NaN (first: dimension 5)"), std::string::npos) << r.out;
     EXPECT_FALSE(std::filesystem::exists(out));
+    // fill-mask reads every token's logits (encode_logits): the NaN reaches all of them.
+    r = vkllm("fill-mask -m " + model + " -p \"The cat sat on the [MASK].\"");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("logits are NaN (first: token 0) at position 0"), std::string::npos) << r.out;
     // The clean file embeds.
     EXPECT_EQ(vkllm("embed " + kModel + " -p \"a cat sat\" -o " + out).code, 0);
 }

@@ -109,7 +109,8 @@ public:
     // the tokenizer adds them) in one forward pass from position 0, replacing the session's
     // tokens, and returns the final hidden states pooled on the GPU: [n_tokens][n_embd] for
     // Pooling::None, else [1][n_embd]. Throws std::invalid_argument for a causal model, an
-    // empty text or one longer than n_batch() tokens, ContextOverflow beyond n_ctx().
+    // empty text or one longer than n_batch() tokens, ContextOverflow beyond n_ctx(),
+    // NonFiniteEmbeddings when a value is NaN or infinite (found on the GPU by the read-back).
     Embeddings embed(const std::vector<int32_t>& tokens, Pooling pooling = Pooling::Model);
     // Encoders: every token's logits [n_tokens][n_vocab] (row-major) through the model's output
     // projection, in one pass as embed() (masked-token prediction: for BERT files the
