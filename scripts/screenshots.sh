@@ -46,6 +46,7 @@ shoot "$zoo/zoo-dense.gguf" zoo-dense chat attention activations lens telemetry 
 shoot "$zoo/zoo-swa.gguf" zoo-swa attention architecture
 shoot "$zoo/zoo-moe.gguf" zoo-moe experts architecture
 shoot "$zoo/zoo-mla.gguf" zoo-mla experts architecture attention
+full=no shoot "$zoo/zoo-deep.gguf" zoo-deep activations
 extra="--theme light --size 1280x800" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
 # An encoder: zoo-bert when it is there, else a random BERT (vkllm-random-model).
 bert=$zoo/zoo-bert.gguf
