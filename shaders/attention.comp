@@ -1,4 +1,7 @@
 #version 450
+#ifdef KV_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 // Scaled dot-product attention (Vaswani et al. 2017) over a KV cache, tiled over the keys with
 // an online softmax (Milakov & Gimelshein 2018; FlashAttention, Dao et al. 2022).
 //
@@ -39,9 +42,17 @@ const bool K_VEC4 = (D % 4) == 0;
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };          // [n_q, n_head, D]
 layout(std430, binding = 1) readonly buffer QPos { int q_pos[]; };     // [n_q]
-layout(std430, binding = 2) readonly buffer K { float k[]; };          // [n_kv, n_head_kv, D]
-layout(std430, binding = 2) readonly buffer K4 { vec4 k4[]; };
-layout(std430, binding = 3) readonly buffer V { float v[]; };          // [n_kv, n_head_kv, DV]
+// The cache's element type: fp32, or fp16 with KV_F16 (16-bit storage only; math stays fp32).
+#ifdef KV_F16
+#define KV_T float16_t
+#define KV_T4 f16vec4
+#else
+#define KV_T float
+#define KV_T4 vec4
+#endif
+layout(std430, binding = 2) readonly buffer K { KV_T k[]; };           // [n_kv, n_head_kv, D]
+layout(std430, binding = 2) readonly buffer K4 { KV_T4 k4[]; };
+layout(std430, binding = 3) readonly buffer V { KV_T v[]; };           // [n_kv, n_head_kv, DV]
 layout(std430, binding = 4) readonly buffer KVPos { int kv_pos[]; };   // [n_kv]
 // [n_q, n_head, DV]; with SPLIT the partials: O [n_q * n_head, n_splits, DV], then (m, l) pairs
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
@@ -100,12 +111,12 @@ bool tile_scores(uint kt, uint k_end, uint hk, out float sv[RPT]) {
         const uint kbase = (j * pc.n_head_kv + hk) * D;
         if (K_VEC4) {
             for (uint d4 = 0; d4 < D4; ++d4) {
-                const vec4 kv = k4[kbase / 4 + d4];
+                const vec4 kv = vec4(k4[kbase / 4 + d4]);
                 [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += dot(q_sh[min(rg + a * NRG, R - 1) * D4 + d4], kv);
             }
         } else {
             for (uint d = 0; d < D; ++d) {
-                const float kd = k[kbase + d];
+                const float kd = float(k[kbase + d]);
                 [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += q_sh[min(rg + a * NRG, R - 1) * D4 + d / 4][d % 4] * kd;
             }
         }
@@ -266,7 +277,7 @@ void main() {
                 const uint vbase = (j * pc.n_head_kv + hk) * DV;
                 [[unroll]] for (uint n = 0; n < ND; ++n) {
                     const uint d = td + n * TD;
-                    vd[u * ND + n] = ok && d < DV ? v[vbase + d] : 0.0;
+                    vd[u * ND + n] = ok && d < DV ? float(v[vbase + d]) : 0.0;
                 }
             }
             [[unroll]] for (uint a = 0; a < NR; ++a) {

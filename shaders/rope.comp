@@ -1,4 +1,7 @@
 #version 450
+#ifdef OUT_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 // Rotary position embedding in place (RoFormer, Su et al. 2021) with linear and YaRN frequency
 // scaling (Peng et al. 2023), following ggml's rope_yarn. One invocation per rotated pair:
 //   theta_extrap = pos * base^(-2j / n_dims) / freq_factor[j],  theta_interp = freq_scale * theta_extrap
@@ -14,7 +17,12 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Pos { int pos[]; };
 layout(std430, binding = 2) readonly buffer FreqFactors { float freq_factors[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#ifdef OUT_F16  // y is an fp16 cache (16-bit storage)
+#define OUT_T float16_t
+#else
+#define OUT_T float
+#endif
+layout(std430, binding = 3) writeonly buffer Y { OUT_T y[]; };
 
 layout(push_constant) uniform Push {
     uint n_pairs_total;  // n_tokens * n_heads * n_pairs
@@ -70,8 +78,8 @@ void main() {
             x[base + d0] = r0;
             x[base + d1] = r1;
         } else {
-            y[out_index(token, h, d0)] = r0;
-            y[out_index(token, h, d1)] = r1;
+            y[out_index(token, h, d0)] = OUT_T(r0);
+            y[out_index(token, h, d1)] = OUT_T(r1);
         }
     }
     if (pc.slots == 0u) return;
@@ -82,6 +90,6 @@ void main() {
         const uint d = 2u * pc.n_pairs + e % rest;
         const uint head = e / rest;
         const uint token = head / pc.n_heads, h = head - token * pc.n_heads;
-        y[out_index(token, h, d)] = x[pc.x_shift + token * pc.token_stride + h * pc.head_dim + d];
+        y[out_index(token, h, d)] = OUT_T(x[pc.x_shift + token * pc.token_stride + h * pc.head_dim + d]);
     }
 }

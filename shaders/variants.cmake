@@ -23,7 +23,9 @@ vkllm_shader(softmax       softmax.comp)
 vkllm_shader(softmax_sg    softmax.comp USE_SUBGROUP)
 vkllm_shader(argmax        argmax.comp)
 vkllm_shader(rope          rope.comp)
+vkllm_shader(rope_f16_out  rope.comp OUT_F16)   # rope_into_slots for an fp16 cache
 vkllm_shader(attention          attention.comp)
+vkllm_shader(attention_f16_kv   attention.comp KV_F16)   # an fp16 KV cache (16-bit storage)
 vkllm_shader(attention_combine  attention_combine.comp)
 # --- end helper D2 ---
 
@@ -70,3 +72,4 @@ vkllm_shader(super_correction super_correction.comp)
 # --- read-back with a non-finite check (logits and embeddings) ---
 vkllm_shader(copy_checked copy_checked.comp)
 vkllm_shader(set_rows set_rows.comp)
+vkllm_shader(set_rows_f16 set_rows.comp OUT_F16)

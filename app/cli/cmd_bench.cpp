@@ -19,7 +19,7 @@ namespace vkllm::cli {
 namespace {
 
 const char* kUsage =
-    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json]\n"
+    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json] [--cache-type auto|f16|f32]\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // The precision the JSON has always had (3 decimals, 4 for milliseconds), not float noise.
@@ -31,10 +31,11 @@ double median(std::vector<double> v) {
 }
 
 int run(const Args& args) {
-    Options o(args, {"-m", "-p", "-n", "-r", "-b", "--device"}, {"--json"});
+    Options o(args, {"-m", "-p", "-n", "-r", "-b", "--device", "--cache-type"}, {"--json"});
     // The context is -p + -n + 1 tokens: each is capped so the sum stays an int.
     const int n_prompt = int(o.integer("-p", 512, 0, 1 << 24));
     const int n_gen = int(o.integer("-n", 128, 0, 1 << 24));
+    const KvCacheType kv_cache = cache_type(o);
     const int reps = int(o.integer("-r", 3, 1, 1000));
     const int n_batch = int(o.integer("-b", 256, 1));
     ModelOptions mo;
@@ -47,6 +48,7 @@ int run(const Args& args) {
     SessionOptions so;
     so.n_ctx = std::max(1, n_prompt + n_gen + 1);
     so.n_batch = n_batch;
+    so.kv_cache = kv_cache;
     // The engine's context errors suggest -c, which bench does not take: its context is -p + -n + 1.
     std::unique_ptr<Session> made;
     try {
@@ -101,6 +103,7 @@ int run(const Args& args) {
         j["n_prompt"] = n_prompt;
         j["n_gen"] = n_gen;
         j["repeats"] = reps;
+        j["cache_type"] = kv_cache_type_name(session.kv_cache_usage().type);
         j["prompt_tps"] = rounded(pp_tps, 1e3);
         j["decode_tps"] = rounded(tg_tps, 1e3);
         j["decode_gbs"] = rounded(gbs, 1e3);
@@ -110,6 +113,7 @@ int run(const Args& args) {
     } else {
         std::printf("model   %s (%s, %.2f MiB of weights)\n", model_name.c_str(), info.arch.c_str(), double(bytes) / (1 << 20));
         std::printf("device  %s\n", dev.c_str());
+        std::printf("cache   %s\n", kv_cache_type_name(session.kv_cache_usage().type));
         if (n_prompt > 0) std::printf("pp%-5d %10.2f tokens/s  (median of %d)\n", n_prompt, pp_tps, reps);
         if (n_gen > 0)
             std::printf("tg%-5d %10.2f tokens/s  (median of %d), %.2f GB/s of weights read\n", n_gen, tg_tps, reps, gbs);

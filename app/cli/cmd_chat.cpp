@@ -30,7 +30,7 @@ namespace {
 
 const char* kUsage =
     "vkllm chat [-m MODEL.gguf] [--system TEXT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
-    "           [--repeat-penalty R] [--seed S] [--device D] [--verbose]\n"
+    "           [--repeat-penalty R] [--seed S] [--device D] [--verbose] [--cache-type auto|f16|f32]\n"
     "  reads one message per line from stdin (a terminal or a pipe) and answers each on stdout;\n"
     "  -n: tokens per answer at most (default 256); --verbose: each turn's prompt and how many of\n"
     "  its tokens were evaluated (the rest came from the KV cache), on stderr\n"
@@ -239,7 +239,7 @@ private:
 int chat(const Args& args) {
     Options o(args,
               {"-m", "--system", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-               "--device"},
+               "--device", "--cache-type"},
               {"--verbose"});
     GenerateOptions go;
     go.max_tokens = int(o.integer("-n", 256, 1));
@@ -247,6 +247,7 @@ int chat(const Args& args) {
 
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // checked before the model loads
+    so.kv_cache = cache_type(o);
 
     ModelOptions mo;
     mo.device = o.str("--device");

@@ -15,16 +15,18 @@ namespace {
 
 const char* kUsage =
     "vkllm logits [-m MODEL.gguf] (-p PROMPT | -f FILE) -o OUT.f32 [-c CTX] [-b BATCH] [--exact] [--device D]\n"
+    "             [--cache-type auto|f16|f32]\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)\n"
     "  --exact: f32 activations throughout instead of llama.cpp's CPU rounding (see SessionOptions)";
 
 int run(const Args& args) {
-    Options o(args, {"-m", "-p", "-f", "-o", "-c", "--device", "-b"}, {"--exact"});
+    Options o(args, {"-m", "-p", "-f", "-o", "-c", "--device", "-b", "--cache-type"}, {"--exact"});
     const std::optional<std::string> prompt = prompt_text(o);
     if (!prompt || !o.has("-o")) throw UsageError("-p PROMPT (or -f FILE) and -o are required");
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));
     so.n_batch = int(o.integer("-b", 256, 1));
+    so.kv_cache = cache_type(o);
     // Opened first: an output that cannot be written is reported before the model loads.
     OutputFile out(o.str("-o"));
     ModelOptions mo;

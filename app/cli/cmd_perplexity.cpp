@@ -18,7 +18,7 @@ namespace {
 
 const char* kUsage =
     "vkllm perplexity [-m MODEL.gguf] -f TEXT [-c N_CTX] [-b BATCH] [--exact] [--json] [--device D]\n"
-    "                 [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...]\n"
+    "                 [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--cache-type auto|f16|f32]\n"
     "  llama-perplexity's definition: the text cut into chunks of N_CTX tokens (default 512, at most the\n"
     "  model's training context), each run alone with BOS first (when the vocabulary adds BOS) and scored\n"
     "  on its second half; progress on stderr. --exact: f32 activations instead of llama.cpp's CPU rounding\n"
@@ -26,10 +26,11 @@ const char* kUsage =
     "  without -m: the small model built into vkllm";
 
 int run(const Args& args) {
-    Options o(args, {"-m", "-f", "-c", "-b", "--device", "--zero-weight"}, {"--json", "--exact"});
+    Options o(args, {"-m", "-f", "-c", "-b", "--device", "--zero-weight", "--cache-type"}, {"--json", "--exact"});
     if (!o.has("-f")) throw UsageError("-f TEXT is required");
     int n_ctx = int(o.integer("-c", 0, 0));  // numbers checked before the model loads
     const int n_batch = int(o.integer("-b", 256, 1));
+    const KvCacheType kv_cache = cache_type(o);
     const std::string path = o.str("-f");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + path);
@@ -49,7 +50,7 @@ int run(const Args& args) {
                  tokens.size(), tokens.size() / size_t(n_ctx), n_ctx, n_ctx - 1 - n_ctx / 2);
     PerplexityResult r;
     try {
-        r = compute_perplexity(*model, tokens, n_ctx, n_batch, !o.has("--exact"), [](int chunk, double running) {
+        r = compute_perplexity(*model, tokens, n_ctx, n_batch, !o.has("--exact"), kv_cache, [](int chunk, double running) {
             std::fprintf(stderr, "[%d]%.4f,", chunk + 1, running);
             std::fflush(stderr);
         });

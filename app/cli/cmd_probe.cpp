@@ -24,6 +24,7 @@ namespace {
 const char* kUsage =
     "vkllm probe [-m MODEL.gguf] -p PROMPT [-n N] [--attention all|L,L..] [--residual] [--ffn-down]\n"
     "            [--routing] [--logit-lens all|L,L..] [--lens-top K] [--timings] [--exact] [--device D]\n"
+    "            [--cache-type auto|f16|f32]\n"
     "            -o OUT.json\n"
     "  runs PROMPT and N greedy tokens after it (stopping at an end-of-generation token) with the\n"
     "  chosen probes and writes them as one JSON document (docs/api.md describes its fields)\n"
@@ -57,10 +58,11 @@ int32_t argmax(const std::vector<float>& logits) {
 }
 
 int run(const Args& args) {
-    Options o(args, {"-m", "-p", "-n", "-o", "--attention", "--logit-lens", "--lens-top", "--device"},
+    Options o(args, {"-m", "-p", "-n", "-o", "--attention", "--logit-lens", "--lens-top", "--device", "--cache-type"},
               {"--residual", "--ffn-down", "--routing", "--timings", "--exact"});
     if (!o.has("-p") || !o.has("-o")) throw UsageError("-p and -o are required");
     if (o.str("-o").empty()) throw UsageError("-o names no file");
+    const KvCacheType kv_cache = cache_type(o);
     const int n_generate = int(o.integer("-n", 0, 0));
     const int lens_top = int(o.integer("--lens-top", 10, 1));
     if (o.has("-m") && o.str("-m").empty()) throw UsageError("-m names no file");
@@ -83,6 +85,7 @@ int run(const Args& args) {
     SessionOptions so;
     so.n_ctx = int(prompt.size()) + n_generate;
     so.llama_cpp_rounding = !o.has("--exact");
+    so.kv_cache = kv_cache;
     ProbeConfig& pc = so.probes;
     if (o.has("--attention")) pc.attention_layers = parse_layers("--attention", o.str("--attention"), info.n_layer);
     pc.attention_max_rows = int(prompt.size());  // every prompt row

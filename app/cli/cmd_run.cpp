@@ -22,6 +22,7 @@ const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
     "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
+    "          [--cache-type auto|f16|f32]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
@@ -69,15 +70,17 @@ void print_session_header(const Model& model, const Session& session) {
                  info.arch.c_str(), model.device().name.c_str(), info.n_layer, double(model.weight_bytes()) / (1 << 20),
                  double(session.kv_cache_bytes()) / (1 << 20), session.n_ctx());
     const auto kv = session.kv_cache_usage();
-    std::fprintf(stderr, "vkllm: KV cache: %d global layers %.2f MiB", kv.global_layers, double(kv.global_bytes) / (1 << 20));
+    std::fprintf(stderr, "vkllm: KV cache (%s): %d global layers %.2f MiB", kv_cache_type_name(kv.type), kv.global_layers,
+                 double(kv.global_bytes) / (1 << 20));
     if (kv.local_layers)
         std::fprintf(stderr, ", %d sliding-window layers %.2f MiB (ring buffers)", kv.local_layers,
                      double(kv.local_bytes) / (1 << 20));
     std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
                  kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
     if (const AttentionInfo& a0 = info.layers[0].attention; a0.kv_lora_rank > 0) {
-        const double latent = double(a0.kv_lora_rank + a0.qk_rope + a0.kv_lora_rank) * 4;
-        const double per_head = double(a0.n_head) * (a0.qk_nope + a0.qk_rope + a0.v_head) * 4;
+        const double c = kv.type == KvCacheType::F16 ? 2 : 4;  // bytes per cached value
+        const double latent = double(a0.kv_lora_rank + a0.qk_rope + a0.kv_lora_rank) * c;
+        const double per_head = double(a0.n_head) * (a0.qk_nope + a0.qk_rope + a0.v_head) * c;
         std::fprintf(stderr, "vkllm: MLA: %.0f bytes per token per layer in the latent cache, against %.0f for the "
                              "same model's per-head K/V (%.1fx smaller)\n", latent, per_head, per_head / latent);
     }
@@ -116,7 +119,7 @@ int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
-               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n"},
+               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type"},
               {"--timings", "--expert-stats", "--activations"});
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
@@ -129,6 +132,7 @@ int run(const Args& args) {
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // 0: the model's trained context, at most 4096
     so.n_batch = int(o.integer("-b", 256, 1));
+    so.kv_cache = cache_type(o);
 
     ModelOptions mo;
     mo.device = o.str("--device");
@@ -155,6 +159,7 @@ int run(const Args& args) {
         SessionOptions dso;
         dso.n_ctx = session.n_ctx();
         dso.n_batch = so.n_batch;
+        dso.kv_cache = so.kv_cache;
         draft_session = std::make_unique<Session>(*draft_model, dso);
         go.draft.session = draft_session.get();
     }

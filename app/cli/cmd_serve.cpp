@@ -32,6 +32,7 @@ using namespace server;
 
 const char* kUsage =
     "vkllm serve [-m MODEL.gguf] [--host 127.0.0.1] [--port 8080] [-c CTX] [--queue 16] [--device D] [--quiet]\n"
+    "            [--cache-type auto|f16|f32]\n"
     "  POST /v1/chat/completions, POST /v1/completions (stream: true for server-sent events),\n"
     "  GET /v1/models, GET /health. --port 0: any free port (the line \"listening on\" names it).\n"
     "  --queue: requests that may wait while one is generated; more are answered 503 with Retry-After.\n"
@@ -249,12 +250,13 @@ private:
 };
 
 int serve(const Args& args) {
-    Options o(args, {"-m", "--host", "--port", "-c", "--queue", "--device"}, {"--quiet"});
+    Options o(args, {"-m", "--host", "--port", "-c", "--queue", "--device", "--cache-type"}, {"--quiet"});
     const std::string host = o.str("--host", "127.0.0.1");
     const int64_t port = o.integer("--port", 8080, 0, 65535);
     const int64_t queue = o.integer("--queue", 16, 1, 4096);
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));
+    so.kv_cache = cache_type(o);
 
     // SIGINT and SIGTERM are taken by one thread (sigwait), blocked in every other: the
     // threads started below inherit the mask.

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "vkllm/generate.h"
+#include "vkllm/session.h"
 
 namespace vkllm::cli {
 
@@ -54,6 +55,11 @@ std::optional<std::string> prompt_text(const Options& options);
 // --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty, --seed), with
 // their defaults where absent; a value out of range is a UsageError.
 SamplerParams sampler_params(const Options& options);
+
+// --cache-type auto|f16|f32 (the KV cache's element type; absent: auto); another value is a
+// UsageError.
+KvCacheType cache_type(const Options& options);
+extern const char* const kCacheTypeHelp;  // one usage line describing --cache-type
 
 // Runs a command body, turning UsageError into exit code 2 with the usage text on stderr, and
 // HelpRequested into exit code 0 with it on stdout.

@@ -21,7 +21,7 @@ double log_prob(const float* logits, int n_vocab, int32_t token) {
 }  // namespace
 
 PerplexityResult compute_perplexity(const Model& model, const std::vector<int32_t>& tokens, int n_ctx, int n_batch,
-                                    bool llama_cpp_rounding, const std::function<void(int, double)>& on_chunk) {
+                                    bool llama_cpp_rounding, KvCacheType kv_cache, const std::function<void(int, double)>& on_chunk) {
     if (n_ctx < 2) throw std::invalid_argument("the context must be at least 2 tokens");
     if (int64_t(tokens.size()) < 2 * int64_t(n_ctx))
         throw std::invalid_argument("the text is " + std::to_string(tokens.size()) + " tokens; perplexity with a context of " +
@@ -38,6 +38,7 @@ PerplexityResult compute_perplexity(const Model& model, const std::vector<int32_
     so.n_ctx = n_ctx;
     so.n_batch = n_batch;
     so.llama_cpp_rounding = llama_cpp_rounding;
+    so.kv_cache = kv_cache;
     Session session(model, so);
     double nll = 0, nll2 = 0;
     for (int c = 0; c < r.chunks; ++c) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "vkllm/model.h"
+#include "vkllm/session.h"
 
 namespace vkllm::cli {
 
@@ -31,7 +32,7 @@ struct PerplexityResult {
 // Throws std::invalid_argument when the text has fewer than 2 * n_ctx tokens. `on_chunk` is
 // called after each chunk with its index and the running perplexity.
 PerplexityResult compute_perplexity(const Model& model, const std::vector<int32_t>& tokens, int n_ctx, int n_batch,
-                                    bool llama_cpp_rounding,
+                                    bool llama_cpp_rounding, KvCacheType kv_cache,
                                     const std::function<void(int chunk, double running)>& on_chunk = nullptr);
 
 }  // namespace vkllm::cli

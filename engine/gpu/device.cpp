@@ -323,7 +323,12 @@ void Context::create_device(uint32_t) {
     auto exts = device_extensions(physical_);
     if (has_extension(exts, "VK_EXT_memory_budget")) extensions.push_back("VK_EXT_memory_budget");
 
+    // Features the ops use where the record says they exist: 16-bit storage (the F16 KV cache).
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    storage16.storageBuffer16BitAccess = caps_.storage_16bit ? VK_TRUE : VK_FALSE;
+
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    info.pNext = &storage16;
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &q;
     info.enabledExtensionCount = uint32_t(extensions.size());

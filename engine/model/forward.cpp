@@ -71,10 +71,17 @@ int max_ff(const ModelSpec& s) {
 }  // namespace
 
 Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
-                 bool round_activations)
+                 bool round_activations, KvCacheType kv_cache)
     : ctx_(ctx), spec_(spec), w_(weights), n_ctx_(n_ctx), n_batch_(std::max(1, std::min(n_batch, n_ctx))),
       round_activations_(round_activations), step_stream_(ctx), replay_stream_(ctx) {
     check_supported(spec);
+    if (kv_cache == KvCacheType::F16 && !ctx.caps().storage_16bit)
+        throw ModelError("an f16 KV cache needs 16-bit storage (storageBuffer16BitAccess), which device '" +
+                         ctx.caps().name + "' lacks; use an f32 cache");
+    cache_type_ = kv_cache == KvCacheType::F16 || (kv_cache == KvCacheType::Auto && ctx.caps().storage_16bit)
+                      ? ops::CacheType::F16
+                      : ops::CacheType::F32;
+    const uint64_t C = ops::cache_type_bytes(cache_type_);  // bytes per cached value
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     // Logits of many tokens are only needed by `vkllm logits`; keep that buffer within one binding.
     n_logit_rows_ = int(std::clamp<uint64_t>(range / (uint64_t(spec.n_vocab) * F), 1, uint64_t(n_batch_)));
@@ -111,10 +118,10 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
 
     uint64_t widest_k = 0, widest_v = 0;
     for (const LayerSpec& L : spec.layers) {
-        const uint64_t k_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * F;
-        const uint64_t v_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * F;
-        widest_k = std::max(widest_k, k_row);
-        widest_v = std::max(widest_v, v_row);
+        const uint64_t k_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * C;
+        const uint64_t v_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * C;
+        widest_k = std::max(widest_k, k_row / C * F);
+        widest_v = std::max(widest_v, v_row / C * F);
         KvCache c;
         c.ring = L.attn.window > 0 && L.attn.window + n_batch_ - 1 < n_ctx;
         c.slots = c.ring ? L.attn.window + n_batch_ - 1 : n_ctx;

@@ -30,8 +30,9 @@ public:
     // n_batch: most tokens per step. round_activations: quantised matmuls read activations
     // rounded as llama.cpp's CPU backend rounds them (ops::activation_rounding), for parity.
     // Throws ModelError for spec features not implemented.
+    // kv_cache: the caches' element type; Auto is F16 where the device has 16-bit storage.
     Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
-            bool round_activations = true);
+            bool round_activations = true, KvCacheType kv_cache = KvCacheType::Auto);
 
     // Runs tokens ids[0..n_tokens) at positions pos0.. (n_tokens <= max_tokens(all_logits)),
     // writing their K/V into the cache. logits: [n_tokens, n_vocab] when all_logits, else the
@@ -105,6 +106,7 @@ public:
         uint64_t global_bytes = 0, local_bytes = 0;
     };
     KvUsage kv_usage() const;
+    ops::CacheType cache_type() const { return cache_type_; }
 
 private:
     // The activations a group of matmuls reads: x itself, or x rounded per weight type.
@@ -185,11 +187,12 @@ private:
     struct KvCache {
         int slots = 0;
         bool ring = false;
-        gpu::Buffer k;        // [slots, n_head_kv * head_dim]
-        gpu::Buffer v;        // [slots, n_head_kv * head_dim_v]
+        gpu::Buffer k;        // [slots, n_head_kv * head_dim] of cache_type_
+        gpu::Buffer v;        // [slots, n_head_kv * head_dim_v] of cache_type_
         gpu::Buffer* slot_pos = nullptr;  // int32 [slots]: the position each slot holds (-1 empty)
     };
     std::vector<KvCache> caches_;
+    ops::CacheType cache_type_ = ops::CacheType::F32;  // of every layer's k and v
     std::map<int, gpu::Buffer> slot_pos_;  // host-visible, shared by caches of the same size
     gpu::Buffer k_new_, v_new_;            // [n_batch, kv row]: this step's keys/values before they enter the cache
     // Scratch activations (device-local).

@@ -72,7 +72,7 @@ void Forward::record_attention(int l, int T, int pos0) {
     // buffer (a ring cache may wrap within a step; the recording does not depend on pos0, so a
     // decode step can be replayed). RoPE writes k there itself when it is the last op on k.
     auto write_cache = [&](const gpu::Buffer& rows, const gpu::Buffer& dst, uint64_t row) {
-        ops::set_rows_into_slots(s, rows, 0, positions_, T, int64_t(row), dst, cache.slots);
+        ops::set_rows_into_slots(s, rows, 0, positions_, T, int64_t(row), dst, cache.slots, cache_type_);
     };
     bool kv_in_cache = false;
 
@@ -135,7 +135,7 @@ void Forward::record_attention(int l, int T, int pos0) {
                 // Rotated k goes straight into its cache slots, and v's copy joins the same
                 // group (nothing in it writes v_new_): one barrier before attention.
                 ops::rope_into_slots(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs, cache.k,
-                                     cache.slots);
+                                     cache.slots, cache_type_);
                 s.mark("set_rows");
                 write_cache(v_new_, cache.v, kv_row_v);
                 s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
@@ -164,7 +164,9 @@ void Forward::record_attention(int l, int T, int pos0) {
     const gpu::Buffer* probs = probed != probed_layers_.end() ? &probs_[size_t(probed - probed_layers_.begin())] : nullptr;
     const int n_kv = keys_in_view(cache.slots, pos0 + T);  // slots in use (rounded up when replayed)
     s.mark("attention");
-    ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, attention_params(a), w.sinks,
+    ops::AttentionParams ap = attention_params(a);
+    ap.cache = cache_type_;
+    ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, ap, w.sinks,
                    probs,
                    attn_scratch_.valid() ? &attn_scratch_ : nullptr);
     s.barrier("attention output is complete before the output projection reads it");

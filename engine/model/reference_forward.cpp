@@ -40,8 +40,9 @@ void check_supported(const ModelSpec& s) {
 
 }  // namespace
 
-ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations)
-    : file_(file), spec_(spec), n_ctx_(n_ctx), round_activations_(round_activations) {
+ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations,
+                                   bool f16_cache)
+    : file_(file), spec_(spec), n_ctx_(n_ctx), round_activations_(round_activations), f16_cache_(f16_cache) {
     check_supported(spec);
     for (const LayerSpec& L : spec.layers) {
         const AttentionSpec& a = L.attn;
@@ -53,6 +54,11 @@ ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec
             v_.emplace_back(size_t(n_ctx) * size_t(a.n_head_kv * a.head_dim_v));
         }
     }
+}
+
+void ReferenceForward::store_in_cache(float* p, size_t n) const {
+    if (!f16_cache_) return;
+    for (size_t i = 0; i < n; ++i) p[i] = gguf::fp16_to_fp32(gguf::fp32_to_fp16(p[i]));
 }
 
 bool ReferenceForward::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }

@@ -40,7 +40,7 @@ Session::Impl::Impl(const Model& m, const SessionOptions& options) : model(m), p
     if (options.n_batch <= 0) throw std::invalid_argument("batch size must be positive");
     const auto& in = m.internals();
     forward = std::make_unique<model::Forward>(in.context(), in.spec(), in.weights(), choose_context(m, options.n_ctx),
-                                               options.n_batch, options.llama_cpp_rounding);
+                                               options.n_batch, options.llama_cpp_rounding, options.kv_cache);
     if (in.tok_) forward->set_token_text([&m](int32_t id) { return m.internals().tokenizer().token_to_piece(id); });
 }
 
@@ -190,7 +190,22 @@ uint64_t Session::scratch_bytes() const { return impl_->forward->scratch_bytes()
 
 Session::KvCacheUsage Session::kv_cache_usage() const {
     auto u = impl_->forward->kv_usage();
-    return {u.global_layers, u.local_layers, u.global_bytes, u.local_bytes};
+    const KvCacheType type = impl_->forward->cache_type() == ops::CacheType::F16 ? KvCacheType::F16 : KvCacheType::F32;
+    return {u.global_layers, u.local_layers, u.global_bytes, u.local_bytes, type};
+}
+
+const char* kv_cache_type_name(KvCacheType t) {
+    switch (t) {
+        case KvCacheType::F32: return "f32";
+        case KvCacheType::F16: return "f16";
+        default: return "auto";
+    }
+}
+
+std::optional<KvCacheType> parse_kv_cache_type(const std::string& name) {
+    for (KvCacheType t : {KvCacheType::Auto, KvCacheType::F32, KvCacheType::F16})
+        if (name == kv_cache_type_name(t)) return t;
+    return std::nullopt;
 }
 
 }  // namespace vkllm

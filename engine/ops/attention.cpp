@@ -151,8 +151,10 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     const uint64_t kv_rows = uint64_t(n_kv) * uint64_t(p.n_head_kv);
     const detail::Window qw = detail::window(ctx, q, q_offset, q_rows * plan.d, op, "q");
     const detail::Window qpw = detail::window(ctx, q_pos, 0, uint64_t(n_q), op, "q_pos");
-    const detail::Window kw = detail::window(ctx, k, 0, kv_rows * plan.d, op, "k");
-    const detail::Window vw = detail::window(ctx, v, 0, kv_rows * plan.dv, op, "v");
+    require_cache_type(ctx, p.cache, op);
+    const uint32_t kv_bytes = cache_type_bytes(p.cache);
+    const detail::Window kw = detail::window(ctx, k, 0, kv_rows * plan.d, op, "k", kv_bytes);
+    const detail::Window vw = detail::window(ctx, v, 0, kv_rows * plan.dv, op, "v", kv_bytes);
     const detail::Window kpw = detail::window(ctx, kv_pos, 0, uint64_t(n_kv), op, "kv_pos");
     const detail::Window ow = detail::window(ctx, out, 0, q_rows * plan.dv, op, "out");
     const detail::Window sw = sinks ? detail::window(ctx, *sinks, 0, uint64_t(p.n_head), op, "sinks") : qw;
@@ -178,7 +180,7 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     push.scale = p.scale;
     push.softcap = p.softcap;
     const auto& pipeline =
-        ctx.pipeline("attention", 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
+        ctx.pipeline(p.cache == CacheType::F16 ? "attention_f16_kv" : "attention", 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
     s.dispatch(pipeline, {qw.range, qpw.range, kw.range, vw.range, kpw.range, split ? partw.range : ow.range, sw.range,
                           pw.range},
                push, plan.n_splits, uint32_t(p.n_head_kv) * plan.head_blocks, plan.q_blocks);

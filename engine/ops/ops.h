@@ -91,17 +91,25 @@ struct RopeParams {
 // freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
 void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
           int head_dim, const RopeParams& p, const Buffer* freq_factors = nullptr, int64_t token_stride = 0);
+// A KV cache's element type. F16 is stored with 16-bit storage (caps().storage_16bit) and read
+// and written as fp32 by the shaders (every value rounded to nearest on its way in).
+enum class CacheType { F32, F16 };
+inline uint32_t cache_type_bytes(CacheType t) { return t == CacheType::F16 ? 2u : 4u; }
+const char* cache_type_name(CacheType t);  // "f32", "f16"
+// Throws ShapeError naming `op` when the device cannot hold a cache of type t.
+void require_cache_type(const gpu::Context& ctx, CacheType t, const char* op);
+
 // The same rotation of x (contiguous rows, not modified) written into a cache of `slots` rows
 // of n_heads * head_dim: token t's row goes to slot positions[t] % slots (positions >= 0), the
 // dims past n_dims copied as they are. RoPE and the KV-cache write in one dispatch.
 void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
                      int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
-                     int slots);
+                     int slots, CacheType cache_type = CacheType::F32);
 // The KV-cache write without a rotation: row t of src ([n_tokens, n] from src_offset) to row
-// positions[t] % slots of dst ([slots, n], positions >= 0). The slots come from the positions
-// buffer, so the recording does not depend on the step's position.
+// positions[t] % slots of dst ([slots, n] of dst_type, positions >= 0). The slots come from the
+// positions buffer, so the recording does not depend on the step's position.
 void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
-                         int64_t n, const Buffer& dst, int slots);
+                         int64_t n, const Buffer& dst, int slots, CacheType dst_type = CacheType::F32);
 
 struct AttentionParams {
     int n_head = 0, n_head_kv = 0, head_dim = 0;  // GQA: query head h reads kv head h / (n_head / n_head_kv)
@@ -111,6 +119,7 @@ struct AttentionParams {
     float softcap = 0.0f;    // > 0: logits become softcap * tanh(logits / softcap)
     int chunk = 0;           // > 0: only keys in the query's chunk, k_pos / chunk == q_pos / chunk (Llama 4)
     int head_dim_v = 0;      // of v and out; 0: head_dim (MLA uses a smaller value head)
+    CacheType cache = CacheType::F32;  // the element type of k and v
 };
 
 // Attention of n_q queries over n_kv cached keys/values.

@@ -32,7 +32,7 @@ void yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, flo
 // rope and rope_into_slots: cache (with slots > 0) receives the result instead of x.
 void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
                  int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride,
-                 const Buffer* cache, int slots) {
+                 const Buffer* cache, int slots, CacheType cache_type) {
     const char* op = cache ? "rope_into_slots" : "rope";
     detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
                     "needs n_tokens >= 0 and positive n_heads and head_dim");
@@ -57,7 +57,9 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const detail::Window fw =
         freq_factors ? detail::window(ctx, *freq_factors, 0, uint64_t(p.n_dims / 2), op, "freq_factors") : pw;
     const detail::Window yw =
-        cache ? detail::window(ctx, *cache, 0, uint64_t(slots) * uint64_t(row), op, "cache") : xw;
+        cache ? detail::window(ctx, *cache, 0, uint64_t(slots) * uint64_t(row), op, "cache", cache_type_bytes(cache_type))
+              : xw;
+    if (cache) require_cache_type(ctx, cache_type, op);
 
     RopePush push{};
     push.n_pairs_total = uint32_t(n_pairs_total);
@@ -87,7 +89,7 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const auto& pipeline = ctx.pipeline("rope", 4, sizeof(RopePush), {threads});
+    const auto& pipeline = ctx.pipeline(cache && cache_type == CacheType::F16 ? "rope_f16_out" : "rope", 4, sizeof(RopePush), {threads});
     s.dispatch(pipeline, {xw.range, pw.range, fw.range, yw.range}, push, groups);
 }
 
@@ -95,14 +97,14 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
 
 void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
           int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride) {
-    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, token_stride, nullptr, 0);
+    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, token_stride, nullptr, 0, CacheType::F32);
 }
 
 void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
                      int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
-                     int slots) {
+                     int slots, CacheType cache_type) {
     detail::require(slots > 0, "rope_into_slots", "needs slots > 0");
-    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, 0, &cache, slots);
+    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, 0, &cache, slots, cache_type);
 }
 
 }  // namespace vkllm::ops

@@ -15,7 +15,7 @@ struct SetRowsPush {
 }  // namespace
 
 void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
-                         int64_t n, const Buffer& dst, int slots) {
+                         int64_t n, const Buffer& dst, int slots, CacheType dst_type) {
     const char* op = "set_rows_into_slots";
     detail::require(n > 0 && n_tokens >= 0 && slots > 0, op,
                     "needs n > 0, n_tokens >= 0 and slots > 0; got n " + std::to_string(n) + ", n_tokens " +
@@ -24,16 +24,26 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
                     "more than 2^32 values");
     if (n_tokens == 0) return;
     gpu::Context& ctx = s.context();
+    require_cache_type(ctx, dst_type, op);
     detail::require(uint64_t(n_tokens) <= ctx.caps().max_workgroup_count[1], op,
                     std::to_string(n_tokens) + " tokens exceed the device's workgroup-count limit");
     const detail::Window sw = detail::window(ctx, src, src_offset, uint64_t(n_tokens) * uint64_t(n), op, "src");
     const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
-    const detail::Window dw = detail::window(ctx, dst, 0, uint64_t(slots) * uint64_t(n), op, "dst");
+    const detail::Window dw =
+        detail::window(ctx, dst, 0, uint64_t(slots) * uint64_t(n), op, "dst", cache_type_bytes(dst_type));
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint64_t gx = std::clamp<uint64_t>((uint64_t(n) + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]);
-    const auto& pipeline = ctx.pipeline("set_rows", 3, sizeof(SetRowsPush), {threads});
+    const auto& pipeline = ctx.pipeline(dst_type == CacheType::F16 ? "set_rows_f16" : "set_rows", 3, sizeof(SetRowsPush), {threads});
     const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift};
     s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));
+}
+
+const char* cache_type_name(CacheType t) { return t == CacheType::F16 ? "f16" : "f32"; }
+
+void require_cache_type(const gpu::Context& ctx, CacheType t, const char* op) {
+    detail::require(t != CacheType::F16 || ctx.caps().storage_16bit, op,
+                    "an f16 cache needs 16-bit storage (storageBuffer16BitAccess), which device '" + ctx.caps().name +
+                        "' lacks; use an f32 cache");
 }
 
 }  // namespace vkllm::ops

@@ -3,12 +3,14 @@
 // of every prompt position and 48 greedy tokens (tests/golden/zoo, made by
 // scripts/make-golden-zoo.sh). All four are F32, so llama.cpp and vkllm must agree closely
 // everywhere; a trained model (unlike a random one) has clear winners, so the greedy texts must be
-// equal token for token.
+// equal token for token: with the F32 cache (the goldens' own) and with the default F16 cache
+// (golden_cache.h: logits within 3e-2).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "gpu/device.h"
+#include "golden_cache.h"
 #include "greedy.h"
 #include "model/spec.h"
 #include "test_support.h"
@@ -43,18 +45,24 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
         std::vector<int32_t> tokens = model->internals().tokenizer().encode(ps[i], true, false);
         ASSERT_EQ(tokens, test::read_ids(golden + ".tokens.txt"));
 
-        Session session(*model);
-        std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
-        std::vector<float> ref = test::read_f32(golden + ".logits.f32");
-        ASSERT_EQ(logits.size(), ref.size());
-        EXPECT_LE(test::max_abs_diff(logits, ref), 1e-3);
+        for (KvCacheType cache : {KvCacheType::F32, KvCacheType::Auto}) {
+            SessionOptions so;
+            so.kv_cache = cache;
+            Session session(*model, so);
+            SCOPED_TRACE(std::string("cache ") + kv_cache_type_name(session.kv_cache_usage().type));
+            const double bound = session.kv_cache_usage().type == KvCacheType::F32 ? 1e-3 : test::kF16CacheBound;
+            std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
+            std::vector<float> ref = test::read_f32(golden + ".logits.f32");
+            ASSERT_EQ(logits.size(), ref.size());
+            EXPECT_LE(test::max_abs_diff(logits, ref), bound);
 
-        std::vector<int32_t> expected = test::read_ids(golden + ".greedy.txt");
-        ASSERT_EQ(expected.size(), 48u);
-        std::vector<int32_t> got =
-            test::greedy_continuation(session, std::vector<float>(logits.end() - n_vocab, logits.end()), expected.size());
-        EXPECT_EQ(got, expected) << "vkllm: " << model->internals().tokenizer().decode(got)
-                                 << "\nllama.cpp: " << model->internals().tokenizer().decode(expected);
+            std::vector<int32_t> expected = test::read_ids(golden + ".greedy.txt");
+            ASSERT_EQ(expected.size(), 48u);
+            std::vector<int32_t> got = test::greedy_continuation(
+                session, std::vector<float>(logits.end() - n_vocab, logits.end()), expected.size());
+            EXPECT_EQ(got, expected) << "vkllm: " << model->internals().tokenizer().decode(got)
+                                     << "\nllama.cpp: " << model->internals().tokenizer().decode(expected);
+        }
     }
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/ref_ops.h"
+#include "gguf/quant.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
@@ -33,6 +34,7 @@ struct Case {
     double scratch_share = 1.0;  // of attention_scratch_bytes(): a smaller scratch splits less
     float q_gain = 1.0f;      // scales q: large logits test the softmax's stability
     uint64_t q_offset = 0;
+    bool f16 = false;         // an fp16 cache: K and V stored as fp16 (the reference sees the rounded values)
 
     std::string name() const {
         std::string s = "h" + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " d" +
@@ -47,6 +49,7 @@ struct Case {
         if (scratch) s += " split";
         if (ring) s += " ring";
         if (empty_slots) s += " empty" + std::to_string(empty_slots);
+        if (f16) s += " f16";
         return s;
     }
 };
@@ -67,6 +70,7 @@ protected:
 
     void check(const Case& c) {
         SCOPED_TRACE(c.name());
+        if (c.f16 && !ctx().caps().storage_16bit) GTEST_SKIP() << "no 16-bit storage on this device: no f16 cache";
         const int dv = c.head_dim_v ? c.head_dim_v : c.head_dim;
         const size_t q_size = size_t(c.n_q * c.n_head * c.head_dim);
         const size_t k_row = size_t(c.n_head_kv * c.head_dim), v_row = size_t(c.n_head_kv * dv);
@@ -98,6 +102,12 @@ protected:
                 std::fill_n(k.begin() + long(size_t(j) * k_row), k_row, nan);
                 std::fill_n(v.begin() + long(size_t(j) * v_row), v_row, nan);
             }
+
+        std::vector<uint16_t> k16, v16;  // what an f16 cache holds; the reference reads the same values
+        if (c.f16) {
+            for (float& x : k) k16.push_back(gguf::fp32_to_fp16(x)), x = gguf::fp16_to_fp32(k16.back());
+            for (float& x : v) v16.push_back(gguf::fp32_to_fp16(x)), x = gguf::fp16_to_fp32(v16.back());
+        }
 
         // Reference over the occupied slots, probabilities scattered back to slot order.
         std::vector<float> kc, vc;
@@ -140,7 +150,8 @@ protected:
         p.window = c.window;
         p.chunk = c.chunk;
         p.softcap = c.softcap;
-        gpu::Buffer qb = upload(q), kb = upload(k), vb = upload(v), qpb = upload(q_pos), kpb = upload(kv_pos);
+        p.cache = c.f16 ? ops::CacheType::F16 : ops::CacheType::F32;
+        gpu::Buffer qb = upload(q), kb = c.f16 ? upload(k16) : upload(k), vb = c.f16 ? upload(v16) : upload(v), qpb = upload(q_pos), kpb = upload(kv_pos);
         gpu::Buffer sb = upload(sinks);
         gpu::Buffer ob(ctx(), ref_out.size() * 4, gpu::Memory::Device);
         // With sinks, each row's sink probability follows the rows.
@@ -363,6 +374,56 @@ TEST_F(Attention, QueriesAtAnOffset) {
     c.n_kv = 5;
     c.q_offset = 13;
     check(c);
+}
+
+// An fp16 cache: the same kernel reads K and V through 16-bit storage. Vector and scalar key
+// loads (head_dim a multiple of 4 or not), GQA, prefill and split decode, rings with empty
+// (NaN-filled) slots, windows, sinks and probabilities, MLA's wide keys.
+TEST_F(Attention, Fp16CacheMatchesTheReferenceOnTheRoundedValues) {
+    for (int d : {6, 64, 80})
+        for (int kv_heads : {8, 1})
+            for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {17, 17}, {40, 130}, {1, 700}}) {
+                Case c;
+                c.f16 = true;
+                c.head_dim = d;
+                c.n_head_kv = kv_heads;
+                c.n_q = n_q;
+                c.n_kv = n_kv;
+                c.scratch = n_q == 1;
+                check(c);
+            }
+    Case ring;
+    ring.f16 = true;
+    ring.n_head_kv = 4;
+    ring.ring = true;
+    ring.empty_slots = 9;
+    ring.n_kv = 130;
+    ring.n_q = 17;
+    ring.window = 64;
+    ring.sinks = true;
+    ring.probs = true;
+    check(ring);
+    Case small;  // gpt-oss-like: narrow heads, GQA, sinks, a whole prompt
+    small.f16 = true;
+    small.n_head = 4;
+    small.n_head_kv = 2;
+    small.head_dim = 16;
+    small.n_q = 45;
+    small.n_kv = 45;
+    small.sinks = true;
+    for (bool probs : {false, true}) {
+        small.probs = probs;
+        check(small);
+    }
+    Case mla;
+    mla.f16 = true;
+    mla.n_head = 16;
+    mla.n_head_kv = 1;
+    mla.head_dim = 576;
+    mla.head_dim_v = 512;
+    mla.n_kv = 40;
+    mla.scratch = true;
+    check(mla);
 }
 
 TEST_F(Attention, BadParametersAreClearErrors) {

@@ -2,10 +2,13 @@
 // scaling, frequency factors, and heads inside a wider row (token_stride, offsets).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
 #include "cpu/ref_ops.h"
+#include "gguf/quant.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
@@ -185,6 +188,32 @@ TEST_F(Rope, IntoSlotsWritesRotatedRowsToTheirCacheSlots) {
                     for (int d = c.p.n_dims; d < c.head_dim; ++d)
                         ASSERT_EQ(got[size_t((pos[size_t(t)] % slots) * row + h * c.head_dim + d)],
                                   x[size_t(t * row + h * c.head_dim + d)]);
+
+            // Into an f16 cache: each value is the f32 result rounded to fp16 (within one fp16
+            // step of the reference's rounding, as the f32 results differ by float rounding),
+            // unrotated dims rounded exactly, other slots untouched.
+            if (!ctx().caps().storage_16bit) continue;
+            std::vector<uint16_t> cache16(cache.size()), got16(cache.size());
+            for (size_t i = 0; i < cache.size(); ++i) cache16[i] = gguf::fp32_to_fp16(cache[i]);
+            gpu::Buffer hb(ctx(), cache16.size() * 2, gpu::Memory::Device);
+            hb.upload(cache16.data(), cache16.size() * 2);
+            s.begin();
+            ops::rope_into_slots(s, xb, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr, hb,
+                                 slots, ops::CacheType::F16);
+            s.submit_and_wait();
+            hb.download(got16.data(), got16.size() * 2);
+            for (int slot = 0; slot < slots; ++slot)
+                for (int64_t i = 0; i < row; ++i) {
+                    const size_t at = size_t(slot * row + i);
+                    const float want = gguf::fp16_to_fp32(gguf::fp32_to_fp16(expect[at]));
+                    const float have = gguf::fp16_to_fp32(got16[at]);
+                    ASSERT_LE(std::fabs(have - want), std::fabs(want) * 1e-3f + 1e-6f) << "f16 slot " << slot << " dim " << i;
+                }
+            for (int64_t t = 0; t < n_tokens; ++t)
+                for (int h = 0; h < c.n_heads; ++h)
+                    for (int d = c.p.n_dims; d < c.head_dim; ++d)
+                        ASSERT_EQ(got16[size_t((pos[size_t(t)] % slots) * row + h * c.head_dim + d)],
+                                  gguf::fp32_to_fp16(x[size_t(t * row + h * c.head_dim + d)]));
         }
     }
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gguf/quant.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
@@ -52,6 +53,23 @@ TEST_F(SetRowsOp, WritesEachRowToItsPositionsSlot) {
             std::memcpy(&want[size_t(slot * c.n)], &src[size_t(c.src_offset + t * c.n)], size_t(c.n) * 4);
         }
         EXPECT_EQ(got, want) << "n " << c.n << ", slots " << c.slots;
+
+        // The same into an f16 cache: each value rounded to nearest even on its way in.
+        if (!ctx().caps().storage_16bit) continue;
+        std::vector<uint16_t> before16(before.size()), want16(before.size()), got16(before.size());
+        for (size_t i = 0; i < before.size(); ++i) before16[i] = gguf::fp32_to_fp16(before[i]);
+        gpu::Buffer hb(ctx(), before16.size() * 2 + 2, gpu::Memory::Device);  // odd lengths: a whole last word
+        hb.upload(before16.data(), before16.size() * 2);
+        s.begin();
+        ops::set_rows_into_slots(s, sb, uint64_t(c.src_offset), pb, T, c.n, hb, c.slots, ops::CacheType::F16);
+        s.submit_and_wait();
+        hb.download(got16.data(), got16.size() * 2);
+        want16 = before16;
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t e = 0; e < c.n; ++e)
+                want16[size_t((c.positions[size_t(t)] % c.slots) * c.n + e)] =
+                    gguf::fp32_to_fp16(src[size_t(c.src_offset + t * c.n + e)]);
+        EXPECT_EQ(got16, want16) << "f16, n " << c.n << ", slots " << c.slots;
     }
 }
 

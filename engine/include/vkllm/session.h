@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,6 +59,14 @@ struct ResidualEdit {
     float value = 0;
 };
 
+// The KV cache's element type. Auto: F16 where the device has 16-bit storage (llama.cpp's
+// default cache type too: half the memory and half the bytes attention reads), else F32. F16
+// on a device without 16-bit storage makes the Session constructor throw.
+enum class KvCacheType { Auto, F32, F16 };
+// "auto", "f32", "f16"; and back (nullopt for any other name).
+const char* kv_cache_type_name(KvCacheType t);
+std::optional<KvCacheType> parse_kv_cache_type(const std::string& name);
+
 struct SessionOptions {
     int n_ctx = 0;      // 0: the model's training context, capped at 4096
     int n_batch = 256;  // tokens per forward pass during prompt processing
@@ -65,6 +74,7 @@ struct SessionOptions {
     // them (ggml's vec_dot_type: 8-bit blocks for quantised weights, fp16/bf16 for those types)
     // and GELU uses its fp16 table, so logits match llama.cpp's; false: exact f32 throughout.
     bool llama_cpp_rounding = true;
+    KvCacheType kv_cache = KvCacheType::Auto;
     ProbeConfig probes;
 };
 
@@ -148,6 +158,7 @@ public:
     struct KvCacheUsage {
         int global_layers = 0, local_layers = 0;
         uint64_t global_bytes = 0, local_bytes = 0;
+        KvCacheType type = KvCacheType::F32;  // as resolved (never Auto)
     };
     KvCacheUsage kv_cache_usage() const;
     // Bytes of scratch activations and of probe buffers on the GPU and in host memory.
