@@ -42,17 +42,42 @@ const bool K_VEC4 = (D % 4) == 0;
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };          // [n_q, n_head, D]
 layout(std430, binding = 1) readonly buffer QPos { int q_pos[]; };     // [n_q]
-// The cache's element type: fp32, or fp16 with KV_F16 (16-bit storage only; math stays fp32).
-#ifdef KV_F16
-#define KV_T float16_t
-#define KV_T4 f16vec4
+// The cache's element type: fp32; fp16 with KV_F16 (16-bit storage only; math stays fp32); or
+// with KV_Q8_0 blocks of 32 values in 9 words (the scale as an f32 word, then 32 int8 quants:
+// shaders/set_rows.comp). k_elem/k_quad/v_elem read element i / quad q of the flat cache.
+#if defined(KV_F16)
+layout(std430, binding = 2) readonly buffer K { float16_t k[]; };      // [n_kv, n_head_kv, D]
+layout(std430, binding = 2) readonly buffer K4 { f16vec4 k4[]; };
+layout(std430, binding = 3) readonly buffer V { float16_t v[]; };      // [n_kv, n_head_kv, DV]
+float k_elem(uint i) { return float(k[i]); }
+vec4 k_quad(uint q) { return vec4(k4[q]); }
+float v_elem(uint i) { return float(v[i]); }
+#elif defined(KV_Q8_0)
+layout(std430, binding = 2) readonly buffer K { uint k_words[]; };
+layout(std430, binding = 3) readonly buffer V { uint v_words[]; };
+// The int8 quant of byte b (0..3) of a word.
+float q8_byte(uint w, uint b) { return float(int(w << (24u - 8u * b)) >> 24); }
+float k_elem(uint i) {
+    const uint blk = (i >> 5) * 9u;
+    return uintBitsToFloat(k_words[blk]) * q8_byte(k_words[blk + 1u + ((i & 31u) >> 2)], i & 3u);
+}
+vec4 k_quad(uint q) {  // elements 4q..4q+3: one word of one block
+    const uint blk = (q >> 3) * 9u;
+    const int w = int(k_words[blk + 1u + (q & 7u)]);
+    return uintBitsToFloat(k_words[blk]) * vec4(ivec4(w << 24, w << 16, w << 8, w) >> 24);
+}
+float v_elem(uint i) {
+    const uint blk = (i >> 5) * 9u;
+    return uintBitsToFloat(v_words[blk]) * q8_byte(v_words[blk + 1u + ((i & 31u) >> 2)], i & 3u);
+}
 #else
-#define KV_T float
-#define KV_T4 vec4
+layout(std430, binding = 2) readonly buffer K { float k[]; };          // [n_kv, n_head_kv, D]
+layout(std430, binding = 2) readonly buffer K4 { vec4 k4[]; };
+layout(std430, binding = 3) readonly buffer V { float v[]; };          // [n_kv, n_head_kv, DV]
+float k_elem(uint i) { return k[i]; }
+vec4 k_quad(uint q) { return k4[q]; }
+float v_elem(uint i) { return v[i]; }
 #endif
-layout(std430, binding = 2) readonly buffer K { KV_T k[]; };           // [n_kv, n_head_kv, D]
-layout(std430, binding = 2) readonly buffer K4 { KV_T4 k4[]; };
-layout(std430, binding = 3) readonly buffer V { KV_T v[]; };           // [n_kv, n_head_kv, DV]
 layout(std430, binding = 4) readonly buffer KVPos { int kv_pos[]; };   // [n_kv]
 // [n_q, n_head, DV]; with SPLIT the partials: O [n_q * n_head, n_splits, DV], then (m, l) pairs
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
@@ -111,12 +136,12 @@ bool tile_scores(uint kt, uint k_end, uint hk, out float sv[RPT]) {
         const uint kbase = (j * pc.n_head_kv + hk) * D;
         if (K_VEC4) {
             for (uint d4 = 0; d4 < D4; ++d4) {
-                const vec4 kv = vec4(k4[kbase / 4 + d4]);
+                const vec4 kv = k_quad(kbase / 4 + d4);
                 [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += dot(q_sh[min(rg + a * NRG, R - 1) * D4 + d4], kv);
             }
         } else {
             for (uint d = 0; d < D; ++d) {
-                const float kd = float(k[kbase + d]);
+                const float kd = k_elem(kbase + d);
                 [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += q_sh[min(rg + a * NRG, R - 1) * D4 + d / 4][d % 4] * kd;
             }
         }
@@ -277,7 +302,7 @@ void main() {
                 const uint vbase = (j * pc.n_head_kv + hk) * DV;
                 [[unroll]] for (uint n = 0; n < ND; ++n) {
                     const uint d = td + n * TD;
-                    vd[u * ND + n] = ok && d < DV ? float(v[vbase + d]) : 0.0;
+                    vd[u * ND + n] = ok && d < DV ? v_elem(vbase + d) : 0.0;
                 }
             }
             [[unroll]] for (uint a = 0; a < NR; ++a) {

@@ -5,6 +5,9 @@
 // per loop trip so each thread keeps several loads in flight; x is loaded once per unit for all
 // ROWS rows and dotted in the quantized domain (dequant_dot.glsl). Partial sums are reduced in
 // shared memory (USE_SUBGROUP: subgroupAdd first).
+// GLU: the SwiGLU FFN input y = silu(W_gate x) * (W_up x). The binding holds both matrices, up's
+// row r up_delta bytes after gate's row r; a workgroup dots the same ROWS rows of both against
+// one load of x, so the gate and up outputs never go to memory and need no activation pass.
 #include "common.glsl"
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -62,6 +65,13 @@ layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_in] from 
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
 layout(std430, binding = 2) buffer Y { float y[]; };             // [n_rows] from y_base
 
+#ifdef GLU
+const uint NACC = 2u * ROWS;  // acc[r]: gate row r, acc[ROWS + r]: up row r
+float silu(float v) { return v / (1.0 + exp(-v)); }  // as shaders/elementwise.comp's SWIGLU
+#else
+const uint NACC = ROWS;
+#endif
+
 layout(push_constant) uniform Push {
     uint n_in;        // row length (elements)
     uint n_rows;      // rows in this dispatch
@@ -71,12 +81,24 @@ layout(push_constant) uniform Push {
     uint y_base;      // index of y[0] in the y binding
     uint accumulate;  // 1: y += W x (fused residual add)
     uint x_vec4;      // 1: x_base is a multiple of 4, so x quads can be read as vec4
+    uint up_delta;    // GLU: bytes from a gate row to the same up row
 } pc;
 
-shared float partial[ROWS * WG];  // [ROWS][WG]
+shared float partial[NACC * WG];  // [NACC][WG]
 
-uint row_addr[ROWS];
-float acc[ROWS];
+uint row_addr[NACC];
+float acc[NACC];
+
+// Row r's output from the sums s[NACC] (GLU: its gate and up sums), before accumulate.
+#ifdef GLU
+#define ROW_OUT(s, r) (silu(s[r]) * s[ROWS + (r)])
+#else
+#define ROW_OUT(s, r) (s[r])
+#endif
+void store_row(uint r, float v) {
+    const uint yi = pc.y_base + r;
+    y[yi] = pc.accumulate != 0u ? y[yi] + v : v;
+}
 
 vec4 x_quad(uint e) {
     const uint i = pc.x_base + e;
@@ -90,7 +112,7 @@ void accumulate_unit(uint unit) {
     vec4 xv[8];
     [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
     if (ROUND_X != 0u) round_unit(xv);
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
 }
 
 void main() {
@@ -99,8 +121,8 @@ void main() {
     if (row0 >= pc.n_rows) return;  // a padding workgroup of the 2-D grid (uniform)
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-        row_addr[r] = pc.w_base + min(row0 + r, pc.n_rows - 1u) * pc.row_bytes;
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) {
+        row_addr[r] = pc.w_base + min(row0 + r % ROWS, pc.n_rows - 1u) * pc.row_bytes + (r < ROWS ? 0u : pc.up_delta);
         acc[r] = 0.0;
     }
 
@@ -115,45 +137,48 @@ void main() {
     // Float rows may end in a partial group of 32.
     for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
         const float xe = ROUND_X != 0u ? round_elem(x[pc.x_base + e]) : x[pc.x_base + e];
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
     }
 #endif
 
 #ifdef USE_SUBGROUP
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] = subgroupAdd(acc[r]);
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] = subgroupAdd(acc[r]);
     if (gl_NumSubgroups == 1u) {  // one subgroup per workgroup: no shared memory, no barrier
         if (subgroupElect()) {
             [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-                if (row0 + r < pc.n_rows) {
-                    const uint yi = pc.y_base + row0 + r;
-                    y[yi] = pc.accumulate != 0u ? y[yi] + acc[r] : acc[r];
-                }
+                if (row0 + r < pc.n_rows) store_row(row0 + r, ROW_OUT(acc, r));
             }
         }
         return;
     }
     if (subgroupElect()) {
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + gl_SubgroupID] = acc[r];
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) partial[r * WG + gl_SubgroupID] = acc[r];
     }
     barrier();
     if (tid < ROWS && row0 + tid < pc.n_rows) {
-        float sum = 0.0;
-        for (uint i = 0u; i < gl_NumSubgroups; ++i) sum += partial[tid * WG + i];
-        const uint yi = pc.y_base + row0 + tid;
-        y[yi] = pc.accumulate != 0u ? y[yi] + sum : sum;
+        float sum[NACC];
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) sum[r] = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; ++i) {
+            sum[tid] += partial[tid * WG + i];
+#ifdef GLU
+            sum[ROWS + tid] += partial[(ROWS + tid) * WG + i];
+#endif
+        }
+        store_row(row0 + tid, ROW_OUT(sum, tid));
     }
 #else
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + tid] = acc[r];
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) partial[r * WG + tid] = acc[r];
     barrier();
     for (uint stride = WG / 2u; stride > 0u; stride >>= 1) {
         if (tid < stride) {
-            [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + tid] += partial[r * WG + tid + stride];
+            [[unroll]] for (uint r = 0u; r < NACC; ++r) partial[r * WG + tid] += partial[r * WG + tid + stride];
         }
         barrier();
     }
     if (tid < ROWS && row0 + tid < pc.n_rows) {
-        const uint yi = pc.y_base + row0 + tid;
-        y[yi] = pc.accumulate != 0u ? y[yi] + partial[tid * WG] : partial[tid * WG];
+        float sum[NACC];
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) sum[r] = partial[r * WG];
+        store_row(row0 + tid, ROW_OUT(sum, tid));
     }
 #endif
 }

@@ -17,12 +17,17 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Pos { int pos[]; };
 layout(std430, binding = 2) readonly buffer FreqFactors { float freq_factors[]; };
-#ifdef OUT_F16  // y is an fp16 cache (16-bit storage)
-#define OUT_T float16_t
+#ifdef OUT_F16  // y is an fp16 cache (16-bit storage): values rounded to nearest even, NaN kept
+#include "fp16.glsl"
+#define OUT_T(v) float16_t(isnan(v) ? (v) : round_to_fp16(v))
 #else
-#define OUT_T float
+#define OUT_T(v) (v)
 #endif
-layout(std430, binding = 3) writeonly buffer Y { OUT_T y[]; };
+#ifdef OUT_F16
+layout(std430, binding = 3) writeonly buffer Y { float16_t y[]; };
+#else
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint n_pairs_total;  // n_tokens * n_heads * n_pairs

@@ -26,6 +26,7 @@ vkllm_shader(rope          rope.comp)
 vkllm_shader(rope_f16_out  rope.comp OUT_F16)   # rope_into_slots for an fp16 cache
 vkllm_shader(attention          attention.comp)
 vkllm_shader(attention_f16_kv   attention.comp KV_F16)   # an fp16 KV cache (16-bit storage)
+vkllm_shader(attention_q8_0_kv  attention.comp KV_Q8_0)  # a Q8_0 KV cache (32-value blocks)
 vkllm_shader(attention_combine  attention_combine.comp)
 # --- end helper D2 ---
 
@@ -35,6 +36,8 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   string(TOUPPER ${wtype} WTYPE)
   vkllm_shader(matvec_${wtype}    matvec.comp   WTYPE_${WTYPE})
   vkllm_shader(matvec_${wtype}_sg matvec.comp   WTYPE_${WTYPE} USE_SUBGROUP)
+  vkllm_shader(matvec_swiglu_${wtype}    matvec.comp WTYPE_${WTYPE} GLU)
+  vkllm_shader(matvec_swiglu_${wtype}_sg matvec.comp WTYPE_${WTYPE} GLU USE_SUBGROUP)
   vkllm_shader(matmul_${wtype}    matmul.comp   WTYPE_${WTYPE})
   vkllm_shader(get_rows_${wtype}  get_rows.comp WTYPE_${WTYPE})
 endforeach()
@@ -73,3 +76,4 @@ vkllm_shader(super_correction super_correction.comp)
 vkllm_shader(copy_checked copy_checked.comp)
 vkllm_shader(set_rows set_rows.comp)
 vkllm_shader(set_rows_f16 set_rows.comp OUT_F16)
+vkllm_shader(set_rows_q8_0 set_rows.comp OUT_Q8_0)

@@ -19,7 +19,8 @@ namespace vkllm::cli {
 namespace {
 
 const char* kUsage =
-    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json] [--cache-type auto|f16|f32]\n"
+    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-r 3] [-b 256] [--device D] [--json]\n"
+    "            [--cache-type auto|f16|f32|q8_0]\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // The precision the JSON has always had (3 decimals, 4 for milliseconds), not float noise.

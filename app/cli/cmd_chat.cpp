@@ -30,7 +30,7 @@ namespace {
 
 const char* kUsage =
     "vkllm chat [-m MODEL.gguf] [--system TEXT] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
-    "           [--repeat-penalty R] [--seed S] [--device D] [--verbose] [--cache-type auto|f16|f32]\n"
+    "           [--repeat-penalty R] [--seed S] [--device D] [--verbose] [--cache-type auto|f16|f32|q8_0]\n"
     "  reads one message per line from stdin (a terminal or a pipe) and answers each on stdout;\n"
     "  -n: tokens per answer at most (default 256); --verbose: each turn's prompt and how many of\n"
     "  its tokens were evaluated (the rest came from the KV cache), on stderr\n"

@@ -18,7 +18,7 @@ namespace {
 
 const char* kUsage =
     "vkllm perplexity [-m MODEL.gguf] -f TEXT [-c N_CTX] [-b BATCH] [--exact] [--json] [--device D]\n"
-    "                 [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--cache-type auto|f16|f32]\n"
+    "                 [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--cache-type auto|f16|f32|q8_0]\n"
     "  llama-perplexity's definition: the text cut into chunks of N_CTX tokens (default 512, at most the\n"
     "  model's training context), each run alone with BOS first (when the vocabulary adds BOS) and scored\n"
     "  on its second half; progress on stderr. --exact: f32 activations instead of llama.cpp's CPU rounding\n"

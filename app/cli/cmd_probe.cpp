@@ -24,7 +24,7 @@ namespace {
 const char* kUsage =
     "vkllm probe [-m MODEL.gguf] -p PROMPT [-n N] [--attention all|L,L..] [--residual] [--ffn-down]\n"
     "            [--routing] [--logit-lens all|L,L..] [--lens-top K] [--timings] [--exact] [--device D]\n"
-    "            [--cache-type auto|f16|f32]\n"
+    "            [--cache-type auto|f16|f32|q8_0]\n"
     "            -o OUT.json\n"
     "  runs PROMPT and N greedy tokens after it (stopping at an end-of-generation token) with the\n"
     "  chosen probes and writes them as one JSON document (docs/api.md describes its fields)\n"

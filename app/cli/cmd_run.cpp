@@ -22,7 +22,7 @@ const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
     "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
-    "          [--cache-type auto|f16|f32]\n"
+    "          [--cache-type auto|f16|f32|q8_0]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
@@ -32,6 +32,8 @@ const char* kUsage =
     "                 running mean over the tokens evaluated, for every token\n"
     "  --draft: speculative decoding: MODEL (same tokenizer, smaller) proposes K tokens (default 4) per step,\n"
     "                 the model verifies them in one pass; the output is the same as without a draft\n"
+    "  --cache-type: the KV cache's element type (auto, the default: f16 where the device has 16-bit storage,\n"
+    "                 else f32; f32: llama.cpp's exact mode; q8_0: 8-bit blocks of 32, rows of whole blocks)\n"
     "  -f FILE: the prompt from a file (-f -: standard input); --seed -1 (the default): a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
@@ -78,7 +80,7 @@ void print_session_header(const Model& model, const Session& session) {
     std::fprintf(stderr, "; %.1f KiB per token of context in global layers\n",
                  kv.global_layers ? double(kv.global_bytes) / session.n_ctx() / 1024.0 : 0.0);
     if (const AttentionInfo& a0 = info.layers[0].attention; a0.kv_lora_rank > 0) {
-        const double c = kv.type == KvCacheType::F16 ? 2 : 4;  // bytes per cached value
+        const double c = kv.type == KvCacheType::F16 ? 2 : kv.type == KvCacheType::Q8_0 ? 36.0 / 32 : 4;  // per value
         const double latent = double(a0.kv_lora_rank + a0.qk_rope + a0.kv_lora_rank) * c;
         const double per_head = double(a0.n_head) * (a0.qk_nope + a0.qk_rope + a0.v_head) * c;
         std::fprintf(stderr, "vkllm: MLA: %.0f bytes per token per layer in the latent cache, against %.0f for the "

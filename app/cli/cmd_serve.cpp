@@ -32,7 +32,7 @@ using namespace server;
 
 const char* kUsage =
     "vkllm serve [-m MODEL.gguf] [--host 127.0.0.1] [--port 8080] [-c CTX] [--queue 16] [--device D] [--quiet]\n"
-    "            [--cache-type auto|f16|f32]\n"
+    "            [--cache-type auto|f16|f32|q8_0]\n"
     "  POST /v1/chat/completions, POST /v1/completions (stream: true for server-sent events),\n"
     "  GET /v1/models, GET /health. --port 0: any free port (the line \"listening on\" names it).\n"
     "  --queue: requests that may wait while one is generated; more are answered 503 with Retry-After.\n"

@@ -79,13 +79,10 @@ std::optional<std::string> prompt_text(const Options& options) {
     return text;
 }
 
-const char* const kCacheTypeHelp =
-    "  --cache-type auto|f16|f32: the KV cache's element type (auto: f16 where the device has 16-bit storage)";
-
 KvCacheType cache_type(const Options& o) {
     if (!o.has("--cache-type")) return KvCacheType::Auto;
     const std::optional<KvCacheType> t = parse_kv_cache_type(o.str("--cache-type"));
-    if (!t) throw UsageError("--cache-type must be auto, f16 or f32, got '" + o.str("--cache-type") + "'");
+    if (!t) throw UsageError("--cache-type must be auto, f16, f32 or q8_0, got '" + o.str("--cache-type") + "'");
     return *t;
 }
 

@@ -56,10 +56,9 @@ std::optional<std::string> prompt_text(const Options& options);
 // their defaults where absent; a value out of range is a UsageError.
 SamplerParams sampler_params(const Options& options);
 
-// --cache-type auto|f16|f32 (the KV cache's element type; absent: auto); another value is a
+// --cache-type auto|f16|f32|q8_0 (the KV cache's element type; absent: auto); another value is a
 // UsageError.
 KvCacheType cache_type(const Options& options);
-extern const char* const kCacheTypeHelp;  // one usage line describing --cache-type
 
 // Runs a command body, turning UsageError into exit code 2 with the usage text on stderr, and
 // HelpRequested into exit code 0 with it on stdout.

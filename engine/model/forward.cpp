@@ -78,10 +78,20 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     if (kv_cache == KvCacheType::F16 && !ctx.caps().storage_16bit)
         throw ModelError("an f16 KV cache needs 16-bit storage (storageBuffer16BitAccess), which device '" +
                          ctx.caps().name + "' lacks; use an f32 cache");
-    cache_type_ = kv_cache == KvCacheType::F16 || (kv_cache == KvCacheType::Auto && ctx.caps().storage_16bit)
-                      ? ops::CacheType::F16
-                      : ops::CacheType::F32;
-    const uint64_t C = ops::cache_type_bytes(cache_type_);  // bytes per cached value
+    // Auto: F16 for decoders where the device can store it. An encoder's one bidirectional pass
+    // keeps nothing for later tokens, so its "cache" stays exact (as llama.cpp's embeddings).
+    const bool encoder =
+        std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& L) { return !L.attn.causal; });
+    const bool f16 = kv_cache == KvCacheType::F16 || (kv_cache == KvCacheType::Auto && ctx.caps().storage_16bit && !encoder);
+    cache_type_ = kv_cache == KvCacheType::Q8_0 ? ops::CacheType::Q8_0 : f16 ? ops::CacheType::F16 : ops::CacheType::F32;
+    if (cache_type_ == ops::CacheType::Q8_0)
+        for (size_t l = 0; l < spec.layers.size(); ++l) {
+            const AttentionSpec& a = spec.layers[l].attn;
+            for (int row : {a.n_head_kv * a.head_dim, a.n_head_kv * a.head_dim_v})
+                if (row % 32)
+                    throw ModelError("a q8_0 KV cache holds blocks of 32 values, but layer " + std::to_string(l) +
+                                     " caches rows of " + std::to_string(row) + " values; use --cache-type f16 or f32");
+        }
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     // Logits of many tokens are only needed by `vkllm logits`; keep that buffer within one binding.
     n_logit_rows_ = int(std::clamp<uint64_t>(range / (uint64_t(spec.n_vocab) * F), 1, uint64_t(n_batch_)));
@@ -118,10 +128,11 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
 
     uint64_t widest_k = 0, widest_v = 0;
     for (const LayerSpec& L : spec.layers) {
-        const uint64_t k_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * C;
-        const uint64_t v_row = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * C;
-        widest_k = std::max(widest_k, k_row / C * F);
-        widest_v = std::max(widest_v, v_row / C * F);
+        const uint64_t k_values = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim);
+        const uint64_t v_values = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v);
+        const uint64_t k_row = ops::cache_bytes(cache_type_, k_values), v_row = ops::cache_bytes(cache_type_, v_values);
+        widest_k = std::max(widest_k, k_values * F);
+        widest_v = std::max(widest_v, v_values * F);
         KvCache c;
         c.ring = L.attn.window > 0 && L.attn.window + n_batch_ - 1 < n_ctx;
         c.slots = c.ring ? L.attn.window + n_batch_ - 1 : n_ctx;
@@ -213,6 +224,12 @@ void Forward::MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const g
                                    int n_tokens, bool accumulate) const {
     ops::matmul(s, w, of(w), offset_of(w), y, y_offset, n_tokens, accumulate, 0,
                 in_matvec[size_t(ops::activation_rounding(w.type))]);
+}
+
+void Forward::MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up,
+                                          const gpu::Buffer& y) const {
+    const bool round_x = in_matvec[size_t(ops::activation_rounding(gate.type))];
+    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, round_x);
 }
 
 Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,

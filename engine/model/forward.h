@@ -120,6 +120,8 @@ private:
         // ops::matmul of w with these inputs (rounded as w's type needs) into y.
         void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
                     bool accumulate = false) const;
+        // One token: y = silu(gate x) * (up x) in one dispatch (ops::matvec_swiglu).
+        void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y) const;
     };
     // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
     // after when anything was rounded. One row for ops::matmul (in_matvec: not for the expert

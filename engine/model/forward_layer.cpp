@@ -131,7 +131,7 @@ void Forward::record_attention(int l, int T, int pos0) {
                                        : a.rope.freq_factors ? w_.rope_freqs
                                                              : nullptr;
             ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
-            if (a.qk_norm != QkNorm::L2AfterRope) {
+            if (a.qk_norm != QkNorm::L2AfterRope && cache_type_ != ops::CacheType::Q8_0) {
                 // Rotated k goes straight into its cache slots, and v's copy joins the same
                 // group (nothing in it writes v_new_): one barrier before attention.
                 ops::rope_into_slots(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs, cache.k,
@@ -251,7 +251,12 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
         record_moe(l, T, *in, probes);
         return;
     }
-    if (L.ffn.gated) {
+    if (L.ffn.gated && T == 1 && L.ffn.activation == Activation::SiLU && ops::matvec_swiglu_fits(ctx_, w.gate, w.up)) {
+        // Decode: gate, up and SwiGLU in one dispatch; the gate and up rows never reach memory.
+        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
+        s.mark("matvec_swiglu");
+        mi.matvec_swiglu(s, w.gate, w.up, gate_);
+    } else if (L.ffn.gated) {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
         s.mark("matmul");
         mi.matmul(s, w.gate, gate_, 0, T);

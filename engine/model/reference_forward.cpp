@@ -41,8 +41,8 @@ void check_supported(const ModelSpec& s) {
 }  // namespace
 
 ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations,
-                                   bool f16_cache)
-    : file_(file), spec_(spec), n_ctx_(n_ctx), round_activations_(round_activations), f16_cache_(f16_cache) {
+                                   KvCacheType cache)
+    : file_(file), spec_(spec), n_ctx_(n_ctx), round_activations_(round_activations), cache_(cache) {
     check_supported(spec);
     for (const LayerSpec& L : spec.layers) {
         const AttentionSpec& a = L.attn;
@@ -56,9 +56,17 @@ ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec
     }
 }
 
-void ReferenceForward::store_in_cache(float* p, size_t n) const {
-    if (!f16_cache_) return;
-    for (size_t i = 0; i < n; ++i) p[i] = gguf::fp16_to_fp32(gguf::fp32_to_fp16(p[i]));
+void ReferenceForward::store_in_cache(float* p, size_t rows, size_t n) const {
+    if (cache_ == KvCacheType::F16) {
+        for (size_t i = 0; i < rows * n; ++i) p[i] = gguf::fp16_to_fp32(gguf::fp32_to_fp16(p[i]));
+    } else if (cache_ == KvCacheType::Q8_0) {
+        if (n % 32) throw ModelError("reference forward: a q8_0 cache needs rows of whole 32-value blocks");
+        std::vector<float> row(n);
+        for (size_t r = 0; r < rows; ++r) {
+            std::copy_n(p + r * n, n, row.begin());
+            cpu::round_activations(row.data(), p + r * n, int64_t(n), 32);  // ggml's Q8_0, as the GPU stores it
+        }
+    }
 }
 
 bool ReferenceForward::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }

@@ -33,9 +33,10 @@ public:
     // rounds them (cpu::round_activations), as the GPU forward does by default. (Not modelled:
     // the fp16 GELU table the GPU uses in that mode, and MLA's absorbed matmuls, which the
     // reference does not run; compare those with rounding off.)
-    // f16_cache: keys and values are rounded to fp16 as they enter the cache (an f16 KV cache).
+    // cache: keys and values are rounded as they enter a cache of that type (F16: to fp16; Q8_0:
+    // to ggml's 8-bit blocks of 32 along each row); F32 and Auto keep them exact.
     ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations = true,
-                     bool f16_cache = false);
+                     KvCacheType cache = KvCacheType::F32);
 
     // Appends `tokens` at positions n_past().. and returns their logits [n_tokens, n_vocab].
     // probs_layer >= 0 records that layer's attention probabilities of the last token
@@ -74,9 +75,9 @@ private:
     int n_ctx_;
     int n_past_ = 0;
     bool round_activations_;
-    bool f16_cache_;
-    // Rounds n values at p to fp16 when the cache is f16 (what an f16 cache stores).
-    void store_in_cache(float* p, size_t n) const;
+    KvCacheType cache_;
+    // Rounds `rows` rows of n values at p as the cache stores them.
+    void store_in_cache(float* p, size_t rows, size_t n) const;
     // Per layer, the cached keys and values of every position so far: [n_ctx, n_head_kv * head_dim]
     // and [n_ctx, n_head_kv * head_dim_v]; MLA layers cache the normalised latent and the rotated
     // shared key [n_ctx, kv_lora_rank + qk_rope] in k_ (v_ unused).

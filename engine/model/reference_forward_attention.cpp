@@ -114,8 +114,8 @@ std::vector<float> ReferenceForward::attention_block(int l, const float* h, int 
             cpu::rope(q.data(), T, a.n_head, a.head_dim, pos_.data(), rp);
             cpu::rope(k, T, a.n_head_kv, a.head_dim, pos_.data(), rp);
         }
-        store_in_cache(k, size_t(T) * kd);
-        store_in_cache(v, size_t(T) * vd);
+        store_in_cache(k, size_t(T), kd);
+        store_in_cache(v, size_t(T), vd);
         cpu::AttentionParams ap = attention_params(a);
         if (a.sinks) {
             sinks = values(p + "attn_sinks.weight");
@@ -180,7 +180,7 @@ std::vector<float> ReferenceForward::mla_attention(int l, const float* h, int T,
     for (size_t th = 0; th < size_t(T) * size_t(H); ++th)
         std::copy_n(&qr[th * size_t(m.qk_rope)], m.qk_rope, &q[th * size_t(qh) + size_t(m.qk_nope)]);
     for (size_t t = 0; t < size_t(T); ++t) std::copy_n(&kr[t * size_t(m.qk_rope)], m.qk_rope, kv + t * size_t(row) + m.kv_lora_rank);
-    store_in_cache(kv, size_t(T) * size_t(row));
+    store_in_cache(kv, size_t(T), size_t(row));
 
     // Every cached position's per-head keys [n_kv, H, qh] and values [n_kv, H, v_head].
     const float* cache = k_[size_t(l)].data();

@@ -190,7 +190,10 @@ uint64_t Session::scratch_bytes() const { return impl_->forward->scratch_bytes()
 
 Session::KvCacheUsage Session::kv_cache_usage() const {
     auto u = impl_->forward->kv_usage();
-    const KvCacheType type = impl_->forward->cache_type() == ops::CacheType::F16 ? KvCacheType::F16 : KvCacheType::F32;
+    const ops::CacheType c = impl_->forward->cache_type();
+    const KvCacheType type = c == ops::CacheType::F16    ? KvCacheType::F16
+                             : c == ops::CacheType::Q8_0 ? KvCacheType::Q8_0
+                                                         : KvCacheType::F32;
     return {u.global_layers, u.local_layers, u.global_bytes, u.local_bytes, type};
 }
 
@@ -198,12 +201,13 @@ const char* kv_cache_type_name(KvCacheType t) {
     switch (t) {
         case KvCacheType::F32: return "f32";
         case KvCacheType::F16: return "f16";
+        case KvCacheType::Q8_0: return "q8_0";
         default: return "auto";
     }
 }
 
 std::optional<KvCacheType> parse_kv_cache_type(const std::string& name) {
-    for (KvCacheType t : {KvCacheType::Auto, KvCacheType::F32, KvCacheType::F16})
+    for (KvCacheType t : {KvCacheType::Auto, KvCacheType::F32, KvCacheType::F16, KvCacheType::Q8_0})
         if (name == kv_cache_type_name(t)) return t;
     return std::nullopt;
 }

@@ -85,7 +85,7 @@ ElementBlock locate(const detail::ModelInternals& m, const WeightRef& w) {
     b.type = t->type;
     b.n_bytes = traits.type_size;
     b.n_elements = traits.block_size;
-    b.offset = uint64_t(file_row - part->first_row) * row_bytes + block_in_row;
+    b.offset = part->offset + uint64_t(file_row - part->first_row) * row_bytes + block_in_row;
     b.index = uint32_t(w.col % traits.block_size);
     b.file_bytes = m.file().find_tensor(prefix + w.tensor + ".weight")->data + uint64_t(file_row) * row_bytes + block_in_row;
     return b;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
@@ -137,8 +138,8 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.gate = matrix_rows(p + "ffn_up.weight", E, 2 * ff, 0, ff);
             w.up = matrix_rows(p + "ffn_up.weight", E, 2 * ff, ff, ff);
         } else {
-            if (L.ffn.gated) w.gate = matrix(p + "ffn_gate.weight", E, ff);
-            w.up = matrix(p + "ffn_up.weight", E, ff);
+            if (L.ffn.gated) gate_up_pair(p + "ffn_gate.weight", p + "ffn_up.weight", E, ff, &w.gate, &w.up);
+            else w.up = matrix(p + "ffn_up.weight", E, ff);
         }
         if (L.ffn.moe.n_expert == 0) w.down = matrix(p + "ffn_down.weight", ff, E);
         if (L.ffn.bias) {
@@ -245,6 +246,34 @@ ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t 
     m.n_rows = total_rows;
     m.parts.push_back({w.buffer, row0, n_out});
     return w;
+}
+
+void Weights::gate_up_pair(const std::string& gate_name, const std::string& up_name, int64_t n_in, int64_t n_out,
+                           ops::Weight* gate, ops::Weight* up) {
+    const gguf::TensorInfo& g = tensor(gate_name, n_in, n_out);
+    const gguf::TensorInfo& u = tensor(up_name, n_in, n_out);
+    if (g.type != u.type) {
+        *gate = matrix(gate_name, n_in, n_out);
+        *up = matrix(up_name, n_in, n_out);
+        return;
+    }
+    const uint64_t bytes = gguf::row_size(g.type, size_t(n_in)) * uint64_t(n_out);
+    const uint64_t up_offset = (bytes + 255) / 256 * 256;  // word-aligned (and binding-friendly) start of up
+    const gpu::Buffer* buffer = upload(g.data, bytes, up_offset + ops::weight_buffer_bytes(u.type, n_in, n_out));
+    writable(buffer).upload(u.data, bytes, up_offset);
+    bytes_ += bytes;
+    for (auto [w, t, name, offset] : {std::tuple{gate, &g, &gate_name, uint64_t(0)}, {up, &u, &up_name, up_offset}}) {
+        w->type = t->type;
+        w->n_in = n_in;
+        w->n_out = n_out;
+        w->buffer = buffer;
+        w->offset = offset;
+        UploadedMatrix& m = uploaded_[*name];
+        m.type = t->type;
+        m.n_in = n_in;
+        m.n_rows = n_out;
+        m.parts.push_back({buffer, 0, n_out, offset});
+    }
 }
 
 // `stem`.weight {n_in, n_out, n_expert}, and with `bias` `stem`.bias {n_out, n_expert}.

@@ -55,8 +55,9 @@ struct LayerWeights {
 // Expert tensors count rows over all experts: expert e's row r is file row e * n_rows + r.
 struct UploadedPart {
     const gpu::Buffer* buffer = nullptr;
-    int64_t first_row = 0;  // the file row held at the buffer's start
+    int64_t first_row = 0;  // the file row held at `offset` in the buffer
     int64_t n_rows = 0;
+    uint64_t offset = 0;    // bytes
 };
 struct UploadedMatrix {
     gguf::TensorType type = gguf::TensorType::F32;
@@ -99,6 +100,10 @@ private:
     ops::Weight matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true);
     // Rows [row0, row0 + n_out) of a 2-D tensor with `total_rows` rows, as its own weight.
     ops::Weight matrix_rows(const std::string& name, int64_t n_in, int64_t total_rows, int64_t row0, int64_t n_out);
+    // A gated FFN's gate and up matrices ({n_in, n_out} each). Of one type, they share one buffer,
+    // gate then up (ops::matvec_swiglu reads both in one dispatch); else each gets its own.
+    void gate_up_pair(const std::string& gate_name, const std::string& up_name, int64_t n_in, int64_t n_out,
+                      ops::Weight* gate, ops::Weight* up);
     const gpu::Buffer* vector(const std::string& name, int64_t n, bool required = true);
     // Elements [first, first + n) of a vector with `total` elements.
     const gpu::Buffer* vector_part(const std::string& name, int64_t total, int64_t first, int64_t n);

@@ -151,10 +151,10 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     const uint64_t kv_rows = uint64_t(n_kv) * uint64_t(p.n_head_kv);
     const detail::Window qw = detail::window(ctx, q, q_offset, q_rows * plan.d, op, "q");
     const detail::Window qpw = detail::window(ctx, q_pos, 0, uint64_t(n_q), op, "q_pos");
-    require_cache_type(ctx, p.cache, op);
-    const uint32_t kv_bytes = cache_type_bytes(p.cache);
-    const detail::Window kw = detail::window(ctx, k, 0, kv_rows * plan.d, op, "k", kv_bytes);
-    const detail::Window vw = detail::window(ctx, v, 0, kv_rows * plan.dv, op, "v", kv_bytes);
+    require_cache_type(ctx, p.cache, int64_t(p.n_head_kv) * plan.d, op);
+    require_cache_type(ctx, p.cache, int64_t(p.n_head_kv) * plan.dv, op);
+    const detail::Window kw = detail::cache_window(ctx, k, kv_rows * plan.d, p.cache, op, "k");
+    const detail::Window vw = detail::cache_window(ctx, v, kv_rows * plan.dv, p.cache, op, "v");
     const detail::Window kpw = detail::window(ctx, kv_pos, 0, uint64_t(n_kv), op, "kv_pos");
     const detail::Window ow = detail::window(ctx, out, 0, q_rows * plan.dv, op, "out");
     const detail::Window sw = sinks ? detail::window(ctx, *sinks, 0, uint64_t(p.n_head), op, "sinks") : qw;
@@ -179,8 +179,11 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     push.chunk = p.chunk;
     push.scale = p.scale;
     push.softcap = p.softcap;
+    const char* shader = p.cache == CacheType::F16    ? "attention_f16_kv"
+                         : p.cache == CacheType::Q8_0 ? "attention_q8_0_kv"
+                                                      : "attention";
     const auto& pipeline =
-        ctx.pipeline(p.cache == CacheType::F16 ? "attention_f16_kv" : "attention", 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
+        ctx.pipeline(shader, 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
     s.dispatch(pipeline, {qw.range, qpw.range, kw.range, vw.range, kpw.range, split ? partw.range : ow.range, sw.range,
                           pw.range},
                push, plan.n_splits, uint32_t(p.n_head_kv) * plan.head_blocks, plan.q_blocks);

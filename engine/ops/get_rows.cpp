@@ -49,7 +49,8 @@ void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& o
     for (uint64_t row0 = 0; row0 < n_rows; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_rows - row0);
         const weights::Window tw =
-            weights::window(*table.buffer, row0 * row_bytes, (row0 + rows) * row_bytes, lim, op, "table");
+            weights::window(*table.buffer, table.offset + row0 * row_bytes, table.offset + (row0 + rows) * row_bytes, lim,
+                            op, "table");
         for (uint64_t i0 = 0; i0 < n_ids; i0 += ids_per_dispatch) {
             const uint64_t ni = std::min(ids_per_dispatch, n_ids - i0);
             const weights::Window iw = weights::window(ids, i0 * 4, (i0 + ni) * 4, lim, op, "ids");

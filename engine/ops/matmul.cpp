@@ -15,7 +15,7 @@ namespace {
 using weights::require;
 
 struct MatvecPush {
-    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4;
+    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4, up_delta;
 };
 
 struct MatmulPush {
@@ -122,7 +122,9 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_out - row0);
-        const weights::Window ww = weights::window(*w.buffer, row0 * row_bytes, (row0 + rows) * row_bytes, lim, op, "weight");
+        const weights::Window ww =
+            weights::window(*w.buffer, w.offset + row0 * row_bytes, w.offset + (row0 + rows) * row_bytes, lim, op,
+                            "weight");
         // Tokens per window: x [t, n_in] and y [t, y_stride] (of which `rows` columns) must fit.
         uint64_t per = std::min(usable / (n_in * 4), usable / 4 >= rows ? (usable / 4 - rows) / stride + 1 : 0);
         if (!single) per = std::min<uint64_t>(per, uint64_t(lim.max_groups[1]) * tiles.bn);
@@ -137,7 +139,7 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
             const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;  // x quads 16-byte aligned
             if (single) {
                 const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift,          uint32_t(row_bytes),
-                                      x_base,         yw.shift / 4,   accumulate ? 1u : 0u, x_vec4};
+                                      x_base,         yw.shift / 4,   accumulate ? 1u : 0u, x_vec4, 0u};
                 // A 2-D grid when the row groups exceed the x limit; the shader skips the padding.
                 const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
                 const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
@@ -153,6 +155,67 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
             }
         }
     }
+}
+
+namespace {
+
+// The bytes one binding must span for the fused pair: gate's rows through up's.
+bool swiglu_pair(const Weight& gate, const Weight& up, uint64_t* span) {
+    if (gate.buffer != up.buffer || gate.type != up.type || gate.n_in != up.n_in || gate.n_out != up.n_out ||
+        up.offset < gate.offset)
+        return false;
+    weights::Format f;
+    if (!weights::gpu_format(gate.type, &f) || gate.n_in % f.block_elems) return false;
+    const uint64_t row_bytes = uint64_t(gate.n_in) / f.block_elems * f.block_bytes;
+    *span = up.offset - gate.offset + row_bytes * uint64_t(up.n_out);
+    return true;
+}
+
+}  // namespace
+
+bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weight& up) {
+    uint64_t span = 0;
+    if (!swiglu_pair(gate, up, &span)) return false;
+    const weights::Limits lim = weights::limits(ctx.caps());
+    const uint64_t usable = lim.max_binding - lim.align - 4;
+    return span <= usable && uint64_t(gate.n_in) * 4 <= usable && uint64_t(gate.n_out) * 4 <= usable;
+}
+
+void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
+                   const Buffer& y, uint64_t y_offset, bool round_x) {
+    const char* op = "matvec_swiglu";
+    const weights::Layout layout = weights::checked_layout(gate, op);
+    weights::checked_layout(up, op);
+    gpu::Context& ctx = s.context();
+    require(matvec_swiglu_fits(ctx, gate, up), op,
+            "gate and up must be one type and shape in one buffer (gate first), within one binding");
+    require(!round_x || matvec_rounds_activations(gate.type), op, "round_x needs a weight type whose matvec rounds");
+    const uint64_t n_in = uint64_t(gate.n_in), n_out = uint64_t(gate.n_out);
+    require(x.valid() && (x_offset + n_in) * 4 <= x.size(), op, "x holds fewer than n_in values after x_offset");
+    require(y.valid() && (y_offset + n_out) * 4 <= y.size(), op, "y holds fewer than n_out values after y_offset");
+    require(&x != &y || (x_offset + n_in) <= y_offset || (y_offset + n_out) <= x_offset, op,
+            "x and y overlap in the same buffer");
+
+    const gpu::Capabilities& caps = ctx.caps();
+    const weights::Limits lim = weights::limits(caps);
+    const uint64_t row_bytes = layout.row_bytes;
+    const weights::Window ww =
+        weights::window(*gate.buffer, gate.offset, up.offset + n_out * row_bytes, lim, op, "gate and up");
+    const weights::Window xw = weights::window(x, x_offset * 4, (x_offset + n_in) * 4, lim, op, "x");
+    const weights::Window yw = weights::window(y, y_offset * 4, (y_offset + n_out) * 4, lim, op, "y");
+    const uint32_t x_base = xw.shift / 4;
+    const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
+    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);
+    const gpu::Pipeline& pipe =
+        ctx.pipeline("matvec_swiglu_" + std::string(layout.format.suffix) + (caps.subgroup_arithmetic ? "_sg" : ""), 3,
+                     sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
+    const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift, uint32_t(row_bytes), x_base, yw.shift / 4, 0u,
+                          x_vec4, uint32_t(up.offset - gate.offset)};
+    const uint64_t groups = (n_out + mv.rows - 1) / mv.rows;
+    const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
+    const uint64_t gy = (groups + gx - 1) / gx;
+    require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
+    s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
 }
 
 }  // namespace vkllm::ops

@@ -29,9 +29,10 @@ struct ShapeError : std::runtime_error {
 // A weight matrix resident on the GPU.
 struct Weight {
     TensorType type = TensorType::F32;
-    const Buffer* buffer = nullptr;  // raw GGUF bytes of the tensor, starting at offset 0
+    const Buffer* buffer = nullptr;  // raw GGUF bytes of the tensor, starting at `offset`
     int64_t n_in = 0;                // row length (elements)
     int64_t n_out = 0;               // number of rows
+    uint64_t offset = 0;             // byte offset of row 0 in buffer (a multiple of 4)
 };
 
 // True when a weight of this type can be used by matmul/get_rows on the GPU.
@@ -58,6 +59,15 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
 // instead of ~1e-1.
 enum class ActRounding { None, Q8_32, Q8_256, F16, BF16 };
 ActRounding activation_rounding(TensorType weight_type);
+// One token's SwiGLU FFN input in one dispatch: y[o] = silu(gate x)[o] * (up x)[o], for gate and
+// up of one type and shape held in the same buffer (gate first: Weights uploads a gated FFN's
+// pair that way) and both within one binding: each workgroup reads the same rows of both
+// matrices against one load of x. round_x as in matmul. matvec_swiglu_fits says whether a pair
+// can take this path; ShapeError otherwise.
+bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weight& up);
+void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
+                   const Buffer& y, uint64_t y_offset, bool round_x = false);
+
 // True when matmul(..., round_x = true) can round a single token's activations for this weight
 // type inside the matvec: the 32-element blocks (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/MXFP4) and the
 // per-element roundings (F16, BF16). Q8_K's blocks of 256 span threads: rounded beforehand.
@@ -91,13 +101,17 @@ struct RopeParams {
 // freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
 void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
           int head_dim, const RopeParams& p, const Buffer* freq_factors = nullptr, int64_t token_stride = 0);
-// A KV cache's element type. F16 is stored with 16-bit storage (caps().storage_16bit) and read
-// and written as fp32 by the shaders (every value rounded to nearest on its way in).
-enum class CacheType { F32, F16 };
-inline uint32_t cache_type_bytes(CacheType t) { return t == CacheType::F16 ? 2u : 4u; }
-const char* cache_type_name(CacheType t);  // "f32", "f16"
-// Throws ShapeError naming `op` when the device cannot hold a cache of type t.
-void require_cache_type(const gpu::Context& ctx, CacheType t, const char* op);
+// A KV cache's element type. The shaders read and write f32 values: F16 is stored with 16-bit
+// storage (caps().storage_16bit), each value rounded to nearest even on its way in; Q8_0 keeps
+// blocks of 32 values as 9 words (the fp16-valued scale as an f32 word, then 32 int8 quants,
+// quantised as ggml's Q8_0), so its rows hold a multiple of 32 values.
+enum class CacheType { F32, F16, Q8_0 };
+const char* cache_type_name(CacheType t);  // "f32", "f16", "q8_0"
+// Bytes of n cached values (Q8_0: n a multiple of 32).
+uint64_t cache_bytes(CacheType t, uint64_t n);
+// Throws ShapeError naming `op` when the device cannot hold a cache of type t, or (Q8_0) when
+// rows of `row` values are not whole blocks.
+void require_cache_type(const gpu::Context& ctx, CacheType t, int64_t row, const char* op);
 
 // The same rotation of x (contiguous rows, not modified) written into a cache of `slots` rows
 // of n_heads * head_dim: token t's row goes to slot positions[t] % slots (positions >= 0), the

@@ -57,9 +57,12 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const detail::Window fw =
         freq_factors ? detail::window(ctx, *freq_factors, 0, uint64_t(p.n_dims / 2), op, "freq_factors") : pw;
     const detail::Window yw =
-        cache ? detail::window(ctx, *cache, 0, uint64_t(slots) * uint64_t(row), op, "cache", cache_type_bytes(cache_type))
-              : xw;
-    if (cache) require_cache_type(ctx, cache_type, op);
+        cache ? detail::cache_window(ctx, *cache, uint64_t(slots) * uint64_t(row), cache_type, op, "cache") : xw;
+    if (cache) {
+        require_cache_type(ctx, cache_type, row, op);
+        detail::require(cache_type != CacheType::Q8_0, op,
+                        "writes f32 or f16 caches (quantise a q8_0 cache's rows with set_rows_into_slots)");
+    }
 
     RopePush push{};
     push.n_pairs_total = uint32_t(n_pairs_total);
@@ -89,7 +92,8 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const auto& pipeline = ctx.pipeline(cache && cache_type == CacheType::F16 ? "rope_f16_out" : "rope", 4, sizeof(RopePush), {threads});
+    const char* shader = cache && cache_type == CacheType::F16 ? "rope_f16_out" : "rope";
+    const auto& pipeline = ctx.pipeline(shader, 4, sizeof(RopePush), {threads});
     s.dispatch(pipeline, {xw.range, pw.range, fw.range, yw.range}, push, groups);
 }
 

@@ -24,26 +24,38 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
                     "more than 2^32 values");
     if (n_tokens == 0) return;
     gpu::Context& ctx = s.context();
-    require_cache_type(ctx, dst_type, op);
+    require_cache_type(ctx, dst_type, n, op);
     detail::require(uint64_t(n_tokens) <= ctx.caps().max_workgroup_count[1], op,
                     std::to_string(n_tokens) + " tokens exceed the device's workgroup-count limit");
     const detail::Window sw = detail::window(ctx, src, src_offset, uint64_t(n_tokens) * uint64_t(n), op, "src");
     const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
-    const detail::Window dw =
-        detail::window(ctx, dst, 0, uint64_t(slots) * uint64_t(n), op, "dst", cache_type_bytes(dst_type));
+    const detail::Window dw = detail::cache_window(ctx, dst, uint64_t(slots) * uint64_t(n), dst_type, op, "dst");
     const uint32_t threads = detail::workgroup_size(ctx, 128);
-    const uint64_t gx = std::clamp<uint64_t>((uint64_t(n) + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]);
-    const auto& pipeline = ctx.pipeline(dst_type == CacheType::F16 ? "set_rows_f16" : "set_rows", 3, sizeof(SetRowsPush), {threads});
+    const uint64_t items = dst_type == CacheType::Q8_0 ? uint64_t(n) / 32 : uint64_t(n);  // Q8_0: a block each
+    const uint64_t gx = std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]);
+    const char* shader = dst_type == CacheType::F16    ? "set_rows_f16"
+                         : dst_type == CacheType::Q8_0 ? "set_rows_q8_0"
+                                                       : "set_rows";
+    const auto& pipeline = ctx.pipeline(shader, 3, sizeof(SetRowsPush), {threads});
     const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift};
     s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));
 }
 
-const char* cache_type_name(CacheType t) { return t == CacheType::F16 ? "f16" : "f32"; }
+const char* cache_type_name(CacheType t) {
+    return t == CacheType::F16 ? "f16" : t == CacheType::Q8_0 ? "q8_0" : "f32";
+}
 
-void require_cache_type(const gpu::Context& ctx, CacheType t, const char* op) {
+uint64_t cache_bytes(CacheType t, uint64_t n) {
+    return t == CacheType::F16 ? 2 * n : t == CacheType::Q8_0 ? n / 32 * 36 : 4 * n;
+}
+
+void require_cache_type(const gpu::Context& ctx, CacheType t, int64_t row, const char* op) {
     detail::require(t != CacheType::F16 || ctx.caps().storage_16bit, op,
                     "an f16 cache needs 16-bit storage (storageBuffer16BitAccess), which device '" + ctx.caps().name +
                         "' lacks; use an f32 cache");
+    detail::require(t != CacheType::Q8_0 || row % 32 == 0, op,
+                    "a q8_0 cache holds blocks of 32 values; rows of " + std::to_string(row) +
+                        " values are not whole blocks");
 }
 
 }  // namespace vkllm::ops

@@ -18,6 +18,9 @@ struct Format {
     uint32_t block_bytes = 4;
 };
 
+// False for a type the shaders do not decode.
+bool gpu_format(TensorType t, Format* f);
+
 // The checked layout of a weight: format, bytes per row, total bytes read. Throws ShapeError
 // naming `op` for an unsupported type, a row length that is not a whole number of blocks, a
 // missing buffer or one too small for the rows (rounded up to whole 32-bit words).

@@ -11,8 +11,6 @@ namespace vkllm::ops {
 
 namespace weights {
 
-namespace {
-
 // The types shaders/include/dequant*.glsl decode (block sizes as ggml-common.h).
 bool gpu_format(TensorType t, Format* f) {
     switch (t) {
@@ -33,6 +31,8 @@ bool gpu_format(TensorType t, Format* f) {
         default: return false;
     }
 }
+
+namespace {
 
 std::string type_name(TensorType t) {
     auto tr = gguf::type_traits(t);
@@ -70,11 +70,13 @@ Layout checked_layout(const Weight& w, const char* op) {
                 " block size " + std::to_string(l.format.block_elems));
     require(w.n_in < (int64_t(1) << 30), op, "row length " + std::to_string(w.n_in) + " is too long");
     require(w.buffer && w.buffer->valid(), op, "weight buffer is not allocated");
+    require(w.offset % 4 == 0, op, "weight offset " + std::to_string(w.offset) + " is not a multiple of 4");
     l.row_bytes = uint64_t(w.n_in) / l.format.block_elems * l.format.block_bytes;
     l.total_bytes = l.row_bytes * uint64_t(w.n_out);
     const uint64_t needed = weight_buffer_bytes(w.type, w.n_in, w.n_out);
-    require(w.buffer->size() >= needed, op,
-            "weight buffer holds " + std::to_string(w.buffer->size()) + " bytes; " + std::to_string(w.n_out) +
+    require(w.buffer->size() >= w.offset && w.buffer->size() - w.offset >= needed, op,
+            "weight buffer holds " + std::to_string(w.buffer->size()) + " bytes (the weight at offset " +
+                std::to_string(w.offset) + "); " + std::to_string(w.n_out) +
                 " rows of " + std::to_string(w.n_in) + " " + type_name(w.type) + " elements need " +
                 std::to_string(needed) + " (ops::weight_buffer_bytes: shaders read whole 32-bit words)");
     return l;

@@ -202,6 +202,7 @@ TEST(ModelInfo, KvBytesPerTokenMatchTheSessionsCache) {
         SessionOptions so;
         so.n_ctx = 256;
         so.n_batch = 8;
+        so.kv_cache = KvCacheType::F32;  // ModelInfo's bytes per token are an f32 cache's
         Session session(*model, so);
         const Session::KvCacheUsage u = session.kv_cache_usage();
         EXPECT_EQ(u.global_layers, info.n_global_layers);
@@ -212,6 +213,12 @@ TEST(ModelInfo, KvBytesPerTokenMatchTheSessionsCache) {
             if (L.attention.window > 0) ring += L.kv_bytes_per_token * uint64_t(L.attention.window + so.n_batch - 1);
         EXPECT_EQ(u.local_bytes, ring);
         EXPECT_EQ(session.kv_cache_bytes(), u.global_bytes + u.local_bytes);
+        // An f16 cache (the default where the device has 16-bit storage) takes half.
+        SessionOptions half = so;
+        half.kv_cache = KvCacheType::Auto;
+        Session half_session(*model, half);
+        const bool f16 = half_session.kv_cache_usage().type == KvCacheType::F16;
+        EXPECT_EQ(half_session.kv_cache_bytes() * (f16 ? 2 : 1), session.kv_cache_bytes());
         // The loaded model describes itself as read_model_info does.
         EXPECT_EQ(info.layer_table(), info_of(zoo(name)).layer_table());
     }

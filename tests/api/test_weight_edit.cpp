@@ -119,6 +119,7 @@ protected:
         const gguf::File& file = model.internals().file();
         const std::vector<int32_t> prompt = model.tokenize("Once upon a time, Tom saw a big dog", true);
         SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
         so.n_ctx = 64;
         so.llama_cpp_rounding = false;  // exact f32 on both sides
         Session session(model, so);

@@ -20,10 +20,12 @@ namespace vkllm {
 namespace {
 
 // The reference rounds keys and values as the session's cache stores them.
-bool f16_cache(const Session& s) { return s.kv_cache_usage().type == KvCacheType::F16; }
-// Exact activations agree to float precision; with an f16 cache, a few values whose GPU and CPU
-// f32 results straddle an fp16 rounding boundary land one fp16 step apart.
-double exact_bound(const Session& s) { return f16_cache(s) ? 1e-7 : 1e-8; }
+KvCacheType cache_of(const Session& s) { return s.kv_cache_usage().type; }
+// Exact activations agree to float precision; with a rounding cache, a few values whose GPU and
+// CPU f32 results straddle a rounding boundary land one fp16 step (one Q8_0 step) apart.
+double exact_bound(const Session& s) {
+    return cache_of(s) == KvCacheType::F16 ? 1e-7 : cache_of(s) == KvCacheType::Q8_0 ? 1e-6 : 1e-8;
+}
 
 class ForwardTest : public ::testing::Test {
 protected:
@@ -49,7 +51,7 @@ TEST_F(ForwardTest, PrefillInChunksAndDecodeMatchTheCpuReference) {
     so.llama_cpp_rounding = false;
     Session session(*model_, so);
     model::ReferenceForward ref(model_->internals().file(), model_->internals().spec(), session.n_ctx(),
-                                /*round_activations=*/false, f16_cache(session));
+                                /*round_activations=*/false, cache_of(session));
     std::vector<int32_t> prompt = model_->internals().tokenizer().encode("The cat sat on the mat and looked at the bird", true, false);
     ASSERT_GT(prompt.size(), 7u);
     auto got = session.eval(prompt, true);
@@ -69,7 +71,7 @@ TEST_F(ForwardTest, PrefillInChunksAndDecodeMatchTheCpuReference) {
 TEST_F(ForwardTest, RoundedActivationsFollowTheCpuReference) {
     Session session(*model_);
     model::ReferenceForward ref(model_->internals().file(), model_->internals().spec(), session.n_ctx(),
-                                /*round_activations=*/true, f16_cache(session));
+                                /*round_activations=*/true, cache_of(session));
     std::vector<int32_t> prompt = model_->internals().tokenizer().encode("The cat sat on the mat", true, false);
     EXPECT_LT(test::nmse(session.eval(prompt, true), ref.eval(prompt)), 1e-4);
     for (int32_t t : {5, 100}) {
@@ -102,7 +104,7 @@ TEST_F(ForwardTest, AttentionProbesMatchTheCpuReferenceAndSumToOne) {
     so.llama_cpp_rounding = false;
     Session session(*model_, so);
     model::ReferenceForward ref(model_->internals().file(), model_->internals().spec(), session.n_ctx(),
-                                /*round_activations=*/false, f16_cache(session));
+                                /*round_activations=*/false, cache_of(session));
     std::vector<int32_t> prompt = model_->internals().tokenizer().encode("Lily and Ben played with a ball", true, false);
     for (int step = 0; step < 2; ++step) {
         std::vector<int32_t> toks = step == 0 ? prompt : std::vector<int32_t>{42};
@@ -192,7 +194,7 @@ TEST_F(ForwardTest, SlidingWindowFromMetadataMatchesTheCpuReference) {
             EXPECT_EQ(usage.global_layers, 0);
         }
         model::ReferenceForward ref(windowed->internals().file(), windowed->internals().spec(), session.n_ctx(), false,
-                                    f16_cache(session));
+                                    cache_of(session));
         auto got = session.eval(prompt, true);
         auto want = ref.eval(prompt);
         EXPECT_LT(test::nmse(got, want), exact_bound(session)) << "batch " << n_batch;
@@ -209,10 +211,11 @@ TEST_F(ForwardTest, SlidingWindowFromMetadataMatchesTheCpuReference) {
     EXPECT_GT(test::max_abs_diff(plain.eval(prompt, true), win.eval(prompt, true)), 1e-2);
 }
 
-// Every golden family the reference models (dense and MoE, windows, sinks, MLA) with each cache type, exact
-// activations: the GPU forward with the reference rounding keys and values as that cache does.
+// Every golden family the reference models (dense and MoE, windows, sinks, MLA) with each cache
+// type (F32, F16, Q8_0), exact activations: the GPU forward with the reference rounding keys and
+// values as that cache does.
 // Prefill in two passes, then decode steps.
-TEST(ForwardCacheTypes, EveryGoldenFamilyMatchesTheReferenceWithEitherCache) {
+TEST(ForwardCacheTypes, EveryGoldenFamilyMatchesTheReferenceWithEachCacheType) {
     const uint64_t errors_before = gpu::validation_error_count();
     int checked = 0;
     for (const char* dir : {"families", "moe"}) {
@@ -228,7 +231,7 @@ TEST(ForwardCacheTypes, EveryGoldenFamilyMatchesTheReferenceWithEitherCache) {
             }
             const std::vector<int32_t> prompt = test::read_ids(e.path().parent_path().string() + "/" +
                                                                e.path().stem().string() + ".tokens.txt");
-            for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16}) {
+            for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::Q8_0}) {
                 SCOPED_TRACE(e.path().stem().string() + " " + kv_cache_type_name(type));
                 SessionOptions so;
                 so.n_batch = 16;
@@ -240,9 +243,17 @@ TEST(ForwardCacheTypes, EveryGoldenFamilyMatchesTheReferenceWithEitherCache) {
                     EXPECT_THROW(Session(*model, so), std::exception);
                     continue;
                 }
+                bool whole_blocks = true;  // Q8_0 needs K and V rows of whole 32-value blocks
+                for (const auto& L : in.spec().layers)
+                    whole_blocks = whole_blocks && (L.attn.n_head_kv * L.attn.head_dim) % 32 == 0 &&
+                                   (L.attn.n_head_kv * L.attn.head_dim_v) % 32 == 0;
+                if (type == KvCacheType::Q8_0 && !whole_blocks) {
+                    EXPECT_THROW(Session(*model, so), model::ModelError);
+                    continue;
+                }
                 session = std::make_unique<Session>(*model, so);
                 ASSERT_EQ(session->kv_cache_usage().type, type);
-                model::ReferenceForward ref(in.file(), in.spec(), session->n_ctx(), false, type == KvCacheType::F16);
+                model::ReferenceForward ref(in.file(), in.spec(), session->n_ctx(), false, type);
                 EXPECT_LT(test::nmse(session->eval(prompt, true), ref.eval(prompt)), exact_bound(*session));
                 for (int32_t t : {5, 100, 300}) {
                     auto w = ref.eval({t});

@@ -100,6 +100,7 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
     const auto& spec = model->internals().spec();
     const int L = spec.n_layer, E = spec.n_embd;
     SessionOptions so;
+    so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
     so.n_batch = 7;
     so.llama_cpp_rounding = false;
     so.probes.attention_layers = {0, L - 1};
@@ -261,6 +262,7 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
 TEST_F(Probes, AttentionRowsAreCappedToTheNewest) {
     auto model = zoo("zoo-dense");
     SessionOptions so;
+    so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
     so.n_batch = 5;
     so.probes.attention_layers = {1};
     so.probes.attention_max_rows = 8;
@@ -320,6 +322,7 @@ TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
     std::vector<float> last_logits;
     for (int run = 0; run < 2; ++run) {
         SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
         so.n_batch = run == 0 ? 7 : 256;
         for (int l = 0; l < L; ++l) so.probes.attention_layers.push_back(l);
         so.probes.routing = true;
@@ -402,6 +405,7 @@ protected:
     }
     SessionOptions options(int n_batch) const {
         SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
         so.n_batch = n_batch;
         so.llama_cpp_rounding = false;
         return so;
@@ -624,6 +628,7 @@ TEST_F(Probes, SinkProbabilityCompletesEveryRow) {
     auto model = Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf");
     const auto& spec = model->internals().spec();
     SessionOptions so;
+    so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
     so.n_batch = 5;
     for (int l = 0; l < spec.n_layer; ++l) so.probes.attention_layers.push_back(l);
     Session s(*model, so);
@@ -659,6 +664,7 @@ TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
     prompt.resize(17);  // passes of 7, 7 and 3 tokens
     using M = ResidualEdit::Mode;
     SessionOptions plain_options;
+    plain_options.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
     plain_options.llama_cpp_rounding = false;
     Session plain(*model, plain_options);
     const auto unedited = plain.eval(prompt, true);
@@ -666,6 +672,7 @@ TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
         const std::vector<ResidualEdit> edits = {{1, 5, mode, mode == M::Scale ? -3.0f : 4.0f},
                                                  {-1, 2, mode, mode == M::Scale ? 2.0f : -1.5f}};
         SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
         so.n_batch = n_batch;
         so.llama_cpp_rounding = false;
         so.probes.residual_full_layers = {1};
@@ -709,6 +716,7 @@ TEST_F(Probes, ZooModelsAreCleanUnderSynchronizationValidation) {
         auto model = zoo(name);  // a new Vulkan instance: it reads VK_LAYER_ENABLES
         const int L = model->internals().spec().n_layer;
         SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
         so.n_batch = 7;
         so.probes.attention_layers = {0, L - 1};
         so.probes.residual_stats = true;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -35,6 +36,7 @@ struct Case {
     float q_gain = 1.0f;      // scales q: large logits test the softmax's stability
     uint64_t q_offset = 0;
     bool f16 = false;         // an fp16 cache: K and V stored as fp16 (the reference sees the rounded values)
+    bool q8 = false;          // a Q8_0 cache: K and V in 32-value blocks (likewise)
 
     std::string name() const {
         std::string s = "h" + std::to_string(n_head) + "/" + std::to_string(n_head_kv) + " d" +
@@ -50,9 +52,38 @@ struct Case {
         if (ring) s += " ring";
         if (empty_slots) s += " empty" + std::to_string(empty_slots);
         if (f16) s += " f16";
+        if (q8) s += " q8_0";
         return s;
     }
 };
+
+// x quantised as a Q8_0 cache holds it (9 words per 32 values: the scale, then 32 int8s), and x
+// replaced by the values it decodes to. A block holding NaN gets a NaN scale (an empty slot).
+std::vector<uint32_t> q8_blocks(std::vector<float>& x) {
+    std::vector<uint32_t> out;
+    std::vector<float> r(32);
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+        float* blk = &x[b * 32];
+        cpu::round_activations(blk, r.data(), 32, 32);
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(blk[i]));
+        const float d = std::isnan(blk[0]) ? blk[0] : gguf::fp16_to_fp32(gguf::fp32_to_fp16(amax / 127.0f));
+        uint32_t dw;
+        std::memcpy(&dw, &d, 4);
+        out.push_back(dw);
+        for (int w = 0; w < 8; ++w) {
+            uint32_t word = 0;
+            for (int i = 0; i < 4; ++i) {
+                const int q = d > 0 ? int(std::lrint(r[size_t(4 * w + i)] / d)) : 0;
+                word |= uint32_t(uint8_t(int8_t(q))) << (8 * i);
+            }
+            out.push_back(word);
+        }
+        if (std::isnan(d)) continue;
+        std::copy(r.begin(), r.end(), blk);
+    }
+    return out;
+}
 
 class Attention : public test::GpuTest {
 protected:
@@ -108,6 +139,11 @@ protected:
             for (float& x : k) k16.push_back(gguf::fp32_to_fp16(x)), x = gguf::fp16_to_fp32(k16.back());
             for (float& x : v) v16.push_back(gguf::fp32_to_fp16(x)), x = gguf::fp16_to_fp32(v16.back());
         }
+        std::vector<uint32_t> k8, v8;  // and a Q8_0 cache (empty slots: NaN scales)
+        if (c.q8) {
+            k8 = q8_blocks(k);
+            v8 = q8_blocks(v);
+        }
 
         // Reference over the occupied slots, probabilities scattered back to slot order.
         std::vector<float> kc, vc;
@@ -150,8 +186,10 @@ protected:
         p.window = c.window;
         p.chunk = c.chunk;
         p.softcap = c.softcap;
-        p.cache = c.f16 ? ops::CacheType::F16 : ops::CacheType::F32;
-        gpu::Buffer qb = upload(q), kb = c.f16 ? upload(k16) : upload(k), vb = c.f16 ? upload(v16) : upload(v), qpb = upload(q_pos), kpb = upload(kv_pos);
+        p.cache = c.f16 ? ops::CacheType::F16 : c.q8 ? ops::CacheType::Q8_0 : ops::CacheType::F32;
+        gpu::Buffer kb = c.f16 ? upload(k16) : c.q8 ? upload(k8) : upload(k);
+        gpu::Buffer vb = c.f16 ? upload(v16) : c.q8 ? upload(v8) : upload(v);
+        gpu::Buffer qb = upload(q), qpb = upload(q_pos), kpb = upload(kv_pos);
         gpu::Buffer sb = upload(sinks);
         gpu::Buffer ob(ctx(), ref_out.size() * 4, gpu::Memory::Device);
         // With sinks, each row's sink probability follows the rows.
@@ -379,7 +417,7 @@ TEST_F(Attention, QueriesAtAnOffset) {
 // An fp16 cache: the same kernel reads K and V through 16-bit storage. Vector and scalar key
 // loads (head_dim a multiple of 4 or not), GQA, prefill and split decode, rings with empty
 // (NaN-filled) slots, windows, sinks and probabilities, MLA's wide keys.
-TEST_F(Attention, Fp16CacheMatchesTheReferenceOnTheRoundedValues) {
+TEST_F(Attention, Fp16AndQ8CachesMatchTheReferenceOnTheRoundedValues) {
     for (int d : {6, 64, 80})
         for (int kv_heads : {8, 1})
             for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {17, 17}, {40, 130}, {1, 700}}) {
@@ -415,6 +453,21 @@ TEST_F(Attention, Fp16CacheMatchesTheReferenceOnTheRoundedValues) {
         small.probs = probs;
         check(small);
     }
+    // The same kernel over a Q8_0 cache (K and V rows of whole 32-value blocks).
+    for (int d : {32, 64, 80})
+        for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {17, 17}, {40, 130}, {1, 700}}) {
+            Case c;
+            c.q8 = true;
+            c.head_dim = d;
+            c.n_head_kv = 2;
+            c.n_q = n_q;
+            c.n_kv = n_kv;
+            c.scratch = n_q == 1;
+            check(c);
+        }
+    ring.f16 = false;
+    ring.q8 = true;
+    check(ring);
     Case mla;
     mla.f16 = true;
     mla.n_head = 16;

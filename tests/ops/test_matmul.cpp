@@ -216,6 +216,56 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
     s.submit_and_wait();
 }
 
+// Gate, up and SwiGLU in one dispatch (decode's gated FFN): gate and up in one buffer, up at an
+// offset, against the CPU reference, and equal to the unfused path (two matvecs and the swiglu
+// op: the same sums in the same order), with and without the in-matvec activation rounding.
+TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
+    const TensorType type = GetParam();
+    for (int64_t n_in : row_lengths(type))
+        for (int64_t n_out : {int64_t(1), int64_t(7), int64_t(131)}) {
+            SCOPED_TRACE("n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out));
+            TestWeight g = make_weight(ctx(), type, n_in, n_out, uint32_t(n_in + 3 * n_out));
+            TestWeight u = make_weight(ctx(), type, n_in, n_out, uint32_t(n_in + 3 * n_out + 1));
+            const uint64_t up_offset = (g.bytes.size() + 255) / 256 * 256;
+            gpu::Buffer pair(ctx(), up_offset + ops::weight_buffer_bytes(type, n_in, n_out), gpu::Memory::Device);
+            pair.upload(g.bytes.data(), g.bytes.size());
+            pair.upload(u.bytes.data(), u.bytes.size(), up_offset);
+            const ops::Weight gw{type, &pair, n_in, n_out, 0}, uw{type, &pair, n_in, n_out, up_offset};
+            ASSERT_TRUE(ops::matvec_swiglu_fits(ctx(), gw, uw));
+            EXPECT_FALSE(ops::matvec_swiglu_fits(ctx(), uw, gw));  // up before gate
+
+            auto xv = test::random_floats(size_t(n_in + 1), uint32_t(n_in), -2.0f, 2.0f);  // x at offset 1
+            std::vector<float> ref_g(static_cast<size_t>(n_out)), ref_u(ref_g), ref(ref_g);
+            cpu::matmul(g.cpu(), xv.data() + 1, ref_g.data(), 1);
+            cpu::matmul(u.cpu(), xv.data() + 1, ref_u.data(), 1);
+            for (size_t o = 0; o < ref.size(); ++o) ref[o] = ref_g[o] / (1.0f + std::exp(-ref_g[o])) * ref_u[o];
+
+            const bool rounds = ops::matvec_rounds_activations(type);
+            for (bool round_x : {false, true}) {
+                if (round_x && !rounds) continue;
+                gpu::Buffer x = upload(ctx(), xv), fused(ctx(), size_t(n_out + 2) * 4, gpu::Memory::Device);
+                gpu::Buffer gy(ctx(), size_t(n_out) * 4, gpu::Memory::Device), uy(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
+                gpu::Stream s(ctx());
+                s.begin();
+                ops::matvec_swiglu(s, gw, uw, x, 1, fused, 2, round_x);
+                ops::matmul(s, gw, x, 1, gy, 0, 1, false, 0, round_x);
+                ops::matmul(s, uw, x, 1, uy, 0, 1, false, 0, round_x);
+                s.barrier("gate and up are complete before swiglu");
+                ops::swiglu(s, gy, uy, gy, n_out);
+                s.submit_and_wait();
+                const std::vector<float> all = download(fused), unfused = download(gy);
+                const std::vector<float> got(all.begin() + 2, all.end());
+                EXPECT_EQ(got, unfused) << (round_x ? "rounded x" : "exact x");
+                // silu(g) * u multiplies two sums' relative errors: a looser bound than one matmul's 1e-9.
+                if (!round_x) EXPECT_LT(test::nmse(got, ref), 1e-7);
+            }
+        }
+    // Refused: two buffers.
+    TestWeight g = make_weight(ctx(), type, row_lengths(type).front(), 4, 1);
+    TestWeight u = make_weight(ctx(), type, row_lengths(type).front(), 4, 2);
+    EXPECT_FALSE(ops::matvec_swiglu_fits(ctx(), g.gpu(), u.gpu()));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                              return std::string(gguf::type_traits(info.param)->name);

@@ -3,9 +3,11 @@
 // bad arguments refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "cpu/ref_ops.h"
 #include "gguf/quant.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
@@ -73,6 +75,60 @@ TEST_F(SetRowsOp, WritesEachRowToItsPositionsSlot) {
     }
 }
 
+// A Q8_0 cache: each row quantised in blocks of 32 (9 words: the fp16-valued scale as an f32
+// word, then 32 int8 quants) as ggml's quantize_row_q8_0 does; cpu::round_activations(.., 32)
+// gives the same values. Blocks of zeros, of one large value, and random ones.
+TEST_F(SetRowsOp, QuantisesRowsIntoQ8_0Blocks) {
+    const int64_t n = 96;  // three blocks per row
+    const int slots = 5;
+    const std::vector<int32_t> positions = {3, 4, 5};  // slots 3, 4, 0
+    const int64_t T = int64_t(positions.size());
+    auto src = test::random_floats(size_t(T * n), 7, -3.0f, 3.0f);
+    std::fill_n(src.begin(), 32, 0.0f);  // a block of zeros: scale 0, quants 0
+    src[40] = 1000.0f;                   // one dominant value in block 1 of row 0
+    gpu::Buffer sb(ctx(), src.size() * 4, gpu::Memory::Device);
+    sb.upload(src.data(), src.size() * 4);
+    gpu::Buffer pb(ctx(), size_t(T) * 4, gpu::Memory::Host);
+    std::memcpy(pb.mapped(), positions.data(), size_t(T) * 4);
+    const size_t words = size_t(slots) * size_t(n / 32) * 9;
+    std::vector<uint32_t> before(words, 0xdeadbeefu), got(words);
+    gpu::Buffer db(ctx(), words * 4, gpu::Memory::Device);
+    db.upload(before.data(), words * 4);
+    gpu::Stream s(ctx());
+    s.begin();
+    ops::set_rows_into_slots(s, sb, 0, pb, T, n, db, slots, ops::CacheType::Q8_0);
+    s.submit_and_wait();
+    db.download(got.data(), words * 4);
+    EXPECT_EQ(ops::cache_bytes(ops::CacheType::Q8_0, uint64_t(n)), uint64_t(n / 32 * 36));
+
+    int off_by_one = 0;
+    for (int slot = 0; slot < slots; ++slot) {
+        int64_t t = -1;
+        for (int64_t i = 0; i < T; ++i)
+            if (positions[size_t(i)] % slots == slot) t = i;
+        const uint32_t* row = &got[size_t(slot) * size_t(n / 32) * 9];
+        if (t < 0) {  // untouched
+            for (int64_t w = 0; w < n / 32 * 9; ++w) ASSERT_EQ(row[w], 0xdeadbeefu) << "slot " << slot;
+            continue;
+        }
+        std::vector<float> want(static_cast<size_t>(n));
+        cpu::round_activations(&src[size_t(t * n)], want.data(), n, 32);
+        for (int64_t b = 0; b < n / 32; ++b) {
+            float d;
+            std::memcpy(&d, &row[b * 9], 4);
+            EXPECT_EQ(d, gguf::fp16_to_fp32(gguf::fp32_to_fp16(d))) << "the scale is an fp16 value";
+            for (int64_t i = 0; i < 32; ++i) {
+                const int q = int(int8_t(uint8_t(row[b * 9 + 1 + i / 4] >> (8 * (i % 4)))));
+                const float have = d * float(q), w = want[size_t(b * 32 + i)];
+                // The GPU's division may differ from the host's by an ulp: one quant step at most, rarely.
+                ASSERT_LE(std::fabs(have - w), d * 1.001f + 1e-30f) << "slot " << slot << " block " << b << " value " << i;
+                off_by_one += have != w;
+            }
+        }
+    }
+    EXPECT_LE(off_by_one, 2);
+}
+
 TEST_F(SetRowsOp, RefusesBadArguments) {
     gpu::Buffer src(ctx(), 64, gpu::Memory::Device), pos(ctx(), 8, gpu::Memory::Host), dst(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
@@ -81,6 +137,7 @@ TEST_F(SetRowsOp, RefusesBadArguments) {
     EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 4, dst, 0), ops::ShapeError);
     EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 4, dst, 5), ops::ShapeError);   // dst holds 4 rows
     EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 3, 8, dst, 2), ops::ShapeError);   // src holds 2 rows
+    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 8, dst, 1, ops::CacheType::Q8_0), ops::ShapeError);  // 8 % 32
     s.submit_and_wait();
 }
 
