@@ -95,7 +95,8 @@ std::pair<const gpu::Buffer*, uint64_t> gpu_row(const Model& m, const WeightRef&
     EXPECT_NE(u, nullptr);
     for (const model::UploadedPart& part : u->parts)
         if (file_row >= part.first_row && file_row < part.first_row + part.n_rows)
-            return {part.buffer, uint64_t(file_row - part.first_row) * gguf::row_size(u->type, size_t(u->n_in))};
+            return {part.buffer,
+                    part.offset + uint64_t(file_row - part.first_row) * gguf::row_size(u->type, size_t(u->n_in))};
     ADD_FAILURE() << "row " << file_row << " of " << file_name(w) << " is on no GPU buffer";
     return {nullptr, 0};
 }
