@@ -106,7 +106,6 @@ void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions
 // blocks of 32 values as 9 words (the fp16-valued scale as an f32 word, then 32 int8 quants,
 // quantised as ggml's Q8_0), so its rows hold a multiple of 32 values.
 enum class CacheType { F32, F16, Q8_0 };
-const char* cache_type_name(CacheType t);  // "f32", "f16", "q8_0"
 // Bytes of n cached values (Q8_0: n a multiple of 32).
 uint64_t cache_bytes(CacheType t, uint64_t n);
 // Throws ShapeError naming `op` when the device cannot hold a cache of type t, or (Q8_0) when

@@ -41,10 +41,6 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
     s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));
 }
 
-const char* cache_type_name(CacheType t) {
-    return t == CacheType::F16 ? "f16" : t == CacheType::Q8_0 ? "q8_0" : "f32";
-}
-
 uint64_t cache_bytes(CacheType t, uint64_t n) {
     return t == CacheType::F16 ? 2 * n : t == CacheType::Q8_0 ? n / 32 * 36 : 4 * n;
 }
