@@ -44,7 +44,7 @@ void draw_architecture_panel(StudioApp& app) {
     ImGui::Text("%s: %s, %d layers, d_model %d, vocab %d", m.name.c_str(), m.arch.c_str(), m.n_layer, m.n_embd, m.n_vocab);
     ImGui::TextDisabled("%.2fM parameters, %s of tensors, %s, context %d", double(m.parameters) / 1e6,
                         bytes_text(m.tensor_bytes).c_str(), m.norm.c_str(), m.n_ctx_train);
-    ImGui::TextDisabled("KV per token: global %s (%d layers), sliding %s (%d layers)",
+    ImGui::TextDisabled("KV per token (f32 cache; f16 halves it): global %s (%d layers), sliding %s (%d layers)",
                         bytes_text(m.kv_bytes_per_token_global).c_str(), m.n_global_layers,
                         bytes_text(m.kv_bytes_per_token_local).c_str(), m.n_local_layers);
     ImGui::TextDisabled("tokenizer %s%s", m.tokenizer.c_str(), m.chat_template.empty() ? "" : ", chat template");
@@ -102,7 +102,7 @@ void draw_architecture_panel(StudioApp& app) {
         const float description_bottom = p.y + 2 + line * 3.2f;
         put(p.x + 6, p.y + 2 + line * 1.1f, text, b.attention.c_str(),
             ImVec4(left_clip.x, left_clip.y, left_clip.z, description_bottom), true);
-        snprintf(buf, sizeof buf, "KV %s/token", bytes_text(b.kv_bytes_per_token).c_str());
+        snprintf(buf, sizeof buf, "KV %s/token f32", bytes_text(b.kv_bytes_per_token).c_str());
         put(p.x + 6, p.y + 2 + line * 3.3f, IM_COL32(230, 230, 230, 255), buf, left_clip);
         put(p.x + half + 6, p.y + 2, text, b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN", right_clip);
         put(p.x + half + 6, p.y + 2 + line * 1.1f, text, b.ffn.c_str(),

@@ -251,20 +251,21 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
         record_moe(l, T, *in, probes);
         return;
     }
-    if (L.ffn.gated && T == 1 && L.ffn.activation == Activation::SiLU && ops::matvec_swiglu_fits(ctx_, w.gate, w.up)) {
-        // Decode: gate, up and SwiGLU in one dispatch; the gate and up rows never reach memory.
+    if (L.ffn.gated) {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
-        s.mark("matvec_swiglu");
-        mi.matvec_swiglu(s, w.gate, w.up, gate_);
-    } else if (L.ffn.gated) {
-        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
-        s.mark("matmul");
-        mi.matmul(s, w.gate, gate_, 0, T);
-        mi.matmul(s, w.up, up_, 0, T);
-        s.barrier("gate and up are complete before the gated activation combines them");
-        s.mark(L.ffn.activation == Activation::SiLU ? "swiglu" : "geglu");
-        if (L.ffn.activation == Activation::SiLU) ops::swiglu(s, gate_, up_, gate_, n);
-        else ops::geglu(s, gate_, up_, gate_, n, /*fp16_table=*/round_activations_);
+        if (T == 1 && L.ffn.activation == Activation::SiLU && ops::matvec_swiglu_fits(ctx_, w.gate, w.up)) {
+            // Decode: gate, up and SwiGLU in one dispatch; the gate and up rows never reach memory.
+            s.mark("matvec_swiglu");
+            mi.matvec_swiglu(s, w.gate, w.up, gate_);
+        } else {
+            s.mark("matmul");
+            mi.matmul(s, w.gate, gate_, 0, T);
+            mi.matmul(s, w.up, up_, 0, T);
+            s.barrier("gate and up are complete before the gated activation combines them");
+            s.mark(L.ffn.activation == Activation::SiLU ? "swiglu" : "geglu");
+            if (L.ffn.activation == Activation::SiLU) ops::swiglu(s, gate_, up_, gate_, n);
+            else ops::geglu(s, gate_, up_, gate_, n, /*fp16_table=*/round_activations_);
+        }
     } else {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.up});
         s.mark("matmul");
