@@ -5,9 +5,13 @@
 // per loop trip so each thread keeps several loads in flight; x is loaded once per unit for all
 // ROWS rows and dotted in the quantized domain (dequant_dot.glsl). Partial sums are reduced in
 // shared memory (USE_SUBGROUP: subgroupAdd first).
-// GLU: the SwiGLU FFN input y = silu(W_gate x) * (W_up x). The binding holds both matrices, up's
+// GLU: the gated FFN input y = act(W_gate x) * (W_up x), act silu (SwiGLU) or gelu (GeGLU,
+// GLU_ACT). The binding holds both matrices, up's
 // row r up_delta bytes after gate's row r; a workgroup dots the same ROWS rows of both against
 // one load of x, so the gate and up outputs never go to memory and need no activation pass.
+// INT_DOT (Q8_0, Q4_0/1, Q5_0/1 with 8-bit activations): each thread rounds its unit of x to
+// int8 once and dots it with every row's quants in integers (dequant_idot.glsl); the result is
+// the ROUND_X path's up to float rounding (the integer sums are exact).
 #include "common.glsl"
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -19,55 +23,26 @@ layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a
 layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
 
 layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp's CPU backend does (below)
+layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 gelu_tanh, 2 gelu_fp16_table (GeGLU)
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
 #include "dequant_dot.glsl"
 #include "fp16.glsl"
 
-// With ROUND_X, x is rounded here as shaders/round_act.comp would round it for this weight type
-// (the same operations, so the same values), which saves decode that dispatch and its barrier:
-// Q8_32 types take whole blocks of 32 per unit, so a thread rounds its own block; F16 and BF16
-// round each element. Other types (Q8_K's blocks of 256 span threads) are rounded beforehand.
-#if defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1) || defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1) || \
-    defined(WTYPE_Q8_0) || defined(WTYPE_MXFP4)
-#define X_ROUND_Q8_32 1
-#elif defined(WTYPE_F16)
-#define X_ROUND_F16 1
-#elif defined(WTYPE_BF16)
-#define X_ROUND_BF16 1
-#endif
-
-float round_elem(float v) {
-#if defined(X_ROUND_F16)
-    return round_to_fp16(v);
-#elif defined(X_ROUND_BF16)
-    const uint b = floatBitsToUint(v);
-    if ((b & 0x7fffffffu) > 0x7f800000u) return v;  // NaN stays NaN
-    return uintBitsToFloat((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
-#else
-    return v;
-#endif
-}
-
-void round_unit(inout vec4 xv[8]) {
-#if defined(X_ROUND_Q8_32)
-    float amax = 0.0;
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) amax = max(amax, max(max(abs(xv[i].x), abs(xv[i].y)), max(abs(xv[i].z), abs(xv[i].w))));
-    const float d = round_to_fp16(amax / 127.0);
-    const float id = amax != 0.0 ? 127.0 / amax : 0.0;
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = d * roundEven(xv[i] * id);
-#elif defined(X_ROUND_F16) || defined(X_ROUND_BF16)
-    [[unroll]] for (uint i = 0u; i < 8u; ++i)
-        xv[i] = vec4(round_elem(xv[i].x), round_elem(xv[i].y), round_elem(xv[i].z), round_elem(xv[i].w));
-#endif
-}
+#include "matvec_round.glsl"
 layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_in] from x_base
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
 layout(std430, binding = 2) buffer Y { float y[]; };             // [n_rows] from y_base
 
 #ifdef GLU
+#include "gelu.glsl"
 const uint NACC = 2u * ROWS;  // acc[r]: gate row r, acc[ROWS + r]: up row r
-float silu(float v) { return v / (1.0 + exp(-v)); }  // as shaders/elementwise.comp's SWIGLU
+// The gate's activation, as shaders/elementwise.comp's SWIGLU and GEGLU [FP16_TABLE] compute it.
+float glu_act(float v) {
+    if (GLU_ACT == 1u) return gelu_tanh(v);
+    if (GLU_ACT == 2u) return gelu_fp16_table(v);
+    return v / (1.0 + exp(-v));
+}
 #else
 const uint NACC = ROWS;
 #endif
@@ -91,7 +66,7 @@ float acc[NACC];
 
 // Row r's output from the sums s[NACC] (GLU: its gate and up sums), before accumulate.
 #ifdef GLU
-#define ROW_OUT(s, r) (silu(s[r]) * s[ROWS + (r)])
+#define ROW_OUT(s, r) (glu_act(s[r]) * s[ROWS + (r)])
 #else
 #define ROW_OUT(s, r) (s[r])
 #endif
@@ -106,14 +81,7 @@ vec4 x_quad(uint e) {
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 
-// Adds unit `unit` of every row to acc.
-void accumulate_unit(uint unit) {
-    const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
-    vec4 xv[8];
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
-    if (ROUND_X != 0u) round_unit(xv);
-    [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
-}
+#include "matvec_unit.glsl"
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;

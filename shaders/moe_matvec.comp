@@ -6,7 +6,11 @@
 // n_expert}: expert e's matrix is the rows [e n_out, (e + 1) n_out). This dispatch's weight
 // binding holds experts [expert_first, expert_first + expert_count) (rows [0, n_rows) of each
 // from the window's row 0); pairs routed elsewhere exit. The dot product is matvec.comp's:
-// threads stride over 32-element units dotted in the quantized domain (dequant_dot.glsl).
+// threads stride over 32-element units dotted in the quantized domain (dequant_dot.glsl), x
+// rounded in the shader with ROUND_X, int8 dots with INT_DOT (matvec_unit.glsl).
+// GLU: the experts' SwiGLU input, y = silu(W_gate x) * (W_up x): the binding holds both tensors,
+// up's expert e row r up_delta bytes after gate's; each workgroup dots the same rows of both
+// against one load of x (no bias), so the gate and up outputs never go to memory.
 #include "common.glsl"
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -16,9 +20,12 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a power of two)
 layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
+layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp's CPU backend does (matvec.comp)
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's window)
 #include "dequant_dot.glsl"
+#include "fp16.glsl"
+#include "matvec_round.glsl"
 layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_x_rows, n_in] from x_base
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
 layout(std430, binding = 2) buffer Y { float y[]; };             // [n_pairs, y_stride] from y_base
@@ -45,12 +52,20 @@ layout(push_constant) uniform Push {
     uint has_bias;      // 1: y += bias[e, row]
     uint bias_base;     // index of bias[expert 0, window's row 0]
     uint bias_stride;   // floats between experts in bias (n_out)
+    uint up_delta;      // GLU: bytes from a gate row to the same up row
 } pc;
 
-shared float partial[ROWS * WG];  // [ROWS][WG]
+#ifdef GLU
+const uint NACC = 2u * ROWS;  // acc[r]: gate row r, acc[ROWS + r]: up row r
+float silu(float v) { return v / (1.0 + exp(-v)); }  // as shaders/elementwise.comp's SWIGLU
+#else
+const uint NACC = ROWS;
+#endif
 
-uint row_addr[ROWS];
-float acc[ROWS];
+shared float partial[NACC * WG];  // [NACC][WG]
+
+uint row_addr[NACC];
+float acc[NACC];
 uint x_row_base;
 
 vec4 x_quad(uint e) {
@@ -59,13 +74,7 @@ vec4 x_quad(uint e) {
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 
-// Adds unit `unit` of every row to acc.
-void accumulate_unit(uint unit) {
-    const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
-    vec4 xv[8];
-    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
-}
+#include "matvec_unit.glsl"
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -78,8 +87,9 @@ void main() {
     x_row_base = pc.x_base + (pc.x_per_pair != 0u ? p : p / pc.top_k) * pc.n_in;
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-        row_addr[r] = pc.w_base + ex * pc.expert_bytes + min(row0 + r, pc.n_rows - 1u) * pc.row_bytes;
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) {
+        row_addr[r] = pc.w_base + ex * pc.expert_bytes + min(row0 + r % ROWS, pc.n_rows - 1u) * pc.row_bytes +
+                      (r < ROWS ? 0u : pc.up_delta);
         acc[r] = 0.0;
     }
 
@@ -93,24 +103,24 @@ void main() {
 #ifdef W_FLOAT
     // Float rows may end in a partial group of 32.
     for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
-        const float xe = x[x_row_base + e];
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
+        const float xe = ROUND_X != 0u ? round_elem(x[x_row_base + e]) : x[x_row_base + e];
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
     }
 #endif
 
 #ifdef USE_SUBGROUP
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) acc[r] = subgroupAdd(acc[r]);
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] = subgroupAdd(acc[r]);
     if (subgroupElect()) {
-        [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + gl_SubgroupID] = acc[r];
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) partial[r * WG + gl_SubgroupID] = acc[r];
     }
     barrier();
     const uint n_partials = gl_NumSubgroups;
 #else
-    [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + tid] = acc[r];
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) partial[r * WG + tid] = acc[r];
     barrier();
     for (uint stride = WG / 2u; stride > 1u; stride >>= 1) {
         if (tid < stride) {
-            [[unroll]] for (uint r = 0u; r < ROWS; ++r) partial[r * WG + tid] += partial[r * WG + tid + stride];
+            [[unroll]] for (uint r = 0u; r < NACC; ++r) partial[r * WG + tid] += partial[r * WG + tid + stride];
         }
         barrier();
     }
@@ -119,7 +129,13 @@ void main() {
     if (tid < ROWS && row0 + tid < pc.n_rows) {
         float sum = 0.0;
         for (uint i = 0u; i < n_partials; ++i) sum += partial[tid * WG + i];
+#ifdef GLU
+        float up_sum = 0.0;
+        for (uint i = 0u; i < n_partials; ++i) up_sum += partial[(ROWS + tid) * WG + i];
+        sum = silu(sum) * up_sum;
+#else
         if (pc.has_bias != 0u) sum += bias[pc.bias_base + uint(id) * pc.bias_stride + row0 + tid];
+#endif
         y[pc.y_base + p * pc.y_stride + row0 + tid] = sum;
     }
 }

@@ -41,6 +41,14 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   vkllm_shader(matmul_${wtype}    matmul.comp   WTYPE_${WTYPE})
   vkllm_shader(get_rows_${wtype}  get_rows.comp WTYPE_${WTYPE})
 endforeach()
+# _idot: the same matvecs dotting int8 x in integers (8-bit activations; integer dot product).
+foreach(wtype q8_0 q4_0 q4_1 q5_0 q5_1)
+  string(TOUPPER ${wtype} WTYPE)
+  vkllm_shader(matvec_${wtype}_idot    matvec.comp WTYPE_${WTYPE} INT_DOT)
+  vkllm_shader(matvec_${wtype}_idot_sg matvec.comp WTYPE_${WTYPE} INT_DOT USE_SUBGROUP)
+  vkllm_shader(matvec_swiglu_${wtype}_idot    matvec.comp WTYPE_${WTYPE} GLU INT_DOT)
+  vkllm_shader(matvec_swiglu_${wtype}_idot_sg matvec.comp WTYPE_${WTYPE} GLU INT_DOT USE_SUBGROUP)
+endforeach()
 
 # --- activation rounding before quantised matmuls (llama.cpp CPU parity) ---
 vkllm_shader(round_act_q8_32  round_act.comp BLOCK=32)
@@ -49,7 +57,8 @@ vkllm_shader(round_act_f16    round_act.comp BLOCK=1 ROUND_F16)
 vkllm_shader(round_act_bf16   round_act.comp BLOCK=1 ROUND_BF16)
 
 # --- Mixture of experts (helper G): routing, counting sort by expert, grouped expert matmuls
-# (moe_matvec_<type>[_sg] for few tokens, moe_matmul_<type> tiled over the sorted pairs),
+# (moe_matvec_<type>[_sg] for few tokens, moe_matvec_swiglu_<type> for decode's gate, up and
+# SwiGLU at once, moe_matmul_<type> tiled over the sorted pairs),
 # weighted combine, expert-load probe.
 vkllm_shader(moe_route   moe_route.comp)
 vkllm_shader(moe_sort    moe_sort.comp)
@@ -59,7 +68,16 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   string(TOUPPER ${wtype} WTYPE)
   vkllm_shader(moe_matvec_${wtype}    moe_matvec.comp WTYPE_${WTYPE})
   vkllm_shader(moe_matvec_${wtype}_sg moe_matvec.comp WTYPE_${WTYPE} USE_SUBGROUP)
+  vkllm_shader(moe_matvec_swiglu_${wtype}    moe_matvec.comp WTYPE_${WTYPE} GLU)
+  vkllm_shader(moe_matvec_swiglu_${wtype}_sg moe_matvec.comp WTYPE_${WTYPE} GLU USE_SUBGROUP)
   vkllm_shader(moe_matmul_${wtype}    moe_matmul.comp WTYPE_${WTYPE})
+endforeach()
+foreach(wtype q8_0 q4_0 q4_1 q5_0 q5_1)  # _idot: as matvec_<type>_idot
+  string(TOUPPER ${wtype} WTYPE)
+  vkllm_shader(moe_matvec_${wtype}_idot    moe_matvec.comp WTYPE_${WTYPE} INT_DOT)
+  vkllm_shader(moe_matvec_${wtype}_idot_sg moe_matvec.comp WTYPE_${WTYPE} INT_DOT USE_SUBGROUP)
+  vkllm_shader(moe_matvec_swiglu_${wtype}_idot    moe_matvec.comp WTYPE_${WTYPE} GLU INT_DOT)
+  vkllm_shader(moe_matvec_swiglu_${wtype}_idot_sg moe_matvec.comp WTYPE_${WTYPE} GLU INT_DOT USE_SUBGROUP)
 endforeach()
 # --- end mixture of experts ---
 

@@ -71,6 +71,16 @@ std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice pd) {
     return exts;
 }
 
+// Whether matvec takes the int8 dot path: "1" where the device has the instruction at all (even
+// emulated, as lavapipe's), "0" never, otherwise where the device says it is accelerated.
+bool choose_integer_dot_matvec(const Capabilities& c, const std::string& wanted) {
+    if (wanted == "0") return false;
+    if (wanted == "1") return c.integer_dot_product;
+    if (!wanted.empty())
+        throw std::runtime_error("VKLLM_INTEGER_DOT='" + wanted + "' is not 0 or 1");
+    return c.integer_dot_accelerated;
+}
+
 Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     auto exts = device_extensions(pd);
     Capabilities c;
@@ -79,8 +89,12 @@ Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceShaderIntegerDotProductProperties idot_props{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    const bool has_idot = has_extension(exts, "VK_KHR_shader_integer_dot_product");
     subgroup.pNext = &driver;
     driver.pNext = &maint3;
+    if (has_idot) maint3.pNext = &idot_props;
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
     vkGetPhysicalDeviceProperties2(pd, &props);
     const VkPhysicalDeviceLimits& lim = props.properties.limits;
@@ -114,7 +128,8 @@ Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     c.timestamps = lim.timestampComputeAndGraphics;
     c.timestamp_period_ns = lim.timestampPeriod;
 
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, has_idot ? &idot : nullptr};
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
     vkGetPhysicalDeviceFeatures2(pd, &feats);
@@ -122,7 +137,9 @@ Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     c.int8_arithmetic = f12.shaderInt8;
     c.storage_8bit = f12.storageBuffer8BitAccess;
     c.storage_16bit = f11.storageBuffer16BitAccess;
-    c.integer_dot_product = has_extension(exts, "VK_KHR_shader_integer_dot_product");
+    c.integer_dot_product = has_idot && idot.shaderIntegerDotProduct;
+    c.integer_dot_accelerated = c.integer_dot_product && idot_props.integerDotProduct4x8BitPackedSignedAccelerated;
+    c.integer_dot_matvec = choose_integer_dot_matvec(c, env_or("VKLLM_INTEGER_DOT", ""));
     c.cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
 
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
@@ -247,6 +264,8 @@ void apply_limits_profile(Capabilities& c, const std::string& profile) {
     c.fp16_arithmetic = false;
     c.int8_arithmetic = false;
     c.integer_dot_product = false;
+    c.integer_dot_accelerated = false;
+    c.integer_dot_matvec = false;
     c.cooperative_matrix = false;
     c.subgroup_arithmetic = false;
     c.subgroup_shuffle = false;
@@ -287,6 +306,8 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
     ctx->physical_ = pds[index];
     ctx->caps_ = caps[index];
     if (!options.limits.empty()) apply_limits_profile(ctx->caps_, options.limits);
+    if (options.integer_dot >= 0)
+        ctx->caps_.integer_dot_matvec = choose_integer_dot_matvec(ctx->caps_, options.integer_dot ? "1" : "0");
     ctx->create_device(index);
     ctx->load_pipeline_cache();
     return ctx;
@@ -323,9 +344,16 @@ void Context::create_device(uint32_t) {
     auto exts = device_extensions(physical_);
     if (has_extension(exts, "VK_EXT_memory_budget")) extensions.push_back("VK_EXT_memory_budget");
 
-    // Features the ops use where the record says they exist: 16-bit storage (the F16 KV cache).
+    // Features the ops use where the record says they exist: 16-bit storage (the F16 KV cache),
+    // the integer dot product (matvec's int8 path).
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    idot.shaderIntegerDotProduct = VK_TRUE;
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     storage16.storageBuffer16BitAccess = caps_.storage_16bit ? VK_TRUE : VK_FALSE;
+    if (caps_.integer_dot_matvec) {
+        extensions.push_back("VK_KHR_shader_integer_dot_product");
+        storage16.pNext = &idot;
+    }
 
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     info.pNext = &storage16;

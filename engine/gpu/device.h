@@ -49,7 +49,11 @@ struct Capabilities {
     bool int8_arithmetic = false;   // shaderInt8
     bool storage_8bit = false;      // storageBuffer8BitAccess
     bool storage_16bit = false;     // storageBuffer16BitAccess
-    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product
+    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct
+    bool integer_dot_accelerated = false;  // integerDotProduct4x8BitPackedSignedAccelerated
+    // Quantised matvecs with 8-bit activations dot in int8 (shaders/matvec.comp INT_DOT):
+    // where the device accelerates it, or where VKLLM_INTEGER_DOT=1 / ContextOptions asks (0: never).
+    bool integer_dot_matvec = false;
     bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix
     bool timestamps = false;
     float timestamp_period_ns = 1.0f;
@@ -61,13 +65,14 @@ struct Capabilities {
 };
 
 // Applies VKLLM_LIMITS (currently "mobile" or unset/"native"): 128 MiB bindings, 16 KiB shared
-// memory, no fp16, int8 or subgroup arithmetic. Throws for an unknown profile.
+// memory, no fp16, int8, integer dot product or subgroup arithmetic. Throws for an unknown profile.
 void apply_limits_profile(Capabilities& caps, const std::string& profile);
 
 struct ContextOptions {
     std::string device;      // index or name substring; empty: VKLLM_DEVICE, else the best device
     int validate = -1;       // -1: from VKLLM_VALIDATE; 0/1 force
     std::string limits;      // empty: from VKLLM_LIMITS
+    int integer_dot = -1;    // -1: from VKLLM_INTEGER_DOT, else where accelerated; 0/1 force (1: where supported)
 };
 
 // Lists every physical device with its capability record (no logical device created).

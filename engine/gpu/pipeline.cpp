@@ -3,6 +3,7 @@
 #include "gpu/device.h"
 #include "gpu/error.h"
 #include "gpu/shaders.h"
+#include "gpu/spirv_bindings.h"
 
 namespace vkllm::gpu {
 
@@ -16,6 +17,7 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, 
                           " bytes of push constants; the device allows " +
                           std::to_string(ctx.caps().max_push_constants_size));
     VkDevice dev = ctx.device();
+    written_bindings_ = spirv_written_bindings(spv->code, spv->size / 4);
 
     VkShaderModuleCreateInfo module{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module.codeSize = spv->size;

@@ -26,11 +26,14 @@ public:
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     uint32_t n_buffers() const { return n_buffers_; }
     uint32_t push_bytes() const { return push_bytes_; }
+    // Bit b: the shader may write the buffer at binding b (from its SPIR-V: not `readonly`).
+    uint64_t written_bindings() const { return written_bindings_; }
 
 private:
     Context& ctx_;
     std::string name_;
     uint32_t n_buffers_, push_bytes_;
+    uint64_t written_bindings_ = 0;
     VkShaderModule module_ = VK_NULL_HANDLE;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;

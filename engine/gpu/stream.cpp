@@ -54,6 +54,8 @@ void Stream::begin(bool reusable) {
     stamps_.clear();
     dispatches_ = 0;
     barriers_ = 0;
+    pending_writes_.clear();
+    last_barrier_ranges_.clear();
     layer_counts_.clear();
     layer_ = -1;
     reusable_ = reusable;
@@ -119,6 +121,7 @@ void Stream::dispatch(const Pipeline& p, std::initializer_list<BufferRange> buff
             throw std::logic_error("dispatch of '" + p.name() + "': binding " + std::to_string(i) +
                                    " has a misaligned offset " + std::to_string(b.offset));
         infos[i] = {b.buffer->handle(), b.offset, size ? size : VK_WHOLE_SIZE};
+        if (p.written_bindings() >> i & 1) note_write(infos[i].buffer, infos[i].offset, infos[i].range);
         writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         writes[i].dstSet = set;
         writes[i].dstBinding = i;
@@ -142,14 +145,38 @@ Stream::Counts& Stream::counts_here() {
     return layer_counts_[i];
 }
 
+// Widens the buffer's pending range to cover [offset, offset + size).
+void Stream::note_write(VkBuffer buffer, uint64_t offset, uint64_t size) {
+    const uint64_t end = size == VK_WHOLE_SIZE ? VK_WHOLE_SIZE : offset + size;
+    for (WrittenRange& w : pending_writes_) {
+        if (w.buffer != buffer) continue;
+        const uint64_t w_end = w.size == VK_WHOLE_SIZE ? VK_WHOLE_SIZE : w.offset + w.size;
+        const uint64_t lo = std::min(w.offset, offset), hi = std::max(w_end, end);
+        w.offset = lo;
+        w.size = hi == VK_WHOLE_SIZE ? VK_WHOLE_SIZE : hi - lo;
+        return;
+    }
+    pending_writes_.push_back({buffer, offset, end == VK_WHOLE_SIZE ? VK_WHOLE_SIZE : size});
+}
+
 void Stream::barrier(const char*) {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                      VK_ACCESS_TRANSFER_WRITE_BIT;
+    std::vector<VkBufferMemoryBarrier> named(pending_writes_.size());
+    for (size_t i = 0; i < named.size(); ++i) {
+        VkBufferMemoryBarrier& b = named[i];
+        b = {VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+        b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+        b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+        b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+        b.buffer = pending_writes_[i].buffer;
+        b.offset = pending_writes_[i].offset;
+        b.size = pending_writes_[i].size;
+    }
     vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr,
-                         0, nullptr);
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr,
+                         uint32_t(named.size()), named.data(), 0, nullptr);
+    last_barrier_ranges_ = std::move(pending_writes_);
+    pending_writes_.clear();
     ++barriers_;
     ++counts_here().barriers;
 }
@@ -158,6 +185,7 @@ void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uin
     if (!bytes) return;
     VkBufferCopy region{src_offset, dst_offset, bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
+    note_write(dst.handle(), dst_offset, bytes);
     ++counts_here().copies;
 }
 
@@ -170,11 +198,13 @@ void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stri
     std::vector<VkBufferCopy> regions(rows);
     for (uint64_t i = 0; i < rows; ++i) regions[i] = {src_offset + i * src_stride, dst_offset + i * dst_stride, row_bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), uint32_t(rows), regions.data());
+    note_write(dst.handle(), dst_offset, (rows - 1) * dst_stride + row_bytes);
     ++counts_here().copies;
 }
 
 void Stream::fill_zero(const Buffer& dst, uint64_t offset, uint64_t bytes) {
     vkCmdFillBuffer(cb_, dst.handle(), offset, bytes, 0);
+    note_write(dst.handle(), offset, bytes);
     ++counts_here().copies;
 }
 

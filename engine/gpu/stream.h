@@ -39,9 +39,19 @@ public:
                   uint32_t gy = 1, uint32_t gz = 1) {
         dispatch(p, buffers, &push, sizeof(Push), gx, gy, gz);
     }
-    // Orders every earlier shader or transfer write before every later shader or transfer access.
-    // `why` names what it orders (kept for debugging; the call site carries the comment).
+    // Orders every earlier shader or transfer write before every later shader or transfer access:
+    // an execution dependency on all earlier work, and memory dependencies on the buffer ranges
+    // written since the previous barrier (the bindings a pipeline's SPIR-V does not declare
+    // readonly, and transfer destinations), each named by a VkBufferMemoryBarrier. Writes before
+    // the previous barrier were made visible by it. `why` names what it orders (kept for
+    // debugging; the call site carries the comment).
     void barrier(const char* why);
+    // The buffer ranges the last barrier named (for tests): one per buffer, spanning its writes.
+    struct WrittenRange {
+        VkBuffer buffer = VK_NULL_HANDLE;
+        uint64_t offset = 0, size = 0;  // size VK_WHOLE_SIZE: to the end
+    };
+    const std::vector<WrittenRange>& last_barrier_ranges() const { return last_barrier_ranges_; }
     void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes);
     // Strided rows: `rows` copies of `row_bytes`, the i-th from src_offset + i * src_stride to
     // dst_offset + i * dst_stride (all in bytes), in one command.
@@ -87,6 +97,9 @@ public:
 
 private:
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+    void note_write(VkBuffer buffer, uint64_t offset, uint64_t size);
+    std::vector<WrittenRange> pending_writes_;  // since the last barrier, one entry per buffer
+    std::vector<WrittenRange> last_barrier_ranges_;
     Context& ctx_;
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cb_ = VK_NULL_HANDLE;

@@ -58,6 +58,7 @@ std::vector<ClampField> clamp_fields() {
         {"storage_8bit", flag([](const gpu::Capabilities& c) { return c.storage_8bit; })},
         {"storage_16bit", flag([](const gpu::Capabilities& c) { return c.storage_16bit; })},
         {"integer_dot_product", flag([](const gpu::Capabilities& c) { return c.integer_dot_product; })},
+        {"integer_dot_matvec", flag([](const gpu::Capabilities& c) { return c.integer_dot_matvec; })},
         {"cooperative_matrix", flag([](const gpu::Capabilities& c) { return c.cooperative_matrix; })},
         {"timestamps", flag([](const gpu::Capabilities& c) { return c.timestamps; })},
     };
@@ -113,6 +114,8 @@ DeviceInfo detail::device_info(const gpu::Capabilities& c) {
     d.storage_8bit = c.storage_8bit;
     d.storage_16bit = c.storage_16bit;
     d.integer_dot_product = c.integer_dot_product;
+    d.integer_dot_accelerated = c.integer_dot_accelerated;
+    d.integer_dot_matvec = c.integer_dot_matvec;
     d.cooperative_matrix = c.cooperative_matrix;
     d.timestamps = c.timestamps;
     d.timestamp_period_ns = c.timestamp_period_ns;
@@ -151,7 +154,11 @@ std::string DeviceInfo::to_text() const {
     }
     s << "  fp16 arithmetic " << yes(fp16_arithmetic) << ", int8 arithmetic " << yes(int8_arithmetic)
       << ", 8-bit storage " << yes(storage_8bit) << ", 16-bit storage " << yes(storage_16bit) << "\n";
-    s << "  integer dot product " << yes(integer_dot_product) << ", cooperative matrix " << yes(cooperative_matrix)
+    s << "  integer dot product " << yes(integer_dot_product);
+    if (integer_dot_product)
+        s << " (" << (integer_dot_accelerated ? "accelerated" : "not accelerated") << "; int8 matvec "
+          << (integer_dot_matvec ? "on" : "off") << ")";
+    s << ", cooperative matrix " << yes(cooperative_matrix)
       << ", timestamps " << yes(timestamps) << " (period " << timestamp_period_ns << " ns)\n";
     if (limits_profile == "mobile") {
         s << "  mobile clamp (VKLLM_LIMITS=mobile): in force\n";
@@ -200,6 +207,8 @@ std::string DeviceInfo::to_json() const {
     j["storage_8bit"] = storage_8bit;
     j["storage_16bit"] = storage_16bit;
     j["integer_dot_product"] = integer_dot_product;
+    j["integer_dot_accelerated"] = integer_dot_accelerated;
+    j["integer_dot_matvec"] = integer_dot_matvec;
     j["cooperative_matrix"] = cooperative_matrix;
     j["timestamps"] = timestamps;
     j["timestamp_period_ns"] = timestamp_period_ns;

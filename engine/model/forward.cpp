@@ -227,13 +227,16 @@ void Forward::MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const g
 }
 
 void Forward::MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up,
-                                          const gpu::Buffer& y) const {
-    const bool round_x = in_matvec[size_t(ops::activation_rounding(gate.type))];
-    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, round_x);
+                                          const gpu::Buffer& y, ops::GluActivation act) const {
+    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, rounds_in_matvec(gate.type), act);
+}
+
+bool Forward::MatmulInputs::rounds_in_matvec(ops::TensorType weight_type) const {
+    return in_matvec[size_t(ops::activation_rounding(weight_type))];
 }
 
 Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                              std::initializer_list<const ops::Weight*> weights, bool in_matvec) {
+                                              std::initializer_list<const ops::Weight*> weights, RoundAt at) {
     MatmulInputs in;
     in.plain = &x;
     in.offset = offset;
@@ -244,7 +247,8 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
         if (mode == ops::ActRounding::None || in.rounded[size_t(mode)] || in.in_matvec[size_t(mode)]) continue;
         // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
         if (n % ops::rounding_block(mode)) continue;
-        if (in_matvec && rows == 1 && ops::matvec_rounds_activations(w->type)) {
+        const bool matvec_rounds = (at == RoundAt::Matvec && rows == 1) || at == RoundAt::ExpertMatvec;
+        if (matvec_rounds && ops::matvec_rounds_activations(w->type)) {
             in.in_matvec[size_t(mode)] = true;
             continue;
         }

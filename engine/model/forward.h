@@ -120,14 +120,23 @@ private:
         // ops::matmul of w with these inputs (rounded as w's type needs) into y.
         void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
                     bool accumulate = false) const;
-        // One token: y = silu(gate x) * (up x) in one dispatch (ops::matvec_swiglu).
-        void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y) const;
+        // One token: y = act(gate x) * (up x) in one dispatch (ops::matvec_swiglu).
+        void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y,
+                           ops::GluActivation act) const;
+        // True when the consumer of w's input rounds it itself (pass as round_x).
+        bool rounds_in_matvec(ops::TensorType weight_type) const;
     };
+    // Where activations are rounded for a quantised weight (llama.cpp parity):
+    //   Matvec        in ops::matmul's one-token matvec when rows == 1, else a rounding dispatch
+    //   ExpertMatvec  in the expert matvec (ops::moe_matmul / moe_matvec_swiglu without a sort),
+    //                 whatever the rows
+    //   Dispatch      always a rounding dispatch (the tiled expert matmul takes x as it is)
+    enum class RoundAt { Matvec, ExpertMatvec, Dispatch };
     // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
-    // after when anything was rounded. One row for ops::matmul (in_matvec: not for the expert
-    // matmuls, which take x as it is) leaves the rounding to the matvec where it can do it.
+    // after when anything was rounded, except where `at` leaves the rounding to a matvec that can
+    // do it (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations).
     MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                std::initializer_list<const ops::Weight*> weights, bool in_matvec = true);
+                                std::initializer_list<const ops::Weight*> weights, RoundAt at = RoundAt::Matvec);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
     void record_ffn(int l, int n_tokens, const ProbeConfig& probes);

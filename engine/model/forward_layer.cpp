@@ -253,10 +253,14 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     }
     if (L.ffn.gated) {
         MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
-        if (T == 1 && L.ffn.activation == Activation::SiLU && ops::matvec_swiglu_fits(ctx_, w.gate, w.up)) {
-            // Decode: gate, up and SwiGLU in one dispatch; the gate and up rows never reach memory.
-            s.mark("matvec_swiglu");
-            mi.matvec_swiglu(s, w.gate, w.up, gate_);
+        const bool silu = L.ffn.activation == Activation::SiLU;
+        if (T == 1 && ops::matvec_swiglu_fits(ctx_, w.gate, w.up)) {
+            // Decode: gate, up and the gated activation in one dispatch (as the ops below would
+            // compute it, bit for bit); the gate and up rows never reach memory.
+            s.mark(silu ? "matvec_swiglu" : "matvec_geglu");
+            mi.matvec_swiglu(s, w.gate, w.up, gate_,
+                             silu ? ops::GluActivation::SiLU
+                                  : round_activations_ ? ops::GluActivation::GeluFp16Table : ops::GluActivation::Gelu);
         } else {
             s.mark("matmul");
             mi.matmul(s, w.gate, gate_, 0, T);
@@ -364,25 +368,38 @@ void Forward::record_moe(int l, int T, const gpu::Buffer& in, const ProbeConfig&
         expert_in = &moe_input_;
         in_rows = int(pairs);
     }
-    mi = prepare_inputs(*expert_in, 0, in_rows, spec_.n_embd, {&gate_key, &up_key}, /*in_matvec=*/false);
-    s.mark("moe_matmul");
-    ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, r, moe_gate_, 0);
-    ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), moe.weight_input, r, moe_up_, 0);
-    s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
-    s.mark("swiglu");
-    if (moe.swiglu_alpha > 0)
-        ops::swiglu_oai(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert, moe.swiglu_alpha, moe.swiglu_limit);
-    else
-        ops::swiglu(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert);
+    // Decode (no sort): the expert matvecs round x themselves, and gate, up and SwiGLU are one
+    // dispatch where gate and up share a buffer (no expert bias, not gpt-oss's clamped form).
+    const RoundAt at = r.sorted ? RoundAt::Dispatch : RoundAt::ExpertMatvec;
+    mi = prepare_inputs(*expert_in, 0, in_rows, spec_.n_embd, {&gate_key, &up_key}, at);
+    if (T == 1 && moe.swiglu_alpha <= 0 && ops::moe_matvec_swiglu_fits(ctx_, w.gate_exps, w.up_exps)) {
+        s.mark("moe_matvec_swiglu");
+        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, r,
+                               moe_gate_, 0, mi.rounds_in_matvec(gate_key.type));
+    } else {
+        s.mark("moe_matmul");
+        ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, r, moe_gate_, 0,
+                        mi.rounds_in_matvec(gate_key.type));
+        ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), moe.weight_input, r, moe_up_, 0,
+                        mi.rounds_in_matvec(up_key.type));
+        s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
+        s.mark("swiglu");
+        if (moe.swiglu_alpha > 0)
+            ops::swiglu_oai(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert, moe.swiglu_alpha,
+                            moe.swiglu_limit);
+        else
+            ops::swiglu(s, moe_gate_, moe_up_, moe_gate_, pairs * moe.n_ff_expert);
+    }
     s.barrier("the experts' SwiGLU is complete before their down projections read it");
     if (probes.ffn_down) {
         s.mark("copy");
         s.copy(moe_gate_, 0, moe_in_host_[size_t(l)], 0, uint64_t(pairs) * uint64_t(moe.n_ff_expert) * F);
     }
     const ops::Weight down_key = rounding_key(w.down_exps);
-    mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key}, /*in_matvec=*/false);
+    mi = prepare_inputs(moe_gate_, 0, int(pairs), moe.n_ff_expert, {&down_key}, at);
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, r, moe_down_, 0);
+    ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, r, moe_down_, 0,
+                    mi.rounds_in_matvec(down_key.type));
     s.barrier("the experts' outputs are complete before their weighted sum");
     if (probes.ffn_down) {
         s.mark("copy");

@@ -73,9 +73,11 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
     s.barrier("gathered q_nope rows are complete before W_kb reads them");
     ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
     const ops::Weight kb_key = rounding_key(w.k_b);
-    MatmulInputs mi = prepare_inputs(mla_qn_, 0, int(heads), mla.qk_nope, {&kb_key}, /*in_matvec=*/false);
+    // by_head has no sort: the expert matvec, which rounds each head's row itself.
+    MatmulInputs mi = prepare_inputs(mla_qn_, 0, int(heads), mla.qk_nope, {&kb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, mla_qabs_, 0);
+    ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, mla_qabs_, 0,
+                    mi.rounds_in_matvec(kb_key.type));
     s.barrier("absorbed queries are complete before they are assembled with the rotated part");
     // Attention queries [q_abs | q_rope] per head.
     s.mark("copy");
@@ -92,10 +94,11 @@ void Forward::record_mla_output(int l, int T) {
     const int heads = T * a.n_head;
     ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
     const ops::Weight vb_key = rounding_key(w.v_b);
-    MatmulInputs mi = prepare_inputs(attn_, 0, heads, a.mla.kv_lora_rank, {&vb_key}, /*in_matvec=*/false);
+    MatmulInputs mi = prepare_inputs(attn_, 0, heads, a.mla.kv_lora_rank, {&vb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
     // attn_ is [T, n_head, kv_lora]: one latent row per (token, head) pair.
-    ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, mla_out_, 0);
+    ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, mla_out_, 0,
+                    mi.rounds_in_matvec(vb_key.type));
     s.barrier("each head's value output is complete before the output projection reads it");
 }
 

@@ -125,8 +125,13 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.router = matrix(p + "ffn_gate_inp.weight", E, moe.n_expert);
             if (moe.router_bias) w.router_bias = vector(p + "ffn_gate_inp.bias", moe.n_expert);
             if (moe.selection_bias) w.selection_bias = vector(p + "exp_probs_b.bias", moe.n_expert);
-            w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
-            w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, moe.expert_bias);
+            if (moe.expert_bias) {
+                w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, true);
+                w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, true);
+            } else {
+                expert_gate_up_pair(p + "ffn_gate_exps", p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert,
+                                    &w.gate_exps, &w.up_exps);
+            }
             w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);
             if (moe.n_ff_shared > 0) {
                 w.gate_sh = matrix(p + "ffn_gate_shexp.weight", E, moe.n_ff_shared);
@@ -135,8 +140,7 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             }
         } else if (L.ffn.fused_gate_up) {
             // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
-            w.gate = matrix_rows(p + "ffn_up.weight", E, 2 * ff, 0, ff);
-            w.up = matrix_rows(p + "ffn_up.weight", E, 2 * ff, ff, ff);
+            fused_gate_up(p + "ffn_up.weight", E, ff, &w.gate, &w.up);
         } else {
             if (L.ffn.gated) gate_up_pair(p + "ffn_gate.weight", p + "ffn_up.weight", E, ff, &w.gate, &w.up);
             else w.up = matrix(p + "ffn_up.weight", E, ff);
@@ -276,9 +280,8 @@ void Weights::gate_up_pair(const std::string& gate_name, const std::string& up_n
     }
 }
 
-// `stem`.weight {n_in, n_out, n_expert}, and with `bias` `stem`.bias {n_out, n_expert}.
-ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64_t n_out, int64_t n_expert, bool bias) {
-    const std::string name = stem + ".weight";
+const gguf::TensorInfo& Weights::expert_tensor(const std::string& name, int64_t n_in, int64_t n_out,
+                                               int64_t n_expert) {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (!t) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
     if (t->dims.size() != 3 || int64_t(t->dims[0]) != n_in || int64_t(t->dims[1]) != n_out ||
@@ -290,6 +293,30 @@ ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64
         throw ModelError(file_.path() + ": tensor '" + name + "' has type " + (traits ? traits->name : "?") +
                          ", which the GPU kernels do not support yet");
     }
+    return *t;
+}
+
+// Phi-3's ffn_up {n_in, 2 n_out}: gate rows then up rows, uploaded whole into one buffer (so
+// decode's fused gated FFN applies), up at its row's byte offset when that is word-aligned; as
+// two matrices otherwise.
+void Weights::fused_gate_up(const std::string& name, int64_t n_in, int64_t n_out, ops::Weight* gate, ops::Weight* up) {
+    const gguf::TensorInfo& t = tensor(name, n_in, 2 * n_out);
+    const uint64_t half = gguf::row_size(t.type, size_t(n_in)) * uint64_t(n_out);
+    if (half % 4) {
+        *gate = matrix_rows(name, n_in, 2 * n_out, 0, n_out);
+        *up = matrix_rows(name, n_in, 2 * n_out, n_out, n_out);
+        return;
+    }
+    const gpu::Buffer* buffer = upload(t.data, 2 * half, ops::weight_buffer_bytes(t.type, n_in, 2 * n_out));
+    *gate = ops::Weight{t.type, buffer, n_in, n_out, 0};
+    *up = ops::Weight{t.type, buffer, n_in, n_out, half};
+    uploaded_[name] = UploadedMatrix{t.type, n_in, 2 * n_out, 0, {{buffer, 0, 2 * n_out, 0}}};
+}
+
+// `stem`.weight {n_in, n_out, n_expert}, and with `bias` `stem`.bias {n_out, n_expert}.
+ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64_t n_out, int64_t n_expert, bool bias) {
+    const std::string name = stem + ".weight";
+    const gguf::TensorInfo* t = &expert_tensor(name, n_in, n_out, n_expert);
     ops::ExpertWeights w;
     w.type = t->type;
     w.n_in = n_in;
@@ -299,6 +326,35 @@ ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64
     uploaded_[name] = UploadedMatrix{t->type, n_in, n_out, n_expert, {{w.buffer, 0, n_out * n_expert}}};
     if (bias) w.bias = vector(stem + ".bias", n_out * n_expert);
     return w;
+}
+
+void Weights::expert_gate_up_pair(const std::string& gate_stem, const std::string& up_stem, int64_t n_in,
+                                  int64_t n_out, int64_t n_expert, ops::ExpertWeights* gate, ops::ExpertWeights* up) {
+    const std::string gate_name = gate_stem + ".weight", up_name = up_stem + ".weight";
+    const gguf::TensorInfo& g = expert_tensor(gate_name, n_in, n_out, n_expert);
+    const gguf::TensorInfo& u = expert_tensor(up_name, n_in, n_out, n_expert);
+    const uint64_t up_offset = (g.n_bytes + 255) / 256 * 256;  // word-aligned (and binding-friendly) start of up
+    const uint64_t pair_bytes = up_offset + ops::weight_buffer_bytes(u.type, n_in, n_out * n_expert);
+    // One buffer only where the fused path can bind it whole: a pair too large for one binding
+    // (or one allocation) gains nothing and might not allocate where two halves would.
+    const gpu::Capabilities& caps = ctx_.caps();
+    if (g.type != u.type || pair_bytes > std::min(caps.max_storage_buffer_range, caps.max_memory_allocation_size)) {
+        *gate = experts(gate_stem, n_in, n_out, n_expert, false);
+        *up = experts(up_stem, n_in, n_out, n_expert, false);
+        return;
+    }
+    const gpu::Buffer* buffer = upload(g.data, g.n_bytes, pair_bytes);
+    writable(buffer).upload(u.data, u.n_bytes, up_offset);
+    bytes_ += u.n_bytes;
+    for (auto [w, t, name, offset] : {std::tuple{gate, &g, &gate_name, uint64_t(0)}, {up, &u, &up_name, up_offset}}) {
+        w->type = t->type;
+        w->n_in = n_in;
+        w->n_out = n_out;
+        w->n_expert = n_expert;
+        w->buffer = buffer;
+        w->offset = offset;
+        uploaded_[*name] = UploadedMatrix{t->type, n_in, n_out, n_expert, {{buffer, 0, n_out * n_expert, offset}}};
+    }
 }
 
 const gpu::Buffer* Weights::vector_part(const std::string& name, int64_t total, int64_t first, int64_t n) {

@@ -104,6 +104,12 @@ private:
     // gate then up (ops::matvec_swiglu reads both in one dispatch); else each gets its own.
     void gate_up_pair(const std::string& gate_name, const std::string& up_name, int64_t n_in, int64_t n_out,
                       ops::Weight* gate, ops::Weight* up);
+    // The experts' gate and up tensors of one type in one buffer, gate then up (as gate_up_pair),
+    // for decode's fused expert SwiGLU (ops::moe_matvec_swiglu); two buffers when the types differ.
+    void expert_gate_up_pair(const std::string& gate_stem, const std::string& up_stem, int64_t n_in, int64_t n_out,
+                             int64_t n_expert, ops::ExpertWeights* gate, ops::ExpertWeights* up);
+    void fused_gate_up(const std::string& name, int64_t n_in, int64_t n_out, ops::Weight* gate, ops::Weight* up);
+    const gguf::TensorInfo& expert_tensor(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert);
     const gpu::Buffer* vector(const std::string& name, int64_t n, bool required = true);
     // Elements [first, first + n) of a vector with `total` elements.
     const gpu::Buffer* vector_part(const std::string& name, int64_t total, int64_t first, int64_t n);

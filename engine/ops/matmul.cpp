@@ -61,17 +61,28 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
 // Without subgroup arithmetic (the mobile clamp) the shared-memory tree reduction wants wider
 // workgroups: each thread should get at least two units of each row (loads in flight); short rows
 // take more rows per workgroup so that each x value loaded serves more weights.
-weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units) {
+// The GLU variants (gate and up rows per output) take half a CPU device's rows: the same 8 row
+// streams per load of x, and half the accumulators, which lavapipe compiles several times faster.
+weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu) {
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     const uint32_t sg = caps.subgroup_size;
     if (caps.subgroup_arithmetic && sg >= 4 && sg <= 128 && sg <= max_threads && (sg & (sg - 1)) == 0) {
         // ROWS <= threads: the shaders' shared-memory fallback lets thread r write row r.
-        const uint32_t rows = caps.type == "cpu" ? 8 : (units >= 64 ? 2 : 4);
+        const uint32_t rows = caps.type == "cpu" ? (glu ? 4 : 8) : (units >= 64 ? 2 : 4);
         return {sg, std::min(rows, sg)};
     }
     weights::MatvecShape m{units >= 512 ? 128u : 64u, units >= 64 ? 2u : 4u};
     while (m.threads > max_threads) m.threads /= 2;
     return m;
+}
+
+std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x) {
+    Format f;
+    if (!gpu_format(t, &f)) throw ShapeError(std::string(op_prefix) + ": unsupported weight type");
+    const bool int8_blocks = t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_1 ||
+                             t == TensorType::Q5_0 || t == TensorType::Q5_1;
+    const bool idot = round_x && int8_blocks && caps.integer_dot_matvec;
+    return std::string(op_prefix) + f.suffix + (idot ? "_idot" : "") + (caps.subgroup_arithmetic ? "_sg" : "");
 }
 
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
@@ -115,7 +126,7 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const std::string suffix = layout.format.suffix;
     const gpu::Pipeline* pipe =
-        single ? &ctx.pipeline("matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 3, sizeof(MatvecPush),
+        single ? &ctx.pipeline(weights::matvec_variant(caps, "matvec_", w.type, round_x), 3, sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u})
                : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
@@ -182,7 +193,7 @@ bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weigh
 }
 
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
-                   const Buffer& y, uint64_t y_offset, bool round_x) {
+                   const Buffer& y, uint64_t y_offset, bool round_x, GluActivation act) {
     const char* op = "matvec_swiglu";
     const weights::Layout layout = weights::checked_layout(gate, op);
     weights::checked_layout(up, op);
@@ -205,10 +216,10 @@ void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer
     const weights::Window yw = weights::window(y, y_offset * 4, (y_offset + n_out) * 4, lim, op, "y");
     const uint32_t x_base = xw.shift / 4;
     const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
-    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);
+    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
     const gpu::Pipeline& pipe =
-        ctx.pipeline("matvec_swiglu_" + std::string(layout.format.suffix) + (caps.subgroup_arithmetic ? "_sg" : ""), 3,
-                     sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
+        ctx.pipeline(weights::matvec_variant(caps, "matvec_swiglu_", gate.type, round_x), 3,
+                     sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act)});  // GLU_ACT
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift, uint32_t(row_bytes), x_base, yw.shift / 4, 0u,
                           x_vec4, uint32_t(up.offset - gate.offset)};
     const uint64_t groups = (n_out + mv.rows - 1) / mv.rows;

@@ -29,7 +29,7 @@ struct SortPush {
 
 struct MatvecPush {
     uint32_t n_in, n_rows, w_base, row_bytes, expert_bytes, expert_first, expert_count, x_base, y_base, y_stride,
-        ids_base, pair0, n_pairs, top_k, x_per_pair, x_vec4, has_bias, bias_base, bias_stride;
+        ids_base, pair0, n_pairs, top_k, x_per_pair, x_vec4, has_bias, bias_base, bias_stride, up_delta;
 };
 
 struct MatmulPush {
@@ -146,15 +146,50 @@ void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, c
     s.dispatch(pipe, {ew.range, sw.range}, push, 1);
 }
 
+namespace {
+
+// The expert matmuls' activation bindings: x rows per token or per pair, y rows per pair; each in
+// one binding.
+struct ActivationWindows {
+    weights::Window x, y;
+    uint32_t x_base = 0, x_vec4 = 0;  // x_vec4: x quads 16-byte aligned
+};
+ActivationWindows activation_windows(const Buffer& x, uint64_t x_offset, bool x_per_pair, const MoeRouting& r,
+                                     uint64_t n_in, uint64_t n_out, const Buffer& y, uint64_t y_offset,
+                                     const weights::Limits& lim, const char* op) {
+    const uint64_t usable = lim.max_binding - lim.align - 4;
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
+    const uint64_t x_rows = x_per_pair ? n_pairs : uint64_t(r.n_tokens);
+    const uint64_t x_end = (x_offset + x_rows * n_in) * 4, y_end = (y_offset + n_pairs * n_out) * 4;
+    require(x.valid() && x_end <= x.size(), op,
+            "x needs " + std::to_string(x_end) + " bytes, its buffer holds " + std::to_string(x.size()));
+    require(y.valid() && y_end <= y.size(), op,
+            "y needs " + std::to_string(y_end) + " bytes, its buffer holds " + std::to_string(y.size()));
+    require(&x != &y || x_end <= y_offset * 4 || y_end <= x_offset * 4, op, "x and y overlap in the same buffer");
+    require(x_rows * n_in * 4 <= usable && n_pairs * n_out * 4 <= usable, op,
+            "the activations of " + std::to_string(r.n_tokens) + " tokens exceed one binding (" +
+                std::to_string(lim.max_binding) + " bytes): route fewer tokens per call");
+    ActivationWindows a;
+    a.x = weights::window(x, x_offset * 4, x_end, lim, op, "x");
+    a.y = weights::window(y, y_offset * 4, y_end, lim, op, "y");
+    a.x_base = a.x.shift / 4;
+    a.x_vec4 = a.x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
+    return a;
+}
+
+}  // namespace
+
 void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_offset, bool x_per_pair,
-                const MoeRouting& r, const Buffer& y, uint64_t y_offset) {
+                const MoeRouting& r, const Buffer& y, uint64_t y_offset, bool round_x) {
     const char* op = "moe_matmul";
     check_routing(r, op);
     require(w.n_expert >= 1 && w.n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(w.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
     require(w.n_out >= 1 && w.n_out < (int64_t(1) << 31), op, "n_out " + std::to_string(w.n_out) + " is out of range");
     const weights::Layout layout =
-        weights::checked_layout(Weight{w.type, w.buffer, w.n_in, w.n_out * w.n_expert}, op);
+        weights::checked_layout(Weight{w.type, w.buffer, w.n_in, w.n_out * w.n_expert, w.offset}, op);
+    require(!round_x || (r.sorted == nullptr && matvec_rounds_activations(w.type)), op,
+            "round_x needs the matrix-vector path (no sort) and a weight type whose matvec rounds activations");
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
     if (n_pairs == 0) return;
 
@@ -166,21 +201,9 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
     const uint64_t row_bytes = layout.row_bytes, expert_bytes = row_bytes * n_out;
     require(row_bytes <= usable, op, "one row of " + std::to_string(n_in) + " elements does not fit one binding");
 
-    // Activations: x rows per token or per pair, y rows per pair; each in one binding.
-    const uint64_t x_rows = x_per_pair ? n_pairs : uint64_t(r.n_tokens);
-    const uint64_t x_end = (x_offset + x_rows * n_in) * 4, y_end = (y_offset + n_pairs * n_out) * 4;
-    require(x.valid() && x_end <= x.size(), op,
-            "x needs " + std::to_string(x_end) + " bytes, its buffer holds " + std::to_string(x.size()));
-    require(y.valid() && y_end <= y.size(), op,
-            "y needs " + std::to_string(y_end) + " bytes, its buffer holds " + std::to_string(y.size()));
-    require(&x != &y || x_end <= y_offset * 4 || y_end <= x_offset * 4, op, "x and y overlap in the same buffer");
-    require(x_rows * n_in * 4 <= usable && n_pairs * n_out * 4 <= usable, op,
-            "the activations of " + std::to_string(r.n_tokens) + " tokens exceed one binding (" +
-                std::to_string(lim.max_binding) + " bytes): route fewer tokens per call");
-    const weights::Window xw = weights::window(x, x_offset * 4, x_end, lim, op, "x");
-    const weights::Window yw = weights::window(y, y_offset * 4, y_end, lim, op, "y");
-    const uint32_t x_base = xw.shift / 4;
-    const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;  // x quads 16-byte aligned
+    const ActivationWindows act = activation_windows(x, x_offset, x_per_pair, r, n_in, n_out, y, y_offset, lim, op);
+    const weights::Window &xw = act.x, &yw = act.y;
+    const uint32_t x_base = act.x_base, x_vec4 = act.x_vec4;
 
     // Without a bias, binding 4 takes the weight window as a placeholder: a read-only buffer, so
     // that the next window's dispatch reads nothing the previous one wrote (y was the placeholder
@@ -201,8 +224,8 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
     const gpu::Pipeline& pipe =
         tiled ? ctx.pipeline("moe_matmul_" + suffix, 5, sizeof(MatmulPush),
                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
-              : ctx.pipeline("moe_matvec_" + suffix + (caps.subgroup_arithmetic ? "_sg" : ""), 5, sizeof(MatvecPush),
-                             {mv_threads, mv_rows});
+              : ctx.pipeline(weights::matvec_variant(caps, "moe_matvec_", w.type, round_x), 5, sizeof(MatvecPush),
+                             {mv_threads, mv_rows, round_x ? 1u : 0u});
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
     // ranges of one expert at a time.
@@ -226,7 +249,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
         const uint64_t ec = std::min(experts_per_window, n_expert - e0);
         for (uint64_t r0 = 0; r0 < n_out; r0 += rows_per_window) {
             const uint64_t nr = std::min(rows_per_window, n_out - r0);
-            const uint64_t begin = (e0 * n_out + r0) * row_bytes;
+            const uint64_t begin = w.offset + (e0 * n_out + r0) * row_bytes;
             const weights::Window ww =
                 weights::window(*w.buffer, begin, begin + (ec - 1) * expert_bytes + nr * row_bytes, lim, op, "weight");
             const uint32_t expert_stride = ec > 1 ? uint32_t(expert_bytes) : 0u;  // < 4 GiB when ec > 1
@@ -258,12 +281,79 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
                                           uint32_t(n_out), ids_w.shift / 4,    uint32_t(p0),
                                           uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
                                           x_vec4,          w.bias ? 1u : 0u,   bias_base,
-                                          uint32_t(n_out)};
+                                          uint32_t(n_out), 0u};
                     s.dispatch(pipe, {ww.range, xw.range, yw.range, ids_w.range, bias_range}, push, uint32_t(gx),
                                uint32_t(gy));
                 }
             }
         }
+    }
+}
+
+namespace {
+
+// The bytes one binding must span for the fused pair: gate's experts through up's.
+bool swiglu_experts(const ExpertWeights& gate, const ExpertWeights& up, uint64_t* span, uint64_t* row_bytes) {
+    if (gate.buffer != up.buffer || gate.type != up.type || gate.n_in != up.n_in || gate.n_out != up.n_out ||
+        gate.n_expert != up.n_expert || gate.bias || up.bias || up.offset < gate.offset || gate.offset % 4 ||
+        up.offset % 4)
+        return false;
+    weights::Format f;
+    if (!weights::gpu_format(gate.type, &f) || gate.n_in % f.block_elems) return false;
+    *row_bytes = uint64_t(gate.n_in) / f.block_elems * f.block_bytes;
+    *span = up.offset - gate.offset + *row_bytes * uint64_t(up.n_out) * uint64_t(up.n_expert);
+    return true;
+}
+
+}  // namespace
+
+bool moe_matvec_swiglu_fits(const gpu::Context& ctx, const ExpertWeights& gate, const ExpertWeights& up) {
+    uint64_t span = 0, row_bytes = 0;
+    if (!swiglu_experts(gate, up, &span, &row_bytes)) return false;
+    const weights::Limits lim = weights::limits(ctx.caps());
+    const uint64_t usable = lim.max_binding - lim.align - 4;
+    const weights::MatvecShape mv = weights::matvec_shape(ctx.caps(), uint64_t(gate.n_in) / 32, /*glu=*/true);
+    return span <= usable && span < (uint64_t(1) << 32) &&
+           (uint64_t(gate.n_out) + mv.rows - 1) / mv.rows <= lim.max_groups[0];
+}
+
+void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const Buffer& x,
+                       uint64_t x_offset, bool x_per_pair, const MoeRouting& r, const Buffer& y, uint64_t y_offset,
+                       bool round_x) {
+    const char* op = "moe_matvec_swiglu";
+    check_routing(r, op);
+    gpu::Context& ctx = s.context();
+    require(gate.n_expert >= 1 && gate.n_expert <= kMaxExperts, op,
+            "n_expert " + std::to_string(gate.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
+    weights::checked_layout(Weight{gate.type, gate.buffer, gate.n_in, gate.n_out * gate.n_expert, gate.offset}, op);
+    weights::checked_layout(Weight{up.type, up.buffer, up.n_in, up.n_out * up.n_expert, up.offset}, op);
+    require(moe_matvec_swiglu_fits(ctx, gate, up), op,
+            "gate and up must be one type and shape without bias in one buffer (gate first), within one binding");
+    require(!round_x || matvec_rounds_activations(gate.type), op, "round_x needs a weight type whose matvec rounds");
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
+    if (n_pairs == 0) return;
+
+    const gpu::Capabilities& caps = ctx.caps();
+    const weights::Limits lim = weights::limits(caps);
+    const uint64_t n_in = uint64_t(gate.n_in), n_out = uint64_t(gate.n_out), n_expert = uint64_t(gate.n_expert);
+    uint64_t span = 0, row_bytes = 0;
+    swiglu_experts(gate, up, &span, &row_bytes);
+    const ActivationWindows act = activation_windows(x, x_offset, x_per_pair, r, n_in, n_out, y, y_offset, lim, op);
+    const weights::Window ww = weights::window(*gate.buffer, gate.offset, gate.offset + span, lim, op, "gate and up");
+    const weights::Window ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
+    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
+    const gpu::Pipeline& pipe = ctx.pipeline(weights::matvec_variant(caps, "moe_matvec_swiglu_", gate.type, round_x), 5,
+                                             sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
+    const uint64_t gx = (n_out + mv.rows - 1) / mv.rows;
+    for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
+        const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
+        const MatvecPush push{uint32_t(n_in),      uint32_t(n_out),  ww.shift,          uint32_t(row_bytes),
+                              uint32_t(row_bytes * n_out), 0u,      uint32_t(n_expert), act.x_base,
+                              act.y.shift / 4,     uint32_t(n_out),  ids_w.shift / 4,   uint32_t(p0),
+                              uint32_t(gy),        uint32_t(r.top_k), x_per_pair ? 1u : 0u, act.x_vec4,
+                              0u,                  0u,               0u,                uint32_t(up.offset - gate.offset)};
+        // Binding 4 (the bias) is unused: the weight window stands in, read-only.
+        s.dispatch(pipe, {ww.range, act.x.range, act.y.range, ids_w.range, ww.range}, push, uint32_t(gx), uint32_t(gy));
     }
 }
 

@@ -59,14 +59,16 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
 // instead of ~1e-1.
 enum class ActRounding { None, Q8_32, Q8_256, F16, BF16 };
 ActRounding activation_rounding(TensorType weight_type);
-// One token's SwiGLU FFN input in one dispatch: y[o] = silu(gate x)[o] * (up x)[o], for gate and
+// One token's gated FFN input in one dispatch: y[o] = act(gate x)[o] * (up x)[o], for gate and
 // up of one type and shape held in the same buffer (gate first: Weights uploads a gated FFN's
 // pair that way) and both within one binding: each workgroup reads the same rows of both
-// matrices against one load of x. round_x as in matmul. matvec_swiglu_fits says whether a pair
-// can take this path; ShapeError otherwise.
+// matrices against one load of x. act is swiglu's silu or geglu's gelu (fp16_table: as
+// geglu(..., fp16_table)); the result equals matmul, matmul and that op bit for bit. round_x as
+// in matmul. matvec_swiglu_fits says whether a pair can take this path; ShapeError otherwise.
+enum class GluActivation { SiLU, Gelu, GeluFp16Table };
 bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weight& up);
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
-                   const Buffer& y, uint64_t y_offset, bool round_x = false);
+                   const Buffer& y, uint64_t y_offset, bool round_x = false, GluActivation act = GluActivation::SiLU);
 
 // True when matmul(..., round_x = true) can round a single token's activations for this weight
 // type inside the matvec: the 32-element blocks (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/MXFP4) and the
@@ -240,13 +242,15 @@ uint64_t moe_sort_ints(int n_expert, int64_t n_pairs);
 void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, const Buffer& sorted);
 
 // The experts' matrices: one 3-D GGUF tensor {n_in, n_out, n_expert}; expert e's matrix is rows
-// [e n_out, (e + 1) n_out) in ggml's layout. Any type gpu_supports(); the buffer holds at least
-// weight_buffer_bytes(type, n_in, n_out * n_expert) bytes.
+// [e n_out, (e + 1) n_out) in ggml's layout, from byte `offset` of the buffer (a multiple of 4).
+// Any type gpu_supports(); the buffer holds at least weight_buffer_bytes(type, n_in, n_out *
+// n_expert) bytes after offset.
 struct ExpertWeights {
     TensorType type = TensorType::F32;
     const Buffer* buffer = nullptr;
     int64_t n_in = 0, n_out = 0, n_expert = 0;
     const Buffer* bias = nullptr;  // float [n_expert, n_out] or null (gpt-oss's expert biases)
+    uint64_t offset = 0;
 };
 
 // A routed batch as the expert ops read it.
@@ -264,8 +268,19 @@ struct MoeRouting {
 // per pair, indirect on the expert id; more take tiles over each expert's sorted pairs (pass
 // r.sorted from moe_sort with n_expert = w.n_expert). x and y must not overlap and must each fit
 // one binding (route fewer tokens per call otherwise); the weights are split into windows.
+// round_x (the matrix-vector path only: r.sorted null): x is rounded in the shader as
+// activation_rounding(w.type) would round it (matvec_rounds_activations(w.type) must hold).
 void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_offset, bool x_per_pair,
-                const MoeRouting& r, const Buffer& y, uint64_t y_offset);
+                const MoeRouting& r, const Buffer& y, uint64_t y_offset, bool round_x = false);
+
+// The experts' SwiGLU input in one dispatch (few tokens: MoE decode), y[p, :] =
+// silu(W_gate,e x) * (W_up,e x) for e = experts[p], equal to moe_matmul of gate and of up and
+// then swiglu. Gate and up must be one type and shape without bias, in one buffer (up after gate),
+// every expert of both within one binding (moe_matvec_swiglu_fits); x and y as moe_matmul's.
+bool moe_matvec_swiglu_fits(const gpu::Context& ctx, const ExpertWeights& gate, const ExpertWeights& up);
+void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const Buffer& x,
+                       uint64_t x_offset, bool x_per_pair, const MoeRouting& r, const Buffer& y, uint64_t y_offset,
+                       bool round_x = false);
 
 // Weighted sum of the pairs' outputs: out[t, :] (+)= sum_k weights[t, k] y[t * top_k + k, :].
 // y: [n_tokens * top_k, n] at y_offset, out: [n_tokens, n] at out_offset (floats); accumulate adds

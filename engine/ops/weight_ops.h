@@ -56,7 +56,13 @@ Window window(const Buffer& b, uint64_t begin, uint64_t end, const Limits& lim, 
 struct MatvecShape {
     uint32_t threads = 0, rows = 0;
 };
-MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units);
+// glu: the fused SwiGLU variants, which dot two rows (gate and up) per output.
+MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu = false);
+
+// The matvec variant for a weight type: "matvec_" (or "matvec_swiglu_") + the type's suffix,
+// "_idot" where x is rounded to 8-bit blocks of 32 (round_x) and the context dots those in int8
+// (Capabilities::integer_dot_matvec: Q8_0, Q4_0/1, Q5_0/1), "_sg" with subgroup arithmetic.
+std::string matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x);
 
 // Throws ShapeError("<op>: <message>") unless `ok`.
 void require(bool ok, const char* op, const std::string& message);

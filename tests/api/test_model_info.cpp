@@ -368,7 +368,8 @@ TEST(DeviceInfo, DevicesDescribeTheirCapabilitiesAndTheMobileClamp) {
                                 "driver_info", "limits_profile", "subgroup_size", "subgroup_arithmetic",
                                 "max_shared_memory", "max_workgroup_invocations", "max_memory_allocation_size",
                                 "fp16_arithmetic", "int8_arithmetic", "storage_8bit", "storage_16bit",
-                                "integer_dot_product", "cooperative_matrix", "timestamps", "timestamp_period_ns"})
+                                "integer_dot_product", "integer_dot_accelerated", "integer_dot_matvec", "cooperative_matrix", "timestamps",
+                                "timestamp_period_ns"})
             EXPECT_TRUE(j.contains(key)) << key;
     }
 }

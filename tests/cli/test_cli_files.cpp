@@ -53,7 +53,8 @@ TEST(CliFiles, InfoJsonHasTheFieldsScriptsRead) {
               "subgroup_shuffle", "subgroup_ballot", "max_shared_memory", "max_workgroup_invocations",
               "max_workgroup_size", "max_workgroup_count", "max_storage_buffer_range", "max_memory_allocation_size",
               "min_storage_buffer_offset_alignment", "max_push_constants_size", "heaps", "fp16_arithmetic",
-              "int8_arithmetic", "storage_8bit", "storage_16bit", "integer_dot_product", "cooperative_matrix",
+              "int8_arithmetic", "storage_8bit", "storage_16bit", "integer_dot_product", "integer_dot_accelerated",
+              "integer_dot_matvec", "cooperative_matrix",
               "timestamps", "timestamp_period_ns", "vendor", "mobile_clamp_changes"})
             EXPECT_TRUE(d.contains(key)) << key;
         EXPECT_EQ(d.at("max_workgroup_size").size(), 3u);

@@ -9,6 +9,7 @@
 #include "gpu/error.h"
 #include "gpu/pipeline.h"
 #include "gpu/shaders.h"
+#include "gpu/spirv_bindings.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "test_support.h"
@@ -106,6 +107,66 @@ TEST_F(GpuTest, StreamIsReusableAndBarriersOrderDispatches) {
     std::vector<float> got(n);
     a.download(got.data(), n * 4);
     for (uint32_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[i], 1.0f + 4.0f * float(i)) << i;
+}
+
+// Barriers name the buffer ranges written since the previous barrier: a shader's bindings that
+// its SPIR-V does not declare readonly (fill_test writes binding 1 only; matvec writes y, binding
+// 2) and transfer destinations, one range per buffer spanning its writes; a barrier after no write
+// names nothing (an execution dependency alone). Synchronization validation (VKLLM_VALIDATE=1)
+// checks that the dispatches after each barrier see what they read.
+TEST_F(GpuTest, BarriersNameTheBuffersWrittenSinceTheLastOne) {
+    EXPECT_EQ(ctx().pipeline("fill_test", 2, 8, {32}).written_bindings(), 0b10u);
+    EXPECT_EQ(ctx().pipeline("matvec_q8_0", 3, 36, {32, 2, 0}).written_bindings(), 0b100u);
+    EXPECT_EQ(ctx().pipeline("moe_matvec_q4_0", 5, 80, {32, 2, 0}).written_bindings(), 0b100u);
+    const uint32_t n = 64;
+    std::vector<float> ones(3 * n, 1.0f);
+    gpu::Buffer a(ctx(), 3 * n * 4, gpu::Memory::Device), b(ctx(), n * 4, gpu::Memory::Device),
+        c(ctx(), 3 * n * 4, gpu::Memory::Device);
+    a.upload(ones.data(), 3 * n * 4);
+    c.upload(ones.data(), 3 * n * 4);
+    const auto& p = ctx().pipeline("fill_test", 2, 8, {32});
+    struct { uint32_t n; float scale; } push{n, 1.0f};
+    gpu::Stream s(ctx());
+    s.begin();
+    s.dispatch(p, {gpu::BufferRange(a, 0, n * 4), b}, push, 2);  // b = a + i
+    s.copy(a, 0, c, 2 * n * 4, n * 4);                            // c[2n..3n) = a[0..n)
+    s.copy(a, 0, c, 0, 8);                                        // c[0..2)
+    s.barrier("b and c are written above, read below");
+    auto ranges = s.last_barrier_ranges();
+    ASSERT_EQ(ranges.size(), 2u);
+    EXPECT_EQ(ranges[0].buffer, b.handle());
+    EXPECT_EQ(ranges[0].offset, 0u);
+    EXPECT_EQ(ranges[1].buffer, c.handle());
+    EXPECT_EQ(ranges[1].offset, 0u);
+    EXPECT_EQ(ranges[1].size, 3u * n * 4);  // both copies, merged
+    s.dispatch(p, {b, gpu::BufferRange(a, n * 4, n * 4)}, push, 2);  // a[n..2n) = b + i
+    s.dispatch(p, {gpu::BufferRange(c, 2 * n * 4, n * 4), gpu::BufferRange(a, 2 * n * 4, n * 4)}, push, 2);
+    s.barrier("a's second and third parts are written above");
+    ranges = s.last_barrier_ranges();
+    ASSERT_EQ(ranges.size(), 1u);
+    EXPECT_EQ(ranges[0].buffer, a.handle());
+    EXPECT_EQ(ranges[0].offset, uint64_t(n) * 4);
+    EXPECT_EQ(ranges[0].size, 2u * n * 4);
+    s.barrier("nothing written since the last barrier");
+    EXPECT_TRUE(s.last_barrier_ranges().empty());
+    s.dispatch(p, {gpu::BufferRange(a, n * 4, n * 4), b}, push, 2);  // b = a[n..2n) + i = 1 + 2i
+    s.submit_and_wait();
+    std::vector<float> got(3 * n);
+    a.download(got.data(), 3 * n * 4);
+    for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_FLOAT_EQ(got[n + i], 1.0f + 2.0f * float(i)) << i;
+        ASSERT_FLOAT_EQ(got[2 * n + i], 1.0f + float(i)) << i;
+    }
+    b.download(got.data(), n * 4);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[i], 1.0f + 3.0f * float(i)) << i;
+}
+
+// Malformed SPIR-V is an error, not a guess.
+TEST(SpirvBindings, RejectsWhatIsNotSpirv) {
+    const uint32_t not_spirv[6] = {1, 2, 3, 4, 5, 6};
+    EXPECT_THROW(gpu::spirv_written_bindings(not_spirv, 6), std::runtime_error);
+    const uint32_t truncated[6] = {0x07230203, 0x00010500, 0, 10, 0, (9u << 16) | 71u};  // a 9-word op in 1 word
+    EXPECT_THROW(gpu::spirv_written_bindings(truncated, 6), std::runtime_error);
 }
 
 TEST_F(GpuTest, BindingOverTheRangeLimitIsRejected) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -216,9 +217,9 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
     s.submit_and_wait();
 }
 
-// Gate, up and SwiGLU in one dispatch (decode's gated FFN): gate and up in one buffer, up at an
-// offset, against the CPU reference, and equal to the unfused path (two matvecs and the swiglu
-// op: the same sums in the same order), with and without the in-matvec activation rounding.
+// Gate, up and SwiGLU (or GeGLU) in one dispatch (decode's gated FFN): gate and up in one buffer,
+// up at an offset, against the CPU reference, and equal to the unfused path (two matvecs and the
+// swiglu or geglu op: the same sums in the same order), with and without the in-matvec rounding.
 TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
     const TensorType type = GetParam();
     for (int64_t n_in : row_lengths(type))
@@ -241,24 +242,33 @@ TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
             for (size_t o = 0; o < ref.size(); ++o) ref[o] = ref_g[o] / (1.0f + std::exp(-ref_g[o])) * ref_u[o];
 
             const bool rounds = ops::matvec_rounds_activations(type);
-            for (bool round_x : {false, true}) {
-                if (round_x && !rounds) continue;
-                gpu::Buffer x = upload(ctx(), xv), fused(ctx(), size_t(n_out + 2) * 4, gpu::Memory::Device);
-                gpu::Buffer gy(ctx(), size_t(n_out) * 4, gpu::Memory::Device), uy(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
-                gpu::Stream s(ctx());
-                s.begin();
-                ops::matvec_swiglu(s, gw, uw, x, 1, fused, 2, round_x);
-                ops::matmul(s, gw, x, 1, gy, 0, 1, false, 0, round_x);
-                ops::matmul(s, uw, x, 1, uy, 0, 1, false, 0, round_x);
-                s.barrier("gate and up are complete before swiglu");
-                ops::swiglu(s, gy, uy, gy, n_out);
-                s.submit_and_wait();
-                const std::vector<float> all = download(fused), unfused = download(gy);
-                const std::vector<float> got(all.begin() + 2, all.end());
-                EXPECT_EQ(got, unfused) << (round_x ? "rounded x" : "exact x");
-                // silu(g) * u multiplies two sums' relative errors: a looser bound than one matmul's 1e-9.
-                if (!round_x) EXPECT_LT(test::nmse(got, ref), 1e-7);
-            }
+            // GeGLU (both GELU forms) on a float, a block and a super-block type: the epilogue is
+            // the only difference, and every variant costs a cold lavapipe compile.
+            const bool geglu_too = type == TensorType::F32 || type == TensorType::Q8_0 || type == TensorType::Q4_K;
+            for (ops::GluActivation act :
+                 {ops::GluActivation::SiLU, ops::GluActivation::Gelu, ops::GluActivation::GeluFp16Table})
+                for (bool round_x : {false, true}) {
+                    if ((round_x && !rounds) || (act != ops::GluActivation::SiLU && !geglu_too)) continue;
+                    SCOPED_TRACE(std::string(round_x ? "rounded x" : "exact x") + ", activation " +
+                                 std::to_string(int(act)));
+                    gpu::Buffer x = upload(ctx(), xv), fused(ctx(), size_t(n_out + 2) * 4, gpu::Memory::Device);
+                    gpu::Buffer gy(ctx(), size_t(n_out) * 4, gpu::Memory::Device),
+                        uy(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
+                    gpu::Stream s(ctx());
+                    s.begin();
+                    ops::matvec_swiglu(s, gw, uw, x, 1, fused, 2, round_x, act);
+                    ops::matmul(s, gw, x, 1, gy, 0, 1, false, 0, round_x);
+                    ops::matmul(s, uw, x, 1, uy, 0, 1, false, 0, round_x);
+                    s.barrier("gate and up are complete before the gated activation");
+                    if (act == ops::GluActivation::SiLU) ops::swiglu(s, gy, uy, gy, n_out);
+                    else ops::geglu(s, gy, uy, gy, n_out, act == ops::GluActivation::GeluFp16Table);
+                    s.submit_and_wait();
+                    const std::vector<float> all = download(fused), unfused = download(gy);
+                    const std::vector<float> got(all.begin() + 2, all.end());
+                    EXPECT_EQ(got, unfused);
+                    // silu(g) * u multiplies two sums' relative errors: a looser bound than one matmul's 1e-9.
+                    if (!round_x && act == ops::GluActivation::SiLU) EXPECT_LT(test::nmse(got, ref), 1e-7);
+                }
         }
     // Refused: two buffers.
     TestWeight g = make_weight(ctx(), type, row_lengths(type).front(), 4, 1);
@@ -284,6 +294,65 @@ TEST_F(Matmul, ModelSizedProjections) {
     check_matmul(ctx(), w, 1);
     TestWeight big = make_weight(ctx(), TensorType::Q4_K, 1024, 288, 13);
     check_matmul(ctx(), big, 129);
+}
+
+// The int8 matvec (matvec.comp INT_DOT, Capabilities::integer_dot_matvec): x rounded to 8-bit
+// blocks and dotted with the quants in integers. It is the float path's rounded matvec up to
+// float summation (its integer sums are exact), for every type that has it, with blocks of zeros,
+// a dominant value, unaligned x (no vec4 loads), accumulate, many rows (the 2-D grid's padding)
+// and the fused SwiGLU; the variant names say which path ran.
+TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
+    auto make = [](int integer_dot) {
+        gpu::ContextOptions o;
+        o.integer_dot = integer_dot;
+        return gpu::Context::create(o);
+    };
+    std::unique_ptr<gpu::Context> int_ctx = make(1), float_ctx = make(0);
+    if (!int_ctx->caps().integer_dot_product)
+        GTEST_SKIP() << "this device (or VKLLM_LIMITS profile) has no integer dot product";
+    ASSERT_TRUE(int_ctx->caps().integer_dot_matvec);
+    ASSERT_FALSE(float_ctx->caps().integer_dot_matvec);
+    EXPECT_EQ(ops::weights::matvec_variant(int_ctx->caps(), "matvec_", TensorType::Q4_0, true).rfind("matvec_q4_0_idot", 0), 0u);
+    EXPECT_EQ(ops::weights::matvec_variant(int_ctx->caps(), "matvec_", TensorType::Q4_0, false).find("idot"), std::string::npos);
+    EXPECT_EQ(ops::weights::matvec_variant(int_ctx->caps(), "matvec_", TensorType::Q4_K, true).find("idot"), std::string::npos);
+
+    for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1})
+        for (int64_t n_in : {int64_t(32), int64_t(96), int64_t(1024)})
+            for (int64_t n_out : {int64_t(1), int64_t(13), int64_t(300)}) {
+                SCOPED_TRACE(std::string(gguf::type_traits(type)->name) + " n_in " + std::to_string(n_in) + " n_out " +
+                             std::to_string(n_out));
+                auto gv = test::random_floats(size_t(n_in * n_out), uint32_t(n_in + n_out));
+                auto uv = test::random_floats(size_t(n_in * n_out), uint32_t(n_in + n_out + 1));
+                const std::vector<uint8_t> gate_bytes = gguf::quantize(type, gv.data(), gv.size());
+                const std::vector<uint8_t> up_bytes = gguf::quantize(type, uv.data(), uv.size());
+                const uint64_t up_offset = (gate_bytes.size() + 255) / 256 * 256;
+                auto xv = test::random_floats(size_t(n_in + 1), uint32_t(n_in * 3 + 1), -3.0f, 3.0f);  // x at offset 1
+                xv[size_t(1 + n_in / 2)] = 300.0f;
+                if (n_in >= 64)
+                    for (int64_t e = 0; e < 32; ++e) xv[size_t(1 + e)] = 0.0f;  // a block of zeros: scale 0
+                auto y0 = test::random_floats(size_t(n_out), 5);
+
+                // y = y0 + W x (accumulate) and the fused SwiGLU of the two halves, on one context.
+                auto run = [&](gpu::Context& ctx) {
+                    gpu::Buffer w(ctx, up_offset + up_bytes.size() + 4, gpu::Memory::Device);
+                    w.upload(gate_bytes.data(), gate_bytes.size());
+                    w.upload(up_bytes.data(), up_bytes.size(), up_offset);
+                    const ops::Weight gate{type, &w, n_in, n_out, 0}, up{type, &w, n_in, n_out, up_offset};
+                    gpu::Buffer x = upload(ctx, xv), y = upload(ctx, y0), glu(ctx, size_t(n_out) * 4, gpu::Memory::Device);
+                    gpu::Stream s(ctx);
+                    s.begin();
+                    ops::matmul(s, gate, x, 1, y, 0, 1, /*accumulate=*/true, 0, /*round_x=*/true);
+                    ops::matvec_swiglu(s, gate, up, x, 1, glu, 0, /*round_x=*/true);
+                    s.submit_and_wait();
+                    return std::make_pair(download(y), download(glu));
+                };
+                const auto [yi, gi] = run(*int_ctx);
+                const auto [yf, gf] = run(*float_ctx);
+                for (size_t o = 0; o < yf.size(); ++o)
+                    ASSERT_NEAR(yi[o], yf[o], 2e-6f * (1.0f + std::fabs(yf[o]))) << "row " << o;
+                for (size_t o = 0; o < gf.size(); ++o)
+                    ASSERT_NEAR(gi[o], gf[o], 1e-5f * (1.0f + std::fabs(gf[o]))) << "swiglu row " << o;
+            }
 }
 
 // The decode matvec's workgroup shape follows the capability record: one subgroup per workgroup

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -353,6 +354,108 @@ TEST_P(MoeMatmulType, MatchesPerExpertReference) {
     }
 }
 
+// Gate and up experts in one buffer (gate at a nonzero offset, up after it), as the forward
+// uploads them for decode.
+struct ExpertPair {
+    TestExperts gate, up;
+    gpu::Buffer buffer;
+    uint64_t gate_offset = 256, up_offset = 0;
+    ops::ExpertWeights gpu_gate() const { return {gate.type, &buffer, gate.n_in, gate.n_out, gate.n_expert, nullptr, gate_offset}; }
+    ops::ExpertWeights gpu_up() const { return {up.type, &buffer, up.n_in, up.n_out, up.n_expert, nullptr, up_offset}; }
+};
+ExpertPair make_pair(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t n_out, int64_t n_expert) {
+    ExpertPair p{make_experts(ctx, type, n_in, n_out, n_expert, 11), make_experts(ctx, type, n_in, n_out, n_expert, 12), {}};
+    p.up_offset = (p.gate_offset + p.gate.bytes.size() + 255) / 256 * 256;
+    p.buffer = gpu::Buffer(ctx, p.up_offset + ops::weight_buffer_bytes(type, n_in, n_out * n_expert), gpu::Memory::Device);
+    p.buffer.upload(p.gate.bytes.data(), p.gate.bytes.size(), p.gate_offset);
+    p.buffer.upload(p.up.bytes.data(), p.up.bytes.size(), p.up_offset);
+    return p;
+}
+
+// Decode's expert FFN input: moe_matvec_swiglu equals moe_matmul of gate and of up and then
+// swiglu bit for bit (the same sums in the same order), with exact x and with x rounded in the
+// shader; and the shader's rounding (round_x) equals round_activations then a plain moe_matmul.
+// Inputs per token and per pair, weights at offsets in a shared buffer (checked against the CPU).
+// The types: float rows with a partial group of 32 (F32, F16: also rounded to fp16), blocks of 32
+// rounded to 8 bits (Q8_0, Q4_0, Q4_1, Q5_0, MXFP4), super-blocks the shader cannot round (Q4_K,
+// Q6_K); each type's dot itself is MatchesPerExpertReference's. (Every variant compiles for
+// minutes on a cold lavapipe, so the list is kept to what covers the fused shader's paths.)
+class MoeSwigluType : public test::GpuTest, public ::testing::WithParamInterface<TensorType> {};
+
+TEST_P(MoeSwigluType, FusedSwigluAndInShaderRoundingMatchTheUnfusedPath) {
+    const TensorType type = GetParam();
+    const int64_t n_in = test_n_in(type), n_out = 37, n_expert = 8;
+    const int top_k = 2;
+    const ExpertPair pair = make_pair(ctx(), type, n_in, n_out, n_expert);
+    ASSERT_TRUE(ops::moe_matvec_swiglu_fits(ctx(), pair.gpu_gate(), pair.gpu_up()));
+    EXPECT_FALSE(ops::moe_matvec_swiglu_fits(ctx(), pair.gpu_up(), pair.gpu_gate()));   // up before gate
+    EXPECT_FALSE(ops::moe_matvec_swiglu_fits(ctx(), pair.gate.gpu(), pair.up.gpu()));  // two buffers
+    EXPECT_FALSE(ops::moe_matvec_swiglu_fits(ctx(), pair.gate.gpu(true), pair.up.gpu(true)));  // biases
+    const bool rounds = ops::matvec_rounds_activations(type);
+    for (int64_t n_tokens : {1, 3})
+        for (bool x_per_pair : {false, true}) {
+            SCOPED_TRACE(std::to_string(n_tokens) + " tokens" + (x_per_pair ? ", x per pair" : ""));
+            const std::vector<int32_t> ids = random_routing(n_tokens, top_k, int(n_expert), uint32_t(n_tokens + 7));
+            const size_t n_pairs = ids.size(), x_rows = x_per_pair ? n_pairs : size_t(n_tokens);
+            auto x = test::random_floats(x_rows * size_t(n_in) + 1, uint32_t(n_in + n_tokens), -2, 2);  // x at offset 1
+            x[size_t(1 + n_in / 2)] = 120.0f;
+            gpu::Buffer xb = upload(ctx(), x), ib = upload(ctx(), ids);
+            ops::MoeRouting r{&ib, nullptr, nullptr, n_tokens, top_k};
+            std::vector<float> xs(x.begin() + 1, x.end());
+            const auto ref_g = expert_matmul_ref(pair.gate, xs, ids, top_k, x_per_pair, false);
+            const auto ref_u = expert_matmul_ref(pair.up, xs, ids, top_k, x_per_pair, false);
+            for (bool round_x : {false, true}) {
+                if (round_x && !rounds) continue;
+                const size_t n = n_pairs * size_t(n_out);
+                gpu::Buffer fused(ctx(), (n + 3) * 4, gpu::Memory::Device), g(ctx(), n * 4, gpu::Memory::Device),
+                    u(ctx(), n * 4, gpu::Memory::Device);
+                gpu::Stream s(ctx());
+                s.begin();
+                ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xb, 1, x_per_pair, r, fused, 3, round_x);
+                ops::moe_matmul(s, pair.gpu_gate(), xb, 1, x_per_pair, r, g, 0, round_x);
+                ops::moe_matmul(s, pair.gpu_up(), xb, 1, x_per_pair, r, u, 0, round_x);
+                s.barrier("gate and up before swiglu");
+                ops::swiglu(s, g, u, g, int64_t(n));
+                s.submit_and_wait();
+                const auto all = download<float>(fused, n + 3);
+                EXPECT_EQ(std::vector<float>(all.begin() + 3, all.end()), download<float>(g, n))
+                    << (round_x ? "rounded x" : "exact x");
+                if (!round_x) {
+                    std::vector<float> ref(n), got(all.begin() + 3, all.end());
+                    for (size_t i = 0; i < n; ++i) ref[i] = ref_g[i] / (1.0f + std::exp(-ref_g[i])) * ref_u[i];
+                    EXPECT_LT(test::nmse(got, ref), 1e-7);
+                    continue;
+                }
+                // round_x is round_activations, then the plain expert matvec.
+                gpu::Buffer rounded(ctx(), x.size() * 4, gpu::Memory::Device), plain(ctx(), n * 4, gpu::Memory::Device),
+                    in_shader(ctx(), n * 4, gpu::Memory::Device);
+                s.begin();
+                ops::round_activations(s, xb, 1, rounded, 0, int64_t(x_rows), n_in, ops::activation_rounding(type));
+                ops::moe_matmul(s, pair.gpu_gate(), xb, 1, x_per_pair, r, in_shader, 0, /*round_x=*/true);
+                s.barrier("rounded x before the plain expert matvec");
+                ops::moe_matmul(s, pair.gpu_gate(), rounded, 0, x_per_pair, r, plain, 0);
+                s.submit_and_wait();
+                const auto a = download<float>(in_shader, n), b = download<float>(plain, n);
+                for (size_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << "output " << i;
+            }
+        }
+    if (!rounds) {  // types whose rounding spans threads (Q8_K blocks) refuse it
+        gpu::Buffer x(ctx(), size_t(n_in) * 4, gpu::Memory::Device), ids = upload(ctx(), std::vector<int32_t>{0, 1});
+        gpu::Buffer y(ctx(), size_t(2 * n_out) * 4, gpu::Memory::Device);
+        ops::MoeRouting r{&ids, nullptr, nullptr, 1, 2};
+        gpu::Stream s(ctx());
+        s.begin();
+        EXPECT_THROW(ops::moe_matmul(s, pair.gpu_gate(), x, 0, false, r, y, 0, true), ops::ShapeError);
+        s.submit_and_wait();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, MoeSwigluType,
+                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0,
+                                           TensorType::Q4_1, TensorType::Q5_0, TensorType::MXFP4, TensorType::Q4_K,
+                                           TensorType::Q6_K),
+                         type_name);
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MoeMatmulType, ::testing::ValuesIn(kTypes), type_name);
 
 class MoeMatmul : public test::GpuTest {};
@@ -396,6 +499,43 @@ TEST_F(MoeMatmul, RejectsActivationsThatDoNotFit) {
     EXPECT_THROW(ops::moe_matmul(s, w.gpu(), big, 0, false, r, small, 0), ops::ShapeError);  // y: 4 x 8 floats
     EXPECT_THROW(ops::moe_matmul(s, w.gpu(), big, 0, false, r, big, 16), ops::ShapeError);   // overlap
     s.submit_and_wait();
+}
+
+// The int8 expert matvecs (Capabilities::integer_dot_matvec) give the float path's results up to
+// float summation, plain and fused.
+TEST_F(MoeMatmul, IntegerDotEqualsTheFloatPath) {
+    auto make = [](int integer_dot) {
+        gpu::ContextOptions o;
+        o.integer_dot = integer_dot;
+        return gpu::Context::create(o);
+    };
+    std::unique_ptr<gpu::Context> int_ctx = make(1), float_ctx = make(0);
+    if (!int_ctx->caps().integer_dot_product)
+        GTEST_SKIP() << "this device (or VKLLM_LIMITS profile) has no integer dot product";
+    for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1}) {
+        SCOPED_TRACE(gguf::type_traits(type)->name);
+        const int64_t n_in = 96, n_out = 21, n_expert = 6;
+        auto x = test::random_floats(size_t(2 * n_in), 3, -2, 2);
+        const std::vector<int32_t> ids{4, 1, 0, 5};
+        auto run = [&](gpu::Context& ctx) {
+            const ExpertPair pair = make_pair(ctx, type, n_in, n_out, n_expert);
+            gpu::Buffer xb = upload(ctx, x), ib = upload(ctx, ids);
+            gpu::Buffer y(ctx, size_t(4 * n_out) * 4, gpu::Memory::Device), glu(ctx, size_t(4 * n_out) * 4, gpu::Memory::Device);
+            ops::MoeRouting r{&ib, nullptr, nullptr, 2, 2};
+            gpu::Stream s(ctx);
+            s.begin();
+            ops::moe_matmul(s, pair.gpu_gate(), xb, 0, false, r, y, 0, /*round_x=*/true);
+            ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xb, 0, false, r, glu, 0, /*round_x=*/true);
+            s.submit_and_wait();
+            return std::make_pair(download<float>(y, size_t(4 * n_out)), download<float>(glu, size_t(4 * n_out)));
+        };
+        const auto [yi, gi] = run(*int_ctx);
+        const auto [yf, gf] = run(*float_ctx);
+        for (size_t i = 0; i < yf.size(); ++i) {
+            ASSERT_NEAR(yi[i], yf[i], 2e-6f * (1.0f + std::fabs(yf[i]))) << "output " << i;
+            ASSERT_NEAR(gi[i], gf[i], 1e-5f * (1.0f + std::fabs(gf[i]))) << "swiglu output " << i;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 // vkllm-bench-matvec: how fast the decode matvec (y = W x for one token) reads each weight type.
 //
 //   vkllm-bench-matvec [--types f16,q8_0,...] [--shapes 768x768,2048x768] [--reps N] [--repeats R]
+//                      [--round-x]
 //
 // For every type and shape (n_out x n_in, a row of n_in elements per output) it records `reps`
 // matvecs into one command buffer (a barrier after each, as in a decode step), submits it
 // `repeats` times and prints the best time per matvec and the weight bytes read per second.
 // The default shapes are a 134M Llama's projections (768 wide, 2048 FFN, 32000 vocabulary).
+// --round-x times decode's matvec as the forward runs it with llama.cpp rounding: x rounded in the
+// matvec (8-bit blocks for quantised types, where VKLLM_INTEGER_DOT=1 or an accelerated device
+// takes the int8 path).
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -67,13 +71,13 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
 
 // Best seconds per matvec over `repeats` submissions of `reps` matvecs.
 double time_matvec(gpu::Context& ctx, const ops::Weight& w, const gpu::Buffer& x, const gpu::Buffer& y, int reps,
-                   int repeats) {
+                   int repeats, bool round_x) {
     gpu::Stream s(ctx);
     double best = 1e30;
     for (int r = 0; r < repeats + 1; ++r) {  // the first run warms up (pipeline creation, caches)
         s.begin();
         for (int i = 0; i < reps; ++i) {
-            ops::matmul(s, w, x, 0, y, 0, 1);
+            ops::matmul(s, w, x, 0, y, 0, 1, false, 0, round_x);
             s.barrier("next matvec");
         }
         const auto t0 = std::chrono::steady_clock::now();
@@ -88,6 +92,7 @@ int run(int argc, char** argv) {
     std::string types = "f32,f16,q8_0,q4_0,q4_1,q5_0,q4_K,q5_K,q6_K";
     std::string shapes = "768x768,2048x768,768x2048,32000x768";
     int reps = 0, repeats = 5;
+    bool round_x = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -98,16 +103,18 @@ int run(int argc, char** argv) {
         else if (a == "--shapes") shapes = value();
         else if (a == "--reps") reps = std::stoi(value());
         else if (a == "--repeats") repeats = std::stoi(value());
+        else if (a == "--round-x") round_x = true;
         else if (a == "-h" || a == "--help") {
             std::printf("usage: vkllm-bench-matvec [--types f16,q8_0,...] [--shapes ROWSxCOLS,...] [--reps N] "
-                        "[--repeats R]\n");
+                        "[--repeats R] [--round-x]\n");
             return 0;
         } else throw std::runtime_error("unknown argument '" + a + "'");
     }
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
 
     auto ctx = gpu::Context::create();
-    std::printf("device: %s\n", ctx->caps().name.c_str());
+    std::printf("device: %s%s\n", ctx->caps().name.c_str(),
+                round_x ? (ctx->caps().integer_dot_matvec ? "; x rounded, int8 dot" : "; x rounded, float dot") : "");
     std::printf("%-6s %12s %10s %10s %8s\n", "type", "shape", "MiB", "us", "GB/s");
     for (const std::string& tname : split(types, ',')) {
         const TensorType type = type_named(tname);
@@ -125,7 +132,7 @@ int run(int argc, char** argv) {
             const ops::Weight w{type, &wb, sh.n_in, sh.n_out};
             // About 64 MiB of weights per submission unless --reps says otherwise.
             const int n = reps > 0 ? reps : int(std::clamp<double>(64.0 * (1 << 20) / double(bytes.size()), 2, 200));
-            const double sec = time_matvec(*ctx, w, xb, yb, n, repeats);
+            const double sec = time_matvec(*ctx, w, xb, yb, n, repeats, round_x && ops::matvec_rounds_activations(type));
             const double gbs = double(bytes.size()) / sec / 1e9;
             total_bytes += double(bytes.size());
             total_sec += sec;

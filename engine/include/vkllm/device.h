@@ -41,6 +41,8 @@ struct DeviceInfo {
     bool fp16_arithmetic = false, int8_arithmetic = false;
     bool storage_8bit = false, storage_16bit = false;
     bool integer_dot_product = false, cooperative_matrix = false;
+    bool integer_dot_accelerated = false;  // the device says its 4x8-bit signed dot is accelerated
+    bool integer_dot_matvec = false;       // quantised matvecs dot in int8 (VKLLM_INTEGER_DOT=0/1 overrides)
     bool timestamps = false;
     float timestamp_period_ns = 1.0f;  // nanoseconds per timestamp tick
 

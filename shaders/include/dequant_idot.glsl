@@ -1,0 +1,82 @@
+// Matvec's int8 dot products (include after dequant_dot.glsl, with INT_DOT): for the weight
+// types whose blocks are 32 elements with one scale, against x rounded to 8-bit blocks of 32 as
+// llama.cpp's CPU backend rounds it (x_i = d_x q_i, q_i in -127..127). The 32 products of a unit
+// are summed exactly in integers by the 4x8-bit packed dot (SPV_KHR_integer_dot_product, OpSDot),
+// then scaled once, as ggml's vec_dot_<type>_q8_0/q8_1 do:
+//   Q8_0, Q4_0, Q5_0   d_w d_x sum_i w_i q_i                 (w_i the signed quant)
+//   Q4_1, Q5_1         d_w d_x sum_i w_i q_i + m_w d_x sum_i q_i
+// The device must have the integer dot product (Capabilities::integer_dot_product); glslang's
+// GL_EXT_spirv_intrinsics declares the instruction, so no newer GLSL extension is needed.
+#extension GL_EXT_spirv_intrinsics : require
+
+// OpSDot (4450) of two words, each four signed bytes (PackedVectorFormat4x8Bit = 0).
+// Capabilities 6019 DotProduct, 6018 DotProductInput4x8BitPacked.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4x8(uint a, uint b, spirv_literal int packed_format);
+int sdot(uint a, uint b) { return sdot4x8(a, b, 0); }
+
+// Four 4- or 5-bit unsigned values v in bytes, as signed bytes v - bias (bias 8 or 16): adding
+// 0x80 - bias to each byte cannot carry into the next (0x80 - bias + v < 0x100), and flipping
+// bit 7 back gives v - bias in two's complement.
+uint minus_bias(uint w, uint bias4) { return ((w | 0x80808080u) - bias4) ^ 0x80808080u; }
+
+#if defined(WTYPE_Q8_0)
+// Dot of unit u (the whole block) with the packed quants xq (word i: quad i) of x.
+float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
+    uint a[4], b[4];
+    load_run4(blk + 2u, a);
+    load_run4(blk + 18u, b);
+    int s = 0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) s += sdot(a[j], xq_lo[j]) + sdot(b[j], xq_hi[j]);
+    return read_f16(blk) * d_x * float(s);
+}
+
+#elif defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1)
+float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
+    uint q[4];
+#ifdef WTYPE_Q4_0
+    load_run4(blk + 2u, q);
+    const uint bias = 0x08080808u;
+#else
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 1u + j];
+    const uint bias = 0u;  // nibbles 0..15 are already non-negative signed bytes
+#endif
+    int s = 0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
+        s += sdot(minus_bias(q[j] & 0x0F0F0F0Fu, bias), xq_lo[j]) + sdot(minus_bias((q[j] >> 4) & 0x0F0F0F0Fu, bias), xq_hi[j]);
+#ifdef WTYPE_Q4_0
+    return read_f16(blk) * d_x * float(s);
+#else
+    const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
+    return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);
+#endif
+}
+
+#elif defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1)
+float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
+    uint q[4];
+#ifdef WTYPE_Q5_0
+    load_run4(blk + 6u, q);
+    const uint qh = read_u32(blk + 2u);
+    const uint bias = 0x10101010u;
+#else
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 2u + j];
+    const uint qh = w_words[(blk >> 2) + 1u];
+    const uint bias = 0u;
+#endif
+    int s = 0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        const uint lo = (q[j] & 0x0F0F0F0Fu) | (spread4(qh >> (4u * j)) << 4);
+        const uint hi = ((q[j] >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> (16u + 4u * j)) << 4);
+        s += sdot(minus_bias(lo, bias), xq_lo[j]) + sdot(minus_bias(hi, bias), xq_hi[j]);
+    }
+#ifdef WTYPE_Q5_0
+    return read_f16(blk) * d_x * float(s);
+#else
+    const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
+    return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);
+#endif
+}
+#else
+#error "INT_DOT: no int8 dot for this weight type"
+#endif

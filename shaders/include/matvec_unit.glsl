@@ -1,0 +1,39 @@
+// accumulate_unit(unit) of the decode matvecs (matvec.comp, moe_matvec.comp): adds 32-element
+// unit `unit` of each of the NACC rows at row_addr[] to acc[], against x read by the includer's
+// x_quad(e) (x rounded first with ROUND_X). With INT_DOT the unit of x is rounded to int8 once and
+// dotted in integers (dequant_idot.glsl). Include after dequant_dot.glsl and matvec_round.glsl.
+#ifdef INT_DOT
+#include "dequant_idot.glsl"
+#endif
+
+// Adds unit `unit` of every row to acc.
+#ifdef INT_DOT
+uint pack_s8(ivec4 q) { return uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 | uint(q.z & 0xFF) << 16 | uint(q.w) << 24; }
+void accumulate_unit(uint unit) {  // a unit is one block of 32 (MV_UNITS == 1)
+    vec4 xv[8];
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(unit * 32u + 4u * i);
+    // round_unit's scale and quants, kept as integers
+    float amax = 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) amax = max(amax, max(max(abs(xv[i].x), abs(xv[i].y)), max(abs(xv[i].z), abs(xv[i].w))));
+    const float d_x = round_to_fp16(amax / 127.0);
+    const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+    uvec4 lo, hi;
+    ivec4 qsum = ivec4(0);
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+        const ivec4 a = ivec4(roundEven(xv[i] * id)), b = ivec4(roundEven(xv[4u + i] * id));
+        lo[i] = pack_s8(a);
+        hi[i] = pack_s8(b);
+        qsum += a + b;
+    }
+    const int xq_sum = qsum.x + qsum.y + qsum.z + qsum.w;
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+}
+#else
+void accumulate_unit(uint unit) {
+    const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
+    vec4 xv[8];
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
+    if (ROUND_X != 0u) round_unit(xv);
+    [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
+}
+#endif
