@@ -302,12 +302,8 @@ TEST_F(Matmul, ModelSizedProjections) {
 // a dominant value, unaligned x (no vec4 loads), accumulate, many rows (the 2-D grid's padding)
 // and the fused SwiGLU; the variant names say which path ran.
 TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
-    auto make = [](int integer_dot) {
-        gpu::ContextOptions o;
-        o.integer_dot = integer_dot;
-        return gpu::Context::create(o);
-    };
-    std::unique_ptr<gpu::Context> int_ctx = make(1), float_ctx = make(0);
+    std::unique_ptr<gpu::Context> int_ctx = test::context_with_integer_dot(1),
+                                  float_ctx = test::context_with_integer_dot(0);
     if (!int_ctx->caps().integer_dot_product)
         GTEST_SKIP() << "this device (or VKLLM_LIMITS profile) has no integer dot product";
     ASSERT_TRUE(int_ctx->caps().integer_dot_matvec);

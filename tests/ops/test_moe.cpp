@@ -504,12 +504,8 @@ TEST_F(MoeMatmul, RejectsActivationsThatDoNotFit) {
 // The int8 expert matvecs (Capabilities::integer_dot_matvec) give the float path's results up to
 // float summation, plain and fused.
 TEST_F(MoeMatmul, IntegerDotEqualsTheFloatPath) {
-    auto make = [](int integer_dot) {
-        gpu::ContextOptions o;
-        o.integer_dot = integer_dot;
-        return gpu::Context::create(o);
-    };
-    std::unique_ptr<gpu::Context> int_ctx = make(1), float_ctx = make(0);
+    std::unique_ptr<gpu::Context> int_ctx = test::context_with_integer_dot(1),
+                                  float_ctx = test::context_with_integer_dot(0);
     if (!int_ctx->caps().integer_dot_product)
         GTEST_SKIP() << "this device (or VKLLM_LIMITS profile) has no integer dot product";
     for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1}) {

@@ -28,4 +28,12 @@ private:
     uint64_t errors_before_ = 0;
 };
 
+// A context of its own on the default device with the int8 matvec forced on (1) or off (0)
+// (gpu::ContextOptions::integer_dot), to compare the two paths.
+inline std::unique_ptr<gpu::Context> context_with_integer_dot(int integer_dot) {
+    gpu::ContextOptions o;
+    o.integer_dot = integer_dot;
+    return gpu::Context::create(o);
+}
+
 }  // namespace vkllm::test
