@@ -41,13 +41,20 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   vkllm_shader(matmul_${wtype}    matmul.comp   WTYPE_${WTYPE})
   vkllm_shader(get_rows_${wtype}  get_rows.comp WTYPE_${WTYPE})
 endforeach()
-# _idot: the same matvecs dotting int8 x in integers (8-bit activations; integer dot product).
+# _idot: the decode matvecs (matvec.comp, moe_matvec.comp; plain and GLU) dotting int8 x in
+# integers (8-bit activations; integer dot product).
 foreach(wtype q8_0 q4_0 q4_1 q5_0 q5_1)
   string(TOUPPER ${wtype} WTYPE)
-  vkllm_shader(matvec_${wtype}_idot    matvec.comp WTYPE_${WTYPE} INT_DOT)
-  vkllm_shader(matvec_${wtype}_idot_sg matvec.comp WTYPE_${WTYPE} INT_DOT USE_SUBGROUP)
-  vkllm_shader(matvec_swiglu_${wtype}_idot    matvec.comp WTYPE_${WTYPE} GLU INT_DOT)
-  vkllm_shader(matvec_swiglu_${wtype}_idot_sg matvec.comp WTYPE_${WTYPE} GLU INT_DOT USE_SUBGROUP)
+  foreach(op matvec moe_matvec)
+    foreach(glu "" swiglu_)
+      set(defines WTYPE_${WTYPE} INT_DOT)
+      if(glu)
+        list(APPEND defines GLU)
+      endif()
+      vkllm_shader(${op}_${glu}${wtype}_idot    ${op}.comp ${defines})
+      vkllm_shader(${op}_${glu}${wtype}_idot_sg ${op}.comp ${defines} USE_SUBGROUP)
+    endforeach()
+  endforeach()
 endforeach()
 
 # --- activation rounding before quantised matmuls (llama.cpp CPU parity) ---
@@ -71,13 +78,6 @@ foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxf
   vkllm_shader(moe_matvec_swiglu_${wtype}    moe_matvec.comp WTYPE_${WTYPE} GLU)
   vkllm_shader(moe_matvec_swiglu_${wtype}_sg moe_matvec.comp WTYPE_${WTYPE} GLU USE_SUBGROUP)
   vkllm_shader(moe_matmul_${wtype}    moe_matmul.comp WTYPE_${WTYPE})
-endforeach()
-foreach(wtype q8_0 q4_0 q4_1 q5_0 q5_1)  # _idot: as matvec_<type>_idot
-  string(TOUPPER ${wtype} WTYPE)
-  vkllm_shader(moe_matvec_${wtype}_idot    moe_matvec.comp WTYPE_${WTYPE} INT_DOT)
-  vkllm_shader(moe_matvec_${wtype}_idot_sg moe_matvec.comp WTYPE_${WTYPE} INT_DOT USE_SUBGROUP)
-  vkllm_shader(moe_matvec_swiglu_${wtype}_idot    moe_matvec.comp WTYPE_${WTYPE} GLU INT_DOT)
-  vkllm_shader(moe_matvec_swiglu_${wtype}_idot_sg moe_matvec.comp WTYPE_${WTYPE} GLU INT_DOT USE_SUBGROUP)
 endforeach()
 # --- end mixture of experts ---
 
