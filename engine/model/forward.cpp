@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -75,6 +76,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     : ctx_(ctx), spec_(spec), w_(weights), n_ctx_(n_ctx), n_batch_(std::max(1, std::min(n_batch, n_ctx))),
       round_activations_(round_activations), step_stream_(ctx), replay_stream_(ctx) {
     check_supported(spec);
+    if (const char* v = std::getenv("VKLLM_MATVEC_ROUNDS_X"); v && std::string(v) == "0") matvec_rounds_x_ = false;
     if (kv_cache == KvCacheType::F16 && !ctx.caps().storage_16bit)
         throw ModelError("an f16 KV cache needs 16-bit storage (storageBuffer16BitAccess), which device '" +
                          ctx.caps().name + "' lacks; use an f32 cache");
@@ -247,7 +249,8 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
         if (mode == ops::ActRounding::None || in.rounded[size_t(mode)] || in.in_matvec[size_t(mode)]) continue;
         // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
         if (n % ops::rounding_block(mode)) continue;
-        const bool matvec_rounds = (at == RoundAt::Matvec && rows == 1) || at == RoundAt::ExpertMatvec;
+        const bool matvec_rounds =
+            matvec_rounds_x_ && ((at == RoundAt::Matvec && rows == 1) || at == RoundAt::ExpertMatvec);
         if (matvec_rounds && ops::matvec_rounds_activations(w->type)) {
             in.in_matvec[size_t(mode)] = true;
             continue;

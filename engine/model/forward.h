@@ -174,6 +174,11 @@ private:
     const Weights& w_;
     int n_ctx_, n_batch_, n_logit_rows_;
     bool round_activations_;
+    // The decode matvecs round their own inputs (RoundAt::Matvec, ExpertMatvec) unless
+    // VKLLM_MATVEC_ROUNDS_X=0 asks for a rounding dispatch first, as larger batches have: a
+    // switch for measuring both on a new device (the in-matvec form saves a dispatch and a
+    // barrier per input, and repeats the rounding in every workgroup that reads the input).
+    bool matvec_rounds_x_ = true;
     gpu::Stream step_stream_;               // recordings used once (prefill, probes, encode)
     gpu::Stream replay_stream_;             // the decode step, recorded once per replay_key_
     gpu::Stream* stream_ = &step_stream_;   // the stream being recorded, or submitted last

@@ -2,6 +2,8 @@
 // shaders/matmul.comp for several (prefill, tiled). Weights larger than one binding are split
 // into row windows; activations larger than one binding into token windows.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "gpu/device.h"
@@ -63,9 +65,24 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
 // take more rows per workgroup so that each x value loaded serves more weights.
 // The GLU variants (gate and up rows per output) take half a CPU device's rows: the same 8 row
 // streams per load of x, and half the accumulators, which lavapipe compiles several times faster.
+// VKLLM_MATVEC_SHAPE=THREADSxROWS replaces the choice, for measuring other shapes with
+// tools/bench_matvec on a new device (threads a power of two within the device's workgroup
+// limit and at least a subgroup where subgroup arithmetic is on; 1 <= rows <= min(threads, 16)).
 weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu) {
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     const uint32_t sg = caps.subgroup_size;
+    if (const char* forced = std::getenv("VKLLM_MATVEC_SHAPE"); forced && *forced) {
+        unsigned threads = 0, rows = 0;
+        char end = 0;
+        const bool parsed = std::sscanf(forced, "%ux%u%c", &threads, &rows, &end) == 2;
+        const bool ok = parsed && threads >= 1 && threads <= max_threads && (threads & (threads - 1)) == 0 &&
+                        (!caps.subgroup_arithmetic || threads >= sg) && rows >= 1 && rows <= std::min(threads, 16u);
+        require(ok, "matvec", std::string("VKLLM_MATVEC_SHAPE=") + forced +
+                                  " is not THREADSxROWS with threads a power of two up to " +
+                                  std::to_string(max_threads) + (caps.subgroup_arithmetic ? " and at least the subgroup size " + std::to_string(sg) : "") +
+                                  ", and 1 <= rows <= min(threads, 16)");
+        return {threads, rows};
+    }
     if (caps.subgroup_arithmetic && sg >= 4 && sg <= 128 && sg <= max_threads && (sg & (sg - 1)) == 0) {
         // ROWS <= threads: the shaders' shared-memory fallback lets thread r write row r.
         const uint32_t rows = caps.type == "cpu" ? (glu ? 4 : 8) : (units >= 64 ? 2 : 4);
