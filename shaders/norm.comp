@@ -36,13 +36,13 @@ void main() {
 #ifdef LAYER_NORM
     float s = 0.0;
     for (uint i = t; i < pc.n; i += WG) s += x[xb + i];
-    const float mean = wg_sum(s) / float(pc.n);
+    const float mean = div_rn(wg_sum(s), float(pc.n));
     float s2 = 0.0;
     for (uint i = t; i < pc.n; i += WG) {
         const float d = x[xb + i] - mean;
         s2 += d * d;
     }
-    const float inv = inversesqrt(wg_sum(s2) / float(pc.n) + pc.eps);
+    const float inv = div_rn(1.0, sqrt_rn(div_rn(wg_sum(s2), float(pc.n)) + pc.eps));
 #else
     const float mean = 0.0;
     float s2 = 0.0;
@@ -50,7 +50,7 @@ void main() {
         const float v = x[xb + i];
         s2 += v * v;
     }
-    const float inv = inversesqrt(wg_sum(s2) / float(pc.n) + pc.eps);
+    const float inv = div_rn(1.0, sqrt_rn(div_rn(wg_sum(s2), float(pc.n)) + pc.eps));
 #endif
 
     const bool has_w = (pc.flags & 1u) != 0u, has_b = (pc.flags & 2u) != 0u;

@@ -33,8 +33,8 @@ void main() {
 #elif BLOCK == 32
     float amax = 0.0;
     for (uint j = 0; j < BLOCK; ++j) amax = max(amax, abs(x[xi + j]));
-    float d = round_to_fp16(amax / 127.0);
-    float id = amax != 0.0 ? 127.0 / amax : 0.0;
+    float d = round_to_fp16(div_rn(amax, 127.0));
+    float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
     for (uint j = 0; j < BLOCK; ++j) y[yi + j] = d * roundEven(x[xi + j] * id);
 #else
     float amax = 0.0, m = 0.0;
@@ -46,8 +46,8 @@ void main() {
         for (uint j = 0; j < BLOCK; ++j) y[yi + j] = 0.0;
         return;
     }
-    float iscale = -127.0 / m;
-    float d = 1.0 / iscale;
+    float iscale = div_rn(-127.0, m);
+    float d = div_rn(1.0, iscale);
     for (uint j = 0; j < BLOCK; ++j) y[yi + j] = d * min(127.0, roundEven(iscale * x[xi + j]));
 #endif
 }

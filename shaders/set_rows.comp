@@ -44,9 +44,9 @@ void main() {
     for (uint b = gl_GlobalInvocationID.x; b < blocks; b += gl_NumWorkGroups.x * WG) {
         float amax = 0.0;
         for (uint i = 0u; i < 32u; ++i) amax = max(amax, abs(src[s0 + 32u * b + i]));
-        const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+        const float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
         const uint out0 = (slot * blocks + b) * 9u;
-        dst[out0] = floatBitsToUint(round_to_fp16(amax / 127.0));
+        dst[out0] = floatBitsToUint(round_to_fp16(div_rn(amax, 127.0)));
         for (uint w = 0u; w < 8u; ++w) {
             const vec4 v = roundEven(vec4(src[s0 + 32u * b + 4u * w], src[s0 + 32u * b + 4u * w + 1u],
                                           src[s0 + 32u * b + 4u * w + 2u], src[s0 + 32u * b + 4u * w + 3u]) * id);

@@ -29,8 +29,8 @@ void round_unit(inout vec4 xv[8]) {
 #if defined(X_ROUND_Q8_32)
     float amax = 0.0;
     [[unroll]] for (uint i = 0u; i < 8u; ++i) amax = max(amax, max(max(abs(xv[i].x), abs(xv[i].y)), max(abs(xv[i].z), abs(xv[i].w))));
-    const float d = round_to_fp16(amax / 127.0);
-    const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+    const float d = round_to_fp16(div_rn(amax, 127.0));
+    const float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
     [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = d * roundEven(xv[i] * id);
 #elif defined(X_ROUND_F16) || defined(X_ROUND_BF16)
     [[unroll]] for (uint i = 0u; i < 8u; ++i)

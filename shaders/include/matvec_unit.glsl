@@ -15,8 +15,8 @@ void accumulate_unit(uint unit) {  // a unit is one block of 32 (MV_UNITS == 1)
     // round_unit's scale and quants, kept as integers
     float amax = 0.0;
     [[unroll]] for (uint i = 0u; i < 8u; ++i) amax = max(amax, max(max(abs(xv[i].x), abs(xv[i].y)), max(abs(xv[i].z), abs(xv[i].w))));
-    const float d_x = round_to_fp16(amax / 127.0);
-    const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+    const float d_x = round_to_fp16(div_rn(amax, 127.0));
+    const float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
     uvec4 lo, hi;
     ivec4 qsum = ivec4(0);
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
