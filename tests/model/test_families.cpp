@@ -83,6 +83,8 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
     // default cache (F16 where the device has 16-bit storage) to golden_cache.h's bound, up to the
     // first token a MoE router sends to other experts than in the F32 run.
     std::vector<RoutingProbe> f32_routing;
+    // Activations rounded to 8 bits on a GPU: see golden_cache.h (kGpuRoundingFlips).
+    const bool flips = quantised(*model) && model->internals().context().caps().type != "cpu";
     for (auto [cache, n_batch] : {std::pair{KvCacheType::F32, 256}, {KvCacheType::F32, 4}, {KvCacheType::Auto, 256}}) {
         SCOPED_TRACE("batch " + std::to_string(n_batch) + ", cache " + kv_cache_type_name(cache));
         SessionOptions so;
@@ -92,7 +94,9 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
         so.probes.routing = probe_experts(*model) && n_batch == 256;
         Session session(*model, so);
         const bool exact_cache = session.kv_cache_usage().type == KvCacheType::F32;
-        const double bound = exact_cache ? 1e-3 : quantised(*model) ? test::kF16CacheQuantisedBound : test::kF16CacheBound;
+        const double bound = exact_cache && !flips ? 1e-3
+                             : quantised(*model)   ? test::kF16CacheQuantisedBound
+                                                   : test::kF16CacheBound;
         std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
         ASSERT_EQ(logits.size(), ref.size());
         size_t compared = tokens.size();
@@ -112,7 +116,7 @@ TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
                 EXPECT_EQ(sum, double(tokens.size()) * model->internals().spec().layers[size_t(e.layer)].ffn.moe.top_k);
             }
         }
-        if (n_batch != 256 || cache != KvCacheType::F32) continue;
+        if (n_batch != 256 || cache != KvCacheType::F32 || flips) continue;
         std::vector<int32_t> expected = test::read_ids(base + ".greedy.txt");
         ASSERT_EQ(expected.size(), 32u);
         EXPECT_EQ(test::greedy_continuation(session, std::vector<float>(logits.end() - n_vocab, logits.end()),
