@@ -65,10 +65,21 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
 // take more rows per workgroup so that each x value loaded serves more weights.
 // The GLU variants (gate and up rows per output) take half a CPU device's rows: the same 8 row
 // streams per load of x, and half the accumulators, which lavapipe compiles several times faster.
+// Large matrices of the 8-bit-block types on a GPU take 128 threads and 8 rows: each workgroup
+// rounds its x units again (in-matvec rounding), which 8 rows share. On an H100 (bench_matvec
+// --round-x, weights cycled past the L2) Q8_0 read 1150-1480 GB/s against 950-1190 with 32 x 2,
+// Q4_0 245-290 against 147, at 4096 x 4096, 14336 x 4096 and 4096 x 14336; at a 134M Llama's
+// 768 x 2048 the 32 x 2 shape decoded faster (1220 tokens/s against 1120), so small stays as is.
 // VKLLM_MATVEC_SHAPE=THREADSxROWS replaces the choice, for measuring other shapes with
 // tools/bench_matvec on a new device (threads a power of two within the device's workgroup
 // limit and at least a subgroup where subgroup arithmetic is on; 1 <= rows <= min(threads, 16)).
-weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu) {
+bool weights::large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out) {
+    const bool int8_blocks = t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_1 ||
+                             t == TensorType::Q5_0 || t == TensorType::Q5_1;
+    return int8_blocks && n_in * n_out >= uint64_t(4096) * 4096;
+}
+
+weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu, bool large_int8) {
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     const uint32_t sg = caps.subgroup_size;
     if (const char* forced = std::getenv("VKLLM_MATVEC_SHAPE"); forced && *forced) {
@@ -85,6 +96,7 @@ weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64
     }
     if (caps.subgroup_arithmetic && sg >= 4 && sg <= 128 && sg <= max_threads && (sg & (sg - 1)) == 0) {
         // ROWS <= threads: the shaders' shared-memory fallback lets thread r write row r.
+        if (caps.type != "cpu" && large_int8 && !glu && max_threads >= 128 && sg <= 128) return {128, 8};
         const uint32_t rows = caps.type == "cpu" ? (glu ? 4 : 8) : (units >= 64 ? 2 : 4);
         return {sg, std::min(rows, sg)};
     }
@@ -135,7 +147,8 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
                 std::to_string(lim.max_binding) + " bytes)");
     const bool single = n_tokens == 1;
     const Tiles tiles = pick_tiles(caps, n_tokens);
-    const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);
+    const weights::MatvecShape mv =
+        weights::matvec_shape(caps, n_in / 32, /*glu=*/false, weights::large_int8_matvec(w.type, n_in, n_out));
     const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
     // Rows per window: what one binding holds, and what one grid covers.
     const uint64_t grid_rows = single ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows

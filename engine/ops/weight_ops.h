@@ -56,8 +56,12 @@ Window window(const Buffer& b, uint64_t begin, uint64_t end, const Limits& lim, 
 struct MatvecShape {
     uint32_t threads = 0, rows = 0;
 };
-// glu: the fused SwiGLU variants, which dot two rows (gate and up) per output.
-MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu = false);
+// glu: the fused SwiGLU variants, which dot two rows (gate and up) per output. large_int8: a
+// plain matvec over at least 4096 x 4096 weights of a type with 8-bit-activation blocks
+// (large_int8_matvec).
+MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu = false, bool large_int8 = false);
+// Q8_0, Q4_0/1 or Q5_0/1 weights (blocks of 32 with one scale) of n_out x n_in >= 4096 x 4096.
+bool large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out);
 
 // The matvec variant for a weight type: "matvec_" (or "matvec_swiglu_") + the type's suffix,
 // "_idot" where x is rounded to 8-bit blocks of 32 (round_x) and the context dots those in int8

@@ -267,7 +267,9 @@ TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
                     const std::vector<float> got(all.begin() + 2, all.end());
                     EXPECT_EQ(got, unfused);
                     // silu(g) * u multiplies two sums' relative errors: a looser bound than one matmul's 1e-9.
-                    if (!round_x && act == ops::GluActivation::SiLU) EXPECT_LT(test::nmse(got, ref), 1e-7);
+                    if (!round_x && act == ops::GluActivation::SiLU) {
+                        EXPECT_LT(test::nmse(got, ref), 1e-7);
+                    }
                 }
         }
     // Refused: two buffers.
@@ -368,6 +370,23 @@ TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
             }
 }
 
+// Workgroups of several subgroups (GPU shapes such as 128 x 8, forced here with
+// VKLLM_MATVEC_SHAPE) reduce each subgroup's sums, then combine them in shared memory: the same
+// results as the reference for float and block types.
+TEST_F(Matmul, MultiSubgroupMatvecShapesMatchTheReference) {
+    for (const char* shape : {"64x4", "128x8"}) {
+        if (!ctx().caps().subgroup_arithmetic || ctx().caps().subgroup_size > 64)
+            GTEST_SKIP() << "needs subgroup arithmetic with subgroups of at most 64";
+        test::ScopedEnv forced("VKLLM_MATVEC_SHAPE", shape);
+        SCOPED_TRACE(shape);
+        for (TensorType type : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K})
+            for (int64_t n_out : {int64_t(1), int64_t(13), int64_t(300)}) {
+                TestWeight w = make_weight(ctx(), type, 512, n_out, uint32_t(n_out + 3));
+                check_matmul(ctx(), w, 1, /*accumulate=*/true, /*x_offset=*/1, /*y_offset=*/3);
+            }
+    }
+}
+
 // The decode matvec's workgroup shape follows the capability record: one subgroup per workgroup
 // with subgroup arithmetic (8 rows on a CPU device, 2-4 on a GPU, never more rows than threads),
 // else the wide shared-memory shape, clamped to the device's workgroup size.
@@ -384,7 +403,17 @@ TEST_F(Matmul, MatvecShapeFollowsTheCapabilities) {
     };
     EXPECT_EQ(shape(24), std::make_pair(32u, 4u));
     EXPECT_EQ(shape(64), std::make_pair(32u, 2u));
+    // Large 8-bit-block matrices on a GPU: 128 threads, 8 rows (not for the fused GLU pair).
+    EXPECT_TRUE(ops::weights::large_int8_matvec(TensorType::Q4_0, 4096, 4096));
+    EXPECT_FALSE(ops::weights::large_int8_matvec(TensorType::Q4_0, 4096, 4095));
+    EXPECT_FALSE(ops::weights::large_int8_matvec(TensorType::Q4_K, 14336, 4096));
+    const ops::weights::MatvecShape large = ops::weights::matvec_shape(caps, 128, false, true);
+    EXPECT_EQ(std::make_pair(large.threads, large.rows), std::make_pair(128u, 8u));
+    const ops::weights::MatvecShape large_glu = ops::weights::matvec_shape(caps, 128, true, true);
+    EXPECT_EQ(std::make_pair(large_glu.threads, large_glu.rows), std::make_pair(32u, 2u));
     caps.type = "cpu";
+    EXPECT_EQ(ops::weights::matvec_shape(caps, 128, false, true).rows, 8u);  // a CPU device keeps its shape
+    EXPECT_EQ(ops::weights::matvec_shape(caps, 128, false, true).threads, 32u);
     caps.subgroup_size = 8;
     EXPECT_EQ(shape(24), std::make_pair(8u, 8u));
     caps.subgroup_size = 4;

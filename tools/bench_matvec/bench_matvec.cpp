@@ -6,12 +6,14 @@
 // For every type and shape (n_out x n_in, a row of n_in elements per output) it records `reps`
 // matvecs into one command buffer (a barrier after each, as in a decode step), submits it
 // `repeats` times and prints the best time per matvec and the weight bytes read per second.
-// The default shapes are a 134M Llama's projections (768 wide, 2048 FFN, 32000 vocabulary).
+// Each shape's weights are uploaded in copies read in turn (--copies; by default 256 MiB in all),
+// so a GPU's L2 cache does not hold them. The default shapes are a 134M Llama's projections (768 wide, 2048 FFN, 32000 vocabulary).
 // --round-x times decode's matvec as the forward runs it with llama.cpp rounding: x rounded in the
 // matvec (8-bit blocks for quantised types, where VKLLM_INTEGER_DOT=1 or an accelerated device
 // takes the int8 path).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -69,15 +71,16 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
     return v;
 }
 
-// Best seconds per matvec over `repeats` submissions of `reps` matvecs.
-double time_matvec(gpu::Context& ctx, const ops::Weight& w, const gpu::Buffer& x, const gpu::Buffer& y, int reps,
-                   int repeats, bool round_x) {
+// Best seconds per matvec over `repeats` submissions of `reps` matvecs, cycling through the
+// copies of the weights.
+double time_matvec(gpu::Context& ctx, const std::vector<ops::Weight>& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                   int reps, int repeats, bool round_x) {
     gpu::Stream s(ctx);
     double best = 1e30;
     for (int r = 0; r < repeats + 1; ++r) {  // the first run warms up (pipeline creation, caches)
         s.begin();
         for (int i = 0; i < reps; ++i) {
-            ops::matmul(s, w, x, 0, y, 0, 1, false, 0, round_x);
+            ops::matmul(s, w[size_t(i) % w.size()], x, 0, y, 0, 1, false, 0, round_x);
             s.barrier("next matvec");
         }
         const auto t0 = std::chrono::steady_clock::now();
@@ -91,7 +94,7 @@ double time_matvec(gpu::Context& ctx, const ops::Weight& w, const gpu::Buffer& x
 int run(int argc, char** argv) {
     std::string types = "f32,f16,q8_0,q4_0,q4_1,q5_0,q4_K,q5_K,q6_K";
     std::string shapes = "768x768,2048x768,768x2048,32000x768";
-    int reps = 0, repeats = 5;
+    int reps = 0, repeats = 5, copies = 0;
     bool round_x = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -103,14 +106,16 @@ int run(int argc, char** argv) {
         else if (a == "--shapes") shapes = value();
         else if (a == "--reps") reps = std::stoi(value());
         else if (a == "--repeats") repeats = std::stoi(value());
+        else if (a == "--copies") copies = std::stoi(value());
         else if (a == "--round-x") round_x = true;
         else if (a == "-h" || a == "--help") {
             std::printf("usage: vkllm-bench-matvec [--types f16,q8_0,...] [--shapes ROWSxCOLS,...] [--reps N] "
-                        "[--repeats R] [--round-x]\n");
+                        "[--repeats R] [--copies C] [--round-x]\n");
             return 0;
         } else throw std::runtime_error("unknown argument '" + a + "'");
     }
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
+    if (copies < 0) throw std::runtime_error("--copies must be positive");
 
     auto ctx = gpu::Context::create();
     std::printf("device: %s%s\n", ctx->caps().name.c_str(),
@@ -124,15 +129,24 @@ int run(int argc, char** argv) {
             const Shape sh = shape_named(sname);
             const auto values = random_values(size_t(sh.n_out * sh.n_in), 1);
             const auto bytes = gguf::quantize(type, values.data(), values.size());
-            gpu::Buffer wb(*ctx, ops::weight_buffer_bytes(type, sh.n_in, sh.n_out), gpu::Memory::Device);
-            wb.upload(bytes.data(), bytes.size());
+            // Copies of the weights, read in turn, so that a GPU's cache cannot hold them all (a
+            // decode step reads each matrix once): 256 MiB or more unless --copies says otherwise.
+            const int n_copies = copies > 0 ? copies
+                                            : int(std::clamp<double>(std::ceil(256.0 * (1 << 20) / double(bytes.size())), 1, 256));
+            std::vector<gpu::Buffer> wbs;
+            std::vector<ops::Weight> ws;
+            for (int c = 0; c < n_copies; ++c) {
+                wbs.emplace_back(*ctx, ops::weight_buffer_bytes(type, sh.n_in, sh.n_out), gpu::Memory::Device);
+                wbs.back().upload(bytes.data(), bytes.size());
+            }
+            for (const gpu::Buffer& wb : wbs) ws.push_back(ops::Weight{type, &wb, sh.n_in, sh.n_out});
             const auto xv = random_values(size_t(sh.n_in), 2);
             gpu::Buffer xb(*ctx, xv.size() * 4, gpu::Memory::Device), yb(*ctx, size_t(sh.n_out) * 4, gpu::Memory::Device);
             xb.upload(xv.data(), xv.size() * 4);
-            const ops::Weight w{type, &wb, sh.n_in, sh.n_out};
             // About 64 MiB of weights per submission unless --reps says otherwise.
             const int n = reps > 0 ? reps : int(std::clamp<double>(64.0 * (1 << 20) / double(bytes.size()), 2, 200));
-            const double sec = time_matvec(*ctx, w, xb, yb, n, repeats, round_x && ops::matvec_rounds_activations(type));
+            const double sec = time_matvec(*ctx, ws, xb, yb, std::max(n, std::min(n_copies, 1000)), repeats,
+                                           round_x && ops::matvec_rounds_activations(type));
             const double gbs = double(bytes.size()) / sec / 1e9;
             total_bytes += double(bytes.size());
             total_sec += sec;
