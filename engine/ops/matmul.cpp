@@ -52,6 +52,16 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
 
 }  // namespace
 
+// Blocks of 32 with one scale, whose matvecs dot x rounded to 8-bit blocks of 32 in integers.
+static bool int8_blocks(TensorType t) {
+    return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q5_0 ||
+           t == TensorType::Q5_1;
+}
+
+bool weights::large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out) {
+    return int8_blocks(t) && n_in * n_out >= uint64_t(4096) * 4096;
+}
+
 // Threads and rows per workgroup of matvec.comp, from the 32-element units in a row.
 // With subgroup arithmetic a workgroup is one subgroup (as llama.cpp's mul_mat_vec): the shader
 // then reduces with subgroupAdd alone, no shared memory and no barrier. Each thread reads its own
@@ -73,12 +83,6 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
 // VKLLM_MATVEC_SHAPE=THREADSxROWS replaces the choice, for measuring other shapes with
 // tools/bench_matvec on a new device (threads a power of two within the device's workgroup
 // limit and at least a subgroup where subgroup arithmetic is on; 1 <= rows <= min(threads, 16)).
-bool weights::large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out) {
-    const bool int8_blocks = t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_1 ||
-                             t == TensorType::Q5_0 || t == TensorType::Q5_1;
-    return int8_blocks && n_in * n_out >= uint64_t(4096) * 4096;
-}
-
 weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu, bool large_int8) {
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     const uint32_t sg = caps.subgroup_size;
@@ -96,7 +100,7 @@ weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64
     }
     if (caps.subgroup_arithmetic && sg >= 4 && sg <= 128 && sg <= max_threads && (sg & (sg - 1)) == 0) {
         // ROWS <= threads: the shaders' shared-memory fallback lets thread r write row r.
-        if (caps.type != "cpu" && large_int8 && !glu && max_threads >= 128 && sg <= 128) return {128, 8};
+        if (caps.type != "cpu" && large_int8 && !glu && max_threads >= 128) return {128, 8};
         const uint32_t rows = caps.type == "cpu" ? (glu ? 4 : 8) : (units >= 64 ? 2 : 4);
         return {sg, std::min(rows, sg)};
     }
@@ -108,9 +112,7 @@ weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64
 std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x) {
     Format f;
     if (!gpu_format(t, &f)) throw ShapeError(std::string(op_prefix) + ": unsupported weight type");
-    const bool int8_blocks = t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_1 ||
-                             t == TensorType::Q5_0 || t == TensorType::Q5_1;
-    const bool idot = round_x && int8_blocks && caps.integer_dot_matvec;
+    const bool idot = round_x && int8_blocks(t) && caps.integer_dot_matvec;
     return std::string(op_prefix) + f.suffix + (idot ? "_idot" : "") + (caps.subgroup_arithmetic ? "_sg" : "");
 }
 
