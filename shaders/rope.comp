@@ -56,23 +56,18 @@ uint out_index(uint token, uint h, uint d) {
     return pc.y_shift + (slot * pc.n_heads + h) * pc.head_dim + d;
 }
 
+#include "rope_angle.glsl"
+
 void main() {
     const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    const bool neox = (pc.flags & 1u) != 0u, has_ff = (pc.flags & 2u) != 0u, yarn = (pc.flags & 4u) != 0u;
+    const bool neox = (pc.flags & 1u) != 0u;
     for (uint e = gl_GlobalInvocationID.x; e < pc.n_pairs_total; e += threads) {
         const uint j = e % pc.n_pairs;
         const uint head = e / pc.n_pairs;  // token * n_heads + h
         const uint token = head / pc.n_heads, h = head - token * pc.n_heads;
 
-        float theta_extrap = float(pos[pc.pos_shift + token]) * exp2(-float(j) / float(pc.n_pairs) * pc.log2_base);
-        if (has_ff) theta_extrap /= freq_factors[pc.ff_shift + j];
-        float theta = pc.freq_scale * theta_extrap;
-        if (yarn) {
-            const float ramp = 1.0 - clamp((float(j) - pc.corr_low) / max(0.001, pc.corr_high - pc.corr_low), 0.0, 1.0);
-            const float mix = ramp * pc.ext_factor;
-            theta = theta * (1.0 - mix) + theta_extrap * mix;
-        }
-        const float c = cos(theta) * pc.mscale, s = sin(theta) * pc.mscale;
+        const vec2 cs = rope_cos_sin(pos[pc.pos_shift + token], j);
+        const float c = cs.x, s = cs.y;
 
         const uint d0 = neox ? j : 2u * j;
         const uint d1 = d0 + (neox ? pc.n_pairs : 1u);

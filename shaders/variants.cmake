@@ -24,6 +24,8 @@ vkllm_shader(softmax_sg    softmax.comp USE_SUBGROUP)
 vkllm_shader(argmax        argmax.comp)
 vkllm_shader(rope          rope.comp)
 vkllm_shader(rope_f16_out  rope.comp OUT_F16)   # rope_into_slots for an fp16 cache
+vkllm_shader(rope_qkv      rope_qkv.comp)        # decode's q, k and v into an f32 cache
+vkllm_shader(rope_qkv_f16  rope_qkv.comp OUT_F16)
 vkllm_shader(attention          attention.comp)
 vkllm_shader(attention_f16_kv   attention.comp KV_F16)   # an fp16 KV cache (16-bit storage)
 vkllm_shader(attention_q8_0_kv  attention.comp KV_Q8_0)  # a Q8_0 KV cache (32-value blocks)

@@ -130,17 +130,15 @@ void Forward::record_attention(int l, int T, int pos0) {
             const gpu::Buffer* freqs = a.rope.longrope       ? (n_ctx_ > a.rope.n_ctx_orig ? w_.rope_long : w_.rope_short)
                                        : a.rope.freq_factors ? w_.rope_freqs
                                                              : nullptr;
-            ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
             if (a.qk_norm != QkNorm::L2AfterRope && cache_type_ != ops::CacheType::Q8_0) {
-                // Rotated k goes straight into its cache slots, and v's copy joins the same
-                // group (nothing in it writes v_new_): one barrier before attention.
-                ops::rope_into_slots(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs, cache.k,
-                                     cache.slots, cache_type_);
-                s.mark("set_rows");
-                write_cache(v_new_, cache.v, kv_row_v);
+                // One dispatch: q rotated in place, rotated k and the v rows straight into their
+                // cache slots.
+                ops::rope_qkv_into_slots(s, q_, k_new_, v_new_, positions_, T, a.n_head, a.n_head_kv, a.head_dim,
+                                         int64_t(kv_row_v), rp, freqs, cache.k, cache.v, cache.slots, cache_type_);
                 s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
                 kv_in_cache = true;
             } else {
+                ops::rope(s, q_, 0, positions_, T, a.n_head, a.head_dim, rp, freqs);
                 ops::rope(s, k_new_, 0, positions_, T, a.n_head_kv, a.head_dim, rp, freqs);
                 s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
             }

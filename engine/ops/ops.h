@@ -120,6 +120,14 @@ void require_cache_type(const gpu::Context& ctx, CacheType t, int64_t row, const
 void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
                      int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
                      int slots, CacheType cache_type = CacheType::F32);
+// Decode's q, k and v in one dispatch: q ([n_tokens, n_heads_q * head_dim] at offset 0) rotated
+// in place, k ([n_tokens, n_heads_kv * head_dim]) rotated into k_cache's slots and v ([n_tokens,
+// v_row]) copied into v_cache's: rope, rope_into_slots and set_rows_into_slots at once, with the
+// same values. F32 or F16 caches.
+void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& positions,
+                         int64_t n_tokens, int n_heads_q, int n_heads_kv, int head_dim, int64_t v_row,
+                         const RopeParams& p, const Buffer* freq_factors, const Buffer& k_cache,
+                         const Buffer& v_cache, int slots, CacheType cache_type = CacheType::F32);
 // The KV-cache write without a rotation: row t of src ([n_tokens, n] from src_offset) to row
 // positions[t] % slots of dst ([slots, n] of dst_type, positions >= 0). The slots come from the
 // positions buffer, so the recording does not depend on the step's position.

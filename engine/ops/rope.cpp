@@ -29,6 +29,37 @@ void yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, flo
     dims[1] = std::min(float(n_dims - 1), std::ceil(corr_dim(beta_slow)));
 }
 
+// The angle parameters both rope shaders read (shaders/include/rope_angle.glsl).
+struct RopeAngle {
+    uint32_t flags;
+    float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
+};
+
+RopeAngle rope_angle(const RopeParams& p, bool has_freq_factors) {
+    const bool yarn = p.ext_factor != 0.0f;
+    RopeAngle a{};
+    a.flags = (p.neox ? 1u : 0u) | (has_freq_factors ? 2u : 0u) | (yarn ? 4u : 0u);
+    a.log2_base = std::log2(p.freq_base);
+    a.freq_scale = p.freq_scale;
+    a.ext_factor = p.ext_factor;
+    a.mscale = p.attn_factor * (yarn ? 1.0f + 0.1f * std::log(1.0f / p.freq_scale) : 1.0f);
+    if (yarn) {
+        float dims[2];
+        yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow, dims);
+        a.corr_low = dims[0];
+        a.corr_high = dims[1];
+    }
+    return a;
+}
+
+void require_rope_params(const RopeParams& p, int head_dim, const char* op) {
+    detail::require(p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= head_dim, op,
+                    "n_dims " + std::to_string(p.n_dims) + " must be even, positive and <= head_dim " +
+                        std::to_string(head_dim));
+    detail::require(p.freq_base > 0.0f && p.freq_scale > 0.0f, op, "freq_base and freq_scale must be > 0");
+    detail::require(p.ext_factor == 0.0f || p.n_ctx_orig > 0, op, "YaRN (ext_factor != 0) needs n_ctx_orig > 0");
+}
+
 // rope and rope_into_slots: cache (with slots > 0) receives the result instead of x.
 void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
                  int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride,
@@ -36,12 +67,7 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const char* op = cache ? "rope_into_slots" : "rope";
     detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
                     "needs n_tokens >= 0 and positive n_heads and head_dim");
-    detail::require(p.n_dims > 0 && p.n_dims % 2 == 0 && p.n_dims <= head_dim, op,
-                    "n_dims " + std::to_string(p.n_dims) + " must be even, positive and <= head_dim " +
-                        std::to_string(head_dim));
-    detail::require(p.freq_base > 0.0f && p.freq_scale > 0.0f, op, "freq_base and freq_scale must be > 0");
-    const bool yarn = p.ext_factor != 0.0f;
-    detail::require(!yarn || p.n_ctx_orig > 0, op, "YaRN (ext_factor != 0) needs n_ctx_orig > 0");
+    require_rope_params(p, head_dim, op);
     const int64_t row = int64_t(n_heads) * head_dim;
     if (token_stride == 0) token_stride = row;
     detail::require(token_stride >= row, op, "token_stride " + std::to_string(token_stride) +
@@ -73,17 +99,14 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     push.x_shift = xw.shift;
     push.pos_shift = pw.shift;
     push.ff_shift = freq_factors ? fw.shift : 0u;
-    push.flags = (p.neox ? 1u : 0u) | (freq_factors ? 2u : 0u) | (yarn ? 4u : 0u);
-    push.log2_base = std::log2(p.freq_base);
-    push.freq_scale = p.freq_scale;
-    push.ext_factor = p.ext_factor;
-    push.mscale = p.attn_factor * (yarn ? 1.0f + 0.1f * std::log(1.0f / p.freq_scale) : 1.0f);
-    if (yarn) {
-        float dims[2];
-        yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow, dims);
-        push.corr_low = dims[0];
-        push.corr_high = dims[1];
-    }
+    const RopeAngle a = rope_angle(p, freq_factors != nullptr);
+    push.flags = a.flags;
+    push.log2_base = a.log2_base;
+    push.freq_scale = a.freq_scale;
+    push.ext_factor = a.ext_factor;
+    push.mscale = a.mscale;
+    push.corr_low = a.corr_low;
+    push.corr_high = a.corr_high;
     push.y_shift = cache ? yw.shift : 0u;
     push.slots = cache ? uint32_t(slots) : 0u;
     // Into a cache, the unrotated dims are copied too (a second grid-stride loop).
@@ -109,6 +132,70 @@ void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer
                      int slots, CacheType cache_type) {
     detail::require(slots > 0, "rope_into_slots", "needs slots > 0");
     record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, 0, &cache, slots, cache_type);
+}
+
+void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& positions,
+                         int64_t n_tokens, int n_heads_q, int n_heads_kv, int head_dim, int64_t v_row,
+                         const RopeParams& p, const Buffer* freq_factors, const Buffer& k_cache,
+                         const Buffer& v_cache, int slots, CacheType cache_type) {
+    const char* op = "rope_qkv_into_slots";
+    detail::require(n_tokens >= 0 && n_heads_q > 0 && n_heads_kv > 0 && head_dim > 0 && v_row > 0 && slots > 0, op,
+                    "needs n_tokens >= 0 and positive heads, head_dim, v_row and slots");
+    require_rope_params(p, head_dim, op);
+    detail::require(cache_type != CacheType::Q8_0, op, "writes f32 or f16 caches");
+    if (n_tokens == 0) return;
+    const uint64_t T = uint64_t(n_tokens), q_row = uint64_t(n_heads_q) * uint64_t(head_dim),
+                   k_row = uint64_t(n_heads_kv) * uint64_t(head_dim), vr = uint64_t(v_row);
+    const uint64_t pairs = uint64_t(p.n_dims / 2);
+    const uint64_t total = T * (uint64_t(n_heads_q) + uint64_t(n_heads_kv)) * pairs +
+                           T * uint64_t(n_heads_kv) * uint64_t(head_dim - p.n_dims) + T * vr;
+    detail::require(total <= 0xffffffffull && uint64_t(slots) * std::max(k_row, vr) <= 0xffffffffull, op,
+                    "too many values for one dispatch");
+
+    gpu::Context& ctx = s.context();
+    require_cache_type(ctx, cache_type, int64_t(k_row), op);
+    const detail::Window qw = detail::window(ctx, q, 0, T * q_row, op, "q");
+    const detail::Window pw = detail::window(ctx, positions, 0, T, op, "positions");
+    const detail::Window fw = freq_factors ? detail::window(ctx, *freq_factors, 0, pairs, op, "freq_factors") : pw;
+    const detail::Window kw = detail::window(ctx, k, 0, T * k_row, op, "k");
+    const detail::Window vw = detail::window(ctx, v, 0, T * vr, op, "v");
+    const detail::Window kcw = detail::cache_window(ctx, k_cache, uint64_t(slots) * k_row, cache_type, op, "k cache");
+    const detail::Window vcw = detail::cache_window(ctx, v_cache, uint64_t(slots) * vr, cache_type, op, "v cache");
+
+    struct {
+        uint32_t n_tokens, n_heads_q, n_heads_kv, head_dim, n_pairs, v_row, flags, slots;
+        uint32_t q_shift, pos_shift, ff_shift, k_shift, v_shift, kc_shift, vc_shift;
+        float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
+    } push{};
+    const RopeAngle a = rope_angle(p, freq_factors != nullptr);
+    push.n_tokens = uint32_t(T);
+    push.n_heads_q = uint32_t(n_heads_q);
+    push.n_heads_kv = uint32_t(n_heads_kv);
+    push.head_dim = uint32_t(head_dim);
+    push.n_pairs = uint32_t(pairs);
+    push.v_row = uint32_t(vr);
+    push.flags = a.flags;
+    push.slots = uint32_t(slots);
+    push.q_shift = qw.shift;
+    push.pos_shift = pw.shift;
+    push.ff_shift = freq_factors ? fw.shift : 0u;
+    push.k_shift = kw.shift;
+    push.v_shift = vw.shift;
+    push.kc_shift = kcw.shift;
+    push.vc_shift = vcw.shift;
+    push.log2_base = a.log2_base;
+    push.freq_scale = a.freq_scale;
+    push.ext_factor = a.ext_factor;
+    push.mscale = a.mscale;
+    push.corr_low = a.corr_low;
+    push.corr_high = a.corr_high;
+
+    const uint32_t threads = detail::workgroup_size(ctx, 128);
+    const uint32_t groups =
+        uint32_t(std::clamp<uint64_t>((total + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
+    const auto& pipeline =
+        ctx.pipeline(cache_type == CacheType::F16 ? "rope_qkv_f16" : "rope_qkv", 7, sizeof(push), {threads});
+    s.dispatch(pipeline, {qw.range, pw.range, fw.range, kw.range, vw.range, kcw.range, vcw.range}, push, groups);
 }
 
 }  // namespace vkllm::ops

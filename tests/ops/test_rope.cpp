@@ -218,6 +218,79 @@ TEST_F(Rope, IntoSlotsWritesRotatedRowsToTheirCacheSlots) {
     }
 }
 
+// Decode's one-dispatch form (rope_qkv_into_slots) gives exactly what its three ops give: q
+// rotated in place, k rotated into its cache slots, v copied into its own, for every case (both
+// pairings, partial rotation, YaRN, frequency factors), grouped-query heads, a v row of another
+// width, positions that wrap the slots, f32 and f16 caches; k and v are left as they were.
+TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
+    gpu::Stream s(ctx());
+    for (const Case& c : cases()) {
+        const int n_heads_kv = c.n_heads % 2 == 0 ? c.n_heads / 2 : c.n_heads;
+        const int64_t q_row = int64_t(c.n_heads) * c.head_dim, k_row = int64_t(n_heads_kv) * c.head_dim;
+        const int64_t v_row = int64_t(n_heads_kv) * (c.head_dim + 4);
+        for (int64_t n_tokens : {1, 5}) {
+            for (ops::CacheType type : {ops::CacheType::F32, ops::CacheType::F16}) {
+                if (type == ops::CacheType::F16 && !ctx().caps().storage_16bit) continue;
+                SCOPED_TRACE(c.name + " n_tokens " + std::to_string(n_tokens) + (type == ops::CacheType::F16 ? " f16" : " f32"));
+                const int slots = 7;
+                const uint64_t es = type == ops::CacheType::F16 ? 2 : 4;
+                auto q = test::random_floats(size_t(n_tokens * q_row), uint32_t(n_tokens + 1));
+                auto k = test::random_floats(size_t(n_tokens * k_row), uint32_t(n_tokens + 2));
+                auto v = test::random_floats(size_t(n_tokens * v_row), uint32_t(n_tokens + 3));
+                std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+                for (int64_t t = 0; t < n_tokens; ++t) pos[size_t(t)] = int32_t(5 + t);  // slots 5, 6, 0, 1, 2
+                std::vector<float> factors;
+                if (c.freq_factors) factors = cpu::llama3_freq_factors(c.p.n_dims, c.p.freq_base, 8.0f, 1.0f, 4.0f, 8192);
+                const auto sentinel = test::random_floats(size_t(slots * std::max(k_row, v_row)), 77);
+
+                auto buffer = [&](const void* data, size_t bytes) {
+                    gpu::Buffer b(ctx(), std::max<size_t>(bytes, 4), gpu::Memory::Device);
+                    if (bytes) b.upload(data, bytes);
+                    return b;
+                };
+                std::vector<uint16_t> sentinel16(sentinel.size());
+                for (size_t i = 0; i < sentinel.size(); ++i) sentinel16[i] = gguf::fp32_to_fp16(sentinel[i]);
+                const void* init = type == ops::CacheType::F16 ? static_cast<const void*>(sentinel16.data()) : sentinel.data();
+                gpu::Buffer pb = buffer(pos.data(), pos.size() * 4), fb = buffer(factors.data(), factors.size() * 4);
+                gpu::Buffer kb = buffer(k.data(), k.size() * 4), vb = buffer(v.data(), v.size() * 4);
+                gpu::Buffer q3 = buffer(q.data(), q.size() * 4), q1 = buffer(q.data(), q.size() * 4);
+                gpu::Buffer kc3 = buffer(init, size_t(slots * k_row) * es), vc3 = buffer(init, size_t(slots * v_row) * es);
+                gpu::Buffer kc1 = buffer(init, size_t(slots * k_row) * es), vc1 = buffer(init, size_t(slots * v_row) * es);
+                const gpu::Buffer* ff = c.freq_factors ? &fb : nullptr;
+
+                s.begin();
+                ops::rope(s, q3, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, ff);
+                ops::rope_into_slots(s, kb, 0, pb, n_tokens, n_heads_kv, c.head_dim, c.p, ff, kc3, slots, type);
+                ops::set_rows_into_slots(s, vb, 0, pb, n_tokens, v_row, vc3, slots, type);
+                s.barrier("rope's x binding is writable (in place), so k counts as written");
+                ops::rope_qkv_into_slots(s, q1, kb, vb, pb, n_tokens, c.n_heads, n_heads_kv, c.head_dim, v_row, c.p, ff,
+                                         kc1, vc1, slots, type);
+                s.submit_and_wait();
+                auto bytes_of = [](const gpu::Buffer& b) {
+                    std::vector<uint8_t> out(b.size());
+                    b.download(out.data(), out.size());
+                    return out;
+                };
+                EXPECT_EQ(bytes_of(q1), bytes_of(q3)) << "q";
+                EXPECT_EQ(bytes_of(kc1), bytes_of(kc3)) << "k cache";
+                EXPECT_EQ(bytes_of(vc1), bytes_of(vc3)) << "v cache";
+                std::vector<float> k_after(k.size()), v_after(v.size());
+                kb.download(k_after.data(), k_after.size() * 4);
+                vb.download(v_after.data(), v_after.size() * 4);
+                EXPECT_EQ(k_after, k);
+                EXPECT_EQ(v_after, v);
+            }
+        }
+    }
+    s.begin();
+    gpu::Buffer b(ctx(), 4096, gpu::Memory::Device);
+    ops::RopeParams p;
+    p.n_dims = 8;
+    EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 2, 8, 16, p, nullptr, b, b, 4, ops::CacheType::Q8_0),
+                 ops::ShapeError);
+    EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 0, 8, 16, p, nullptr, b, b, 4), ops::ShapeError);
+}
+
 TEST_F(Rope, BadParametersAreClearErrors) {
     gpu::Buffer xb(ctx(), 1024, gpu::Memory::Device), pb(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
