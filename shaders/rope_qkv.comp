@@ -33,7 +33,6 @@ layout(push_constant) uniform Push {
     uint head_dim;
     uint n_pairs;     // n_dims / 2
     uint v_row;       // v values per token
-    uint flags;       // bit 0: NeoX pairing, bit 1: freq_factors, bit 2: YaRN
     uint slots;
     uint q_shift;     // element offsets inside the bound windows
     uint pos_shift;
@@ -42,6 +41,7 @@ layout(push_constant) uniform Push {
     uint v_shift;
     uint kc_shift;
     uint vc_shift;
+    uint flags;       // bit 0: NeoX pairing, bit 1: freq_factors, bit 2: YaRN
     float log2_base;
     float freq_scale;
     float ext_factor;

@@ -11,11 +11,27 @@ namespace vkllm::ops {
 
 namespace {
 
-struct RopePush {
-    uint32_t n_pairs_total, n_heads, head_dim, n_pairs, token_stride, x_shift, pos_shift, ff_shift, flags;
+// The angle parameters both rope shaders read (shaders/include/rope_angle.glsl), in their push
+// constants' order.
+struct RopeAngle {
+    uint32_t flags;  // bit 0: NeoX pairing, bit 1: freq_factors, bit 2: YaRN
     float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
+};
+
+struct RopePush {
+    uint32_t n_pairs_total, n_heads, head_dim, n_pairs, token_stride, x_shift, pos_shift, ff_shift;
+    RopeAngle angle;
     uint32_t y_shift, slots;
 };
+static_assert(sizeof(RopePush) == 17 * 4, "rope.comp's push constants are 17 words");
+
+// rope_qkv.comp's push constants.
+struct RopeQkvPush {
+    uint32_t n_tokens, n_heads_q, n_heads_kv, head_dim, n_pairs, v_row, slots;
+    uint32_t q_shift, pos_shift, ff_shift, k_shift, v_shift, kc_shift, vc_shift;
+    RopeAngle angle;
+};
+static_assert(sizeof(RopeQkvPush) == 21 * 4, "rope_qkv.comp's push constants are 21 words");
 
 // YaRN's correction range as ggml computes it (ggml_rope_yarn_corr_dims, in float): the pair
 // index where a wave makes n_rot turns over the original context is
@@ -28,12 +44,6 @@ void yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, flo
     dims[0] = std::max(0.0f, std::floor(corr_dim(beta_fast)));
     dims[1] = std::min(float(n_dims - 1), std::ceil(corr_dim(beta_slow)));
 }
-
-// The angle parameters both rope shaders read (shaders/include/rope_angle.glsl).
-struct RopeAngle {
-    uint32_t flags;
-    float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
-};
 
 RopeAngle rope_angle(const RopeParams& p, bool has_freq_factors) {
     const bool yarn = p.ext_factor != 0.0f;
@@ -99,14 +109,7 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     push.x_shift = xw.shift;
     push.pos_shift = pw.shift;
     push.ff_shift = freq_factors ? fw.shift : 0u;
-    const RopeAngle a = rope_angle(p, freq_factors != nullptr);
-    push.flags = a.flags;
-    push.log2_base = a.log2_base;
-    push.freq_scale = a.freq_scale;
-    push.ext_factor = a.ext_factor;
-    push.mscale = a.mscale;
-    push.corr_low = a.corr_low;
-    push.corr_high = a.corr_high;
+    push.angle = rope_angle(p, freq_factors != nullptr);
     push.y_shift = cache ? yw.shift : 0u;
     push.slots = cache ? uint32_t(slots) : 0u;
     // Into a cache, the unrotated dims are copied too (a second grid-stride loop).
@@ -162,19 +165,13 @@ void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buff
     const detail::Window kcw = detail::cache_window(ctx, k_cache, uint64_t(slots) * k_row, cache_type, op, "k cache");
     const detail::Window vcw = detail::cache_window(ctx, v_cache, uint64_t(slots) * vr, cache_type, op, "v cache");
 
-    struct {
-        uint32_t n_tokens, n_heads_q, n_heads_kv, head_dim, n_pairs, v_row, flags, slots;
-        uint32_t q_shift, pos_shift, ff_shift, k_shift, v_shift, kc_shift, vc_shift;
-        float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
-    } push{};
-    const RopeAngle a = rope_angle(p, freq_factors != nullptr);
+    RopeQkvPush push{};
     push.n_tokens = uint32_t(T);
     push.n_heads_q = uint32_t(n_heads_q);
     push.n_heads_kv = uint32_t(n_heads_kv);
     push.head_dim = uint32_t(head_dim);
     push.n_pairs = uint32_t(pairs);
     push.v_row = uint32_t(vr);
-    push.flags = a.flags;
     push.slots = uint32_t(slots);
     push.q_shift = qw.shift;
     push.pos_shift = pw.shift;
@@ -183,12 +180,7 @@ void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buff
     push.v_shift = vw.shift;
     push.kc_shift = kcw.shift;
     push.vc_shift = vcw.shift;
-    push.log2_base = a.log2_base;
-    push.freq_scale = a.freq_scale;
-    push.ext_factor = a.ext_factor;
-    push.mscale = a.mscale;
-    push.corr_low = a.corr_low;
-    push.corr_high = a.corr_high;
+    push.angle = rope_angle(p, freq_factors != nullptr);
 
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
