@@ -12,6 +12,10 @@
 // INT_DOT (Q8_0, Q4_0/1, Q5_0/1 with 8-bit activations): each thread rounds its unit of x to
 // int8 once and dots it with every row's quants in integers (dequant_idot.glsl); the result is
 // the ROUND_X path's up to float rounding (the integer sums are exact).
+// NORM_IN (decode's pre-norm fused in): x is the raw residual stream and the matvec reads
+// rms_norm(x) * norm_w instead, as shaders/norm.comp computes it ((x * inv) * w with
+// inv = 1 / sqrt(mean(x^2) + eps)); every workgroup sums x^2 itself (x is small and cached), so
+// the norm needs no dispatch of its own, no barrier and no pass over memory.
 #include "common.glsl"
 #ifdef USE_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -24,6 +28,7 @@ layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
 
 layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp's CPU backend does (below)
 layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 gelu_tanh, 2 gelu_fp16_table (GeGLU)
+layout(constant_id = 4) const uint NORM_IN = 0u;     // 1: x is normalised here (RMSNorm, weight at binding 3)
 
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
 #include "dequant_dot.glsl"
@@ -33,6 +38,8 @@ layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 
 layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_in] from x_base
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4
 layout(std430, binding = 2) buffer Y { float y[]; };             // [n_rows] from y_base
+layout(std430, binding = 3) readonly buffer NormW { float norm_w[]; };   // NORM_IN: [n_in] from norm_base
+layout(std430, binding = 3) readonly buffer NormW4 { vec4 norm_w4[]; };  // the same, as vec4
 
 #ifdef GLU
 #include "gelu.glsl"
@@ -57,6 +64,8 @@ layout(push_constant) uniform Push {
     uint accumulate;  // 1: y += W x (fused residual add)
     uint x_vec4;      // 1: x_base is a multiple of 4, so x quads can be read as vec4
     uint up_delta;    // GLU: bytes from a gate row to the same up row
+    uint norm_base;   // NORM_IN: index of norm_w[0] in its binding (a multiple of 4 when x_vec4)
+    float norm_eps;   // NORM_IN: the norm's epsilon
 } pc;
 
 shared float partial[NACC * WG];  // [NACC][WG]
@@ -75,10 +84,52 @@ void store_row(uint r, float v) {
     y[yi] = pc.accumulate != 0u ? y[yi] + v : v;
 }
 
+float x_inv = 1.0;  // NORM_IN: 1 / rms(x), set by main before the first x_quad
+
 vec4 x_quad(uint e) {
     const uint i = pc.x_base + e;
-    if (pc.x_vec4 != 0u) return x4[i >> 2];
-    return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+    const vec4 v = pc.x_vec4 != 0u ? x4[i >> 2] : vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+    if (NORM_IN == 0u) return v;
+    const uint j = pc.norm_base + e;
+    const vec4 w = pc.x_vec4 != 0u ? norm_w4[j >> 2] : vec4(norm_w[j], norm_w[j + 1u], norm_w[j + 2u], norm_w[j + 3u]);
+    return (v * x_inv) * w;
+}
+
+// x[e] as the matvec reads it (normalised with NORM_IN, not rounded).
+float x_elem(uint e) {
+    const float v = x[pc.x_base + e];
+    return NORM_IN == 0u ? v : (v * x_inv) * norm_w[pc.norm_base + e];
+}
+
+// NORM_IN: 1 / sqrt(mean(x^2) + eps) over the n_in values of x, summed per thread with stride WG
+// and then over the workgroup in norm.comp's order (bit-equal to it for the same WG). All
+// invocations call this in uniform control flow; it leaves `partial` free for the final combine.
+float rms_inverse(uint tid) {
+    float s2 = 0.0;
+    for (uint i = tid; i < pc.n_in; i += WG) {
+        const float v = x[pc.x_base + i];
+        s2 += v * v;
+    }
+#ifdef USE_SUBGROUP
+    s2 = subgroupAdd(s2);
+    if (gl_NumSubgroups > 1u) {  // uniform
+        if (subgroupElect()) partial[gl_SubgroupID] = s2;
+        barrier();
+        s2 = partial[0];
+        for (uint i = 1u; i < gl_NumSubgroups; ++i) s2 += partial[i];
+        barrier();  // every invocation has read partial before anyone writes it again
+    }
+#else
+    partial[tid] = s2;
+    barrier();
+    for (uint stride = WG / 2u; stride > 0u; stride >>= 1) {
+        if (tid < stride) partial[tid] += partial[tid + stride];
+        barrier();
+    }
+    s2 = partial[0];
+    barrier();
+#endif
+    return div_rn(1.0, sqrt_rn(div_rn(s2, float(pc.n_in)) + pc.norm_eps));
 }
 
 #include "matvec_unit.glsl"
@@ -87,6 +138,7 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROWS;
     if (row0 >= pc.n_rows) return;  // a padding workgroup of the 2-D grid (uniform)
+    if (NORM_IN != 0u) x_inv = rms_inverse(tid);
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
     [[unroll]] for (uint r = 0u; r < NACC; ++r) {
@@ -104,7 +156,7 @@ void main() {
 #ifdef W_FLOAT
     // Float rows may end in a partial group of 32.
     for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
-        const float xe = ROUND_X != 0u ? round_elem(x[pc.x_base + e]) : x[pc.x_base + e];
+        const float xe = ROUND_X != 0u ? round_elem(x_elem(e)) : x_elem(e);
         [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
     }
 #endif

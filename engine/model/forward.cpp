@@ -77,6 +77,15 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
       round_activations_(round_activations), step_stream_(ctx), replay_stream_(ctx) {
     check_supported(spec);
     if (const char* v = std::getenv("VKLLM_MATVEC_ROUNDS_X"); v && std::string(v) == "0") matvec_rounds_x_ = false;
+    // Decode's pre-norm inside the matvecs: on a GPU it saves a dispatch and a barrier per norm,
+    // which decide small-model decode there; on a CPU driver (lavapipe) every workgroup's own
+    // sum of x^2 costs more than they do (134M Q8_0 decode 30% slower), so it stays a dispatch.
+    norm_in_matvec_ = ctx.caps().type != "cpu";
+    if (const char* v = std::getenv("VKLLM_NORM_IN_MATVEC"); v && *v) {
+        if (std::string(v) != "0" && std::string(v) != "1")
+            throw ModelError(std::string("VKLLM_NORM_IN_MATVEC must be 0 or 1, got '") + v + "'");
+        norm_in_matvec_ = std::string(v) == "1";
+    }
     if (kv_cache == KvCacheType::F16 && !ctx.caps().storage_16bit)
         throw ModelError("an f16 KV cache needs 16-bit storage (storageBuffer16BitAccess), which device '" +
                          ctx.caps().name + "' lacks; use an f32 cache");
@@ -225,12 +234,13 @@ uint64_t Forward::MatmulInputs::offset_of(const ops::Weight& w) const {
 void Forward::MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset,
                                    int n_tokens, bool accumulate) const {
     ops::matmul(s, w, of(w), offset_of(w), y, y_offset, n_tokens, accumulate, 0,
-                in_matvec[size_t(ops::activation_rounding(w.type))]);
+                in_matvec[size_t(ops::activation_rounding(w.type))], norm.weight ? &norm : nullptr);
 }
 
 void Forward::MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up,
                                           const gpu::Buffer& y, ops::GluActivation act) const {
-    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, rounds_in_matvec(gate.type), act);
+    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, rounds_in_matvec(gate.type), act,
+                       norm.weight ? &norm : nullptr);
 }
 
 bool Forward::MatmulInputs::rounds_in_matvec(ops::TensorType weight_type) const {
@@ -249,9 +259,7 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
         if (mode == ops::ActRounding::None || in.rounded[size_t(mode)] || in.in_matvec[size_t(mode)]) continue;
         // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
         if (n % ops::rounding_block(mode)) continue;
-        const bool matvec_rounds =
-            matvec_rounds_x_ && ((at == RoundAt::Matvec && rows == 1) || at == RoundAt::ExpertMatvec);
-        if (matvec_rounds && ops::matvec_rounds_activations(w->type)) {
+        if (!needs_rounding_dispatch(*w, rows, n, at)) {
             in.in_matvec[size_t(mode)] = true;
             continue;
         }
@@ -262,6 +270,31 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
         any = true;
     }
     if (any) stream_->barrier("rounded activations are complete before the matmuls read them");
+    return in;
+}
+
+bool Forward::needs_rounding_dispatch(const ops::Weight& w, int rows, int n, RoundAt at) const {
+    const ops::ActRounding mode = ops::activation_rounding(w.type);
+    if (!round_activations_ || mode == ops::ActRounding::None || n % ops::rounding_block(mode)) return false;
+    const bool matvec_rounds =
+        matvec_rounds_x_ && ((at == RoundAt::Matvec && rows == 1) || at == RoundAt::ExpertMatvec);
+    return !(matvec_rounds && ops::matvec_rounds_activations(w.type));
+}
+
+Forward::MatmulInputs Forward::normed_inputs(uint64_t x_row, int rows, const gpu::Buffer* norm_w,
+                                             const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
+                                             const char* why) {
+    const int n = spec_.n_embd;
+    const uint64_t x_offset = x_row * uint64_t(n);
+    bool fuse = norm_in_matvec_ && rows == 1 && spec_.norm == NormKind::RMSNorm && norm_w && !norm_b;
+    for (const ops::Weight* w : weights) fuse = fuse && !needs_rounding_dispatch(*w, rows, n, RoundAt::Matvec);
+    if (!fuse) {
+        norm(x_, x_offset, norm_w, norm_b, h_, 0, rows);
+        stream_->barrier(why);
+        return prepare_inputs(h_, 0, rows, n, weights);
+    }
+    MatmulInputs in = prepare_inputs(x_, x_offset, rows, n, weights);  // records nothing (checked above)
+    in.norm = ops::MatvecNorm{norm_w, 0, spec_.norm_eps};
     return in;
 }
 
@@ -331,13 +364,10 @@ void Forward::record_step(int T, int pos0, bool all_logits, const ProbeConfig& p
     const int rows = all_logits ? T : 1;
     const uint64_t first = all_logits ? 0 : uint64_t(T - 1) * uint64_t(spec_.n_embd);
     // Without a final norm (BERT) the projection reads the residual stream itself.
-    const gpu::Buffer& head_in = spec_.final_norm ? h_ : x_;
-    const uint64_t head_offset = spec_.final_norm ? 0 : first;
-    if (spec_.final_norm) {
-        norm(x_, first, w_.output_norm, w_.output_norm_b, h_, 0, rows);
-        s.barrier("the final norm is complete before the output projection reads it");
-    }
-    MatmulInputs in = prepare_inputs(head_in, head_offset, rows, spec_.n_embd, {&w_.output});
+    MatmulInputs in = spec_.final_norm
+                          ? normed_inputs(all_logits ? 0 : uint64_t(T - 1), rows, w_.output_norm, w_.output_norm_b,
+                                          {&w_.output}, "the final norm is complete before the output projection reads it")
+                          : prepare_inputs(x_, first, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
     in.matmul(s, w_.output, logits_, 0, rows);
     if (spec_.final_softcap > 0) {

@@ -115,6 +115,7 @@ private:
         uint64_t offset = 0;
         const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding
         bool in_matvec[5] = {};              // by ops::ActRounding: the one-token matvec rounds x itself
+        ops::MatvecNorm norm;                // weight set: plain is un-normalised, the matvecs normalise it
         const gpu::Buffer& of(const ops::Weight& w) const;
         uint64_t offset_of(const ops::Weight& w) const;
         // ops::matmul of w with these inputs (rounded as w's type needs) into y.
@@ -137,6 +138,14 @@ private:
     // do it (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations).
     MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
                                 std::initializer_list<const ops::Weight*> weights, RoundAt at = RoundAt::Matvec);
+    // True when w's input (rows of n) must be rounded by a dispatch before w's matmul reads it.
+    bool needs_rounding_dispatch(const ops::Weight& w, int rows, int n, RoundAt at) const;
+    // The inputs of the matmuls after a pre-norm of x_ (rows of n_embd from row x_row, weight
+    // norm_w, bias norm_b): decode's RMSNorm (one row, no bias, no rounding dispatch) goes into
+    // the matvecs themselves (ops::MatvecNorm) when norm_in_matvec_; otherwise the norm is recorded
+    // into h_ with a barrier (`why`) and the inputs are h_'s.
+    MatmulInputs normed_inputs(uint64_t x_row, int rows, const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
+                               std::initializer_list<const ops::Weight*> weights, const char* why);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
     void record_ffn(int l, int n_tokens, const ProbeConfig& probes);
@@ -179,6 +188,7 @@ private:
     // switch for measuring both on a new device (the in-matvec form saves a dispatch and a
     // barrier per input, and repeats the rounding in every workgroup that reads the input).
     bool matvec_rounds_x_ = true;
+    bool norm_in_matvec_ = false;  // decode's fused pre-norm: GPUs; VKLLM_NORM_IN_MATVEC=0|1 forces it
     gpu::Stream step_stream_;               // recordings used once (prefill, probes, encode)
     gpu::Stream replay_stream_;             // the decode step, recorded once per replay_key_
     gpu::Stream* stream_ = &step_stream_;   // the stream being recorded, or submitted last

@@ -76,16 +76,20 @@ void Forward::record_attention(int l, int T, int pos0) {
     };
     bool kv_in_cache = false;
 
-    const gpu::Buffer* in = &x_;
-    if (w.attn_norm) {
-        norm(x_, 0, w.attn_norm, w.attn_norm_b, h_, 0, T);
-        s.barrier("the normalised block input is complete before the q/k/v projections read it");
-        in = &h_;
-    }
+    const char* normed = "the normalised block input is complete before the q/k/v projections read it";
     if (a.mla.kv_lora_rank > 0) {
+        const gpu::Buffer* in = &x_;
+        if (w.attn_norm) {
+            norm(x_, 0, w.attn_norm, w.attn_norm_b, h_, 0, T);
+            s.barrier(normed);
+            in = &h_;
+        }
         record_mla_qkv(l, T, *in);
     } else {
-        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
+        // Decode's RMSNorm runs inside the q/k/v matvecs (normed_inputs).
+        MatmulInputs mi = w.attn_norm
+                              ? normed_inputs(0, T, w.attn_norm, w.attn_norm_b, {&w.wq, &w.wk, &w.wv}, normed)
+                              : prepare_inputs(x_, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
         s.mark("matmul");
         mi.matmul(s, w.wq, q_, 0, T);
         mi.matmul(s, w.wk, k_new_, 0, T);
@@ -239,18 +243,24 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     gpu::Stream& s = *stream_;
     const int64_t n = int64_t(T) * L.ffn.n_ff;
 
-    const gpu::Buffer* in = &x_;
-    if (w.ffn_norm) {
-        norm(x_, 0, w.ffn_norm, w.ffn_norm_b, h_, 0, T);
-        s.barrier("the normalised FFN input is complete before the gate/up projections read it");
-        in = &h_;
-    }
+    const char* normed = "the normalised FFN input is complete before the gate/up projections read it";
     if (L.ffn.moe.n_expert > 0) {
+        const gpu::Buffer* in = &x_;
+        if (w.ffn_norm) {
+            norm(x_, 0, w.ffn_norm, w.ffn_norm_b, h_, 0, T);
+            s.barrier(normed);
+            in = &h_;
+        }
         record_moe(l, T, *in, probes);
         return;
     }
+    // Decode's RMSNorm runs inside the gate/up (or up) matvecs (normed_inputs).
+    auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
+        return w.ffn_norm ? normed_inputs(0, T, w.ffn_norm, w.ffn_norm_b, ws, normed)
+                          : prepare_inputs(x_, 0, T, spec_.n_embd, ws);
+    };
     if (L.ffn.gated) {
-        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.gate, &w.up});
+        MatmulInputs mi = inputs({&w.gate, &w.up});
         const bool silu = L.ffn.activation == Activation::SiLU;
         if (T == 1 && ops::matvec_swiglu_fits(ctx_, w.gate, w.up)) {
             // Decode: gate, up and the gated activation in one dispatch (as the ops below would
@@ -269,7 +279,7 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
             else ops::geglu(s, gate_, up_, gate_, n, /*fp16_table=*/round_activations_);
         }
     } else {
-        MatmulInputs mi = prepare_inputs(*in, 0, T, spec_.n_embd, {&w.up});
+        MatmulInputs mi = inputs({&w.up});
         s.mark("matmul");
         mi.matmul(s, w.up, gate_, 0, T);
         s.barrier("the up projection is complete before its bias and activation");

@@ -17,7 +17,8 @@ namespace {
 using weights::require;
 
 struct MatvecPush {
-    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4, up_delta;
+    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4, up_delta, norm_base;
+    float norm_eps;
 };
 
 struct MatmulPush {
@@ -48,6 +49,26 @@ Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
         return t;
     }
     return kSmallest;
+}
+
+// Binding 3 of matvec.comp: the fused norm's weight (MatvecNorm), or x's window again, unread,
+// without one (the pipeline layout always has four bindings).
+struct NormBinding {
+    gpu::BufferRange range;
+    uint32_t base = 0;  // element index of weight[0] in the binding
+    float eps = 0.0f;
+    bool vec4_ok = true;  // base is a multiple of 4
+};
+
+NormBinding norm_binding(const MatvecNorm* norm, uint64_t n_in, const weights::Window& xw,
+                         const weights::Limits& lim, const char* op) {
+    if (!norm) return {xw.range};
+    require(norm->weight && norm->weight->valid() && (norm->offset + n_in) * 4 <= norm->weight->size(), op,
+            "the fused norm's weight holds fewer than n_in values after its offset");
+    require(norm->eps >= 0.0f, op, "the fused norm's eps must be >= 0");
+    const weights::Window nw =
+        weights::window(*norm->weight, norm->offset * 4, (norm->offset + n_in) * 4, lim, op, "norm weight");
+    return {nw.range, nw.shift / 4, norm->eps, (nw.shift / 4) % 4 == 0};
 }
 
 }  // namespace
@@ -117,7 +138,7 @@ std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* o
 }
 
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-            int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x) {
+            int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x, const MatvecNorm* norm) {
     const char* op = "matmul";
     const weights::Layout layout = weights::checked_layout(w, op);
     require(n_tokens >= 0, op, "negative n_tokens " + std::to_string(n_tokens));
@@ -126,6 +147,7 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
             "y_stride " + std::to_string(y_stride) + " is shorter than the " + std::to_string(w.n_out) + " outputs");
     require(!round_x || (n_tokens <= 1 && matvec_rounds_activations(w.type)), op,
             "round_x needs one token and a weight type whose matvec rounds activations");
+    require(!norm || n_tokens <= 1, op, "a fused norm needs one token (the matrix-vector path)");
     if (n_tokens == 0) return;
 
     const uint64_t n_in = uint64_t(w.n_in), n_out = uint64_t(w.n_out), stride = uint64_t(y_stride);
@@ -158,8 +180,8 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const std::string suffix = layout.format.suffix;
     const gpu::Pipeline* pipe =
-        single ? &ctx.pipeline(weights::matvec_variant(caps, "matvec_", w.type, round_x), 3, sizeof(MatvecPush),
-                               {mv_threads, mv_rows, round_x ? 1u : 0u})
+        single ? &ctx.pipeline(weights::matvec_variant(caps, "matvec_", w.type, round_x), 4, sizeof(MatvecPush),
+                               {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u})
                : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 
@@ -181,14 +203,16 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
             const uint32_t x_base = xw.shift / 4;
             const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;  // x quads 16-byte aligned
             if (single) {
-                const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift,          uint32_t(row_bytes),
-                                      x_base,         yw.shift / 4,   accumulate ? 1u : 0u, x_vec4, 0u};
+                const NormBinding nb = norm_binding(norm, n_in, xw, lim, op);
+                const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift,    uint32_t(row_bytes),
+                                      x_base,         yw.shift / 4,   accumulate ? 1u : 0u,
+                                      x_vec4 && nb.vec4_ok ? 1u : 0u, 0u, nb.base, nb.eps};
                 // A 2-D grid when the row groups exceed the x limit; the shader skips the padding.
                 const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
                 const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
                 const uint64_t gy = (groups + gx - 1) / gx;
                 require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-                s.dispatch(*pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+                s.dispatch(*pipe, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx), uint32_t(gy));
             } else {
                 const MatmulPush push{uint32_t(n_in), uint32_t(rows), uint32_t(nt),      ww.shift,
                                       uint32_t(row_bytes), x_base, yw.shift / 4, uint32_t(stride),
@@ -225,7 +249,7 @@ bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weigh
 }
 
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
-                   const Buffer& y, uint64_t y_offset, bool round_x, GluActivation act) {
+                   const Buffer& y, uint64_t y_offset, bool round_x, GluActivation act, const MatvecNorm* norm) {
     const char* op = "matvec_swiglu";
     const weights::Layout layout = weights::checked_layout(gate, op);
     weights::checked_layout(up, op);
@@ -247,18 +271,20 @@ void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer
     const weights::Window xw = weights::window(x, x_offset * 4, (x_offset + n_in) * 4, lim, op, "x");
     const weights::Window yw = weights::window(y, y_offset * 4, (y_offset + n_out) * 4, lim, op, "y");
     const uint32_t x_base = xw.shift / 4;
-    const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
+    const NormBinding nb = norm_binding(norm, n_in, xw, lim, op);
+    const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 && nb.vec4_ok ? 1u : 0u;
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
-    const gpu::Pipeline& pipe =
-        ctx.pipeline(weights::matvec_variant(caps, "matvec_swiglu_", gate.type, round_x), 3,
-                     sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act)});  // GLU_ACT
-    const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift, uint32_t(row_bytes), x_base, yw.shift / 4, 0u,
-                          x_vec4, uint32_t(up.offset - gate.offset)};
+    const gpu::Pipeline& pipe = ctx.pipeline(weights::matvec_variant(caps, "matvec_swiglu_", gate.type, round_x), 4,
+                                             sizeof(MatvecPush),
+                                             {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u});
+    const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
+                          x_base,         yw.shift / 4,    0u,             x_vec4,
+                          uint32_t(up.offset - gate.offset), nb.base, nb.eps};
     const uint64_t groups = (n_out + mv.rows - 1) / mv.rows;
     const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
     const uint64_t gy = (groups + gx - 1) / gx;
     require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-    s.dispatch(pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+    s.dispatch(pipe, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx), uint32_t(gy));
 }
 
 }  // namespace vkllm::ops

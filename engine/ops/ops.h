@@ -49,8 +49,23 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 // round_x: the one-token matvec rounds x itself exactly as round_activations() with
 // activation_rounding(w.type) would (matvec_rounds_activations(w.type) must hold, and n_tokens
 // must be 1): decode then needs no rounding dispatch and barrier before its matmuls.
+// norm (one token only): x is the raw residual stream and the matvec reads
+// rms_norm(x) * norm->weight instead, as rms_norm would have written it (see MatvecNorm).
+struct MatvecNorm;
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-            int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0, bool round_x = false);
+            int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0, bool round_x = false,
+            const MatvecNorm* norm = nullptr);
+
+// Decode's pre-norm fused into the matvecs that read it (matmul with one token, matvec_swiglu):
+// each workgroup computes inv = 1 / sqrt(mean(x^2) + eps) over x itself and reads
+// (x * inv) * weight, which saves the norm's dispatch, its barrier and its output's trip through
+// memory. The values equal rms_norm's up to the order of the x^2 sum (bit-equal where the
+// matvec's workgroup size is the norm's). weight: n_in floats from element `offset`.
+struct MatvecNorm {
+    const Buffer* weight = nullptr;
+    uint64_t offset = 0;
+    float eps = 0.0f;
+};
 
 // How llama.cpp's CPU backend rounds activations before a dot product with a weight of a given
 // type (ggml's vec_dot_type): quantised weights see activations quantised to 8 bits in blocks
@@ -68,7 +83,8 @@ ActRounding activation_rounding(TensorType weight_type);
 enum class GluActivation { SiLU, Gelu, GeluFp16Table };
 bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weight& up);
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
-                   const Buffer& y, uint64_t y_offset, bool round_x = false, GluActivation act = GluActivation::SiLU);
+                   const Buffer& y, uint64_t y_offset, bool round_x = false, GluActivation act = GluActivation::SiLU,
+                   const MatvecNorm* norm = nullptr);
 
 // True when matmul(..., round_x = true) can round a single token's activations for this weight
 // type inside the matvec: the 32-element blocks (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/MXFP4) and the

@@ -26,9 +26,10 @@ struct CountCase {
     std::string model;
     std::vector<Counts> layers;  // layer l has layers[min(l, size - 1)] (zoo-mla: a dense layer 0, then MoE)
     Counts outside;              // embeddings and output head
+    bool norm_in_matvec = false;  // decode's pre-norms inside the matvecs (VKLLM_NORM_IN_MATVEC)
 };
 
-void PrintTo(const CountCase& c, std::ostream* os) { *os << c.model; }
+void PrintTo(const CountCase& c, std::ostream* os) { *os << c.model << (c.norm_in_matvec ? " (norm in matvec)" : ""); }
 
 std::string str(const Counts& c) {
     return std::to_string(c.dispatches) + " dispatches, " + std::to_string(c.barriers) + " barriers, " +
@@ -46,6 +47,7 @@ class DispatchCounts : public ::testing::TestWithParam<CountCase> {};
 TEST_P(DispatchCounts, DecodeStepIsPinnedPerLayerAndInTotal) {
     const CountCase& c = GetParam();
     const uint64_t errors_before = gpu::validation_error_count();
+    test::ScopedEnv norm_policy("VKLLM_NORM_IN_MATVEC", c.norm_in_matvec ? "1" : "0");  // else per device
     auto model = Model::load(test::source_dir() + "/assets/zoo/" + c.model + ".gguf");
     const auto& in = model->internals();
     const int n_vocab = in.spec().n_vocab;
@@ -101,17 +103,27 @@ TEST_P(DispatchCounts, DecodeStepIsPinnedPerLayerAndInTotal) {
 // q's RoPE, k's RoPE into its cache slots and v's cache write in one dispatch
 // (ops::rope_qkv_into_slots): zoo-dense 12/8/0 -> 10/8/0, zoo-swa 18/13/0 -> 16/13/0, zoo-moe
 // 15/11/0 -> 13/11/0; zoo-mla unchanged (its own path).
+// Decode's RMSNorms inside the matvecs that read them (ops::MatvecNorm; GPUs' default, forced
+// here both ways): the attention and dense-FFN pre-norms and the final norm lose their dispatch
+// and barrier. The second table; the MoE FFN's norm and MLA's attention norm stay dispatches.
+auto name_of = [](const auto& info) {
+    std::string n = info.param.model + (info.param.norm_in_matvec ? "_norm_in_matvec" : "");
+    for (char& ch : n)
+        if (ch == '-') ch = '_';
+    return n;
+};
 INSTANTIATE_TEST_SUITE_P(Zoo, DispatchCounts,
                          ::testing::Values(CountCase{"zoo-dense", {{10, 8, 0}}, {4, 3, 0}},
                                            CountCase{"zoo-swa", {{16, 13, 0}}, {5, 4, 0}},
                                            CountCase{"zoo-moe", {{13, 11, 0}}, {4, 3, 0}},
                                            CountCase{"zoo-mla", {{15, 14, 4}, {22, 20, 4}}, {4, 3, 0}}),
-                         [](const auto& info) {
-                             std::string n = info.param.model;
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
-                         });
+                         name_of);
+INSTANTIATE_TEST_SUITE_P(NormInMatvec, DispatchCounts,
+                         ::testing::Values(CountCase{"zoo-dense", {{8, 6, 0}}, {3, 2, 0}, true},
+                                           CountCase{"zoo-swa", {{14, 11, 0}}, {4, 3, 0}, true},
+                                           CountCase{"zoo-moe", {{12, 10, 0}}, {3, 2, 0}, true},
+                                           CountCase{"zoo-mla", {{14, 13, 4}, {22, 20, 4}}, {3, 2, 0}, true}),
+                         name_of);
 
 }  // namespace
 }  // namespace vkllm

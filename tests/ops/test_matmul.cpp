@@ -387,6 +387,85 @@ TEST_F(Matmul, MultiSubgroupMatvecShapesMatchTheReference) {
     }
 }
 
+// Decode's pre-norm inside the matvec (ops::MatvecNorm) against rms_norm and then the matvec
+// (and matvec_swiglu): x at an odd offset and an aligned one, the norm weight at an offset, with
+// the in-matvec rounding where the type has it. With the matvec's workgroup forced to the norm's
+// (64 threads for rows under 1024) both sum x^2 in the same order: bit-equal. In the device's
+// own shape the sums differ in order only. The norm is read where x is (x_quad, and the float
+// types' partial last group), the same code for every type: a float type with odd rows, F16, a
+// block type that rounds x per block of 32 and a super-block type (each variant is a cold
+// lavapipe compile).
+TEST_F(Matmul, MatvecNormEqualsRmsNormThenMatvec) {
+    const float eps = 1e-5f;
+    for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_K})
+    for (int64_t n_in : row_lengths(type)) {
+        TestWeight w = make_weight(ctx(), type, n_in, 37, uint32_t(n_in + 11));
+        TestWeight g = make_weight(ctx(), type, n_in, 37, uint32_t(n_in + 12));
+        TestWeight u = make_weight(ctx(), type, n_in, 37, uint32_t(n_in + 13));
+        const uint64_t up_offset = (g.bytes.size() + 255) / 256 * 256;
+        gpu::Buffer pair(ctx(), up_offset + ops::weight_buffer_bytes(type, n_in, 37), gpu::Memory::Device);
+        pair.upload(g.bytes.data(), g.bytes.size());
+        pair.upload(u.bytes.data(), u.bytes.size(), up_offset);
+        const ops::Weight gw{type, &pair, n_in, 37, 0}, uw{type, &pair, n_in, 37, up_offset};
+        auto nwv = test::random_floats(size_t(n_in), uint32_t(n_in + 14), 0.5f, 1.5f);
+        std::vector<float> nwv_shifted(3, 9.0f);
+        nwv_shifted.insert(nwv_shifted.end(), nwv.begin(), nwv.end());
+        gpu::Buffer nw = upload(ctx(), nwv), nw_shifted = upload(ctx(), nwv_shifted);
+        const ops::MatvecNorm norm{&nw_shifted, 3, eps};
+        for (int64_t x_offset : {int64_t(0), int64_t(1)})
+            for (bool round_x : {false, true})
+                for (bool forced : {true, false}) {
+                    if (round_x && !ops::matvec_rounds_activations(type)) continue;
+                    SCOPED_TRACE(std::string(gguf::type_traits(type)->name) + " n_in " + std::to_string(n_in) + " x_offset " + std::to_string(x_offset) +
+                                 (round_x ? " rounded x" : " exact x") + (forced ? " 64x4" : " own shape"));
+                    std::optional<test::ScopedEnv> shape;
+                    if (forced) shape.emplace("VKLLM_MATVEC_SHAPE", "64x4");
+                    auto xv = test::random_floats(size_t(n_in + x_offset), uint32_t(n_in + x_offset), -3.0f, 3.0f);
+                    xv[size_t(x_offset + n_in / 2)] = 40.0f;  // a massive activation
+                    gpu::Buffer x = upload(ctx(), xv), h(ctx(), size_t(n_in) * 4, gpu::Memory::Device);
+                    auto y0 = test::random_floats(37, 5);
+                    gpu::Buffer fused = upload(ctx(), y0), plain = upload(ctx(), y0);
+                    gpu::Buffer fused_glu(ctx(), 37 * 4, gpu::Memory::Device), plain_glu(ctx(), 37 * 4, gpu::Memory::Device);
+                    gpu::Stream s(ctx());
+                    s.begin();
+                    ops::matmul(s, w.gpu(), x, uint64_t(x_offset), fused, 0, 1, /*accumulate=*/true, 0, round_x, &norm);
+                    ops::matvec_swiglu(s, gw, uw, x, uint64_t(x_offset), fused_glu, 0, round_x,
+                                       ops::GluActivation::SiLU, &norm);
+                    ops::rms_norm(s, x, uint64_t(x_offset), &nw, h, 0, 1, n_in, eps);
+                    s.barrier("the normalised x is complete before the plain matvecs read it");
+                    ops::matmul(s, w.gpu(), h, 0, plain, 0, 1, /*accumulate=*/true, 0, round_x);
+                    ops::matvec_swiglu(s, gw, uw, h, 0, plain_glu, 0, round_x);
+                    s.submit_and_wait();
+                    const std::vector<float> a = download(fused), b = download(plain);
+                    const std::vector<float> ag = download(fused_glu), bg = download(plain_glu);
+                    if (forced) {
+                        EXPECT_EQ(a, b);
+                        EXPECT_EQ(ag, bg);
+                    } else if (!round_x) {  // rounding to 8 bits may flip a step where inv differs in an ulp
+                        EXPECT_LT(test::nmse(a, b), 1e-10);
+                        EXPECT_LT(test::nmse(ag, bg), 1e-10);
+                    }
+                    // The norm matters: the matvec of x itself differs.
+                    gpu::Buffer raw = upload(ctx(), y0);
+                    s.begin();
+                    ops::matmul(s, w.gpu(), x, uint64_t(x_offset), raw, 0, 1, true, 0, round_x);
+                    s.submit_and_wait();
+                    EXPECT_GT(test::nmse(download(raw), b), 1e-4);
+                }
+    }
+    // Refused: several tokens (the tiled matmul takes x as it is), a norm weight too short.
+    TestWeight w = make_weight(ctx(), TensorType::Q8_0, 32, 3, 9);
+    gpu::Buffer x(ctx(), size_t(w.n_in) * 8, gpu::Memory::Device), y(ctx(), 24, gpu::Memory::Device);
+    gpu::Buffer short_w(ctx(), size_t(w.n_in) * 4, gpu::Memory::Device);
+    const ops::MatvecNorm too_short{&short_w, 1, 1e-5f};
+    gpu::Stream s(ctx());
+    s.begin();
+    const ops::MatvecNorm ok{&short_w, 0, 1e-5f};
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 2, false, 0, false, &ok), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 1, false, 0, false, &too_short), ops::ShapeError);
+    s.submit_and_wait();
+}
+
 // The decode matvec's workgroup shape follows the capability record: one subgroup per workgroup
 // with subgroup arithmetic (8 rows on a CPU device, 2-4 on a GPU, never more rows than threads),
 // else the wide shared-memory shape, clamped to the device's workgroup size.
