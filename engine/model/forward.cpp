@@ -281,19 +281,20 @@ bool Forward::needs_rounding_dispatch(const ops::Weight& w, int rows, int n, Rou
     return !(matvec_rounds && ops::matvec_rounds_activations(w.type));
 }
 
-Forward::MatmulInputs Forward::normed_inputs(uint64_t x_row, int rows, const gpu::Buffer* norm_w,
-                                             const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
-                                             const char* why) {
-    const int n = spec_.n_embd;
-    const uint64_t x_offset = x_row * uint64_t(n);
+Forward::MatmulInputs Forward::normed_inputs(const gpu::Buffer& x, uint64_t x_offset, int rows, int n,
+                                             const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
+                                             std::initializer_list<const ops::Weight*> weights, const char* why,
+                                             const gpu::Buffer& out) {
     bool fuse = norm_in_matvec_ && rows == 1 && spec_.norm == NormKind::RMSNorm && norm_w && !norm_b;
     for (const ops::Weight* w : weights) fuse = fuse && !needs_rounding_dispatch(*w, rows, n, RoundAt::Matvec);
     if (!fuse) {
-        norm(x_, x_offset, norm_w, norm_b, h_, 0, rows);
+        stream_->mark("norm");
+        if (spec_.norm == NormKind::RMSNorm) ops::rms_norm(*stream_, x, x_offset, norm_w, out, 0, rows, n, spec_.norm_eps);
+        else ops::layer_norm(*stream_, x, x_offset, norm_w, norm_b, out, 0, rows, n, spec_.norm_eps);
         stream_->barrier(why);
-        return prepare_inputs(h_, 0, rows, n, weights);
+        return prepare_inputs(out, 0, rows, n, weights);
     }
-    MatmulInputs in = prepare_inputs(x_, x_offset, rows, n, weights);  // records nothing (checked above)
+    MatmulInputs in = prepare_inputs(x, x_offset, rows, n, weights);  // records nothing (checked above)
     in.norm = ops::MatvecNorm{norm_w, 0, spec_.norm_eps};
     return in;
 }
@@ -365,8 +366,8 @@ void Forward::record_step(int T, int pos0, bool all_logits, const ProbeConfig& p
     const uint64_t first = all_logits ? 0 : uint64_t(T - 1) * uint64_t(spec_.n_embd);
     // Without a final norm (BERT) the projection reads the residual stream itself.
     MatmulInputs in = spec_.final_norm
-                          ? normed_inputs(all_logits ? 0 : uint64_t(T - 1), rows, w_.output_norm, w_.output_norm_b,
-                                          {&w_.output}, "the final norm is complete before the output projection reads it")
+                          ? normed_inputs(x_, first, rows, spec_.n_embd, w_.output_norm, w_.output_norm_b, {&w_.output},
+                                          "the final norm is complete before the output projection reads it", h_)
                           : prepare_inputs(x_, first, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
     in.matmul(s, w_.output, logits_, 0, rows);

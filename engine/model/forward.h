@@ -140,12 +140,13 @@ private:
                                 std::initializer_list<const ops::Weight*> weights, RoundAt at = RoundAt::Matvec);
     // True when w's input (rows of n) must be rounded by a dispatch before w's matmul reads it.
     bool needs_rounding_dispatch(const ops::Weight& w, int rows, int n, RoundAt at) const;
-    // The inputs of the matmuls after a pre-norm of x_ (rows of n_embd from row x_row, weight
+    // The inputs of the matmuls after a norm of x (rows of n from element x_offset, weight
     // norm_w, bias norm_b): decode's RMSNorm (one row, no bias, no rounding dispatch) goes into
     // the matvecs themselves (ops::MatvecNorm) when norm_in_matvec_; otherwise the norm is recorded
-    // into h_ with a barrier (`why`) and the inputs are h_'s.
-    MatmulInputs normed_inputs(uint64_t x_row, int rows, const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
-                               std::initializer_list<const ops::Weight*> weights, const char* why);
+    // into `out` (from element 0; it may be x itself) with a barrier (`why`) and the inputs are out's.
+    MatmulInputs normed_inputs(const gpu::Buffer& x, uint64_t x_offset, int rows, int n, const gpu::Buffer* norm_w,
+                               const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
+                               const char* why, const gpu::Buffer& out);
     void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
     void record_attention(int l, int n_tokens, int pos0);
     void record_ffn(int l, int n_tokens, const ProbeConfig& probes);
@@ -155,7 +156,7 @@ private:
     // MLA (forward_mla.cpp): q_ gets the absorbed queries [T, n_head, kv_lora + rope], k_new_ the
     // keys [T, kv_lora + rope] and v_new_ the latent values [T, kv_lora]; then the heads' latent
     // outputs (attn_) go through W_vb into mla_out_ [T, n_head * v_head].
-    void record_mla_qkv(int l, int n_tokens, const gpu::Buffer& in);
+    void record_mla_qkv(int l, int n_tokens, const MatmulInputs& in);
     void record_mla_output(int l, int n_tokens);
     gpu::Buffer mla_qa_, mla_q_, mla_qn_, mla_qabs_, mla_out_;
     gpu::Buffer head_ids_;  // int32 [n_batch * n_head]: pair p's "expert" is its head, p % n_head

@@ -76,20 +76,16 @@ void Forward::record_attention(int l, int T, int pos0) {
     };
     bool kv_in_cache = false;
 
-    const char* normed = "the normalised block input is complete before the q/k/v projections read it";
+    // Decode's RMSNorm runs inside the projections' matvecs (normed_inputs).
+    auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
+        return w.attn_norm ? normed_inputs(x_, 0, T, spec_.n_embd, w.attn_norm, w.attn_norm_b, ws,
+                                           "the normalised block input is complete before the projections read it", h_)
+                           : prepare_inputs(x_, 0, T, spec_.n_embd, ws);
+    };
     if (a.mla.kv_lora_rank > 0) {
-        const gpu::Buffer* in = &x_;
-        if (w.attn_norm) {
-            norm(x_, 0, w.attn_norm, w.attn_norm_b, h_, 0, T);
-            s.barrier(normed);
-            in = &h_;
-        }
-        record_mla_qkv(l, T, *in);
+        record_mla_qkv(l, T, w.wq_a.buffer ? inputs({&w.wq_a, &w.wkv_a}) : inputs({&w.wq, &w.wkv_a}));
     } else {
-        // Decode's RMSNorm runs inside the q/k/v matvecs (normed_inputs).
-        MatmulInputs mi = w.attn_norm
-                              ? normed_inputs(0, T, w.attn_norm, w.attn_norm_b, {&w.wq, &w.wk, &w.wv}, normed)
-                              : prepare_inputs(x_, 0, T, spec_.n_embd, {&w.wq, &w.wk, &w.wv});
+        MatmulInputs mi = inputs({&w.wq, &w.wk, &w.wv});
         s.mark("matmul");
         mi.matmul(s, w.wq, q_, 0, T);
         mi.matmul(s, w.wk, k_new_, 0, T);
@@ -256,7 +252,7 @@ void Forward::record_ffn(int l, int T, const ProbeConfig& probes) {
     }
     // Decode's RMSNorm runs inside the gate/up (or up) matvecs (normed_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
-        return w.ffn_norm ? normed_inputs(0, T, w.ffn_norm, w.ffn_norm_b, ws, normed)
+        return w.ffn_norm ? normed_inputs(x_, 0, T, spec_.n_embd, w.ffn_norm, w.ffn_norm_b, ws, normed, h_)
                           : prepare_inputs(x_, 0, T, spec_.n_embd, ws);
     };
     if (L.ffn.gated) {

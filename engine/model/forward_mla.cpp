@@ -21,7 +21,7 @@ ops::Weight rounding_key(const ops::ExpertWeights& e) {
 }
 }  // namespace
 
-void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
+void Forward::record_mla_qkv(int l, int T, const MatmulInputs& in) {
     const AttentionSpec& a = spec_.layers[size_t(l)].attn;
     const MlaSpec& mla = a.mla;
     const LayerWeights& w = w_.layers[size_t(l)];
@@ -32,25 +32,21 @@ void Forward::record_mla_qkv(int l, int T, const gpu::Buffer& in) {
     const ops::RopeParams rp = rope_params(a.rope);
     const gpu::Buffer* freqs = a.rope.freq_factors ? w_.rope_freqs : nullptr;
 
-    // q (through the low-rank q_a when present) and [c | kr].
-    const gpu::Buffer* q_in = &in;
+    // q (through the low-rank q_a when present) and [c | kr]; in: the block input's.
     if (w.wq_a.buffer) {
-        MatmulInputs mi = prepare_inputs(in, 0, T, spec_.n_embd, {&w.wq_a, &w.wkv_a});
         s.mark("matmul");
-        mi.matmul(s, w.wq_a, mla_qa_, 0, T);
-        mi.matmul(s, w.wkv_a, k_new_, 0, T);
+        in.matmul(s, w.wq_a, mla_qa_, 0, T);
+        in.matmul(s, w.wkv_a, k_new_, 0, T);
         s.barrier("q_a and [c | kr] are complete before their norms");
-        s.mark("norm");
-        ops::rms_norm(s, mla_qa_, 0, w.q_a_norm, mla_qa_, 0, T, mla.q_lora_rank, spec_.norm_eps);
-        s.barrier("the normalised q_a is complete before W_qb reads it");
-        mi = prepare_inputs(mla_qa_, 0, T, mla.q_lora_rank, {&w.wq});
+        // q_a's norm, in place (or, decoding, inside W_qb's matvec).
+        const MatmulInputs mi = normed_inputs(mla_qa_, 0, T, mla.q_lora_rank, w.q_a_norm, nullptr, {&w.wq},
+                                              "the normalised q_a is complete before W_qb reads it", mla_qa_);
         s.mark("matmul");
         mi.matmul(s, w.wq, mla_q_, 0, T);
     } else {
-        MatmulInputs mi = prepare_inputs(*q_in, 0, T, spec_.n_embd, {&w.wq, &w.wkv_a});
         s.mark("matmul");
-        mi.matmul(s, w.wq, mla_q_, 0, T);
-        mi.matmul(s, w.wkv_a, k_new_, 0, T);
+        in.matmul(s, w.wq, mla_q_, 0, T);
+        in.matmul(s, w.wkv_a, k_new_, 0, T);
     }
     s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
     s.mark("norm");
