@@ -288,9 +288,7 @@ Forward::MatmulInputs Forward::normed_inputs(const gpu::Buffer& x, uint64_t x_of
     bool fuse = norm_in_matvec_ && rows == 1 && spec_.norm == NormKind::RMSNorm && norm_w && !norm_b;
     for (const ops::Weight* w : weights) fuse = fuse && !needs_rounding_dispatch(*w, rows, n, RoundAt::Matvec);
     if (!fuse) {
-        stream_->mark("norm");
-        if (spec_.norm == NormKind::RMSNorm) ops::rms_norm(*stream_, x, x_offset, norm_w, out, 0, rows, n, spec_.norm_eps);
-        else ops::layer_norm(*stream_, x, x_offset, norm_w, norm_b, out, 0, rows, n, spec_.norm_eps);
+        norm(x, x_offset, norm_w, norm_b, out, 0, rows, n);
         stream_->barrier(why);
         return prepare_inputs(out, 0, rows, n, weights);
     }

@@ -166,9 +166,9 @@ private:
                           const gpu::Buffer* post_norm, int n_tokens, const gpu::Buffer* probe_out = nullptr,
                           const gpu::Buffer* post_norm_b = nullptr, bool norm_after_add = false);
     void record_embeddings(int n_tokens);
-    // y = norm(x) over rows of n_embd with the model's norm kind (w, b may be null).
+    // y = norm(x) over rows of n (0: n_embd) with the model's norm kind (w, b may be null).
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
-              uint64_t y_offset, int rows);
+              uint64_t y_offset, int rows, int n = 0);
     void alloc_probe_buffers(const ProbeConfig& probes);
     void reset_slots();
     void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);

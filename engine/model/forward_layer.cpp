@@ -13,12 +13,13 @@ constexpr size_t F = sizeof(float);
 }
 
 void Forward::norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b,
-                   const gpu::Buffer& y, uint64_t y_offset, int rows) {
+                   const gpu::Buffer& y, uint64_t y_offset, int rows, int n) {
+    if (n == 0) n = spec_.n_embd;
     stream_->mark("norm");
     if (spec_.norm == NormKind::RMSNorm)
-        ops::rms_norm(*stream_, x, x_offset, w, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
+        ops::rms_norm(*stream_, x, x_offset, w, y, y_offset, rows, n, spec_.norm_eps);
     else
-        ops::layer_norm(*stream_, x, x_offset, w, b, y, y_offset, rows, spec_.n_embd, spec_.norm_eps);
+        ops::layer_norm(*stream_, x, x_offset, w, b, y, y_offset, rows, n, spec_.norm_eps);
 }
 
 void Forward::record_embeddings(int T) {
