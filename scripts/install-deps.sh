@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools glslc spirv-tools
   libglfw3-dev libimgui-dev libstb-dev libgtest-dev xvfb
-  nlohmann-json3-dev libcpp-httplib-dev
+  nlohmann-json3-dev libboost-dev
   curl nodejs
   python3 python3-numpy
 )
