@@ -3,14 +3,14 @@
 #
 #   scripts/fuzz.sh TARGET SECONDS [extra libFuzzer options]
 #
-# TARGET: gguf, tokenizer or template (the programs fuzz_TARGET in tests/fuzz). Seeds come from
+# TARGET: gguf, tokenizer, template or http (the programs fuzz_TARGET in tests/fuzz). Seeds come from
 # tests/fuzz/corpus/TARGET; what the run finds goes to build-fuzz/work/TARGET (kept between
 # runs), crashes to build-fuzz/artifacts/. Minimise the committed seeds after a long run with
 #   build-fuzz/bin/fuzz_TARGET -merge=1 NEW_DIR tests/fuzz/corpus/TARGET build-fuzz/work/TARGET
 # Runs under nice. BUILD_FUZZ (default: build-fuzz) is the build directory. See docs/fuzzing.md.
 set -euo pipefail
 if [ $# -lt 2 ]; then
-    echo "usage: scripts/fuzz.sh gguf|tokenizer|template SECONDS [libFuzzer options]" >&2
+    echo "usage: scripts/fuzz.sh gguf|tokenizer|template|http SECONDS [libFuzzer options]" >&2
     exit 2
 fi
 target="$1" seconds="$2"
@@ -21,7 +21,8 @@ case "$target" in
     gguf) opts=(-dict="$root/tests/fuzz/gguf.dict" -max_len=8192 -timeout=10) ;;
     tokenizer) opts=(-max_len=4096 -timeout=10) ;;
     template) opts=(-max_len=16384 -timeout=30 -malloc_limit_mb=1536) ;;
-    *) echo "scripts/fuzz.sh: unknown target '$target' (gguf, tokenizer or template)" >&2; exit 2 ;;
+    http) opts=(-dict="$root/tests/fuzz/http.dict" -max_len=16384 -timeout=10) ;;
+    *) echo "scripts/fuzz.sh: unknown target '$target' (gguf, tokenizer, template or http)" >&2; exit 2 ;;
 esac
 case "$seconds" in
     ''|*[!0-9]*) echo "scripts/fuzz.sh: SECONDS must be a positive integer, got '$seconds'" >&2; exit 2 ;;
