@@ -25,7 +25,17 @@ constexpr uint32_t kMaxDims = 4;           // GGML_MAX_DIMS
 constexpr uint64_t kDefaultAlignment = 32;
 
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
-bool add_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
+
+// offset + size in decimal, exact even where the sum passes 2^64 (both are 64-bit).
+std::string end_text(uint64_t offset, uint64_t size) {
+    unsigned __int128 sum = static_cast<unsigned __int128>(offset) + size;
+    std::string digits;
+    do {
+        digits.insert(digits.begin(), char('0' + int(sum % 10)));
+        sum /= 10;
+    } while (sum != 0);
+    return digits;
+}
 
 std::string quoted(const std::string& s) {
     // Names come from the file: keep messages printable and short.
@@ -301,12 +311,18 @@ void File::parse() {
     std::vector<std::pair<uint64_t, size_t>> by_offset;  // (begin, tensor index)
     for (size_t k = 0; k < tensors_.size(); ++k) {
         TensorInfo& ti = tensors_[k];
-        uint64_t begin, end;
-        if (add_overflows(data_start, ti.offset, &begin) || add_overflows(begin, ti.n_bytes, &end) || end > size_)
+        // Compared without sums that could wrap: offset and size come from the file, so either
+        // may be near 2^64; the message gives the numbers as they are.
+        const uint64_t data_bytes = size_ > data_start ? size_ - data_start : 0;
+        if (ti.offset > data_bytes || ti.n_bytes > data_bytes - ti.offset) {
+            std::string where = "data [" + std::to_string(ti.offset) + ".." + end_text(ti.offset, ti.n_bytes) + "]";
+            where += ti.offset > data_bytes ? " starts" : " ends";
             c.fail("tensor " + quoted(ti.name),
-                   "data [" + std::to_string(ti.offset) + ".." + std::to_string(ti.offset + ti.n_bytes) +
-                       "] (file bytes " + std::to_string(begin) + ".." + std::to_string(begin + ti.n_bytes) +
-                       ") lies beyond the end of the file (size " + std::to_string(size_) + ")");
+                   where + " beyond the end of the file: " + std::to_string(ti.n_bytes) + " bytes at offset " +
+                       std::to_string(ti.offset) + " of a data section of " + std::to_string(data_bytes) +
+                       " bytes (file bytes " + std::to_string(data_start) + ".." + std::to_string(size_) + ")");
+        }
+        const uint64_t begin = data_start + ti.offset;
         ti.data = base_ + begin;
         by_offset.emplace_back(ti.offset, k);
     }

@@ -331,6 +331,27 @@ TEST(GgufMalformed, BadTensorRecords) {
     expect_format_error(Raw().header(1, 0).tensor(std::string("a\x01", 2), {4}, 99, 0).b, {"tensor 'a\\x01'", "unknown tensor type"});
 }
 
+// An offset near 2^64 once made offset + size wrap, and the message showed the wrapped range
+// ("data [18446744073709551584..0]"): the numbers must be the file's own, and the end exact.
+TEST(GgufMalformed, OffsetsNearTwoToTheSixtyFourAreReportedAsTheyAre) {
+    auto one = [](uint64_t offset) { return Raw().header(1, 0).tensor("blk.0.w", {4, 2}, 0, offset).pad().zeros(32).b; };
+    // 2^64 - 32: aligned, and offset + 32 bytes is exactly 2^64.
+    expect_format_error(one(uint64_t(-32)), {"tensor 'blk.0.w'", "data [18446744073709551584..18446744073709551616]",
+                                             "starts beyond the end of the file", "32 bytes at offset 18446744073709551584",
+                                             "data section of 32 bytes"});
+    // The largest aligned offset: the end passes 2^64.
+    expect_format_error(one(uint64_t(-64)), {"data [18446744073709551552..18446744073709551584]", "starts beyond"});
+    // In the file, but running past its end.
+    expect_format_error(Raw().header(1, 0).tensor("blk.0.w", {4, 2}, 0, 32).pad().zeros(48).b,
+                        {"data [32..64]", "ends beyond the end of the file", "data section of 48 bytes"});
+    // No message anywhere shows a wrapped sum.
+    try {
+        parse(one(uint64_t(-32)));
+    } catch (const FormatError& e) {
+        EXPECT_EQ(std::string(e.what()).find("..0]"), std::string::npos) << e.what();
+    }
+}
+
 TEST(GgufMalformed, DuplicateAndOverlappingTensors) {
     expect_format_error(Raw().header(2, 0).tensor("w", {8}, 0, 0).tensor("w", {8}, 0, 32).pad().zeros(64).b,
                         {"tensor 'w'", "duplicate tensor name"});
