@@ -78,13 +78,20 @@ ModelSpec common_spec(const Meta& m, const std::string& arch) {
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec L;
         AttentionSpec& a = L.attn;
+        // Each key is checked on its own first, so a message names the key that is wrong; where
+        // only the pair is inconsistent, it names both.
         a.n_head = int(m.per_layer("attention.head_count", l, 0));
-        a.n_head_kv = int(m.per_layer("attention.head_count_kv", l, a.n_head));
         require_positive(f, "attention.head_count", a.n_head, 1 << 16);
-        require_positive(f, "attention.head_count_kv", a.n_head_kv, a.n_head);
+        if (!m.has("attention.key_length") && s.n_embd % a.n_head)
+            throw ModelError(f.path() + ": attention.head_count = " + std::to_string(a.n_head) +
+                             " does not divide embedding_length = " + std::to_string(s.n_embd) +
+                             " (without attention.key_length a head is embedding_length / head_count wide)");
+        a.n_head_kv = int(m.per_layer("attention.head_count_kv", l, a.n_head));
+        require_positive(f, "attention.head_count_kv", a.n_head_kv, 1 << 16);
         if (a.n_head % a.n_head_kv)
-            throw ModelError(f.path() + ": head_count " + std::to_string(a.n_head) +
-                             " is not a multiple of head_count_kv " + std::to_string(a.n_head_kv));
+            throw ModelError(f.path() + ": attention.head_count = " + std::to_string(a.n_head) +
+                             " is not a multiple of attention.head_count_kv = " + std::to_string(a.n_head_kv) +
+                             " (each key/value head serves a whole number of query heads)");
         a.head_dim = int(m.integer("attention.key_length", s.n_embd / a.n_head));
         a.head_dim_v = int(m.integer("attention.value_length", a.head_dim));
         require_positive(f, "attention.key_length", a.head_dim, 4096);

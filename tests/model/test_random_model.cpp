@@ -1,6 +1,7 @@
 // Random-weight model writer (tools/random_model): determinism, the metadata and tensors it
 // writes for llama (read back with gguf::File), weight statistics, quantization fallbacks, and
-// that ModelSpec::from_gguf accepts its llama output. Loading in llama.cpp is checked by
+// that ModelSpec::from_gguf accepts its llama output, and names the key at fault when the
+// attention-head metadata cannot be right. Loading in llama.cpp is checked by
 // tools/random_model/check_oracle.sh (it needs the oracle installed).
 #include "random_model_fixture.h"
 
@@ -265,3 +266,59 @@ TEST(RandomModel, SpecMappingAcceptsTheLlamaOutput) {
     s = model::ModelSpec::from_gguf(*model_file(c));
     EXPECT_TRUE(s.layers[0].attn.rope.freq_factors);
 }
+
+// ---- The loader's messages for attention-head metadata that cannot be right: each names the
+// key that is wrong (both keys only where the pair alone is inconsistent). ----
+
+namespace {
+
+// ModelSpec::from_gguf's message for a random llama (n_embd 64, 8 heads, 4 KV heads, no
+// attention.key_length) with `key` set to `value`; empty when it loads.
+std::string spec_error(const std::string& key, uint32_t value) {
+    RandomModelConfig c;
+    c.n_embd = 64;
+    c.n_head = 8;
+    c.n_head_kv = 4;
+    gguf::Writer w = random_model::build_random_model(c, *tiny_vocab());
+    w.set(key, gguf::Value::from_u32(value));
+    const std::vector<uint8_t> bytes = w.to_bytes();
+    auto f = gguf::File::from_memory(bytes.data(), bytes.size(), "heads.gguf");
+    EXPECT_FALSE(f->has("llama.attention.key_length"));
+    try {
+        model::ModelSpec::from_gguf(*f);
+    } catch (const model::ModelError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(SpecErrors, TheUnmodifiedModelLoads) { EXPECT_EQ(spec_error("llama.attention.head_count", 8), ""); }
+
+// head_count 3 with head_count_kv 4 was once reported as "attention.head_count_kv = 4 is out of
+// range": the key at fault is head_count, whose 3 heads cannot split the 64 channels.
+TEST(SpecErrors, AHeadCountThatCannotSplitTheEmbeddingNamesHeadCount) {
+    const std::string e = spec_error("llama.attention.head_count", 3);
+    EXPECT_TRUE(has(e, "heads.gguf: attention.head_count = 3 does not divide embedding_length = 64")) << e;
+    EXPECT_FALSE(has(e, "head_count_kv")) << e;
+}
+
+TEST(SpecErrors, AnInconsistentPairNamesBothKeys) {
+    // 2 query heads of 32 channels, 4 KV heads: either key could be the wrong one.
+    const std::string e = spec_error("llama.attention.head_count", 2);
+    EXPECT_TRUE(has(e, "attention.head_count = 2 is not a multiple of attention.head_count_kv = 4")) << e;
+    EXPECT_FALSE(has(e, "out of range")) << e;
+    const std::string kv = spec_error("llama.attention.head_count_kv", 3);
+    EXPECT_TRUE(has(kv, "attention.head_count = 8 is not a multiple of attention.head_count_kv = 3")) << kv;
+}
+
+TEST(SpecErrors, AnImpossibleKeyValueCountNamesHeadCountKv) {
+    const std::string e = spec_error("llama.attention.head_count_kv", 0);
+    EXPECT_TRUE(has(e, "attention.head_count_kv = 0 is out of range")) << e;
+    const std::string zero = spec_error("llama.attention.head_count", 0);
+    EXPECT_TRUE(has(zero, "attention.head_count = 0 is out of range")) << zero;
+    EXPECT_FALSE(has(zero, "head_count_kv")) << zero;
+}
+
+}  // namespace
