@@ -2,13 +2,20 @@
 
 namespace vkllm::cli {
 
-ChatFormat::ChatFormat(const Model& model) : model_(model), source_(model.info().chat_template) {
+ChatFormat::ChatFormat(const Model& model, std::function<bool()> cancelled)
+    : model_(model), source_(model.info().chat_template), cancelled_(std::move(cancelled)) {
     if (model.bos() >= 0) bos_text_ = model.token_text(model.bos());
     if (model.eos() >= 0) eos_text_ = model.token_text(model.eos());
 }
 
-std::string ChatFormat::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-    if (templated()) return render_chat_template(source_, messages, add_generation_prompt, bos_text_, eos_text_);
+std::string ChatFormat::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                               const std::function<bool()>& cancelled) const {
+    if (templated()) {
+        // Either callback stops the render.
+        std::function<bool()> either = cancelled;
+        if (cancelled_) either = cancelled ? std::function<bool()>([&] { return cancelled_() || cancelled(); }) : cancelled_;
+        return render_chat_template(source_, messages, add_generation_prompt, bos_text_, eos_text_, either);
+    }
     std::string text;
     for (const ChatMessage& m : messages) {
         if (!text.empty() && m.role != "assistant") text += '\n';

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@ namespace vkllm::cli {
 // How a conversation is written out for one model.
 class ChatFormat {
 public:
-    explicit ChatFormat(const Model& model);
+    // `cancelled` (may be empty): polled by every render through this format, besides the
+    // render's own (the owner's interrupt, e.g. Ctrl-C).
+    explicit ChatFormat(const Model& model, std::function<bool()> cancelled = {});
 
     // False: the model has no chat template, and a conversation is plain text: the messages'
     // contents in order, an assistant message continuing the text before it, any other message
@@ -22,8 +25,10 @@ public:
     bool templated() const { return !source_.empty(); }
 
     // The conversation as text; add_generation_prompt: followed by what opens the assistant's
-    // answer. Throws TemplateError when the template cannot render it.
-    std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    // answer. Throws TemplateError when the template cannot render it, or when `cancelled` (or
+    // the format's own) returns true while it renders (then TemplateError::cancelled()).
+    std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                       const std::function<bool()>& cancelled = {}) const;
 
     // The tokens of a whole rendered conversation: control-token text becomes control tokens
     // when templated, and a BOS is put first when the model wants one and the text has none.
@@ -37,6 +42,7 @@ private:
     const Model& model_;
     std::string source_;  // the template; empty: plain text
     std::string bos_text_, eos_text_;
+    std::function<bool()> cancelled_;
 };
 
 }  // namespace vkllm::cli

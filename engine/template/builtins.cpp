@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "template/budget.h"
 #include "template/builtins_util.h"
 #include "template/limits.h"
 #include "template/strings.h"
@@ -14,6 +15,45 @@
 namespace vkllm::jinja {
 
 namespace {
+
+// a + b, the string limit checked before the copy.
+std::string concat(const std::string& a, const std::string& b) {
+    const uint64_t n = add_sat(a.size(), b.size());
+    check_string_size(n);
+    charge_string(n);
+    std::string out;
+    out.reserve(size_t(n));
+    out += a;
+    out += b;
+    return out;
+}
+
+// The value of a %d field: an int as it is, a float as int() makes it.
+int64_t format_int(const Value& v) {
+    if (v.kind == Kind::Int || v.kind == Kind::Bool) return as_int(v, "%d format");
+    if (v.kind == Kind::Float) return float_to_int(v.real);
+    if (v.is_undefined()) fail_undefined(v);
+    type_error("%d format: a real number is required, not " + type_name(v));
+}
+
+// strftime into a buffer that grows until the text fits, up to a cap: a format's text is
+// short, so a longer one is a template's mistake (or an attack), not a date.
+std::string format_time(const std::string& format, const std::tm& now) {
+    constexpr size_t kMaxBytes = size_t(1) << 20;
+    // A trailing character makes the text never empty, so strftime's 0 always means "too small".
+    const std::string fmt = format + "|";
+    std::string buf(std::clamp<size_t>(fmt.size() * 2, 256, kMaxBytes), '\0');
+    while (true) {
+        const size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &now);
+        if (n > 0) {
+            buf.resize(n - 1);
+            return buf;
+        }
+        if (buf.size() >= kMaxBytes)
+            throw Error("strftime_now text too long (limit: " + std::to_string(kMaxBytes) + " bytes)");
+        buf.resize(std::min(buf.size() * 2, kMaxBytes));
+    }
+}
 
 // ---- methods ----
 
@@ -33,6 +73,7 @@ Value call_dict_method(const Value& self, const std::string& name, const Args& a
         return v ? *v : def ? *def : Value::none();
     }
     if (name == "items") return pairs(d);
+    charge(d.items.size() * limits::kValueWork);
     List l;
     for (const auto& [k, v] : d.items) l.push_back(name == "keys" ? k : v);
     return Value::from(std::move(l));
@@ -151,15 +192,23 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
         return i;
     };
     int64_t start = bound(start_v, step < 0 ? n - 1 : 0), stop = bound(stop_v, step < 0 ? -1 : n);
-    std::vector<int64_t> idx;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) idx.push_back(i);
+    // The indices start, start + step, ... before stop; none of them overflows, as all lie in
+    // [-1, n] and the loop stops at the first past stop.
+    auto each = [&](auto&& take) {
+        for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+            take(size_t(i));
+            if (step > 0 ? stop - i <= step : i - stop <= -step) break;
+            i += step;
+        }
+    };
     if (obj.is_string()) {
         std::u32string out;
-        for (int64_t i : idx) out += u[size_t(i)];
+        each([&](size_t i) { out += u[i]; });
         return Value::from(encode_utf8(out));
     }
     List out;
-    for (int64_t i : idx) out.push_back((*obj.list)[size_t(i)]);
+    each([&](size_t i) { out.push_back((*obj.list)[i]); });
+    charge(out.size() * limits::kValueWork);
     Value v = Value::from(std::move(out));
     v.tuple = obj.tuple;
     return v;
@@ -170,6 +219,7 @@ bool contains(const Value& c, const Value& item) {
         case Kind::Undefined: return false;
         case Kind::String:
             if (!item.is_string()) type_error("'in <string>' requires string as left operand, not " + type_name(item));
+            charge_search(c.string.size(), item.string.size());
             return c.string.find(item.string) != std::string::npos;
         case Kind::List:
             for (const auto& x : *c.list)
@@ -190,18 +240,26 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "+") {
         if (a.is_string()) {
             if (!b.is_string()) type_error("can only concatenate str (not \"" + type_name(b) + "\") to str");
-            if (!a.safe && !b.safe) return Value::from(a.string + b.string);
+            if (!a.safe && !b.safe) return Value::from(concat(a.string, b.string));
             // Markup + str escapes the plain side (HTML), and the result is Markup.
-            Value v = Value::from((a.safe ? a.string : html_escape(a.string)) + (b.safe ? b.string : html_escape(b.string)));
+            Value v = Value::from(concat(a.safe ? a.string : html_escape(a.string), b.safe ? b.string : html_escape(b.string)));
             v.safe = true;
             return v;
         }
         if (a.is_list() && !a.generator) {
             if (!b.is_list() || b.generator || a.tuple != b.tuple)
                 type_error("can only concatenate " + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
-            List l = *a.list;
+            // Both lists are copied: rebuilding a list by `+` in a loop costs its square.
+            const uint64_t n = add_sat(a.list->size(), b.list->size());
+            check_list_size(n);
+            charge(n * limits::kValueWork);
+            List l;
+            l.reserve(size_t(n));
+            l.insert(l.end(), a.list->begin(), a.list->end());
             l.insert(l.end(), b.list->begin(), b.list->end());
-            return Value::from(std::move(l));
+            Value v = Value::from(std::move(l));
+            v.tuple = a.tuple;
+            return v;
         }
     }
     if (op == "*") {
@@ -215,14 +273,21 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             if (unit > 0 && uint64_t(k) > limit / unit)
                 throw Error(std::string(seq->is_string() ? "string" : "list") + " repetition too large (limit: " +
                             std::to_string(limit) + (seq->is_string() ? " bytes)" : " items)"));
+            const uint64_t size = uint64_t(k) * unit;  // fits: checked against the limit above
             if (seq->is_string()) {
+                charge_string(size);
                 std::string out;
+                out.reserve(size_t(size));
                 for (int64_t i = 0; i < k; ++i) out += seq->string;
-                return Value::from(out);
+                return Value::from(std::move(out));
             }
+            charge(size * limits::kValueWork);
             List l;
+            l.reserve(size_t(size));
             for (int64_t i = 0; i < k; ++i) l.insert(l.end(), seq->list->begin(), seq->list->end());
-            return Value::from(std::move(l));
+            Value v = Value::from(std::move(l));
+            v.tuple = seq->tuple;
+            return v;
         }
     }
     if (op == "%" && a.is_string()) {  // printf-style "%s"/"%d" with one value or a list of them
@@ -236,13 +301,13 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             if (f == '%') { out += '%'; continue; }
             if (k >= vals.size()) type_error("not enough arguments for format string");
             const Value& v = vals[k++];
-            if (f == 's') out += to_str(v);
-            else if (f == 'r') out += repr(v);
-            else if (f == 'd' || f == 'i') out += std::to_string(int64_t(as_double(v)));
+            if (f == 's') append_checked(out, to_str(v));
+            else if (f == 'r') append_checked(out, repr(v));
+            else if (f == 'd' || f == 'i') append_checked(out, std::to_string(format_int(v)));
             else type_error(std::string("unsupported format character '") + f + "'");
         }
         if (k < vals.size()) type_error("not all arguments converted during string formatting");
-        return Value::from(out);
+        return Value::from(std::move(out));
     }
     if (!a.is_number() || !b.is_number()) return unsupported();
     bool ints = a.kind != Kind::Float && b.kind != Kind::Float;
@@ -327,6 +392,7 @@ Dict make_globals(const std::tm& now) {
         const __int128 length = span <= 0 ? 0 : (span + magnitude - 1) / magnitude;
         if (length > __int128(limits::kMaxListItems))
             throw Error("range too long (limit: " + std::to_string(limits::kMaxListItems) + " items)");
+        charge(uint64_t(length) * limits::kValueWork);
         List l;
         l.reserve(size_t(length));
         for (int64_t k = 0; k < int64_t(length); ++k) l.push_back(Value::from(int64_t(start + __int128(k) * step)));
@@ -336,6 +402,7 @@ Dict make_globals(const std::tm& now) {
         Dict d;
         if (!a.positional.empty()) {
             if (!a.positional[0].is_dict()) type_error("dict() takes a mapping and keyword arguments");
+            charge(a.positional[0].dict->items.size() * limits::kValueWork);
             d = *a.positional[0].dict;
         }
         for (const auto& [k, v] : a.keywords) d.set(k, v);
@@ -357,9 +424,7 @@ Dict make_globals(const std::tm& now) {
     }));
     g.set("strftime_now", Value::function("strftime_now", [now](const Args& a) {
         if (a.positional.empty()) type_error("strftime_now needs a format");
-        char buf[512];
-        size_t n = std::strftime(buf, sizeof buf, as_string(a.positional[0], "format").c_str(), &now);
-        return Value::from(std::string(buf, n));
+        return Value::from(format_time(as_string(a.positional[0], "format"), now));
     }));
     return g;
 }

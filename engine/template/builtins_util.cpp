@@ -1,5 +1,11 @@
 #include "template/builtins_util.h"
 
+#include "template/budget.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
 namespace vkllm::jinja {
 
 [[noreturn]] void type_error(const std::string& message) { throw Error(message); }
@@ -24,6 +30,27 @@ double as_double(const Value& v) {
     type_error("unsupported operand type: '" + type_name(v) + "'");
 }
 
+int64_t float_to_int(double d) {
+    if (std::isnan(d)) type_error("cannot convert float NaN to integer");
+    if (std::isinf(d)) type_error("cannot convert float infinity to integer");
+    // [-2^63, 2^63) holds exactly the doubles that truncate to an int64 (casting any other is
+    // undefined behaviour).
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        type_error(float_repr(d) + " does not fit a 64-bit integer (integers are 64-bit here)");
+    return int64_t(d);
+}
+
+std::optional<int64_t> parse_int(const std::string& digits, int base) {
+    if (digits.empty() || std::isspace(static_cast<unsigned char>(digits[0]))) return std::nullopt;
+    errno = 0;
+    char* end = nullptr;
+    const long long i = std::strtoll(digits.c_str(), &end, base);
+    if (end == digits.c_str() || *end != 0) return std::nullopt;
+    if (errno == ERANGE)
+        type_error("the integer " + (digits.size() > 40 ? digits.substr(0, 40) + "..." : digits) + " does not fit a 64-bit integer (integers are 64-bit here)");
+    return int64_t(i);
+}
+
 const std::string& as_string(const Value& v, const char* what) {
     if (v.is_string()) return v.string;
     if (v.is_undefined()) fail_undefined(v);
@@ -36,6 +63,7 @@ bool arg_bool(const Args& a, size_t i, const char* name, bool def) {
 }
 
 Value pairs(const Dict& d) {
+    charge(d.items.size() * 3 * limits::kValueWork);  // a pair and its two values per item
     List l;
     for (const auto& [k, v] : d.items) l.push_back(Value::pair(k, v));
     return Value::from(std::move(l));

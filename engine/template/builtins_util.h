@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "template/value.h"
@@ -12,6 +13,12 @@ namespace vkllm::jinja {
 [[noreturn]] void type_error(const std::string& message);
 int64_t as_int(const Value& v, const char* what);
 double as_double(const Value& v);
+// Python's int(d) for a float, with its errors for NaN and infinity; a value beyond 64 bits
+// is an error too (Python's integers are unbounded, these are not).
+int64_t float_to_int(double d);
+// The decimal integer `digits` (an optional sign, then digits), or an error saying it does
+// not fit 64 bits; nullopt when it is not an integer at all.
+std::optional<int64_t> parse_int(const std::string& digits, int base = 10);
 const std::string& as_string(const Value& v, const char* what);
 // Positional argument `i` or keyword `name` as a truth value; `def` when absent.
 bool arg_bool(const Args& a, size_t i, const char* name, bool def);

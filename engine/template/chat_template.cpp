@@ -24,6 +24,8 @@ jinja::Value parse_json(const std::string& text, const char* field) {
         return jinja::from_json(nlohmann::ordered_json::parse(text));
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument(std::string(field) + " is not valid JSON: " + e.what());
+    } catch (const jinja::Error& e) {  // valid JSON that a template value cannot hold
+        throw std::invalid_argument(std::string(field) + ": " + e.what());
     }
 }
 
@@ -53,9 +55,9 @@ std::tm resolve_now(std::string text) {
 
 }  // namespace
 
-TemplateError::TemplateError(const std::string& message, int line, int column, bool raised)
-    : std::runtime_error(raised ? message : with_position(message, line, column)),
-      message_(message), line_(line), column_(column), raised_(raised) {}
+TemplateError::TemplateError(const std::string& message, int line, int column, bool raised, bool cancelled)
+    : std::runtime_error(raised || cancelled ? message : with_position(message, line, column)),
+      message_(message), line_(line), column_(column), raised_(raised), cancelled_(cancelled) {}
 
 std::string render_chat_template(const std::string& source, const ChatTemplateInputs& inputs) {
     jinja::Dict vars;
@@ -76,15 +78,15 @@ std::string render_chat_template(const std::string& source, const ChatTemplateIn
     try {
         jinja::Source src(source);
         jinja::Template tpl = jinja::parse(src);
-        return jinja::render(tpl, src, vars, now);
+        return jinja::render(tpl, src, vars, now, inputs.cancelled);
     } catch (const jinja::Error& e) {
-        throw TemplateError(e.what(), e.line, e.column, e.raised);
+        throw TemplateError(e.what(), e.line, e.column, e.raised, e.cancelled);
     }
 }
 
 std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token,
-                                 const std::string& eos_token) {
+                                 const std::string& eos_token, const std::function<bool()>& cancelled) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
     ChatTemplateInputs inputs;
@@ -92,6 +94,7 @@ std::string render_chat_template(const std::string& source, const std::vector<Ch
     inputs.add_generation_prompt = add_generation_prompt;
     inputs.bos_token = bos_token;
     inputs.eos_token = eos_token;
+    inputs.cancelled = cancelled;
     return render_chat_template(source, inputs);
 }
 

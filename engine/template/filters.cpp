@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "template/budget.h"
 #include "template/builtins.h"
 #include "template/builtins_util.h"
 #include "template/strings.h"
@@ -20,7 +21,7 @@ Value get_path(const Value& v, const std::string& path) {
         size_t dot = path.find('.', start);
         std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-        cur = get_item(cur, digits ? Value::from(int64_t(std::stoll(part))) : Value::from(part));
+        cur = get_item(cur, digits ? Value::from(*parse_int(part)) : Value::from(part));
         if (dot == std::string::npos) return cur;
         start = dot + 1;
     }
@@ -63,6 +64,7 @@ Value do_sort(const Value& input, const Args& a) {
     bool reverse = arg_bool(a, 0, "reverse", false), cs = arg_bool(a, 1, "case_sensitive", false);
     const Value* attr = a.get(2, "attribute");
     List items = iterate(input);
+    charge(items.size() * 2 * limits::kValueWork);
     std::vector<std::pair<Value, Value>> keyed;
     for (auto& x : items) keyed.emplace_back(sort_key(attr && !attr->is_none() ? get_path(x, to_str(*attr)) : x, cs), x);
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& p, const auto& q) {
@@ -73,36 +75,52 @@ Value do_sort(const Value& input, const Args& a) {
     return Value::from(std::move(out));
 }
 
+// jinja2's indent filter: `width` spaces (or the string `width`) before every line but the
+// first (and the first too with `first`), empty lines too with `blank`.
 std::string indent(const std::string& s, const Value* width, bool first, bool blank) {
-    std::string pad = width && width->is_string() ? width->string : std::string(size_t(width ? as_int(*width, "width") : 4), ' ');
-    std::vector<std::string> lines = splitlines(s + "\n");
+    // Python's ' ' * width: none for a width below 1.
+    const int64_t n = width && !width->is_string() ? as_int(*width, "width") : 4;
+    if (!(width && width->is_string())) check_string_size(uint64_t(std::max<int64_t>(n, 0)));
+    const std::string pad = width && width->is_string() ? width->string : std::string(size_t(std::max<int64_t>(n, 0)), ' ');
+    const std::vector<std::string> lines = splitlines(s + "\n");  // one line at least
+    auto padded = [&](size_t i) { return (i == 0 ? first : blank || !lines[i].empty()); };
+    // The result's size before it is built: the text, its newlines and the pads.
+    uint64_t size = 0;
+    for (size_t i = 0; i < lines.size(); ++i)
+        size = add_sat(add_sat(size, lines[i].size() + (i ? 1 : 0)), padded(i) ? pad.size() : 0);
+    check_string_size(size);
+    charge_string(size);
     std::string out;
-    if (blank) {
-        for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" + pad : "") + lines[i];
-    } else {
-        out = lines.empty() ? "" : lines[0];
-        for (size_t i = 1; i < lines.size(); ++i) out += "\n" + (lines[i].empty() ? "" : pad + lines[i]);
+    out.reserve(size_t(size));
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (i) out += '\n';
+        if (padded(i)) out += pad;
+        out += lines[i];
     }
-    return first ? pad + out : out;
+    return out;
 }
 
+// jinja2's int filter: int(value), else int(float(value)), else the default. A float's
+// conversion raises for infinity (Python's OverflowError, which the filter lets through) and
+// gives the default for NaN (a ValueError, which it catches).
 Value to_int(const Value& v, const Args& a) {
     if (v.is_undefined()) fail_undefined(v);  // int(Undefined) raises
     const Value* def = a.get(0, "default");
     Value fallback = def ? *def : Value::from(int64_t(0));
-    int base = int(a.get(1, "base") ? as_int(*a.get(1, "base"), "base") : 10);
+    const int64_t base = a.get(1, "base") ? as_int(*a.get(1, "base"), "base") : 10;
+    auto from_float = [&](double d) { return std::isnan(d) ? fallback : Value::from(float_to_int(d)); };
     if (v.kind == Kind::Int) return v;
     if (v.kind == Kind::Bool) return Value::from(int64_t(v.boolean));
-    if (v.kind == Kind::Float) return Value::from(int64_t(v.real));
+    if (v.kind == Kind::Float) return from_float(v.real);
     if (v.is_string()) {
         std::string s = strip(v.string, nullptr, true, true), digits;
         for (char c : s)
             if (c != '_') digits += c;
+        if (base >= 0 && base <= 36)
+            if (std::optional<int64_t> i = parse_int(digits, int(base))) return Value::from(*i);
         char* end = nullptr;
-        long long i = std::strtoll(digits.c_str(), &end, base);
-        if (!digits.empty() && end && *end == 0) return Value::from(int64_t(i));
         double d = std::strtod(digits.c_str(), &end);
-        if (!digits.empty() && end && *end == 0) return Value::from(int64_t(d));
+        if (!digits.empty() && end && *end == 0) return from_float(d);
     }
     return fallback;
 }
@@ -111,7 +129,8 @@ Value tojson(const Value& v, const Args& a) {
     // HF: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
     bool ascii = arg_bool(a, 0, "ensure_ascii", false);
     const Value* ind = a.get(1, "indent");
-    int indent = ind && !ind->is_none() ? int(as_int(*ind, "indent")) : -1;
+    // json.dumps indents by ' ' * indent: a negative indent is no spaces, but still newlines.
+    int64_t indent = ind && !ind->is_none() ? std::max<int64_t>(as_int(*ind, "indent"), 0) : -1;
     std::string item_sep = indent >= 0 ? "," : ", ", key_sep = ": ";
     if (const Value* sep = a.get(2, "separators"); sep && !sep->is_none()) {
         if (!sep->is_list() || sep->list->size() != 2) type_error("separators must be a pair of strings");
@@ -127,7 +146,9 @@ const std::map<std::string, Filter>& filters() {
     static const std::map<std::string, Filter> table = {
         {"abs", [](const Value& v, const Args&) {
              if (v.kind == Kind::Float) return Value::from(std::fabs(v.real));
-             return Value::from(int64_t(std::llabs(as_int(v, "abs argument"))));
+             const int64_t i = as_int(v, "abs argument");
+             if (i == INT64_MIN) type_error("integer overflow in abs (integers are 64-bit here)");
+             return Value::from(i < 0 ? -i : i);
          }},
         {"attr", [](const Value& v, const Args& a) {
              if (a.positional.empty()) type_error("attr needs a name");
@@ -192,13 +213,16 @@ const std::map<std::string, Filter>& filters() {
         {"join", [](const Value& v, const Args& a) {
              const Value* sep = a.get(0, "d");
              const Value* attr = a.get(1, "attribute");
-             std::string out, s = sep ? to_str(*sep) : "";
-             bool first = true;
-             for (const auto& x : iterate(v)) {
-                 out += (first ? "" : s) + to_str(attr && !attr->is_none() ? get_path(x, to_str(*attr)) : x);
-                 first = false;
+             const std::string s = sep ? to_str(*sep) : "";
+             const List items = iterate(v);
+             // The separators alone may cross the limit: known before any item is written.
+             if (!items.empty()) check_string_size(mul_sat(items.size() - 1, s.size()));
+             std::string out;
+             for (size_t i = 0; i < items.size(); ++i) {
+                 if (i) append_checked(out, s);
+                 append_checked(out, to_str(attr && !attr->is_none() ? get_path(items[i], to_str(*attr)) : items[i]));
              }
-             return Value::from(out);
+             return Value::from(std::move(out));
          }},
         {"last", [](const Value& v, const Args&) {
              if (v.generator) type_error("'generator' object is not reversible");
@@ -309,7 +333,9 @@ const std::map<std::string, Filter>& filters() {
         {"wordcount", [](const Value& v, const Args&) {
              int64_t n = 0;
              bool in_word = false;
-             for (char c : to_str(v)) {
+             const std::string text = to_str(v);
+             charge(text.size());
+             for (char c : text) {
                  bool w = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
                  if (w && !in_word) ++n;
                  in_word = w;

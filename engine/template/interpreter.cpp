@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "template/budget.h"
 #include "template/builtins.h"
 #include "template/limits.h"
 
@@ -24,9 +25,22 @@ struct Scope {
 
 enum class Flow { Normal, Break, Continue };
 
+// a ~ b: the string limit checked before the copy.
+Value concat(const std::string& a, const std::string& b) {
+    const uint64_t n = add_sat(a.size(), b.size());
+    check_string_size(n);
+    charge_string(n);
+    std::string out;
+    out.reserve(size_t(n));
+    out += a;
+    out += b;
+    return Value::from(std::move(out));
+}
+
 class Interpreter {
 public:
-    Interpreter(const Source& source, const Dict& variables, const std::tm& now) : src_(source) {
+    Interpreter(const Source& source, const Dict& variables, const std::tm& now, const std::function<bool()>& cancelled)
+        : budget_(cancelled), src_(source) {
         for (auto& [k, v] : make_globals(now).items) globals_.vars[k.string] = v;
         for (const auto& [k, v] : variables.items) globals_.vars[to_str(k)] = v;
         root_.parent = &globals_;
@@ -40,39 +54,36 @@ public:
     }
 
 private:
+    // What the render may still spend (template/budget.h); installed for this thread while
+    // the interpreter lives, so the builtins charge it too.
+    Budget budget_;
     const Source& src_;
     Scope globals_, root_;
-    // Work done so far, against the render limits (template/limits.h).
     int call_depth_ = 0;
-    uint64_t steps_ = 0;
-    uint64_t bytes_produced_ = 0;
 
-    void step() {
-        if (++steps_ > limits::kMaxSteps)
-            throw Error("template runs too long (limit: " + std::to_string(limits::kMaxSteps) +
-                        " loop iterations and macro calls)");
-    }
-    static void check_output(const std::string& out) {
-        if (out.size() > limits::kMaxOutputBytes)
+    void step() { budget_.step(); }
+    // out += text, the output limit checked first.
+    void write(std::string& out, const std::string& text) {
+        if (add_sat(out.size(), text.size()) > limits::kMaxOutputBytes)
             throw Error("template output too large (limit: " + std::to_string(limits::kMaxOutputBytes) + " bytes)");
+        budget_.charge(text.size());
+        out += text;
     }
-    // Every value an expression produces passes here.
+    // Every value an expression produces passes here. The operations check sizes before they
+    // build a value; a string is charged once more here because evaluating a name or a
+    // constant copies it.
     void check_value(const Value& v) {
         if (v.kind == Kind::String) {
-            if (v.string.size() > limits::kMaxStringBytes)
-                throw Error("string too long (limit: " + std::to_string(limits::kMaxStringBytes) + " bytes)");
-            bytes_produced_ += v.string.size();
-            if (bytes_produced_ > limits::kMaxBytesProduced)
-                throw Error("template produces too much text (limit: " + std::to_string(limits::kMaxBytesProduced) +
-                            " bytes of string values)");
-        } else if (v.kind == Kind::List && v.list->size() > limits::kMaxListItems) {
-            throw Error("list too long (limit: " + std::to_string(limits::kMaxListItems) + " items)");
+            check_string_size(v.string.size());
+            charge_string(v.string.size());
+        } else if (v.kind == Kind::List) {
+            check_list_size(v.list->size());
         }
     }
 
     // Gives an error thrown below `offset` that position when it has none.
     [[noreturn]] void locate(Error& e, size_t offset) const {
-        if (!e.line && !e.raised) src_.position(offset, e.line, e.column);
+        if (!e.line && !e.positionless()) src_.position(offset, e.line, e.column);
         throw;
     }
 
@@ -83,7 +94,6 @@ private:
             Flow f = Flow::Normal;
             try {
                 f = exec(*s, scope, out);
-                check_output(out);
             } catch (Error& e) {
                 locate(e, s->offset);
             }
@@ -93,9 +103,10 @@ private:
     }
 
     Flow exec(const Stmt& s, Scope& scope, std::string& out) {
+        budget_.charge(limits::kNodeWork);
         switch (s.kind) {
-            case Stmt::K::Text: out += s.text; return Flow::Normal;
-            case Stmt::K::Print: out += to_str(eval(*s.expr, scope)); return Flow::Normal;
+            case Stmt::K::Text: write(out, s.text); return Flow::Normal;
+            case Stmt::K::Print: write(out, to_str(eval(*s.expr, scope))); return Flow::Normal;
             case Stmt::K::If:
                 for (size_t i = 0; i < s.conditions.size(); ++i)
                     if (truthy(eval(*s.conditions[i], scope))) return exec(s.bodies[i], scope, out);
@@ -117,11 +128,11 @@ private:
                 Value callee = eval(*call.args[0], scope);
                 Args args = eval_args(call, 1, scope);
                 args.keywords.emplace_back("caller", caller);
-                out += to_str(invoke(callee, args));
+                write(out, to_str(invoke(callee, args)));
                 return Flow::Normal;
             }
             case Stmt::K::FilterBlock:
-                out += to_str(apply_filters(*s.expr, Value::from(capture(s.bodies[0], scope)), scope));
+                write(out, to_str(apply_filters(*s.expr, Value::from(capture(s.bodies[0], scope)), scope)));
                 return Flow::Normal;
             case Stmt::K::Break: return Flow::Break;
             case Stmt::K::Continue: return Flow::Continue;
@@ -198,19 +209,20 @@ private:
         Value loop;
         loop.kind = Kind::Namespace;
         loop.dict = std::make_shared<Dict>();
-        Dict& d = *loop.dict;
-        d.set("index0", Value::from(int64_t(i)));
-        d.set("index", Value::from(int64_t(i + 1)));
-        d.set("revindex0", Value::from(int64_t(n - i - 1)));
-        d.set("revindex", Value::from(int64_t(n - i)));
-        d.set("first", Value::from(i == 0));
-        d.set("last", Value::from(i + 1 == n));
-        d.set("length", Value::from(int64_t(n)));
-        d.set("depth", Value::from(int64_t(1)));
-        d.set("depth0", Value::from(int64_t(0)));
-        d.set("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-        d.set("nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
-        d.set("cycle", Value::function("cycle", [i](const Args& a) {
+        // The names are distinct: added without Dict::set's search for an existing one.
+        auto add = [&d = *loop.dict](const char* name, Value v) { d.items.emplace_back(Value::from(name), std::move(v)); };
+        add("index0", Value::from(int64_t(i)));
+        add("index", Value::from(int64_t(i + 1)));
+        add("revindex0", Value::from(int64_t(n - i - 1)));
+        add("revindex", Value::from(int64_t(n - i)));
+        add("first", Value::from(i == 0));
+        add("last", Value::from(i + 1 == n));
+        add("length", Value::from(int64_t(n)));
+        add("depth", Value::from(int64_t(1)));
+        add("depth0", Value::from(int64_t(0)));
+        add("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
+        add("nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
+        add("cycle", Value::function("cycle", [i](const Args& a) {
             if (a.positional.empty()) throw Error("no items for cycling given");
             return a.positional[i % a.positional.size()];
         }));
@@ -273,6 +285,7 @@ private:
     }
 
     Value eval(const Expr& e, Scope& scope) {
+        budget_.charge(limits::kNodeWork);
         try {
             Value v = eval_node(e, scope);
             check_value(v);
@@ -329,7 +342,7 @@ private:
             }
             case Expr::K::Binary: {
                 Value a = eval(*e.args[0], scope), b = eval(*e.args[1], scope);
-                if (e.name == "~") return Value::from(to_str(a) + to_str(b));
+                if (e.name == "~") return concat(to_str(a), to_str(b));
                 return arithmetic(e.name, a, b);
             }
             case Expr::K::And: {
@@ -369,8 +382,9 @@ private:
 
 }  // namespace
 
-std::string render(const Template& tpl, const Source& source, const Dict& variables, const std::tm& now) {
-    return Interpreter(source, variables, now).run(tpl);
+std::string render(const Template& tpl, const Source& source, const Dict& variables, const std::tm& now,
+                   const std::function<bool()>& cancelled) {
+    return Interpreter(source, variables, now, cancelled).run(tpl);
 }
 
 }  // namespace vkllm::jinja

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ctime>
+#include <functional>
 #include <string>
 
 #include "template/ast.h"
@@ -14,7 +15,10 @@ namespace vkllm::jinja {
 
 // `variables` are the template's inputs (messages, add_generation_prompt, ...); the globals
 // (range, namespace, raise_exception, strftime_now formatting `now`, ...) come underneath.
-// Throws Error with the line and column of the failing expression or statement.
-std::string render(const Template& tpl, const Source& source, const Dict& variables, const std::tm& now);
+// Throws Error with the line and column of the failing expression or statement; `cancelled`
+// (may be empty) is polled as the render works (template/budget.h) and stops it with
+// Error::cancellation() when it returns true.
+std::string render(const Template& tpl, const Source& source, const Dict& variables, const std::tm& now,
+                   const std::function<bool()>& cancelled);
 
 }  // namespace vkllm::jinja

@@ -21,11 +21,33 @@ constexpr int kMaxExpressionDepth = 256;
 constexpr int kMaxCallDepth = 64;
 constexpr uint64_t kMaxSteps = 1'000'000;
 
-// Sizes: one string or list value, the rendered text, and the bytes of all string values an
-// expression produced over one render (so that copying a large string in a loop ends too).
+// Values: how deeply lists and dicts may nest in an operation that walks them (==, <, str(),
+// tojson, the JSON inputs), far beyond what JSON tool schemas nest.
+constexpr int kMaxValueDepth = 256;
+
+// Sizes: one string or list value and the rendered text. Checked before a value is built.
 constexpr size_t kMaxStringBytes = size_t(64) << 20;
 constexpr size_t kMaxListItems = 1'000'000;
 constexpr size_t kMaxOutputBytes = size_t(64) << 20;
-constexpr uint64_t kMaxBytesProduced = uint64_t(1) << 30;
+
+// Work, over one render, in units of a byte copied (about a tenth of a nanosecond): copying,
+// comparing or scanning a byte costs 1 (kLargeByteWork in a string of kLargeStringBytes or
+// more: fresh pages rather than cache), decoding or case-mapping one kCharWork, copying or
+// comparing a value (a list item, a dict entry: a fat struct, often a fresh allocation)
+// kValueWork, evaluating an expression or running a statement kNodeWork, a loop iteration or
+// macro call kStepWork more. What the sizes and steps above leave unbounded is time: a list or
+// string rebuilt in a loop (quadratic), a large value copied or compared over and over, a long
+// loop body. The whole budget is spent in about half a second; real templates use a small part
+// of it on long conversations (hundreds of kilobytes).
+constexpr uint64_t kMaxWork = uint64_t(1) << 32;
+constexpr uint64_t kLargeStringBytes = uint64_t(1) << 20;
+constexpr uint64_t kLargeByteWork = 8;
+constexpr uint64_t kCharWork = 32;
+constexpr uint64_t kValueWork = 512;
+constexpr uint64_t kNodeWork = 512;
+constexpr uint64_t kStepWork = 2048;
+// How often (in work units, well under a millisecond of rendering) the cancellation callback
+// is polled.
+constexpr uint64_t kPollWork = uint64_t(1) << 22;
 
 }  // namespace vkllm::jinja::limits

@@ -1,5 +1,7 @@
 #include "template/parser.h"
 
+#include <cerrno>
+
 #include "template/builtins.h"
 #include "template/limits.h"
 
@@ -55,6 +57,17 @@ private:
         throw Error(message, line, column);
     }
     [[noreturn]] void fail_here(const std::string& message) const { fail(message, cur().offset); }
+
+    // An integer token's value; one beyond 64 bits is an error (Python's would be a big int).
+    int64_t integer_literal(const Token& t) const {
+        errno = 0;
+        const long long v = std::strtoll(t.text.c_str(), nullptr, 10);
+        if (errno == ERANGE) {
+            const std::string shown = t.text.size() > 40 ? t.text.substr(0, 40) + "..." : t.text;
+            fail("the integer " + shown + " does not fit a 64-bit integer (integers are 64-bit here)", t.offset);
+        }
+        return v;
+    }
 
     static std::string describe(const Token& t) {
         switch (t.type) {
@@ -489,7 +502,7 @@ private:
         }
         if (t.type == Tok::Int || t.type == Tok::Float) {
             auto c = make(Expr::K::Const, t.offset);
-            if (t.type == Tok::Int) c->value = Value::from(int64_t(std::strtoll(t.text.c_str(), nullptr, 10)));
+            if (t.type == Tok::Int) c->value = Value::from(integer_literal(t));
             else c->value = Value::from(std::strtod(t.text.c_str(), nullptr));
             next();
             return c;
@@ -539,7 +552,7 @@ private:
                     auto a = make(Expr::K::Item, offset);
                     a->args.push_back(std::move(e));
                     auto idx = make(Expr::K::Const, cur().offset);
-                    idx->value = Value::from(int64_t(std::strtoll(next().text.c_str(), nullptr, 10)));
+                    idx->value = Value::from(integer_literal(next()));
                     a->args.push_back(std::move(idx));
                     e = seal(std::move(a));
                 } else {

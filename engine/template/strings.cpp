@@ -4,12 +4,19 @@
 #include <cstdio>
 #include <set>
 
+#include "template/budget.h"
 #include "template/builtins_util.h"
 
 namespace vkllm::jinja {
 
 std::string html_escape(const std::string& s) {
+    // The escaped size first: an escape is up to five bytes for one.
+    uint64_t size = s.size();
+    for (char c : s) size += c == '&' || c == '"' || c == '\'' ? 4 : c == '<' || c == '>' ? 3 : 0;
+    check_string_size(size);
+    charge(add_sat(size, s.size()));
     std::string out;
+    out.reserve(size_t(size));
     for (char c : s) {
         switch (c) {
             case '&': out += "&amp;"; break;
@@ -81,45 +88,69 @@ std::u32string upper_of(char32_t c) {
 std::u32string title_of(char32_t c) { return c == 0xdf ? U"Ss" : upper_of(c); }
 std::u32string lower_of(char32_t c) { return c == 0x130 ? U"i\u0307" : std::u32string(1, to_lower(c)); }
 
-std::string map_case(const std::string& s, std::u32string (*f)(char32_t)) {
-    std::u32string out;
-    for (char32_t c : decode_utf8(s)) out += f(c);
-    return encode_utf8(out);
+// Appends code points as UTF-8, checking the string limit as the text grows (case mapping
+// can make a text up to three times longer).
+void put(std::string& out, const std::u32string& cps) {
+    for (char32_t c : cps) {
+        if (out.size() + 4 > limits::kMaxStringBytes) check_string_size(out.size() + utf8_width(c));
+        append_utf8(out, c);
+    }
+}
+
+// `full` maps a character to one or more; `ascii` is the same map on ASCII, where it is one
+// to one (the common case, taken without building a string per character).
+std::string map_case(const std::string& s, std::u32string (*full)(char32_t), char32_t (*ascii)(char32_t)) {
+    std::string out;
+    out.reserve(s.size());
+    for (char32_t c : decode_utf8(s)) {
+        if (c >= 0x80) {
+            put(out, full(c));
+        } else {
+            if (out.size() >= limits::kMaxStringBytes) check_string_size(out.size() + 1);
+            out += char(ascii(c));
+        }
+    }
+    charge(out.size());
+    return out;
 }
 
 }  // namespace
 
-std::string upper(const std::string& s) { return map_case(s, upper_of); }
-std::string lower(const std::string& s) { return map_case(s, lower_of); }
+std::string upper(const std::string& s) { return map_case(s, upper_of, to_upper); }
+std::string lower(const std::string& s) { return map_case(s, lower_of, to_lower); }
 
 std::string capitalize(const std::string& s) {
-    std::u32string u = decode_utf8(s), out;
-    for (size_t i = 0; i < u.size(); ++i) out += i ? lower_of(u[i]) : title_of(u[i]);
-    return encode_utf8(out);
+    std::u32string u = decode_utf8(s);
+    std::string out;
+    for (size_t i = 0; i < u.size(); ++i) put(out, i ? lower_of(u[i]) : title_of(u[i]));
+    charge(out.size());
+    return out;
 }
 
 // str.title(): the first letter of every run of letters upper case, the rest lower case.
 std::string py_title(const std::string& s) {
-    std::u32string out;
+    std::string out;
     bool prev_letter = false;
     for (char32_t c : decode_utf8(s)) {
         bool letter = is_letter(c);
-        out += !letter ? std::u32string(1, c) : prev_letter ? lower_of(c) : title_of(c);
+        put(out, !letter ? std::u32string(1, c) : prev_letter ? lower_of(c) : title_of(c));
         prev_letter = letter;
     }
-    return encode_utf8(out);
+    charge(out.size());
+    return out;
 }
 
 // jinja2's title filter: words split at whitespace, '-', '(', '{', '[' and '<'.
 std::string jinja_title(const std::string& s) {
-    std::u32string out;
+    std::string out;
     bool word_start = true;
     for (char32_t c : decode_utf8(s)) {
         bool sep = is_py_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-        out += sep ? std::u32string(1, c) : word_start ? upper_of(c) : lower_of(c);  // item[0].upper() + item[1:].lower()
+        put(out, sep ? std::u32string(1, c) : word_start ? upper_of(c) : lower_of(c));  // item[0].upper() + item[1:].lower()
         word_start = sep;
     }
-    return encode_utf8(out);
+    charge(out.size());
+    return out;
 }
 
 // str.strip/lstrip/rstrip: whitespace, or any of `chars`.
@@ -144,6 +175,7 @@ List split(const std::string& s, const Value* sep, int64_t maxsplit, bool from_r
             while (true) {
                 while (i < u.size() && is_py_space(u[i])) ++i;
                 if (i >= u.size()) break;
+                check_list_size(words.size() + 1);
                 if (maxsplit >= 0 && int64_t(words.size()) == maxsplit) {
                     size_t e = u.size();
                     while (e > i && is_py_space(u[e - 1])) --e;
@@ -160,6 +192,7 @@ List split(const std::string& s, const Value* sep, int64_t maxsplit, bool from_r
             while (true) {
                 while (i > 0 && is_py_space(u[i - 1])) --i;
                 if (i == 0) break;
+                check_list_size(words.size() + 1);
                 if (maxsplit >= 0 && int64_t(words.size()) == maxsplit) {
                     size_t b = 0;
                     while (b < i && is_py_space(u[b])) ++b;
@@ -173,17 +206,20 @@ List split(const std::string& s, const Value* sep, int64_t maxsplit, bool from_r
             }
             std::reverse(words.begin(), words.end());
         }
+        charge(words.size() * limits::kValueWork);
         for (auto& w : words) out.push_back(Value::from(encode_utf8(w)));
         return out;
     }
     const std::string& d = as_string(*sep, "separator");
     if (d.empty()) type_error("empty separator");
+    charge_search(s.size(), d.size());
     std::vector<std::string> parts;
     if (!from_right) {
         size_t start = 0;
         while (true) {
             size_t p = s.find(d, start);
             if (p == std::string::npos || (maxsplit >= 0 && int64_t(parts.size()) == maxsplit)) break;
+            check_list_size(parts.size() + 2);
             parts.push_back(s.substr(start, p - start));
             start = p + d.size();
         }
@@ -193,37 +229,55 @@ List split(const std::string& s, const Value* sep, int64_t maxsplit, bool from_r
         while (true) {
             size_t p = end >= d.size() ? s.rfind(d, end - d.size()) : std::string::npos;
             if (p == std::string::npos || (maxsplit >= 0 && int64_t(parts.size()) == maxsplit)) break;
+            check_list_size(parts.size() + 2);
             parts.push_back(s.substr(p + d.size(), end - p - d.size()));
             end = p;
         }
         parts.push_back(s.substr(0, end));
         std::reverse(parts.begin(), parts.end());
     }
-    for (auto& p : parts) out.push_back(Value::from(p));
+    charge(add_sat(s.size(), parts.size() * limits::kValueWork));
+    for (auto& p : parts) out.push_back(Value::from(std::move(p)));
     return out;
 }
 
+// str.replace. The result's size is known before it is built: the replacements are counted
+// first (Python inserts `to` before every character and at the end when `from` is empty).
 std::string replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
-    std::string out;
-    if (from.empty()) {  // Python inserts `to` around every character
-        std::u32string u = decode_utf8(s);
-        int64_t n = 0;
+    const uint64_t limit = count < 0 ? UINT64_MAX : uint64_t(count);
+    if (from.empty()) {
+        const std::u32string u = decode_utf8(s);
+        const uint64_t n = std::min<uint64_t>(limit, uint64_t(u.size()) + 1);
+        const uint64_t size = add_sat(s.size(), mul_sat(n, to.size()));
+        check_string_size(size);
+        charge_string(size);
+        std::string out;
+        out.reserve(size_t(size));
+        size_t done = 0;
         for (size_t i = 0; i <= u.size(); ++i) {
-            if (count < 0 || n < count) { out += to; ++n; }
-            if (i < u.size()) out += encode_utf8(u.substr(i, 1));
+            if (done < n) { out += to; ++done; }
+            if (i < u.size()) append_utf8(out, u[i]);
         }
         return out;
     }
+    charge_search(s.size(), from.size());
+    std::vector<size_t> at;  // where the replaced occurrences start
+    for (size_t p = s.find(from); p != std::string::npos && at.size() < limit; p = s.find(from, p + from.size()))
+        at.push_back(p);
+    // s.size() - |at| * from.size() + |at| * to.size(), without going below zero on the way.
+    const uint64_t size = add_sat(s.size() - at.size() * from.size(), mul_sat(at.size(), to.size()));
+    check_string_size(size);
+    charge_string(size);
+    std::string out;
+    out.reserve(size_t(size));
     size_t start = 0;
-    int64_t n = 0;
-    while (count < 0 || n < count) {
-        size_t p = s.find(from, start);
-        if (p == std::string::npos) break;
-        out += s.substr(start, p - start) + to;
+    for (size_t p : at) {
+        out.append(s, start, p - start);
+        out += to;
         start = p + from.size();
-        ++n;
     }
-    return out + s.substr(start);
+    out.append(s, start, std::string::npos);
+    return out;
 }
 
 // str.splitlines() (without keepends).
@@ -237,6 +291,7 @@ std::vector<std::string> splitlines(const std::string& s) {
                    c == 0x85 || c == 0x2028 || c == 0x2029;
         if (!brk) { cur += c; continue; }
         if (c == '\r' && i + 1 < u.size() && u[i + 1] == '\n') ++i;
+        check_list_size(lines.size() + 1);
         lines.push_back(encode_utf8(cur));
         cur.clear();
     }
@@ -262,12 +317,19 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix) {
 // str.format with "{}", "{0}" and "{name}" fields (no format specs).
 std::string format(const std::string& fmt, const Args& args) {
     std::string out;
+    charge(fmt.size());
     size_t auto_index = 0;
     for (size_t i = 0; i < fmt.size(); ++i) {
         char c = fmt[i];
-        if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
-        if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
-        if (c != '{') { out += c; continue; }
+        if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { append_checked(out, 1, '{'); ++i; continue; }
+        if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { append_checked(out, 1, '}'); ++i; continue; }
+        if (c != '{') {
+            // The text up to the next brace in one piece.
+            const size_t next = std::min(fmt.find_first_of("{}", i + 1), fmt.size());
+            append_checked(out, std::string_view(fmt).substr(i, next - i));
+            i = next - 1;
+            continue;
+        }
         size_t close = fmt.find('}', i);
         if (close == std::string::npos) type_error("Single '{' encountered in format string");
         std::string field = fmt.substr(i + 1, close - i - 1);
@@ -277,14 +339,15 @@ std::string format(const std::string& fmt, const Args& args) {
         if (field.empty()) {
             v = auto_index < args.positional.size() ? &args.positional[auto_index] : nullptr;
             ++auto_index;
-        } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-            size_t k = std::stoul(field);
+        } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+            // An index too long for a number is out of range as well.
+            const size_t k = field.size() > 9 ? SIZE_MAX : std::stoul(field);
             v = k < args.positional.size() ? &args.positional[k] : nullptr;
         } else {
             v = args.keyword(field);
         }
         if (!v) type_error("Replacement index " + field + " out of range for positional args tuple");
-        out += to_str(*v);
+        append_checked(out, to_str(*v));
         i = close;
     }
     return out;
@@ -329,6 +392,7 @@ Value call_str_method(const std::string& s, const std::string& name, const Args&
     if (name == "find" || name == "rfind" || name == "index") {
         if (a.positional.empty()) type_error(name + " takes at least 1 argument");
         const std::string& sub = as_string(a.positional[0], "substring");
+        charge_search(s.size(), sub.size());
         size_t p = name == "rfind" ? s.rfind(sub) : s.find(sub);
         if (p == std::string::npos) {
             if (name == "index") type_error("substring not found");
@@ -340,19 +404,27 @@ Value call_str_method(const std::string& s, const std::string& name, const Args&
         if (a.positional.empty()) type_error("count takes at least 1 argument");
         const std::string& sub = as_string(a.positional[0], "substring");
         if (sub.empty()) return Value::from(int64_t(decode_utf8(s).size()) + 1);
+        charge_search(s.size(), sub.size());
         int64_t n = 0;
         for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
         return Value::from(n);
     }
     if (name == "join") {
         if (a.positional.empty()) type_error("join takes exactly one argument");
+        const List items = iterate(a.positional[0]);
+        // The result's size before it is built (the items are strings already).
+        uint64_t size = items.empty() ? 0 : mul_sat(items.size() - 1, s.size());
+        check_string_size(size);
+        for (const auto& x : items) size = add_sat(size, as_string(x, "sequence item").size());
+        check_string_size(size);
+        charge_string(size);
         std::string out;
-        bool first = true;
-        for (const auto& x : iterate(a.positional[0])) {
-            out += (first ? "" : s) + as_string(x, "sequence item");
-            first = false;
+        out.reserve(size_t(size));
+        for (size_t i = 0; i < items.size(); ++i) {
+            if (i) out += s;
+            out += items[i].string;
         }
-        return Value::from(out);
+        return Value::from(std::move(out));
     }
     if (name == "format") return Value::from(format(s, a));
     auto all = [&](auto pred) {

@@ -4,12 +4,54 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
+#include "template/budget.h"
+
 namespace vkllm::jinja {
 
+namespace {
+
+// Values whose last owner went away, waiting to be taken apart (see Value::release).
+thread_local std::vector<Value> t_released;
+thread_local bool t_releasing = false;
+
+void check_depth(int depth) {
+    if (depth > limits::kMaxValueDepth)
+        throw Error("value nested too deeply (limit: " + std::to_string(limits::kMaxValueDepth) + " levels)");
+}
+
+}  // namespace
+
+// Moves the nested values this value alone owns onto a list, so their own destruction happens
+// in the loop below rather than inside this one's: destroying a value nested a million deep
+// then takes a constant depth of stack. A callable's captured values are destroyed with it,
+// and their own nested values come here.
+void Value::release() {
+    auto keep = [](Value& v) {
+        if (v.list || v.dict || v.callable) t_released.push_back(std::move(v));
+    };
+    if (list && list.use_count() == 1)
+        for (Value& x : *list) keep(x);
+    if (dict && dict.use_count() == 1)
+        for (auto& [k, x] : dict->items) {
+            keep(k);
+            keep(x);
+        }
+    if (t_releasing) return;
+    t_releasing = true;
+    while (!t_released.empty()) {
+        Value v = std::move(t_released.back());
+        t_released.pop_back();
+    }  // each v's release() adds what it owns
+    t_releasing = false;
+    if (t_released.capacity() > 4096) t_released.shrink_to_fit();
+}
+
 const Value* Dict::find(const std::string& key) const {
+    charge(items.size() * (key.size() + 1));  // up to the key's bytes compared per item
     for (const auto& [k, v] : items)
         if (k.is_string() && k.string == key) return &v;
     return nullptr;
@@ -110,10 +152,24 @@ std::string float_repr(double d) {
     return negative ? "-" + out : out;
 }
 
-static std::string repr_string(const std::string& s) {
+namespace {
+
+// How many bytes repr() writes for byte c of a string quoted with `quote`.
+size_t repr_width(unsigned char c, char quote) {
+    if (c == '\\' || c == quote || c == '\n' || c == '\r' || c == '\t') return 2;
+    if (c < 0x20 || c == 0x7f) return 4;
+    return 1;
+}
+
+void repr_string(std::string& to, const std::string& s) {
     bool has_single = s.find('\'') != std::string::npos, has_double = s.find('"') != std::string::npos;
     char quote = has_single && !has_double ? '"' : '\'';
-    std::string out(1, quote);
+    uint64_t size = 2;
+    for (unsigned char c : s) size += repr_width(c, quote);
+    check_string_size(add_sat(to.size(), size));
+    charge(size);
+    std::string& out = to;
+    out += quote;
     for (unsigned char c : s) {
         if (c == '\\') out += "\\\\";
         else if (c == quote) { out += '\\'; out += char(c); }
@@ -126,31 +182,47 @@ static std::string repr_string(const std::string& s) {
             out += buf;
         } else out += char(c);
     }
-    return out + quote;
+    out += quote;
 }
 
-std::string repr(const Value& v) {
+// repr(v) appended to `out`, the string limit checked as it grows.
+void repr_into(std::string& out, const Value& v, int depth) {
+    check_depth(depth);
     switch (v.kind) {
-        case Kind::String: return repr_string(v.string);
+        case Kind::String: repr_string(out, v.string); return;
         case Kind::List: {
-            if (v.generator) return "<generator object>";
-            std::string out = v.tuple ? "(" : "[";
-            for (size_t i = 0; i < v.list->size(); ++i) out += (i ? ", " : "") + repr((*v.list)[i]);
-            if (v.tuple && v.list->size() == 1) out += ",";
-            return out + (v.tuple ? ")" : "]");
+            if (v.generator) return append_checked(out, "<generator object>");
+            append_checked(out, v.tuple ? "(" : "[");
+            for (size_t i = 0; i < v.list->size(); ++i) {
+                if (i) append_checked(out, ", ");
+                repr_into(out, (*v.list)[i], depth + 1);
+            }
+            if (v.tuple && v.list->size() == 1) append_checked(out, ",");
+            return append_checked(out, v.tuple ? ")" : "]");
         }
         case Kind::Dict: {
-            std::string out = "{";
+            append_checked(out, "{");
             bool first = true;
             for (const auto& [k, x] : v.dict->items) {
-                out += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+                if (!first) append_checked(out, ", ");
+                repr_into(out, k, depth + 1);
+                append_checked(out, ": ");
+                repr_into(out, x, depth + 1);
                 first = false;
             }
-            return out + "}";
+            return append_checked(out, "}");
         }
-        case Kind::Undefined: return "Undefined";
-        default: return to_str(v);
+        case Kind::Undefined: return append_checked(out, "Undefined");
+        default: return append_checked(out, to_str(v));
     }
+}
+
+}  // namespace
+
+std::string repr(const Value& v) {
+    std::string out;
+    repr_into(out, v, 0);
+    return out;
 }
 
 std::string to_str(const Value& v) {
@@ -172,7 +244,11 @@ void fail_undefined(const Value& v) {
     throw Error(v.string.empty() ? "value is undefined" : v.string);
 }
 
-bool equals(const Value& a, const Value& b) {
+namespace {
+
+bool equals_at(const Value& a, const Value& b, int depth) {
+    check_depth(depth);
+    charge(limits::kValueWork);
     if (a.is_number() && b.is_number()) {
         if (a.kind == Kind::Float || b.kind == Kind::Float) {
             double x = a.kind == Kind::Float ? a.real : double(a.kind == Kind::Bool ? a.boolean : a.integer);
@@ -185,18 +261,22 @@ bool equals(const Value& a, const Value& b) {
     if (a.kind != b.kind) return false;
     switch (a.kind) {
         case Kind::Undefined: case Kind::None: return true;
-        case Kind::String: return a.string == b.string;
+        case Kind::String:
+            if (a.string.size() == b.string.size()) charge(a.string.size());
+            return a.string == b.string;
         case Kind::List: {
             if (a.list->size() != b.list->size()) return false;
             for (size_t i = 0; i < a.list->size(); ++i)
-                if (!equals((*a.list)[i], (*b.list)[i])) return false;
+                if (!equals_at((*a.list)[i], (*b.list)[i], depth + 1)) return false;
             return true;
         }
         case Kind::Dict: {
             if (a.dict->items.size() != b.dict->items.size()) return false;
             for (const auto& [k, x] : a.dict->items) {
-                const Value* y = b.dict->find(k);
-                if (!y || !equals(x, *y)) return false;
+                const Value* y = nullptr;
+                for (const auto& [bk, bx] : b.dict->items)
+                    if (equals_at(k, bk, depth + 1)) { y = &bx; break; }
+                if (!y || !equals_at(x, *y, depth + 1)) return false;
             }
             return true;
         }
@@ -204,7 +284,9 @@ bool equals(const Value& a, const Value& b) {
     }
 }
 
-int compare(const Value& a, const Value& b) {
+int compare_at(const Value& a, const Value& b, int depth) {
+    check_depth(depth);
+    charge(limits::kValueWork);
     if (a.is_number() && b.is_number()) {
         double x = a.kind == Kind::Float ? a.real : double(a.kind == Kind::Bool ? a.boolean : a.integer);
         double y = b.kind == Kind::Float ? b.real : double(b.kind == Kind::Bool ? b.boolean : b.integer);
@@ -216,13 +298,14 @@ int compare(const Value& a, const Value& b) {
     }
     if (a.is_string() && b.is_string()) {
         // Python compares code points; UTF-8 byte order is the same order.
+        charge(std::min(a.string.size(), b.string.size()));
         int c = a.string.compare(b.string);
         return c < 0 ? -1 : c > 0;
     }
     if (a.is_list() && b.is_list()) {
         size_t n = std::min(a.list->size(), b.list->size());
         for (size_t i = 0; i < n; ++i)
-            if (int c = compare((*a.list)[i], (*b.list)[i])) return c;
+            if (int c = compare_at((*a.list)[i], (*b.list)[i], depth + 1)) return c;
         return a.list->size() < b.list->size() ? -1 : a.list->size() > b.list->size();
     }
     if (a.is_undefined()) fail_undefined(a);
@@ -230,18 +313,31 @@ int compare(const Value& a, const Value& b) {
     throw Error("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
+}  // namespace
+
+bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
+int compare(const Value& a, const Value& b) { return compare_at(a, b, 0); }
+
 List iterate(const Value& v) {
     switch (v.kind) {
         case Kind::Undefined: return {};
-        case Kind::List: return *v.list;
+        case Kind::List:
+            charge(v.list->size() * limits::kValueWork);
+            return *v.list;
         case Kind::Dict: {
+            charge(v.dict->items.size() * limits::kValueWork);
             List keys;
             for (const auto& kv : v.dict->items) keys.push_back(kv.first);
             return keys;
         }
         case Kind::String: {
+            // One string per character: the count is checked before they are made.
+            const std::u32string u = decode_utf8(v.string);
+            check_list_size(u.size());
+            charge(u.size() * limits::kValueWork);
             List chars;
-            for (char32_t c : decode_utf8(v.string)) chars.push_back(Value::from(encode_utf8(std::u32string(1, c))));
+            chars.reserve(u.size());
+            for (char32_t c : u) chars.push_back(Value::from(encode_utf8(std::u32string(1, c))));
             return chars;
         }
         default: throw Error("'" + type_name(v) + "' object is not iterable");
@@ -249,6 +345,7 @@ List iterate(const Value& v) {
 }
 
 std::u32string decode_utf8(const std::string& s) {
+    charge(s.size() * limits::kCharWork);
     std::u32string out;
     out.reserve(s.size());
     for (size_t i = 0; i < s.size();) {
@@ -263,18 +360,25 @@ std::u32string decode_utf8(const std::string& s) {
     return out;
 }
 
-std::string encode_utf8(const std::u32string& s) {
-    std::string out;
-    for (char32_t c : s) {
-        if (c < 0x80) out += char(c);
-        else if (c < 0x800) { out += char(0xc0 | (c >> 6)); out += char(0x80 | (c & 0x3f)); }
-        else if (c < 0x10000) {
-            out += char(0xe0 | (c >> 12)); out += char(0x80 | ((c >> 6) & 0x3f)); out += char(0x80 | (c & 0x3f));
-        } else {
-            out += char(0xf0 | (c >> 18)); out += char(0x80 | ((c >> 12) & 0x3f));
-            out += char(0x80 | ((c >> 6) & 0x3f)); out += char(0x80 | (c & 0x3f));
-        }
+void append_utf8(std::string& out, char32_t c) {
+    if (c < 0x80) out += char(c);
+    else if (c < 0x800) { out += char(0xc0 | (c >> 6)); out += char(0x80 | (c & 0x3f)); }
+    else if (c < 0x10000) {
+        out += char(0xe0 | (c >> 12)); out += char(0x80 | ((c >> 6) & 0x3f)); out += char(0x80 | (c & 0x3f));
+    } else {
+        out += char(0xf0 | (c >> 18)); out += char(0x80 | ((c >> 12) & 0x3f));
+        out += char(0x80 | ((c >> 6) & 0x3f)); out += char(0x80 | (c & 0x3f));
     }
+}
+
+std::string encode_utf8(const std::u32string& s) {
+    uint64_t size = 0;
+    for (char32_t c : s) size += utf8_width(c);
+    check_string_size(size);
+    charge_string(size);
+    std::string out;
+    out.reserve(size);
+    for (char32_t c : s) append_utf8(out, c);
     return out;
 }
 
@@ -283,38 +387,53 @@ bool is_py_space(char32_t c) {
            (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-static void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
+namespace {
+
+// What json.dumps writes for character c inside a string: its escape, or "" when c stands for
+// itself. `buf` holds a \uXXXX escape.
+const char* json_escape(char32_t c, bool ensure_ascii, char (&buf)[16]) {
+    switch (c) {
+        case '"': return "\\\"";
+        case '\\': return "\\\\";
+        case '\n': return "\\n";
+        case '\r': return "\\r";
+        case '\t': return "\\t";
+        case '\b': return "\\b";
+        case '\f': return "\\f";
+        default: break;
+    }
+    if (c >= 0x20 && !(ensure_ascii && c > 0x7e)) return "";
+    if (c >= 0x10000) {  // a surrogate pair, as Python writes it
+        char32_t v = c - 0x10000;
+        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (v >> 10)), unsigned(0xdc00 + (v & 0x3ff)));
+    } else {
+        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
+    }
+    return buf;
+}
+
+// The string as JSON appended to `out`; its size is counted (and checked) before it is written.
+void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
+    const std::u32string u = decode_utf8(s);
+    char buf[16];
+    uint64_t size = 2;
+    for (char32_t c : u) {
+        const char* esc = json_escape(c, ensure_ascii, buf);
+        size += *esc ? std::strlen(esc) : utf8_width(c);
+    }
+    check_string_size(add_sat(out.size(), size));
+    charge(size);
     out += '"';
-    for (char32_t c : decode_utf8(s)) {
-        char buf[16];
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            default:
-                if (c < 0x20 || (ensure_ascii && c > 0x7e)) {
-                    if (c >= 0x10000) {  // a surrogate pair, as Python writes it
-                        char32_t v = c - 0x10000;
-                        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (v >> 10)),
-                                      unsigned(0xdc00 + (v & 0x3ff)));
-                    } else {
-                        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(c));
-                    }
-                    out += buf;
-                } else {
-                    out += encode_utf8(std::u32string(1, c));
-                }
-        }
+    for (char32_t c : u) {
+        const char* esc = json_escape(c, ensure_ascii, buf);
+        if (*esc) out += esc;
+        else append_utf8(out, c);
     }
     out += '"';
 }
 
 // json.dumps writes non-string keys as strings: 1 -> "1", True -> "true", None -> "null".
-static std::string json_key(const Value& k) {
+std::string json_key(const Value& k) {
     switch (k.kind) {
         case Kind::String: return k.string;
         case Kind::Int: return std::to_string(k.integer);
@@ -325,84 +444,106 @@ static std::string json_key(const Value& k) {
     }
 }
 
-static void json_value(std::string& out, const Value& v, bool ascii, int indent, const std::string& item_sep,
-                       const std::string& key_sep, bool sort_keys, int depth) {
-    auto newline = [&](int d) {
-        if (indent >= 0) out += "\n" + std::string(size_t(indent * d), ' ');
+struct JsonStyle {
+    bool ascii;
+    int64_t indent;  // < 0: all on one line
+    const std::string& item_sep;
+    const std::string& key_sep;
+    bool sort_keys;
+};
+
+void json_value(std::string& out, const Value& v, const JsonStyle& style, int depth) {
+    check_depth(depth);
+    // A newline and the indent of `level`: indent * level spaces, counted before they are written.
+    auto newline = [&](int level) {
+        if (style.indent < 0) return;
+        append_checked(out, "\n");
+        append_checked(out, size_t(std::min<uint64_t>(mul_sat(uint64_t(style.indent), uint64_t(level)),
+                                                      limits::kMaxStringBytes + 1)),
+                       ' ');
     };
     switch (v.kind) {
-        case Kind::None: out += "null"; return;
-        case Kind::Bool: out += v.boolean ? "true" : "false"; return;
-        case Kind::Int: out += std::to_string(v.integer); return;
+        case Kind::None: return append_checked(out, "null");
+        case Kind::Bool: return append_checked(out, v.boolean ? "true" : "false");
+        case Kind::Int: return append_checked(out, std::to_string(v.integer));
         case Kind::Float:
-            if (std::isnan(v.real)) out += "NaN";
-            else if (std::isinf(v.real)) out += v.real > 0 ? "Infinity" : "-Infinity";
-            else out += float_repr(v.real);
-            return;
-        case Kind::String: json_string(out, v.string, ascii); return;
+            if (std::isnan(v.real)) return append_checked(out, "NaN");
+            if (std::isinf(v.real)) return append_checked(out, v.real > 0 ? "Infinity" : "-Infinity");
+            return append_checked(out, float_repr(v.real));
+        case Kind::String: return json_string(out, v.string, style.ascii);
         case Kind::List: {
             if (v.generator) break;
-            if (v.list->empty()) { out += "[]"; return; }
-            out += '[';
+            if (v.list->empty()) return append_checked(out, "[]");
+            append_checked(out, "[");
             for (size_t i = 0; i < v.list->size(); ++i) {
-                if (i) out += item_sep;
+                if (i) append_checked(out, style.item_sep);
                 newline(depth + 1);
-                json_value(out, (*v.list)[i], ascii, indent, item_sep, key_sep, sort_keys, depth + 1);
+                json_value(out, (*v.list)[i], style, depth + 1);
             }
             newline(depth);
-            out += ']';
-            return;
+            return append_checked(out, "]");
         }
         case Kind::Dict: {
-            if (v.dict->items.empty()) { out += "{}"; return; }
+            if (v.dict->items.empty()) return append_checked(out, "{}");
             std::vector<const std::pair<Value, Value>*> items;
             for (const auto& kv : v.dict->items) items.push_back(&kv);
-            if (sort_keys)
+            if (style.sort_keys)
                 std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return compare(a->first, b->first) < 0; });
-            out += '{';
+            append_checked(out, "{");
             for (size_t i = 0; i < items.size(); ++i) {
-                if (i) out += item_sep;
+                if (i) append_checked(out, style.item_sep);
                 newline(depth + 1);
-                json_string(out, json_key(items[i]->first), ascii);
-                out += key_sep;
-                json_value(out, items[i]->second, ascii, indent, item_sep, key_sep, sort_keys, depth + 1);
+                json_string(out, json_key(items[i]->first), style.ascii);
+                append_checked(out, style.key_sep);
+                json_value(out, items[i]->second, style, depth + 1);
             }
             newline(depth);
-            out += '}';
-            return;
+            return append_checked(out, "}");
         }
         default: break;
     }
     throw Error("Object of type " + type_name(v) + " is not JSON serializable");
 }
 
-std::string to_json(const Value& v, bool ensure_ascii, int indent, const std::string& item_sep,
-                    const std::string& key_sep, bool sort_keys) {
-    std::string out;
-    json_value(out, v, ensure_ascii, indent, item_sep, key_sep, sort_keys, 0);
-    return out;
-}
-
-Value from_json(const nlohmann::ordered_json& j) {
+Value from_json_at(const nlohmann::ordered_json& j, int depth) {
+    check_depth(depth);
     switch (j.type()) {
         case nlohmann::ordered_json::value_t::null: return Value::none();
         case nlohmann::ordered_json::value_t::boolean: return Value::from(j.get<bool>());
         case nlohmann::ordered_json::value_t::number_integer: return Value::from(j.get<int64_t>());
-        case nlohmann::ordered_json::value_t::number_unsigned: return Value::from(int64_t(j.get<uint64_t>()));
+        case nlohmann::ordered_json::value_t::number_unsigned: {
+            const uint64_t u = j.get<uint64_t>();
+            if (u > uint64_t(INT64_MAX)) throw Error("the integer " + std::to_string(u) + " does not fit a 64-bit integer");
+            return Value::from(int64_t(u));
+        }
         case nlohmann::ordered_json::value_t::number_float: return Value::from(j.get<double>());
         case nlohmann::ordered_json::value_t::string: return Value::from(j.get<std::string>());
         case nlohmann::ordered_json::value_t::array: {
             List l;
-            for (const auto& x : j) l.push_back(from_json(x));
+            l.reserve(j.size());
+            for (const auto& x : j) l.push_back(from_json_at(x, depth + 1));
             return Value::from(std::move(l));
         }
         case nlohmann::ordered_json::value_t::object: {
-            Dict d;
-            for (auto it = j.begin(); it != j.end(); ++it) d.set(it.key(), from_json(it.value()));
+            Dict d;  // a parsed object's keys are unique already
+            d.items.reserve(j.size());
+            for (auto it = j.begin(); it != j.end(); ++it)
+                d.items.emplace_back(Value::from(it.key()), from_json_at(it.value(), depth + 1));
             return Value::from(std::move(d));
         }
         default: throw Error("unsupported JSON value");
     }
 }
+
+}  // namespace
+
+std::string to_json(const Value& v, bool ensure_ascii, int64_t indent, const std::string& item_sep,
+                    const std::string& key_sep, bool sort_keys) {
+    std::string out;
+    json_value(out, v, JsonStyle{ensure_ascii, indent, item_sep, key_sep, sort_keys}, 0);
+    return out;
+}
+
+Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
 
 }  // namespace vkllm::jinja

@@ -19,8 +19,18 @@ namespace vkllm::jinja {
 struct Error : std::runtime_error {
     Error(const std::string& message, int line = 0, int column = 0, bool raised = false)
         : std::runtime_error(message), line(line), column(column), raised(raised) {}
+    // The caller's cancellation callback stopped the render (no position: it is not the
+    // template's fault).
+    static Error cancellation() {
+        Error e("rendering was cancelled");
+        e.cancelled = true;
+        return e;
+    }
+    // Where the position is not the template's to report.
+    bool positionless() const { return raised || cancelled; }
     int line, column;
     bool raised;  // raise_exception() was called by the template
+    bool cancelled = false;
 };
 
 struct Value;
@@ -65,6 +75,17 @@ struct Value {
     bool tuple = false;      // a List that Python holds as a tuple (repr "(1, 2)")
     bool safe = false;       // a String marked safe (printed unchanged; no effect without autoescape)
 
+    Value() = default;
+    Value(const Value&) = default;
+    Value(Value&&) noexcept = default;
+    Value& operator=(const Value&) = default;
+    Value& operator=(Value&&) noexcept = default;
+    // Values can nest without bound (a list wrapped in a list in a loop): the last owner of a
+    // list, dict or callable takes it apart iteratively instead of recursing.
+    ~Value() {
+        if (list || dict || callable) release();
+    }
+
     static Value undefined(std::string why) { Value v; v.string = std::move(why); return v; }
     static Value none() { Value v; v.kind = Kind::None; return v; }
     static Value from(bool b) { Value v; v.kind = Kind::Bool; v.boolean = b; return v; }
@@ -95,7 +116,13 @@ struct Value {
     bool is_number() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
     bool is_list() const { return kind == Kind::List; }
     bool is_dict() const { return kind == Kind::Dict; }
+
+private:
+    void release();
 };
+
+// Recursive operations on values (equals, compare, repr, to_json, from_json) throw an Error
+// naming limits::kMaxValueDepth for values nested deeper than it.
 
 // Python's names of the types, as in its error messages ("str", "int", "NoneType", "list", ...).
 std::string type_name(const Value& v);
@@ -111,13 +138,17 @@ int compare(const Value& a, const Value& b);                 // <0, 0, >0; throw
 List iterate(const Value& v);
 
 // Python's json.dumps(v, ensure_ascii, indent, separators, sort_keys); indent < 0: none.
-std::string to_json(const Value& v, bool ensure_ascii, int indent, const std::string& item_sep,
+std::string to_json(const Value& v, bool ensure_ascii, int64_t indent, const std::string& item_sep,
                     const std::string& key_sep, bool sort_keys);
+// Throws Error for what a Value cannot hold (an integer beyond 64 bits, nesting deeper than
+// limits::kMaxValueDepth).
 Value from_json(const nlohmann::ordered_json& j);
 
 // UTF-8 <-> code points (Python strings index code points).
 std::u32string decode_utf8(const std::string& s);
-std::string encode_utf8(const std::u32string& s);
+std::string encode_utf8(const std::u32string& s);  // checks the string limit
+inline size_t utf8_width(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+void append_utf8(std::string& out, char32_t c);  // no limit checked: the caller counted
 bool is_py_space(char32_t c);  // str.isspace()
 
 }  // namespace vkllm::jinja

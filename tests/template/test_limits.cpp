@@ -75,9 +75,9 @@ TEST(TemplateLimits, SizesAreBounded) {
     // Doubling a string: stops at the string limit.
     expect_error("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
                  "string too long");
-    // Copying a large string over and over: stops at the budget of bytes produced.
+    // Copying a large string over and over: stops at the work budget.
     expect_error("{% set s = 'x' * 30000000 %}{% for i in range(100) %}{% set t = s ~ '' %}{% endfor %}",
-                 "template produces too much text");
+                 "template does too much work");
     // Printing a large string many times: stops at the output limit.
     expect_error("{% set s = 'x' * 1000000 %}{% for i in range(100) %}{{ s }}{% endfor %}", "output too large");
 }
