@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
+
 namespace vkllm::cli {
 namespace {
 
@@ -87,6 +89,16 @@ void ChatConversation::reset() {
 }
 
 void ChatConversation::restore(const Mark& m) {
+    if (!m.known) {
+        Mark state;
+        try {
+            state = fresh(m.n_messages);
+        } catch (const TemplateError&) {
+            state.n_messages = m.n_messages;  // nothing known of its tokens: the next prompt is tokenized whole
+        }
+        restore(state);
+        return;
+    }
     messages_.resize(m.n_messages);
     tokens_ = m.tokens;
     rendered_ = m.rendered;
@@ -109,7 +121,7 @@ std::string ChatConversation::to_json() const {
     nlohmann::json messages = nlohmann::json::array();
     for (const ChatMessage& m : messages_) messages.push_back({{"role", m.role}, {"content", m.content}});
     nlohmann::json doc = {{"format", "vkllm-chat"}, {"version", 1}, {"messages", messages}};
-    return doc.dump(2) + "\n";
+    return app::json_text(doc, 2) + "\n";  // a model's invalid UTF-8 saved as U+FFFD
 }
 
 void ChatConversation::from_json(const std::string& text) {
@@ -143,9 +155,10 @@ void ChatConversation::from_json(const std::string& text) {
     try {
         messages_ = std::move(messages);
         marks_.clear();
-        // Undo points before every user message, then the conversation itself.
+        // Undo points before every user message (each worked out when undo reaches it), then the
+        // conversation itself, rendered and tokenized once.
         for (size_t i = 0; i < messages_.size(); ++i)
-            if (messages_[i].role == "user") marks_.push_back(fresh(i));
+            if (messages_[i].role == "user") marks_.push_back(Mark{i, false, {}, {}, {}});
         restore(fresh(messages_.size()));
     } catch (...) {  // the template cannot render it: keep the conversation as it was
         messages_ = std::move(messages_before);

@@ -42,13 +42,17 @@ public:
     void from_json(const std::string& text);
 
 private:
-    // What the conversation is before a turn (for undo).
+    // What the conversation is before a turn (for undo). A mark that is not `known` holds the
+    // message count alone: its state is fresh(n_messages), worked out when it is restored (a
+    // loaded conversation's marks: rendering every one up front would take time and memory
+    // quadratic in its length).
     struct Mark {
         size_t n_messages = 0;
+        bool known = true;
         std::vector<int32_t> tokens;
         std::string rendered, pending;
     };
-    Mark mark() const { return {messages_.size(), tokens_, rendered_, pending_}; }
+    Mark mark() const { return {messages_.size(), true, tokens_, rendered_, pending_}; }
     void restore(const Mark& m);
     // The state a conversation of these messages starts from when nothing is known of its tokens.
     Mark fresh(size_t n_messages) const;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
 #include "model_file.h"
 #include "options.h"
 #include "vkllm/gguf.h"
@@ -110,7 +111,7 @@ int run(const Args& args) {
         j["decode_gbs"] = rounded(gbs, 1e3);
         j["ops_ms"] = nlohmann::ordered_json::object();
         for (const OpTiming& t : ops) j["ops_ms"][t.op] = rounded(t.ms, 1e4);
-        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+        std::printf("%s\n", app::json_text(j).c_str());
     } else {
         std::printf("model   %s (%s, %.2f MiB of weights)\n", model_name.c_str(), info.arch.c_str(), double(bytes) / (1 << 20));
         std::printf("device  %s\n", dev.c_str());

@@ -5,10 +5,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <poll.h>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,6 +16,8 @@
 
 #include "chat_conversation.h"
 #include "chat_prompt.h"
+#include "input_file.h"
+#include "json_text.h"
 #include "model_file.h"
 #include "options.h"
 #include "output_file.h"
@@ -41,7 +41,7 @@ const char* kCommands =
     "  /reset       forget the conversation (the system message stays)\n"
     "  /undo        drop the last turn (your message and the answer)\n"
     "  /save FILE   write the conversation as JSON\n"
-    "  /load FILE   read a conversation /save wrote\n"
+    "  /load FILE   read a conversation /save wrote (at most 64 MiB)\n"
     "  /help        this list\n"
     "  /exit        leave (so does end of input, or Ctrl-C at the prompt)\n";
 
@@ -91,15 +91,8 @@ private:
     bool eof_ = false;
 };
 
-std::string quoted(const std::string& text) { return nlohmann::json(text).dump(); }
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+// Text in JSON quotes; a model's invalid UTF-8 shows as U+FFFD.
+std::string quoted(const std::string& text) { return app::json_text(nlohmann::json(text)); }
 
 // The longest common prefix of two token lists.
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -155,8 +148,10 @@ private:
                 }
             } else {
                 try {
-                    conversation_.from_json(read_text_file(arg));
+                    conversation_.from_json(app::read_input(arg, app::kConversationFileMax, "conversation"));
                     std::fprintf(stderr, "vkllm: loaded %d turns from %s\n", conversation_.turns(), arg.c_str());
+                } catch (const app::InputError& e) {  // it names the file and why
+                    std::fprintf(stderr, "vkllm: %s\n", e.what());
                 } catch (const std::exception& e) {
                     std::fprintf(stderr, "vkllm: cannot load %s: %s\n", arg.c_str(), e.what());
                 }

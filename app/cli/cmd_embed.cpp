@@ -3,9 +3,10 @@
 // texts, the cosine similarity of every pair of their vectors on stdout.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "input_file.h"
+#include "json_text.h"
 #include "model_file.h"
 #include "options.h"
 #include "output_file.h"
@@ -20,7 +21,8 @@ const char* kUsage =
     "vkllm embed [-m MODEL.gguf] (-p TEXT | -f FILE) [--pooling none|mean|cls|last] [--normalize] -o OUT.f32\n"
     "            [--json] [--exact] [--device D]\n"
     "  writes float32 [rows][n_embd]: every token's final hidden state for --pooling none, else one\n"
-    "  pooled vector per text (default: the model's own pooling type); -f: one text per line\n"
+    "  pooled vector per text (default: the model's own pooling type); -f: one text per line (a file or\n"
+    "  pipe of at most 64 MiB; -f -: standard input)\n"
     "  --normalize: each row scaled to unit length; several texts: cosine similarities on stdout\n"
     "  --json: the same as JSON (texts, token counts, pooling, similarities)\n"
     "  the model must be an encoder (BERT); without -m the built-in model is used, a decoder";
@@ -36,12 +38,15 @@ Pooling parse_pooling(const std::string& s) {
 std::vector<std::string> read_texts(const Options& o) {
     if (o.has("-p") == o.has("-f")) throw UsageError("give one of -p TEXT or -f FILE");
     if (o.has("-p")) return {o.str("-p")};
-    std::ifstream in(o.str("-f"));
-    if (!in) throw std::runtime_error("cannot read " + o.str("-f"));
+    const std::string all = app::read_input(o.str("-f"), app::kEmbedFileMax, "text file");
     std::vector<std::string> texts;
-    for (std::string line; std::getline(in, line);) {
+    for (size_t begin = 0; begin < all.size();) {
+        size_t end = all.find('\n', begin);
+        if (end == std::string::npos) end = all.size();
+        std::string line = all.substr(begin, end - begin);
+        begin = end + 1;
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) texts.push_back(line);
+        if (!line.empty()) texts.push_back(std::move(line));
     }
     if (texts.empty()) throw UsageError(o.str("-f") + " has no text (one text per line)");
     return texts;
@@ -127,7 +132,7 @@ int run(const Args& args) {
         for (size_t i = 0; i < texts.size(); ++i)
             j["texts"].push_back({{"text", texts[i]}, {"tokens", token_counts[i]}, {"rows", row_counts[i]}});
         if (!sim.empty()) j["similarity"] = sim;
-        std::printf("%s\n", j.dump(2).c_str());
+        std::printf("%s\n", app::json_text(j, 2).c_str());
     } else if (!sim.empty()) {
         std::printf("cosine similarity (%s pooling)\n", pooling_name.c_str());
         for (size_t i = 0; i < texts.size(); ++i) {

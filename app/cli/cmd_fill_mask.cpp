@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
 #include "model_file.h"
 #include "options.h"
 #include "vkllm/gguf.h"
@@ -87,7 +88,7 @@ int run(const Args& args) {
             std::printf("  %-16s %.4f  (id %d)\n", text.c_str(), double(g.prob), g.id);
         }
     }
-    if (o.has("--json")) std::printf("%s\n", j.dump(2).c_str());
+    if (o.has("--json")) std::printf("%s\n", app::json_text(j, 2).c_str());
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "json_text.h"
 #include "options.h"
 #include "vkllm/device.h"
 
@@ -18,7 +19,7 @@ int info(const Args& args) {
         nlohmann::ordered_json all;
         all["devices"] = nlohmann::ordered_json::array();
         for (const DeviceInfo& d : list) all["devices"].push_back(nlohmann::ordered_json::parse(d.to_json()));
-        std::printf("%s\n", all.dump().c_str());
+        std::printf("%s\n", app::json_text(all).c_str());
     } else {
         if (list.empty()) std::printf("no Vulkan devices found\n");
         for (const auto& d : list) std::printf("%s\n", d.to_text().c_str());

@@ -16,6 +16,7 @@ namespace {
 const char* kUsage =
     "vkllm logits [-m MODEL.gguf] (-p PROMPT | -f FILE) -o OUT.f32 [-c CTX] [-b BATCH] [--exact] [--device D]\n"
     "             [--cache-type auto|f16|f32|q8_0]\n"
+    "  -f FILE: the prompt from a file or pipe, up to 128 MiB (-f -: standard input)\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)\n"
     "  --exact: f32 activations throughout instead of llama.cpp's CPU rounding (see SessionOptions)";
 

@@ -34,7 +34,8 @@ const char* kUsage =
     "                 the model verifies them in one pass; the output is the same as without a draft\n"
     "  --cache-type: the KV cache's element type (auto, the default: f16 where the device has 16-bit storage,\n"
     "                 else f32; f32: llama.cpp's exact mode; q8_0: 8-bit blocks of 32, rows of whole blocks)\n"
-    "  -f FILE: the prompt from a file (-f -: standard input); --seed -1 (the default): a random seed\n"
+    "  -f FILE: the prompt from a file or pipe, up to 128 MiB (-f -: standard input); --seed -1 (the default):\n"
+    "                 a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
 
 // Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.

@@ -15,7 +15,7 @@ namespace {
 const char* kUsage =
     "vkllm tokenize [-m MODEL.gguf] (-p TEXT | -f FILE) [--add-special] [--parse-special]\n"
     "  -m MODEL.gguf    the model whose tokenizer to use; without it, the model built into vkllm\n"
-    "  -f FILE          the text from a file (-f -: standard input)\n"
+    "  -f FILE          the text from a file or pipe, up to 128 MiB (-f -: standard input)\n"
     "  --add-special    add BOS/EOS as the model's vocabulary asks\n"
     "  --parse-special  turn special-token text such as <|im_start|> into its id";
 

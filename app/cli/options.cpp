@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "input_file.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -66,17 +68,7 @@ std::optional<std::string> prompt_text(const Options& options) {
     if (!options.has("-f")) return std::nullopt;
     const std::string path = options.str("-f");
     if (path.empty()) throw UsageError("-f names no file");
-    FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-    if (!f) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-    std::string text;
-    char buffer[65536];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-    const bool failed = std::ferror(f);
-    const int error = errno;
-    if (f != stdin) std::fclose(f);
-    if (failed) throw std::runtime_error("cannot read " + path + ": " + std::strerror(error));
-    return text;
+    return app::read_input(path, app::kPromptFileMax, "prompt file");
 }
 
 KvCacheType cache_type(const Options& o) {

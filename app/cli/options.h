@@ -47,8 +47,9 @@ private:
 };
 
 // The text of `-p TEXT` or `-f FILE` (`-f -`: standard input), as llama.cpp's tools take a
-// prompt; a file has no 128 KiB argument limit. Both given is a UsageError; neither gives
-// nullopt. A file that cannot be read throws std::runtime_error with the reason.
+// prompt; a file has no 128 KiB argument limit, but one of app::kPromptFileMax (128 MiB). Both
+// given is a UsageError; neither gives nullopt. A file that cannot be read (past the limit, or a
+// device or directory) throws app::InputError, a std::runtime_error, with the reason.
 std::optional<std::string> prompt_text(const Options& options);
 
 // The sampler options every generating command takes (--temp, --top-k, --top-p, --min-p,

@@ -22,7 +22,8 @@ double log_prob(const float* logits, int n_vocab, int32_t token) {
 
 PerplexityResult compute_perplexity(const Model& model, const std::vector<int32_t>& tokens, int n_ctx, int n_batch,
                                     bool llama_cpp_rounding, KvCacheType kv_cache, const std::function<void(int, double)>& on_chunk) {
-    if (n_ctx < 2) throw std::invalid_argument("the context must be at least 2 tokens");
+    if (n_ctx < 3)  // a chunk scores n_ctx - 1 - n_ctx/2 tokens: none below 3
+        throw std::invalid_argument("a context of " + std::to_string(n_ctx) + " tokens scores no token: it must be at least 3");
     if (int64_t(tokens.size()) < 2 * int64_t(n_ctx))
         throw std::invalid_argument("the text is " + std::to_string(tokens.size()) + " tokens; perplexity with a context of " +
                                     std::to_string(n_ctx) + " needs at least " + std::to_string(2 * n_ctx) +

@@ -29,7 +29,8 @@ struct PerplexityResult {
     std::vector<double> chunk_perplexity;  // the running perplexity after each chunk (llama.cpp's [i]x,)
 };
 
-// Throws std::invalid_argument when the text has fewer than 2 * n_ctx tokens. `on_chunk` is
+// Throws std::invalid_argument when n_ctx < 3 (no token would be scored) or the text has fewer
+// than 2 * n_ctx tokens. `on_chunk` is
 // called after each chunk with its index and the running perplexity.
 PerplexityResult compute_perplexity(const Model& model, const std::vector<int32_t>& tokens, int n_ctx, int n_batch,
                                     bool llama_cpp_rounding, KvCacheType kv_cache,

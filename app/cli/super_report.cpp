@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "json_text.h"
 #include "model_file.h"
 #include "vkllm/gguf.h"
 
@@ -117,7 +118,7 @@ int inspect_super(const std::string& path, bool json) {
     auto file = open_model_file(path);
     auto model = Model::load(*file);
     const SuperWeightReport report = find_super_weights(*model);
-    if (json) std::printf("%s\n", super_report_json(report).dump(2).c_str());
+    if (json) std::printf("%s\n", app::json_text(super_report_json(report), 2).c_str());
     else std::fputs(super_report_text(report, *model).c_str(), stdout);
     return 0;
 }

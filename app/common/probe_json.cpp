@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "json_text.h"
+
 namespace vkllm::app {
 
 using nlohmann::json;
@@ -144,6 +146,6 @@ json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentTok
     return doc;
 }
 
-std::string dump_document(const json& doc) { return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+std::string dump_document(const json& doc) { return json_text(doc) + "\n"; }
 
 }  // namespace vkllm::app

@@ -201,6 +201,31 @@ TEST(Chat, TemplatedModelPromptIsTheTemplatesTextAndTurnsAddOnlyTheirTokens) {
     EXPECT_GE(t2.evaluated, new_tokens - 1) << c.err;
 }
 
+// /load makes the undo points before every user message without rendering them; /undo works
+// each out when it reaches it. A loaded conversation's turns come back as the live one's did:
+// after /undo twice, the next turn's prompt is the same text, in the same number of tokens,
+// reusing as many from the cache, as after the same two /undo in the conversation that was saved.
+TEST(Chat, LoadedConversationUndoesAsTheLiveOne) {
+    const std::string model = templated_model();
+    const std::string saved = test::temp_path("undo-after-load.json");
+    const std::string args = "-m " + model + " --temp 0 -n 4 --verbose --system 'You tell stories.'";
+    const Chat live = chat(args, "Once upon a time\nThe cat\nA dog\n/save " + saved + "\n/undo\n/undo\nThe end\n");
+    ASSERT_EQ(live.code, 0) << live.err;
+    const Chat loaded = chat(args, "Something else\n/load " + saved + "\n/undo\n/undo\nThe end\n");
+    ASSERT_EQ(loaded.code, 0) << loaded.err;
+    EXPECT_NE(loaded.err.find("loaded 3 turns"), std::string::npos) << loaded.err;
+    EXPECT_NE(loaded.err.find("the last turn is undone (1 turns left)"), std::string::npos) << loaded.err;
+    const std::string prompt = turn_prompt(live.err, 4);
+    ASSERT_NE(prompt, "") << live.err;
+    EXPECT_EQ(prompt.rfind("<s>[system]You tell stories.[user]Once upon a time[assistant]", 0), 0u) << prompt;
+    EXPECT_EQ(turn_prompt(loaded.err, 2), prompt) << loaded.err;
+    const TurnStats a = turn_stats(live.err, 4), b = turn_stats(loaded.err, 2);
+    EXPECT_EQ(b.prompt, a.prompt) << loaded.err;
+    EXPECT_EQ(b.generated, a.generated) << loaded.err;
+    // The loaded chat's cache holds "Something else" and its answer: it reuses the system prefix.
+    EXPECT_GT(b.cached, 0) << loaded.err;
+}
+
 TEST(Chat, CtrlCStopsTheAnswerAndAtThePromptLeaves) {
     int to_chat[2];
     ASSERT_EQ(pipe(to_chat), 0);

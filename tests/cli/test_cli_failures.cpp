@@ -286,7 +286,7 @@ TEST(CliFailures, PromptsFromAFileOrStandardInput) {
     EXPECT_TRUE(contains(both.err, "not both")) << both.err;
     const Result folder = sh("$VKLLM tokenize -f /tmp");
     EXPECT_EQ(folder.code, 1);
-    EXPECT_TRUE(contains(folder.err, "cannot read /tmp: Is a directory")) << folder.err;
+    EXPECT_TRUE(contains(folder.err, "cannot read prompt file /tmp: it is a directory")) << folder.err;
 }
 
 TEST(CliFailures, HelpExitsZeroOnStdoutAndVersionPrints) {

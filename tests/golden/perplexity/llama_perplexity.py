@@ -3,7 +3,8 @@
 
 usage: llama_perplexity.py MODEL.gguf TEXT N_CTX OUT.json   (with $ORACLE_HOME/env.sh sourced)
 
-llama.cpp tokenizes the text (llama-logits on the whole text, BOS as the vocabulary says, 0
+The text is read as llama.cpp's `-f` reads it (common/arg.cpp: the file's bytes as they are, then
+one final newline removed). llama.cpp tokenizes the text (llama-logits on the whole text, BOS as the vocabulary says, 0
 generated tokens: its PREFIX.tokens.txt), then, as tools/perplexity does: chunks of N_CTX tokens
 (floor(n / N_CTX) of them), each run alone (ids:..., no BOS added by the driver) with its first
 token replaced by BOS when the vocabulary adds BOS; the logits at positions N_CTX/2 .. N_CTX-2
@@ -33,7 +34,9 @@ def main():
     add_bos = bool(field(reader, "tokenizer.ggml.add_bos_token")) if field(reader, "tokenizer.ggml.add_bos_token") is not None else True
     bos = int(field(reader, "tokenizer.ggml.bos_token_id"))
     n_vocab = len(reader.fields["tokenizer.ggml.tokens"].data)
-    text = open(text_path, encoding="utf-8").read()
+    text = open(text_path, encoding="utf-8", newline="").read()  # no newline translation
+    if text.endswith("\n"):
+        text = text[:-1]
     env = dict(os.environ, NO_FA="1", KV_F32="1")
     with tempfile.TemporaryDirectory() as tmp:
         env["N_CTX"] = str(max(512, 4 * len(text)))
