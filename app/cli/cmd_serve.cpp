@@ -1,7 +1,8 @@
-// vkllm serve: an OpenAI-compatible HTTP server (cpp-httplib). One Model, one worker thread
-// that owns the Session and answers requests first come, first served from a bounded queue;
-// HTTP threads parse requests, queue them and send the text as it comes (server-sent events
-// when stream: true). A client that goes away stops its generation.
+// vkllm serve: an OpenAI-compatible HTTP server (app/http). One Model, one worker thread that
+// owns the Session and answers requests first come, first served from a bounded queue; each
+// connection's thread parses its requests, queues them and sends the text as it comes
+// (server-sent events when stream: true). A client that goes away stops its generation, and a
+// client that misbehaves (slow, huge, malformed) is answered 4xx and costs only its connection.
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -13,13 +14,12 @@
 #include <string>
 #include <thread>
 
-#include <httplib.h>
-
 #include "chat_prompt.h"
+#include "http_server.h"
+#include "json_text.h"
 #include "model_file.h"
 #include "options.h"
 #include "server_api.h"
-#include "server_connection.h"
 #include "server_worker.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -32,15 +32,21 @@ using namespace server;
 
 const char* kUsage =
     "vkllm serve [-m MODEL.gguf] [--host 127.0.0.1] [--port 8080] [-c CTX] [--queue 16] [--device D] [--quiet]\n"
-    "            [--cache-type auto|f16|f32|q8_0]\n"
+    "            [--cache-type auto|f16|f32|q8_0] [--timeout 30] [--max-connections 256]\n"
     "  POST /v1/chat/completions, POST /v1/completions (stream: true for server-sent events),\n"
     "  GET /v1/models, GET /health. --port 0: any free port (the line \"listening on\" names it).\n"
     "  --queue: requests that may wait while one is generated; more are answered 503 with Retry-After.\n"
+    "  --timeout: seconds a request's header and body may take to arrive (408 after), that a kept-alive\n"
+    "    connection may stay idle, and that an answer may wait for a client that stops reading.\n"
+    "  --max-connections: connections served at once; more are answered 503.\n"
+    "  Requests: header at most 32 KiB and 100 fields (431), body at most 8 MiB (413).\n"
     "  --quiet: no line per request on stderr. SIGINT/SIGTERM: stop (in-flight requests are cancelled).\n"
     "  without -m: the small model built into vkllm";
 
-// How often a waiting HTTP thread looks whether its client is still connected.
+// How often a waiting connection thread looks whether its client is still connected.
 constexpr std::chrono::milliseconds kPoll{100};
+
+constexpr const char* kJson = "application/json";
 
 std::string model_id(const Options& o, const Model& model) {
     if (!o.has("-m")) return model.info().name.empty() ? "vkllm" : model.info().name;
@@ -50,68 +56,76 @@ std::string model_id(const Options& o, const Model& model) {
     return name;
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
-    res.status = e.status;
-    res.set_content(error_body(e).dump(), "application/json");
+void send_error(http::Responder& res, const ApiError& e) {
+    http::Headers extra;
+    if (e.status == 503) extra.emplace_back("Retry-After", "1");
+    res.send(e.status, kJson, app::json_text(error_body(e)), extra);
 }
 
-std::string sse(const json& event) { return "data: " + event.dump() + "\n\n"; }
+// The error the HTTP layer answers by itself (a malformed or oversized request, a timeout, too
+// many connections), in OpenAI's shape.
+ApiError http_error(int status, const std::string& message) {
+    const char* code = status == 408   ? "request_timeout"
+                       : status == 411 ? "length_required"
+                       : status == 413 ? "payload_too_large"
+                       : status == 431 ? "header_too_large"
+                       : status == 503 ? "too_many_connections"
+                       : status == 505 ? "http_version_not_supported"
+                       : status >= 500 ? "internal_error"
+                                       : "invalid_request";
+    return ApiError(status, message, "", code, status >= 500 ? "server_error" : "invalid_request_error");
+}
+
+std::string sse(const json& event) { return "data: " + app::json_text(event) + "\n\n"; }
 
 class Server {
 public:
     Server(const Model& model, Session& session, std::string id, size_t queue)
         : model_(model), format_(model), session_n_ctx_(session.n_ctx()), id_(std::move(id)), worker_(session, queue) {}
 
-    void routes(httplib::Server& http) {
-        http.Post("/v1/chat/completions",
-                  [this](const httplib::Request& req, httplib::Response& res) { complete(Endpoint::Chat, req, res); });
-        http.Post("/v1/completions",
-                  [this](const httplib::Request& req, httplib::Response& res) { complete(Endpoint::Completion, req, res); });
-        http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-            res.set_content(json{{"object", "list"}, {"data", json::array({model_json()})}}.dump(), "application/json");
-        });
-        http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-            if (req.matches[1] == id_) return res.set_content(model_json().dump(), "application/json");
-            send_error(res, ApiError(404, "the model '" + std::string(req.matches[1]) + "' does not exist", "model",
-                                     "model_not_found"));
-        });
-        http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-            res.set_content(json{{"status", "ok"}, {"waiting", worker_.waiting()},
-                                 {"completed", worker_.completed()}, {"cancelled", worker_.cancelled()}}.dump(),
-                            "application/json");
-        });
-        // Every error without a body of its own (no such route, a payload too large, ...).
-        http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-            if (!res.body.empty()) return;
-            const std::string what = res.status == 404 ? "no route " + req.method + " " + req.path
-                                                       : "HTTP " + std::to_string(res.status) + " for " + req.path;
-            const int status = res.status;
-            send_error(res, ApiError(status, what, "", status == 404 ? "not_found" : ""));
-        });
-        http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-            std::string what = "an unknown exception";
-            try {
-                std::rethrow_exception(ep);
-            } catch (const std::exception& e) {
-                what = e.what();
-            } catch (...) {
-            }
-            send_error(res, ApiError(500, what, "", "internal_error", "server_error"));
-        });
+    void handle(const http::Request& req, http::Responder& res) {
+        const std::string& path = req.path;
+        const bool post = req.method == "POST", get = req.method == "GET";
+        if (path == "/v1/chat/completions" && post) return complete(Endpoint::Chat, req, res);
+        if (path == "/v1/completions" && post) return complete(Endpoint::Completion, req, res);
+        if (path == "/v1/models" && get)
+            return res.send(200, kJson, app::json_text(json{{"object", "list"}, {"data", json::array({model_json()})}}));
+        if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11 && get) {
+            const std::string name = path.substr(11);
+            if (name == id_) return res.send(200, kJson, app::json_text(model_json()));
+            return send_error(res, ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found"));
+        }
+        if (path == "/health" && get)
+            return res.send(200, kJson,
+                            app::json_text(json{{"status", "ok"}, {"waiting", worker_.waiting()},
+                                                {"completed", worker_.completed()}, {"cancelled", worker_.cancelled()}}));
+        const bool known = path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models" ||
+                           path.rfind("/v1/models/", 0) == 0 || path == "/health";
+        if (known)
+            return send_error(res, ApiError(405, req.method + " is not served on " + path, "", "method_not_allowed"));
+        send_error(res, ApiError(404, "no route " + req.method + " " + path, "", "not_found"));
     }
 
-    void stop() { worker_.stop(); }
+    void stop() {
+        stopping_ = true;
+        worker_.stop();
+    }
 
 private:
     json model_json() const { return {{"id", id_}, {"object", "model"}, {"created", created_}, {"owned_by", "vkllm"}}; }
 
-    // The prompt's tokens, or an ApiError.
-    std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
+    // The prompt's tokens, or an ApiError. A chat template is rendered until the client leaves
+    // or the server stops.
+    std::vector<int32_t> prompt_tokens(const CompletionRequest& r, const http::Responder& res) const {
         std::vector<int32_t> tokens;
         if (r.endpoint == Endpoint::Chat) {
+            const auto cancelled = [&] { return stopping_.load() || res.client_gone(); };
             try {
-                tokens = format_.tokenize_whole(format_.render(r.messages, /*add_generation_prompt=*/true));
+                tokens = format_.tokenize_whole(format_.render(r.messages, /*add_generation_prompt=*/true, cancelled));
             } catch (const TemplateError& e) {
+                if (e.cancelled())
+                    throw ApiError(503, "the request was cancelled (the client left or the server is stopping)", "",
+                                   "cancelled", "server_error");
                 throw ApiError(400, std::string("the model's chat template cannot render these messages: ") + e.what(),
                                "messages", "invalid_value");
             }
@@ -132,7 +146,7 @@ private:
         return tokens;
     }
 
-    void complete(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+    void complete(Endpoint endpoint, const http::Request& req, http::Responder& res) {
         std::shared_ptr<Job> job;
         ResponseHeader head{endpoint, "", std::time(nullptr), id_};
         CompletionRequest r;
@@ -141,31 +155,28 @@ private:
             if (!r.model.empty() && r.model != id_)
                 throw ApiError(404, "the model '" + r.model + "' does not exist; this server has '" + id_ + "'", "model",
                                "model_not_found");
-            std::vector<int32_t> prompt = prompt_tokens(r);
+            std::vector<int32_t> prompt = prompt_tokens(r, res);
             const int room = session_n_ctx_ - int(prompt.size());
             r.options.max_tokens = r.options.max_tokens < 0 ? room : std::min(r.options.max_tokens, room);
             job = std::make_shared<Job>(std::move(prompt), r.options);
-            if (!worker_.submit(job)) {
-                res.set_header("Retry-After", "1");
+            if (!worker_.submit(job))
                 throw ApiError(503, "the server is busy: " + std::to_string(worker_.waiting()) +
                                         " requests are waiting; try again shortly", "", "queue_full", "server_error");
-            }
         } catch (const ApiError& e) {
             return send_error(res, e);
         }
         head.id = (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
-        const int fd = find_connection_socket(req.local_port, req.remote_addr, req.remote_port);
         if (r.stream)
-            stream(res, head, job, fd, r.include_usage);
+            stream(res, head, job, r.include_usage);
         else
-            answer(res, head, job, fd);
+            answer(res, head, job);
     }
 
     // stream: false — the whole answer once it is done.
-    void answer(httplib::Response& res, const ResponseHeader& head, const std::shared_ptr<Job>& job, int fd) {
+    void answer(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job) {
         std::string text;
         while (!job->take(text, kPoll)) {
-            if (peer_closed(fd)) worker_.cancel(job);  // keeps waiting for the worker to let go of it
+            if (res.client_gone()) worker_.cancel(job);  // keeps waiting for the worker to let go of it
         }
         const GenerateResult& g = job->result();
         if (g.reason == StopReason::Error)
@@ -173,55 +184,45 @@ private:
         if (g.reason == StopReason::Cancelled || g.reason == StopReason::Callback)
             return send_error(res, ApiError(503, "the request was cancelled (the client left or the server is stopping)",
                                             "", "cancelled", "server_error"));
-        res.set_content(completion_json(head, g.text, finish_reason(g.reason), int(job->prompt.size()), completion_tokens(g))
-                            .dump(),
-                        "application/json");
+        res.send(200, kJson,
+                 app::json_text(completion_json(head, g.text, finish_reason(g.reason), int(job->prompt.size()),
+                                                completion_tokens(g))));
     }
 
     // stream: true — one server-sent event per piece of text, then the finish reason, the usage
-    // (stream_options.include_usage) and [DONE].
-    void stream(httplib::Response& res, const ResponseHeader& head, const std::shared_ptr<Job>& job, int fd,
-                bool include_usage) {
-        res.set_header("Cache-Control", "no-cache");
-        auto started = std::make_shared<bool>(false);
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            [this, head, job, fd, include_usage, started](size_t, httplib::DataSink& sink) {
-                auto send = [&](const std::string& event) {
-                    if (sink.write(event.data(), event.size())) return true;
-                    worker_.cancel(job);  // the client is gone
-                    return false;
-                };
-                if (!*started) {
-                    *started = true;
-                    if (head.endpoint == Endpoint::Chat && !send(sse(chunk_json(head, "", nullptr, true)))) return false;
-                }
-                std::string text;
+    // (stream_options.include_usage) and [DONE]. Whatever goes wrong once the events have begun
+    // ends this stream with an error event.
+    void stream(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job, bool include_usage) {
+        if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) return worker_.cancel(job);
+        try {
+            if (head.endpoint == Endpoint::Chat && !res.write(sse(chunk_json(head, "", nullptr, true))))
+                return worker_.cancel(job);
+            std::string text;
+            for (;;) {
+                text.clear();
                 const bool done = job->take(text, kPoll);
-                if (!text.empty() && !send(sse(chunk_json(head, text, nullptr)))) return false;
-                if (!done) {
-                    if (!peer_closed(fd)) return true;  // called again for the next piece
-                    worker_.cancel(job);
-                    return false;
-                }
-                const GenerateResult& g = job->result();
-                if (g.reason == StopReason::Error || g.reason == StopReason::Cancelled || g.reason == StopReason::Callback) {
-                    const ApiError e(500, g.reason == StopReason::Error ? g.message : "the request was cancelled", "",
-                                     g.reason == StopReason::Error ? "generation_failed" : "cancelled", "server_error");
-                    send(sse(error_body(e)));
-                } else {
-                    if (!send(sse(chunk_json(head, "", finish_reason(g.reason))))) return false;
-                    if (include_usage &&
-                        !send(sse(usage_chunk_json(head, int(job->prompt.size()), completion_tokens(g)))))
-                        return false;
-                }
-                send("data: [DONE]\n\n");
-                sink.done();
-                return true;
-            },
-            [this, job](bool success) {
-                if (!success) worker_.cancel(job);  // the connection ended before the answer did
-            });
+                if (!text.empty() && !res.write(sse(chunk_json(head, text, nullptr)))) return worker_.cancel(job);
+                if (done) break;
+                if (res.client_gone()) return worker_.cancel(job);
+            }
+            const GenerateResult& g = job->result();
+            if (g.reason == StopReason::Error || g.reason == StopReason::Cancelled || g.reason == StopReason::Callback) {
+                const bool error = g.reason == StopReason::Error;
+                res.write(sse(error_body(ApiError(500, error ? g.message : "the request was cancelled", "",
+                                                  error ? "generation_failed" : "cancelled", "server_error"))));
+            } else {
+                if (!res.write(sse(chunk_json(head, "", finish_reason(g.reason))))) return;
+                if (include_usage &&
+                    !res.write(sse(usage_chunk_json(head, int(job->prompt.size()), completion_tokens(g)))))
+                    return;
+            }
+        } catch (const std::exception& e) {
+            worker_.cancel(job);
+            res.write(sse(error_body(ApiError(500, std::string("the answer could not be sent: ") + e.what(), "",
+                                              "internal_error", "server_error"))));
+        }
+        res.write("data: [DONE]\n\n");
+        res.end_stream();
     }
 
     // A different seed for every request that gives none (splitmix64 of a counter).
@@ -246,14 +247,18 @@ private:
     const int64_t created_ = std::time(nullptr);
     std::atomic<uint64_t> next_id_{1};
     std::atomic<uint64_t> seed_counter_{std::random_device{}()};
+    std::atomic<bool> stopping_{false};
     Worker worker_;
 };
 
 int serve(const Args& args) {
-    Options o(args, {"-m", "--host", "--port", "-c", "--queue", "--device", "--cache-type"}, {"--quiet"});
+    Options o(args, {"-m", "--host", "--port", "-c", "--queue", "--device", "--cache-type", "--timeout", "--max-connections"},
+              {"--quiet"});
     const std::string host = o.str("--host", "127.0.0.1");
     const int64_t port = o.integer("--port", 8080, 0, 65535);
     const int64_t queue = o.integer("--queue", 16, 1, 4096);
+    const int64_t timeout_s = o.integer("--timeout", 30, 1, 24 * 3600);
+    const int64_t max_connections = o.integer("--max-connections", 256, 1, 65536);
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));
     so.kv_cache = cache_type(o);
@@ -276,46 +281,39 @@ int serve(const Args& args) {
     const std::string id = model_id(o, *model);
 
     Server server(*model, session, id, size_t(queue));
-    httplib::Server http;
-    // Threads for every request that may wait, the running one, and a few quick ones (health,
-    // models, errors, 503 answers).
-    const size_t threads = size_t(queue) + 8;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http.set_payload_max_length(8 << 20);
+    http::ServerOptions ho;
+    ho.host = host;
+    ho.port = int(port);
+    ho.max_connections = size_t(max_connections);
+    ho.request_timeout = ho.idle_timeout = ho.send_timeout = std::chrono::seconds(timeout_s);
+    ho.error_body = [](int status, const std::string& message) {
+        return std::make_pair(std::string(kJson), app::json_text(error_body(http_error(status, message))));
+    };
     if (!o.has("--quiet"))
-        http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-            std::fprintf(stderr, "vkllm serve: %s %s %d\n", req.method.c_str(), req.path.c_str(), res.status);
-        });
-    server.routes(http);
-
-    int bound = int(port);
-    if (port == 0)
-        bound = http.bind_to_any_port(host);
-    else if (!http.bind_to_port(host, int(port)))
-        bound = -1;
-    if (bound <= 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+        ho.log = [](const std::string& method, const std::string& path, int status) {
+            std::fprintf(stderr, "vkllm serve: %s %s %d\n", method.c_str(), path.c_str(), status);
+        };
+    http::Server http(ho, [&server](const http::Request& req, http::Responder& res) { server.handle(req, res); });
+    const int bound = http.listen();
     std::fprintf(stderr, "vkllm serve: %s (%s), context %d tokens, queue %lld; listening on http://%s:%d\n", id.c_str(),
                  model->info().arch.c_str(), session.n_ctx(), static_cast<long long>(queue), host.c_str(), bound);
 
     std::atomic<bool> finished{false};
-    std::atomic<int> got_signal{0};
     std::thread signals([&] {
         const timespec tick{0, 200 * 1000 * 1000};
         while (!finished.load()) {
             const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
             if (sig <= 0) continue;
-            got_signal = sig;
             std::fprintf(stderr, "vkllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-            server.stop();  // answers the waiting and running requests (cancelled)
+            server.stop();  // answers the waiting and running requests (cancelled), stops renders
             http.stop();
             return;
         }
     });
-    const bool listened = http.listen_after_bind();
+    http.run();
     finished = true;
     signals.join();
     server.stop();
-    if (!listened && got_signal.load() == 0) throw std::runtime_error("the server stopped listening");
     std::fprintf(stderr, "vkllm serve: stopped\n");
     return 0;
 }

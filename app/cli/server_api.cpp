@@ -97,6 +97,13 @@ void read_prompt(const json& body, CompletionRequest& r) {
     if (p->is_array() && !p->empty()) {
         for (const json& t : *p) {
             if (!t.is_number_integer()) throw bad_field("prompt", "must be a string or a list of token ids");
+            // Checked as the 64-bit number it is: an id past int32 is out of every vocabulary,
+            // never truncated into one.
+            const bool fits = t.is_number_unsigned() ? t.get<uint64_t>() <= uint64_t(std::numeric_limits<int32_t>::max())
+                                                     : t.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                                                           t.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+            if (!fits)
+                throw ApiError(400, "token id " + t.dump() + " is outside the vocabulary", "prompt", "invalid_value");
             r.prompt_tokens.push_back(int32_t(t.get<int64_t>()));
         }
         r.prompt_is_tokens = true;
@@ -108,7 +115,8 @@ void read_prompt(const json& body, CompletionRequest& r) {
 std::vector<std::string> read_stop(const json& body) {
     const json* v = field(body, "stop");
     if (!v) return {};
-    if (v->is_string()) return {v->get<std::string>()};
+    // An empty stop string would match everywhere: it is no stop (as llama-server reads it).
+    if (v->is_string()) return v->get<std::string>().empty() ? std::vector<std::string>{} : std::vector{v->get<std::string>()};
     if (!v->is_array()) throw bad_field("stop", "must be a string or a list of strings");
     std::vector<std::string> out;
     for (const json& s : *v) {
@@ -132,7 +140,9 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
     json body;
     try {
         body = json::parse(body_text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // A syntax error, invalid UTF-8, or a number past double's range (1e400): the message
+        // may quote the bad bytes, which the error body's writer replaces (app::json_text).
         throw ApiError(400, std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
     }
     if (!body.is_object()) throw ApiError(400, "the body must be a JSON object", "", "invalid_json");

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # vkllm serve end to end: starts it on a free loopback port with a zoo model, checks it
-# with curl (streaming, bad input, a full queue, a client that leaves) and with the official
-# `openai` npm client (tests/server/openai_client.mjs: the API and a load test), then stops it
+# with curl (streaming, bad input, a full queue, a client that leaves), with the official
+# `openai` npm client (tests/server/openai_client.mjs: the API and a load test) and with a
+# hostile client (tests/server/hostile.mjs: invalid UTF-8, hostile templates, malformed and
+# pipelined HTTP, slow and huge clients, memory after), then stops it
 # with SIGTERM and expects exit code 0. Exit 77 (skipped) when node, curl or the npm package is
 # missing (scripts/install-deps.sh installs them).
 set -euo pipefail
@@ -40,7 +42,12 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import gguf_file
 metadata, tensors = gguf_file.read(sys.argv[2])
+# Two messages turn it hostile (tests/server/hostile.mjs): a value of gigabytes, and a loop
+# that grows a list quadratically; the render limits must refuse both quickly.
 metadata["tokenizer.chat_template"] = gguf_file.string(
+    "{% if messages[0].content == 'hostile:join' %}{{ range(1000000)|join('x'*60000000) }}{% endif %}"
+    "{% if messages[0].content == 'hostile:quadratic' %}{% set ns = namespace(x=[]) %}"
+    "{% for i in range(999999) %}{% set ns.x = ns.x + [i] %}{% endfor %}{% endif %}"
     "{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}")
 gguf_file.write(sys.argv[3], metadata, tensors)
@@ -143,6 +150,7 @@ echo "queue: $ok answered, $busy refused with 503"
 expect 200 '"status":"ok"' GET /health
 
 BASE_URL=$url/v1 SERVER_PID=$pid node "$here/openai_client.mjs" || fail "the openai client checks failed"
+BASE_URL=$url SERVER_PID=$pid node "$here/hostile.mjs" || fail "the hostile client checks failed"
 
 kill -TERM "$pid"
 code=0
