@@ -1,5 +1,10 @@
 // The studio's settings, panels by name and command line.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -119,7 +124,7 @@ std::string usage() {
            "  --panels all|LIST    panels to open: chat,attention,activations,experts,lens,architecture,telemetry\n"
            "  --screenshot OUT.png the window once the answer is complete\n"
            "  --export OUT.json    the probes (vkllm probe's shape) and every panel's numbers\n"
-           "  --script FILE        commands, one a line (see docs/studio.md)\n"
+           "  --script FILE        commands, one a line, at most 16 MiB (see docs/studio.md)\n"
            "  --exit               quit when done (exit status 0 on success)\n"
            "  --temp T, --seed S   sampler overrides (--temp 0: greedy)\n"
            "  --size WxH           window size (default 1600x1000)\n"
@@ -128,59 +133,82 @@ std::string usage() {
            "  --config-dir DIR     where imgui.ini and studio.json live (default $XDG_CONFIG_HOME/vkllm)\n";
 }
 
+namespace {
+
+constexpr int64_t kMaxPredict = std::numeric_limits<int>::max();  // -n, as the CLI's
+constexpr int64_t kMaxWindow = 16384;                              // --size, either side
+
+// The command line's numbers, checked as the CLI's options are (app/cli/options.cpp): the whole
+// value must be the number, within the option's range; a message names the option.
+int64_t integer_value(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+    const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end || std::isspace(static_cast<unsigned char>(text[0])))
+        throw std::invalid_argument("option " + flag + " expects an integer in " + range + ", got '" + text + "'");
+    if (errno == ERANGE || v < lo || v > hi)
+        throw std::invalid_argument("option " + flag + " is out of its range " + range + ", got " + text);
+    return v;
+}
+
+double real_value(const std::string& flag, const std::string& text, double lo, double hi) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || std::isspace(static_cast<unsigned char>(text[0])))
+        throw std::invalid_argument("option " + flag + " expects a number, got '" + text + "'");
+    if (!std::isfinite(v)) throw std::invalid_argument("option " + flag + " must be a finite number, got " + text);
+    if (v < lo || v > hi) {
+        std::ostringstream range;
+        range << "[" << lo << ", " << hi << "]";
+        throw std::invalid_argument("option " + flag + " is out of its range " + range.str() + ", got " + text);
+    }
+    return v;
+}
+
+}  // namespace
+
 StudioOptions parse_options(int argc, char** argv) {
     StudioOptions o;
     auto value = [&](int& i) -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(std::string(argv[i]) + " needs a value");
+        if (i + 1 >= argc) throw std::invalid_argument("option " + std::string(argv[i]) + " needs a value");
         return argv[++i];
     };
-    auto number = [&](int& i) -> double {
-        const std::string flag = argv[i], v = value(i);
-        try {
-            size_t used = 0;
-            const double d = std::stod(v, &used);
-            if (used != v.size()) throw std::invalid_argument(v);
-            return d;
-        } catch (const std::exception&) {
-            throw std::invalid_argument(flag + ": not a number: " + v);
-        }
+    auto integer = [&](int& i, int64_t lo, int64_t hi) {
+        const std::string flag = argv[i];
+        return integer_value(flag, value(i), lo, hi);
     };
+    auto real = [&](int& i, double lo, double hi) {
+        const std::string flag = argv[i];
+        return real_value(flag, value(i), lo, hi);
+    };
+    constexpr double kHuge = std::numeric_limits<double>::max();
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "-m" || a == "--model") o.model = value(i);
         else if (a == "--device") o.device = value(i);
         else if (a == "--prompt" || a == "-p") o.prompt = value(i);
-        else if (a == "-n") {
-            o.n_predict = int(number(i));
-            if (o.n_predict < 0) throw std::invalid_argument("-n must be >= 0");
-        } else if (a == "--panels") {
+        else if (a == "-n") o.n_predict = int(integer(i, 0, kMaxPredict));
+        else if (a == "--panels") {
             o.panels = value(i);
             parse_panels(o.panels);  // reject unknown names now
         } else if (a == "--screenshot") o.screenshot = value(i);
         else if (a == "--export") o.export_json = value(i);
         else if (a == "--script") o.script = value(i);
         else if (a == "--exit") o.exit_when_done = true;
-        else if (a == "--temp") o.temperature = float(number(i));
-        else if (a == "--seed") o.seed = int64_t(number(i));
+        else if (a == "--temp") o.temperature = float(real(i, -kHuge, kHuge));  // finite; <= 0: greedy, as the CLI's
+        else if (a == "--seed") o.seed = integer(i, -1, std::numeric_limits<int64_t>::max());
         else if (a == "--config-dir") o.config_dir = value(i);
         else if (a == "--theme") {
             o.theme = value(i);
             if (o.theme != "dark" && o.theme != "light") throw std::invalid_argument("--theme wants dark or light, got " + o.theme);
-        } else if (a == "--scale") {
-            o.scale = float(number(i));
-            if (!(o.scale >= 0.75f && o.scale <= 4.0f)) throw std::invalid_argument("--scale wants 0.75 to 4");
-        }
+        } else if (a == "--scale") o.scale = float(real(i, 0.75, 4.0));
         else if (a == "--size") {
             const std::string v = value(i);
             const size_t x = v.find('x');
-            try {
-                if (x == std::string::npos) throw std::invalid_argument(v);
-                o.width = std::stoi(v.substr(0, x));
-                o.height = std::stoi(v.substr(x + 1));
-            } catch (const std::exception&) {
-                throw std::invalid_argument("--size wants WIDTHxHEIGHT, got " + v);
-            }
-            if (o.width < 320 || o.height < 240) throw std::invalid_argument("--size: at least 320x240");
+            if (x == std::string::npos) throw std::invalid_argument("option --size wants WIDTHxHEIGHT, got '" + v + "'");
+            o.width = int(integer_value("--size (its width)", v.substr(0, x), 320, kMaxWindow));
+            o.height = int(integer_value("--size (its height)", v.substr(x + 1), 240, kMaxWindow));
         } else if (a == "-h" || a == "--help") throw std::invalid_argument("");
         else throw std::invalid_argument("unknown option " + a);
     }

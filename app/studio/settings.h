@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,14 +28,17 @@ struct StudioOptions {
     std::string export_json;    // --export OUT.json
     std::string script;         // --script FILE: one command per line
     bool exit_when_done = false;  // --exit
-    float temperature = -1;     // --temp (< 0: the settings' value)
-    int64_t seed = -1;          // --seed
+    std::optional<float> temperature;  // --temp (absent: the settings' value; <= 0: greedy)
+    int64_t seed = -1;          // --seed (-1: the settings' value)
     std::string theme;          // --theme dark|light (empty: the settings' theme)
     float scale = 0;            // --scale S: the UI scale (0: the settings' or the monitor's)
     int width = 1600, height = 1000;
     std::string config_dir;     // --config-dir (default: $XDG_CONFIG_HOME/vkllm)
 };
-// Parses the command line; throws std::invalid_argument with a message for the user.
+// Parses the command line; throws std::invalid_argument with a message for the user (the exit
+// status is then 2, as the CLI's for a bad option). Every number is checked as the CLI checks
+// it: a value that is not wholly a number, is NaN or infinite, or is out of the option's range
+// is an error naming the option, never a silent fallback.
 StudioOptions parse_options(int argc, char** argv);
 std::string usage();
 

@@ -14,6 +14,8 @@
 
 #include "embedded_model.h"
 #include "heatmap.h"
+#include "input_file.h"
+#include "json_text.h"
 #include <imgui.h>
 #include <imgui_internal.h>  // FindWindowByName: a panel's rectangle for its screenshot
 #include "panel_json.h"
@@ -60,15 +62,14 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
     config_dir_ = o.config_dir.empty() ? default_config_dir() : o.config_dir;
     load_settings();
     if (!o.panels.empty()) settings.open = parse_panels(o.panels);
-    if (o.temperature >= 0) settings.generation.sampler.temperature = o.temperature;
+    if (o.temperature) settings.generation.sampler.temperature = *o.temperature;
     if (o.seed >= 0) settings.generation.sampler.seed = uint64_t(o.seed);
     if (!o.theme.empty()) settings.dark = o.theme == "dark";
     if (o.scale > 0) settings.ui_scale = o.scale;
     const bool headless = !o.prompt.empty() || !o.script.empty();
     if (headless) settings.generation.max_tokens = std::max(o.n_predict, 0);
     if (!o.script.empty()) {
-        std::ifstream in(o.script);
-        if (!in) throw std::runtime_error("cannot read the script " + o.script);
+        std::stringstream in(app::read_input(o.script, app::kSmallFileMax, "script"));
         for (std::string line; std::getline(in, line);)
             if (!line.empty() && line[0] != '#') script_.push_back(line);
     }
@@ -110,18 +111,21 @@ StudioApp::~StudioApp() {
 }
 
 void StudioApp::load_settings() {
-    std::ifstream in(config_dir_ + "/studio.json");
-    if (!in) return;
+    const std::string path = config_dir_ + "/studio.json";
+    std::error_code absent;
+    if (!fs::exists(path, absent)) return;
     try {
-        settings = settings_from_json(json::parse(in));
+        settings = settings_from_json(json::parse(app::read_input(path, app::kSmallFileMax, "settings file")));
     } catch (const json::exception& e) {
+        message = "studio.json ignored: " + std::string(e.what());
+    } catch (const app::InputError& e) {
         message = "studio.json ignored: " + std::string(e.what());
     }
 }
 
 void StudioApp::save_settings() {
     std::ofstream out(config_dir_ + "/studio.json");
-    out << settings_json(settings).dump(2) << "\n";
+    out << app::json_text(settings_json(settings), 2) << "\n";
 }
 
 void StudioApp::apply_theme(float scale) {

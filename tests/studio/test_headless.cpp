@@ -464,3 +464,25 @@ TEST(StudioHeadless, RandomBertEncoder) {
 TEST(StudioHeadless, ZooDense) { check_model(vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf", "dense"); }
 
 TEST(StudioHeadless, ZooMoe) { check_model(vkllm::test::source_dir() + "/assets/zoo/zoo-moe.gguf", "moe"); }
+
+// Bad numbers and unreadable inputs end the studio before it opens a window (no display needed):
+// exit status 2 for an option, as the CLI's, and 1 for a script that is a device or too large.
+TEST(StudioOptions, BadNumbersAndInputsFailBeforeAWindow) {
+    const std::string studio = "env -u DISPLAY -u WAYLAND_DISPLAY '" + studio_binary() + "'";
+    const std::string config = vkllm::test::temp_path("studio-options-config");
+    for (const char* temp : {"nan", "inf", "x"}) {
+        const auto r = vkllm::test::shell(studio + " --temp " + temp + " --config-dir " + config + " 2>&1");
+        EXPECT_EQ(r.code, 2) << temp << ": " << r.out;
+        EXPECT_NE(r.out.find("vkllm-studio: option --temp"), std::string::npos) << r.out;
+    }
+    auto r = vkllm::test::shell(studio + " --script /dev/zero --exit --config-dir " + config + " 2>&1");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("cannot read script /dev/zero: it is a character device"), std::string::npos) << r.out;
+    const std::string big = vkllm::test::temp_path("big-script.txt");
+    std::ofstream(big).close();
+    std::filesystem::resize_file(big, (uint64_t(16) << 20) + 1);
+    r = vkllm::test::shell(studio + " --script " + big + " --exit --config-dir " + config + " 2>&1");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("the limit for a script is 16 MiB"), std::string::npos) << r.out;
+    std::filesystem::remove(big);
+}

@@ -204,3 +204,71 @@ TEST(Options, PanelsAndErrors) {
     const char* exit_alone[] = {"vkllm-studio", "--exit"};
     EXPECT_THROW(parse_options(2, const_cast<char**>(exit_alone)), std::invalid_argument);
 }
+
+// The command line's numbers are checked as the CLI checks its options: `--temp nan` once parsed
+// to NaN, failed the "< 0: unset" test and left the saved temperature in use without a word.
+StudioOptions parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "vkllm-studio");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return parse_options(int(argv.size()), argv.data());
+}
+
+std::string parse_error(std::vector<std::string> args) {
+    try {
+        parse(std::move(args));
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(Options, EveryNumberIsCheckedLikeTheCli) {
+    struct Case {
+        std::vector<std::string> args;
+        std::string needle;
+    };
+    const Case bad[] = {
+        {{"--temp", "nan"}, "option --temp must be a finite number, got nan"},
+        {{"--temp", "NaN"}, "option --temp must be a finite number"},
+        {{"--temp", "inf"}, "option --temp must be a finite number, got inf"},
+        {{"--temp", "-inf"}, "option --temp must be a finite number"},
+        {{"--temp", "1e999"}, "option --temp must be a finite number"},
+        {{"--temp", "0.7x"}, "option --temp expects a number, got '0.7x'"},
+        {{"--temp", ""}, "option --temp expects a number"},
+        {{"--temp", " 0.7"}, "option --temp expects a number"},
+        {{"--temp"}, "option --temp needs a value"},
+        {{"--seed", "nan"}, "option --seed expects an integer"},
+        {{"--seed", "1.5"}, "option --seed expects an integer"},
+        {{"--seed", "-2"}, "option --seed is out of its range [-1, 9223372036854775807], got -2"},
+        {{"--seed", "99999999999999999999"}, "option --seed is out of its range"},
+        {{"-n", "-1"}, "option -n is out of its range [0, 2147483647], got -1"},
+        {{"-n", "2.5"}, "option -n expects an integer"},
+        {{"-n", "inf"}, "option -n expects an integer"},
+        {{"-n", "4294967296"}, "option -n is out of its range"},
+        {{"--scale", "nan"}, "option --scale must be a finite number"},
+        {{"--scale", "5"}, "option --scale is out of its range [0.75, 4], got 5"},
+        {{"--scale", "0"}, "option --scale is out of its range"},
+        {{"--size", "800x600junk"}, "option --size (its height) expects an integer"},
+        {{"--size", "800"}, "option --size wants WIDTHxHEIGHT"},
+        {{"--size", "99999999999x600"}, "option --size (its width) is out of its range"},
+        {{"--size", "100x600"}, "option --size (its width) is out of its range [320, 16384], got 100"},
+        {{"--size", "nanx600"}, "option --size (its width) expects an integer"},
+    };
+    for (const Case& c : bad) {
+        const std::string e = parse_error(c.args);
+        EXPECT_NE(e.find(c.needle), std::string::npos) << c.args[0] << " " << (c.args.size() > 1 ? c.args[1] : "") << ": " << e;
+    }
+    // What is valid still is, with the CLI's meaning: a temperature <= 0 is greedy, -1 too.
+    EXPECT_FALSE(parse({}).temperature.has_value());
+    EXPECT_FLOAT_EQ(*parse({"--temp", "0.7"}).temperature, 0.7f);
+    EXPECT_FLOAT_EQ(*parse({"--temp", "-1"}).temperature, -1.0f);
+    EXPECT_FLOAT_EQ(*parse({"--temp", "0"}).temperature, 0.0f);
+    EXPECT_EQ(parse({"--seed", "-1"}).seed, -1);
+    EXPECT_EQ(parse({"--seed", "9223372036854775807"}).seed, 9223372036854775807);
+    EXPECT_EQ(parse({"-n", "0"}).n_predict, 0);
+    EXPECT_FLOAT_EQ(parse({"--scale", "1.5"}).scale, 1.5f);
+    const StudioOptions size = parse({"--size", "800x600"});
+    EXPECT_EQ(size.width, 800);
+    EXPECT_EQ(size.height, 600);
+}
