@@ -23,7 +23,7 @@ const char* kUsage =
     "  writes float32 [rows][n_embd]: every token's final hidden state for --pooling none, else one\n"
     "  pooled vector per text (default: the model's own pooling type); -f: one text per line (a file or\n"
     "  pipe of at most 64 MiB; -f -: standard input)\n"
-    "  --normalize: each row scaled to unit length; several texts: cosine similarities on stdout\n"
+    "  --normalize: each row scaled to unit length; several texts (up to 256): cosine similarities on stdout\n"
     "  --json: the same as JSON (texts, token counts, pooling, similarities)\n"
     "  the model must be an encoder (BERT); without -m the built-in model is used, a decoder";
 
@@ -60,6 +60,9 @@ void normalize(float* row, int n) {
     for (int i = 0; i < n; ++i) row[i] *= inv;
 }
 
+// Texts beyond which the cosine-similarity table is left out.
+constexpr size_t kMaxSimilarityTexts = 256;
+
 double cosine(const float* a, const float* b, int n) {
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < n; ++i) {
@@ -90,7 +93,13 @@ int run(const Args& args) {
     Session session(*model, so);
 
     const int n_embd = info.n_embd;
-    std::vector<float> all;
+    // Rows go to the file as each text is done; only the pooled vectors the similarity table
+    // compares are kept, and only for a table a person can read (a file of many short lines
+    // would otherwise hold every row, and the table grows with the square of the texts).
+    const bool pooled = pooling_name != "none";
+    const bool table = pooled && texts.size() > 1 && texts.size() <= kMaxSimilarityTexts;
+    std::vector<float> kept;  // [texts, n_embd] when table
+    size_t rows = 0;
     std::vector<int> token_counts, row_counts;
     for (const std::string& text : texts) {
         const std::vector<int32_t> tokens = model->tokenize(text, /*add_special=*/true);
@@ -103,22 +112,21 @@ int run(const Args& args) {
         }
         if (o.has("--normalize"))
             for (int r = 0; r < e.rows; ++r) normalize(&e.data[size_t(r) * size_t(n_embd)], n_embd);
-        all.insert(all.end(), e.data.begin(), e.data.end());
+        out.write(e.data.data(), e.data.size() * sizeof(float));
+        if (table) kept.insert(kept.end(), e.data.begin(), e.data.end());
+        rows += size_t(e.rows);
         token_counts.push_back(int(tokens.size()));
         row_counts.push_back(e.rows);
     }
-    out.write(all.data(), all.size() * sizeof(float));
     out.commit();
-    const size_t rows = all.size() / size_t(n_embd);
 
     // One vector per text to compare: its pooled row (not available for --pooling none).
-    const bool pooled = pooling_name != "none";
     std::vector<std::vector<double>> sim;
-    if (pooled && texts.size() > 1) {
+    if (table) {
         sim.assign(texts.size(), std::vector<double>(texts.size()));
         for (size_t i = 0; i < texts.size(); ++i)
             for (size_t j = 0; j < texts.size(); ++j)
-                sim[i][j] = cosine(&all[i * size_t(n_embd)], &all[j * size_t(n_embd)], n_embd);
+                sim[i][j] = cosine(&kept[i * size_t(n_embd)], &kept[j * size_t(n_embd)], n_embd);
     }
     if (o.has("--json")) {
         nlohmann::json j;
@@ -146,6 +154,9 @@ int run(const Args& args) {
                  texts.size() == 1 ? "" : "s", o.str("-o").c_str());
     if (!pooled && texts.size() > 1)
         std::fprintf(stderr, "vkllm: no similarity table with --pooling none (one row per token)\n");
+    if (pooled && texts.size() > kMaxSimilarityTexts)
+        std::fprintf(stderr, "vkllm: no similarity table for more than %zu texts (the vectors are in %s)\n",
+                     kMaxSimilarityTexts, o.str("-o").c_str());
     return 0;
 }
 

@@ -70,6 +70,27 @@ TEST(EmbedCli, NormalizeGivesUnitRows) {
     EXPECT_NEAR(sum, 1.0, 1e-5);
 }
 
+// Many texts: every pooled row is written, in order, and the similarity table (which grows with
+// the square of the texts) is left out past 256 texts.
+TEST(EmbedCli, ManyTextsAreWrittenWithoutASimilarityTable) {
+    const std::string texts = test::temp_path("embed_many.txt"), out = test::temp_path("embed_many.f32"),
+                      first = test::temp_path("embed_first.f32");
+    {
+        std::ofstream f(texts);
+        for (int i = 0; i < 300; ++i) f << (i % 2 ? "a cat" : "the mat") << "\n";
+    }
+    Result r = vkllm("embed " + kModel + " -f " + texts + " --pooling mean -o " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out.find("cosine similarity"), std::string::npos) << r.out.substr(0, 500);
+    EXPECT_NE(r.out.find("no similarity table for more than 256 texts"), std::string::npos) << r.out;
+    const std::vector<float> all = test::read_f32(out);
+    ASSERT_EQ(all.size(), 300u * 32u);
+    ASSERT_EQ(vkllm("embed " + kModel + " -p \"a cat\" --pooling mean -o " + first).code, 0);
+    const std::vector<float> one = test::read_f32(first);
+    const std::vector<float> row1(all.begin() + 32, all.begin() + 64);
+    EXPECT_LT(max_abs_diff(row1, one), 1e-6f);
+}
+
 TEST(EmbedCli, ErrorsAreClearAndLeaveNoFile) {
     const std::string out = test::temp_path("embed_none.f32");
     std::filesystem::remove(out);
