@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gguf/gguf.h"
+#include "model/metadata_keys.h"
 #include "model/model_internal.h"
 #include "model/spec.h"
 #include "tokenizer/tokenizer.h"
@@ -147,7 +148,7 @@ void add_tokenizer(ModelInfo& info, const tokenizer::Tokenizer& tok) {
 }
 
 void add_chat_templates(ModelInfo& info, const gguf::File& file) {
-    const std::string key = "tokenizer.chat_template";
+    const std::string key(model::keys::kChatTemplate);
     if (const gguf::Value* v = file.find(key); v && v->type == gguf::ValueType::STRING) info.chat_template = v->s;
     const std::string prefix = key + ".";
     for (const std::string& k : file.keys_in_order())
@@ -232,7 +233,8 @@ ModelInfo read_model_info(const GgufFile& file) {
     const model::ModelSpec spec = model::ModelSpec::from_gguf(f);
     // A file without a vocabulary still has an architecture to describe.
     std::unique_ptr<tokenizer::Tokenizer> tok;
-    if (f.has("tokenizer.ggml.model") || f.has("tokenizer.ggml.tokens")) tok = tokenizer::Tokenizer::from_gguf(f);
+    if (f.has(std::string(model::keys::kTokenizerModel)) || f.has(std::string(model::keys::kTokenizerTokens)))
+        tok = tokenizer::Tokenizer::from_gguf(f);
     return detail::model_info(f, spec, tok.get());
 }
 

@@ -1,5 +1,7 @@
-// ModelSpec: a model's architecture as data. One small function per family maps GGUF metadata
-// to a spec (spec_families.cpp); the one forward pass (forward.cpp) walks the layer specs.
+// ModelSpec: a model's architecture as data. from_gguf (spec.cpp) reads a file's metadata (the
+// keys are named in metadata_keys.h) as its family's row in the family table says (families.h,
+// families.cpp: one row of defaults and named quirks per architecture); the one forward pass
+// (forward.cpp) walks the layer specs.
 #pragma once
 
 #include <cstdint>
@@ -142,7 +144,7 @@ struct ModelSpec {
     std::string to_table() const;
 };
 
-// Architectures from_gguf understands.
+// Architectures from_gguf understands: the family table's, sorted.
 std::vector<std::string> supported_architectures();
 
 }  // namespace vkllm::model

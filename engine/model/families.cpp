@@ -1,0 +1,234 @@
+// The family table: every architecture vkllm runs, as one row of data (the fields are described
+// in families.h). This is the only file in engine/ that names architectures or holds a number
+// that belongs to one family (tests/model/test_family_table.cpp checks the names). Each row
+// follows llama.cpp's src/models/<arch>.cpp (its load_arch_hparams and graph), and each family
+// has a random-weight golden model checked against llama.cpp (tests/golden/families, moe, bert).
+#include "model/families.h"
+
+namespace vkllm::model {
+namespace {
+
+std::vector<Family> make_families() {
+    return {
+        // Llama 1/2/3, TinyLlama, SmolLM, and what llama.cpp's converter writes for Mistral and
+        // Mixtral: RMSNorm before attention and FFN, RoPE on adjacent pairs (the converter
+        // permutes Q/K for it), SwiGLU. Mixtral: softmax over all experts, top-k, renormalised.
+        // A window on every layer where the metadata gives one (llama.cpp reads none for
+        // `llama` and its converter writes none, so files in the wild rarely have it).
+        {
+            .arch = "llama",
+            .windows = WindowRule::EveryLayer,
+            .moe = true,
+            .topk_norm = TopkNorm::Yes,
+        },
+        // GPT-2: LayerNorm with bias, learned absolute positions, fused QKV with bias, GELU MLP.
+        {
+            .arch = "gpt2",
+            .norm = NormKind::LayerNorm,
+            .learned_positions = true,
+            .fused_qkv = true,
+            .bias_qkv = Has::Yes,
+            .bias_o = Has::Yes,
+            .rope = false,
+            .activation = Activation::GeluTanh,
+            .gated = false,
+            .ffn_bias = Has::Yes,
+        },
+        // Qwen2: Llama with q/k/v biases and NeoX RoPE.
+        {
+            .arch = "qwen2",
+            .norm_eps = 1e-6,
+            .bias_qkv = Has::Yes,
+            .rope_neox = true,
+        },
+        // Qwen3: per-head QK-norm instead of Qwen2's biases.
+        {
+            .arch = "qwen3",
+            .norm_eps = 1e-6,
+            .qk_norm = QkNorm::PerHead,
+            .rope_neox = true,
+        },
+        // Gemma 2: embeddings times sqrt(n_embd), sandwich norms, GeGLU, NeoX RoPE, attention and
+        // final soft-caps, a window on every other layer (0, 2, 4, ...). The converter stores
+        // RMSNorm weights as (1 + w).
+        {
+            .arch = "gemma2",
+            .norm_eps = 1e-6,
+            .placement = NormPlacement::Sandwich,
+            .embd_scale_sqrt_n_embd = true,
+            .final_softcap = 30.0,
+            .attn_softcap = 50.0,
+            .rope_neox = true,
+            .windows = WindowRule::Pattern,
+            .window = 4096,
+            .window_period = 2,
+            .local_rope_base = -1.0,
+            .activation = Activation::GeluTanh,
+            .query_scale_by_embd_at_n_layer = 46,  // Gemma 2 27B
+        },
+        // Gemma 3: Gemma 2 without the attention soft-cap (a final one only when the file has it),
+        // per-head QK-norm, five local layers to one global; local layers use their own RoPE base
+        // (default 10000) and no position scaling.
+        {
+            .arch = "gemma3",
+            .norm_eps = 1e-6,
+            .placement = NormPlacement::Sandwich,
+            .embd_scale_sqrt_n_embd = true,
+            .final_softcap = 0.0,
+            .qk_norm = QkNorm::PerHead,
+            .rope_neox = true,
+            .windows = WindowRule::Pattern,
+            .window = 0,
+            .window_period = 6,
+            .local_rope_base = 10000.0,
+            .local_rope_unscaled = true,
+            .activation = Activation::GeluTanh,
+            .query_scale_by_embd_at_n_layer = 62,  // Gemma 3 27B
+        },
+        // OLMo 2: RMSNorm after attention and after the FFN (not before), QK-norm over the whole
+        // q/k projections, NeoX RoPE. OLMo 3 files carry a sliding window with its layer pattern.
+        {
+            .arch = "olmo2",
+            .norm_eps = 1e-6,
+            .placement = NormPlacement::Post,
+            .qk_norm = QkNorm::FullWidth,
+            .rope_neox = true,
+            .windows = WindowRule::PatternIfSet,
+            .window_period = 4,
+        },
+        // Phi-3: fused QKV and fused gate/up, NeoX RoPE (possibly partial), LongRoPE factor
+        // tensors. Files carry `sliding_window` (2047), which llama.cpp ignores; so does vkllm.
+        {
+            .arch = "phi3",
+            .fused_qkv = true,
+            .rope_neox = true,
+            .longrope = true,
+            .fused_gate_up = true,
+        },
+        // SmolLM3: the Llama layout with no RoPE on every 4th layer (3, 7, 11, ...): a constant in
+        // llama.cpp (n_no_rope_layer_step), no key.
+        {
+            .arch = "smollm3",
+            .norm_eps = 1e-6,
+            .nope_period = 4,
+        },
+        // Qwen3-MoE: Qwen3's attention with a MoE FFN, softmax gating renormalised; without
+        // expert_feed_forward_length an expert is feed_forward_length / expert_used_count wide.
+        {
+            .arch = "qwen3moe",
+            .norm_eps = 1e-6,
+            .qk_norm = QkNorm::PerHead,
+            .rope_neox = true,
+            .moe = true,
+            .topk_norm = TopkNorm::Yes,
+            .expert_width_over_topk = true,
+        },
+        // OLMoE: pre-norm Llama layout with QK-norm over the whole q/k projections, NeoX RoPE and a
+        // MoE FFN whose softmax weights are not renormalised.
+        {
+            .arch = "olmoe",
+            .qk_norm = QkNorm::FullWidth,
+            .rope_neox = true,
+            .moe = true,
+        },
+        // gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): biased attention with learned sink logits,
+        // a window on even layers, NeoX RoPE (YaRN in the real models); MoE on every layer with a
+        // biased router, softmax over the chosen logits, biased experts with the clamped SwiGLU
+        // (alpha 1.702, limit 7). Its pre-FFN norm is named post_attention_norm.
+        {
+            .arch = "gpt-oss",
+            .ffn_norm_tensor = "post_attention_norm",
+            .bias_qkv = Has::Yes,
+            .bias_o = Has::Yes,
+            .sinks = true,
+            .rope_neox = true,
+            .windows = WindowRule::Pattern,
+            .window_required = true,
+            .window_period = 2,
+            .local_rope_base = -1.0,
+            .moe = true,
+            .experts_required = true,
+            .softmax_after_topk = true,
+            .router_bias = true,
+            .expert_bias = true,
+            .swiglu_alpha = 1.702f,
+            .swiglu_limit = 7.0f,
+        },
+        // Llama 4: every 4th layer NoPE with query temperature (floor 8192, scale 0.1), the others
+        // RoPE with an unweighted QK-norm after it and chunked attention (chunks of 8192; the
+        // key `attention.sliding_window` = 0 turns chunking off); MoE on every
+        // interleave_moe_layer_step-th layer (dense FFN elsewhere): top-k by router logit, sigmoid
+        // weight scaling the expert's input, plus one shared expert. Maverick (128 experts) has
+        // no QK-norm.
+        {
+            .arch = "llama4",
+            .qk_norm = QkNorm::L2AfterRope,
+            .nope_period = 4,
+            .nope_temperature_floor = 8192,
+            .nope_temperature_scale = 0.1f,
+            .chunk = 8192,
+            .chunk_period = 4,
+            .moe = true,
+            .gating = Gating::Sigmoid,
+            .weight_input = true,
+            .shared_experts = 1,
+            .moe_interleave_key = true,
+            .no_qk_norm_at_n_expert = 128,
+        },
+        // DeepSeek V2/V3 (and Kimi K2): MLA attention (absorbed form), YaRN with DeepSeek's
+        // mscale, leading dense layers, then MoE layers with shared experts and V3's routing
+        // (sigmoid or softmax gating, exp_probs_b selection bias, group-limited top-k,
+        // renormalisation, scale).
+        {
+            .arch = "deepseek2",
+            .norm_eps = 1e-6,
+            .moe = true,
+            .topk_norm = TopkNorm::FromKey,
+            .gating = Gating::FromKey,
+            .shared_experts_key = true,
+            .selection_bias = true,
+            .expert_groups_key = true,
+            .leading_dense_key = true,
+            .mla = true,
+            .yarn_log_multiplier_scaled_by_10 = true,
+        },
+        // BERT, bge, MiniLM (llama.cpp's `bert`), the encoder: learned absolute positions plus
+        // token type 0, LayerNorm of the embeddings, bidirectional attention (attention.causal,
+        // default false), biased projections where the file has them, post-norm of each residual
+        // sum (attn_output_norm, layer_output_norm), a GELU MLP, no output norm, pooling from the
+        // file. The output projection is tied to token_embd (files carry no MLM head).
+        {
+            .arch = "bert",
+            .norm = NormKind::LayerNorm,
+            .norm_eps = 1e-12,
+            .placement = NormPlacement::PostResidual,
+            .learned_positions = true,
+            .embd_norm = true,
+            .token_types = Has::IfTensor,
+            .final_norm = false,
+            .pooling_key = true,
+            .causal_key = false,
+            .bias_qkv = Has::IfTensor,
+            .bias_o = Has::IfTensor,
+            .rope = false,
+            .activation = Activation::GeluTanh,
+            .gated = false,
+            .ffn_bias = Has::IfTensor,
+        },
+    };
+}
+
+}  // namespace
+
+const std::vector<Family>& families() {
+    static const std::vector<Family> table = make_families();
+    return table;
+}
+
+const Family* find_family(std::string_view arch) {
+    for (const Family& f : families())
+        if (f.arch == arch) return &f;
+    return nullptr;
+}
+
+}  // namespace vkllm::model
