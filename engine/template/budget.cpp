@@ -30,8 +30,12 @@ void Budget::check() {
     if (used_ > limits::kMaxWork)
         throw Error("template does too much work (limit: " + std::to_string(limits::kMaxWork) +
                     " units, about a byte copied or compared each)");
-    if (cancelled_ && cancelled_()) throw Error::cancellation();
+    poll();
     next_check_ = std::min(add_sat(used_, limits::kPollWork), limits::kMaxWork + 1);
+}
+
+void Budget::poll() {
+    if (cancelled_ && cancelled_()) throw Error::cancellation();
 }
 
 void charge(uint64_t units) {
@@ -39,7 +43,10 @@ void charge(uint64_t units) {
 }
 
 void charge_string(uint64_t bytes) {
-    charge(bytes >= limits::kLargeStringBytes ? mul_sat(bytes, limits::kLargeByteWork) : bytes);
+    const uint64_t per_byte = bytes >= limits::kHugeStringBytes    ? limits::kHugeByteWork
+                              : bytes >= limits::kLargeStringBytes ? limits::kLargeByteWork
+                                                                   : 1;
+    charge(mul_sat(bytes, per_byte));
 }
 
 void charge_search(size_t haystack, size_t needle) {

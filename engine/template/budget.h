@@ -34,6 +34,8 @@ public:
     }
     // A loop iteration or a macro call (limits::kMaxSteps), which also costs work.
     void step();
+    // Throws Error::cancellation() when the cancellation callback says so.
+    void poll();
     uint64_t used() const { return used_; }
 
 private:
@@ -46,7 +48,7 @@ private:
 
 // Charges the budget of the render running on this thread (nothing outside a render).
 void charge(uint64_t units);
-// A string of `bytes` copied or written whole (limits::kLargeByteWork per byte when large).
+// A string of `bytes` copied or written whole (more per byte when large: limits.h).
 void charge_string(uint64_t bytes);
 // The work of scanning `haystack` bytes for a `needle`-byte string: the search compares up to
 // the needle's length at every position.

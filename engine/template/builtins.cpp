@@ -94,7 +94,7 @@ Value call_list_method(const Value& self, const std::string& name, const Args& a
 
 Value method(const Value& self, const std::string& name) {
     return Value::function(name, [self, name](const Args& a) -> Value {
-        if (self.is_string()) return keep_safe(self, call_str_method(self.string, name, a));
+        if (self.is_string()) return keep_safe(self, call_str_method(self.string(), name, a));
         if (self.is_dict()) return call_dict_method(self, name, a);
         return call_list_method(self, name, a);
     });
@@ -154,14 +154,14 @@ Value get_item(const Value& obj, const Value& key) {
                 if (i < 0) i += n;
                 if (i >= 0 && i < n) return (*obj.list)[size_t(i)];
             } else {
-                std::u32string u = decode_utf8(obj.string);
+                std::u32string u = decode_utf8(obj.string());
                 int64_t n = int64_t(u.size());
                 if (i < 0) i += n;
                 if (i >= 0 && i < n) return Value::from(encode_utf8(u.substr(size_t(i), 1)));
             }
         }
     }
-    if (key.is_string()) return get_attr(obj, key.string);
+    if (key.is_string()) return get_attr(obj, key.string());
     return Value::undefined(object_name(obj) + " has no element " + repr(key));
 }
 
@@ -172,7 +172,7 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
     std::u32string u;
     int64_t n;
     if (obj.is_string()) {
-        u = decode_utf8(obj.string);
+        u = decode_utf8(obj.string());
         n = int64_t(u.size());
     } else if (obj.is_list() && !obj.generator) {
         n = int64_t(obj.list->size());
@@ -219,8 +219,8 @@ bool contains(const Value& c, const Value& item) {
         case Kind::Undefined: return false;
         case Kind::String:
             if (!item.is_string()) type_error("'in <string>' requires string as left operand, not " + type_name(item));
-            charge_search(c.string.size(), item.string.size());
-            return c.string.find(item.string) != std::string::npos;
+            charge_search(c.string().size(), item.string().size());
+            return c.string().find(item.string()) != std::string::npos;
         case Kind::List:
             for (const auto& x : *c.list)
                 if (equals(x, item)) return true;
@@ -240,9 +240,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "+") {
         if (a.is_string()) {
             if (!b.is_string()) type_error("can only concatenate str (not \"" + type_name(b) + "\") to str");
-            if (!a.safe && !b.safe) return Value::from(concat(a.string, b.string));
+            if (!a.safe && !b.safe) return Value::from(concat(a.string(), b.string()));
             // Markup + str escapes the plain side (HTML), and the result is Markup.
-            Value v = Value::from(concat(a.safe ? a.string : html_escape(a.string), b.safe ? b.string : html_escape(b.string)));
+            Value v = Value::from(concat(a.safe ? a.string() : html_escape(a.string()), b.safe ? b.string() : html_escape(b.string())));
             v.safe = true;
             return v;
         }
@@ -268,7 +268,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
             const Value& n = seq == &a ? b : a;
             if (n.kind != Kind::Int && n.kind != Kind::Bool) return unsupported();
             int64_t k = std::max<int64_t>(0, n.kind == Kind::Bool ? n.boolean : n.integer);
-            const size_t unit = seq->is_string() ? seq->string.size() : seq->list->size();
+            const size_t unit = seq->is_string() ? seq->string().size() : seq->list->size();
             const size_t limit = seq->is_string() ? limits::kMaxStringBytes : limits::kMaxListItems;
             if (unit > 0 && uint64_t(k) > limit / unit)
                 throw Error(std::string(seq->is_string() ? "string" : "list") + " repetition too large (limit: " +
@@ -278,7 +278,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
                 charge_string(size);
                 std::string out;
                 out.reserve(size_t(size));
-                for (int64_t i = 0; i < k; ++i) out += seq->string;
+                for (int64_t i = 0; i < k; ++i) out += seq->string();
                 return Value::from(std::move(out));
             }
             charge(size * limits::kValueWork);
@@ -294,10 +294,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         List vals = b.is_list() ? *b.list : List{b};
         std::string out;
         size_t k = 0;
-        for (size_t i = 0; i < a.string.size(); ++i) {
-            char c = a.string[i];
-            if (c != '%' || i + 1 >= a.string.size()) { out += c; continue; }
-            char f = a.string[++i];
+        for (size_t i = 0; i < a.string().size(); ++i) {
+            char c = a.string()[i];
+            if (c != '%' || i + 1 >= a.string().size()) { out += c; continue; }
+            char f = a.string()[++i];
             if (f == '%') { out += '%'; continue; }
             if (k >= vals.size()) type_error("not enough arguments for format string");
             const Value& v = vals[k++];

@@ -52,7 +52,7 @@ std::optional<int64_t> parse_int(const std::string& digits, int base) {
 }
 
 const std::string& as_string(const Value& v, const char* what) {
-    if (v.is_string()) return v.string;
+    if (v.is_string()) return v.string();
     if (v.is_undefined()) fail_undefined(v);
     type_error(std::string(what) + " must be str, not " + type_name(v));
 }
@@ -72,7 +72,7 @@ Value pairs(const Dict& d) {
 int64_t py_len(const Value& v) {
     switch (v.kind) {
         case Kind::Undefined: return 0;
-        case Kind::String: return int64_t(decode_utf8(v.string).size());
+        case Kind::String: return int64_t(count_chars(v.string()));
         case Kind::List:
             if (v.generator) type_error("object of type 'generator' has no len()");
             return int64_t(v.list->size());

@@ -15,6 +15,7 @@ namespace {
 
 // "a.b.0": jinja2's attribute getter for map/selectattr/sort/... (items first, then attributes).
 Value get_path(const Value& v, const std::string& path) {
+    charge(path.size());
     Value cur = v;
     size_t start = 0;
     while (true) {
@@ -56,7 +57,7 @@ Value select(const Value& input, const Args& a, bool by_attr, bool keep) {
 
 // The key sort/unique/min/max compare by: lower-cased strings unless case_sensitive.
 Value sort_key(const Value& v, bool case_sensitive) {
-    if (!case_sensitive && v.is_string()) return Value::from(lower(v.string));
+    if (!case_sensitive && v.is_string()) return Value::from(lower(v.string()));
     return v;
 }
 
@@ -81,7 +82,7 @@ std::string indent(const std::string& s, const Value* width, bool first, bool bl
     // Python's ' ' * width: none for a width below 1.
     const int64_t n = width && !width->is_string() ? as_int(*width, "width") : 4;
     if (!(width && width->is_string())) check_string_size(uint64_t(std::max<int64_t>(n, 0)));
-    const std::string pad = width && width->is_string() ? width->string : std::string(size_t(std::max<int64_t>(n, 0)), ' ');
+    const std::string pad = width && width->is_string() ? width->string() : std::string(size_t(std::max<int64_t>(n, 0)), ' ');
     const std::vector<std::string> lines = splitlines(s + "\n");  // one line at least
     auto padded = [&](size_t i) { return (i == 0 ? first : blank || !lines[i].empty()); };
     // The result's size before it is built: the text, its newlines and the pads.
@@ -113,7 +114,7 @@ Value to_int(const Value& v, const Args& a) {
     if (v.kind == Kind::Bool) return Value::from(int64_t(v.boolean));
     if (v.kind == Kind::Float) return from_float(v.real);
     if (v.is_string()) {
-        std::string s = strip(v.string, nullptr, true, true), digits;
+        std::string s = strip(v.string(), nullptr, true, true), digits;
         for (char c : s)
             if (c != '_') digits += c;
         if (base >= 0 && base <= 36)
@@ -189,7 +190,7 @@ const std::map<std::string, Filter>& filters() {
              if (v.kind == Kind::Float) return v;
              if (v.kind == Kind::Int || v.kind == Kind::Bool) return Value::from(as_double(v));
              if (v.is_string()) {
-                 std::string s = strip(v.string, nullptr, true, true);
+                 std::string s = strip(v.string(), nullptr, true, true);
                  char* end = nullptr;
                  double d = std::strtod(s.c_str(), &end);
                  if (!s.empty() && end && *end == 0) return Value::from(d);
@@ -281,7 +282,7 @@ const std::map<std::string, Filter>& filters() {
          }},
         {"reverse", [](const Value& v, const Args&) {
              if (v.is_string()) {
-                 std::u32string u = decode_utf8(v.string);
+                 std::u32string u = decode_utf8(v.string());
                  std::reverse(u.begin(), u.end());
                  return Value::from(encode_utf8(u));
              }
@@ -389,7 +390,7 @@ const std::map<std::string, Test>& tests() {
         // Python's `value % 2 == 0` and `value % 2 == 1`, for ints and floats alike.
         {"even", [](const Value& v, const Args&) { return equals(arithmetic("%", v, Value::from(2)), Value::from(0)); }},
         {"false", [](const Value& v, const Args&) { return v.kind == Kind::Bool && !v.boolean; }},
-        {"filter", [](const Value& v, const Args&) { return v.is_string() && has_filter(v.string); }},
+        {"filter", [](const Value& v, const Args&) { return v.is_string() && has_filter(v.string()); }},
         {"float", [](const Value& v, const Args&) { return v.kind == Kind::Float; }},
         {"ge", [](const Value& v, const Args& a) { return compare(v, test_arg(a, "ge")) >= 0; }},
         {"gt", [](const Value& v, const Args& a) { return compare(v, test_arg(a, "gt")) > 0; }},
@@ -421,7 +422,7 @@ const std::map<std::string, Test>& tests() {
              return v.is_undefined() || v.is_string() || (v.is_list() && !v.generator) || v.is_dict();
          }},
         {"string", [](const Value& v, const Args&) { return v.is_string(); }},
-        {"test", [](const Value& v, const Args&) { return v.is_string() && has_test(v.string); }},
+        {"test", [](const Value& v, const Args&) { return v.is_string() && has_test(v.string()); }},
         {"true", [](const Value& v, const Args&) { return v.kind == Kind::Bool && v.boolean; }},
         {"undefined", [](const Value& v, const Args&) { return v.is_undefined(); }},
         {"upper", [](const Value& v, const Args&) {

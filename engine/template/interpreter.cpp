@@ -41,12 +41,13 @@ class Interpreter {
 public:
     Interpreter(const Source& source, const Dict& variables, const std::tm& now, const std::function<bool()>& cancelled)
         : budget_(cancelled), src_(source) {
-        for (auto& [k, v] : make_globals(now).items) globals_.vars[k.string] = v;
+        for (auto& [k, v] : make_globals(now).items) globals_.vars[k.string()] = v;
         for (const auto& [k, v] : variables.items) globals_.vars[to_str(k)] = v;
         root_.parent = &globals_;
     }
 
     std::string run(const Template& tpl) {
+        budget_.poll();  // a render cancelled before it starts does not start
         std::string out;
         Flow f = exec(tpl.body, root_, out);
         if (f != Flow::Normal) throw Error("'break' or 'continue' outside of a loop");
@@ -69,13 +70,11 @@ private:
         budget_.charge(text.size());
         out += text;
     }
-    // Every value an expression produces passes here. The operations check sizes before they
-    // build a value; a string is charged once more here because evaluating a name or a
-    // constant copies it.
+    // Every value an expression produces passes here (the operations check sizes before they
+    // build a value: this is the last line of defence).
     void check_value(const Value& v) {
         if (v.kind == Kind::String) {
-            check_string_size(v.string.size());
-            charge_string(v.string.size());
+            check_string_size(v.string().size());
         } else if (v.kind == Kind::List) {
             check_list_size(v.list->size());
         }
@@ -177,19 +176,23 @@ private:
         Value iterable = eval(*s.expr, scope);
         if (!iterable.is_undefined() && !iterable.is_list() && !iterable.is_dict() && !iterable.is_string())
             throw Error("'" + type_name(iterable) + "' object is not iterable");
-        List all = iterate(iterable), items;
+        // A list is not copied: lists are immutable, and this one is held while the loop runs.
+        std::shared_ptr<const List> all =
+            iterable.is_list() ? iterable.list : std::make_shared<const List>(iterate(iterable));
+        std::shared_ptr<const List> filtered;
         Scope loop_scope;
         loop_scope.parent = &scope;
         if (s.condition) {  // `for x in xs if cond`: filtered before the loop (loop.* counts these)
-            for (const auto& item : all) {
+            auto kept = std::make_shared<List>();
+            for (const auto& item : *all) {
                 step();
                 assign(s.targets, item, loop_scope);
-                if (truthy(eval(*s.condition, loop_scope))) items.push_back(item);
+                if (truthy(eval(*s.condition, loop_scope))) kept->push_back(item);
             }
             loop_scope.vars.clear();
-        } else {
-            items = std::move(all);
+            filtered = std::move(kept);
         }
+        const List& items = filtered ? *filtered : *all;
         size_t n = items.size();
         for (size_t i = 0; i < n; ++i) {
             step();
@@ -209,20 +212,30 @@ private:
         Value loop;
         loop.kind = Kind::Namespace;
         loop.dict = std::make_shared<Dict>();
-        // The names are distinct: added without Dict::set's search for an existing one.
-        auto add = [&d = *loop.dict](const char* name, Value v) { d.items.emplace_back(Value::from(name), std::move(v)); };
-        add("index0", Value::from(int64_t(i)));
-        add("index", Value::from(int64_t(i + 1)));
-        add("revindex0", Value::from(int64_t(n - i - 1)));
-        add("revindex", Value::from(int64_t(n - i)));
-        add("first", Value::from(i == 0));
-        add("last", Value::from(i + 1 == n));
-        add("length", Value::from(int64_t(n)));
-        add("depth", Value::from(int64_t(1)));
-        add("depth0", Value::from(int64_t(0)));
-        add("previtem", i > 0 ? items[i - 1] : Value::undefined("there is no previous item"));
-        add("nextitem", i + 1 < n ? items[i + 1] : Value::undefined("there is no next item"));
-        add("cycle", Value::function("cycle", [i](const Args& a) {
+        // The names are made once (their texts are shared) and are distinct: added without
+        // Dict::set's search for an existing one.
+        enum Name { Index0, Index, Revindex0, Revindex, First, Last, Length, Depth, Depth0, Previtem, Nextitem, Cycle };
+        static const Value names[] = {Value::from("index0"), Value::from("index"), Value::from("revindex0"),
+                                      Value::from("revindex"), Value::from("first"), Value::from("last"),
+                                      Value::from("length"), Value::from("depth"), Value::from("depth0"),
+                                      Value::from("previtem"), Value::from("nextitem"), Value::from("cycle")};
+        Dict& d = *loop.dict;
+        d.items.reserve(std::size(names));
+        auto add = [&d](Name name, Value v) { d.items.emplace_back(names[name], std::move(v)); };
+        add(Index0, Value::from(int64_t(i)));
+        add(Index, Value::from(int64_t(i + 1)));
+        add(Revindex0, Value::from(int64_t(n - i - 1)));
+        add(Revindex, Value::from(int64_t(n - i)));
+        add(First, Value::from(i == 0));
+        add(Last, Value::from(i + 1 == n));
+        add(Length, Value::from(int64_t(n)));
+        add(Depth, Value::from(int64_t(1)));
+        add(Depth0, Value::from(int64_t(0)));
+        static const Value no_previous = Value::undefined("there is no previous item");
+        static const Value no_next = Value::undefined("there is no next item");
+        add(Previtem, i > 0 ? items[i - 1] : no_previous);
+        add(Nextitem, i + 1 < n ? items[i + 1] : no_next);
+        add(Cycle, Value::function("cycle", [i](const Args& a) {
             if (a.positional.empty()) throw Error("no items for cycling given");
             return a.positional[i % a.positional.size()];
         }));

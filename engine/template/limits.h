@@ -30,24 +30,29 @@ constexpr size_t kMaxStringBytes = size_t(64) << 20;
 constexpr size_t kMaxListItems = 1'000'000;
 constexpr size_t kMaxOutputBytes = size_t(64) << 20;
 
-// Work, over one render, in units of a byte copied (about a tenth of a nanosecond): copying,
-// comparing or scanning a byte costs 1 (kLargeByteWork in a string of kLargeStringBytes or
-// more: fresh pages rather than cache), decoding or case-mapping one kCharWork, copying or
-// comparing a value (a list item, a dict entry: a fat struct, often a fresh allocation)
-// kValueWork, evaluating an expression or running a statement kNodeWork, a loop iteration or
-// macro call kStepWork more. What the sizes and steps above leave unbounded is time: a list or
-// string rebuilt in a loop (quadratic), a large value copied or compared over and over, a long
-// loop body. The whole budget is spent in about half a second; real templates use a small part
-// of it on long conversations (hundreds of kilobytes).
-constexpr uint64_t kMaxWork = uint64_t(1) << 32;
-constexpr uint64_t kLargeStringBytes = uint64_t(1) << 20;
-constexpr uint64_t kLargeByteWork = 8;
-constexpr uint64_t kCharWork = 32;
-constexpr uint64_t kValueWork = 512;
-constexpr uint64_t kNodeWork = 512;
-constexpr uint64_t kStepWork = 2048;
-// How often (in work units, well under a millisecond of rendering) the cancellation callback
-// is polled.
+// Work, over one render, in units of about a byte copied: copying, comparing or scanning a
+// byte costs 1; in a string of kLargeStringBytes or more kLargeByteWork (it is written to
+// fresh memory rather than cache), from kHugeStringBytes kHugeByteWork (the kernel maps its
+// pages as they are written); decoding or case-mapping a byte kCharWork; copying or comparing
+// a value (a list item, a dict entry) kValueWork; evaluating an expression or running a
+// statement kNodeWork; a loop iteration or macro call kStepWork more. What the sizes and steps
+// above leave unbounded is time: a list or string rebuilt in a loop (quadratic), a large value
+// copied or compared over and over, a long loop body. The budget is about a second of
+// rendering at most, less where values are copied (which real templates do little of: they
+// evaluate expressions over their messages). On a conversation of a thousand messages (half a
+// megabyte), the real templates of tests/golden/templates use a third of it at most, but for
+// one that rebuilds its whole output by `~` for every message (three quarters).
+constexpr uint64_t kMaxWork = uint64_t(1) << 33;
+constexpr uint64_t kLargeStringBytes = uint64_t(128) << 10;
+constexpr uint64_t kLargeByteWork = 4;
+constexpr uint64_t kHugeStringBytes = uint64_t(4) << 20;
+constexpr uint64_t kHugeByteWork = 16;
+constexpr uint64_t kCharWork = 64;
+constexpr uint64_t kValueWork = 2048;
+constexpr uint64_t kNodeWork = 256;
+constexpr uint64_t kStepWork = 1024;
+// How often (in work units: about a millisecond of rendering) the cancellation callback is
+// polled.
 constexpr uint64_t kPollWork = uint64_t(1) << 22;
 
 }  // namespace vkllm::jinja::limits

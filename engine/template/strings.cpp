@@ -157,8 +157,12 @@ std::string jinja_title(const std::string& s) {
 std::string strip(const std::string& s, const Value* chars, bool left, bool right) {
     std::u32string u = decode_utf8(s), set;
     bool by_set = chars && !chars->is_none();
-    if (by_set) set = decode_utf8(as_string(*chars, "strip arg"));
-    auto drop = [&](char32_t c) { return by_set ? set.find(c) != std::u32string::npos : is_py_space(c); };
+    if (by_set) {
+        // Sorted, so that a long `chars` costs a binary search per character, not a scan.
+        set = decode_utf8(as_string(*chars, "strip arg"));
+        std::sort(set.begin(), set.end());
+    }
+    auto drop = [&](char32_t c) { return by_set ? std::binary_search(set.begin(), set.end(), c) : is_py_space(c); };
     size_t b = 0, e = u.size();
     if (left) while (b < e && drop(u[b])) ++b;
     if (right) while (e > b && drop(u[e - 1])) --e;
@@ -303,6 +307,7 @@ namespace {
 
 bool affix_match(const std::string& s, const Value& affix, bool prefix) {
     auto one = [&](const std::string& a) {
+        charge(limits::kValueWork + std::min(a.size(), s.size()));
         if (a.size() > s.size()) return false;
         return prefix ? s.compare(0, a.size(), a) == 0 : s.compare(s.size() - a.size(), a.size(), a) == 0;
     };
@@ -422,7 +427,7 @@ Value call_str_method(const std::string& s, const std::string& name, const Args&
         out.reserve(size_t(size));
         for (size_t i = 0; i < items.size(); ++i) {
             if (i) out += s;
-            out += items[i].string;
+            out += items[i].string();
         }
         return Value::from(std::move(out));
     }

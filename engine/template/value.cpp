@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -50,10 +49,15 @@ void Value::release() {
     if (t_released.capacity() > 4096) t_released.shrink_to_fit();
 }
 
+const std::string& Value::empty_text() {
+    static const std::string empty;
+    return empty;
+}
+
 const Value* Dict::find(const std::string& key) const {
     charge(items.size() * (key.size() + 1));  // up to the key's bytes compared per item
     for (const auto& [k, v] : items)
-        if (k.is_string() && k.string == key) return &v;
+        if (k.is_string() && k.string() == key) return &v;
     return nullptr;
 }
 
@@ -104,7 +108,7 @@ bool truthy(const Value& v) {
         case Kind::Bool: return v.boolean;
         case Kind::Int: return v.integer != 0;
         case Kind::Float: return v.real != 0;
-        case Kind::String: return !v.string.empty();
+        case Kind::String: return !v.string().empty();
         case Kind::List: return v.generator || !v.list->empty();  // a generator object is true
         case Kind::Dict: return !v.dict->items.empty();
         case Kind::Namespace: case Kind::Callable: return true;
@@ -189,7 +193,7 @@ void repr_string(std::string& to, const std::string& s) {
 void repr_into(std::string& out, const Value& v, int depth) {
     check_depth(depth);
     switch (v.kind) {
-        case Kind::String: repr_string(out, v.string); return;
+        case Kind::String: repr_string(out, v.string()); return;
         case Kind::List: {
             if (v.generator) return append_checked(out, "<generator object>");
             append_checked(out, v.tuple ? "(" : "[");
@@ -232,7 +236,7 @@ std::string to_str(const Value& v) {
         case Kind::Bool: return v.boolean ? "True" : "False";
         case Kind::Int: return std::to_string(v.integer);
         case Kind::Float: return float_repr(v.real);
-        case Kind::String: return v.string;
+        case Kind::String: return v.string();
         case Kind::List: case Kind::Dict: return repr(v);
         case Kind::Namespace: return "<Namespace>";
         case Kind::Callable: return "<function " + v.callable->name + ">";
@@ -241,7 +245,7 @@ std::string to_str(const Value& v) {
 }
 
 void fail_undefined(const Value& v) {
-    throw Error(v.string.empty() ? "value is undefined" : v.string);
+    throw Error(v.string().empty() ? "value is undefined" : v.string());
 }
 
 namespace {
@@ -262,8 +266,9 @@ bool equals_at(const Value& a, const Value& b, int depth) {
     switch (a.kind) {
         case Kind::Undefined: case Kind::None: return true;
         case Kind::String:
-            if (a.string.size() == b.string.size()) charge(a.string.size());
-            return a.string == b.string;
+            if (a.text == b.text) return true;  // the same text (a copy of one value)
+            if (a.string().size() == b.string().size()) charge(a.string().size());
+            return a.string() == b.string();
         case Kind::List: {
             if (a.list->size() != b.list->size()) return false;
             for (size_t i = 0; i < a.list->size(); ++i)
@@ -298,8 +303,8 @@ int compare_at(const Value& a, const Value& b, int depth) {
     }
     if (a.is_string() && b.is_string()) {
         // Python compares code points; UTF-8 byte order is the same order.
-        charge(std::min(a.string.size(), b.string.size()));
-        int c = a.string.compare(b.string);
+        charge(std::min(a.string().size(), b.string().size()));
+        int c = a.string().compare(b.string());
         return c < 0 ? -1 : c > 0;
     }
     if (a.is_list() && b.is_list()) {
@@ -332,8 +337,8 @@ List iterate(const Value& v) {
         }
         case Kind::String: {
             // One string per character: the count is checked before they are made.
-            const std::u32string u = decode_utf8(v.string);
-            check_list_size(u.size());
+            check_list_size(count_chars(v.string()));
+            const std::u32string u = decode_utf8(v.string());
             charge(u.size() * limits::kValueWork);
             List chars;
             chars.reserve(u.size());
@@ -358,6 +363,18 @@ std::u32string decode_utf8(const std::string& s) {
         i += n;
     }
     return out;
+}
+
+size_t count_chars(const std::string& s) {
+    charge(s.size() * limits::kCharWork / 8);  // a byte looked at, nothing written
+    // decode_utf8's steps: a lead byte's length, one byte where the sequence is cut short.
+    size_t n = 0;
+    for (size_t i = 0; i < s.size(); ++n) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        i += i + len > s.size() ? 1 : len;
+    }
+    return n;
 }
 
 void append_utf8(std::string& out, char32_t c) {
@@ -389,6 +406,16 @@ bool is_py_space(char32_t c) {
 
 namespace {
 
+// How many bytes json.dumps writes for character c inside a string.
+size_t json_width(char32_t c, bool ensure_ascii) {
+    switch (c) {
+        case '"': case '\\': case '\n': case '\r': case '\t': case '\b': case '\f': return 2;
+        default: break;
+    }
+    if (c >= 0x20 && !(ensure_ascii && c > 0x7e)) return utf8_width(c);
+    return c >= 0x10000 ? 12 : 6;  // \uXXXX, or a surrogate pair of them
+}
+
 // What json.dumps writes for character c inside a string: its escape, or "" when c stands for
 // itself. `buf` holds a \uXXXX escape.
 const char* json_escape(char32_t c, bool ensure_ascii, char (&buf)[16]) {
@@ -415,15 +442,12 @@ const char* json_escape(char32_t c, bool ensure_ascii, char (&buf)[16]) {
 // The string as JSON appended to `out`; its size is counted (and checked) before it is written.
 void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
     const std::u32string u = decode_utf8(s);
-    char buf[16];
     uint64_t size = 2;
-    for (char32_t c : u) {
-        const char* esc = json_escape(c, ensure_ascii, buf);
-        size += *esc ? std::strlen(esc) : utf8_width(c);
-    }
+    for (char32_t c : u) size += json_width(c, ensure_ascii);
     check_string_size(add_sat(out.size(), size));
     charge(size);
     out += '"';
+    char buf[16];
     for (char32_t c : u) {
         const char* esc = json_escape(c, ensure_ascii, buf);
         if (*esc) out += esc;
@@ -435,7 +459,7 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
 // json.dumps writes non-string keys as strings: 1 -> "1", True -> "true", None -> "null".
 std::string json_key(const Value& k) {
     switch (k.kind) {
-        case Kind::String: return k.string;
+        case Kind::String: return k.string();
         case Kind::Int: return std::to_string(k.integer);
         case Kind::Float: return float_repr(k.real);
         case Kind::Bool: return k.boolean ? "true" : "false";
@@ -470,7 +494,7 @@ void json_value(std::string& out, const Value& v, const JsonStyle& style, int de
             if (std::isnan(v.real)) return append_checked(out, "NaN");
             if (std::isinf(v.real)) return append_checked(out, v.real > 0 ? "Infinity" : "-Infinity");
             return append_checked(out, float_repr(v.real));
-        case Kind::String: return json_string(out, v.string, style.ascii);
+        case Kind::String: return json_string(out, v.string(), style.ascii);
         case Kind::List: {
             if (v.generator) break;
             if (v.list->empty()) return append_checked(out, "[]");

@@ -67,7 +67,9 @@ struct Value {
     bool boolean = false;
     int64_t integer = 0;
     double real = 0;
-    std::string string;  // String; for Undefined, why it is undefined (the error message on use)
+    // String: the text; Undefined: why it is undefined (the error message on use). Shared and
+    // immutable: copying a value never copies its text.
+    std::shared_ptr<const std::string> text;
     std::shared_ptr<List> list;          // List
     std::shared_ptr<Dict> dict;          // Dict and Namespace (shared: a namespace is mutable)
     std::shared_ptr<Callable> callable;  // Callable
@@ -86,14 +88,14 @@ struct Value {
         if (list || dict || callable) release();
     }
 
-    static Value undefined(std::string why) { Value v; v.string = std::move(why); return v; }
+    static Value undefined(std::string why) { Value v; v.set_text(std::move(why)); return v; }
     static Value none() { Value v; v.kind = Kind::None; return v; }
     static Value from(bool b) { Value v; v.kind = Kind::Bool; v.boolean = b; return v; }
     static Value from(int64_t i) { Value v; v.kind = Kind::Int; v.integer = i; return v; }
     static Value from(int i) { return from(int64_t(i)); }
     static Value from(size_t i) { return from(int64_t(i)); }
     static Value from(double d) { Value v; v.kind = Kind::Float; v.real = d; return v; }
-    static Value from(std::string s) { Value v; v.kind = Kind::String; v.string = std::move(s); return v; }
+    static Value from(std::string s) { Value v; v.kind = Kind::String; v.set_text(std::move(s)); return v; }
     static Value from(const char* s) { return from(std::string(s)); }
     static Value from(List l, bool generator = false) {
         Value v; v.kind = Kind::List; v.list = std::make_shared<List>(std::move(l)); v.generator = generator; return v;
@@ -110,6 +112,8 @@ struct Value {
         return v;
     }
 
+    const std::string& string() const { return text ? *text : empty_text(); }
+
     bool is_undefined() const { return kind == Kind::Undefined; }
     bool is_none() const { return kind == Kind::None; }
     bool is_string() const { return kind == Kind::String; }
@@ -119,6 +123,10 @@ struct Value {
 
 private:
     void release();
+    void set_text(std::string s) {
+        if (!s.empty()) text = std::make_shared<const std::string>(std::move(s));
+    }
+    static const std::string& empty_text();
 };
 
 // Recursive operations on values (equals, compare, repr, to_json, from_json) throw an Error
@@ -146,6 +154,7 @@ Value from_json(const nlohmann::ordered_json& j);
 
 // UTF-8 <-> code points (Python strings index code points).
 std::u32string decode_utf8(const std::string& s);
+size_t count_chars(const std::string& s);  // decode_utf8(s).size(), without decoding
 std::string encode_utf8(const std::u32string& s);  // checks the string limit
 inline size_t utf8_width(char32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
 void append_utf8(std::string& out, char32_t c);  // no limit checked: the caller counted
