@@ -6,6 +6,8 @@
 # logits of every prompt position (NAME.logits.f32, float32 [n_tokens][n_vocab]), the prompt
 # tokens (NAME.tokens.txt) and 32 greedy tokens (NAME.greedy.txt).
 #   scripts/make-golden-families.sh [BUILD_DIR]     (or BUILD_DIR=...; default build)
+# MODELS="exaone qwen3" regenerates those lines of models.txt only (a new family's golden: the
+# others stay as they are); SKIP_BUILD=1 uses the vkllm-random-model already built in BUILD_DIR.
 # Run from anywhere; needs cmake, ninja, npm, g++ and git (the oracle's setup.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,8 +16,10 @@ build=${1:-${BUILD_DIR:-$root/build}}
 out=$root/tests/golden/${GOLDEN:-families}
 n_greedy=32
 
-[[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" --target vkllm-random-model
+if [[ -z ${SKIP_BUILD:-} ]]; then
+  [[ -f $build/CMakeCache.txt ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake --build "$build" --target vkllm-random-model
+fi
 gen=$build/bin/vkllm-random-model
 vocab=$shared/models/stories260K/stories260K-F32.gguf
 
@@ -25,6 +29,7 @@ prompt=$(cat "$out/prompt.txt")
 
 while read -r name args; do
   [[ -z $name || $name == \#* ]] && continue
+  [[ -z ${MODELS:-} || " $MODELS " == *" $name "* ]] || continue
   # shellcheck disable=SC2086  # the options are words
   "$gen" --out "$out/$name.gguf" --vocab-from "$vocab" $args
   NO_FA=1 KV_F32=1 "$home/llama-logits" "$out/$name.gguf" none "$prompt" "$n_greedy" "$out/$name" 1 2>/dev/null |

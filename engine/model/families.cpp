@@ -192,6 +192,12 @@ std::vector<Family> make_families() {
             .mla = true,
             .yarn_log_multiplier_scaled_by_10 = true,
         },
+        // EXAONE 3.0/3.5 (llama.cpp's src/models/exaone.cpp): the Llama layout (pre-RMSNorm,
+        // SwiGLU, optional Llama 3 `rope_freqs`) with NeoX RoPE; no biases, no experts.
+        {
+            .arch = "exaone",
+            .rope_neox = true,
+        },
         // BERT, bge, MiniLM (llama.cpp's `bert`), the encoder: learned absolute positions plus
         // token type 0, LayerNorm of the embeddings, bidirectional attention (attention.causal,
         // default false), biased projections where the file has them, post-norm of each residual

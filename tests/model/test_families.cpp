@@ -141,7 +141,7 @@ TEST(Families, EveryFamilyHasGoldenData) {
                             ->get_string("general.architecture")
                             .value_or(""));
     for (const char* arch : {"gpt2", "llama", "qwen2", "qwen3", "gemma2", "gemma3", "olmo2", "phi3", "smollm3",
-                             "qwen3moe", "olmoe", "gpt-oss", "llama4", "deepseek2"})
+                             "qwen3moe", "olmoe", "gpt-oss", "llama4", "deepseek2", "exaone"})
         EXPECT_NE(std::count(archs.begin(), archs.end(), arch), 0) << "no golden model of architecture " << arch;
 }
 

@@ -188,6 +188,34 @@ TEST(RandomModel, SmolLM3IsTheLlamaLayoutWithItsOwnKeys) {
     EXPECT_FALSE(s->has("smollm3.attention.sliding_window"));
 }
 
+// EXAONE: llama's tensors and keys (the same weights for the same seed), Llama 3 rope_freqs
+// allowed; the spec differs from llama's only by NeoX RoPE pairs.
+TEST(RandomModel, ExaoneIsTheLlamaLayoutWithNeoxRope) {
+    RandomModelConfig c;
+    c.arch = "exaone";
+    c.rope_scaling = random_model::parse_rope_scaling("llama3:8:1:4:64");
+    auto e = model_file(c);
+    c.arch = "llama";
+    c.rope_freq_base = 1e6f;  // exaone's default base (the Llama 3 factors depend on it)
+    auto l = model_file(c);
+    ASSERT_EQ(e->tensors().size(), l->tensors().size());
+    for (const auto& t : l->tensors())
+        EXPECT_EQ(gguf::dequantize_tensor(tensor(*e, t.name)), gguf::dequantize_tensor(t)) << t.name;
+    EXPECT_NE(e->find_tensor("rope_freqs.weight"), nullptr);
+    EXPECT_FLOAT_EQ(float(*e->get_float("exaone.rope.freq_base")), 1e6f);
+
+    const model::ModelSpec es = model::ModelSpec::from_gguf(*e), ls = model::ModelSpec::from_gguf(*l);
+    ASSERT_EQ(es.layers.size(), ls.layers.size());
+    for (size_t i = 0; i < es.layers.size(); ++i) {
+        EXPECT_TRUE(es.layers[i].attn.rope.neox);
+        EXPECT_FALSE(ls.layers[i].attn.rope.neox);
+        EXPECT_EQ(es.layers[i].attn.rope.scaling, model::RopeScaling::Llama3);
+        EXPECT_EQ(es.layers[i].attn.qk_norm, model::QkNorm::None);
+        EXPECT_FALSE(es.layers[i].attn.bias_qkv);
+        EXPECT_EQ(es.layers[i].ffn.moe.n_expert, 0);
+    }
+}
+
 TEST(RandomModel, SoftCapsFollowTheFamily) {
     RandomModelConfig c;
     c.arch = "gemma2";
@@ -400,7 +428,7 @@ TEST(RandomModel, WritesAFileWithTheSharedVocabulary) {
 TEST(RandomModel, GoldenFamilyModelsAreReproducible) {
     VKLLM_REQUIRE_SHARED(shared);
     auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
-    for (const auto& [subdir, expected_models] : {std::pair{"families", 12}, std::pair{"moe", 7}}) {
+    for (const auto& [subdir, expected_models] : {std::pair{"families", 13}, std::pair{"moe", 7}}) {
         SCOPED_TRACE(subdir);
         const std::string dir = test::source_dir() + "/tests/golden/" + subdir;
         std::ifstream table(dir + "/models.txt");

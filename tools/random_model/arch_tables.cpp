@@ -286,6 +286,17 @@ std::vector<ArchTable> make_tables() {
     smollm3.rope_freq_base = 5000000.0f;
     tables.push_back(smollm3);
 
+    // EXAONE 3.0/3.5 (llama.cpp's src/models/exaone.cpp): the llama tensors (optional Llama 3
+    // rope_freqs, output.weight optional) and keys; llama.cpp rotates NeoX pairs for it. Same
+    // names as llama, so the same seed gives the same weights.
+    ArchTable exaone;
+    exaone.name = "exaone";
+    exaone.globals = embeddings_and_head();
+    exaone.per_layer = concat(attention({}), gated_ffn(false));
+    exaone.norm_eps = 1e-5f;
+    exaone.rope_freq_base = 1000000.0f;
+    tables.push_back(exaone);
+
     // Qwen3-MoE: Qwen3's attention (per-head q/k RMSNorm, NeoX RoPE, head_dim free) and MoE FFNs
     // of width expert_feed_forward_length in every layer; llama.cpp renormalises the top-k weights
     // (norm_w hard-coded true, no key read). No shared expert.

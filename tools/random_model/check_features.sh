@@ -139,5 +139,13 @@ done
 same smollm3-3 llama-as-smollm3-3-eps "smollm3: 3 layers equal llama (no NoPE layer yet)"
 differs smollm3-4 llama-as-smollm3-4-eps 1 "smollm3: layer 3 has no RoPE"
 
+# EXAONE = llama with the same weights and keys, except NeoX RoPE pairs: identical at position 0
+# (no rotation there), different from position 1 on. Its Llama 3 rope_freqs are read.
+model exaone $(args_of exaone)
+model llama-as-exaone $(args_of exaone | sed "s/--arch exaone/--arch llama/") --rope-freq-base 1000000
+differs exaone llama-as-exaone 1 "exaone: NeoX RoPE pairs (the llama layout otherwise)"
+model exaone-nofactors $(args_of exaone | sed "s/--rope-scaling [^ ]*//")
+differs exaone exaone-nofactors 1 "exaone: rope_freqs (Llama 3 factors) are read"
+
 if [ "$failures" -gt 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "llama.cpp reads every family feature"

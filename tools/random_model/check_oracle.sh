@@ -56,6 +56,8 @@ check phi3             --arch phi3 --seed 11 --rope-dims 12
 check phi3-longrope    --arch phi3 --seed 11 --rope-dims 8 --rope-scaling longrope:64 --type Q8_0 --tied
 check smollm3          --arch smollm3 --seed 12 --n-layer 4
 check smollm3-f16      --arch smollm3 --seed 12 --n-layer 5 --type F16 --head-dim 32
+check exaone           --arch exaone --seed 13
+check exaone-q8_0      --arch exaone --seed 13 --type Q8_0 --tied --rope-scaling llama3:8:1:4:64
 
 if [ "$failures" -gt 0 ]; then echo "$failures model(s) failed"; exit 1; fi
 echo "all models load and run in llama.cpp"
