@@ -103,15 +103,27 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 
 class Chat {
 public:
+    // Every render of the chat template stops at Ctrl-C (a slow template must not make the
+    // chat deaf to it).
     Chat(const Model& model, Session& session, const GenerateOptions& options, const std::string& system, bool verbose)
-        : model_(model), session_(session), options_(options), format_(model), conversation_(format_, system),
-          verbose_(verbose) {}
+        : model_(model), session_(session), options_(options), format_(model, [] { return g_interrupted != 0; }),
+          conversation_(format_, system), verbose_(verbose) {}
 
     // Answers one line: a command or a message. False when the chat should end.
     bool handle(const std::string& line) {
         if (line.empty()) return true;
-        if (line[0] == '/') return command(line);
-        answer(line);
+        try {
+            if (line[0] == '/') {
+                const bool go_on = command(line);
+                g_interrupted = 0;  // a Ctrl-C during a command stopped its rendering, not the chat
+                return go_on;
+            }
+            answer(line);
+        } catch (const TemplateError& e) {
+            if (!e.cancelled()) throw;
+            g_interrupted = 0;  // this Ctrl-C stopped the rendering; the next one at the prompt leaves
+            std::fprintf(stderr, "vkllm: stopped\n");
+        }
         return true;
     }
 
@@ -168,7 +180,12 @@ private:
         try {
             prompt = conversation_.begin_turn(user);
         } catch (const TemplateError& e) {
-            std::fprintf(stderr, "vkllm: the chat template cannot render the conversation: %s\n", e.what());
+            if (e.cancelled()) {  // Ctrl-C while the template rendered: as when it comes before the first token
+                g_interrupted = 0;
+                std::fprintf(stderr, "vkllm: stopped before the answer began; the message is dropped\n");
+            } else {
+                std::fprintf(stderr, "vkllm: the chat template cannot render the conversation: %s\n", e.what());
+            }
             return;
         }
         if (verbose_) std::fprintf(stderr, "vkllm: turn %d prompt: %s\n", turn_, quoted(conversation_.prompt_text()).c_str());
@@ -219,7 +236,13 @@ private:
         if (r.reason == StopReason::ContextFull)
             std::fprintf(stderr, "vkllm: the context of %d tokens is full; /reset or /undo to go on\n", session_.n_ctx());
         const int32_t eog = !r.tokens.empty() && model_.is_eog(r.tokens.back()) ? r.tokens.back() : -1;
+        // A Ctrl-C while the answer's turn is rendered stops that rendering: the answer is kept
+        // as the model said it.
         conversation_.end_turn(r.text, r.tokens, eog);
+        if (g_interrupted) {
+            g_interrupted = 0;
+            std::fprintf(stderr, "vkllm: stopped\n");
+        }
     }
 
     const Model& model_;

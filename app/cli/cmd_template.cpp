@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "interrupt.h"
 #include "options.h"
 #include "vkllm/chat_template.h"
 #include "vkllm/gguf.h"
@@ -76,7 +77,19 @@ int render(const Args& args) {
     if (o.has("--extra")) in.extra_json = read_file(o.str("--extra"), "extra");
     in.add_generation_prompt = o.has("--add-generation-prompt");
     in.now = o.str("--now");
-    std::string text = render_chat_template(source, in);
+    // Ctrl-C stops a slow template's render; the command then ends as an interrupted one.
+    std::string text;
+    {
+        InterruptFlag interrupt;
+        in.cancelled = [&] { return interrupt.interrupted(); };
+        try {
+            text = render_chat_template(source, in);
+        } catch (const TemplateError& e) {
+            if (!e.cancelled()) throw;
+            std::fprintf(stderr, "vkllm template: interrupted\n");
+            return 130;  // as a shell reports a command SIGINT ended
+        }
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -17,14 +17,24 @@ void on_sigint(int) {
     g_sigint = 1;
 }
 
-}  // namespace
-
-InterruptWatch::InterruptWatch(Session& session) {
+void install_handler() {
     g_sigint = 0;
     struct sigaction sa = {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
+}
+
+}  // namespace
+
+InterruptFlag::InterruptFlag() { install_handler(); }
+
+InterruptFlag::~InterruptFlag() { std::signal(SIGINT, SIG_DFL); }
+
+bool InterruptFlag::interrupted() const { return g_sigint != 0; }
+
+InterruptWatch::InterruptWatch(Session& session) {
+    install_handler();
     watcher_ = std::thread([this, &session] {
         while (!done_.load()) {
             if (g_sigint) {

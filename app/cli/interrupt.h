@@ -11,6 +11,20 @@
 
 namespace vkllm::cli {
 
+// Ctrl-C during work that polls rather than a Session's (rendering a chat template, whose
+// ChatTemplateInputs::cancelled can be `[&] { return flag.interrupted(); }`): SIGINT sets the
+// flag instead of ending the process, so the work stops and the command ends normally; a second
+// Ctrl-C ends the process as SIGINT normally does.
+class InterruptFlag {
+public:
+    InterruptFlag();   // installs the SIGINT handler
+    ~InterruptFlag();  // SIGINT is default again
+    InterruptFlag(const InterruptFlag&) = delete;
+    InterruptFlag& operator=(const InterruptFlag&) = delete;
+
+    bool interrupted() const;  // Ctrl-C was pressed since construction
+};
+
 class InterruptWatch {
 public:
     explicit InterruptWatch(Session& session);  // installs the SIGINT handler, starts the watcher

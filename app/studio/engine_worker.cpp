@@ -84,6 +84,7 @@ EngineWorker::~EngineWorker() {
         std::lock_guard lock(mutex_);
         quit_ = true;
         queue_.clear();
+        stop_requested_ = true;
         if (live_session_) live_session_->cancel();
     }
     cv_.notify_all();
@@ -110,6 +111,7 @@ void EngineWorker::run() {
             clears_error = queue_.front().second;
             queue_.pop_front();
             running_command_ = true;
+            stop_requested_ = false;  // a stop() before this command was for the one before
         }
         if (clears_error) work_.error.clear();
         work_.busy = true;
@@ -160,6 +162,7 @@ void EngineWorker::wait_idle() const {
 
 void EngineWorker::stop() {
     std::lock_guard lock(mutex_);
+    stop_requested_ = true;
     if (live_session_) live_session_->cancel();
 }
 
@@ -218,10 +221,13 @@ std::vector<int32_t> EngineWorker::conversation_tokens() {
         for (const ChatTurn& m : work_.messages) turns.push_back({m.role, m.text});
         auto text_of = [&](int32_t id) { return id >= 0 ? model_->token_text(id) : std::string(); };
         try {
-            const std::string text = render_chat_template(source, turns, true, text_of(model_->bos()), text_of(model_->eos()));
+            const std::string text = render_chat_template(source, turns, true, text_of(model_->bos()),
+                                                          text_of(model_->eos()), [this] { return stop_requested_.load(); });
             work_.chat_template = true;
             return model_->tokenize(text, false, true);
         } catch (const std::exception& e) {
+            // Stopped: no answer, rather than a fallback to plain continuation.
+            if (const auto* t = dynamic_cast<const TemplateError*>(&e); t && t->cancelled()) throw;
             work_.notice = std::string("the chat template failed (") + e.what() + "); using plain continuation";
         }
     }
@@ -294,7 +300,14 @@ void EngineWorker::do_generate(const GenerationSettings& g) {
     if (!session_) throw std::runtime_error("no model is loaded");
     if (work_.encoder) return do_encode(g);
     validate(g.sampler);
-    std::vector<int32_t> prompt = conversation_tokens();
+    std::vector<int32_t> prompt;
+    try {
+        prompt = conversation_tokens();
+    } catch (const TemplateError& e) {
+        if (!e.cancelled()) throw;
+        work_.status = "stopped while the chat template rendered: no answer";
+        return;
+    }
     if (prompt.empty()) throw std::runtime_error("nothing to answer: the conversation is empty");
     // Keep the cache's common prefix with the new prompt (Session::truncate), leaving at least
     // one prompt token to evaluate so the prompt step has its own probes and logits.

@@ -3,6 +3,7 @@
 // immutable snapshots the UI reads without ever waiting for the GPU.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -115,7 +116,7 @@ public:
     void set_activation_to_mean(int layer, int channel);     // a massive activation
     void restore_interventions();
     void measure_probe_cost();
-    void stop();  // thread-safe: cancels the running generation
+    void stop();  // thread-safe: cancels the running generation, or the chat template's rendering
 
     // The newest published state (cheap: a shared pointer).
     std::shared_ptr<const WorkerState> state() const;
@@ -146,6 +147,10 @@ private:
     WorkerState work_;     // the worker's copy, published by copying
     ProbeHistory history_;
     bool pending_prompt_step_ = false;
+
+    // Set by stop() and the destructor, cleared as each command starts: the chat template's
+    // rendering polls it (a slow template must not hold up a stop or the app's closing).
+    std::atomic<bool> stop_requested_{false};
 
     mutable std::mutex mutex_;  // guards everything below
     mutable std::condition_variable cv_;
