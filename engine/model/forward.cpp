@@ -86,23 +86,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
             throw ModelError(std::string("VKLLM_NORM_IN_MATVEC must be 0 or 1, got '") + v + "'");
         norm_in_matvec_ = std::string(v) == "1";
     }
-    if (kv_cache == KvCacheType::F16 && !ctx.caps().storage_16bit)
-        throw ModelError("an f16 KV cache needs 16-bit storage (storageBuffer16BitAccess), which device '" +
-                         ctx.caps().name + "' lacks; use an f32 cache");
-    // Auto: F16 for decoders where the device can store it. An encoder's one bidirectional pass
-    // keeps nothing for later tokens, so its "cache" stays exact (as llama.cpp's embeddings).
-    const bool encoder =
-        std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& L) { return !L.attn.causal; });
-    const bool f16 = kv_cache == KvCacheType::F16 || (kv_cache == KvCacheType::Auto && ctx.caps().storage_16bit && !encoder);
-    cache_type_ = kv_cache == KvCacheType::Q8_0 ? ops::CacheType::Q8_0 : f16 ? ops::CacheType::F16 : ops::CacheType::F32;
-    if (cache_type_ == ops::CacheType::Q8_0)
-        for (size_t l = 0; l < spec.layers.size(); ++l) {
-            const AttentionSpec& a = spec.layers[l].attn;
-            for (int row : {a.n_head_kv * a.head_dim, a.n_head_kv * a.head_dim_v})
-                if (row % 32)
-                    throw ModelError("a q8_0 KV cache holds blocks of 32 values, but layer " + std::to_string(l) +
-                                     " caches rows of " + std::to_string(row) + " values; use --cache-type f16 or f32");
-        }
+    const ops::CacheType cache_type = KvCache::choose_type(ctx, spec, kv_cache);
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     // Logits of many tokens are only needed by `vkllm logits`; keep that buffer within one binding.
     n_logit_rows_ = int(std::clamp<uint64_t>(range / (uint64_t(spec.n_vocab) * F), 1, uint64_t(n_batch_)));
@@ -137,25 +121,11 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     for (const LayerSpec& L : spec.layers) scratch = std::max(scratch, ops::attention_scratch_bytes(ctx, 1, n_ctx, attention_params(L.attn)));
     if (scratch) attn_scratch_ = gpu::Buffer(ctx, std::min(scratch, range), gpu::Memory::Device);
 
+    kv_ = KvCache(ctx, spec, n_ctx, n_batch_, cache_type);
     uint64_t widest_k = 0, widest_v = 0;
     for (const LayerSpec& L : spec.layers) {
-        const uint64_t k_values = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim);
-        const uint64_t v_values = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v);
-        const uint64_t k_row = ops::cache_bytes(cache_type_, k_values), v_row = ops::cache_bytes(cache_type_, v_values);
-        widest_k = std::max(widest_k, k_values * F);
-        widest_v = std::max(widest_v, v_values * F);
-        KvCache c;
-        c.ring = L.attn.window > 0 && L.attn.window + n_batch_ - 1 < n_ctx;
-        c.slots = c.ring ? L.attn.window + n_batch_ - 1 : n_ctx;
-        if (uint64_t(c.slots) * std::max(k_row, v_row) > range)
-            throw ModelError("a KV cache of " + std::to_string(c.slots) + " tokens exceeds the device's largest binding (" +
-                             std::to_string(range >> 20) + " MiB per layer); use a smaller context (-c)");
-        c.k = gpu::Buffer(ctx, uint64_t(c.slots) * k_row, gpu::Memory::Device);
-        c.v = gpu::Buffer(ctx, uint64_t(c.slots) * v_row, gpu::Memory::Device);
-        auto [it, fresh] = slot_pos_.try_emplace(c.slots);
-        if (fresh) it->second = gpu::Buffer(ctx, uint64_t(c.slots) * 4, gpu::Memory::Host);
-        c.slot_pos = &it->second;
-        caches_.push_back(std::move(c));
+        widest_k = std::max(widest_k, uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * F);
+        widest_v = std::max(widest_v, uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * F);
     }
     int n_expert = 0, top_k = 0, n_ff_expert = 0;
     for (const LayerSpec& L : spec.layers) {
@@ -198,28 +168,6 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     }
     k_new_ = gpu::Buffer(ctx, B * widest_k, gpu::Memory::Device);
     v_new_ = gpu::Buffer(ctx, B * widest_v, gpu::Memory::Device);
-    reset_slots();
-}
-
-void Forward::reset_slots() {
-    for (auto& [slots, buf] : slot_pos_) {
-        auto* pos = static_cast<int32_t*>(buf.mapped());
-        for (int i = 0; i < slots; ++i) pos[i] = -1;
-    }
-}
-
-uint64_t Forward::kv_bytes() const {
-    KvUsage u = kv_usage();
-    return u.global_bytes + u.local_bytes;
-}
-
-Forward::KvUsage Forward::kv_usage() const {
-    KvUsage u;
-    for (const KvCache& c : caches_) {
-        (c.ring ? u.local_layers : u.global_layers) += 1;
-        (c.ring ? u.local_bytes : u.global_bytes) += c.k.size() + c.v.size();
-    }
-    return u;
 }
 
 const gpu::Buffer& Forward::MatmulInputs::of(const ops::Weight& w) const {
@@ -338,16 +286,8 @@ void Forward::write_step_inputs(const int32_t* ids, int T, int pos0) {
     std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
     auto* pos = static_cast<int32_t*>(positions_.mapped());
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
-    if (pos0 == 0) {
-        reset_slots();
-        reset_edit_state();
-    }
-    // Every cache size records which position its slots now hold (written before the submit;
-    // the previous step has completed, so no GPU work reads these buffers now).
-    for (auto& [slots, buf] : slot_pos_) {
-        auto* slot_pos = static_cast<int32_t*>(buf.mapped());
-        for (int i = 0; i < T; ++i) slot_pos[(pos0 + i) % slots] = pos0 + i;
-    }
+    if (pos0 == 0) reset_edit_state();
+    kv_.begin_pass(pos0, T);
 }
 
 void Forward::record_step(int T, int pos0, bool all_logits, const ProbeConfig& probes) {

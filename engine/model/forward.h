@@ -12,6 +12,7 @@
 
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
+#include "model/kv_cache.h"
 #include "model/spec.h"
 #include "model/weights.h"
 #include "vkllm/probe.h"
@@ -57,10 +58,10 @@ public:
     // Bytes of the scratch activations and step inputs/outputs (not KV caches, weights or probes).
     uint64_t scratch_bytes() const;
 
-    // Forgets positions >= n in every KV cache (forward_cache.cpp). Returns false when a
+    // Forgets positions >= n in every KV cache (KvCache::truncate). Returns false when a
     // sliding-window ring no longer holds a position < n that a later query can attend to (its
     // slot was reused by a dropped position): the caller must then re-evaluate from position 0.
-    bool truncate(int n);
+    bool truncate(int n) { return kv_.truncate(n); }
 
     // Encoders (BERT, forward_encode.cpp): runs the whole text ids[0..n_tokens) in one pass from
     // position 0 (n_tokens <= n_batch(), every token attends to every other) and writes the
@@ -99,14 +100,11 @@ public:
     int max_tokens(bool all_logits) const { return all_logits ? n_logit_rows_ : n_batch_; }
     int n_ctx() const { return n_ctx_; }
     int n_batch() const { return n_batch_; }  // tokens per forward pass (the asked batch, clamped to the context and buffer limits)
-    uint64_t kv_bytes() const;
-    // KV-cache bytes of global layers and of sliding-window (ring-buffer) layers.
-    struct KvUsage {
-        int global_layers = 0, local_layers = 0;
-        uint64_t global_bytes = 0, local_bytes = 0;
-    };
-    KvUsage kv_usage() const;
-    ops::CacheType cache_type() const { return cache_type_; }
+    uint64_t kv_bytes() const { return kv_.bytes(); }
+    using KvUsage = KvCache::Usage;
+    KvUsage kv_usage() const { return kv_.usage(); }
+    ops::CacheType cache_type() const { return kv_.type(); }
+    const KvCache& kv_cache() const { return kv_; }
 
 private:
     // The activations a group of matmuls reads: x itself, or x rounded per weight type.
@@ -170,7 +168,6 @@ private:
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
               uint64_t y_offset, int rows, int n = 0);
     void alloc_probe_buffers(const ProbeConfig& probes);
-    void reset_slots();
     void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
     void read_attention(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
     void read_residual(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
@@ -208,19 +205,7 @@ private:
     // Host-visible inputs, written before each submit.
     gpu::Buffer ids_;        // int32 [n_batch]
     gpu::Buffer positions_;  // int32 [n_batch]
-    // A layer's KV cache. Global layers keep every position (slot = position); sliding-window
-    // layers keep a ring of window + n_batch - 1 slots (slot = position % slots), enough for a
-    // batch's earliest query to still see its whole window.
-    struct KvCache {
-        int slots = 0;
-        bool ring = false;
-        gpu::Buffer k;        // [slots, n_head_kv * head_dim] of cache_type_
-        gpu::Buffer v;        // [slots, n_head_kv * head_dim_v] of cache_type_
-        gpu::Buffer* slot_pos = nullptr;  // int32 [slots]: the position each slot holds (-1 empty)
-    };
-    std::vector<KvCache> caches_;
-    ops::CacheType cache_type_ = ops::CacheType::F32;  // of every layer's k and v
-    std::map<int, gpu::Buffer> slot_pos_;  // host-visible, shared by caches of the same size
+    KvCache kv_;
     gpu::Buffer k_new_, v_new_;            // [n_batch, kv row]: this step's keys/values before they enter the cache
     // Scratch activations (device-local).
     gpu::Buffer x_;          // [n_batch, n_embd] the residual stream

@@ -30,12 +30,8 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
     std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
     auto* pos = static_cast<int32_t*>(positions_.mapped());
     for (int i = 0; i < T; ++i) pos[i] = i;
-    reset_slots();
     reset_edit_state();
-    for (auto& [slots, buf] : slot_pos_) {
-        auto* slot_pos = static_cast<int32_t*>(buf.mapped());
-        for (int i = 0; i < T && i < slots; ++i) slot_pos[i] = i;
-    }
+    kv_.begin_pass(0, T);  // T <= n_batch <= every cache's slots: slot i holds position i
     attn_rows_ = std::min(T, attn_rows_cap_);
 
     stream_ = &step_stream_;

@@ -67,13 +67,14 @@ void Forward::record_attention(int l, int T, int pos0) {
     const int64_t qd = int64_t(a.n_head) * a.head_dim;
     const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
     const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
-    const KvCache& cache = caches_[size_t(l)];
+    const KvCache::Layer& cache = kv_.layer(l);
+    const ops::CacheType cache_type = kv_.type();
     // This step's keys and values are computed in k_new_/v_new_ ([T, kv row]) and then written
     // into their cache slots, slot = position % slots, by a shader that reads the positions
     // buffer (a ring cache may wrap within a step; the recording does not depend on pos0, so a
     // decode step can be replayed). RoPE writes k there itself when it is the last op on k.
     auto write_cache = [&](const gpu::Buffer& rows, const gpu::Buffer& dst, uint64_t row) {
-        ops::set_rows_into_slots(s, rows, 0, positions_, T, int64_t(row), dst, cache.slots, cache_type_);
+        ops::set_rows_into_slots(s, rows, 0, positions_, T, int64_t(row), dst, cache.slots, cache_type);
     };
     bool kv_in_cache = false;
 
@@ -131,11 +132,11 @@ void Forward::record_attention(int l, int T, int pos0) {
             const gpu::Buffer* freqs = a.rope.longrope       ? (n_ctx_ > a.rope.n_ctx_orig ? w_.rope_long : w_.rope_short)
                                        : a.rope.freq_factors ? w_.rope_freqs
                                                              : nullptr;
-            if (a.qk_norm != QkNorm::L2AfterRope && cache_type_ != ops::CacheType::Q8_0) {
+            if (a.qk_norm != QkNorm::L2AfterRope && cache_type != ops::CacheType::Q8_0) {
                 // One dispatch: q rotated in place, rotated k and the v rows straight into their
                 // cache slots.
                 ops::rope_qkv_into_slots(s, q_, k_new_, v_new_, positions_, T, a.n_head, a.n_head_kv, a.head_dim,
-                                         int64_t(kv_row_v), rp, freqs, cache.k, cache.v, cache.slots, cache_type_);
+                                         int64_t(kv_row_v), rp, freqs, cache.k, cache.v, cache.slots, cache_type);
                 s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
                 kv_in_cache = true;
             } else {
@@ -164,8 +165,8 @@ void Forward::record_attention(int l, int T, int pos0) {
     const int n_kv = keys_in_view(cache.slots, pos0 + T);  // slots in use (rounded up when replayed)
     s.mark("attention");
     ops::AttentionParams ap = attention_params(a);
-    ap.cache = cache_type_;
-    ops::attention(s, q_, 0, positions_, cache.k, cache.v, *cache.slot_pos, attn_, T, n_kv, ap, w.sinks,
+    ap.cache = cache_type;
+    ops::attention(s, q_, 0, positions_, cache.k, cache.v, kv_.slot_positions(l), attn_, T, n_kv, ap, w.sinks,
                    probs,
                    attn_scratch_.valid() ? &attn_scratch_ : nullptr);
     s.barrier("attention output is complete before the output projection reads it");

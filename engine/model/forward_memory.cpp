@@ -13,7 +13,7 @@ uint64_t Forward::scratch_bytes() const {
                                  &head_ids_, &edits_buf_, &edit_state_})
         n += b->size();
     for (const gpu::Buffer& b : rounded_) n += b.size();
-    for (const auto& [slots, b] : slot_pos_) n += b.size();
+    n += kv_.slot_positions_bytes();
     for (const gpu::Buffer& b : expert_load_) n += b.size();
     return n;
 }

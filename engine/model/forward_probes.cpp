@@ -68,7 +68,7 @@ void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
         attn_rows_cap_ = rows_cap;
         for (int l : probed_layers_) {
             const uint64_t heads = uint64_t(spec_.layers[size_t(l)].attn.n_head);
-            const uint64_t slots = uint64_t(caches_[size_t(l)].slots);
+            const uint64_t slots = uint64_t(kv_.layer(l).slots);
             // Rows, then (with sinks) the sink's probability of every row.
             const uint64_t sink = w_.layers[size_t(l)].sinks ? 1 : 0;
             probs_.emplace_back(ctx_, uint64_t(n_batch_) * heads * (slots + sink) * F, gpu::Memory::Device);
@@ -255,9 +255,9 @@ void Forward::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeRe
     for (size_t i = 0; i < probed_layers_.size(); ++i) {
         AttentionMap& m = results->attention[i];
         const bool sinks = w_.layers[size_t(m.layer)].sinks != nullptr;
-        const KvCache& cache = caches_[size_t(m.layer)];
+        const KvCache::Layer& cache = kv_.layer(m.layer);
         const int n_kv = std::min(pos0 + T, cache.slots);
-        const auto* slot_pos = static_cast<const int32_t*>(cache.slot_pos->mapped());
+        const auto* slot_pos = static_cast<const int32_t*>(kv_.slot_positions(m.layer).mapped());
         const float* src = static_cast<const float*>(probs_host_[i].mapped());
         const float* sink_src = src + size_t(attn_rows_cap_) * size_t(m.n_head) * size_t(cache.slots);
         const int H = m.n_head;
