@@ -36,7 +36,6 @@ public:
     void step();
     // Throws Error::cancellation() when the cancellation callback says so.
     void poll();
-    uint64_t used() const { return used_; }
 
 private:
     void check();

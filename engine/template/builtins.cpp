@@ -291,7 +291,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         }
     }
     if (op == "%" && a.is_string()) {  // printf-style "%s"/"%d" with one value or a list of them
-        List vals = b.is_list() ? *b.list : List{b};
+        const List single{b};
+        const List& vals = b.is_list() ? *b.list : single;
         std::string out;
         size_t k = 0;
         for (size_t i = 0; i < a.string().size(); ++i) {

@@ -298,8 +298,8 @@ private:
     }
 
     Value eval(const Expr& e, Scope& scope) {
-        budget_.charge(limits::kNodeWork);
         try {
+            budget_.charge(limits::kNodeWork);
             Value v = eval_node(e, scope);
             check_value(v);
             return v;
