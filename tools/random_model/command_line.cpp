@@ -67,6 +67,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--n-head-kv") c.n_head_kv = parse_count(opt, val);
         else if (opt == "--n-ff") c.n_ff = parse_count(opt, val);
         else if (opt == "--n-ctx") c.n_ctx = parse_count(opt, val);
+        else if (opt == "--threads") cl.threads = parse_count(opt, val);
         else if (opt == "--head-dim") c.head_dim = parse_count(opt, val);
         else if (opt == "--rope-dims") c.rope_dims = parse_count(opt, val);
         else if (opt == "--n-expert") c.n_expert = parse_count(opt, val);
@@ -149,6 +150,8 @@ std::string usage(const std::string& default_vocab) {
            "  --vocab-from FILE     GGUF whose tokenizer.* metadata is copied\n"
            "                        (default " + default_vocab + ")\n"
            "  --tied                no output.weight: logits use token_embd\n"
+           "  --threads N           tensors drawn and encoded at once (default 0: one per core;\n"
+           "                        the file is byte-identical for any N)\n"
            "  --rope-freq-base B    (default: the architecture's usual base)\n"
            "  --rope-scaling S      linear:F | yarn:F:ORIG | llama3:F:LOW:HIGH:ORIG | longrope:ORIG (phi3)\n"
            "  --sliding-window W    window of the sliding-window layers (gemma2, gemma3, gpt-oss;\n"

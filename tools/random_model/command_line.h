@@ -14,6 +14,7 @@ struct CommandLine {
     std::string out;    // --out (empty when not given)
     std::string vocab;  // --vocab-from, else the default passed to parse_command_line
     bool help = false;  // -h / --help
+    int threads = 0;    // --threads: tensors made at once (0: one per core; the file is the same for any)
 };
 
 // Parses the options (without the program name). Throws ConfigError naming a bad option.

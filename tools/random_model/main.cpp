@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (cl.out.empty()) throw ConfigError("--out FILE.gguf is required (see --help)");
-        write_random_model(cl.config, cl.vocab, cl.out);
+        write_random_model(cl.config, cl.vocab, cl.out, cl.threads);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "vkllm-random-model: %s\n", e.what());
         return 1;

@@ -1,10 +1,13 @@
 #include "random_model/random_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <numbers>
 #include <sstream>
+#include <thread>
 
 #include "gguf/quant.h"
 #include "random_model/arch_tables.h"
@@ -340,8 +343,16 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
     return false;
 }
 
-void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name, const RandomModelConfig& c,
-                const Sizes& sizes, const PlantContext* plant) {
+// One tensor's name, storage type, dimensions and bytes, made independently of every other.
+struct MadeTensor {
+    std::string name;
+    TensorType type = TensorType::F32;
+    std::vector<uint64_t> dims;
+    std::vector<uint8_t> bytes;
+};
+
+MadeTensor make_tensor(const TensorRule& rule, const std::string& name, const RandomModelConfig& c, const Sizes& sizes,
+                       const PlantContext* plant) {
     std::vector<uint64_t> dims;
     for (Dim d : rule.dims) dims.push_back(sizes.of(d));
     // 1-D tensors (norms, biases, rope factors) and biases (gpt-oss's per-expert biases are 2-D)
@@ -355,7 +366,51 @@ void add_tensor(gguf::Writer& w, const TensorRule& rule, const std::string& name
     const TensorType type = keep_f32 ? TensorType::F32 : matrix_storage_type(requested, dims[0]);
     std::vector<float> values = initial_values(rule, name, dims, c, sizes);
     if (plant) apply_plant(*plant, name, dims, values);
-    w.add_tensor(name, type, dims, encode(type, values));
+    std::vector<uint8_t> bytes = encode(type, values);
+    return {name, type, std::move(dims), std::move(bytes)};
+}
+
+// Makes every tensor of `jobs` (rule, name) on up to `threads` threads (0: one per core) and adds
+// them to `w` in the order of `jobs`, so the file does not depend on the thread count.
+void add_tensors(gguf::Writer& w, const std::vector<std::pair<const TensorRule*, std::string>>& jobs,
+                 const RandomModelConfig& c, const Sizes& sizes, const PlantContext* plant, int threads) {
+    size_t n_threads = threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
+    n_threads = std::min(n_threads, jobs.size());
+    if (n_threads <= 1) {
+        for (const auto& [rule, name] : jobs) {
+            MadeTensor t = make_tensor(*rule, name, c, sizes, plant);
+            w.add_tensor(t.name, t.type, std::move(t.dims), std::move(t.bytes));
+        }
+        return;
+    }
+    // The largest tensors first, so that one huge embedding does not start last.
+    std::vector<size_t> order(jobs.size());
+    std::vector<uint64_t> elements(jobs.size(), 1);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        order[i] = i;
+        for (Dim d : jobs[i].first->dims) elements[i] *= sizes.of(d);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return elements[a] > elements[b]; });
+    std::vector<MadeTensor> made(jobs.size());
+    std::vector<std::exception_ptr> errors(jobs.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t k; (k = next.fetch_add(1)) < order.size();) {
+            const size_t i = order[k];
+            try {
+                made[i] = make_tensor(*jobs[i].first, jobs[i].second, c, sizes, plant);
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < n_threads; ++t) pool.emplace_back(work);
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        if (errors[i]) std::rethrow_exception(errors[i]);
+        w.add_tensor(made[i].name, made[i].type, std::move(made[i].dims), std::move(made[i].bytes));
+    }
 }
 
 // Checks a --plant-super-weight against the model; returns what apply_plant needs.
@@ -480,7 +535,7 @@ uint32_t file_type_of(TensorType type) {
     throw ConfigError(std::string("no llama.cpp file type for tensor type ") + (traits ? traits->name : "?"));
 }
 
-gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab) {
+gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab, int threads) {
     const ArchTable* arch = find_arch_table(config.arch);
     if (!arch) {
         std::string list;
@@ -587,17 +642,20 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     std::optional<PlantContext> plant;
     if (c.plant) plant = plant_context(c, vocab);
     const PlantContext* planted = plant ? &*plant : nullptr;
+    std::vector<std::pair<const TensorRule*, std::string>> jobs;
     for (const TensorRule& rule : arch->globals)
-        if (present(rule.presence, c, -1)) add_tensor(w, rule, rule.name, c, sizes, planted);
+        if (present(rule.presence, c, -1)) jobs.emplace_back(&rule, rule.name);
     for (int layer = 0; layer < c.n_layer; ++layer)
         for (const TensorRule& rule : arch->per_layer)
-            if (present(rule.presence, c, layer)) add_tensor(w, rule, replace_layer(rule.name, layer), c, sizes, planted);
+            if (present(rule.presence, c, layer)) jobs.emplace_back(&rule, replace_layer(rule.name, layer));
+    add_tensors(w, jobs, c, sizes, planted, threads);
     return w;
 }
 
-void write_random_model(const RandomModelConfig& config, const std::string& vocab_path, const std::string& out_path) {
+void write_random_model(const RandomModelConfig& config, const std::string& vocab_path, const std::string& out_path,
+                        int threads) {
     auto vocab = gguf::File::open(vocab_path);
-    build_random_model(config, *vocab).write(out_path);
+    build_random_model(config, *vocab, threads).write(out_path);
 }
 
 }  // namespace vkllm::random_model

@@ -92,10 +92,13 @@ gguf::TensorType matrix_storage_type(gguf::TensorType requested, uint64_t row_le
 uint32_t file_type_of(gguf::TensorType type);
 
 // Builds the model in memory. The tokenizer (every tokenizer.* key) is copied from `vocab`;
-// n_vocab is its token count. Throws ConfigError for an invalid configuration.
-gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab);
+// n_vocab is its token count. Throws ConfigError for an invalid configuration. `threads` tensors
+// are drawn and encoded at once (0: one per core); every tensor has its own random stream, so the
+// bytes are the same for any count.
+gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab, int threads = 1);
 
 // The same, reading the vocabulary from a GGUF file, and writing the model to `out_path`.
-void write_random_model(const RandomModelConfig& config, const std::string& vocab_path, const std::string& out_path);
+void write_random_model(const RandomModelConfig& config, const std::string& vocab_path, const std::string& out_path,
+                        int threads = 1);
 
 }  // namespace vkllm::random_model
