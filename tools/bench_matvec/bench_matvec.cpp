@@ -1,26 +1,39 @@
-// vkllm-bench-matvec: how fast the decode matvec (y = W x for one token) reads each weight type.
+// vkllm-bench-matvec: how fast the decode matvec (y = W x for one token) reads each weight type,
+// against how fast the device copies a large buffer.
 //
 //   vkllm-bench-matvec [--types f16,q8_0,...] [--shapes 768x768,2048x768] [--reps N] [--repeats R]
-//                      [--round-x]
+//                      [--copies C] [--round-x] [--copy-mib M] [--min-mib M] [--threads T] [--json FILE]
 //
-// For every type and shape (n_out x n_in, a row of n_in elements per output) it records `reps`
-// matvecs into one command buffer (a barrier after each, as in a decode step), submits it
-// `repeats` times and prints the best time per matvec and the weight bytes read per second.
+// Copy bandwidth first (--copy-mib, default 1024; 0 skips it): vkCmdCopyBuffer of one M MiB
+// buffer into another, several times in one command buffer, counting the bytes read plus the
+// bytes written: the achievable limit of the device's memory, as a large device-to-device copy
+// measures it. Then for every type and shape (n_out x n_in, a row of n_in elements per output)
+// it records `reps` matvecs into one command buffer (a barrier after each, as in a decode step),
+// submits it `repeats` times and prints the best time per matvec, the weight bytes read per
+// second and that as a percentage of the copy bandwidth. Times are the GPU's own (timestamp
+// queries) where the device has them, else the host's around the submission.
 // Each shape's weights are uploaded in copies read in turn (--copies; by default 256 MiB in all),
-// so a GPU's L2 cache does not hold them. The default shapes are a 134M Llama's projections (768 wide, 2048 FFN, 32000 vocabulary).
+// so a GPU's L2 cache does not hold them, and each submission reads at least --min-mib MiB of
+// weights (default 256: well past the cost of a submission). The default shapes are a 134M
+// Llama's projections (768 wide, 2048 FFN, 32000 vocabulary).
 // --round-x times decode's matvec as the forward runs it with llama.cpp rounding: x rounded in the
 // matvec (8-bit blocks for quantised types, where VKLLM_INTEGER_DOT=1 or an accelerated device
 // takes the int8 path).
+// --json FILE writes {device, driver, copy_gbps, matvec: [{type, rows, cols, gbps, pct_of_copy,
+// us, mib}]}, rewritten after every row so that a run cut short keeps what it measured.
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gguf/gguf.h"
@@ -37,6 +50,12 @@ using gguf::TensorType;
 
 struct Shape {
     int64_t n_out, n_in;
+};
+
+struct Row {
+    std::string type;
+    Shape shape;
+    double mib = 0, us = 0, gbps = 0, pct_of_copy = -1;  // pct_of_copy < 0: no copy measured
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -63,38 +82,143 @@ Shape shape_named(const std::string& s) {
     return sh;
 }
 
-std::vector<float> random_values(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+// Runs f(begin, end) over [0, n) split into `threads` contiguous parts, on that many threads.
+template <class F>
+void parallel_ranges(size_t n, size_t threads, F&& f) {
+    threads = std::max<size_t>(1, std::min(threads, n));
+    std::vector<std::thread> pool;
+    std::vector<std::exception_ptr> errors(threads);
+    for (size_t t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                f(n * t / threads, n * (t + 1) / threads);
+            } catch (...) {
+                errors[t] = std::current_exception();
+            }
+        });
+    for (std::thread& th : pool) th.join();
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+// Uniform values in [-1, 1): each of 64 parts draws from its own seeded stream (the same values
+// for any thread count).
+std::vector<float> random_values(size_t n, uint32_t seed, size_t threads) {
     std::vector<float> v(n);
-    for (float& f : v) f = u(rng);
+    const size_t parts = 64;
+    parallel_ranges(parts, threads, [&](size_t p0, size_t p1) {
+        for (size_t p = p0; p < p1; ++p) {
+            std::mt19937 rng(seed * 7919u + uint32_t(p));
+            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+            for (size_t i = n * p / parts; i < n * (p + 1) / parts; ++i) v[i] = u(rng);
+        }
+    });
     return v;
 }
 
-// Best seconds per matvec over `repeats` submissions of `reps` matvecs, cycling through the
-// copies of the weights.
-double time_matvec(gpu::Context& ctx, const std::vector<ops::Weight>& w, const gpu::Buffer& x, const gpu::Buffer& y,
-                   int reps, int repeats, bool round_x) {
+// The matrix [n_out][n_in] in `type`'s layout, quantised a band of rows per thread (every block
+// lies inside one row, so the bytes are those of one call over the whole matrix).
+std::vector<uint8_t> quantize_rows(TensorType type, const std::vector<float>& values, Shape sh, size_t threads) {
+    const auto traits = gguf::type_traits(type);
+    if (!traits || sh.n_in % traits->block_size)
+        throw std::runtime_error(std::string(traits ? traits->name : "?") + ": the row length " + std::to_string(sh.n_in) +
+                                 " is not a multiple of the block");
+    const size_t row_bytes = size_t(sh.n_in) / traits->block_size * traits->type_size;
+    std::vector<uint8_t> out(row_bytes * size_t(sh.n_out));
+    parallel_ranges(size_t(sh.n_out), threads, [&](size_t r0, size_t r1) {
+        const auto part = gguf::quantize(type, values.data() + r0 * size_t(sh.n_in), (r1 - r0) * size_t(sh.n_in));
+        std::memcpy(out.data() + r0 * row_bytes, part.data(), part.size());
+    });
+    return out;
+}
+
+// Seconds of one submission of the recording `record` made: the GPU's timestamps where the device
+// has them, else the host's clock around submit_and_wait. The best of `repeats` after one warm-up.
+template <class Record>
+double best_seconds(gpu::Context& ctx, int repeats, Record&& record) {
     gpu::Stream s(ctx);
+    const bool stamps = ctx.caps().timestamps;
+    s.set_profiling(stamps);
     double best = 1e30;
     for (int r = 0; r < repeats + 1; ++r) {  // the first run warms up (pipeline creation, caches)
         s.begin();
-        for (int i = 0; i < reps; ++i) {
-            ops::matmul(s, w[size_t(i) % w.size()], x, 0, y, 0, 1, false, 0, round_x);
-            s.barrier("next matvec");
-        }
+        s.mark("timed");
+        record(s);
         const auto t0 = std::chrono::steady_clock::now();
         s.submit_and_wait();
-        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (r > 0) best = std::min(best, sec / reps);
+        double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (stamps) {
+            const auto t = s.timings();
+            if (!t.empty() && t[0].second > 0) sec = t[0].second * 1e-3;
+        }
+        if (r > 0) best = std::min(best, sec);
     }
     return best;
+}
+
+// Bytes read plus bytes written per second by vkCmdCopyBuffer between two device buffers of `bytes`.
+double copy_gbps(gpu::Context& ctx, uint64_t bytes, int repeats, size_t threads) {
+    gpu::Buffer src(ctx, bytes, gpu::Memory::Device), dst(ctx, bytes, gpu::Memory::Device);
+    // Random bytes (no pattern a memory system could compress), uploaded in 64 MiB pieces.
+    const uint64_t piece = std::min<uint64_t>(bytes, 64ull << 20);
+    const auto noise = random_values(size_t(piece / 4), 3, threads);
+    for (uint64_t off = 0; off < bytes; off += piece) src.upload(noise.data(), std::min(piece, bytes - off), off);
+    // At least 8 GiB of traffic per submission, and at least 4 copies.
+    const int n = int(std::clamp<double>(std::ceil(8.0 * (1ull << 30) / (2.0 * double(bytes))), 4, 256));
+    const double sec = best_seconds(ctx, repeats, [&](gpu::Stream& s) {
+        for (int i = 0; i < n; ++i) {
+            s.copy(src, 0, dst, 0, bytes);
+            s.barrier("next copy");
+        }
+    });
+    return 2.0 * double(bytes) * n / sec / 1e9;
+}
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\', out += c;
+        else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else out += c;
+    }
+    return out + "\"";
+}
+
+void write_json(const std::string& path, const gpu::Capabilities& caps, double copy, uint64_t copy_bytes, bool round_x,
+                const std::vector<Row>& rows) {
+    const std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) throw std::runtime_error(path + ": cannot write");
+    std::string driver = caps.driver_name + " " + caps.driver_version;
+    if (!caps.driver_info.empty() && caps.driver_info != caps.driver_version) driver += " (" + caps.driver_info + ")";
+    std::fprintf(f, "{\"device\": %s, \"driver\": %s, \"api_version\": %s, ", json_string(caps.name).c_str(),
+                 json_string(driver).c_str(), json_string(caps.api_version).c_str());
+    if (copy > 0) std::fprintf(f, "\"copy_gbps\": %.1f, \"copy_mib\": %.0f, ", copy, double(copy_bytes) / 1048576.0);
+    else std::fprintf(f, "\"copy_gbps\": null, ");
+    std::fprintf(f, "\"round_x\": %s, \"integer_dot_matvec\": %s, \"matvec\": [", round_x ? "true" : "false",
+                 caps.integer_dot_matvec ? "true" : "false");
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        std::fprintf(f, "%s\n  {\"type\": %s, \"rows\": %lld, \"cols\": %lld, \"gbps\": %.2f, \"pct_of_copy\": ",
+                     i ? "," : "", json_string(r.type).c_str(), static_cast<long long>(r.shape.n_out),
+                     static_cast<long long>(r.shape.n_in), r.gbps);
+        if (r.pct_of_copy >= 0) std::fprintf(f, "%.2f", r.pct_of_copy);
+        else std::fprintf(f, "null");
+        std::fprintf(f, ", \"us\": %.2f, \"mib\": %.3f}", r.us, r.mib);
+    }
+    std::fprintf(f, "\n]}\n");
+    if (std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw std::runtime_error(path + ": cannot write");
 }
 
 int run(int argc, char** argv) {
     std::string types = "f32,f16,q8_0,q4_0,q4_1,q5_0,q4_K,q5_K,q6_K";
     std::string shapes = "768x768,2048x768,768x2048,32000x768";
-    int reps = 0, repeats = 5, copies = 0;
+    std::string json;
+    int reps = 0, repeats = 5, copies = 0, copy_mib = 1024, min_mib = 256, threads = 0;
     bool round_x = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -107,28 +231,48 @@ int run(int argc, char** argv) {
         else if (a == "--reps") reps = std::stoi(value());
         else if (a == "--repeats") repeats = std::stoi(value());
         else if (a == "--copies") copies = std::stoi(value());
+        else if (a == "--copy-mib") copy_mib = std::stoi(value());
+        else if (a == "--min-mib") min_mib = std::stoi(value());
+        else if (a == "--threads") threads = std::stoi(value());
+        else if (a == "--json") json = value();
         else if (a == "--round-x") round_x = true;
         else if (a == "-h" || a == "--help") {
             std::printf("usage: vkllm-bench-matvec [--types f16,q8_0,...] [--shapes ROWSxCOLS,...] [--reps N] "
-                        "[--repeats R] [--copies C] [--round-x]\n");
+                        "[--repeats R] [--copies C] [--round-x] [--copy-mib M] [--min-mib M] [--threads T] "
+                        "[--json FILE]\n");
             return 0;
         } else throw std::runtime_error("unknown argument '" + a + "'");
     }
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
     if (copies < 0) throw std::runtime_error("--copies must be positive");
+    if (copy_mib < 0 || min_mib < 0) throw std::runtime_error("--copy-mib and --min-mib must be positive");
+    const size_t n_threads = threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
 
     auto ctx = gpu::Context::create();
-    std::printf("device: %s%s\n", ctx->caps().name.c_str(),
-                round_x ? (ctx->caps().integer_dot_matvec ? "; x rounded, int8 dot" : "; x rounded, float dot") : "");
-    std::printf("%-6s %12s %10s %10s %8s\n", "type", "shape", "MiB", "us", "GB/s");
+    const gpu::Capabilities& caps = ctx->caps();
+    std::printf("device: %s (%s %s)%s%s\n", caps.name.c_str(), caps.driver_name.c_str(), caps.driver_version.c_str(),
+                round_x ? (caps.integer_dot_matvec ? "; x rounded, int8 dot" : "; x rounded, float dot") : "",
+                caps.timestamps ? "; GPU timestamps" : "; host clock");
+    std::vector<Row> rows;
+    double copy = 0;
+    uint64_t copy_bytes = 0;
+    if (copy_mib > 0) {
+        copy_bytes = std::min<uint64_t>(uint64_t(copy_mib) << 20, caps.max_memory_allocation_size);
+        copy = copy_gbps(*ctx, copy_bytes, repeats, n_threads);
+        std::printf("copy   %9.0f MiB  %8.1f GB/s (read + written)\n", double(copy_bytes) / 1048576.0, copy);
+    }
+    if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, rows);
+    std::printf("%-6s %12s %10s %10s %8s %7s\n", "type", "shape", "MiB", "us", "GB/s", "%copy");
+    std::fflush(stdout);
     for (const std::string& tname : split(types, ',')) {
         const TensorType type = type_named(tname);
         if (!ops::gpu_supports(type)) throw std::runtime_error(tname + " is not supported on the GPU");
+        const std::string canonical = gguf::type_traits(type)->name;
         double total_bytes = 0, total_sec = 0;
         for (const std::string& sname : split(shapes, ',')) {
             const Shape sh = shape_named(sname);
-            const auto values = random_values(size_t(sh.n_out * sh.n_in), 1);
-            const auto bytes = gguf::quantize(type, values.data(), values.size());
+            const auto values = random_values(size_t(sh.n_out * sh.n_in), 1, n_threads);
+            const auto bytes = quantize_rows(type, values, sh, n_threads);
             // Copies of the weights, read in turn, so that a GPU's cache cannot hold them all (a
             // decode step reads each matrix once): 256 MiB or more unless --copies says otherwise.
             const int n_copies = copies > 0 ? copies
@@ -140,18 +284,31 @@ int run(int argc, char** argv) {
                 wbs.back().upload(bytes.data(), bytes.size());
             }
             for (const gpu::Buffer& wb : wbs) ws.push_back(ops::Weight{type, &wb, sh.n_in, sh.n_out});
-            const auto xv = random_values(size_t(sh.n_in), 2);
+            const auto xv = random_values(size_t(sh.n_in), 2, 1);
             gpu::Buffer xb(*ctx, xv.size() * 4, gpu::Memory::Device), yb(*ctx, size_t(sh.n_out) * 4, gpu::Memory::Device);
             xb.upload(xv.data(), xv.size() * 4);
-            // About 64 MiB of weights per submission unless --reps says otherwise.
-            const int n = reps > 0 ? reps : int(std::clamp<double>(64.0 * (1 << 20) / double(bytes.size()), 2, 200));
-            const double sec = time_matvec(*ctx, ws, xb, yb, std::max(n, std::min(n_copies, 1000)), repeats,
-                                           round_x && ops::matvec_rounds_activations(type));
-            const double gbs = double(bytes.size()) / sec / 1e9;
+            // At least --min-mib MiB of weights per submission (cycling through the copies) unless
+            // --reps says otherwise, and every copy at least once; at most 2000 matvecs.
+            const int n = reps > 0 ? reps
+                                   : std::clamp(std::max(int(std::ceil(double(min_mib) * (1 << 20) / double(bytes.size()))),
+                                                         std::min(n_copies, 1000)),
+                                                2, 2000);
+            const bool rx = round_x && ops::matvec_rounds_activations(type);
+            const double sec = best_seconds(*ctx, repeats, [&](gpu::Stream& s) {
+                               for (int i = 0; i < n; ++i) {
+                                   ops::matmul(s, ws[size_t(i) % ws.size()], xb, 0, yb, 0, 1, false, 0, rx);
+                                   s.barrier("next matvec");
+                               }
+                           }) / n;
+            Row row{canonical, sh, bytes.size() / 1048576.0, sec * 1e6, double(bytes.size()) / sec / 1e9};
+            if (copy > 0) row.pct_of_copy = 100.0 * row.gbps / copy;
+            rows.push_back(row);
             total_bytes += double(bytes.size());
             total_sec += sec;
-            std::printf("%-6s %12s %10.2f %10.1f %8.2f\n", tname.c_str(), sname.c_str(), bytes.size() / 1048576.0,
-                        sec * 1e6, gbs);
+            std::printf("%-6s %12s %10.2f %10.1f %8.2f %7s\n", tname.c_str(), sname.c_str(), row.mib, row.us, row.gbps,
+                        copy > 0 ? (std::to_string(int(std::lround(row.pct_of_copy))) + "%").c_str() : "-");
+            std::fflush(stdout);
+            if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, rows);
         }
         std::printf("%-6s %12s %10.2f %10.1f %8.2f\n", tname.c_str(), "all", total_bytes / 1048576.0, total_sec * 1e6,
                     total_bytes / total_sec / 1e9);
