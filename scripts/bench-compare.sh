@@ -7,8 +7,18 @@
 # with an empty pipeline cache (cold) and with the cache that run left (warm).
 #
 #   scripts/bench-compare.sh [BUILD_DIR]      (default: build)
-#   BENCH_MODELS=REGEX  only the models whose name matches (e.g. 'zoo-dense|Q8_0')
+#   BENCH_MODELS=REGEX  only the models whose name or key matches (e.g. 'zoo-dense|Q8_0')
 #   BENCH_REPEATS=N     repeats inside each bench run (default 3)
+# For other runs (scripts/gpu-check.sh uses them; unset, the run is the one described above):
+#   BENCH_LIST=FILE     the models to run instead of the list below, one "name|file|pp|tg|llama
+#                       pp|key" a line ('#' starts a comment)
+#   BENCH_JSONL=FILE    also append one JSON object a row: {model (the key), name, pp, tg,
+#                       llama_pp_tokens, vkllm_pp, llama_pp, vkllm_tg, llama_tg, ttft_cold_s,
+#                       ttft_warm_s}, tokens/s and seconds, null where a run failed or was skipped
+#   BENCH_ROUNDS=N      interleaved runs of each engine (default 2)
+#   BENCH_TTFT=0        skip the time to first token (its columns show "-")
+#   BENCH_THREADS=N     llama-bench-lite's CPU threads (default 2)
+#   BENCH_DEVICE=NAME   the device name for the header, instead of asking vkllm
 #
 # Needs ../shared (stories260K, the llama vocabulary) and the llama-oracle set up
 # (../shared/tools/llama-oracle/setup.sh; ORACLE_HOME, default ~/.cache/llama-oracle). The random
@@ -27,6 +37,10 @@ oracle=${ORACLE_HOME:-$HOME/.cache/llama-oracle}
 cache=${BENCH_CACHE:-$HOME/.cache/vkllm-bench}
 reps=${BENCH_REPEATS:-3}
 only=${BENCH_MODELS:-}
+rounds=${BENCH_ROUNDS:-2}
+ttft=${BENCH_TTFT:-1}
+threads=${BENCH_THREADS:-2}
+jsonl=${BENCH_JSONL:-}
 
 die() { echo "bench-compare: $*" >&2; exit 1; }
 [[ -x $vkllm ]] || die "no $vkllm (build it: cmake --build $build --target vkllm)"
@@ -35,32 +49,40 @@ die() { echo "bench-compare: $*" >&2; exit 1; }
 source "$oracle/env.sh"
 mkdir -p "$cache"
 
-# The 134M random Llama (tools/random_model/README.md) in three weight types, made once.
-if [[ -x $random_model && -f $shared/models/vocab/ggml-vocab-llama-spm.gguf ]]; then
-    for type in F16 Q8_0 Q4_0; do
-        f=$cache/llama-134m-$type.gguf
-        [[ -f $f ]] && continue
-        echo "bench-compare: writing $f" >&2
-        "$random_model" --arch llama --out "$f.tmp" --seed 42 --n-embd 768 --n-layer 12 --n-head 12 \
-            --n-head-kv 12 --n-ff 2048 --n-ctx 2048 --type "$type" \
-            --vocab-from "$shared/models/vocab/ggml-vocab-llama-spm.gguf" >&2
-        mv "$f.tmp" "$f"
-    done
-fi
+# The 134M random Llama (tools/random_model/README.md) in three weight types, made once, when a
+# row that reads it is run.
+make_134m() {  # FILE: writes $cache/llama-134m-TYPE.gguf if that is FILE and it is missing
+    local f=$1 type
+    [[ -f $f || $f != "$cache"/llama-134m-*.gguf ]] && return 0
+    [[ -x $random_model && -f $shared/models/vocab/ggml-vocab-llama-spm.gguf ]] || return 0
+    type=${f#"$cache"/llama-134m-}
+    type=${type%.gguf}
+    echo "bench-compare: writing $f" >&2
+    "$random_model" --arch llama --out "$f.tmp" --seed 42 --n-embd 768 --n-layer 12 --n-head 12 \
+        --n-head-kv 12 --n-ff 2048 --n-ctx 2048 --type "$type" \
+        --vocab-from "$shared/models/vocab/ggml-vocab-llama-spm.gguf" >&2
+    mv "$f.tmp" "$f"
+}
 
 # name | file | prompt tokens | decode tokens | llama.cpp prompt tokens (its Vulkan backend
-# crashes on a 32-token batch of the MoE and MLA zoo models, so they get 16)
+# crashes on a 32-token batch of the MoE and MLA zoo models, so they get 16) | key (BENCH_JSONL)
 models=(
-    "stories260K F32|$shared/models/stories260K/stories260K-F32.gguf|64|32|64"
-    "stories260K Q8_0|$shared/models/stories260K/stories260K-Q8_0.gguf|64|32|64"
-    "zoo-dense|$root/assets/zoo/zoo-dense.gguf|64|32|64"
-    "zoo-swa|$root/assets/zoo/zoo-swa.gguf|64|32|64"
-    "zoo-moe|$root/assets/zoo/zoo-moe.gguf|64|32|16"
-    "zoo-mla|$root/assets/zoo/zoo-mla.gguf|64|32|16"
-    "random Llama 134M F16|$cache/llama-134m-F16.gguf|32|8|32"
-    "random Llama 134M Q8_0|$cache/llama-134m-Q8_0.gguf|32|8|32"
-    "random Llama 134M Q4_0|$cache/llama-134m-Q4_0.gguf|32|8|32"
+    "stories260K F32|$shared/models/stories260K/stories260K-F32.gguf|64|32|64|stories260K-F32"
+    "stories260K Q8_0|$shared/models/stories260K/stories260K-Q8_0.gguf|64|32|64|stories260K-Q8_0"
+    "zoo-dense|$root/assets/zoo/zoo-dense.gguf|64|32|64|zoo-dense"
+    "zoo-swa|$root/assets/zoo/zoo-swa.gguf|64|32|64|zoo-swa"
+    "zoo-moe|$root/assets/zoo/zoo-moe.gguf|64|32|16|zoo-moe"
+    "zoo-mla|$root/assets/zoo/zoo-mla.gguf|64|32|16|zoo-mla"
+    "random Llama 134M F16|$cache/llama-134m-F16.gguf|32|8|32|llama-134m-F16"
+    "random Llama 134M Q8_0|$cache/llama-134m-Q8_0.gguf|32|8|32|llama-134m-Q8_0"
+    "random Llama 134M Q4_0|$cache/llama-134m-Q4_0.gguf|32|8|32|llama-134m-Q4_0"
 )
+if [[ -n ${BENCH_LIST:-} ]]; then
+    models=()
+    while IFS= read -r line; do
+        [[ -z ${line// } || $line = \#* ]] || models+=("$line")
+    done <"$BENCH_LIST"
+fi
 
 # field FILE KEY: a number from a one-line JSON object (empty when absent).
 field() { python3 -c 'import json,sys
@@ -77,35 +99,51 @@ seconds_of() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || return 1;
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-device=$("$vkllm" bench -m "$root/assets/zoo/zoo-dense.gguf" -p 1 -n 1 -r 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' || echo "?")
+device=${BENCH_DEVICE:-$("$vkllm" bench -m "$root/assets/zoo/zoo-dense.gguf" -p 1 -n 1 -r 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' || echo "?")}
+# jsonrow KEY NAME PP TG LPP VP LP VT LT COLD WARM: one BENCH_JSONL line (empty or "-": null).
+jsonrow() { python3 -c 'import json,sys
+a=sys.argv[1:]
+num=lambda x: float(x) if x not in ("", "-") else None
+print(json.dumps({"model": a[0], "name": a[1], "pp": int(a[2]), "tg": int(a[3]), "llama_pp_tokens": int(a[4]),
+    "vkllm_pp": num(a[5]), "llama_pp": num(a[6]), "vkllm_tg": num(a[7]), "llama_tg": num(a[8]),
+    "ttft_cold_s": num(a[9]), "ttft_warm_s": num(a[10])}))' "$@"; }
 
 # The header first and each row as its model finishes, so a run cut short keeps what it measured.
-echo "Device: $device; $(nproc) CPU cores; $(date -u +%Y-%m-%d). Tokens/s, each engine's better of two interleaved runs (median of $reps repeats each); TTFT: seconds from process start to the first token (model load included), empty / warm pipeline cache."
+runs="two interleaved runs"
+[[ $rounds = 2 ]] || runs="$rounds interleaved runs"
+[[ $rounds = 1 ]] && runs="one run"
+echo "Device: $device; $(nproc) CPU cores; $(date -u +%Y-%m-%d). Tokens/s, each engine's better of $runs (median of $reps repeats each); TTFT: seconds from process start to the first token (model load included), empty / warm pipeline cache."
 echo
 echo "| model | vkllm pp | llama.cpp pp | pp ratio | vkllm tg | llama.cpp tg | tg ratio | TTFT cold s | TTFT warm s |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for m in "${models[@]}"; do
-    IFS='|' read -r name file pp tg lpp <<<"$m"
-    [[ -n $only && ! $name =~ $only ]] && continue
+    IFS='|' read -r name file pp tg lpp key <<<"$m"
+    key=${key:-$name}
+    [[ -n $only && ! $name =~ $only && ! $key =~ $only ]] && continue
+    make_134m "$file"
     if [[ ! -f $file ]]; then
         echo "bench-compare: skipping $name: no $file" >&2
         continue
     fi
     echo "bench-compare: $name" >&2
     vk_pp=() vk_tg=() ll_pp=() ll_tg=()
-    for round in 1 2; do
+    for ((round = 1; round <= rounds; round++)); do
         "$vkllm" bench -m "$file" -p "$pp" -n "$tg" -r "$reps" --json >"$tmp/vk$round" 2>"$tmp/vk$round.err" || true
         vk_pp+=("$(field "$tmp/vk$round" prompt_tps)") vk_tg+=("$(field "$tmp/vk$round" decode_tps)")
-        "$oracle/llama-bench-lite" "$file" Vulkan0 "$lpp" "$tg" "$reps" 2 >"$tmp/ll$round" 2>"$tmp/ll$round.err" || true
+        "$oracle/llama-bench-lite" "$file" Vulkan0 "$lpp" "$tg" "$reps" "$threads" >"$tmp/ll$round" 2>"$tmp/ll$round.err" || true
         ll_pp+=("$(field "$tmp/ll$round" pp_tps)") ll_tg+=("$(field "$tmp/ll$round" tg_tps)")
     done
     vp=$(better "${vk_pp[@]}") vt=$(better "${vk_tg[@]}") lp=$(better "${ll_pp[@]}") lt=$(better "${ll_tg[@]}")
     # Time to first token: a fresh pipeline cache, then the one it left.
-    export XDG_CACHE_HOME=$tmp/xdg-${name// /_}
-    cold=$(seconds_of "$vkllm" run -m "$file" -p "Once upon a time" -n 1 --temp 0 || echo "-")
-    warm=$(seconds_of "$vkllm" run -m "$file" -p "Once upon a time" -n 1 --temp 0 || echo "-")
-    unset XDG_CACHE_HOME
+    cold=- warm=-
+    if [[ $ttft != 0 ]]; then
+        export XDG_CACHE_HOME=$tmp/xdg-${name// /_}
+        cold=$(seconds_of "$vkllm" run -m "$file" -p "Once upon a time" -n 1 --temp 0 || echo "-")
+        warm=$(seconds_of "$vkllm" run -m "$file" -p "Once upon a time" -n 1 --temp 0 || echo "-")
+        unset XDG_CACHE_HOME
+    fi
     label="$name (pp$pp/tg$tg)"
     [[ $lpp != "$pp" ]] && label="$name (pp$pp/tg$tg; llama.cpp pp$lpp)"
     echo "| $label | ${vp:-fails} | ${lp:-fails} | $(ratio "$vp" "$lp") | ${vt:-fails} | ${lt:-fails} | $(ratio "$vt" "$lt") | $cold | $warm |"
+    [[ -z $jsonl ]] || jsonrow "$key" "$name" "$pp" "$tg" "$lpp" "$vp" "$lp" "$vt" "$lt" "$cold" "$warm" >>"$jsonl"
 done
