@@ -1,12 +1,10 @@
 // vkllm template (-m MODEL | --template FILE.jinja) --messages FILE.json [options]
 // Renders a chat template with a conversation and writes exactly the rendering to stdout.
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 #include <string>
 
 #include "commands.h"
+#include "input_file.h"
 #include "interrupt.h"
 #include "options.h"
 #include "vkllm/chat_template.h"
@@ -21,24 +19,20 @@ constexpr const char* kUsage =
     "                      [--add-generation-prompt] [--bos TEXT] [--eos TEXT] [--tools FILE.json]\n"
     "                      [--extra FILE.json] [--name NAME] [--now YYYY-MM-DD]\n"
     "  -m MODEL.gguf            the model's tokenizer.chat_template (and its BOS/EOS texts)\n"
-    "  --template FILE.jinja    a template file instead\n"
+    "  --template FILE.jinja    a template file instead (up to 16 MiB, as --tools and --extra)\n"
     "  --name NAME              the model's named template tokenizer.chat_template.NAME (e.g. tool_use)\n"
-    "  --messages FILE.json     a JSON list of {\"role\": ..., \"content\": ...} messages ('-': stdin)\n"
+    "  --messages FILE.json     a JSON list of {\"role\": ..., \"content\": ...} messages ('-': stdin; up to 64 MiB)\n"
     "  --tools FILE.json        a JSON list of tools (without it, `tools` is none)\n"
     "  --extra FILE.json        a JSON object of extra variables (e.g. {\"enable_thinking\": false})\n"
     "  --now DATE               the date strftime_now() formats (default: VKLLM_TEMPLATE_NOW, or today)\n"
     "The rendering goes to stdout with nothing added; a template that raises exits 1 with its message.";
 
+// A template, messages, tools or extra file ("-": stdin), through the bounded reader: a device
+// such as /dev/zero or an endless pipe is refused instead of filling memory.
 std::string read_file(const std::string& path, const char* what) {
-    std::stringstream ss;
-    if (path == "-") {
-        ss << std::cin.rdbuf();
-        return ss.str();
-    }
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error(std::string("cannot read the ") + what + " file '" + path + "'");
-    ss << f.rdbuf();
-    return ss.str();
+    const bool conversation = std::string(what) == "messages";
+    return app::read_input(path, conversation ? app::kConversationFileMax : app::kSmallFileMax,
+                           std::string(what) + " file");
 }
 
 // The text of token `id_key`'s token in the model's vocabulary, or "" when the model has none.

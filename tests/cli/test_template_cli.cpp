@@ -137,6 +137,14 @@ TEST(TemplateCli, RaisingTemplatesAndBadInputFail) {
     EXPECT_EQ(run("--template " + broken).code, 2);                         // no messages
     EXPECT_EQ(run("--template x.jinja -m y.gguf --messages m.json").code, 2);  // both
     EXPECT_EQ(run("--template /nonexistent.jinja --messages " + system_user).code, 1);
+
+    // Endless inputs are refused by what they are, before a byte is read.
+    r = run("--template /dev/zero --messages " + system_user, err);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(read_text(err).find("/dev/zero: it is a character device"), std::string::npos) << read_text(err);
+    r = run("--template " + broken + " --messages /dev/urandom", err);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(read_text(err).find("messages file /dev/urandom"), std::string::npos) << read_text(err);
 }
 
 }  // namespace
