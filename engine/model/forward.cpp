@@ -12,34 +12,6 @@
 
 namespace vkllm::model {
 
-ops::RopeParams rope_params(const RopeSpec& r) {
-    ops::RopeParams p;
-    p.n_dims = r.n_dims;
-    p.neox = r.neox;
-    p.freq_base = r.freq_base;
-    p.freq_scale = (r.scaling == RopeScaling::Linear || r.scaling == RopeScaling::Yarn) ? 1.0f / r.factor : 1.0f;
-    p.ext_factor = r.ext_factor;
-    p.attn_factor = r.attn_factor;
-    p.beta_fast = r.beta_fast;
-    p.beta_slow = r.beta_slow;
-    p.n_ctx_orig = r.n_ctx_orig;
-    return p;
-}
-
-ops::AttentionParams attention_params(const AttentionSpec& a) {
-    ops::AttentionParams p;
-    p.n_head = a.n_head;
-    p.n_head_kv = a.n_head_kv;
-    p.head_dim = a.head_dim;
-    p.head_dim_v = a.head_dim_v;
-    p.scale = a.scale;
-    p.causal = a.causal;
-    p.window = a.window;
-    p.softcap = a.softcap;
-    p.chunk = a.chunk;
-    return p;
-}
-
 namespace {
 
 constexpr size_t F = sizeof(float);
@@ -53,20 +25,6 @@ void check_supported(const ModelSpec& s) {
         if (!L.ffn.gated && L.ffn.activation == Activation::SiLU)
             throw ModelError("architecture '" + s.arch + "': an ungated SiLU FFN is not implemented yet");
     }
-}
-
-int max_q_dim(const ModelSpec& s) {
-    int m = 0;
-    for (const auto& L : s.layers) m = std::max({m, L.attn.n_head * L.attn.head_dim, L.attn.n_head * L.attn.head_dim_v});
-    return m;
-}
-
-int max_ff(const ModelSpec& s) {
-    int m = 0;
-    // A MoE layer's rows of all chosen experts per token: top_k * n_ff_expert.
-    for (const auto& L : s.layers)
-        m = std::max({m, L.ffn.n_ff, L.ffn.moe.top_k * L.ffn.moe.n_ff_expert, L.ffn.moe.n_ff_shared});
-    return m;
 }
 
 }  // namespace
@@ -87,87 +45,20 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
         norm_in_matvec_ = std::string(v) == "1";
     }
     const ops::CacheType cache_type = KvCache::choose_type(ctx, spec, kv_cache);
-    const uint64_t range = ctx.caps().max_storage_buffer_range;
-    // Logits of many tokens are only needed by `vkllm logits`; keep that buffer within one binding.
-    n_logit_rows_ = int(std::clamp<uint64_t>(range / (uint64_t(spec.n_vocab) * F), 1, uint64_t(n_batch_)));
-    // Scratch activations must also fit one binding each; shrink the batch until they do.
-    uint64_t widest = std::max<uint64_t>({uint64_t(spec.n_embd), uint64_t(max_q_dim(spec)), uint64_t(max_ff(spec))});
-    n_batch_ = int(std::min<uint64_t>(uint64_t(n_batch_), std::max<uint64_t>(1, range / (widest * F))));
+    n_logit_rows_ = Scratch::logit_rows(ctx, spec, n_batch_);
+    n_batch_ = Scratch::fit_batch(ctx, spec, n_batch_);
 
     if (spec.learned_positions && n_ctx > weights.position_embd.n_out)
         throw ModelError("a context of " + std::to_string(n_ctx) + " tokens exceeds the " +
                          std::to_string(weights.position_embd.n_out) + " learned positions of this model; use -c " +
                          std::to_string(weights.position_embd.n_out) + " or less");
-    const uint64_t B = uint64_t(n_batch_);
-    ids_ = gpu::Buffer(ctx, B * 4, gpu::Memory::Host);
-    positions_ = gpu::Buffer(ctx, B * 4, gpu::Memory::Host);
-
-    x_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
-    h_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
-    q_ = gpu::Buffer(ctx, B * uint64_t(max_q_dim(spec)) * F, gpu::Memory::Device);
-    attn_ = gpu::Buffer(ctx, B * uint64_t(max_q_dim(spec)) * F, gpu::Memory::Device);
-    block_out_ = gpu::Buffer(ctx, B * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
-    gate_ = gpu::Buffer(ctx, B * uint64_t(max_ff(spec)) * F, gpu::Memory::Device);
-    up_ = gpu::Buffer(ctx, B * uint64_t(max_ff(spec)) * F, gpu::Memory::Device);
-    if (round_activations_) {
-        for (size_t m = 1; m < 5; ++m) rounded_[m] = gpu::Buffer(ctx, B * widest * F, gpu::Memory::Device);
-    }
-    logits_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * uint64_t(spec.n_vocab) * F, gpu::Memory::Device);
-    logits_host_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * uint64_t(spec.n_vocab) * F, gpu::Memory::Host);
-    logits_flags_ = gpu::Buffer(ctx, uint64_t(n_logit_rows_) * 8, gpu::Memory::Host);
-
-    // Decode attention splits the keys over workgroups when given scratch for partial results.
-    uint64_t scratch = 0;
-    for (const LayerSpec& L : spec.layers) scratch = std::max(scratch, ops::attention_scratch_bytes(ctx, 1, n_ctx, attention_params(L.attn)));
-    if (scratch) attn_scratch_ = gpu::Buffer(ctx, std::min(scratch, range), gpu::Memory::Device);
-
     kv_ = KvCache(ctx, spec, n_ctx, n_batch_, cache_type);
-    uint64_t widest_k = 0, widest_v = 0;
+    scratch_ = Scratch(ctx, spec, n_ctx, n_batch_, n_logit_rows_, round_activations_);
     for (const LayerSpec& L : spec.layers) {
-        widest_k = std::max(widest_k, uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim) * F);
-        widest_v = std::max(widest_v, uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v) * F);
-    }
-    int n_expert = 0, top_k = 0, n_ff_expert = 0;
-    for (const LayerSpec& L : spec.layers) {
-        n_expert = std::max(n_expert, L.ffn.moe.n_expert);
-        top_k = std::max(top_k, L.ffn.moe.top_k);
-        n_ff_expert = std::max(n_ff_expert, L.ffn.moe.n_ff_expert);
         expert_load_.emplace_back();
         if (L.ffn.moe.n_expert > 0)
             expert_load_.back() = gpu::Buffer(ctx, uint64_t(L.ffn.moe.n_expert) * 2 * F, gpu::Memory::Host);
     }
-    if (n_expert > 0) {
-        const uint64_t pairs = B * uint64_t(top_k);
-        router_logits_ = gpu::Buffer(ctx, B * uint64_t(n_expert) * F, gpu::Memory::Device);
-        moe_experts_ = gpu::Buffer(ctx, pairs * 4, gpu::Memory::Device);
-        moe_weights_ = gpu::Buffer(ctx, pairs * F, gpu::Memory::Device);
-        moe_sorted_ = gpu::Buffer(ctx, ops::moe_sort_ints(n_expert, int64_t(pairs)) * 4, gpu::Memory::Device);
-        moe_gate_ = gpu::Buffer(ctx, pairs * uint64_t(n_ff_expert) * F, gpu::Memory::Device);
-        moe_up_ = gpu::Buffer(ctx, pairs * uint64_t(n_ff_expert) * F, gpu::Memory::Device);
-        moe_down_ = gpu::Buffer(ctx, pairs * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
-        moe_input_ = gpu::Buffer(ctx, pairs * uint64_t(spec.n_embd) * F, gpu::Memory::Device);
-        std::vector<float> ones(pairs, 1.0f);
-        moe_ones_ = gpu::Buffer(ctx, pairs * F, gpu::Memory::Device);
-        moe_ones_.upload(ones.data(), pairs * F);
-    }
-    for (const LayerSpec& L : spec.layers) {
-        const MlaSpec& mla = L.attn.mla;
-        if (mla.kv_lora_rank == 0 || mla_q_.valid()) continue;
-        const uint64_t heads = B * uint64_t(L.attn.n_head);
-        mla_qa_ = gpu::Buffer(ctx, B * uint64_t(std::max(mla.q_lora_rank, 1)) * F, gpu::Memory::Device);
-        // Slack after the last head: RoPE's window for the rotated part runs `nope` past it.
-        mla_q_ = gpu::Buffer(ctx, (heads * uint64_t(mla.qk_nope + mla.qk_rope) + uint64_t(mla.qk_nope)) * F,
-                             gpu::Memory::Device);
-        mla_qn_ = gpu::Buffer(ctx, heads * uint64_t(mla.qk_nope) * F, gpu::Memory::Device);
-        mla_qabs_ = gpu::Buffer(ctx, heads * uint64_t(mla.kv_lora_rank) * F, gpu::Memory::Device);
-        mla_out_ = gpu::Buffer(ctx, heads * uint64_t(mla.v_head) * F, gpu::Memory::Device);
-        std::vector<int32_t> ids(heads);
-        for (uint64_t p = 0; p < heads; ++p) ids[p] = int32_t(p % uint64_t(L.attn.n_head));
-        head_ids_ = gpu::Buffer(ctx, heads * 4, gpu::Memory::Device);
-        head_ids_.upload(ids.data(), heads * 4);
-    }
-    k_new_ = gpu::Buffer(ctx, B * widest_k, gpu::Memory::Device);
-    v_new_ = gpu::Buffer(ctx, B * widest_v, gpu::Memory::Device);
 }
 
 const gpu::Buffer& Forward::MatmulInputs::of(const ops::Weight& w) const {
@@ -211,7 +102,7 @@ Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t off
             in.in_matvec[size_t(mode)] = true;
             continue;
         }
-        const gpu::Buffer& dst = rounded_[size_t(mode)];
+        const gpu::Buffer& dst = scratch_.rounded[size_t(mode)];
         stream_->mark("round_act");
         ops::round_activations(*stream_, x, offset, dst, 0, rows, n, mode);
         in.rounded[size_t(mode)] = &dst;
@@ -259,13 +150,13 @@ void Forward::read_back_checked(const gpu::Buffer& src, uint64_t src_offset, con
 
 Forward::NonFinite Forward::logits_nonfinite(int row) const {
     if (row < 0 || row >= n_logit_rows_) throw std::logic_error("Forward::logits_nonfinite: bad row");
-    const auto* f = static_cast<const uint32_t*>(logits_flags_.mapped());
+    const auto* f = static_cast<const uint32_t*>(scratch_.logits_flags.mapped());
     return {f[2 * row], f[2 * row + 1]};
 }
 
 Forward::NonFinite Forward::embeddings_nonfinite(int row) const {
-    if (row < 0 || row >= n_batch_ || !embd_flags_.valid()) throw std::logic_error("Forward::embeddings_nonfinite: bad row");
-    const auto* f = static_cast<const uint32_t*>(embd_flags_.mapped());
+    if (row < 0 || row >= n_batch_ || !scratch_.embd_flags.valid()) throw std::logic_error("Forward::embeddings_nonfinite: bad row");
+    const auto* f = static_cast<const uint32_t*>(scratch_.embd_flags.mapped());
     return {f[2 * row], f[2 * row + 1]};
 }
 
@@ -283,8 +174,8 @@ bool Forward::replayable(int n_tokens, bool all_logits, const ProbeConfig& probe
 }
 
 void Forward::write_step_inputs(const int32_t* ids, int T, int pos0) {
-    std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
-    auto* pos = static_cast<int32_t*>(positions_.mapped());
+    std::memcpy(scratch_.ids.mapped(), ids, size_t(T) * 4);
+    auto* pos = static_cast<int32_t*>(scratch_.positions.mapped());
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
     if (pos0 == 0) reset_edit_state();
     kv_.begin_pass(pos0, T);
@@ -304,18 +195,18 @@ void Forward::record_step(int T, int pos0, bool all_logits, const ProbeConfig& p
     const uint64_t first = all_logits ? 0 : uint64_t(T - 1) * uint64_t(spec_.n_embd);
     // Without a final norm (BERT) the projection reads the residual stream itself.
     MatmulInputs in = spec_.final_norm
-                          ? normed_inputs(x_, first, rows, spec_.n_embd, w_.output_norm, w_.output_norm_b, {&w_.output},
-                                          "the final norm is complete before the output projection reads it", h_)
-                          : prepare_inputs(x_, first, rows, spec_.n_embd, {&w_.output});
+                          ? normed_inputs(scratch_.x, first, rows, spec_.n_embd, w_.output_norm, w_.output_norm_b, {&w_.output},
+                                          "the final norm is complete before the output projection reads it", scratch_.h)
+                          : prepare_inputs(scratch_.x, first, rows, spec_.n_embd, {&w_.output});
     s.mark("matmul");
-    in.matmul(s, w_.output, logits_, 0, rows);
+    in.matmul(s, w_.output, scratch_.logits, 0, rows);
     if (spec_.final_softcap > 0) {
         s.barrier("logits are complete before soft-capping");
         s.mark("softcap");
-        ops::softcap(s, logits_, int64_t(rows) * spec_.n_vocab, spec_.final_softcap);
+        ops::softcap(s, scratch_.logits, int64_t(rows) * spec_.n_vocab, spec_.final_softcap);
     }
     s.barrier("logits are complete before the checked copy to host memory");
-    read_back_checked(logits_, 0, logits_host_, rows, spec_.n_vocab, logits_flags_);
+    read_back_checked(scratch_.logits, 0, scratch_.logits_host, rows, spec_.n_vocab, scratch_.logits_flags);
 }
 
 void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits,
@@ -333,7 +224,7 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
         const int key = std::min((pos0 + 1 + kReplayKeys - 1) / kReplayKeys * kReplayKeys, n_ctx_);
         stream_ = &replay_stream_;
         if (key == replay_key_) {
-            reset_flags(logits_flags_, rows);
+            reset_flags(scratch_.logits_flags, rows);
             replay_stream_.resubmit_and_wait();
             ++replayed_steps_;
         } else {
@@ -359,7 +250,7 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
         step_stream_.submit_and_wait();
     }
 
-    std::memcpy(logits, logits_host_.mapped(), size_t(rows) * size_t(spec_.n_vocab) * F);
+    std::memcpy(logits, scratch_.logits_host.mapped(), size_t(rows) * size_t(spec_.n_vocab) * F);
     if (results) read_probes(T, pos0, probes, results, first_pass);
 }
 

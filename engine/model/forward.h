@@ -13,6 +13,8 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "model/kv_cache.h"
+#include "model/op_params.h"
+#include "model/scratch.h"
 #include "model/spec.h"
 #include "model/weights.h"
 #include "vkllm/probe.h"
@@ -21,10 +23,6 @@
 namespace vkllm::gpu { class Context; }
 
 namespace vkllm::model {
-
-// The op parameters a layer's spec implies.
-ops::RopeParams rope_params(const RopeSpec& r);
-ops::AttentionParams attention_params(const AttentionSpec& a);
 
 class Forward {
 public:
@@ -151,13 +149,11 @@ private:
     // After the embeddings (l = -1) or layer l: the residual edits, then the probes' copies of x.
     void record_after_layer(int l, int n_tokens, const ProbeConfig& probes);
     void record_logit_lens();
-    // MLA (forward_mla.cpp): q_ gets the absorbed queries [T, n_head, kv_lora + rope], k_new_ the
-    // keys [T, kv_lora + rope] and v_new_ the latent values [T, kv_lora]; then the heads' latent
-    // outputs (attn_) go through W_vb into mla_out_ [T, n_head * v_head].
+    // MLA (forward_mla.cpp): scratch q gets the absorbed queries [T, n_head, kv_lora + rope],
+    // k_new the keys [T, kv_lora + rope] and v_new the latent values [T, kv_lora]; then the heads'
+    // latent outputs (attn) go through W_vb into mla.out [T, n_head * v_head].
     void record_mla_qkv(int l, int n_tokens, const MatmulInputs& in);
     void record_mla_output(int l, int n_tokens);
-    gpu::Buffer mla_qa_, mla_q_, mla_qn_, mla_qabs_, mla_out_;
-    gpu::Buffer head_ids_;  // int32 [n_batch * n_head]: pair p's "expert" is its head, p % n_head
     // probe_out: also copies what the block adds to the residual stream (after bias and post-norm).
     // norm_after_add (BERT's post-norm): x = post_norm(x + W in + bias) with bias post_norm_b.
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
@@ -202,38 +198,10 @@ private:
     // Keys of `cache` that a step ending at position `end` (exclusive) attends over.
     int keys_in_view(int cache_slots, int end) const;
 
-    // Host-visible inputs, written before each submit.
-    gpu::Buffer ids_;        // int32 [n_batch]
-    gpu::Buffer positions_;  // int32 [n_batch]
     KvCache kv_;
-    gpu::Buffer k_new_, v_new_;            // [n_batch, kv row]: this step's keys/values before they enter the cache
-    // Scratch activations (device-local).
-    gpu::Buffer x_;          // [n_batch, n_embd] the residual stream
-    gpu::Buffer h_;          // [n_batch, n_embd] normalised input of a block
-    gpu::Buffer q_;          // [n_batch, n_head * head_dim]
-    gpu::Buffer attn_;       // [n_batch, n_head * head_dim_v]
-    gpu::Buffer block_out_;  // [n_batch, n_embd] a block's output before its post-norm
-    gpu::Buffer gate_, up_;  // [n_batch, n_ff]
-    gpu::Buffer rounded_[5];  // by ops::ActRounding, [n_batch, widest]: activations rounded for matmuls
-    // MoE scratch (allocated when a layer has experts).
-    gpu::Buffer router_logits_;          // [n_batch, n_expert]
-    gpu::Buffer moe_experts_;            // int32 [n_batch, top_k]
-    gpu::Buffer moe_weights_;            // [n_batch, top_k]
-    gpu::Buffer moe_sorted_;             // int32, ops::moe_sort's layout
-    gpu::Buffer moe_gate_, moe_up_;      // [n_batch * top_k, n_ff_expert]
-    gpu::Buffer moe_down_;               // [n_batch * top_k, n_embd]
-    gpu::Buffer moe_input_;              // [n_batch * top_k, n_embd] weighted expert inputs (Llama 4)
-    gpu::Buffer moe_ones_;               // [n_batch * top_k] of 1: combine weights when the input carried them
+    Scratch scratch_;  // the step's inputs, activations, layer kinds' scratch and outputs
     std::vector<gpu::Buffer> expert_load_;  // per layer, host [n_expert, 2] (expert-load probe)
     void record_moe(int l, int n_tokens, const gpu::Buffer& in, const ProbeConfig& probes);
-    gpu::Buffer attn_scratch_;  // split-K partial results of decode attention
-    gpu::Buffer pool_weights_;  // [n_batch] of 1/T (mean pooling's weighted row sum), made on use
-    gpu::Buffer embd_host_;     // [n_batch, n_embd] (encode), made on use
-    gpu::Buffer logits_;     // [n_logit_rows, n_vocab]
-    gpu::Buffer logits_host_;
-    // uint32 [rows][2] (count, first index) of the checked read-backs (ops::copy_checked).
-    gpu::Buffer logits_flags_;  // [n_logit_rows]
-    gpu::Buffer embd_flags_;    // [n_batch] (encode), made on use
     // Records the checked copy of `rows` rows of n floats from src into host memory dst, its
     // flags reset to "none" here (the stream is not yet submitted, no GPU work reads them).
     void read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,

@@ -25,10 +25,9 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
                                     "use encode_logits for masked-token predictions");
     alloc_probe_buffers(probes);
     const uint64_t E = uint64_t(spec_.n_embd);
-    if (!embd_host_.valid()) embd_host_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * E * F, gpu::Memory::Host);
-    if (!embd_flags_.valid()) embd_flags_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * 8, gpu::Memory::Host);
-    std::memcpy(ids_.mapped(), ids, size_t(T) * 4);
-    auto* pos = static_cast<int32_t*>(positions_.mapped());
+    scratch_.make_encode_outputs(pooling == Pooling::Mean);
+    std::memcpy(scratch_.ids.mapped(), ids, size_t(T) * 4);
+    auto* pos = static_cast<int32_t*>(scratch_.positions.mapped());
     for (int i = 0; i < T; ++i) pos[i] = i;
     reset_edit_state();
     kv_.begin_pass(0, T);  // T <= n_batch <= every cache's slots: slot i holds position i
@@ -45,37 +44,36 @@ void Forward::encode(const int32_t* ids, int T, Pooling pooling, float* embeddin
 
     // Pooling: the rows themselves, row 0 ([CLS]), row T-1, or their mean. The mean is a
     // weighted row sum with weights 1/T (ops::moe_combine summing "slots" k of one token), in
-    // chunks of at most kMaxExperts rows accumulated into block_out_'s first row.
+    // chunks of at most kMaxExperts rows accumulated into scratch_.block_out's first row.
     uint64_t rows = 1, from = 0;
-    const gpu::Buffer* pooled = &x_;
+    const gpu::Buffer* pooled = &scratch_.x;
     if (pooling == Pooling::None) rows = uint64_t(T);
     else if (pooling == Pooling::Last) from = uint64_t(T - 1);
     else if (pooling == Pooling::Mean) {
         std::vector<float> w(size_t(n_batch_), 1.0f / float(T));
-        if (!pool_weights_.valid()) pool_weights_ = gpu::Buffer(ctx_, uint64_t(n_batch_) * F, gpu::Memory::Host);
-        std::memcpy(pool_weights_.mapped(), w.data(), w.size() * F);
+        std::memcpy(scratch_.pool_weights.mapped(), w.data(), w.size() * F);
         s.mark("mean_pool");
         for (int t0 = 0; t0 < T; t0 += ops::kMaxExperts) {
             const int n = std::min(T - t0, ops::kMaxExperts);
-            ops::MoeRouting r{&ids_, &pool_weights_, nullptr, 1, n};
-            ops::moe_combine(s, x_, uint64_t(t0) * E, r, block_out_, 0, int64_t(E), /*accumulate=*/t0 > 0);
+            ops::MoeRouting r{&scratch_.ids, &scratch_.pool_weights, nullptr, 1, n};
+            ops::moe_combine(s, scratch_.x, uint64_t(t0) * E, r, scratch_.block_out, 0, int64_t(E), /*accumulate=*/t0 > 0);
             s.barrier("one chunk of the mean is summed before the next adds to it or the copy reads it");
         }
-        pooled = &block_out_;
+        pooled = &scratch_.block_out;
     }
-    read_back_checked(*pooled, from * E, embd_host_, int(rows), int(E), embd_flags_);
+    read_back_checked(*pooled, from * E, scratch_.embd_host, int(rows), int(E), scratch_.embd_flags);
     if (logits) {
         // Every token's logits through the (tied) output projection, from the residual stream.
-        MatmulInputs in = prepare_inputs(x_, 0, T, spec_.n_embd, {&w_.output});
+        MatmulInputs in = prepare_inputs(scratch_.x, 0, T, spec_.n_embd, {&w_.output});
         s.mark("matmul");
-        in.matmul(s, w_.output, logits_, 0, T);
+        in.matmul(s, w_.output, scratch_.logits, 0, T);
         s.barrier("logits are complete before the checked copy to host memory");
-        read_back_checked(logits_, 0, logits_host_, T, spec_.n_vocab, logits_flags_);
+        read_back_checked(scratch_.logits, 0, scratch_.logits_host, T, spec_.n_vocab, scratch_.logits_flags);
     }
     s.submit_and_wait();
 
-    std::memcpy(embeddings, embd_host_.mapped(), size_t(rows * E) * F);
-    if (logits) std::memcpy(logits, logits_host_.mapped(), size_t(T) * size_t(spec_.n_vocab) * F);
+    std::memcpy(embeddings, scratch_.embd_host.mapped(), size_t(rows * E) * F);
+    if (logits) std::memcpy(logits, scratch_.logits_host.mapped(), size_t(T) * size_t(spec_.n_vocab) * F);
     if (results) read_probes(T, 0, probes, results, /*first_pass=*/true);
 }
 

@@ -35,50 +35,50 @@ void Forward::record_mla_qkv(int l, int T, const MatmulInputs& in) {
     // q (through the low-rank q_a when present) and [c | kr]; in: the block input's.
     if (w.wq_a.buffer) {
         s.mark("matmul");
-        in.matmul(s, w.wq_a, mla_qa_, 0, T);
-        in.matmul(s, w.wkv_a, k_new_, 0, T);
+        in.matmul(s, w.wq_a, scratch_.mla.qa, 0, T);
+        in.matmul(s, w.wkv_a, scratch_.k_new, 0, T);
         s.barrier("q_a and [c | kr] are complete before their norms");
         // q_a's norm, in place (or, decoding, inside W_qb's matvec).
-        const MatmulInputs mi = normed_inputs(mla_qa_, 0, T, mla.q_lora_rank, w.q_a_norm, nullptr, {&w.wq},
-                                              "the normalised q_a is complete before W_qb reads it", mla_qa_);
+        const MatmulInputs mi = normed_inputs(scratch_.mla.qa, 0, T, mla.q_lora_rank, w.q_a_norm, nullptr, {&w.wq},
+                                              "the normalised q_a is complete before W_qb reads it", scratch_.mla.qa);
         s.mark("matmul");
-        mi.matmul(s, w.wq, mla_q_, 0, T);
+        mi.matmul(s, w.wq, scratch_.mla.q, 0, T);
     } else {
         s.mark("matmul");
-        in.matmul(s, w.wq, mla_q_, 0, T);
-        in.matmul(s, w.wkv_a, k_new_, 0, T);
+        in.matmul(s, w.wq, scratch_.mla.q, 0, T);
+        in.matmul(s, w.wkv_a, scratch_.k_new, 0, T);
     }
     s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
     s.mark("norm");
-    ops::rms_norm(s, k_new_, 0, w.kv_a_norm, k_new_, 0, T, mla.kv_lora_rank, spec_.norm_eps, int64_t(kv));
+    ops::rms_norm(s, scratch_.k_new, 0, w.kv_a_norm, scratch_.k_new, 0, T, mla.kv_lora_rank, spec_.norm_eps, int64_t(kv));
     // The norm's binding spans whole [c | kr] rows, so the rope below writes memory (kr) the norm
     // has bound: the rope must wait for the norm (a write-after-read hazard otherwise).
     s.barrier("the latent norm is done with the [c | kr] rows before RoPE writes their kr part");
     s.mark("rope");
     // The rotated part ends each q head: rotate `rope` dims of windows starting `nope` into each
-    // head (mla_q_ has `nope` floats of slack after its last head for the window).
-    ops::rope(s, mla_q_, uint64_t(mla.qk_nope), positions_, T, a.n_head, int(qh), rp, freqs,
+    // head (scratch_.mla.q has `nope` floats of slack after its last head for the window).
+    ops::rope(s, scratch_.mla.q, uint64_t(mla.qk_nope), scratch_.positions, T, a.n_head, int(qh), rp, freqs,
               int64_t(qh) * a.n_head);
-    ops::rope(s, k_new_, uint64_t(mla.kv_lora_rank), positions_, T, 1, mla.qk_rope, rp, freqs, int64_t(kv));
+    ops::rope(s, scratch_.k_new, uint64_t(mla.kv_lora_rank), scratch_.positions, T, 1, mla.qk_rope, rp, freqs, int64_t(kv));
     s.barrier("normalised latent, rotated q and kr are complete before they are gathered");
 
     // Values: the latent part of each row. Absorption input: q_nope of each (token, head).
     s.mark("copy");
-    s.copy_rows(k_new_, 0, kv * F, v_new_, 0, uint64_t(mla.kv_lora_rank) * F, uint64_t(mla.kv_lora_rank) * F, uint64_t(T));
-    s.copy_rows(mla_q_, 0, qh * F, mla_qn_, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
+    s.copy_rows(scratch_.k_new, 0, kv * F, scratch_.v_new, 0, uint64_t(mla.kv_lora_rank) * F, uint64_t(mla.kv_lora_rank) * F, uint64_t(T));
+    s.copy_rows(scratch_.mla.q, 0, qh * F, scratch_.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
     s.barrier("gathered q_nope rows are complete before W_kb reads them");
-    ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
+    ops::MoeRouting by_head{&scratch_.mla.head_ids, nullptr, nullptr, T, a.n_head};
     const ops::Weight kb_key = rounding_key(w.k_b);
     // by_head has no sort: the expert matvec, which rounds each head's row itself.
-    MatmulInputs mi = prepare_inputs(mla_qn_, 0, int(heads), mla.qk_nope, {&kb_key}, RoundAt::ExpertMatvec);
+    MatmulInputs mi = prepare_inputs(scratch_.mla.qn, 0, int(heads), mla.qk_nope, {&kb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, mla_qabs_, 0,
+    ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, scratch_.mla.qabs, 0,
                     mi.rounds_in_matvec(kb_key.type));
     s.barrier("absorbed queries are complete before they are assembled with the rotated part");
     // Attention queries [q_abs | q_rope] per head.
     s.mark("copy");
-    s.copy_rows(mla_qabs_, 0, uint64_t(mla.kv_lora_rank) * F, q_, 0, kv * F, uint64_t(mla.kv_lora_rank) * F, heads);
-    s.copy_rows(mla_q_, uint64_t(mla.qk_nope) * F, qh * F, q_, uint64_t(mla.kv_lora_rank) * F, kv * F,
+    s.copy_rows(scratch_.mla.qabs, 0, uint64_t(mla.kv_lora_rank) * F, scratch_.q, 0, kv * F, uint64_t(mla.kv_lora_rank) * F, heads);
+    s.copy_rows(scratch_.mla.q, uint64_t(mla.qk_nope) * F, qh * F, scratch_.q, uint64_t(mla.kv_lora_rank) * F, kv * F,
                 uint64_t(mla.qk_rope) * F, heads);
     s.barrier("the attention queries are complete before attention reads them");
 }
@@ -88,12 +88,12 @@ void Forward::record_mla_output(int l, int T) {
     const LayerWeights& w = w_.layers[size_t(l)];
     gpu::Stream& s = *stream_;
     const int heads = T * a.n_head;
-    ops::MoeRouting by_head{&head_ids_, nullptr, nullptr, T, a.n_head};
+    ops::MoeRouting by_head{&scratch_.mla.head_ids, nullptr, nullptr, T, a.n_head};
     const ops::Weight vb_key = rounding_key(w.v_b);
-    MatmulInputs mi = prepare_inputs(attn_, 0, heads, a.mla.kv_lora_rank, {&vb_key}, RoundAt::ExpertMatvec);
+    MatmulInputs mi = prepare_inputs(scratch_.attn, 0, heads, a.mla.kv_lora_rank, {&vb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
-    // attn_ is [T, n_head, kv_lora]: one latent row per (token, head) pair.
-    ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, mla_out_, 0,
+    // scratch_.attn is [T, n_head, kv_lora]: one latent row per (token, head) pair.
+    ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, scratch_.mla.out, 0,
                     mi.rounds_in_matvec(vb_key.type));
     s.barrier("each head's value output is complete before the output projection reads it");
 }

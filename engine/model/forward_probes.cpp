@@ -147,18 +147,18 @@ void Forward::record_after_layer(int l, int T, const ProbeConfig& probes) {
     auto edits = edit_ranges_.find(l);
     if (edits != edit_ranges_.end()) {
         s.mark("residual_edit");
-        ops::residual_edit(s, x_, T, spec_.n_embd, edits_buf_, edits->second.first, edits->second.second, edit_state_);
+        ops::residual_edit(s, scratch_.x, T, spec_.n_embd, edits_buf_, edits->second.first, edits->second.second, edit_state_);
         s.barrier("the edited residual stream is complete before the next layer and the probes read it");
     }
     const uint64_t row = uint64_t(spec_.n_embd) * F;
     if (residual_copied(l, probes)) {
         s.mark("copy");
-        s.copy(x_, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * row, uint64_t(T) * row);
+        s.copy(scratch_.x, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * row, uint64_t(T) * row);
     }
     auto lens = std::find(lens_layers_.begin(), lens_layers_.end(), l);
     if (lens != lens_layers_.end()) {
         s.mark("copy");
-        s.copy(x_, uint64_t(T - 1) * row, lens_x_, uint64_t(lens - lens_layers_.begin()) * row, row);
+        s.copy(scratch_.x, uint64_t(T - 1) * row, lens_x_, uint64_t(lens - lens_layers_.begin()) * row, row);
     }
 }
 
