@@ -34,6 +34,12 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 cmake --build "$build" --target "fuzz_$target"
 mkdir -p "$build/work/$target" "$build/artifacts"
+# ASan keeps freed memory in a 256 MiB quarantine and returns little to the system, so a target
+# whose inputs legitimately build large strings (a template's values may reach 64 MiB) crosses
+# -rss_limit_mb with a small live heap. A smaller quarantine that is released promptly keeps the
+# resident size close to what the code holds (a render that peaks at 20 MB without ASan: 2.2 GB
+# with the defaults, 330 MB with these).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16:allocator_release_to_os_interval_ms=100}
 exec nice -n 10 "$build/bin/fuzz_$target" "${opts[@]}" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/" "$@" \
     "$build/work/$target" "$root/tests/fuzz/corpus/$target"
