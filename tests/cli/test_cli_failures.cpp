@@ -1,4 +1,4 @@
-// The failure paths a user meets (issue 16): output files that are complete or untouched, stdout
+// The failure paths a user meets: output files that are complete or untouched, stdout
 // write errors, integer options out of range, prompts from files, Ctrl-C during `run`.
 // Each case runs the vkllm binary as a shell would.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A broader corpus for the zoo's super-weight specimen (issue 12 item 5): the zoo generator's
+"""A broader corpus for the zoo's super-weight specimen: the zoo generator's
 stories (corpus.py) mixed with stories of many more shapes, words and sentence forms.
 
 The zoo's models know only corpus.py's stories: on a children's story written outside the

@@ -60,7 +60,7 @@ PRESETS = {
                                      "--n-expert-used", "2", "--n-expert-shared", "1", "--n-ff-exp", "64",
                                      "--expert-gating", "softmax", "--expert-weights-norm", "0",
                                      "--expert-weights-scale", "1", "--tied"]),
-    # The super-weight specimen (issue 12): a deeper Llama trained longer on corpus_broad.py's corpus
+    # The super-weight specimen: a deeper Llama trained longer on corpus_broad.py's corpus
     # (its own tokenizer, trained on that corpus); see assets/zoo/README.md.
     # Its windows start with BOS, as every prompt does at inference (vkllm and llama.cpp add it):
     # the first position is then always the same token, the one real LLMs park attention on.
