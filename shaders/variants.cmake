@@ -1,8 +1,10 @@
 # The table of shader variants: vkllm_shader(<name> <source> [DEFINE ...]).
-# Names encode the variant so the engine can pick one by type and capability.
+# Each name becomes an identifier (gpu::ShaderId::<name>, cmake/Shaders.cmake): the ops pick a
+# variant by type and capability from typed tables over those identifiers, so renaming or
+# removing a variant here fails to compile where the engine uses it.
 vkllm_shader(fill_test fill_test.comp)
 
-# --- norm, rope, attention, elementwise, softmax, argmax (helper D2) ---
+# --- norm, rope, attention, elementwise, softmax, argmax ---
 # _sg: reductions use subgroup arithmetic (chosen when caps().subgroup_arithmetic).
 vkllm_shader(rms_norm      norm.comp RMS_NORM)
 vkllm_shader(rms_norm_sg   norm.comp RMS_NORM USE_SUBGROUP)
@@ -30,9 +32,8 @@ vkllm_shader(attention          attention.comp)
 vkllm_shader(attention_f16_kv   attention.comp KV_F16)   # an fp16 KV cache (16-bit storage)
 vkllm_shader(attention_q8_0_kv  attention.comp KV_Q8_0)  # a Q8_0 KV cache (32-value blocks)
 vkllm_shader(attention_combine  attention_combine.comp)
-# --- end helper D2 ---
 
-# --- Weight ops (matvec, matmul, get_rows; helper D1): one variant per weight type, named
+# --- Weight ops (matvec, matmul, get_rows): one variant per weight type, named
 # <op>_<type>; matvec_<type>_sg reduces with subgroupAdd (chosen when subgroup arithmetic is on).
 foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4)
   string(TOUPPER ${wtype} WTYPE)
@@ -65,7 +66,7 @@ vkllm_shader(round_act_q8_256 round_act.comp BLOCK=256)
 vkllm_shader(round_act_f16    round_act.comp BLOCK=1 ROUND_F16)
 vkllm_shader(round_act_bf16   round_act.comp BLOCK=1 ROUND_BF16)
 
-# --- Mixture of experts (helper G): routing, counting sort by expert, grouped expert matmuls
+# --- Mixture of experts: routing, counting sort by expert, grouped expert matmuls
 # (moe_matvec_<type>[_sg] for few tokens, moe_matvec_swiglu_<type> for decode's gate, up and
 # SwiGLU at once, moe_matmul_<type> tiled over the sorted pairs),
 # weighted combine, expert-load probe.

@@ -16,6 +16,7 @@ namespace vkllm::gpu {
 
 class Pipeline;
 struct PipelineKey;
+enum class ShaderId : uint16_t;  // gpu/shader_ids.h (generated from shaders/variants.cmake)
 
 // What a device can do. Ops choose their variants from this record, never from assumptions.
 struct Capabilities {
@@ -111,6 +112,10 @@ public:
     // A compute pipeline for a shader variant with specialization constants (IDs 0..n-1),
     // created once and cached for the context's lifetime.
     const Pipeline& pipeline(const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
+                             const std::vector<uint32_t>& spec_constants = {});
+    // The same by identifier (ShaderId::matvec_q4_0_sg): what the ops call. push_bytes must equal
+    // the size of the shader's push-constant block (checked against its SPIR-V at creation).
+    const Pipeline& pipeline(ShaderId shader, uint32_t n_buffers, uint32_t push_bytes,
                              const std::vector<uint32_t>& spec_constants = {});
 
     // Runs `record` in a one-off command buffer and waits for it (uploads, downloads).

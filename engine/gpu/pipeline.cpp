@@ -12,6 +12,10 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, 
     : ctx_(ctx), name_(shader), n_buffers_(n_buffers), push_bytes_(push_bytes) {
     const EmbeddedShader* spv = find_shader(shader);
     if (!spv) throw std::logic_error("no embedded shader variant named '" + shader + "' (see shaders/variants.cmake)");
+    // The C++ push constants (push_bytes, their sizeof) against the shader's block.
+    if (const uint32_t declared = spirv_push_constants(spv->code, spv->size / 4).size; push_bytes != declared)
+        throw std::logic_error("shader '" + shader + "' declares " + std::to_string(declared) +
+                               " bytes of push constants; its pipeline was asked for " + std::to_string(push_bytes));
     if (push_bytes > ctx.caps().max_push_constants_size)
         throw_unsupported("shader '" + shader + "' needs " + std::to_string(push_bytes) +
                           " bytes of push constants; the device allows " +

@@ -4,6 +4,7 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
@@ -15,12 +16,10 @@ void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, in
     gpu::Context& ctx = s.context();
     const detail::Window xw = detail::window(ctx, x, x_offset, uint64_t(n_rows) * uint64_t(n), op, "x");
     const detail::Window ow = detail::window(ctx, out, 0, uint64_t(n_rows), op, "out");
-    struct {
-        uint32_t n, n_rows, x_shift, out_shift;
-    } push{uint32_t(n), uint32_t(n_rows), xw.shift, ow.shift};
+    const ArgmaxPush push{uint32_t(n), uint32_t(n_rows), xw.shift, ow.shift};
     // Decode calls this on one long row (the vocabulary): give it many invocations.
     const uint32_t wg = detail::workgroup_size(ctx, n >= 8192 ? 512 : 64);
-    const auto& pipeline = ctx.pipeline("argmax", 2, sizeof(push), {wg});
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::argmax, 2, sizeof(push), {wg});
     const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_rows), op);
     s.dispatch(pipeline, {xw.range, ow.range}, push, g.x, g.y);
 }

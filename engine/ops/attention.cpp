@@ -10,6 +10,7 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
@@ -118,16 +119,6 @@ Plan make_plan(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const Attenti
     return plan;
 }
 
-struct AttentionPush {
-    uint32_t n_q, n_kv, n_head, n_head_kv, group, head_blocks, q_shift, keys_per_split, n_splits, flags;
-    int32_t window, chunk;
-    float scale, softcap;
-};
-
-struct CombinePush {
-    uint32_t n_rows, n_head, n_splits, dv, has_sinks;
-};
-
 }  // namespace
 
 uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const AttentionParams& p) {
@@ -179,9 +170,9 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     push.chunk = p.chunk;
     push.scale = p.scale;
     push.softcap = p.softcap;
-    const char* shader = p.cache == CacheType::F16    ? "attention_f16_kv"
-                         : p.cache == CacheType::Q8_0 ? "attention_q8_0_kv"
-                                                      : "attention";
+    const gpu::ShaderId shader = p.cache == CacheType::F16    ? gpu::ShaderId::attention_f16_kv
+                                 : p.cache == CacheType::Q8_0 ? gpu::ShaderId::attention_q8_0_kv
+                                                              : gpu::ShaderId::attention;
     const auto& pipeline =
         ctx.pipeline(shader, 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
     s.dispatch(pipeline, {qw.range, qpw.range, kw.range, vw.range, kpw.range, split ? partw.range : ow.range, sw.range,
@@ -190,9 +181,9 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     if (!split) return;
 
     s.barrier("attention partials are complete before the combine pass reads them");
-    CombinePush cpush{uint32_t(q_rows), uint32_t(p.n_head), plan.n_splits, plan.dv, sinks ? 1u : 0u};
+    AttentionCombinePush cpush{uint32_t(q_rows), uint32_t(p.n_head), plan.n_splits, plan.dv, sinks ? 1u : 0u};
     const uint32_t cwg = detail::workgroup_size(ctx, std::min<uint32_t>(128, pow2_ceil(plan.dv)));
-    const auto& combine = ctx.pipeline("attention_combine", 3, sizeof(CombinePush), {cwg});
+    const auto& combine = ctx.pipeline(gpu::ShaderId::attention_combine, 3, sizeof(AttentionCombinePush), {cwg});
     const detail::Grid g = detail::grid_2d(ctx, q_rows, op);
     s.dispatch(combine, {partw.range, sw.range, ow.range}, cpush, g.x, g.y);
 }

@@ -5,14 +5,9 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
-
-namespace {
-struct CopyCheckedPush {
-    uint32_t n, src_shift, dst_shift;
-};
-}  // namespace
 
 void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
                   int64_t n_rows, int64_t n, const Buffer& flags) {
@@ -33,7 +28,7 @@ void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffe
     // A few workgroups per row: the copy is memory-bound and rows are as long as the vocabulary.
     const uint64_t gx = std::clamp<uint64_t>((uint64_t(n) + threads * 8 - 1) / (threads * 8), 1,
                                              ctx.caps().max_workgroup_count[0]);
-    const auto& pipeline = ctx.pipeline(op, 3, sizeof(CopyCheckedPush), {threads});
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::copy_checked, 3, sizeof(CopyCheckedPush), {threads});
     const CopyCheckedPush push{uint32_t(n), sw.shift, dw.shift};
     s.dispatch(pipeline, {sw.range, dw.range, fw.range}, push, uint32_t(gx), uint32_t(n_rows));
 }

@@ -4,17 +4,14 @@
 #include <string>
 
 #include "gpu/device.h"
+#include "gpu/shaders.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
 namespace {
-
-struct ElementwisePush {
-    uint32_t n, a_shift, b_shift, o_shift, row_len, stride;
-    float factor;
-};
 
 constexpr uint32_t kThreads = 256;
 
@@ -28,9 +25,10 @@ uint32_t groups_for(const gpu::Context& ctx, uint64_t n, uint32_t threads) {
     return uint32_t(std::clamp<uint64_t>((n + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
 }
 
-// out[i] = f(a[i], b[i]) over n values (b optional for unary ops).
-void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, const Buffer* b, const Buffer& out,
+// out[i] = f(a[i], b[i]) over n values (b optional for unary ops); errors name the variant.
+void run(Stream& s, gpu::ShaderId shader, const Buffer& a, uint64_t a_offset, const Buffer* b, const Buffer& out,
          uint64_t out_offset, int64_t n, float factor = 0.0f, uint32_t row_len = 1) {
+    const char* variant = gpu::shader_name(shader);
     require_count(n, variant);
     if (n == 0) return;
     gpu::Context& ctx = s.context();
@@ -38,7 +36,7 @@ void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, con
     const detail::Window bw = b ? detail::window(ctx, *b, 0, uint64_t(n), variant, "second input") : aw;
     const detail::Window ow = detail::window(ctx, out, out_offset, uint64_t(n), variant, "output");
     const uint32_t threads = detail::workgroup_size(ctx, kThreads);
-    const auto& pipeline = ctx.pipeline(variant, 3, sizeof(ElementwisePush), {threads});
+    const auto& pipeline = ctx.pipeline(shader, 3, sizeof(ElementwisePush), {threads});
     ElementwisePush push{uint32_t(n), aw.shift, b ? bw.shift : 0u, ow.shift, row_len, 1, factor};
     s.dispatch(pipeline, {aw.range, bw.range, ow.range}, push, groups_for(ctx, uint64_t(n), threads));
 }
@@ -46,36 +44,38 @@ void run(Stream& s, const char* variant, const Buffer& a, uint64_t a_offset, con
 }  // namespace
 
 void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n) {
-    run(s, "swiglu", gate, 0, &up, out, 0, n);
+    run(s, gpu::ShaderId::swiglu, gate, 0, &up, out, 0, n);
 }
 
 void swiglu_oai(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, float alpha,
                 float limit) {
     detail::require(limit > 0, "swiglu_oai", "the limit must be positive");
-    run(s, "swiglu_oai", gate, 0, &up, out, 0, n, alpha, std::bit_cast<uint32_t>(limit));
+    run(s, gpu::ShaderId::swiglu_oai, gate, 0, &up, out, 0, n, alpha, std::bit_cast<uint32_t>(limit));
 }
 
 void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, bool fp16_table) {
-    run(s, fp16_table ? "geglu_fp16_table" : "geglu", gate, 0, &up, out, 0, n);
+    run(s, fp16_table ? gpu::ShaderId::geglu_fp16_table : gpu::ShaderId::geglu, gate, 0, &up, out, 0, n);
 }
 
 void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n) {
-    run(s, "add", a, 0, &b, out, 0, n);
+    run(s, gpu::ShaderId::add, a, 0, &b, out, 0, n);
 }
 
 void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n, bool fp16_table) {
-    run(s, fp16_table ? "gelu_fp16_table" : "gelu", x, 0, nullptr, y, 0, n);
+    run(s, fp16_table ? gpu::ShaderId::gelu_fp16_table : gpu::ShaderId::gelu, x, 0, nullptr, y, 0, n);
 }
 
-void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n) { run(s, "gelu_erf", x, 0, nullptr, y, 0, n); }
+void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n) {
+    run(s, gpu::ShaderId::gelu_erf, x, 0, nullptr, y, 0, n);
+}
 
 void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offset) {
-    run(s, "scale", x, x_offset, nullptr, x, x_offset, n, factor);
+    run(s, gpu::ShaderId::scale, x, x_offset, nullptr, x, x_offset, n, factor);
 }
 
 void softcap(Stream& s, const Buffer& x, int64_t n, float cap, uint64_t x_offset) {
     detail::require(cap > 0, "softcap", "the cap must be positive");
-    run(s, "softcap", x, x_offset, nullptr, x, x_offset, n, cap);
+    run(s, gpu::ShaderId::softcap, x, x_offset, nullptr, x, x_offset, n, cap);
 }
 
 void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
@@ -92,7 +92,7 @@ void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias,
     const detail::Window xw = detail::window(ctx, x, x_offset, span, op, "x");
     const detail::Window bw = detail::window(ctx, bias, 0, uint64_t(n), op, "bias");
     const uint32_t threads = detail::workgroup_size(ctx, kThreads);
-    const auto& pipeline = ctx.pipeline(op, 3, sizeof(ElementwisePush), {threads});
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::add_bias, 3, sizeof(ElementwisePush), {threads});
     ElementwisePush push{uint32_t(n_rows * n), xw.shift, bw.shift, xw.shift, uint32_t(n), uint32_t(stride), 0.0f};
     s.dispatch(pipeline, {xw.range, bw.range, xw.range}, push, groups_for(ctx, uint64_t(n_rows * n), threads));
 }

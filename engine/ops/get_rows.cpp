@@ -6,15 +6,12 @@
 
 #include "gpu/device.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 #include "ops/weight_ops.h"
 
 namespace vkllm::ops {
 
 namespace {
-
-struct GetRowsPush {
-    uint32_t n_in, n_table_rows, row_first, row_count, w_base, row_bytes, id_base, out_base, zero_invalid;
-};
 
 constexpr uint32_t kThreads = 64;  // each thread writes 4 elements
 
@@ -43,8 +40,7 @@ void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& o
     const uint64_t rows_per_window = usable / row_bytes;
     const uint64_t ids_per_dispatch = std::min<uint64_t>({usable / (n_in * 4), usable / 4, lim.max_groups[1]});
 
-    const gpu::Pipeline& pipe =
-        ctx.pipeline(std::string("get_rows_") + layout.format.suffix, 3, sizeof(GetRowsPush), {kThreads});
+    const gpu::Pipeline& pipe = ctx.pipeline(layout.format.shaders.get_rows, 3, sizeof(GetRowsPush), {kThreads});
     const uint64_t n_rows = uint64_t(table.n_out);
     for (uint64_t row0 = 0; row0 < n_rows; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_rows - row0);

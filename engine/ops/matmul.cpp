@@ -4,10 +4,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "gpu/device.h"
+#include "gpu/shaders.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 #include "ops/weight_ops.h"
 
 namespace vkllm::ops {
@@ -15,15 +19,6 @@ namespace vkllm::ops {
 namespace {
 
 using weights::require;
-
-struct MatvecPush {
-    uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4, up_delta, norm_base;
-    float norm_eps;
-};
-
-struct MatmulPush {
-    uint32_t n_in, n_rows, n_tokens, w_base, row_bytes, x_base, y_base, y_stride, accumulate, x_vec4;
-};
 
 // Tile shape of matmul.comp: BM weight rows x BN tokens per workgroup, BK elements of K per step,
 // TM x TN outputs per thread (multiples of 4: the shader reads shared memory as vec4).
@@ -130,11 +125,21 @@ weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64
     return m;
 }
 
-std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x) {
+gpu::ShaderId weights::matvec_shader(const gpu::Capabilities& caps, MatvecOp op, TensorType t, bool round_x) {
     Format f;
-    if (!gpu_format(t, &f)) throw ShapeError(std::string(op_prefix) + ": unsupported weight type");
-    const bool idot = round_x && int8_blocks(t) && caps.integer_dot_matvec;
-    return std::string(op_prefix) + f.suffix + (idot ? "_idot" : "") + (caps.subgroup_arithmetic ? "_sg" : "");
+    if (!gpu_format(t, &f)) throw ShapeError("matvec: the GPU cannot decode this weight type");
+    const bool idot = round_x && caps.integer_dot_matvec && f.shaders.idot.has_value();
+    const MatvecShaders& shaders = idot ? *f.shaders.idot : f.shaders.matvec;
+    return shaders[static_cast<size_t>(op)].pick(caps.subgroup_arithmetic);
+}
+
+std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x) {
+    static constexpr const char* kPrefixes[kMatvecOps] = {"matvec_", "matvec_swiglu_", "moe_matvec_",
+                                                          "moe_matvec_swiglu_"};
+    for (size_t i = 0; i < kMatvecOps; ++i)
+        if (std::string_view(op_prefix) == kPrefixes[i])
+            return gpu::shader_name(matvec_shader(caps, static_cast<MatvecOp>(i), t, round_x));
+    throw std::logic_error(std::string("matvec_variant: no decode matvec has the prefix '") + op_prefix + "'");
 }
 
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
@@ -178,11 +183,11 @@ void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, cons
     const uint64_t grid_rows = single ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
                                       : uint64_t(lim.max_groups[0]) * tiles.bm;
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
-    const std::string suffix = layout.format.suffix;
     const gpu::Pipeline* pipe =
-        single ? &ctx.pipeline(weights::matvec_variant(caps, "matvec_", w.type, round_x), 4, sizeof(MatvecPush),
+        single ? &ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w.type, round_x), 4,
+                               sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u})
-               : &ctx.pipeline("matmul_" + suffix, 3, sizeof(MatmulPush),
+               : &ctx.pipeline(layout.format.shaders.matmul, 3, sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
@@ -274,9 +279,9 @@ void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer
     const NormBinding nb = norm_binding(norm, n_in, xw, lim, op);
     const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 && nb.vec4_ok ? 1u : 0u;
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
-    const gpu::Pipeline& pipe = ctx.pipeline(weights::matvec_variant(caps, "matvec_swiglu_", gate.type, round_x), 4,
-                                             sizeof(MatvecPush),
-                                             {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u});
+    const gpu::Pipeline& pipe =
+        ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MatvecSwiglu, gate.type, round_x), 4,
+                     sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
                           uint32_t(up.offset - gate.offset), nb.base, nb.eps};

@@ -8,6 +8,7 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 #include "ops/weight_ops.h"
 
 namespace vkllm::ops {
@@ -16,34 +17,7 @@ namespace {
 
 using detail::require;
 
-struct RoutePush {
-    uint32_t n_tokens, top_k, logits_base, bias_base, experts_base, weights_base, gating, has_bias, norm_topk,
-        n_group, topk_group;
-    float weights_scale;
-};
 constexpr uint32_t kGatingSoftmax = 0, kGatingSigmoid = 1, kGatingNone = 2;  // as moe_route.comp
-
-struct SortPush {
-    uint32_t n_pairs, experts_base, out_base;
-};
-
-struct MatvecPush {
-    uint32_t n_in, n_rows, w_base, row_bytes, expert_bytes, expert_first, expert_count, x_base, y_base, y_stride,
-        ids_base, pair0, n_pairs, top_k, x_per_pair, x_vec4, has_bias, bias_base, bias_stride, up_delta;
-};
-
-struct MatmulPush {
-    uint32_t n_in, n_rows, w_base, row_bytes, expert_bytes, expert_first, expert_count, x_base, y_base, y_stride,
-        sort_base, n_expert, top_k, x_per_pair, x_vec4, tile0, has_bias, bias_base, bias_stride;
-};
-
-struct CombinePush {
-    uint32_t n, n_tokens, top_k, y_base, w_base, out_base, accumulate;
-};
-
-struct LoadPush {
-    uint32_t n_pairs, n_expert, ids_base, w_base, load_base, accumulate;
-};
 
 uint32_t next_pow2(uint32_t v) {
     uint32_t p = 1;
@@ -119,11 +93,12 @@ void moe_route(Stream& s, const Buffer& logits, uint64_t logits_offset, int64_t 
     const uint32_t gating = p.softmax_after_topk ? kGatingNone
                             : p.gating == RouterParams::Sigmoid ? kGatingSigmoid
                                                                 : kGatingSoftmax;
-    const RoutePush push{uint32_t(n_tokens), uint32_t(p.top_k), lw.shift, p.selection_bias ? bw.shift : 0u,
-                         ew.shift, ww.shift, gating, p.selection_bias ? 1u : 0u, p.norm_topk ? 1u : 0u,
-                         uint32_t(p.n_group), uint32_t(p.topk_group), p.weights_scale == 0.0f ? 1.0f : p.weights_scale};
+    const MoeRoutePush push{uint32_t(n_tokens), uint32_t(p.top_k), lw.shift, p.selection_bias ? bw.shift : 0u,
+                            ew.shift, ww.shift, gating, p.selection_bias ? 1u : 0u, p.norm_topk ? 1u : 0u,
+                            uint32_t(p.n_group), uint32_t(p.topk_group),
+                            p.weights_scale == 0.0f ? 1.0f : p.weights_scale};
     const uint32_t wg = detail::workgroup_size(ctx, std::clamp<uint32_t>(next_pow2(uint32_t(p.n_expert)), 32, 256));
-    const auto& pipe = ctx.pipeline("moe_route", 4, sizeof(RoutePush), {wg, uint32_t(p.n_expert)});
+    const auto& pipe = ctx.pipeline(gpu::ShaderId::moe_route, 4, sizeof(MoeRoutePush), {wg, uint32_t(p.n_expert)});
     const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_tokens), op);
     s.dispatch(pipe, {lw.range, bw.range, ew.range, ww.range}, push, g.x, g.y);
 }
@@ -141,8 +116,9 @@ void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, c
     gpu::Context& ctx = s.context();
     const detail::Window ew = detail::window(ctx, experts, 0, uint64_t(n_pairs), op, "experts");
     const detail::Window sw = detail::window(ctx, sorted, 0, moe_sort_ints(n_expert, n_pairs), op, "sorted");
-    const SortPush push{uint32_t(n_pairs), ew.shift, sw.shift};
-    const auto& pipe = ctx.pipeline("moe_sort", 2, sizeof(SortPush), {detail::workgroup_size(ctx, 256), uint32_t(n_expert)});
+    const MoeSortPush push{uint32_t(n_pairs), ew.shift, sw.shift};
+    const auto& pipe = ctx.pipeline(gpu::ShaderId::moe_sort, 2, sizeof(MoeSortPush),
+                                    {detail::workgroup_size(ctx, 256), uint32_t(n_expert)});
     s.dispatch(pipe, {ew.range, sw.range}, push, 1);
 }
 
@@ -220,12 +196,11 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
     const Tiles tiles = pick_tiles(caps, pairs_per_expert);
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);  // as matvec's
     const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
-    const std::string suffix = layout.format.suffix;
     const gpu::Pipeline& pipe =
-        tiled ? ctx.pipeline("moe_matmul_" + suffix, 5, sizeof(MatmulPush),
+        tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, 5, sizeof(MoeMatmulPush),
                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
-              : ctx.pipeline(weights::matvec_variant(caps, "moe_matvec_", w.type, round_x), 5, sizeof(MatvecPush),
-                             {mv_threads, mv_rows, round_x ? 1u : 0u});
+              : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x), 5,
+                             sizeof(MoeMatvecPush), {mv_threads, mv_rows, round_x ? 1u : 0u});
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
     // ranges of one expert at a time.
@@ -261,13 +236,13 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
                 const uint64_t gx = (nr + tiles.bm - 1) / tiles.bm;
                 for (uint64_t t0 = 0; t0 < n_tiles; t0 += lim.max_groups[1]) {
                     const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_tiles - t0);
-                    const MatmulPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
-                                          uint32_t(row_bytes), expert_stride,  uint32_t(e0),
-                                          uint32_t(ec),    x_base,             y_base,
-                                          uint32_t(n_out), sort_w.shift / 4,   uint32_t(n_expert),
-                                          uint32_t(r.top_k), x_per_pair ? 1u : 0u, x_vec4,
-                                          uint32_t(t0),    w.bias ? 1u : 0u,   bias_base,
-                                          uint32_t(n_out)};
+                    const MoeMatmulPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
+                                             uint32_t(row_bytes), expert_stride,  uint32_t(e0),
+                                             uint32_t(ec),    x_base,             y_base,
+                                             uint32_t(n_out), sort_w.shift / 4,   uint32_t(n_expert),
+                                             uint32_t(r.top_k), x_per_pair ? 1u : 0u, x_vec4,
+                                             uint32_t(t0),    w.bias ? 1u : 0u,   bias_base,
+                                             uint32_t(n_out)};
                     s.dispatch(pipe, {ww.range, xw.range, yw.range, sort_w.range, bias_range}, push, uint32_t(gx),
                                uint32_t(gy));
                 }
@@ -275,13 +250,13 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
                 const uint64_t gx = (nr + mv_rows - 1) / mv_rows;
                 for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
                     const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
-                    const MatvecPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
-                                          uint32_t(row_bytes), expert_stride,  uint32_t(e0),
-                                          uint32_t(ec),    x_base,             y_base,
-                                          uint32_t(n_out), ids_w.shift / 4,    uint32_t(p0),
-                                          uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
-                                          x_vec4,          w.bias ? 1u : 0u,   bias_base,
-                                          uint32_t(n_out), 0u};
+                    const MoeMatvecPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
+                                             uint32_t(row_bytes), expert_stride,  uint32_t(e0),
+                                             uint32_t(ec),    x_base,             y_base,
+                                             uint32_t(n_out), ids_w.shift / 4,    uint32_t(p0),
+                                             uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
+                                             x_vec4,          w.bias ? 1u : 0u,   bias_base,
+                                             uint32_t(n_out), 0u};
                     s.dispatch(pipe, {ww.range, xw.range, yw.range, ids_w.range, bias_range}, push, uint32_t(gx),
                                uint32_t(gy));
                 }
@@ -342,16 +317,18 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     const weights::Window ww = weights::window(*gate.buffer, gate.offset, gate.offset + span, lim, op, "gate and up");
     const weights::Window ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
-    const gpu::Pipeline& pipe = ctx.pipeline(weights::matvec_variant(caps, "moe_matvec_swiglu_", gate.type, round_x), 5,
-                                             sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
+    const gpu::Pipeline& pipe =
+        ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvecSwiglu, gate.type, round_x), 5,
+                     sizeof(MoeMatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
     const uint64_t gx = (n_out + mv.rows - 1) / mv.rows;
     for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
         const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
-        const MatvecPush push{uint32_t(n_in),      uint32_t(n_out),  ww.shift,          uint32_t(row_bytes),
-                              uint32_t(row_bytes * n_out), 0u,      uint32_t(n_expert), act.x_base,
-                              act.y.shift / 4,     uint32_t(n_out),  ids_w.shift / 4,   uint32_t(p0),
-                              uint32_t(gy),        uint32_t(r.top_k), x_per_pair ? 1u : 0u, act.x_vec4,
-                              0u,                  0u,               0u,                uint32_t(up.offset - gate.offset)};
+        const MoeMatvecPush push{uint32_t(n_in),      uint32_t(n_out),  ww.shift,          uint32_t(row_bytes),
+                                 uint32_t(row_bytes * n_out), 0u,      uint32_t(n_expert), act.x_base,
+                                 act.y.shift / 4,     uint32_t(n_out),  ids_w.shift / 4,   uint32_t(p0),
+                                 uint32_t(gy),        uint32_t(r.top_k), x_per_pair ? 1u : 0u, act.x_vec4,
+                                 0u,                  0u,               0u,
+                                 uint32_t(up.offset - gate.offset)};
         // Binding 4 (the bias) is unused: the weight window stands in, read-only.
         s.dispatch(pipe, {ww.range, act.x.range, act.y.range, ids_w.range, ww.range}, push, uint32_t(gx), uint32_t(gy));
     }
@@ -373,12 +350,12 @@ void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting
     const detail::Window yw = detail::window(ctx, y, y_offset, n_pairs * uint64_t(n), op, "y");
     const detail::Window ww = detail::window(ctx, *r.weights, 0, n_pairs, op, "weights");
     const detail::Window ow = detail::window(ctx, out, out_offset, values, op, "out");
-    const CombinePush push{uint32_t(n), uint32_t(r.n_tokens), uint32_t(r.top_k), yw.shift, ww.shift, ow.shift,
-                           accumulate ? 1u : 0u};
+    const MoeCombinePush push{uint32_t(n), uint32_t(r.n_tokens), uint32_t(r.top_k), yw.shift, ww.shift, ow.shift,
+                              accumulate ? 1u : 0u};
     const uint32_t threads = detail::workgroup_size(ctx, 256);
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((values + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const auto& pipe = ctx.pipeline("moe_combine", 3, sizeof(CombinePush), {threads});
+    const auto& pipe = ctx.pipeline(gpu::ShaderId::moe_combine, 3, sizeof(MoeCombinePush), {threads});
     s.dispatch(pipe, {yw.range, ww.range, ow.range}, push, groups);
 }
 
@@ -393,8 +370,8 @@ void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer&
     const detail::Window ew = detail::window(ctx, *r.experts, 0, n_pairs, op, "experts");
     const detail::Window ww = detail::window(ctx, *r.weights, 0, n_pairs, op, "weights");
     const detail::Window lw = detail::window(ctx, load, 0, 2 * uint64_t(n_expert), op, "load");
-    const LoadPush push{uint32_t(n_pairs), uint32_t(n_expert), ew.shift, ww.shift, lw.shift, accumulate ? 1u : 0u};
-    const auto& pipe = ctx.pipeline("moe_load", 3, sizeof(LoadPush), {detail::workgroup_size(ctx, 64)});
+    const MoeLoadPush push{uint32_t(n_pairs), uint32_t(n_expert), ew.shift, ww.shift, lw.shift, accumulate ? 1u : 0u};
+    const auto& pipe = ctx.pipeline(gpu::ShaderId::moe_load, 3, sizeof(MoeLoadPush), {detail::workgroup_size(ctx, 64)});
     const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_expert), op);
     s.dispatch(pipe, {ew.range, ww.range, lw.range}, push, g.x, g.y);
 }

@@ -4,6 +4,7 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
@@ -19,10 +20,8 @@ void moe_weighted_input(Stream& s, const Buffer& x, uint64_t x_offset, const Moe
     const detail::Window ow = detail::window(ctx, out, 0, pairs * uint64_t(n), op, "out");
     detail::require(ww.shift == 0 && ow.shift == 0, op, "weights and out must start their buffers");
     const uint32_t threads = detail::workgroup_size(ctx, 256);
-    const auto& pipeline = ctx.pipeline("moe_weight_input", 3, 16, {threads});
-    struct {
-        uint32_t n_pairs, n, top_k, x_shift;
-    } push{uint32_t(pairs), uint32_t(n), uint32_t(r.top_k), xw.shift};
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::moe_weight_input, 3, sizeof(MoeWeightInputPush), {threads});
+    const MoeWeightInputPush push{uint32_t(pairs), uint32_t(n), uint32_t(r.top_k), xw.shift};
     const uint64_t groups = std::clamp<uint64_t>((pairs * uint64_t(n) + threads - 1) / threads, 1,
                                                  ctx.caps().max_workgroup_count[0]);
     s.dispatch(pipeline, {xw.range, ww.range, ow.range}, push, uint32_t(groups));

@@ -2,21 +2,19 @@
 #include <string>
 
 #include "gpu/device.h"
+#include "gpu/shaders.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
 namespace {
 
-struct NormPush {
-    uint32_t n, n_rows, stride, x_shift, y_shift, w_shift, b_shift, flags;
-    float eps;
-};
-
-void row_norm(Stream& s, const char* op, bool layer, const Buffer& x, uint64_t x_offset, const Buffer* w,
-              const Buffer* b, const Buffer& y, uint64_t y_offset, int64_t n_rows, int64_t n, float eps,
-              int64_t stride) {
+// variants: rms_norm or layer_norm, without and with subgroup arithmetic.
+void row_norm(Stream& s, const char* op, gpu::SubgroupPair variants, const Buffer& x, uint64_t x_offset,
+              const Buffer* w, const Buffer* b, const Buffer& y, uint64_t y_offset, int64_t n_rows, int64_t n,
+              float eps, int64_t stride) {
     detail::require(n > 0 && n_rows >= 0, op, "needs n > 0 and n_rows >= 0, got n " + std::to_string(n) +
                                                   ", n_rows " + std::to_string(n_rows));
     if (stride == 0) stride = n;
@@ -31,10 +29,8 @@ void row_norm(Stream& s, const char* op, bool layer, const Buffer& x, uint64_t x
     const detail::Window ww = w ? detail::window(ctx, *w, 0, n, op, "weight") : xw;
     const detail::Window bw = b ? detail::window(ctx, *b, 0, n, op, "bias") : xw;
 
-    const bool subgroups = ctx.caps().subgroup_arithmetic;
-    const std::string variant = std::string(layer ? "layer_norm" : "rms_norm") + (subgroups ? "_sg" : "");
     const uint32_t wg = detail::workgroup_size(ctx, n >= 1024 ? 256 : 64);
-    const auto& pipeline = ctx.pipeline(variant, 4, sizeof(NormPush), {wg});
+    const auto& pipeline = ctx.pipeline(variants.pick(ctx.caps().subgroup_arithmetic), 4, sizeof(NormPush), {wg});
     NormPush push{uint32_t(n),        uint32_t(n_rows), uint32_t(stride), xw.shift, yw.shift,
                   w ? ww.shift : 0u, b ? bw.shift : 0u, (w ? 1u : 0u) | (b ? 2u : 0u), eps};
     const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_rows), op);
@@ -45,12 +41,14 @@ void row_norm(Stream& s, const char* op, bool layer, const Buffer& x, uint64_t x
 
 void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
               int64_t n_rows, int64_t n, float eps, int64_t stride) {
-    row_norm(s, "rms_norm", false, x, x_offset, w, nullptr, y, y_offset, n_rows, n, eps, stride);
+    row_norm(s, "rms_norm", {gpu::ShaderId::rms_norm, gpu::ShaderId::rms_norm_sg}, x, x_offset, w, nullptr, y,
+             y_offset, n_rows, n, eps, stride);
 }
 
 void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
                 uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride) {
-    row_norm(s, "layer_norm", true, x, x_offset, w, b, y, y_offset, n_rows, n, eps, stride);
+    row_norm(s, "layer_norm", {gpu::ShaderId::layer_norm, gpu::ShaderId::layer_norm_sg}, x, x_offset, w, b, y,
+             y_offset, n_rows, n, eps, stride);
 }
 
 }  // namespace vkllm::ops

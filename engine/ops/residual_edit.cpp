@@ -4,14 +4,9 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
-
-namespace {
-struct ResidualEditPush {
-    uint32_t n_tokens, n, x_shift, first, n_edits;
-};
-}  // namespace
 
 void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, const Buffer& edits, int first,
                    int n_edits, const Buffer& state) {
@@ -30,7 +25,7 @@ void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, cons
     const detail::Window ew = detail::window(ctx, edits, 0, total * 4, op, "edits");
     const detail::Window sw = detail::window(ctx, state, 0, total * 2, op, "state");
     const uint32_t threads = detail::workgroup_size(ctx, 64);
-    const auto& pipeline = ctx.pipeline(op, 3, sizeof(ResidualEditPush), {threads});
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::residual_edit, 3, sizeof(ResidualEditPush), {threads});
     ResidualEditPush push{uint32_t(n_tokens), uint32_t(n), xw.shift, uint32_t(first), uint32_t(n_edits)};
     s.dispatch(pipeline, {xw.range, ew.range, sw.range}, push, 1);
 }

@@ -6,32 +6,11 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
 namespace {
-
-// The angle parameters both rope shaders read (shaders/include/rope_angle.glsl), in their push
-// constants' order.
-struct RopeAngle {
-    uint32_t flags;  // bit 0: NeoX pairing, bit 1: freq_factors, bit 2: YaRN
-    float log2_base, freq_scale, ext_factor, mscale, corr_low, corr_high;
-};
-
-struct RopePush {
-    uint32_t n_pairs_total, n_heads, head_dim, n_pairs, token_stride, x_shift, pos_shift, ff_shift;
-    RopeAngle angle;
-    uint32_t y_shift, slots;
-};
-static_assert(sizeof(RopePush) == 17 * 4, "rope.comp's push constants are 17 words");
-
-// rope_qkv.comp's push constants.
-struct RopeQkvPush {
-    uint32_t n_tokens, n_heads_q, n_heads_kv, head_dim, n_pairs, v_row, slots;
-    uint32_t q_shift, pos_shift, ff_shift, k_shift, v_shift, kc_shift, vc_shift;
-    RopeAngle angle;
-};
-static_assert(sizeof(RopeQkvPush) == 21 * 4, "rope_qkv.comp's push constants are 21 words");
 
 // YaRN's correction range as ggml computes it (ggml_rope_yarn_corr_dims, in float): the pair
 // index where a wave makes n_rot turns over the original context is
@@ -118,7 +97,8 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const char* shader = cache && cache_type == CacheType::F16 ? "rope_f16_out" : "rope";
+    const gpu::ShaderId shader =
+        cache && cache_type == CacheType::F16 ? gpu::ShaderId::rope_f16_out : gpu::ShaderId::rope;
     const auto& pipeline = ctx.pipeline(shader, 4, sizeof(RopePush), {threads});
     s.dispatch(pipeline, {xw.range, pw.range, fw.range, yw.range}, push, groups);
 }
@@ -185,8 +165,8 @@ void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buff
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((total + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const auto& pipeline =
-        ctx.pipeline(cache_type == CacheType::F16 ? "rope_qkv_f16" : "rope_qkv", 7, sizeof(push), {threads});
+    const gpu::ShaderId shader = cache_type == CacheType::F16 ? gpu::ShaderId::rope_qkv_f16 : gpu::ShaderId::rope_qkv;
+    const auto& pipeline = ctx.pipeline(shader, 7, sizeof(push), {threads});
     s.dispatch(pipeline, {qw.range, pw.range, fw.range, kw.range, vw.range, kcw.range, vcw.range}, push, groups);
 }
 

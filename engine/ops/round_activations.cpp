@@ -3,6 +3,7 @@
 #include "gpu/pipeline.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
@@ -47,14 +48,12 @@ void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buff
     const uint32_t wg = detail::workgroup_size(ctx, 64);
     const uint64_t n_blocks = count / uint64_t(block);
     detail::Grid g = detail::grid_2d(ctx, (n_blocks + wg - 1) / wg, op);
-    const char* shader = mode == ActRounding::Q8_32 ? "round_act_q8_32"
-                         : mode == ActRounding::Q8_256 ? "round_act_q8_256"
-                         : mode == ActRounding::F16  ? "round_act_f16"
-                                                     : "round_act_bf16";
-    const gpu::Pipeline& p = ctx.pipeline(shader, 2, 16, {wg});
-    struct {
-        uint32_t n_blocks, x_shift, y_shift, grid_x;
-    } push{uint32_t(n_blocks), xw.shift, yw.shift, g.x};
+    const gpu::ShaderId shader = mode == ActRounding::Q8_32    ? gpu::ShaderId::round_act_q8_32
+                                 : mode == ActRounding::Q8_256 ? gpu::ShaderId::round_act_q8_256
+                                 : mode == ActRounding::F16    ? gpu::ShaderId::round_act_f16
+                                                               : gpu::ShaderId::round_act_bf16;
+    const gpu::Pipeline& p = ctx.pipeline(shader, 2, sizeof(RoundActPush), {wg});
+    const RoundActPush push{uint32_t(n_blocks), xw.shift, yw.shift, g.x};
     s.dispatch(p, {xw.range, yw.range}, push, g.x, g.y);
 }
 

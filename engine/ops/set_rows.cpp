@@ -5,14 +5,9 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
-
-namespace {
-struct SetRowsPush {
-    uint32_t n, n_rows, slots, src_shift, pos_shift;
-};
-}  // namespace
 
 void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
                          int64_t n, const Buffer& dst, int slots, CacheType dst_type) {
@@ -33,9 +28,9 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint64_t items = dst_type == CacheType::Q8_0 ? uint64_t(n) / 32 : uint64_t(n);  // Q8_0: a block each
     const uint64_t gx = std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]);
-    const char* shader = dst_type == CacheType::F16    ? "set_rows_f16"
-                         : dst_type == CacheType::Q8_0 ? "set_rows_q8_0"
-                                                       : "set_rows";
+    const gpu::ShaderId shader = dst_type == CacheType::F16    ? gpu::ShaderId::set_rows_f16
+                                 : dst_type == CacheType::Q8_0 ? gpu::ShaderId::set_rows_q8_0
+                                                               : gpu::ShaderId::set_rows;
     const auto& pipeline = ctx.pipeline(shader, 3, sizeof(SetRowsPush), {threads});
     const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift};
     s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));

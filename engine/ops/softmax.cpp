@@ -4,6 +4,7 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
 
@@ -16,12 +17,10 @@ void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_
     const uint64_t count = uint64_t(n_rows) * uint64_t(n);
     const detail::Window xw = detail::window(ctx, x, 0, count, op, "x");
     const detail::Window yw = detail::window(ctx, y, 0, count, op, "y");
-    struct {
-        uint32_t n, n_rows, x_shift, y_shift;
-        float scale;
-    } push{uint32_t(n), uint32_t(n_rows), xw.shift, yw.shift, scale};
+    const SoftmaxPush push{uint32_t(n), uint32_t(n_rows), xw.shift, yw.shift, scale};
     const uint32_t wg = detail::workgroup_size(ctx, n >= 2048 ? 256 : 64);
-    const auto& pipeline = ctx.pipeline(ctx.caps().subgroup_arithmetic ? "softmax_sg" : "softmax", 2, sizeof(push), {wg});
+    const gpu::ShaderId shader = ctx.caps().subgroup_arithmetic ? gpu::ShaderId::softmax_sg : gpu::ShaderId::softmax;
+    const auto& pipeline = ctx.pipeline(shader, 2, sizeof(push), {wg});
     const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_rows), op);
     s.dispatch(pipeline, {xw.range, yw.range}, push, g.x, g.y);
 }

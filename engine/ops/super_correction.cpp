@@ -5,14 +5,9 @@
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
 #include "ops/ops.h"
+#include "ops/push_constants.h"
 
 namespace vkllm::ops {
-
-namespace {
-struct SuperCorrectionPush {
-    uint32_t n_tokens, n_out, n_in, y_shift, a_shift, n_corrections;
-};
-}  // namespace
 
 void super_correction(Stream& s, const Buffer& y, int64_t n_out, const Buffer& a, int64_t n_in, int64_t n_tokens,
                       const Buffer& corrections, int n_corrections) {
@@ -34,7 +29,7 @@ void super_correction(Stream& s, const Buffer& y, int64_t n_out, const Buffer& a
     const uint64_t groups = (uint64_t(n_tokens) + threads - 1) / threads;
     detail::require(groups <= ctx.caps().max_workgroup_count[0], op,
                     std::to_string(n_tokens) + " tokens need more workgroups than the device allows");
-    const auto& pipeline = ctx.pipeline(op, 3, sizeof(SuperCorrectionPush), {threads});
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::super_correction, 3, sizeof(SuperCorrectionPush), {threads});
     SuperCorrectionPush push{uint32_t(n_tokens), uint32_t(n_out), uint32_t(n_in), yw.shift, aw.shift,
                              uint32_t(n_corrections)};
     s.dispatch(pipeline, {yw.range, aw.range, cw.range}, push, uint32_t(groups));

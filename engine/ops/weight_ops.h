@@ -2,20 +2,40 @@
 // decode, the limits the ops plan their dispatches against, and binding windows.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gpu/buffer.h"
 #include "gpu/device.h"
+#include "gpu/shaders.h"
 #include "ops/ops.h"
 
 namespace vkllm::ops::weights {
 
+// The decode matvecs (matvec.comp, moe_matvec.comp): one weight, the fused gate/up pair with its
+// GLU, and the experts' versions of both.
+enum class MatvecOp : uint8_t { Matvec, MatvecSwiglu, MoeMatvec, MoeMatvecSwiglu };
+inline constexpr size_t kMatvecOps = 4;
+
+using gpu::SubgroupPair;
+using MatvecShaders = std::array<SubgroupPair, kMatvecOps>;  // indexed by MatvecOp
+
+// The shader variants of one weight type (the per-type loops of shaders/variants.cmake).
+struct WeightShaders {
+    gpu::ShaderId matmul{}, get_rows{}, moe_matmul{};
+    MatvecShaders matvec{};
+    // The _idot matvecs (x rounded to 8-bit blocks of 32, dotted in integers): Q8_0, Q4_0/1, Q5_0/1.
+    std::optional<MatvecShaders> idot;
+};
+
 // How the shaders see one weight type (shaders/include/dequant*.glsl).
 struct Format {
-    const char* suffix = nullptr;  // shader variant suffix: "q4_0" -> matvec_q4_0
-    uint32_t block_elems = 1;      // elements per ggml block (1 for float types: any row length)
+    uint32_t block_elems = 1;  // elements per ggml block (1 for float types: any row length)
     uint32_t block_bytes = 4;
+    WeightShaders shaders;
 };
 
 // False for a type the shaders do not decode.
@@ -63,9 +83,13 @@ MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu
 // Q8_0, Q4_0/1 or Q5_0/1 weights (blocks of 32 with one scale) of n_out x n_in >= 4096 x 4096.
 bool large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out);
 
-// The matvec variant for a weight type: "matvec_" (or "matvec_swiglu_") + the type's suffix,
-// "_idot" where x is rounded to 8-bit blocks of 32 (round_x) and the context dots those in int8
-// (Capabilities::integer_dot_matvec: Q8_0, Q4_0/1, Q5_0/1), "_sg" with subgroup arithmetic.
+// The decode matvec variant for a weight type: the _idot one where x is rounded to 8-bit blocks
+// of 32 (round_x), the type has one and the context dots those in int8
+// (Capabilities::integer_dot_matvec), the _sg one with subgroup arithmetic. Throws ShapeError for
+// a type the GPU does not decode.
+gpu::ShaderId matvec_shader(const gpu::Capabilities& caps, MatvecOp op, TensorType t, bool round_x);
+// The same variant's name, for an op named by its variant prefix ("matvec_", "matvec_swiglu_",
+// "moe_matvec_", "moe_matvec_swiglu_"; std::logic_error for another).
 std::string matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x);
 
 // Throws ShapeError("<op>: <message>") unless `ok`.

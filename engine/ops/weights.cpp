@@ -11,26 +11,44 @@ namespace vkllm::ops {
 
 namespace weights {
 
+// The variants of weight type `t` (its name in shaders/variants.cmake): the identifiers are
+// pasted together here, so a variant that variants.cmake does not list fails to compile.
+#define VKLLM_SG(name) SubgroupPair{gpu::ShaderId::name, gpu::ShaderId::name##_sg}
+#define VKLLM_MATVECS(t, idot)                                                                    \
+    MatvecShaders{VKLLM_SG(matvec_##t##idot), VKLLM_SG(matvec_swiglu_##t##idot),                  \
+                  VKLLM_SG(moe_matvec_##t##idot), VKLLM_SG(moe_matvec_swiglu_##t##idot)}
+#define VKLLM_WEIGHT(t)                                                                           \
+    WeightShaders{gpu::ShaderId::matmul_##t, gpu::ShaderId::get_rows_##t, gpu::ShaderId::moe_matmul_##t, \
+                  VKLLM_MATVECS(t, ), std::nullopt}
+#define VKLLM_WEIGHT_IDOT(t)                                                                      \
+    WeightShaders{gpu::ShaderId::matmul_##t, gpu::ShaderId::get_rows_##t, gpu::ShaderId::moe_matmul_##t, \
+                  VKLLM_MATVECS(t, ), VKLLM_MATVECS(t, _idot)}
+
 // The types shaders/include/dequant*.glsl decode (block sizes as ggml-common.h).
 bool gpu_format(TensorType t, Format* f) {
     switch (t) {
-        case TensorType::F32: *f = {"f32", 1, 4}; return true;
-        case TensorType::F16: *f = {"f16", 1, 2}; return true;
-        case TensorType::BF16: *f = {"bf16", 1, 2}; return true;
-        case TensorType::Q8_0: *f = {"q8_0", 32, 34}; return true;
-        case TensorType::Q4_0: *f = {"q4_0", 32, 18}; return true;
-        case TensorType::Q4_1: *f = {"q4_1", 32, 20}; return true;
-        case TensorType::Q5_0: *f = {"q5_0", 32, 22}; return true;
-        case TensorType::Q5_1: *f = {"q5_1", 32, 24}; return true;
-        case TensorType::Q2_K: *f = {"q2_k", 256, 84}; return true;
-        case TensorType::Q3_K: *f = {"q3_k", 256, 110}; return true;
-        case TensorType::Q4_K: *f = {"q4_k", 256, 144}; return true;
-        case TensorType::Q5_K: *f = {"q5_k", 256, 176}; return true;
-        case TensorType::Q6_K: *f = {"q6_k", 256, 210}; return true;
-        case TensorType::MXFP4: *f = {"mxfp4", 32, 17}; return true;
+        case TensorType::F32: *f = {1, 4, VKLLM_WEIGHT(f32)}; return true;
+        case TensorType::F16: *f = {1, 2, VKLLM_WEIGHT(f16)}; return true;
+        case TensorType::BF16: *f = {1, 2, VKLLM_WEIGHT(bf16)}; return true;
+        case TensorType::Q8_0: *f = {32, 34, VKLLM_WEIGHT_IDOT(q8_0)}; return true;
+        case TensorType::Q4_0: *f = {32, 18, VKLLM_WEIGHT_IDOT(q4_0)}; return true;
+        case TensorType::Q4_1: *f = {32, 20, VKLLM_WEIGHT_IDOT(q4_1)}; return true;
+        case TensorType::Q5_0: *f = {32, 22, VKLLM_WEIGHT_IDOT(q5_0)}; return true;
+        case TensorType::Q5_1: *f = {32, 24, VKLLM_WEIGHT_IDOT(q5_1)}; return true;
+        case TensorType::Q2_K: *f = {256, 84, VKLLM_WEIGHT(q2_k)}; return true;
+        case TensorType::Q3_K: *f = {256, 110, VKLLM_WEIGHT(q3_k)}; return true;
+        case TensorType::Q4_K: *f = {256, 144, VKLLM_WEIGHT(q4_k)}; return true;
+        case TensorType::Q5_K: *f = {256, 176, VKLLM_WEIGHT(q5_k)}; return true;
+        case TensorType::Q6_K: *f = {256, 210, VKLLM_WEIGHT(q6_k)}; return true;
+        case TensorType::MXFP4: *f = {32, 17, VKLLM_WEIGHT(mxfp4)}; return true;
         default: return false;
     }
 }
+
+#undef VKLLM_WEIGHT_IDOT
+#undef VKLLM_WEIGHT
+#undef VKLLM_MATVECS
+#undef VKLLM_SG
 
 namespace {
 
