@@ -36,7 +36,7 @@ const uint RPT = (R + NRG - 1) / NRG;
 const uint TR = WG / TD;                // output phase: invocation t owns dims t % TD + n TD, rows t / TD + k TR
 const uint NR = (R + TR - 1) / TR;
 const uint ND = (DV + TD - 1) / TD;
-const uint D4 = (D + 3) / 4;           // query rows in shared memory are padded to whole vec4s
+const uint D_VEC4 = (D + 3) / 4;           // query rows in shared memory are padded to whole vec4s
 const uint BK4 = BK / 4;                // BK is a multiple of 4
 const bool K_VEC4 = (D % 4) == 0;
 
@@ -103,7 +103,7 @@ layout(push_constant) uniform Push {
 
 const float NEG = -3.0e38;  // the score of a masked key; no real score comes near it
 
-shared vec4 q_sh[R * D4];   // scaled queries [R][D4], zero-padded
+shared vec4 q_sh[R * D_VEC4];   // scaled queries [R][D_VEC4], zero-padded
 shared vec4 s_sh[R * BK4];  // scores, then probabilities, of the current tile [R][BK]
 shared float m_sh[R];       // running max per row
 shared float l_sh[R];       // sum of exp(score - max) per row (PROBS pass 1)
@@ -135,14 +135,14 @@ bool tile_scores(uint kt, uint k_end, uint hk, out float sv[RPT]) {
     if (any) {
         const uint kbase = (j * pc.n_head_kv + hk) * D;
         if (K_VEC4) {
-            for (uint d4 = 0; d4 < D4; ++d4) {
-                const vec4 kv = k_quad(kbase / 4 + d4);
-                [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += dot(q_sh[min(rg + a * NRG, R - 1) * D4 + d4], kv);
+            for (uint dv4 = 0; dv4 < D_VEC4; ++dv4) {
+                const vec4 kv = k_quad(kbase / 4 + dv4);
+                [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += dot(q_sh[min(rg + a * NRG, R - 1) * D_VEC4 + dv4], kv);
             }
         } else {
             for (uint d = 0; d < D; ++d) {
                 const float kd = k_elem(kbase + d);
-                [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += q_sh[min(rg + a * NRG, R - 1) * D4 + d / 4][d % 4] * kd;
+                [[unroll]] for (uint a = 0; a < RPT; ++a) sv[a] += q_sh[min(rg + a * NRG, R - 1) * D_VEC4 + d / 4][d % 4] * kd;
             }
         }
     }
@@ -178,8 +178,8 @@ void main() {
     #define ROW_HEAD(r) (hk * pc.group + head0 + (r) % GB)
     #define ROW_OK(r) ((r) < R && ROW_Q(r) < pc.n_q && head0 + (r) % GB < pc.group)
 
-    for (uint i = t; i < R * D4 * 4; i += WG) {
-        const uint r = i / (D4 * 4), d = i % (D4 * 4);
+    for (uint i = t; i < R * D_VEC4 * 4; i += WG) {
+        const uint r = i / (D_VEC4 * 4), d = i % (D_VEC4 * 4);
         const bool ok = ROW_OK(r) && d < D;
         q_sh[i / 4][i % 4] = ok ? q[pc.q_shift + (ROW_Q(r) * pc.n_head + ROW_HEAD(r)) * D + d] * pc.scale : 0.0;
     }

@@ -69,17 +69,17 @@ void main() {
         const vec2 cs = rope_cos_sin(pos[pc.pos_shift + token], j);
         const float c = cs.x, s = cs.y;
 
-        const uint d0 = neox ? j : 2u * j;
-        const uint d1 = d0 + (neox ? pc.n_pairs : 1u);
+        const uint i0 = neox ? j : 2u * j;
+        const uint i1 = i0 + (neox ? pc.n_pairs : 1u);
         const uint base = pc.x_shift + token * pc.token_stride + h * pc.head_dim;
-        const float x0 = x[base + d0], x1 = x[base + d1];
+        const float x0 = x[base + i0], x1 = x[base + i1];
         const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
         if (pc.slots == 0u) {
-            x[base + d0] = r0;
-            x[base + d1] = r1;
+            x[base + i0] = r0;
+            x[base + i1] = r1;
         } else {
-            y[out_index(token, h, d0)] = OUT_T(r0);
-            y[out_index(token, h, d1)] = OUT_T(r1);
+            y[out_index(token, h, i0)] = OUT_T(r0);
+            y[out_index(token, h, i1)] = OUT_T(r1);
         }
     }
     if (pc.slots == 0u) return;

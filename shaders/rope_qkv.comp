@@ -73,20 +73,20 @@ void main() {
             const uint token = head / n_heads, h = head - token * n_heads;
             const vec2 cs = rope_cos_sin(pos[pc.pos_shift + token], j);
             const float c = cs.x, s = cs.y;
-            const uint d0 = neox ? j : 2u * j;
-            const uint d1 = d0 + (neox ? pc.n_pairs : 1u);
+            const uint i0 = neox ? j : 2u * j;
+            const uint i1 = i0 + (neox ? pc.n_pairs : 1u);
             if (is_q) {
                 const uint base = pc.q_shift + token * q_row + h * pc.head_dim;
-                const float x0 = q[base + d0], x1 = q[base + d1];
-                q[base + d0] = x0 * c - x1 * s;
-                q[base + d1] = x0 * s + x1 * c;
+                const float x0 = q[base + i0], x1 = q[base + i1];
+                q[base + i0] = x0 * c - x1 * s;
+                q[base + i1] = x0 * s + x1 * c;
             } else {
                 const uint base = pc.k_shift + token * k_row + h * pc.head_dim;
                 const uint out_base = pc.kc_shift + slot_of(token) * k_row + h * pc.head_dim;
-                const float x0 = k[base + d0], x1 = k[base + d1];
+                const float x0 = k[base + i0], x1 = k[base + i1];
                 const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-                kc[out_base + d0] = OUT_T(r0);
-                kc[out_base + d1] = OUT_T(r1);
+                kc[out_base + i0] = OUT_T(r0);
+                kc[out_base + i1] = OUT_T(r1);
             }
         } else if (e < q_pairs + k_pairs + k_rest) {
             const uint i = e - q_pairs - k_pairs;
