@@ -1,14 +1,15 @@
 #include "model/forward.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 
 #include "gpu/device.h"
-#include "ops/ops.h"
+#include "model/blocks/embedding.h"
+#include "model/blocks/layer_blocks.h"
+#include "model/blocks/logit_lens.h"
+#include "model/blocks/output_head.h"
+#include "model/blocks/residual_tap.h"
 
 namespace vkllm::model {
 
@@ -31,121 +32,39 @@ void check_supported(const ModelSpec& s) {
 
 Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
                  bool round_activations, KvCacheType kv_cache)
-    : ctx_(ctx), spec_(spec), w_(weights), n_ctx_(n_ctx), n_batch_(std::max(1, std::min(n_batch, n_ctx))),
-      round_activations_(round_activations), step_stream_(ctx), replay_stream_(ctx) {
+    : ctx_(ctx), spec_(spec), w_(weights), n_ctx_(n_ctx),
+      // The asked batch within the context, then within what one binding of activations holds;
+      // logits of many tokens are only needed by `vkllm logits` and have their own limit.
+      n_batch_(Scratch::fit_batch(ctx, spec, std::max(1, std::min(n_batch, n_ctx)))),
+      n_logit_rows_(Scratch::logit_rows(ctx, spec, std::max(1, std::min(n_batch, n_ctx)))), step_stream_(ctx),
+      replay_stream_(ctx), probe_(ctx, spec, weights, kv_, n_batch_), edits_(ctx, spec.n_layer, spec.n_embd) {
     check_supported(spec);
-    if (const char* v = std::getenv("VKLLM_MATVEC_ROUNDS_X"); v && std::string(v) == "0") matvec_rounds_x_ = false;
-    // Decode's pre-norm inside the matvecs: on a GPU it saves a dispatch and a barrier per norm,
-    // which decide small-model decode there; on a CPU driver (lavapipe) every workgroup's own
-    // sum of x^2 costs more than they do (134M Q8_0 decode 30% slower), so it stays a dispatch.
-    norm_in_matvec_ = ctx.caps().type != "cpu";
-    if (const char* v = std::getenv("VKLLM_NORM_IN_MATVEC"); v && *v) {
-        if (std::string(v) != "0" && std::string(v) != "1")
-            throw ModelError(std::string("VKLLM_NORM_IN_MATVEC must be 0 or 1, got '") + v + "'");
-        norm_in_matvec_ = std::string(v) == "1";
-    }
+    policy_ = ActivationPolicy::for_device(ctx, round_activations);
     const ops::CacheType cache_type = KvCache::choose_type(ctx, spec, kv_cache);
-    n_logit_rows_ = Scratch::logit_rows(ctx, spec, n_batch_);
-    n_batch_ = Scratch::fit_batch(ctx, spec, n_batch_);
 
     if (spec.learned_positions && n_ctx > weights.position_embd.n_out)
         throw ModelError("a context of " + std::to_string(n_ctx) + " tokens exceeds the " +
                          std::to_string(weights.position_embd.n_out) + " learned positions of this model; use -c " +
                          std::to_string(weights.position_embd.n_out) + " or less");
     kv_ = KvCache(ctx, spec, n_ctx, n_batch_, cache_type);
-    scratch_ = Scratch(ctx, spec, n_ctx, n_batch_, n_logit_rows_, round_activations_);
-    for (const LayerSpec& L : spec.layers) {
-        expert_load_.emplace_back();
-        if (L.ffn.moe.n_expert > 0)
-            expert_load_.back() = gpu::Buffer(ctx, uint64_t(L.ffn.moe.n_expert) * 2 * F, gpu::Memory::Host);
+    scratch_ = Scratch(ctx, spec, n_ctx, n_batch_, n_logit_rows_, policy_.round);
+
+    // The step as blocks: the embeddings, each layer's blocks as its spec gives them, a residual
+    // tap (edits, probe copies) after the embeddings and after every layer; then the head.
+    body_.push_back({-1, std::make_unique<EmbeddingBlock>()});
+    body_.push_back({-1, std::make_unique<ResidualTap>(-1)});
+    for (int l = 0; l < spec.n_layer; ++l) {
+        for (BlockKind kind : layer_block_kinds(spec.layers[size_t(l)])) body_.push_back({l, make_block(kind, l)});
+        body_.push_back({l, std::make_unique<ResidualTap>(l)});
     }
+    head_.push_back({-1, std::make_unique<LogitLensBlock>()});
+    head_.push_back({-1, std::make_unique<OutputHeadBlock>()});
 }
 
-const gpu::Buffer& Forward::MatmulInputs::of(const ops::Weight& w) const {
-    const gpu::Buffer* r = rounded[size_t(ops::activation_rounding(w.type))];
-    return r ? *r : *plain;
-}
-
-uint64_t Forward::MatmulInputs::offset_of(const ops::Weight& w) const {
-    return rounded[size_t(ops::activation_rounding(w.type))] ? 0 : offset;
-}
-
-void Forward::MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset,
-                                   int n_tokens, bool accumulate) const {
-    ops::matmul(s, w, of(w), offset_of(w), y, y_offset, n_tokens, accumulate, 0,
-                in_matvec[size_t(ops::activation_rounding(w.type))], norm.weight ? &norm : nullptr);
-}
-
-void Forward::MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up,
-                                          const gpu::Buffer& y, ops::GluActivation act) const {
-    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, rounds_in_matvec(gate.type), act,
-                       norm.weight ? &norm : nullptr);
-}
-
-bool Forward::MatmulInputs::rounds_in_matvec(ops::TensorType weight_type) const {
-    return in_matvec[size_t(ops::activation_rounding(weight_type))];
-}
-
-Forward::MatmulInputs Forward::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                              std::initializer_list<const ops::Weight*> weights, RoundAt at) {
-    MatmulInputs in;
-    in.plain = &x;
-    in.offset = offset;
-    if (!round_activations_) return in;
-    bool any = false;
-    for (const ops::Weight* w : weights) {
-        ops::ActRounding mode = ops::activation_rounding(w->type);
-        if (mode == ops::ActRounding::None || in.rounded[size_t(mode)] || in.in_matvec[size_t(mode)]) continue;
-        // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
-        if (n % ops::rounding_block(mode)) continue;
-        if (!needs_rounding_dispatch(*w, rows, n, at)) {
-            in.in_matvec[size_t(mode)] = true;
-            continue;
-        }
-        const gpu::Buffer& dst = scratch_.rounded[size_t(mode)];
-        stream_->mark("round_act");
-        ops::round_activations(*stream_, x, offset, dst, 0, rows, n, mode);
-        in.rounded[size_t(mode)] = &dst;
-        any = true;
-    }
-    if (any) stream_->barrier("rounded activations are complete before the matmuls read them");
-    return in;
-}
-
-bool Forward::needs_rounding_dispatch(const ops::Weight& w, int rows, int n, RoundAt at) const {
-    const ops::ActRounding mode = ops::activation_rounding(w.type);
-    if (!round_activations_ || mode == ops::ActRounding::None || n % ops::rounding_block(mode)) return false;
-    const bool matvec_rounds =
-        matvec_rounds_x_ && ((at == RoundAt::Matvec && rows == 1) || at == RoundAt::ExpertMatvec);
-    return !(matvec_rounds && ops::matvec_rounds_activations(w.type));
-}
-
-Forward::MatmulInputs Forward::normed_inputs(const gpu::Buffer& x, uint64_t x_offset, int rows, int n,
-                                             const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
-                                             std::initializer_list<const ops::Weight*> weights, const char* why,
-                                             const gpu::Buffer& out) {
-    bool fuse = norm_in_matvec_ && rows == 1 && spec_.norm == NormKind::RMSNorm && norm_w && !norm_b;
-    for (const ops::Weight* w : weights) fuse = fuse && !needs_rounding_dispatch(*w, rows, n, RoundAt::Matvec);
-    if (!fuse) {
-        norm(x, x_offset, norm_w, norm_b, out, 0, rows, n);
-        stream_->barrier(why);
-        return prepare_inputs(out, 0, rows, n, weights);
-    }
-    MatmulInputs in = prepare_inputs(x, x_offset, rows, n, weights);  // records nothing (checked above)
-    in.norm = ops::MatvecNorm{norm_w, 0, spec_.norm_eps};
-    return in;
-}
-
-void Forward::reset_flags(const gpu::Buffer& flags, int rows) {
-    auto* f = static_cast<uint32_t*>(flags.mapped());
-    for (int r = 0; r < rows; ++r) f[2 * r] = 0, f[2 * r + 1] = 0xffffffffu;
-}
-
-void Forward::read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
-                                const gpu::Buffer& flags) {
-    reset_flags(flags, rows);
-    stream_->mark("copy_checked");
-    ops::copy_checked(*stream_, src, src_offset, dst, 0, rows, n, flags);
+uint64_t Forward::scratch_bytes() const {
+    // The caches' slot positions, the expert-load counters and the edits are small buffers made
+    // with the session: counted here with the scratch.
+    return scratch_.bytes() + kv_.slot_positions_bytes() + probe_.expert_load_bytes() + edits_.bytes();
 }
 
 Forward::NonFinite Forward::logits_nonfinite(int row) const {
@@ -155,14 +74,10 @@ Forward::NonFinite Forward::logits_nonfinite(int row) const {
 }
 
 Forward::NonFinite Forward::embeddings_nonfinite(int row) const {
-    if (row < 0 || row >= n_batch_ || !scratch_.embd_flags.valid()) throw std::logic_error("Forward::embeddings_nonfinite: bad row");
+    if (row < 0 || row >= n_batch_ || !scratch_.embd_flags.valid())
+        throw std::logic_error("Forward::embeddings_nonfinite: bad row");
     const auto* f = static_cast<const uint32_t*>(scratch_.embd_flags.mapped());
     return {f[2 * row], f[2 * row + 1]};
-}
-
-int Forward::keys_in_view(int cache_slots, int end) const {
-    const int rounded = (end + kv_bucket_ - 1) / kv_bucket_ * kv_bucket_;
-    return std::min(rounded, cache_slots);
 }
 
 bool Forward::replayable(int n_tokens, bool all_logits, const ProbeConfig& probes) const {
@@ -179,44 +94,34 @@ void Forward::write_step_inputs(const int32_t* ids, int T, int pos0) {
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
     if (pos0 == 0) reset_edit_state();
     kv_.begin_pass(pos0, T);
+    probe_.begin_pass(T);
+}
+
+Recording Forward::recording(int T, int pos0, bool all_logits, const ProbeConfig& probes) {
+    return Recording{ctx_, spec_, w_, policy_, scratch_, kv_, probe_, edits_, *stream_, n_ctx_, T, pos0, all_logits,
+                     probes, kv_bucket_};
+}
+
+void Forward::record_blocks(Recording& r, const std::vector<PlacedBlock>& blocks) {
+    for (const PlacedBlock& b : blocks) {
+        r.s.set_layer(b.layer);
+        b.block->record(r);
+    }
 }
 
 void Forward::record_step(int T, int pos0, bool all_logits, const ProbeConfig& probes) {
-    gpu::Stream& s = *stream_;
-    record_embeddings(T);
-    record_after_layer(-1, T, probes);
-
-    for (int l = 0; l < spec_.n_layer; ++l) record_layer(l, T, pos0, probes);
-    s.set_layer(-1);
-    record_logit_lens();
-
-    // Final norm and the vocabulary projection, for every token or only the last.
-    const int rows = all_logits ? T : 1;
-    const uint64_t first = all_logits ? 0 : uint64_t(T - 1) * uint64_t(spec_.n_embd);
-    // Without a final norm (BERT) the projection reads the residual stream itself.
-    MatmulInputs in = spec_.final_norm
-                          ? normed_inputs(scratch_.x, first, rows, spec_.n_embd, w_.output_norm, w_.output_norm_b, {&w_.output},
-                                          "the final norm is complete before the output projection reads it", scratch_.h)
-                          : prepare_inputs(scratch_.x, first, rows, spec_.n_embd, {&w_.output});
-    s.mark("matmul");
-    in.matmul(s, w_.output, scratch_.logits, 0, rows);
-    if (spec_.final_softcap > 0) {
-        s.barrier("logits are complete before soft-capping");
-        s.mark("softcap");
-        ops::softcap(s, scratch_.logits, int64_t(rows) * spec_.n_vocab, spec_.final_softcap);
-    }
-    s.barrier("logits are complete before the checked copy to host memory");
-    read_back_checked(scratch_.logits, 0, scratch_.logits_host, rows, spec_.n_vocab, scratch_.logits_flags);
+    Recording r = recording(T, pos0, all_logits, probes);
+    record_blocks(r, body_);
+    record_blocks(r, head_);
 }
 
 void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits,
                    const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
     if (n_tokens <= 0 || n_tokens > max_tokens(all_logits) || pos0 < 0 || pos0 + n_tokens > n_ctx_)
         throw std::logic_error("Forward::step: bad token range");
-    alloc_probe_buffers(probes);
+    probe_.configure(probes);
     const int T = n_tokens;
     write_step_inputs(ids, T, pos0);
-    attn_rows_ = std::min(T, attn_rows_cap_);
     const int rows = all_logits ? T : 1;
 
     if (replayable(T, all_logits, probes)) {
@@ -224,7 +129,7 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
         const int key = std::min((pos0 + 1 + kReplayKeys - 1) / kReplayKeys * kReplayKeys, n_ctx_);
         stream_ = &replay_stream_;
         if (key == replay_key_) {
-            reset_flags(scratch_.logits_flags, rows);
+            Recording::reset_flags(scratch_.logits_flags, rows);
             replay_stream_.resubmit_and_wait();
             ++replayed_steps_;
         } else {
@@ -251,7 +156,7 @@ void Forward::step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, 
     }
 
     std::memcpy(logits, scratch_.logits_host.mapped(), size_t(rows) * size_t(spec_.n_vocab) * F);
-    if (results) read_probes(T, pos0, probes, results, first_pass);
+    if (results) probe_.read(T, pos0, probes, results, first_pass, *stream_);
 }
 
 }  // namespace vkllm::model

@@ -1,19 +1,22 @@
-// The one forward pass: walks a ModelSpec's layers, recording every op into one command buffer
-// per step. Owns the KV cache and the scratch activations of a session.
+// The one forward pass of a session: records a step as a list of blocks (the embeddings, each
+// layer's blocks as the spec's layer kinds give them, the output head; model/blocks) into one
+// command buffer, submits it (or replays the last decode recording) and reads the results.
+// Owns the session's state: the KV cache, the scratch buffers, the probes and residual edits.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
-#include <string>
-#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
+#include "model/blocks/block.h"
+#include "model/blocks/matmul_inputs.h"
 #include "model/kv_cache.h"
-#include "model/op_params.h"
+#include "model/probe_recorder.h"
+#include "model/residual_edits.h"
 #include "model/scratch.h"
 #include "model/spec.h"
 #include "model/weights.h"
@@ -45,14 +48,14 @@ public:
     // Residual-stream edits applied by every following step (see vkllm::ResidualEdit); also
     // resets the Mean edits' running sums. Throws std::invalid_argument for a layer outside
     // -1..n_layer-1 or a channel outside 0..n_embd-1.
-    void set_residual_edits(const std::vector<ResidualEdit>& edits);
+    void set_residual_edits(const std::vector<ResidualEdit>& edits) { edits_.set(edits); }
     // Restarts the Mean edits' running means (the session truncated or reset its tokens; a step
     // at position 0 does it too).
-    void reset_edit_state();
+    void reset_edit_state() { edits_.reset_state(); }
     // The text of a token id, for the logit lens (none: the lens leaves text empty).
-    void set_token_text(std::function<std::string(int32_t)> piece) { token_text_ = std::move(piece); }
+    void set_token_text(std::function<std::string(int32_t)> piece) { probe_.set_token_text(std::move(piece)); }
     // Bytes of probe buffers on the GPU and in host memory (0 while every probe is off).
-    uint64_t probe_bytes() const;
+    uint64_t probe_bytes() const { return probe_.bytes(); }
     // Bytes of the scratch activations and step inputs/outputs (not KV caches, weights or probes).
     uint64_t scratch_bytes() const;
 
@@ -105,84 +108,27 @@ public:
     const KvCache& kv_cache() const { return kv_; }
 
 private:
-    // The activations a group of matmuls reads: x itself, or x rounded per weight type.
-    struct MatmulInputs {
-        const gpu::Buffer* plain = nullptr;
-        uint64_t offset = 0;
-        const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding
-        bool in_matvec[5] = {};              // by ops::ActRounding: the one-token matvec rounds x itself
-        ops::MatvecNorm norm;                // weight set: plain is un-normalised, the matvecs normalise it
-        const gpu::Buffer& of(const ops::Weight& w) const;
-        uint64_t offset_of(const ops::Weight& w) const;
-        // ops::matmul of w with these inputs (rounded as w's type needs) into y.
-        void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
-                    bool accumulate = false) const;
-        // One token: y = act(gate x) * (up x) in one dispatch (ops::matvec_swiglu).
-        void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y,
-                           ops::GluActivation act) const;
-        // True when the consumer of w's input rounds it itself (pass as round_x).
-        bool rounds_in_matvec(ops::TensorType weight_type) const;
+    // A block and the layer it belongs to (-1: outside the layers), for the per-layer counts.
+    struct PlacedBlock {
+        int layer;
+        std::unique_ptr<Block> block;
     };
-    // Where activations are rounded for a quantised weight (llama.cpp parity):
-    //   Matvec        in ops::matmul's one-token matvec when rows == 1, else a rounding dispatch
-    //   ExpertMatvec  in the expert matvec (ops::moe_matmul / moe_matvec_swiglu without a sort),
-    //                 whatever the rows
-    //   Dispatch      always a rounding dispatch (the tiled expert matmul takes x as it is)
-    enum class RoundAt { Matvec, ExpertMatvec, Dispatch };
-    // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
-    // after when anything was rounded, except where `at` leaves the rounding to a matvec that can
-    // do it (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations).
-    MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                std::initializer_list<const ops::Weight*> weights, RoundAt at = RoundAt::Matvec);
-    // True when w's input (rows of n) must be rounded by a dispatch before w's matmul reads it.
-    bool needs_rounding_dispatch(const ops::Weight& w, int rows, int n, RoundAt at) const;
-    // The inputs of the matmuls after a norm of x (rows of n from element x_offset, weight
-    // norm_w, bias norm_b): decode's RMSNorm (one row, no bias, no rounding dispatch) goes into
-    // the matvecs themselves (ops::MatvecNorm) when norm_in_matvec_; otherwise the norm is recorded
-    // into `out` (from element 0; it may be x itself) with a barrier (`why`) and the inputs are out's.
-    MatmulInputs normed_inputs(const gpu::Buffer& x, uint64_t x_offset, int rows, int n, const gpu::Buffer* norm_w,
-                               const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
-                               const char* why, const gpu::Buffer& out);
-    void record_layer(int l, int n_tokens, int pos0, const ProbeConfig& probes);
-    void record_attention(int l, int n_tokens, int pos0);
-    void record_ffn(int l, int n_tokens, const ProbeConfig& probes);
-    // After the embeddings (l = -1) or layer l: the residual edits, then the probes' copies of x.
-    void record_after_layer(int l, int n_tokens, const ProbeConfig& probes);
-    void record_logit_lens();
-    // MLA (forward_mla.cpp): scratch q gets the absorbed queries [T, n_head, kv_lora + rope],
-    // k_new the keys [T, kv_lora + rope] and v_new the latent values [T, kv_lora]; then the heads'
-    // latent outputs (attn) go through W_vb into mla.out [T, n_head * v_head].
-    void record_mla_qkv(int l, int n_tokens, const MatmulInputs& in);
-    void record_mla_output(int l, int n_tokens);
-    // probe_out: also copies what the block adds to the residual stream (after bias and post-norm).
-    // norm_after_add (BERT's post-norm): x = post_norm(x + W in + bias) with bias post_norm_b.
-    void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
-                          const gpu::Buffer* post_norm, int n_tokens, const gpu::Buffer* probe_out = nullptr,
-                          const gpu::Buffer* post_norm_b = nullptr, bool norm_after_add = false);
-    void record_embeddings(int n_tokens);
-    // y = norm(x) over rows of n (0: n_embd) with the model's norm kind (w, b may be null).
-    void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
-              uint64_t y_offset, int rows, int n = 0);
-    void alloc_probe_buffers(const ProbeConfig& probes);
-    void read_probes(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
-    void read_attention(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
-    void read_residual(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
-    void read_ffn_down(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
-    void read_routing(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
-    void read_logit_lens(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
-    bool residual_copied(int l, const ProbeConfig& probes) const;  // l = -1..n_layer-1
+    // The recording of one pass of n_tokens from pos0 into *stream_.
+    Recording recording(int n_tokens, int pos0, bool all_logits, const ProbeConfig& probes);
+    // Records blocks in order, telling the stream each one's layer.
+    void record_blocks(Recording& r, const std::vector<PlacedBlock>& blocks);
+    // Records the whole step (body_, then head_) into *stream_.
+    void record_step(int n_tokens, int pos0, bool all_logits, const ProbeConfig& probes);
+    bool replayable(int n_tokens, bool all_logits, const ProbeConfig& probes) const;
+    // Writes a pass's host-visible inputs (ids, positions, the caches' slot positions) and starts
+    // the pass in the edits (position 0: a new sequence) and the probes.
+    void write_step_inputs(const int32_t* ids, int n_tokens, int pos0);
 
     gpu::Context& ctx_;
     const ModelSpec& spec_;
     const Weights& w_;
     int n_ctx_, n_batch_, n_logit_rows_;
-    bool round_activations_;
-    // The decode matvecs round their own inputs (RoundAt::Matvec, ExpertMatvec) unless
-    // VKLLM_MATVEC_ROUNDS_X=0 asks for a rounding dispatch first, as larger batches have: a
-    // switch for measuring both on a new device (the in-matvec form saves a dispatch and a
-    // barrier per input, and repeats the rounding in every workgroup that reads the input).
-    bool matvec_rounds_x_ = true;
-    bool norm_in_matvec_ = false;  // decode's fused pre-norm: GPUs; VKLLM_NORM_IN_MATVEC=0|1 forces it
+    ActivationPolicy policy_;
     gpu::Stream step_stream_;               // recordings used once (prefill, probes, encode)
     gpu::Stream replay_stream_;             // the decode step, recorded once per replay_key_
     gpu::Stream* stream_ = &step_stream_;   // the stream being recorded, or submitted last
@@ -190,53 +136,13 @@ private:
     int replay_key_ = -1;                   // keys in view the replay recording was made for (-1: none)
     int kv_bucket_ = 1;                     // keys in view round up to a multiple of this while recording
     uint64_t replayed_steps_ = 0;
-    bool replayable(int n_tokens, bool all_logits, const ProbeConfig& probes) const;
-    // Writes a step's host-visible inputs: ids, positions, the caches' slot positions.
-    void write_step_inputs(const int32_t* ids, int n_tokens, int pos0);
-    // Records the whole step (embeddings, layers, head, the checked logits read-back) into *stream_.
-    void record_step(int n_tokens, int pos0, bool all_logits, const ProbeConfig& probes);
-    // Keys of `cache` that a step ending at position `end` (exclusive) attends over.
-    int keys_in_view(int cache_slots, int end) const;
 
     KvCache kv_;
     Scratch scratch_;  // the step's inputs, activations, layer kinds' scratch and outputs
-    std::vector<gpu::Buffer> expert_load_;  // per layer, host [n_expert, 2] (expert-load probe)
-    void record_moe(int l, int n_tokens, const gpu::Buffer& in, const ProbeConfig& probes);
-    // Records the checked copy of `rows` rows of n floats from src into host memory dst, its
-    // flags reset to "none" here (the stream is not yet submitted, no GPU work reads them).
-    void read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
-                           const gpu::Buffer& flags);
-    static void reset_flags(const gpu::Buffer& flags, int rows);
-
-    // Probe buffers, allocated on first use (forward_probes.cpp reads them).
-    std::vector<int> probed_layers_;
-    int attn_rows_cap_ = 0;                // query rows kept per pass: min(n_batch, attention_max_rows)
-    int attn_rows_ = 0;                    // of this pass
-    std::vector<gpu::Buffer> probs_;       // per probed layer: [n_batch, n_head, slots] (+ [n_batch, n_head] sinks)
-    std::vector<gpu::Buffer> probs_host_;  // per probed layer: the newest rows: [rows_cap, n_head, slots] (+ sinks)
-    gpu::Buffer residual_host_;            // [n_layer + 1, n_batch, n_embd]
-    std::vector<std::vector<float>> residual_acc_;  // [n_layer + 1][eval tokens * n_embd] (residual_stats)
-    std::vector<gpu::Buffer> ffn_in_host_, ffn_out_host_;  // per layer: dense or shared expert [n_batch, n_ff], [n_batch, n_embd]
-    std::vector<gpu::Buffer> moe_in_host_, moe_out_host_;  // per MoE layer: [pairs, n_ff_expert], [pairs, n_embd]
-    std::vector<gpu::Buffer> routing_host_;               // per MoE layer: int32 experts [pairs], float weights [pairs]
-    // ffn_down's inputs and outputs over the eval, per layer and expert (-1: dense or shared).
-    struct DownRows {
-        int n_in = 0, n_out = 0;
-        std::vector<float> in, out;  // [rows, n_in], [rows, n_out]
-        std::vector<int> pos;        // position of each row
-    };
-    std::vector<std::map<int, DownRows>> down_acc_;
-    std::vector<int> lens_layers_;
-    gpu::Buffer lens_x_, lens_h_;           // [n_lens, n_embd]: newest rows after the lens layers, normalised
-    gpu::Buffer lens_logits_, lens_host_;   // [n_lens, n_vocab]
-    std::function<std::string(int32_t)> token_text_;
-    int eval_tokens_ = 0;                   // tokens of the current eval so far
-
-    // Residual edits: ChannelEdit records grouped by layer (host-visible), their Mean state
-    // (sum, count) per edit, and each layer's range of edits (layer + 1 -> first, count).
-    std::vector<ResidualEdit> edits_;
-    gpu::Buffer edits_buf_, edit_state_;
-    std::map<int, std::pair<int, int>> edit_ranges_;
+    ProbeRecorder probe_;
+    ResidualEdits edits_;
+    std::vector<PlacedBlock> body_;  // the embeddings, then each layer's blocks, each followed by its residual tap
+    std::vector<PlacedBlock> head_;  // a decoder step's end: the logit lens, the output head
 };
 
 }  // namespace vkllm::model

@@ -1,29 +1,17 @@
-// The forward pass's probes: what is copied to host memory inside the step's command buffer
-// (record_*), and how those copies become ProbeResults after it (read_*). A long prompt runs in
-// several passes: the results of an eval gather every pass (first_pass starts a new eval).
+// The probes' copies of a pass turned into ProbeResults: each read folds one pass into the
+// eval's results (first_pass starts a new eval).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <queue>
-#include <stdexcept>
 #include <string>
 
-#include "model/forward.h"
-#include "ops/ops.h"
+#include "model/probe_recorder.h"
 
 namespace vkllm::model {
 namespace {
 
 constexpr size_t F = sizeof(float);
-
-bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-void check_layers(const std::vector<int>& layers, int lo, int n_layer, const char* what) {
-    for (int l : layers)
-        if (l < lo || l >= n_layer)
-            throw std::invalid_argument(std::string(what) + " layer " + std::to_string(l) + " is outside " +
-                                        std::to_string(lo) + ".." + std::to_string(n_layer - 1));
-}
 
 // The largest |v| over rows of n values, with its row and column, and the median |v|.
 struct AbsStats {
@@ -50,144 +38,8 @@ AbsStats abs_stats(const std::vector<float>& v, int n) {
 
 }  // namespace
 
-bool Forward::residual_copied(int l, const ProbeConfig& probes) const {
-    return probes.residual_stats || contains(probes.residual_full_layers, l);
-}
-
-void Forward::alloc_probe_buffers(const ProbeConfig& probes) {
-    check_layers(probes.attention_layers, 0, spec_.n_layer, "attention probe");
-    check_layers(probes.residual_full_layers, -1, spec_.n_layer, "residual probe");
-    check_layers(probes.logit_lens_layers, 0, spec_.n_layer, "logit lens");
-    if (!probes.attention_layers.empty() && probes.attention_max_rows < 1)
-        throw std::invalid_argument("attention_max_rows must be at least 1");
-    const int rows_cap = std::min(n_batch_, std::max(probes.attention_max_rows, 1));
-    if (probes.attention_layers != probed_layers_ || rows_cap != attn_rows_cap_) {
-        probs_.clear();
-        probs_host_.clear();
-        probed_layers_ = probes.attention_layers;
-        attn_rows_cap_ = rows_cap;
-        for (int l : probed_layers_) {
-            const uint64_t heads = uint64_t(spec_.layers[size_t(l)].attn.n_head);
-            const uint64_t slots = uint64_t(kv_.layer(l).slots);
-            // Rows, then (with sinks) the sink's probability of every row.
-            const uint64_t sink = w_.layers[size_t(l)].sinks ? 1 : 0;
-            probs_.emplace_back(ctx_, uint64_t(n_batch_) * heads * (slots + sink) * F, gpu::Memory::Device);
-            probs_host_.emplace_back(ctx_, uint64_t(rows_cap) * heads * (slots + sink) * F, gpu::Memory::Host);
-        }
-    }
-    const uint64_t B = uint64_t(n_batch_), E = uint64_t(spec_.n_embd);
-    // A probe turned off gives its buffers back.
-    const bool any_residual = probes.residual_stats || !probes.residual_full_layers.empty();
-    if (!any_residual) residual_host_ = gpu::Buffer();
-    if (!probes.ffn_down) {
-        ffn_in_host_.clear();
-        ffn_out_host_.clear();
-        moe_in_host_.clear();
-        moe_out_host_.clear();
-    }
-    if (!probes.routing && !probes.ffn_down) routing_host_.clear();
-    if (any_residual && !residual_host_.valid())
-        residual_host_ = gpu::Buffer(ctx_, uint64_t(spec_.n_layer + 1) * B * E * F, gpu::Memory::Host);
-    const size_t L = size_t(spec_.n_layer);
-    if (probes.ffn_down && ffn_in_host_.empty()) {
-        ffn_in_host_.resize(L);
-        ffn_out_host_.resize(L);
-        moe_in_host_.resize(L);
-        moe_out_host_.resize(L);
-        for (size_t l = 0; l < L; ++l) {
-            const FfnSpec& f = spec_.layers[l].ffn;
-            const int n_ff = f.moe.n_expert > 0 ? f.moe.n_ff_shared : f.n_ff;
-            if (n_ff > 0) {
-                ffn_in_host_[l] = gpu::Buffer(ctx_, B * uint64_t(n_ff) * F, gpu::Memory::Host);
-                ffn_out_host_[l] = gpu::Buffer(ctx_, B * E * F, gpu::Memory::Host);
-            }
-            if (f.moe.n_expert > 0) {
-                const uint64_t pairs = B * uint64_t(f.moe.top_k);
-                moe_in_host_[l] = gpu::Buffer(ctx_, pairs * uint64_t(f.moe.n_ff_expert) * F, gpu::Memory::Host);
-                moe_out_host_[l] = gpu::Buffer(ctx_, pairs * E * F, gpu::Memory::Host);
-            }
-        }
-    }
-    if ((probes.routing || probes.ffn_down) && routing_host_.empty()) {
-        routing_host_.resize(L);
-        for (size_t l = 0; l < L; ++l) {
-            const MoeSpec& m = spec_.layers[l].ffn.moe;
-            if (m.n_expert > 0) routing_host_[l] = gpu::Buffer(ctx_, B * uint64_t(m.top_k) * 8, gpu::Memory::Host);
-        }
-    }
-    if (probes.logit_lens_layers != lens_layers_) {
-        lens_layers_ = probes.logit_lens_layers;
-        lens_x_ = gpu::Buffer();
-        lens_h_ = gpu::Buffer();
-        lens_logits_ = gpu::Buffer();
-        lens_host_ = gpu::Buffer();
-        if (!lens_layers_.empty()) {
-            const uint64_t n = lens_layers_.size();
-            lens_x_ = gpu::Buffer(ctx_, n * E * F, gpu::Memory::Device);
-            lens_h_ = gpu::Buffer(ctx_, n * E * F, gpu::Memory::Device);
-            lens_logits_ = gpu::Buffer(ctx_, n * uint64_t(spec_.n_vocab) * F, gpu::Memory::Device);
-            lens_host_ = gpu::Buffer(ctx_, n * uint64_t(spec_.n_vocab) * F, gpu::Memory::Host);
-        }
-    }
-}
-
-uint64_t Forward::probe_bytes() const {
-    uint64_t n = residual_host_.size() + lens_x_.size() + lens_h_.size() + lens_logits_.size() + lens_host_.size();
-    for (const auto* v : {&probs_, &probs_host_, &ffn_in_host_, &ffn_out_host_, &moe_in_host_, &moe_out_host_,
-                          &routing_host_})
-        for (const gpu::Buffer& b : *v) n += b.size();
-    for (const auto& layer : residual_acc_) n += layer.size() * F;
-    for (const auto& layer : down_acc_)
-        for (const auto& [e, d] : layer) n += (d.in.size() + d.out.size()) * F + d.pos.size() * sizeof(int);
-    return n;
-}
-
-void Forward::record_after_layer(int l, int T, const ProbeConfig& probes) {
-    gpu::Stream& s = *stream_;
-    auto edits = edit_ranges_.find(l);
-    if (edits != edit_ranges_.end()) {
-        s.mark("residual_edit");
-        ops::residual_edit(s, scratch_.x, T, spec_.n_embd, edits_buf_, edits->second.first, edits->second.second, edit_state_);
-        s.barrier("the edited residual stream is complete before the next layer and the probes read it");
-    }
-    const uint64_t row = uint64_t(spec_.n_embd) * F;
-    if (residual_copied(l, probes)) {
-        s.mark("copy");
-        s.copy(scratch_.x, 0, residual_host_, uint64_t(l + 1) * uint64_t(n_batch_) * row, uint64_t(T) * row);
-    }
-    auto lens = std::find(lens_layers_.begin(), lens_layers_.end(), l);
-    if (lens != lens_layers_.end()) {
-        s.mark("copy");
-        s.copy(scratch_.x, uint64_t(T - 1) * row, lens_x_, uint64_t(lens - lens_layers_.begin()) * row, row);
-    }
-}
-
-// The logit lens: each lens layer's newest residual row through the final norm, the output
-// projection (one row at a time, as the model's own last-token logits) and the final soft-cap.
-void Forward::record_logit_lens() {
-    if (lens_layers_.empty()) return;
-    gpu::Stream& s = *stream_;
-    const int n = int(lens_layers_.size());
-    s.barrier("the lens rows are copied before their norm");
-    norm(lens_x_, 0, w_.output_norm, w_.output_norm_b, lens_h_, 0, n);
-    s.barrier("the normalised lens rows are complete before the output projection");
-    for (int i = 0; i < n; ++i) {
-        MatmulInputs in = prepare_inputs(lens_h_, uint64_t(i) * uint64_t(spec_.n_embd), 1, spec_.n_embd, {&w_.output});
-        s.mark("matmul");
-        in.matmul(s, w_.output, lens_logits_,
-                    uint64_t(i) * uint64_t(spec_.n_vocab), 1);
-        s.barrier("a lens row's projection is done before the rounded inputs are reused");
-    }
-    if (spec_.final_softcap > 0) {
-        s.mark("softcap");
-        ops::softcap(s, lens_logits_, int64_t(n) * spec_.n_vocab, spec_.final_softcap);
-        s.barrier("soft-capped lens logits are complete before the copy");
-    }
-    s.mark("copy");
-    s.copy(lens_logits_, 0, lens_host_, 0, uint64_t(n) * uint64_t(spec_.n_vocab) * F);
-}
-
-void Forward::read_probes(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
+void ProbeRecorder::read(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass,
+                         const gpu::Stream& s) {
     if (first_pass) {
         // A new eval: the previous eval's results go (the session keeps its own totals).
         results->attention.clear();
@@ -203,15 +55,15 @@ void Forward::read_probes(int T, int pos0, const ProbeConfig& probes, ProbeResul
         down_acc_.clear();
     }
     eval_tokens_ += T;
-    results->dispatches += int(stream_->dispatch_count());
-    results->barriers += int(stream_->barrier_count());
+    results->dispatches += int(s.dispatch_count());
+    results->barriers += int(s.barrier_count());
     results->passes += 1;
     if (probes.timings)
-        for (const gpu::Stream::Interval& i : stream_->intervals())
+        for (const gpu::Stream::Interval& i : s.intervals())
             results->timings.push_back({i.label, i.layer, i.ms, int(i.dispatches)});
     read_attention(T, pos0, probes, results, first_pass);
     read_residual(T, pos0, probes, results, first_pass);
-    if (probes.ffn_down) read_ffn_down(T, pos0, results, first_pass);
+    if (probes.ffn_down) read_ffn_down(T, pos0, results);
     if (probes.routing) read_routing(T, pos0, results, first_pass);
     read_logit_lens(T, pos0, probes, results);
     results->expert_load_step.clear();
@@ -235,7 +87,7 @@ void Forward::read_probes(int T, int pos0, const ProbeConfig& probes, ProbeResul
 // Each probed layer's map gains this pass's newest attn_rows_ query rows; the key axis grows to
 // the newest position (earlier rows get zeros there: the future), and only the newest
 // attention_max_rows rows are kept.
-void Forward::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
+void ProbeRecorder::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
     if (probed_layers_.empty()) return;
     if (first_pass || results->attention.size() != probed_layers_.size()) {
         results->attention.clear();
@@ -299,7 +151,7 @@ void Forward::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeRe
     }
 }
 
-void Forward::read_residual(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
+void ProbeRecorder::read_residual(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
     const size_t E = size_t(spec_.n_embd);
     auto layer_rows = [&](int l) {
         return static_cast<const float*>(residual_host_.mapped()) + size_t(l + 1) * size_t(n_batch_) * E;
@@ -367,8 +219,7 @@ void Forward::read_residual(int T, int pos0, const ProbeConfig& probes, ProbeRes
     }
 }
 
-void Forward::read_ffn_down(int T, int pos0, ProbeResults* results, bool first_pass) {
-    (void)first_pass;
+void ProbeRecorder::read_ffn_down(int T, int pos0, ProbeResults* results) {
     const int E = spec_.n_embd;
     down_acc_.resize(size_t(spec_.n_layer));
     results->ffn_down.clear();
@@ -421,7 +272,7 @@ void Forward::read_ffn_down(int T, int pos0, ProbeResults* results, bool first_p
     }
 }
 
-void Forward::read_routing(int T, int pos0, ProbeResults* results, bool first_pass) {
+void ProbeRecorder::read_routing(int T, int pos0, ProbeResults* results, bool first_pass) {
     if (first_pass) results->routing.clear();
     size_t i = 0;
     for (int l = 0; l < spec_.n_layer; ++l) {
@@ -443,10 +294,10 @@ void Forward::read_routing(int T, int pos0, ProbeResults* results, bool first_pa
     }
 }
 
-void Forward::read_logit_lens(int T, int pos0, const ProbeConfig& probes, ProbeResults* results) {
+void ProbeRecorder::read_logit_lens(int T, int pos0, const ProbeConfig& probes, ProbeResults* results) {
     results->logit_lens.clear();
     const size_t V = size_t(spec_.n_vocab);
-    const float* all = static_cast<const float*>(lens_host_.valid() ? lens_host_.mapped() : nullptr);
+    const float* all = static_cast<const float*>(lens_.host.valid() ? lens_.host.mapped() : nullptr);
     for (size_t i = 0; i < lens_layers_.size(); ++i) {
         const float* logits = all + i * V;
         // Softmax over the whole vocabulary (in double), then the top N.

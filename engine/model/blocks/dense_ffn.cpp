@@ -1,0 +1,76 @@
+#include "model/blocks/dense_ffn.h"
+
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+constexpr uint64_t F = sizeof(float);
+}
+
+void DenseFfnBlock::record(Recording& r) const {
+    const int l = layer_, T = r.n_tokens;
+    const LayerSpec& L = r.spec.layers[size_t(l)];
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    const bool probed = r.probes.ffn_down;
+    const int64_t n = int64_t(T) * L.ffn.n_ff;
+
+    // Decode's RMSNorm runs inside the gate/up (or up) matvecs (normed_inputs).
+    auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
+        return w.ffn_norm ? r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.ffn_norm, w.ffn_norm_b, ws,
+                                            "the normalised FFN input is complete before the gate/up projections read it",
+                                            sc.h)
+                          : r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, ws);
+    };
+    if (L.ffn.gated) {
+        MatmulInputs mi = inputs({&w.gate, &w.up});
+        const bool silu = L.ffn.activation == Activation::SiLU;
+        if (T == 1 && ops::matvec_swiglu_fits(r.ctx, w.gate, w.up)) {
+            // Decode: gate, up and the gated activation in one dispatch (as the ops below would
+            // compute it, bit for bit); the gate and up rows never reach memory.
+            s.mark(silu ? "matvec_swiglu" : "matvec_geglu");
+            mi.matvec_swiglu(s, w.gate, w.up, sc.gate,
+                             silu ? ops::GluActivation::SiLU
+                                  : r.policy.round ? ops::GluActivation::GeluFp16Table : ops::GluActivation::Gelu);
+        } else {
+            s.mark("matmul");
+            mi.matmul(s, w.gate, sc.gate, 0, T);
+            mi.matmul(s, w.up, sc.up, 0, T);
+            s.barrier("gate and up are complete before the gated activation combines them");
+            s.mark(silu ? "swiglu" : "geglu");
+            if (silu) ops::swiglu(s, sc.gate, sc.up, sc.gate, n);
+            else ops::geglu(s, sc.gate, sc.up, sc.gate, n, /*fp16_table=*/r.policy.round);
+        }
+    } else {
+        MatmulInputs mi = inputs({&w.up});
+        s.mark("matmul");
+        mi.matmul(s, w.up, sc.gate, 0, T);
+        s.barrier("the up projection is complete before its bias and activation");
+        if (w.b_up) {
+            s.mark("add_bias");
+            ops::add_bias(s, sc.gate, 0, *w.b_up, T, L.ffn.n_ff);
+            s.barrier("the up bias is added before the activation");
+        }
+        s.mark("gelu");
+        if (L.ffn.activation == Activation::GeluErf) ops::gelu_erf(s, sc.gate, sc.gate, n);
+        else ops::gelu(s, sc.gate, sc.gate, n, /*fp16_table=*/r.policy.round);
+    }
+    s.barrier("the activation is complete before the down projection reads it");
+    if (probed) {
+        s.mark("copy");
+        s.copy(sc.gate, 0, r.probe.ffn_in(l), 0, uint64_t(n) * F);
+    }
+    r.add_block_output(w.down, sc.gate, L.ffn.n_ff, w.b_down, w.post_ffn_norm, probed ? &r.probe.ffn_out(l) : nullptr,
+                       w.post_ffn_norm_b, L.norm_placement == NormPlacement::PostResidual);
+    if (w.down_super) {  // exact super weights (quantize --keep-super-weights): x += delta * a[col] at row
+        s.mark("super_correction");
+        ops::super_correction(s, sc.x, r.spec.n_embd, sc.gate, L.ffn.n_ff, T, *w.down_super, w.n_down_super);
+        if (probed)
+            ops::super_correction(s, r.probe.ffn_out(l), r.spec.n_embd, sc.gate, L.ffn.n_ff, T, *w.down_super,
+                                  w.n_down_super);
+        s.barrier("the corrected residual stream is complete before the next layer reads it");
+    }
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,112 @@
+#include "model/blocks/latent_attention.h"
+
+#include "model/blocks/attention.h"
+#include "model/op_params.h"
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+constexpr uint64_t F = sizeof(float);
+}
+
+void LatentAttentionBlock::record(Recording& r) const {
+    const AttentionSpec& a = r.spec.layers[size_t(layer_)].attn;
+    const LayerWeights& w = r.w.layers[size_t(layer_)];
+    Scratch& sc = r.scratch;
+    const int T = r.n_tokens;
+    // Decode's RMSNorm runs inside the q (or q_a) and kv_a matvecs (normed_inputs).
+    auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
+        return w.attn_norm ? r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b, ws,
+                                             "the normalised block input is complete before the projections read it",
+                                             sc.h)
+                           : r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, ws);
+    };
+    record_qkv(r, w.wq_a.buffer ? inputs({&w.wq_a, &w.wkv_a}) : inputs({&w.wq, &w.wkv_a}));
+    record_attend(r, layer_, /*kv_in_cache=*/false);
+    record_output(r);
+    r.add_block_output(w.wo, sc.mla.out, a.n_head * a.mla.v_head, w.bo, w.post_attn_norm);
+}
+
+void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) const {
+    const AttentionSpec& a = r.spec.layers[size_t(layer_)].attn;
+    const MlaSpec& mla = a.mla;
+    const LayerWeights& w = r.w.layers[size_t(layer_)];
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    const int T = r.n_tokens;
+    const uint64_t qh = uint64_t(mla.qk_nope + mla.qk_rope);     // a head of q as projected
+    const uint64_t kv = uint64_t(mla.kv_lora_rank + mla.qk_rope);  // a cache row / absorbed head
+    const uint64_t heads = uint64_t(T) * uint64_t(a.n_head);
+    const ops::RopeParams rp = rope_params(a.rope);
+    const gpu::Buffer* freqs = a.rope.freq_factors ? r.w.rope_freqs : nullptr;
+
+    // q (through the low-rank q_a when present) and [c | kr].
+    if (w.wq_a.buffer) {
+        s.mark("matmul");
+        in.matmul(s, w.wq_a, sc.mla.qa, 0, T);
+        in.matmul(s, w.wkv_a, sc.k_new, 0, T);
+        s.barrier("q_a and [c | kr] are complete before their norms");
+        // q_a's norm, in place (or, decoding, inside W_qb's matvec).
+        const MatmulInputs mi = r.normed_inputs(sc.mla.qa, 0, T, mla.q_lora_rank, w.q_a_norm, nullptr, {&w.wq},
+                                                "the normalised q_a is complete before W_qb reads it", sc.mla.qa);
+        s.mark("matmul");
+        mi.matmul(s, w.wq, sc.mla.q, 0, T);
+    } else {
+        s.mark("matmul");
+        in.matmul(s, w.wq, sc.mla.q, 0, T);
+        in.matmul(s, w.wkv_a, sc.k_new, 0, T);
+    }
+    s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
+    s.mark("norm");
+    ops::rms_norm(s, sc.k_new, 0, w.kv_a_norm, sc.k_new, 0, T, mla.kv_lora_rank, r.spec.norm_eps, int64_t(kv));
+    // The norm's binding spans whole [c | kr] rows, so the rope below writes memory (kr) the norm
+    // has bound: the rope must wait for the norm (a write-after-read hazard otherwise).
+    s.barrier("the latent norm is done with the [c | kr] rows before RoPE writes their kr part");
+    s.mark("rope");
+    // The rotated part ends each q head: rotate `rope` dims of windows starting `nope` into each
+    // head (Scratch::mla.q has `nope` floats of slack after its last head for the window).
+    ops::rope(s, sc.mla.q, uint64_t(mla.qk_nope), sc.positions, T, a.n_head, int(qh), rp, freqs,
+              int64_t(qh) * a.n_head);
+    ops::rope(s, sc.k_new, uint64_t(mla.kv_lora_rank), sc.positions, T, 1, mla.qk_rope, rp, freqs, int64_t(kv));
+    s.barrier("normalised latent, rotated q and kr are complete before they are gathered");
+
+    // Values: the latent part of each row. Absorption input: q_nope of each (token, head).
+    s.mark("copy");
+    s.copy_rows(sc.k_new, 0, kv * F, sc.v_new, 0, uint64_t(mla.kv_lora_rank) * F, uint64_t(mla.kv_lora_rank) * F,
+                uint64_t(T));
+    s.copy_rows(sc.mla.q, 0, qh * F, sc.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
+    s.barrier("gathered q_nope rows are complete before W_kb reads them");
+    ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
+    const ops::Weight kb_key = rounding_key(w.k_b);
+    // by_head has no sort: the expert matvec, which rounds each head's row itself.
+    MatmulInputs mi = r.prepare_inputs(sc.mla.qn, 0, int(heads), mla.qk_nope, {&kb_key}, RoundAt::ExpertMatvec);
+    s.mark("moe_matmul");
+    ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, sc.mla.qabs, 0,
+                    mi.rounds_in_matvec(kb_key.type));
+    s.barrier("absorbed queries are complete before they are assembled with the rotated part");
+    // Attention queries [q_abs | q_rope] per head.
+    s.mark("copy");
+    s.copy_rows(sc.mla.qabs, 0, uint64_t(mla.kv_lora_rank) * F, sc.q, 0, kv * F, uint64_t(mla.kv_lora_rank) * F, heads);
+    s.copy_rows(sc.mla.q, uint64_t(mla.qk_nope) * F, qh * F, sc.q, uint64_t(mla.kv_lora_rank) * F, kv * F,
+                uint64_t(mla.qk_rope) * F, heads);
+    s.barrier("the attention queries are complete before attention reads them");
+}
+
+void LatentAttentionBlock::record_output(Recording& r) const {
+    const AttentionSpec& a = r.spec.layers[size_t(layer_)].attn;
+    const LayerWeights& w = r.w.layers[size_t(layer_)];
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    const int T = r.n_tokens;
+    const int heads = T * a.n_head;
+    ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
+    const ops::Weight vb_key = rounding_key(w.v_b);
+    MatmulInputs mi = r.prepare_inputs(sc.attn, 0, heads, a.mla.kv_lora_rank, {&vb_key}, RoundAt::ExpertMatvec);
+    s.mark("moe_matmul");
+    // Scratch::attn is [T, n_head, kv_lora]: one latent row per (token, head) pair.
+    ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, sc.mla.out, 0,
+                    mi.rounds_in_matvec(vb_key.type));
+    s.barrier("each head's value output is complete before the output projection reads it");
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,26 @@
+// Which blocks make a layer: the table from a LayerSpec to block kinds, and the blocks made from
+// them. A new kind of layer (a state-space mixer, RWKV's time mix...) is a new kind here, its
+// block beside the others, and its state beside the KV cache.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/blocks/block.h"
+#include "model/spec.h"
+
+namespace vkllm::model {
+
+enum class BlockKind {
+    Attention,        // softmax attention over a KV cache (model/blocks/attention.h)
+    LatentAttention,  // DeepSeek's multi-head latent attention (model/blocks/latent_attention.h)
+    DenseFfn,         // gated or plain MLP (model/blocks/dense_ffn.h)
+    MoeFfn,           // routed experts, optionally a shared one (model/blocks/moe_ffn.h)
+};
+
+// The blocks of a layer, in the order they run; each adds its output to the residual stream.
+std::vector<BlockKind> layer_block_kinds(const LayerSpec& L);
+// The block of `kind` for layer `layer`.
+std::unique_ptr<Block> make_block(BlockKind kind, int layer);
+
+}  // namespace vkllm::model

@@ -1,0 +1,35 @@
+#include "model/blocks/logit_lens.h"
+
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+constexpr uint64_t F = sizeof(float);
+}
+
+void LogitLensBlock::record(Recording& r) const {
+    const std::vector<int>& layers = r.probe.lens_layers();
+    if (layers.empty()) return;
+    const ProbeRecorder::Lens& lens = r.probe.lens();
+    gpu::Stream& s = r.s;
+    const ModelSpec& spec = r.spec;
+    const int n = int(layers.size());
+    s.barrier("the lens rows are copied before their norm");
+    r.norm(lens.x, 0, r.w.output_norm, r.w.output_norm_b, lens.h, 0, n);
+    s.barrier("the normalised lens rows are complete before the output projection");
+    for (int i = 0; i < n; ++i) {
+        MatmulInputs in = r.prepare_inputs(lens.h, uint64_t(i) * uint64_t(spec.n_embd), 1, spec.n_embd, {&r.w.output});
+        s.mark("matmul");
+        in.matmul(s, r.w.output, lens.logits, uint64_t(i) * uint64_t(spec.n_vocab), 1);
+        s.barrier("a lens row's projection is done before the rounded inputs are reused");
+    }
+    if (spec.final_softcap > 0) {
+        s.mark("softcap");
+        ops::softcap(s, lens.logits, int64_t(n) * spec.n_vocab, spec.final_softcap);
+        s.barrier("soft-capped lens logits are complete before the copy");
+    }
+    s.mark("copy");
+    s.copy(lens.logits, 0, lens.host, 0, uint64_t(n) * uint64_t(spec.n_vocab) * F);
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,62 @@
+// The activations a group of matmuls reads, and the policy that decides how they get there:
+// as they are, rounded as llama.cpp's CPU backend rounds them for quantised weights (parity),
+// rounded inside the decode matvecs themselves, or normalised inside them.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "ops/ops.h"
+
+namespace vkllm::gpu { class Context; }
+
+namespace vkllm::model {
+
+struct ActivationPolicy {
+    // Quantised matmuls read activations rounded as llama.cpp's CPU backend rounds them
+    // (ops::activation_rounding), for parity.
+    bool round = true;
+    // The decode matvecs round their own inputs (RoundAt::Matvec, ExpertMatvec) unless
+    // VKLLM_MATVEC_ROUNDS_X=0 asks for a rounding dispatch first, as larger batches have: a
+    // switch for measuring both on a new device (the in-matvec form saves a dispatch and a
+    // barrier per input, and repeats the rounding in every workgroup that reads the input).
+    bool matvec_rounds_x = true;
+    // Decode's RMSNorm inside the matvecs that read it: GPUs; VKLLM_NORM_IN_MATVEC=0|1 forces it.
+    bool norm_in_matvec = false;
+
+    // The policy for ctx's device and the environment; throws ModelError for a bad
+    // VKLLM_NORM_IN_MATVEC.
+    static ActivationPolicy for_device(const gpu::Context& ctx, bool round_activations);
+};
+
+// Where activations are rounded for a quantised weight (llama.cpp parity):
+//   Matvec        in ops::matmul's one-token matvec when rows == 1, else a rounding dispatch
+//   ExpertMatvec  in the expert matvec (ops::moe_matmul / moe_matvec_swiglu without a sort),
+//                 whatever the rows
+//   Dispatch      always a rounding dispatch (the tiled expert matmul takes x as it is)
+enum class RoundAt { Matvec, ExpertMatvec, Dispatch };
+
+// The activations a group of matmuls reads: x itself, or x rounded per weight type.
+struct MatmulInputs {
+    const gpu::Buffer* plain = nullptr;
+    uint64_t offset = 0;
+    const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding
+    bool in_matvec[5] = {};              // by ops::ActRounding: the one-token matvec rounds x itself
+    ops::MatvecNorm norm;                // weight set: plain is un-normalised, the matvecs normalise it
+    const gpu::Buffer& of(const ops::Weight& w) const;
+    uint64_t offset_of(const ops::Weight& w) const;
+    // ops::matmul of w with these inputs (rounded as w's type needs) into y.
+    void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
+                bool accumulate = false) const;
+    // One token: y = act(gate x) * (up x) in one dispatch (ops::matvec_swiglu).
+    void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y,
+                       ops::GluActivation act) const;
+    // True when the consumer of w's input rounds it itself (pass as round_x).
+    bool rounds_in_matvec(ops::TensorType weight_type) const;
+};
+
+// Activation rounding depends only on the weight type: a stand-in ops::Weight for experts'.
+ops::Weight rounding_key(const ops::ExpertWeights& e);
+
+}  // namespace vkllm::model

@@ -1,0 +1,136 @@
+#include "model/blocks/moe_ffn.h"
+
+#include "ops/ops.h"
+
+namespace vkllm::model {
+namespace {
+constexpr uint64_t F = sizeof(float);
+}
+
+void MoeFfnBlock::record(Recording& r) const {
+    const int l = layer_, T = r.n_tokens;
+    const MoeSpec& moe = r.spec.layers[size_t(l)].ffn.moe;
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    Scratch::Moe& m = sc.moe;
+    const int E = r.spec.n_embd;
+    const int64_t pairs = int64_t(T) * moe.top_k;
+
+    // The norm stays a dispatch: the router, the experts and the shared expert all read it.
+    const gpu::Buffer* in = &sc.x;
+    if (w.ffn_norm) {
+        r.norm(sc.x, 0, w.ffn_norm, w.ffn_norm_b, sc.h, 0, T);
+        s.barrier("the normalised FFN input is complete before the gate/up projections read it");
+        in = &sc.h;
+    }
+    MatmulInputs mi = r.prepare_inputs(*in, 0, T, E, {&w.router});
+    s.mark("matmul");
+    mi.matmul(s, w.router, m.router_logits, 0, T);
+    s.barrier("router logits are complete before their bias or routing");
+    if (w.router_bias) {
+        s.mark("add_bias");
+        ops::add_bias(s, m.router_logits, 0, *w.router_bias, T, moe.n_expert);
+        s.barrier("biased router logits are complete before routing reads them");
+    }
+    ops::RouterParams rp;
+    rp.n_expert = moe.n_expert;
+    rp.top_k = moe.top_k;
+    rp.gating = moe.sigmoid ? ops::RouterParams::Sigmoid : ops::RouterParams::Softmax;
+    rp.norm_topk = moe.norm_topk;
+    rp.weights_scale = moe.weights_scale;
+    rp.softmax_after_topk = moe.softmax_after_topk;
+    rp.selection_bias = w.selection_bias;
+    rp.n_group = moe.n_group;
+    rp.topk_group = moe.topk_group;
+    s.mark("moe_route");
+    ops::moe_route(s, m.router_logits, 0, T, rp, m.experts, m.weights);
+    s.barrier("the chosen experts and weights are complete before grouping and the expert matmuls");
+    if (r.probes.routing || r.probes.ffn_down) r.probe.copy_routing(s, l, m.experts, m.weights, T);
+    ops::MoeRouting routing{&m.experts, &m.weights, nullptr, T, moe.top_k};
+    if (T > 1) {
+        ops::moe_sort(s, m.experts, pairs, moe.n_expert, m.sorted);
+        s.barrier("pairs grouped by expert are complete before the tiled expert matmuls");
+        routing.sorted = &m.sorted;
+    }
+    if (r.probes.expert_load) ops::moe_expert_load(s, routing, moe.n_expert, r.probe.expert_load(l));
+
+    const ops::Weight gate_key = rounding_key(w.gate_exps), up_key = rounding_key(w.up_exps);
+    // Llama 4 scales each expert's input by its weight, and sums the outputs unweighted.
+    const gpu::Buffer* expert_in = in;
+    int in_rows = T;
+    if (moe.weight_input) {
+        s.mark("moe_input");
+        ops::moe_weighted_input(s, *in, 0, routing, m.input, E);
+        s.barrier("weighted expert inputs are complete before the expert matmuls read them");
+        expert_in = &m.input;
+        in_rows = int(pairs);
+    }
+    // Decode (no sort): the expert matvecs round x themselves, and gate, up and SwiGLU are one
+    // dispatch where gate and up share a buffer (no expert bias, not gpt-oss's clamped form).
+    const RoundAt at = routing.sorted ? RoundAt::Dispatch : RoundAt::ExpertMatvec;
+    mi = r.prepare_inputs(*expert_in, 0, in_rows, E, {&gate_key, &up_key}, at);
+    if (T == 1 && moe.swiglu_alpha <= 0 && ops::moe_matvec_swiglu_fits(r.ctx, w.gate_exps, w.up_exps)) {
+        s.mark("moe_matvec_swiglu");
+        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input,
+                               routing, m.gate, 0, mi.rounds_in_matvec(gate_key.type));
+    } else {
+        s.mark("moe_matmul");
+        ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, routing, m.gate, 0,
+                        mi.rounds_in_matvec(gate_key.type));
+        ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), moe.weight_input, routing, m.up, 0,
+                        mi.rounds_in_matvec(up_key.type));
+        s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
+        s.mark("swiglu");
+        if (moe.swiglu_alpha > 0)
+            ops::swiglu_oai(s, m.gate, m.up, m.gate, pairs * moe.n_ff_expert, moe.swiglu_alpha, moe.swiglu_limit);
+        else
+            ops::swiglu(s, m.gate, m.up, m.gate, pairs * moe.n_ff_expert);
+    }
+    s.barrier("the experts' SwiGLU is complete before their down projections read it");
+    if (r.probes.ffn_down) {
+        s.mark("copy");
+        s.copy(m.gate, 0, r.probe.moe_in(l), 0, uint64_t(pairs) * uint64_t(moe.n_ff_expert) * F);
+    }
+    const ops::Weight down_key = rounding_key(w.down_exps);
+    mi = r.prepare_inputs(m.gate, 0, int(pairs), moe.n_ff_expert, {&down_key}, at);
+    s.mark("moe_matmul");
+    ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, routing, m.down, 0,
+                    mi.rounds_in_matvec(down_key.type));
+    s.barrier("the experts' outputs are complete before their weighted sum");
+    if (r.probes.ffn_down) {
+        s.mark("copy");
+        s.copy(m.down, 0, r.probe.moe_out(l), 0, uint64_t(pairs) * uint64_t(E) * F);
+    }
+    s.mark("moe_combine");
+    ops::MoeRouting combine = routing;
+    if (moe.weight_input) combine.weights = &m.ones;
+    ops::moe_combine(s, m.down, 0, combine, sc.x, 0, E, /*accumulate=*/true);
+    s.barrier("the residual stream is complete before the shared expert or the next layer reads it");
+    if (moe.n_ff_shared > 0) record_shared_expert(r, *in);
+}
+
+void MoeFfnBlock::record_shared_expert(Recording& r, const gpu::Buffer& in) const {
+    const int l = layer_, T = r.n_tokens;
+    const MoeSpec& moe = r.spec.layers[size_t(l)].ffn.moe;
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    // Every token, unweighted.
+    MatmulInputs mi = r.prepare_inputs(in, 0, T, r.spec.n_embd, {&w.gate_sh, &w.up_sh});
+    s.mark("matmul");
+    mi.matmul(s, w.gate_sh, sc.gate, 0, T);
+    mi.matmul(s, w.up_sh, sc.up, 0, T);
+    s.barrier("the shared expert's gate and up are complete before SwiGLU");
+    s.mark("swiglu");
+    ops::swiglu(s, sc.gate, sc.up, sc.gate, int64_t(T) * moe.n_ff_shared);
+    s.barrier("the shared expert's activation is complete before its down projection");
+    if (r.probes.ffn_down) {
+        s.mark("copy");
+        s.copy(sc.gate, 0, r.probe.ffn_in(l), 0, uint64_t(T) * uint64_t(moe.n_ff_shared) * F);
+    }
+    r.add_block_output(w.down_sh, sc.gate, moe.n_ff_shared, nullptr, nullptr,
+                       r.probes.ffn_down ? &r.probe.ffn_out(l) : nullptr);
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,110 @@
+// The forward pass's probes: the buffers a pass copies into inside its command buffer (the
+// blocks record those copies through the calls below) and how the copies become ProbeResults
+// after it. A long prompt runs in several passes: the results of an eval gather every pass.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "model/kv_cache.h"
+#include "model/spec.h"
+#include "model/weights.h"
+#include "vkllm/probe.h"
+
+namespace vkllm::gpu { class Context; }
+
+namespace vkllm::model {
+
+class ProbeRecorder {
+public:
+    ProbeRecorder(gpu::Context& ctx, const ModelSpec& spec, const Weights& w, const KvCache& kv, int n_batch);
+
+    // Before a pass: makes the buffers `probes` asks for and gives back those of probes turned
+    // off. Throws std::invalid_argument for a layer out of range or attention_max_rows < 1.
+    void configure(const ProbeConfig& probes);
+    // The pass's tokens (attention keeps the newest of them).
+    void begin_pass(int n_tokens) { attn_rows_ = std::min(n_tokens, attn_rows_cap_); }
+
+    // Recording (probe_recorder.cpp). Attention probabilities of layer l: the buffer ops::attention
+    // writes them to (null: layer l is not probed), and the copy of its newest rows to the host.
+    const gpu::Buffer* attention_probs(int l) const;
+    void copy_attention(gpu::Stream& s, int l, int n_tokens, int n_kv) const;
+    // After the embeddings (l = -1) or layer l: the residual stream's copies (all rows, or the
+    // newest row for the logit lens).
+    void copy_residual(gpu::Stream& s, const gpu::Buffer& x, int l, int n_tokens, const ProbeConfig& probes) const;
+    // Each token's experts (int32 [n_tokens, top_k]) and weights of MoE layer l (routing or
+    // ffn_down probe on).
+    void copy_routing(gpu::Stream& s, int l, const gpu::Buffer& experts, const gpu::Buffer& weights,
+                      int n_tokens) const;
+    // ffn_down's input and output rows of layer l (dense or shared expert; routed experts) and the
+    // expert-load counts: host buffers the FFN blocks copy into while ProbeConfig::ffn_down /
+    // expert_load are on.
+    const gpu::Buffer& ffn_in(int l) const { return ffn_in_host_[size_t(l)]; }
+    const gpu::Buffer& ffn_out(int l) const { return ffn_out_host_[size_t(l)]; }
+    const gpu::Buffer& moe_in(int l) const { return moe_in_host_[size_t(l)]; }
+    const gpu::Buffer& moe_out(int l) const { return moe_out_host_[size_t(l)]; }
+    const gpu::Buffer& expert_load(int l) const { return expert_load_[size_t(l)]; }
+    // The logit lens: its layers, and the buffers its rows go through.
+    struct Lens {
+        gpu::Buffer x, h;          // [n_lens, n_embd]: newest rows after the lens layers, normalised
+        gpu::Buffer logits, host;  // [n_lens, n_vocab]
+    };
+    const std::vector<int>& lens_layers() const { return lens_layers_; }
+    const Lens& lens() const { return lens_; }
+
+    // After the pass (probe_reads.cpp): its copies into results. first_pass starts a new eval;
+    // s is the stream the pass ran on (its counts and timings).
+    void read(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass,
+              const gpu::Stream& s);
+
+    void set_token_text(std::function<std::string(int32_t)> piece) { token_text_ = std::move(piece); }
+    // Bytes of the probe buffers on the GPU and in host memory (0 while every probe is off).
+    uint64_t bytes() const;
+    // The expert-load counters, made with the model for every MoE layer (counted as scratch).
+    uint64_t expert_load_bytes() const;
+
+private:
+    bool residual_copied(int l, const ProbeConfig& probes) const;  // l = -1..n_layer-1
+    void read_attention(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void read_residual(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void read_ffn_down(int n_tokens, int pos0, ProbeResults* results);
+    void read_routing(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
+    void read_logit_lens(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
+
+    gpu::Context& ctx_;
+    const ModelSpec& spec_;
+    const Weights& w_;
+    const KvCache& kv_;
+    int n_batch_;
+
+    std::vector<int> probed_layers_;
+    int attn_rows_cap_ = 0;                // query rows kept per pass: min(n_batch, attention_max_rows)
+    int attn_rows_ = 0;                    // of this pass
+    std::vector<gpu::Buffer> probs_;       // per probed layer: [n_batch, n_head, slots] (+ [n_batch, n_head] sinks)
+    std::vector<gpu::Buffer> probs_host_;  // per probed layer: the newest rows: [rows_cap, n_head, slots] (+ sinks)
+    gpu::Buffer residual_host_;            // [n_layer + 1, n_batch, n_embd]
+    std::vector<std::vector<float>> residual_acc_;  // [n_layer + 1][eval tokens * n_embd] (residual_stats)
+    std::vector<gpu::Buffer> ffn_in_host_, ffn_out_host_;  // per layer: dense or shared expert [n_batch, n_ff], [n_batch, n_embd]
+    std::vector<gpu::Buffer> moe_in_host_, moe_out_host_;  // per MoE layer: [pairs, n_ff_expert], [pairs, n_embd]
+    std::vector<gpu::Buffer> routing_host_;               // per MoE layer: int32 experts [pairs], float weights [pairs]
+    std::vector<gpu::Buffer> expert_load_;                // per layer, host [n_expert, 2] (MoE layers)
+    // ffn_down's inputs and outputs over the eval, per layer and expert (-1: dense or shared).
+    struct DownRows {
+        int n_in = 0, n_out = 0;
+        std::vector<float> in, out;  // [rows, n_in], [rows, n_out]
+        std::vector<int> pos;        // position of each row
+    };
+    std::vector<std::map<int, DownRows>> down_acc_;
+    std::vector<int> lens_layers_;
+    Lens lens_;
+    std::function<std::string(int32_t)> token_text_;
+    int eval_tokens_ = 0;  // tokens of the current eval so far
+};
+
+}  // namespace vkllm::model
