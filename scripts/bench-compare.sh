@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# vkllm against llama.cpp's Vulkan backend on the same files and device, in one run: issue 14's
-# table. For each model, `vkllm bench --json` and the oracle's `llama-bench-lite` run
+# vkllm against llama.cpp's Vulkan backend on the same files and device, in one run:
+# the README's table. For each model, `vkllm bench --json` and the oracle's `llama-bench-lite` run
 # interleaved (vkllm, llama.cpp, vkllm, llama.cpp) and each engine's better run is kept: on
 # lavapipe llama.cpp's speed has been seen to move 3x between runs half an hour apart. Also
 # vkllm's time to first token (`vkllm run -n 1`, process start to exit, model load included)
