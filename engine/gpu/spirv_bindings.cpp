@@ -181,8 +181,12 @@ SpirvPushBlock spirv_push_constants(const uint32_t* words, size_t n_words) {
     const auto p = pointee.find(push_pointers[0]);
     if (p == pointee.end() || types.at(p->second).op != kOpTypeStruct)
         throw std::runtime_error("SPIR-V push constants: the variable is not a pointer to a block");
-    block.size = types.size(p->second);
-    types.flatten(p->second, 0, block.members);
+    try {
+        block.size = types.size(p->second);
+        types.flatten(p->second, 0, block.members);
+    } catch (const std::out_of_range&) {
+        throw std::runtime_error("SPIR-V push constants: a type instruction has too few operands");
+    }
     return block;
 }
 
