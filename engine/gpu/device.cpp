@@ -505,6 +505,11 @@ uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required
                    "device '" + caps_.name + "' has no memory type with the required properties");
 }
 
+bool log_pipelines() {
+    static const bool log = env_or("VKLLM_LOG_PIPELINES", "0") == "1";
+    return log;
+}
+
 const Pipeline& Context::pipeline(const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
                                   const std::vector<uint32_t>& spec_constants) {
     std::string key = shader;
@@ -520,7 +525,9 @@ const Pipeline& Context::pipeline(const std::string& shader, uint32_t n_buffers,
         char hex[20];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
         const std::string listed = key + " " + hex;
-        if (!known_pipelines_.count(listed)) new_pipelines_.push_back(listed);
+        const bool is_new = !known_pipelines_.count(listed);
+        if (is_new) new_pipelines_.push_back(listed);
+        if (log_pipelines()) std::fprintf(stderr, "vkllm: pipeline %s%s\n", key.c_str(), is_new ? " (new)" : "");
     }
     return *pipelines_.emplace(key, std::move(p)).first->second;
 }

@@ -12,6 +12,12 @@ namespace vkllm::gpu {
 
 class Context;
 
+// VKLLM_LOG_PIPELINES=1: Context::pipeline prints each pipeline it creates, and Stream each submit
+// that takes over 0.2 s with its wall and process CPU time, to stderr: a program's shader compiles
+// and their cost (lavapipe compiles a pipeline at its first dispatch: seconds each when Mesa's
+// shader cache is cold).
+bool log_pipelines();
+
 class Pipeline {
 public:
     Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,

@@ -1,6 +1,9 @@
 #include "gpu/stream.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <string>
 
 #include "gpu/device.h"
@@ -235,8 +238,17 @@ void Stream::submit_recorded_and_wait() {
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &cb_;
     VK_CHECK(vkResetFences(ctx_.device(), 1, &fence_));
+    const auto start = std::chrono::steady_clock::now();
+    const std::clock_t cpu_start = std::clock();
     ctx_.submit(submit, fence_);
     VK_CHECK(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+    if (log_pipelines()) {
+        // Wall time, and the CPU time of the whole process (a CPU device compiles and runs the
+        // dispatches on threads of its own).
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double cpu = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+        if (s > 0.2) std::fprintf(stderr, "vkllm: submit took %.2f s (process CPU %.2f s)\n", s, cpu);
+    }
     stamps_.assign(labels_.size(), 0);
     if (!labels_.empty())
         VK_CHECK(vkGetQueryPoolResults(ctx_.device(), queries_, 0, uint32_t(labels_.size()),
