@@ -239,17 +239,19 @@ protected:
     }
 };
 
+// Every head dim with every query and key count; the groupings (8 query heads per KV head, 2, 1)
+// all at head dim 64 and one at each other head dim: each head dim x grouping is a pipeline of its
+// own for decode and one for prefill (a cold compile each), and the two vary independently.
 TEST_F(Attention, ShapesAcrossHeadDimsAndGroupings) {
-    for (int d : {8, 64, 80, 128})
-        for (int kv_heads : {8, 4, 1})
-            for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {17, 17}, {40, 130}, {1, 700}}) {
-                Case c;
-                c.head_dim = d;
-                c.n_head_kv = kv_heads;
-                c.n_q = n_q;
-                c.n_kv = n_kv;
-                check(c);
-            }
+    for (auto [d, kv_heads] : {std::pair{64, 8}, {64, 4}, {64, 1}, {8, 1}, {80, 4}, {128, 8}})
+        for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {17, 17}, {40, 130}, {1, 700}}) {
+            Case c;
+            c.head_dim = d;
+            c.n_head_kv = kv_heads;
+            c.n_q = n_q;
+            c.n_kv = n_kv;
+            check(c);
+        }
 }
 
 TEST_F(Attention, DecodeSplitOverKeysMatches) {
@@ -416,20 +418,20 @@ TEST_F(Attention, QueriesAtAnOffset) {
 
 // An fp16 cache: the same kernel reads K and V through 16-bit storage. Vector and scalar key
 // loads (head_dim a multiple of 4 or not), GQA, prefill and split decode, rings with empty
-// (NaN-filled) slots, windows, sinks and probabilities, MLA's wide keys.
+// (NaN-filled) slots, windows, sinks and probabilities, MLA's wide keys. (Head dims and groupings
+// are spread over each other as in ShapesAcrossHeadDimsAndGroupings.)
 TEST_F(Attention, Fp16AndQ8CachesMatchTheReferenceOnTheRoundedValues) {
-    for (int d : {6, 64, 80})
-        for (int kv_heads : {8, 1})
-            for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {17, 17}, {40, 130}, {1, 700}}) {
-                Case c;
-                c.f16 = true;
-                c.head_dim = d;
-                c.n_head_kv = kv_heads;
-                c.n_q = n_q;
-                c.n_kv = n_kv;
-                c.scratch = n_q == 1;
-                check(c);
-            }
+    for (auto [d, kv_heads] : {std::pair{6, 8}, {6, 1}, {64, 8}, {80, 1}})
+        for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {17, 17}, {40, 130}, {1, 700}}) {
+            Case c;
+            c.f16 = true;
+            c.head_dim = d;
+            c.n_head_kv = kv_heads;
+            c.n_q = n_q;
+            c.n_kv = n_kv;
+            c.scratch = n_q == 1;
+            check(c);
+        }
     Case ring;
     ring.f16 = true;
     ring.n_head_kv = 4;
@@ -453,8 +455,9 @@ TEST_F(Attention, Fp16AndQ8CachesMatchTheReferenceOnTheRoundedValues) {
         small.probs = probs;
         check(small);
     }
-    // The same kernel over a Q8_0 cache (K and V rows of whole 32-value blocks).
-    for (int d : {32, 64, 80})
+    // The same kernel over a Q8_0 cache (K and V rows of whole 32-value blocks): a block per head,
+    // and heads that straddle blocks.
+    for (int d : {32, 80})
         for (auto [n_q, n_kv] : {std::pair<int64_t, int64_t>{1, 1}, {17, 17}, {40, 130}, {1, 700}}) {
             Case c;
             c.q8 = true;

@@ -1,6 +1,11 @@
 // ops::matmul (matvec and tiled matmul shaders) against cpu::matmul on the same weight bytes,
 // for every weight type the GPU decodes: odd shapes, accumulate, offsets and strides, and
 // weights split into binding windows.
+// Every pipeline (shader variant and specialization) costs a cold lavapipe compile, seconds each
+// (a matvec variant: 3-25 s), so the fused and specialised variants (GLU, in-matvec rounding,
+// the fused norm, the int8 path, other workgroup shapes) are checked on types chosen to cover
+// their code paths, not on every type: their type-specific code (the row decode, dequant_dot.glsl)
+// is the plain matvec's, which every type goes through on odd shapes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +44,23 @@ std::vector<int64_t> row_lengths(TensorType t) {
         case 1: return {17, 64, 100};
         case 32: return {32, 64, 96};
         default: return {256, 512};
+    }
+}
+
+// Tokens that take one of the tiled matmul's three larger tiles (pick_tiles: 17 -> 64 x 32,
+// 40 -> 64 x 64, 67 -> 128 x 128; 2 to 16 take the smallest, 32 x 32, also the mobile clamp's
+// fallback). Each type takes one of them besides the smallest, so each tile shape is checked on a
+// float, a block-of-32 and a super-block type without compiling every type at every tile.
+int64_t large_tile_tokens(TensorType t) {
+    switch (t) {
+        case TensorType::F32: case TensorType::Q8_0: case TensorType::Q5_0: case TensorType::Q3_K:
+        case TensorType::Q6_K:
+            return 17;
+        case TensorType::F16: case TensorType::Q4_0: case TensorType::Q5_1: case TensorType::Q2_K:
+        case TensorType::MXFP4:
+            return 40;
+        default:  // BF16, Q4_1, Q4_K, Q5_K
+            return 67;
     }
 }
 
@@ -129,7 +151,8 @@ TEST_P(MatmulType, MatchesReferenceForOddShapes) {
     for (int64_t n_in : row_lengths(type)) {
         for (int64_t n_out : {1, 7, 33, 100}) {
             TestWeight w = make_weight(ctx(), type, n_in, n_out, uint32_t(n_in + n_out));
-            for (int64_t n_tokens : {1, 2, 5, 17, 67}) check_matmul(ctx(), w, n_tokens);
+            for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(5), large_tile_tokens(type)})
+                check_matmul(ctx(), w, n_tokens);
         }
     }
 }
@@ -137,7 +160,7 @@ TEST_P(MatmulType, MatchesReferenceForOddShapes) {
 TEST_P(MatmulType, AccumulatesWithOffsetsAndStride) {
     const TensorType type = GetParam();
     TestWeight w = make_weight(ctx(), type, row_lengths(type).back(), 45, 99);
-    for (int64_t n_tokens : {1, 3, 40, 70}) {  // matvec and each tile shape
+    for (int64_t n_tokens : {int64_t(1), int64_t(3), large_tile_tokens(type)}) {  // matvec and the type's tiles
         check_matmul(ctx(), w, n_tokens, /*accumulate=*/true);
         check_matmul(ctx(), w, n_tokens, /*accumulate=*/false, /*x_offset=*/3, /*y_offset=*/5, /*y_stride=*/52);
         check_matmul(ctx(), w, n_tokens, /*accumulate=*/true, /*x_offset=*/1, /*y_offset=*/17, /*y_stride=*/45);
@@ -217,10 +240,36 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
     s.submit_and_wait();
 }
 
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<TensorType>& info) {
+                             return std::string(gguf::type_traits(info.param)->name);
+                         });
+
 // Gate, up and SwiGLU (or GeGLU) in one dispatch (decode's gated FFN): gate and up in one buffer,
 // up at an offset, against the CPU reference, and equal to the unfused path (two matvecs and the
 // swiglu or geglu op: the same sums in the same order), with and without the in-matvec rounding.
-TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
+// The GLU variant differs from the plain matvec in its epilogue and its second set of rows only,
+// so it is checked on a float type with partial groups of 32 (F32), F16 with and without its
+// fp16 rounding of x, a block type with and without its int8 rounding (Q8_0) and a super-block
+// type (Q4_K); GeGLU's two GELU forms on F32 (exact x) and Q8_0 (rounded x).
+struct GluVariant {
+    ops::GluActivation act;
+    bool round_x;
+};
+
+std::vector<GluVariant> glu_variants(TensorType type) {
+    using A = ops::GluActivation;
+    switch (type) {
+        case TensorType::F32: return {{A::SiLU, false}, {A::Gelu, false}};
+        case TensorType::F16: return {{A::SiLU, false}, {A::SiLU, true}};
+        case TensorType::Q8_0: return {{A::SiLU, false}, {A::SiLU, true}, {A::GeluFp16Table, true}};
+        default: return {{A::SiLU, false}};
+    }
+}
+
+class MatvecSwigluType : public test::GpuTest, public ::testing::WithParamInterface<TensorType> {};
+
+TEST_P(MatvecSwigluType, EqualsGateUpThenSwiglu) {
     const TensorType type = GetParam();
     for (int64_t n_in : row_lengths(type))
         for (int64_t n_out : {int64_t(1), int64_t(7), int64_t(131)}) {
@@ -241,36 +290,30 @@ TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
             cpu::matmul(u.cpu(), xv.data() + 1, ref_u.data(), 1);
             for (size_t o = 0; o < ref.size(); ++o) ref[o] = ref_g[o] / (1.0f + std::exp(-ref_g[o])) * ref_u[o];
 
-            const bool rounds = ops::matvec_rounds_activations(type);
-            // GeGLU (both GELU forms) on a float, a block and a super-block type: the epilogue is
-            // the only difference, and every variant costs a cold lavapipe compile.
-            const bool geglu_too = type == TensorType::F32 || type == TensorType::Q8_0 || type == TensorType::Q4_K;
-            for (ops::GluActivation act :
-                 {ops::GluActivation::SiLU, ops::GluActivation::Gelu, ops::GluActivation::GeluFp16Table})
-                for (bool round_x : {false, true}) {
-                    if ((round_x && !rounds) || (act != ops::GluActivation::SiLU && !geglu_too)) continue;
-                    SCOPED_TRACE(std::string(round_x ? "rounded x" : "exact x") + ", activation " +
-                                 std::to_string(int(act)));
-                    gpu::Buffer x = upload(ctx(), xv), fused(ctx(), size_t(n_out + 2) * 4, gpu::Memory::Device);
-                    gpu::Buffer gy(ctx(), size_t(n_out) * 4, gpu::Memory::Device),
-                        uy(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
-                    gpu::Stream s(ctx());
-                    s.begin();
-                    ops::matvec_swiglu(s, gw, uw, x, 1, fused, 2, round_x, act);
-                    ops::matmul(s, gw, x, 1, gy, 0, 1, false, 0, round_x);
-                    ops::matmul(s, uw, x, 1, uy, 0, 1, false, 0, round_x);
-                    s.barrier("gate and up are complete before the gated activation");
-                    if (act == ops::GluActivation::SiLU) ops::swiglu(s, gy, uy, gy, n_out);
-                    else ops::geglu(s, gy, uy, gy, n_out, act == ops::GluActivation::GeluFp16Table);
-                    s.submit_and_wait();
-                    const std::vector<float> all = download(fused), unfused = download(gy);
-                    const std::vector<float> got(all.begin() + 2, all.end());
-                    EXPECT_EQ(got, unfused);
-                    // silu(g) * u multiplies two sums' relative errors: a looser bound than one matmul's 1e-9.
-                    if (!round_x && act == ops::GluActivation::SiLU) {
-                        EXPECT_LT(test::nmse(got, ref), 1e-7);
-                    }
+            for (const auto [act, round_x] : glu_variants(type)) {
+                ASSERT_TRUE(!round_x || ops::matvec_rounds_activations(type));
+                SCOPED_TRACE(std::string(round_x ? "rounded x" : "exact x") + ", activation " +
+                             std::to_string(int(act)));
+                gpu::Buffer x = upload(ctx(), xv), fused(ctx(), size_t(n_out + 2) * 4, gpu::Memory::Device);
+                gpu::Buffer gy(ctx(), size_t(n_out) * 4, gpu::Memory::Device),
+                    uy(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
+                gpu::Stream s(ctx());
+                s.begin();
+                ops::matvec_swiglu(s, gw, uw, x, 1, fused, 2, round_x, act);
+                ops::matmul(s, gw, x, 1, gy, 0, 1, false, 0, round_x);
+                ops::matmul(s, uw, x, 1, uy, 0, 1, false, 0, round_x);
+                s.barrier("gate and up are complete before the gated activation");
+                if (act == ops::GluActivation::SiLU) ops::swiglu(s, gy, uy, gy, n_out);
+                else ops::geglu(s, gy, uy, gy, n_out, act == ops::GluActivation::GeluFp16Table);
+                s.submit_and_wait();
+                const std::vector<float> all = download(fused), unfused = download(gy);
+                const std::vector<float> got(all.begin() + 2, all.end());
+                EXPECT_EQ(got, unfused);
+                // silu(g) * u multiplies two sums' relative errors: a looser bound than one matmul's 1e-9.
+                if (!round_x && act == ops::GluActivation::SiLU) {
+                    EXPECT_LT(test::nmse(got, ref), 1e-7);
                 }
+            }
         }
     // Refused: two buffers.
     TestWeight g = make_weight(ctx(), type, row_lengths(type).front(), 4, 1);
@@ -278,19 +321,21 @@ TEST_P(MatmulType, MatvecSwigluEqualsGateUpThenSwiglu) {
     EXPECT_FALSE(ops::matvec_swiglu_fits(ctx(), g.gpu(), u.gpu()));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
+INSTANTIATE_TEST_SUITE_P(Types, MatvecSwigluType,
+                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_K),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                              return std::string(gguf::type_traits(info.param)->name);
                          });
 
 class Matmul : public test::GpuTest {};
 
-// Projections the size of a small model's (decode and a prefill chunk) in the types of a
-// Q4_K_M file: long rows take matvec's wider workgroups and its two-units-per-trip loop.
+// Projections the size of a small model's (decode and a prefill chunk) in a super-block, a
+// block-of-32 and a float type: long rows take matvec's wider workgroups (the shared-memory
+// shapes: 64 x 2, and 128 x 2 past 16384 elements) and its two-units-per-trip loop.
 TEST_F(Matmul, ModelSizedProjections) {
-    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::F16}) {
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q8_0, TensorType::F16}) {
         TestWeight w = make_weight(ctx(), type, 4608, 96, 11);
-        for (int64_t n_tokens : {1, 17}) check_matmul(ctx(), w, n_tokens);
+        for (int64_t n_tokens : {int64_t(1), large_tile_tokens(type)}) check_matmul(ctx(), w, n_tokens);
     }
     TestWeight w = make_weight(ctx(), TensorType::Q4_0, 513 * 32, 9, 12);
     check_matmul(ctx(), w, 1);
@@ -301,8 +346,9 @@ TEST_F(Matmul, ModelSizedProjections) {
 // The int8 matvec (matvec.comp INT_DOT, Capabilities::integer_dot_matvec): x rounded to 8-bit
 // blocks and dotted with the quants in integers. It is the float path's rounded matvec up to
 // float summation (its integer sums are exact), for every type that has it, with blocks of zeros,
-// a dominant value, unaligned x (no vec4 loads), accumulate, many rows (the 2-D grid's padding)
-// and the fused SwiGLU; the variant names say which path ran.
+// a dominant value, unaligned x (no vec4 loads), accumulate, many rows (the 2-D grid's padding);
+// the fused SwiGLU (the same per-type dot, two sets of rows) on Q8_0. The variant names say which
+// path ran.
 TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
     std::unique_ptr<gpu::Context> int_ctx = test::context_with_integer_dot(1),
                                   float_ctx = test::context_with_integer_dot(0);
@@ -331,18 +377,19 @@ TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
                 auto y0 = test::random_floats(size_t(n_out), 5);
 
                 // y = y0 + W x (accumulate) and the fused SwiGLU of the two halves, on one context.
+                const bool glu = type == TensorType::Q8_0;
                 auto run = [&](gpu::Context& ctx) {
                     gpu::Buffer w(ctx, up_offset + up_bytes.size() + 4, gpu::Memory::Device);
                     w.upload(gate_bytes.data(), gate_bytes.size());
                     w.upload(up_bytes.data(), up_bytes.size(), up_offset);
                     const ops::Weight gate{type, &w, n_in, n_out, 0}, up{type, &w, n_in, n_out, up_offset};
-                    gpu::Buffer x = upload(ctx, xv), y = upload(ctx, y0), glu(ctx, size_t(n_out) * 4, gpu::Memory::Device);
+                    gpu::Buffer x = upload(ctx, xv), y = upload(ctx, y0), glu_y(ctx, size_t(n_out) * 4, gpu::Memory::Device);
                     gpu::Stream s(ctx);
                     s.begin();
                     ops::matmul(s, gate, x, 1, y, 0, 1, /*accumulate=*/true, 0, /*round_x=*/true);
-                    ops::matvec_swiglu(s, gate, up, x, 1, glu, 0, /*round_x=*/true);
+                    if (glu) ops::matvec_swiglu(s, gate, up, x, 1, glu_y, 0, /*round_x=*/true);
                     s.submit_and_wait();
-                    return std::make_pair(download(y), download(glu));
+                    return std::make_pair(download(y), glu ? download(glu_y) : std::vector<float>());
                 };
                 const auto [yi, gi] = run(*int_ctx);
                 const auto [yf, gf] = run(*float_ctx);
@@ -372,18 +419,19 @@ TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
 
 // Workgroups of several subgroups (GPU shapes such as 128 x 8, forced here with
 // VKLLM_MATVEC_SHAPE) reduce each subgroup's sums, then combine them in shared memory: the same
-// results as the reference for float and block types.
+// results as the reference for a float, a super-block and a block-of-32 type (the combine does
+// not depend on the type; 64 x 4 is also MatvecNormEqualsRmsNormThenMatvec's shape).
 TEST_F(Matmul, MultiSubgroupMatvecShapesMatchTheReference) {
-    for (const char* shape : {"64x4", "128x8"}) {
-        if (!ctx().caps().subgroup_arithmetic || ctx().caps().subgroup_size > 64)
-            GTEST_SKIP() << "needs subgroup arithmetic with subgroups of at most 64";
+    if (!ctx().caps().subgroup_arithmetic || ctx().caps().subgroup_size > 64)
+        GTEST_SKIP() << "needs subgroup arithmetic with subgroups of at most 64";
+    for (auto [shape, type] : {std::pair{"64x4", TensorType::F16}, std::pair{"64x4", TensorType::Q4_K},
+                               std::pair{"128x8", TensorType::Q4_0}}) {
         test::ScopedEnv forced("VKLLM_MATVEC_SHAPE", shape);
-        SCOPED_TRACE(shape);
-        for (TensorType type : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K})
-            for (int64_t n_out : {int64_t(1), int64_t(13), int64_t(300)}) {
-                TestWeight w = make_weight(ctx(), type, 512, n_out, uint32_t(n_out + 3));
-                check_matmul(ctx(), w, 1, /*accumulate=*/true, /*x_offset=*/1, /*y_offset=*/3);
-            }
+        SCOPED_TRACE(std::string(shape) + " " + gguf::type_traits(type)->name);
+        for (int64_t n_out : {int64_t(1), int64_t(13), int64_t(300)}) {
+            TestWeight w = make_weight(ctx(), type, 512, n_out, uint32_t(n_out + 3));
+            check_matmul(ctx(), w, 1, /*accumulate=*/true, /*x_offset=*/1, /*y_offset=*/3);
+        }
     }
 }
 
@@ -391,14 +439,24 @@ TEST_F(Matmul, MultiSubgroupMatvecShapesMatchTheReference) {
 // (and matvec_swiglu): x at an odd offset and an aligned one, the norm weight at an offset, with
 // the in-matvec rounding where the type has it. With the matvec's workgroup forced to the norm's
 // (64 threads for rows under 1024) both sum x^2 in the same order: bit-equal. In the device's
-// own shape the sums differ in order only. The norm is read where x is (x_quad, and the float
-// types' partial last group), the same code for every type: a float type with odd rows, F16, a
-// block type that rounds x per block of 32 and a super-block type (each variant is a cold
-// lavapipe compile).
+// own shape (one subgroup on lavapipe) the sums differ in order only. The norm is read where x
+// is (x_quad, and the float types' partial last group), the same code for every type, so the
+// cases cover its paths rather than types (each variant is a cold lavapipe compile): F16 rows of
+// 17, 64 and 100 (partial groups) with and without the GLU, in both shapes, and with its fp16
+// rounding; a block type that rounds x to int8 per block of 32; a super-block type.
 TEST_F(Matmul, MatvecNormEqualsRmsNormThenMatvec) {
+    struct Case {
+        TensorType type;
+        bool round_x, glu, forced;
+    };
     const float eps = 1e-5f;
-    for (TensorType type : {TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_K})
-    for (int64_t n_in : row_lengths(type)) {
+    for (const Case c : {Case{TensorType::F16, false, true, true}, Case{TensorType::F16, false, true, false},
+                         Case{TensorType::F16, true, false, true}, Case{TensorType::Q8_0, true, false, true},
+                         Case{TensorType::Q4_K, false, false, true}})
+    for (int64_t n_in : row_lengths(c.type)) {
+        const TensorType type = c.type;
+        const bool round_x = c.round_x, forced = c.forced;
+        ASSERT_TRUE(!round_x || ops::matvec_rounds_activations(type));
         TestWeight w = make_weight(ctx(), type, n_in, 37, uint32_t(n_in + 11));
         TestWeight g = make_weight(ctx(), type, n_in, 37, uint32_t(n_in + 12));
         TestWeight u = make_weight(ctx(), type, n_in, 37, uint32_t(n_in + 13));
@@ -412,46 +470,48 @@ TEST_F(Matmul, MatvecNormEqualsRmsNormThenMatvec) {
         nwv_shifted.insert(nwv_shifted.end(), nwv.begin(), nwv.end());
         gpu::Buffer nw = upload(ctx(), nwv), nw_shifted = upload(ctx(), nwv_shifted);
         const ops::MatvecNorm norm{&nw_shifted, 3, eps};
-        for (int64_t x_offset : {int64_t(0), int64_t(1)})
-            for (bool round_x : {false, true})
-                for (bool forced : {true, false}) {
-                    if (round_x && !ops::matvec_rounds_activations(type)) continue;
-                    SCOPED_TRACE(std::string(gguf::type_traits(type)->name) + " n_in " + std::to_string(n_in) + " x_offset " + std::to_string(x_offset) +
-                                 (round_x ? " rounded x" : " exact x") + (forced ? " 64x4" : " own shape"));
-                    std::optional<test::ScopedEnv> shape;
-                    if (forced) shape.emplace("VKLLM_MATVEC_SHAPE", "64x4");
-                    auto xv = test::random_floats(size_t(n_in + x_offset), uint32_t(n_in + x_offset), -3.0f, 3.0f);
-                    xv[size_t(x_offset + n_in / 2)] = 40.0f;  // a massive activation
-                    gpu::Buffer x = upload(ctx(), xv), h(ctx(), size_t(n_in) * 4, gpu::Memory::Device);
-                    auto y0 = test::random_floats(37, 5);
-                    gpu::Buffer fused = upload(ctx(), y0), plain = upload(ctx(), y0);
-                    gpu::Buffer fused_glu(ctx(), 37 * 4, gpu::Memory::Device), plain_glu(ctx(), 37 * 4, gpu::Memory::Device);
-                    gpu::Stream s(ctx());
-                    s.begin();
-                    ops::matmul(s, w.gpu(), x, uint64_t(x_offset), fused, 0, 1, /*accumulate=*/true, 0, round_x, &norm);
-                    ops::matvec_swiglu(s, gw, uw, x, uint64_t(x_offset), fused_glu, 0, round_x,
-                                       ops::GluActivation::SiLU, &norm);
-                    ops::rms_norm(s, x, uint64_t(x_offset), &nw, h, 0, 1, n_in, eps);
-                    s.barrier("the normalised x is complete before the plain matvecs read it");
-                    ops::matmul(s, w.gpu(), h, 0, plain, 0, 1, /*accumulate=*/true, 0, round_x);
-                    ops::matvec_swiglu(s, gw, uw, h, 0, plain_glu, 0, round_x);
-                    s.submit_and_wait();
-                    const std::vector<float> a = download(fused), b = download(plain);
-                    const std::vector<float> ag = download(fused_glu), bg = download(plain_glu);
-                    if (forced) {
-                        EXPECT_EQ(a, b);
-                        EXPECT_EQ(ag, bg);
-                    } else if (!round_x) {  // rounding to 8 bits may flip a step where inv differs in an ulp
-                        EXPECT_LT(test::nmse(a, b), 1e-10);
-                        EXPECT_LT(test::nmse(ag, bg), 1e-10);
-                    }
-                    // The norm matters: the matvec of x itself differs.
-                    gpu::Buffer raw = upload(ctx(), y0);
-                    s.begin();
-                    ops::matmul(s, w.gpu(), x, uint64_t(x_offset), raw, 0, 1, true, 0, round_x);
-                    s.submit_and_wait();
-                    EXPECT_GT(test::nmse(download(raw), b), 1e-4);
+        for (int64_t x_offset : {int64_t(0), int64_t(1)}) {
+            SCOPED_TRACE(std::string(gguf::type_traits(type)->name) + " n_in " + std::to_string(n_in) + " x_offset " + std::to_string(x_offset) +
+                         (round_x ? " rounded x" : " exact x") + (forced ? " 64x4" : " own shape"));
+            std::optional<test::ScopedEnv> shape;
+            if (forced) shape.emplace("VKLLM_MATVEC_SHAPE", "64x4");
+            auto xv = test::random_floats(size_t(n_in + x_offset), uint32_t(n_in + x_offset), -3.0f, 3.0f);
+            xv[size_t(x_offset + n_in / 2)] = 40.0f;  // a massive activation
+            gpu::Buffer x = upload(ctx(), xv), h(ctx(), size_t(n_in) * 4, gpu::Memory::Device);
+            auto y0 = test::random_floats(37, 5);
+            gpu::Buffer fused = upload(ctx(), y0), plain = upload(ctx(), y0);
+            gpu::Buffer fused_glu(ctx(), 37 * 4, gpu::Memory::Device), plain_glu(ctx(), 37 * 4, gpu::Memory::Device);
+            gpu::Stream s(ctx());
+            s.begin();
+            ops::matmul(s, w.gpu(), x, uint64_t(x_offset), fused, 0, 1, /*accumulate=*/true, 0, round_x, &norm);
+            if (c.glu)
+                ops::matvec_swiglu(s, gw, uw, x, uint64_t(x_offset), fused_glu, 0, round_x,
+                                   ops::GluActivation::SiLU, &norm);
+            ops::rms_norm(s, x, uint64_t(x_offset), &nw, h, 0, 1, n_in, eps);
+            s.barrier("the normalised x is complete before the plain matvecs read it");
+            ops::matmul(s, w.gpu(), h, 0, plain, 0, 1, /*accumulate=*/true, 0, round_x);
+            if (c.glu) ops::matvec_swiglu(s, gw, uw, h, 0, plain_glu, 0, round_x);
+            s.submit_and_wait();
+            const std::vector<float> a = download(fused), b = download(plain);
+            const std::vector<float> ag = download(fused_glu), bg = download(plain_glu);
+            if (forced) {
+                EXPECT_EQ(a, b);
+                if (c.glu) {
+                    EXPECT_EQ(ag, bg);
                 }
+            } else if (!round_x) {  // rounding to 8 bits may flip a step where inv differs in an ulp
+                EXPECT_LT(test::nmse(a, b), 1e-10);
+                if (c.glu) {
+                    EXPECT_LT(test::nmse(ag, bg), 1e-10);
+                }
+            }
+            // The norm matters: the matvec of x itself differs.
+            gpu::Buffer raw = upload(ctx(), y0);
+            s.begin();
+            ops::matmul(s, w.gpu(), x, uint64_t(x_offset), raw, 0, 1, true, 0, round_x);
+            s.submit_and_wait();
+            EXPECT_GT(test::nmse(download(raw), b), 1e-4);
+        }
     }
     // Refused: several tokens (the tiled matmul takes x as it is), a norm weight too short.
     TestWeight w = make_weight(ctx(), TensorType::Q8_0, 32, 3, 9);

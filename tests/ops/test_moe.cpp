@@ -376,10 +376,11 @@ ExpertPair make_pair(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t n
 // swiglu bit for bit (the same sums in the same order), with exact x and with x rounded in the
 // shader; and the shader's rounding (round_x) equals round_activations then a plain moe_matmul.
 // Inputs per token and per pair, weights at offsets in a shared buffer (checked against the CPU).
-// The types: float rows with a partial group of 32 (F32, F16: also rounded to fp16), blocks of 32
-// rounded to 8 bits (Q8_0, Q4_0, Q4_1, Q5_0, MXFP4), super-blocks the shader cannot round (Q4_K,
-// Q6_K); each type's dot itself is MatchesPerExpertReference's. (Every variant compiles for
-// minutes on a cold lavapipe, so the list is kept to what covers the fused shader's paths.)
+// The types: float rows with a partial group of 32 (F32, F16: also rounded to fp16), a block of 32
+// rounded to 8 bits (Q8_0: the rounding is the same code for every such type), a super-block the
+// shader cannot round (Q4_K); each type's dot itself is MatchesPerExpertReference's, the same code
+// in the fused shader. (Every variant is a cold lavapipe compile of seconds to a minute, so the
+// list is kept to what covers the fused shader's paths.)
 class MoeSwigluType : public test::GpuTest, public ::testing::WithParamInterface<TensorType> {};
 
 TEST_P(MoeSwigluType, FusedSwigluAndInShaderRoundingMatchTheUnfusedPath) {
@@ -451,9 +452,7 @@ TEST_P(MoeSwigluType, FusedSwigluAndInShaderRoundingMatchTheUnfusedPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MoeSwigluType,
-                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0,
-                                           TensorType::Q4_1, TensorType::Q5_0, TensorType::MXFP4, TensorType::Q4_K,
-                                           TensorType::Q6_K),
+                         ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_K),
                          type_name);
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MoeMatmulType, ::testing::ValuesIn(kTypes), type_name);
@@ -502,7 +501,8 @@ TEST_F(MoeMatmul, RejectsActivationsThatDoNotFit) {
 }
 
 // The int8 expert matvecs (Capabilities::integer_dot_matvec) give the float path's results up to
-// float summation, plain and fused.
+// float summation, for every type that has them; the fused SwiGLU (the same per-type dot over two
+// sets of rows) on Q8_0.
 TEST_F(MoeMatmul, IntegerDotEqualsTheFloatPath) {
     std::unique_ptr<gpu::Context> int_ctx = test::context_with_integer_dot(1),
                                   float_ctx = test::context_with_integer_dot(0);
@@ -521,16 +521,17 @@ TEST_F(MoeMatmul, IntegerDotEqualsTheFloatPath) {
             gpu::Stream s(ctx);
             s.begin();
             ops::moe_matmul(s, pair.gpu_gate(), xb, 0, false, r, y, 0, /*round_x=*/true);
-            ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xb, 0, false, r, glu, 0, /*round_x=*/true);
+            if (type == TensorType::Q8_0)
+                ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xb, 0, false, r, glu, 0, /*round_x=*/true);
             s.submit_and_wait();
-            return std::make_pair(download<float>(y, size_t(4 * n_out)), download<float>(glu, size_t(4 * n_out)));
+            return std::make_pair(download<float>(y, size_t(4 * n_out)),
+                                  type == TensorType::Q8_0 ? download<float>(glu, size_t(4 * n_out)) : std::vector<float>());
         };
         const auto [yi, gi] = run(*int_ctx);
         const auto [yf, gf] = run(*float_ctx);
-        for (size_t i = 0; i < yf.size(); ++i) {
-            ASSERT_NEAR(yi[i], yf[i], 2e-6f * (1.0f + std::fabs(yf[i]))) << "output " << i;
-            ASSERT_NEAR(gi[i], gf[i], 1e-5f * (1.0f + std::fabs(gf[i]))) << "swiglu output " << i;
-        }
+        for (size_t i = 0; i < yf.size(); ++i) ASSERT_NEAR(yi[i], yf[i], 2e-6f * (1.0f + std::fabs(yf[i]))) << "output " << i;
+        ASSERT_EQ(gi.size(), gf.size());
+        for (size_t i = 0; i < gf.size(); ++i) ASSERT_NEAR(gi[i], gf[i], 1e-5f * (1.0f + std::fabs(gf[i]))) << "swiglu output " << i;
     }
 }
 
