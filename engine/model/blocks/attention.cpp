@@ -70,7 +70,7 @@ void AttentionBlock::record(Recording& r) const {
         const gpu::Buffer* freqs = a.rope.longrope       ? (r.n_ctx > a.rope.n_ctx_orig ? r.w.rope_long : r.w.rope_short)
                                    : a.rope.freq_factors ? r.w.rope_freqs
                                                          : nullptr;
-        if (a.qk_norm != QkNorm::L2AfterRope && r.kv.type() != ops::CacheType::Q8_0) {
+        if (a.qk_norm != QkNorm::L2AfterRope && r.kv.type() != KvCacheType::Q8_0) {
             // One dispatch: q rotated in place, rotated k and the v rows straight into their
             // cache slots.
             ops::rope_qkv_into_slots(s, sc.q, sc.k_new, sc.v_new, sc.positions, T, a.n_head, a.n_head_kv, a.head_dim,
@@ -117,9 +117,7 @@ void record_attend(Recording& r, int l, bool kv_in_cache) {
     const gpu::Buffer* probs = r.probe.attention_probs(l);
     const int n_kv = r.keys_in_view(cache.slots);  // slots in use (rounded up when replayed)
     s.mark("attention");
-    ops::AttentionParams ap = attention_params(a);
-    ap.cache = r.kv.type();
-    ops::attention(s, sc.q, 0, sc.positions, cache.k, cache.v, r.kv.slot_positions(l), sc.attn, T, n_kv, ap, w.sinks,
+    ops::attention(s, sc.q, 0, sc.positions, cache.k, cache.v, r.kv.slot_positions(l), sc.attn, T, n_kv, a, r.kv.type(), w.sinks,
                    probs, sc.attn_split.valid() ? &sc.attn_split : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
     r.probe.copy_attention(s, l, T, n_kv);
