@@ -162,3 +162,6 @@ VKLLM_PUSH_OF(set_rows, SetRowsPush);
 #undef VKLLM_PUSH_OF
 
 }  // namespace vkllm::ops
+
+// The state-space shaders keep their structs in a file of their own.
+#include "ops/ssm_push_constants.h"
