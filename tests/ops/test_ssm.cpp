@@ -1,0 +1,221 @@
+// The state-space kernels (ssm_conv, ssm_scan, ssm_group_rms_norm) against the CPU reference
+// (cpu/ref_ssm.h) on odd shapes, operands inside wider rows at offsets as Mamba-2 lays them out,
+// and a prompt followed by decode steps carrying the state equal to one pass over every token.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "cpu/ref_ssm.h"
+#include "gpu/buffer.h"
+#include "gpu/stream.h"
+#include "gpu_test.h"
+#include "ops/ssm_ops.h"
+#include "test_support.h"
+
+namespace vkllm {
+namespace {
+
+class Ssm : public test::GpuTest {
+protected:
+    gpu::Buffer upload(const std::vector<float>& v) {
+        gpu::Buffer b(ctx(), std::max<size_t>(v.size(), 1) * 4, gpu::Memory::Device);
+        if (!v.empty()) b.upload(v.data(), v.size() * 4);
+        return b;
+    }
+    std::vector<float> download(const gpu::Buffer& b) {
+        std::vector<float> v(b.size() / 4);
+        b.download(v.data(), b.size());
+        return v;
+    }
+};
+
+// Relative max error: max |got - ref| / max(1, max |ref|).
+double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+    double m = 1.0;
+    for (float r : ref) m = std::max(m, double(std::fabs(r)));
+    return test::max_abs_diff(got, ref) / m;
+}
+
+TEST_F(Ssm, ConvMatchesReferenceForOddShapes) {
+    struct Case {
+        int64_t n_tokens, channels, d_conv, x_stride, x_offset;
+        bool bias, silu;
+    };
+    const Case cases[] = {{1, 5, 4, 5, 0, true, true},     {7, 33, 4, 50, 3, true, true},
+                          {3, 70, 2, 70, 0, false, false}, {13, 129, 5, 140, 11, true, false},
+                          {2, 9, 1, 9, 0, true, true},     {20, 65, 4, 100, 17, false, true}};
+    for (const Case& c : cases) {
+        const uint32_t seed = uint32_t(c.n_tokens * 131 + c.channels);
+        auto x = test::random_floats(size_t(c.x_offset + c.n_tokens * c.x_stride), seed, -2.0f, 2.0f);
+        auto st = test::random_floats(size_t(c.channels * (c.d_conv - 1)), seed + 1);
+        auto w = test::random_floats(size_t(c.channels * c.d_conv), seed + 2);
+        auto b = test::random_floats(size_t(c.channels), seed + 3);
+        std::vector<float> ref_y(size_t(c.n_tokens * c.channels)), ref_st = st;
+        cpu::ssm_conv(x.data() + c.x_offset, c.x_stride, ref_st.data(), w.data(), c.bias ? b.data() : nullptr,
+                      ref_y.data(), c.channels, c.n_tokens, c.channels, c.d_conv, c.silu);
+
+        gpu::Buffer xb = upload(x), sb = upload(st), wb = upload(w), bb = upload(b);
+        gpu::Buffer yb(ctx(), ref_y.size() * 4, gpu::Memory::Device);
+        ops::SsmConvArgs a;
+        a.n_tokens = c.n_tokens, a.channels = c.channels, a.d_conv = c.d_conv;
+        a.x = &xb, a.x_offset = uint64_t(c.x_offset), a.x_stride = c.x_stride;
+        a.state = &sb, a.w = &wb, a.bias = c.bias ? &bb : nullptr, a.y = &yb, a.silu = c.silu;
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::ssm_conv(s, a);
+        s.submit_and_wait();
+        const auto got_y = download(yb), got_st = download(sb);
+        EXPECT_LT(rel_err(got_y, ref_y), 1e-6) << c.n_tokens << "x" << c.channels << " k" << c.d_conv;
+        if (!ref_st.empty()) {
+            EXPECT_EQ(std::vector<float>(got_st.begin(), got_st.begin() + long(ref_st.size())), ref_st)
+                << c.n_tokens << "x" << c.channels << " k" << c.d_conv;
+        }
+    }
+}
+
+// Mamba-2's layout: one in-projection row [z | x B C | dt] and one conv-output row [x | B | C].
+struct ScanCase {
+    int64_t n_tokens, n_head, head_dim, d_state, n_group;
+    bool gate, d, dt_bias;
+};
+
+void run_scan_case(gpu::Context& ctx, const ScanCase& c, int64_t split) {
+    const int64_t d_inner = c.n_head * c.head_dim, gs = c.n_group * c.d_state;
+    const int64_t xbc_stride = d_inner + 2 * gs + 3, zdt_stride = 2 * d_inner + 2 * gs + c.n_head;
+    const int64_t xbc_off = 5, zdt_off = 2;
+    const uint32_t seed = uint32_t(c.n_tokens * 7 + c.n_head * 13 + c.d_state);
+    auto xbc = test::random_floats(size_t(xbc_off + c.n_tokens * xbc_stride), seed, -1.5f, 1.5f);
+    auto zdt = test::random_floats(size_t(zdt_off + c.n_tokens * zdt_stride), seed + 1, -3.0f, 3.0f);
+    // dt over softplus' threshold (20) and far below it on some tokens
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+        float* dt = zdt.data() + zdt_off + t * zdt_stride + (zdt_stride - c.n_head);
+        if (t % 5 == 1) dt[0] = 25.0f;
+        if (t % 5 == 2) dt[c.n_head - 1] = -30.0f;
+    }
+    auto state = test::random_floats(size_t(d_inner * c.d_state), seed + 2);
+    auto dtb = test::random_floats(size_t(c.n_head), seed + 3, -1.0f, 1.0f);
+    auto a_h = test::random_floats(size_t(c.n_head), seed + 4, -2.0f, -0.05f);
+    auto d_h = test::random_floats(size_t(c.n_head), seed + 5);
+
+    std::vector<float> ref_y(size_t(c.n_tokens * d_inner)), ref_st = state;
+    cpu::SsmScanRef r;
+    r.n_tokens = c.n_tokens, r.n_head = c.n_head, r.head_dim = c.head_dim, r.d_state = c.d_state;
+    r.n_group = c.n_group, r.state = ref_st.data();
+    r.x = xbc.data() + xbc_off, r.x_stride = xbc_stride;
+    r.b = r.x + d_inner, r.b_stride = xbc_stride, r.c = r.x + d_inner + gs, r.c_stride = xbc_stride;
+    r.dt = zdt.data() + zdt_off + (zdt_stride - c.n_head), r.dt_stride = zdt_stride;
+    r.dt_bias = c.dt_bias ? dtb.data() : nullptr, r.a = a_h.data(), r.d = c.d ? d_h.data() : nullptr;
+    r.z = c.gate ? zdt.data() + zdt_off : nullptr, r.z_stride = zdt_stride;
+    r.y = ref_y.data(), r.y_stride = d_inner;
+    cpu::ssm_scan(r);
+
+    auto up = [&](const std::vector<float>& v) {
+        gpu::Buffer b(ctx, v.size() * 4, gpu::Memory::Device);
+        b.upload(v.data(), v.size() * 4);
+        return b;
+    };
+    gpu::Buffer xb = up(xbc), zb = up(zdt), sb = up(state), bb = up(dtb), ab = up(a_h), db = up(d_h);
+    gpu::Buffer yb(ctx, ref_y.size() * 4, gpu::Memory::Device);
+    gpu::Stream s(ctx);
+    s.begin();
+    // Tokens [0, split) then [split, n): the second dispatch continues from the state the first wrote.
+    for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, split}, {split, c.n_tokens}}) {
+        if (t1 <= t0) continue;
+        ops::SsmScanArgs a;
+        a.n_tokens = t1 - t0, a.n_head = c.n_head, a.head_dim = c.head_dim, a.d_state = c.d_state;
+        a.n_group = c.n_group, a.state = &sb;
+        a.xbc = &xb, a.xbc_offset = uint64_t(xbc_off + t0 * xbc_stride), a.xbc_stride = xbc_stride;
+        a.b_col = d_inner, a.c_col = d_inner + gs;
+        a.zdt = &zb, a.zdt_offset = uint64_t(zdt_off + t0 * zdt_stride), a.zdt_stride = zdt_stride;
+        a.dt_col = zdt_stride - c.n_head, a.z_col = c.gate ? 0 : -1;
+        a.dt_bias = c.dt_bias ? &bb : nullptr, a.a = &ab, a.d = c.d ? &db : nullptr;
+        a.y = &yb, a.y_offset = uint64_t(t0 * d_inner);
+        ops::ssm_scan(s, a);
+        s.barrier("the next tokens read the state");
+    }
+    s.submit_and_wait();
+    std::vector<float> got_y(ref_y.size()), got_st(ref_st.size());
+    yb.download(got_y.data(), got_y.size() * 4);
+    sb.download(got_st.data(), got_st.size() * 4);
+    const std::string what = std::to_string(c.n_tokens) + " tokens, " + std::to_string(c.n_head) + "x" +
+                             std::to_string(c.head_dim) + " state " + std::to_string(c.d_state) + " groups " +
+                             std::to_string(c.n_group) + " split " + std::to_string(split);
+    EXPECT_LT(rel_err(got_y, ref_y), 2e-5) << what;
+    EXPECT_LT(rel_err(got_st, ref_st), 2e-5) << what;
+}
+
+TEST_F(Ssm, ScanMatchesReferenceForOddShapes) {
+    const ScanCase cases[] = {{5, 3, 7, 16, 1, true, true, true},
+                              {9, 4, 5, 33, 2, true, false, true},
+                              {1, 6, 3, 130, 3, false, true, false},
+                              {23, 2, 16, 16, 2, true, true, true}};
+    for (const ScanCase& c : cases) run_scan_case(ctx(), c, c.n_tokens);
+}
+
+// A prompt, then one-token decode steps carrying the state: the same as one pass.
+TEST_F(Ssm, ScanPromptThenDecodeEqualsOnePass) {
+    run_scan_case(ctx(), {12, 4, 6, 16, 2, true, true, true}, 11);
+    run_scan_case(ctx(), {12, 4, 6, 16, 2, true, true, true}, 4);
+}
+
+TEST_F(Ssm, ConvPromptThenDecodeStepsEqualOnePass) {
+    const int64_t n_tokens = 10, channels = 37, d_conv = 4;
+    auto x = test::random_floats(size_t(n_tokens * channels), 91, -2.0f, 2.0f);
+    auto w = test::random_floats(size_t(channels * d_conv), 92);
+    auto b = test::random_floats(size_t(channels), 93);
+    std::vector<float> st(size_t(channels * (d_conv - 1)), 0.0f), ref_st = st, ref_y(x.size());
+    cpu::ssm_conv(x.data(), channels, ref_st.data(), w.data(), b.data(), ref_y.data(), channels, n_tokens, channels,
+                  d_conv, true);
+    gpu::Buffer xb = upload(x), sb = upload(st), wb = upload(w), bb = upload(b);
+    gpu::Buffer yb(ctx(), x.size() * 4, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    // 2 tokens (fewer than d_conv - 1), then 1-token steps
+    for (int64_t t0 = 0; t0 < n_tokens;) {
+        const int64_t n = t0 == 0 ? 2 : 1;
+        ops::SsmConvArgs a;
+        a.n_tokens = n, a.channels = channels, a.d_conv = d_conv;
+        a.x = &xb, a.x_offset = uint64_t(t0 * channels), a.state = &sb, a.w = &wb, a.bias = &bb;
+        a.y = &yb, a.y_offset = uint64_t(t0 * channels);
+        ops::ssm_conv(s, a);
+        s.barrier("the next token reads the state");
+        t0 += n;
+    }
+    s.submit_and_wait();
+    EXPECT_LT(rel_err(download(yb), ref_y), 1e-6);
+    EXPECT_EQ(download(sb), ref_st);
+}
+
+TEST_F(Ssm, GroupRmsNormMatchesReference) {
+    const int64_t shapes[][3] = {{1, 7, 1}, {5, 12, 3}, {3, 1100, 2}};  // rows, n, groups
+    for (auto [rows, n, groups] : shapes) {
+        auto x = test::random_floats(size_t(rows * n * groups), uint32_t(rows + n), -3.0f, 3.0f);
+        auto w = test::random_floats(size_t(n * groups), 7, 0.5f, 1.5f);
+        std::vector<float> ref(x.size());
+        cpu::ssm_group_rms_norm(x.data(), w.data(), ref.data(), rows, n, groups, 1e-5f);
+        gpu::Buffer xb = upload(x), wb = upload(w);
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::ssm_group_rms_norm(s, xb, 0, &wb, xb, 0, rows, n, groups, 1e-5f);  // in place
+        s.submit_and_wait();
+        EXPECT_LT(test::nmse(download(xb), ref), 1e-11) << rows << "x" << n << " groups " << groups;
+    }
+}
+
+TEST_F(Ssm, BadShapesAreShapeErrors) {
+    gpu::Buffer b = upload(std::vector<float>(64, 0.0f));
+    gpu::Stream s(ctx());
+    s.begin();
+    ops::SsmConvArgs c;
+    c.n_tokens = 1, c.channels = 4, c.d_conv = ops::kSsmMaxConv + 1, c.x = &b, c.state = &b, c.w = &b, c.y = &b;
+    EXPECT_THROW(ops::ssm_conv(s, c), ops::ShapeError);
+    ops::SsmScanArgs a;
+    a.n_tokens = 1, a.n_head = 3, a.head_dim = 1, a.d_state = 2, a.n_group = 2;
+    a.state = &b, a.xbc = &b, a.zdt = &b, a.a = &b, a.y = &b, a.xbc_stride = 16, a.zdt_stride = 16;
+    EXPECT_THROW(ops::ssm_scan(s, a), ops::ShapeError);  // 3 heads in 2 groups
+    s.submit_and_wait();
+}
+
+}  // namespace
+}  // namespace vkllm
