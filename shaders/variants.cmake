@@ -32,6 +32,8 @@ vkllm_shader(attention          attention.comp)
 vkllm_shader(attention_f16_kv   attention.comp KV_F16)   # an fp16 KV cache (16-bit storage)
 vkllm_shader(attention_q8_0_kv  attention.comp KV_Q8_0)  # a Q8_0 KV cache (32-value blocks)
 vkllm_shader(attention_combine  attention_combine.comp)
+vkllm_shader(attention_summary    attention_summary.comp)  # probes: per-row entropy, sink, distance
+vkllm_shader(attention_summary_sg attention_summary.comp USE_SUBGROUP)
 
 # --- Weight ops (matvec, matmul, get_rows): one variant per weight type, named
 # <op>_<type>; matvec_<type>_sg reduces with subgroupAdd (chosen when subgroup arithmetic is on).
