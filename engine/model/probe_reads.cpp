@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/probe_recorder.h"
+#include "ops/probe_ops.h"
 
 namespace vkllm::model {
 namespace {
@@ -62,6 +63,8 @@ void ProbeRecorder::read(int T, int pos0, const ProbeConfig& probes, ProbeResult
         for (const gpu::Stream::Interval& i : s.intervals())
             results->timings.push_back({i.label, i.layer, i.ms, int(i.dispatches)});
     read_attention(T, pos0, probes, results, first_pass);
+    read_head_maps(T, pos0, probes, results);
+    read_summary(T, results, first_pass);
     read_residual(T, pos0, probes, results, first_pass);
     if (probes.ffn_down) read_ffn_down(T, pos0, results);
     if (probes.routing) read_routing(T, pos0, results, first_pass);
@@ -88,19 +91,22 @@ void ProbeRecorder::read(int T, int pos0, const ProbeConfig& probes, ProbeResult
 // the newest position (earlier rows get zeros there: the future), and only the newest
 // attention_max_rows rows are kept.
 void ProbeRecorder::read_attention(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {
-    if (probed_layers_.empty()) return;
-    if (first_pass || results->attention.size() != probed_layers_.size()) {
+    if (probed_layers_.empty() && heads_.empty()) return;
+    if (first_pass || results->attention.size() != probed_layers_.size() + heads_.size()) {
         results->attention.clear();
-        for (int l : probed_layers_) {
+        auto add = [&](int l, int head) {
             const AttentionSpec& a = spec_.layers[size_t(l)].attn;
             AttentionMap m;
             m.layer = l;
-            m.n_head = a.n_head;
+            m.n_head = head >= 0 ? 1 : a.n_head;
+            m.head = head;
             m.window = a.window;
             m.chunk = a.chunk;
             m.causal = a.causal;  // false: a bidirectional (encoder) layer: full rows
             results->attention.push_back(std::move(m));
-        }
+        };
+        for (int l : probed_layers_) add(l, -1);
+        for (const AttentionHead& h : heads_) add(h.layer, h.head);
     }
     const int newest = pos0 + T - 1;
     const int n_key = newest + 1;
@@ -149,6 +155,97 @@ void ProbeRecorder::read_attention(int T, int pos0, const ProbeConfig& probes, P
         m.probs = std::move(probs);
         m.sink = std::move(sink);
     }
+}
+
+// Each single-head map gains this pass's newest rows inside its tile (ProbeRecorder::
+// summarize_attention copied them: [rows, n_kv] by slot, sinks after rows_cap x slots).
+void ProbeRecorder::read_head_maps(int T, int pos0, const ProbeConfig& probes, ProbeResults* results) {
+    const int newest = pos0 + T - 1;
+    const int max_rows = std::max(probes.attention_max_rows, 1);
+    for (size_t j = 0; j < heads_.size(); ++j) {
+        const AttentionHead& hd = heads_[j];
+        AttentionMap& m = results->attention[probed_layers_.size() + j];
+        const bool sinks = w_.layers[size_t(hd.layer)].sinks != nullptr;
+        const int slots = kv_.layer(hd.layer).slots;
+        const int n_kv = std::min(pos0 + T, slots);
+        const auto* slot_pos = static_cast<const int32_t*>(kv_.slot_positions(hd.layer).mapped());
+        const float* src = static_cast<const float*>(head_host_[j].mapped());
+        const float* sink_src = src + size_t(attn_rows_cap_) * size_t(slots);
+        const int k0 = hd.key_first;
+        const int k1 = std::max(k0, hd.key_count > 0 ? std::min(newest + 1, k0 + hd.key_count) : newest + 1);
+        const int n_key = k1 - k0, old_keys = m.n_key();
+        auto in_rows = [&](int qp) {
+            return qp >= hd.query_first && (hd.query_count == 0 || qp < hd.query_first + hd.query_count);
+        };
+        std::vector<int> query_pos;
+        std::vector<float> probs, sink;
+        for (int r = 0; r < m.n_query(); ++r) {  // earlier passes' rows, the key axis widened
+            query_pos.push_back(m.query_pos[size_t(r)]);
+            probs.insert(probs.end(), m.probs.begin() + long(size_t(r) * size_t(old_keys)),
+                         m.probs.begin() + long(size_t(r + 1) * size_t(old_keys)));
+            probs.resize(query_pos.size() * size_t(n_key), 0.0f);
+            if (sinks) sink.push_back(m.sink[size_t(r)]);
+        }
+        for (int i = 0; i < attn_rows_; ++i) {
+            const int qp = pos0 + (T - attn_rows_) + i;
+            if (!in_rows(qp)) continue;
+            query_pos.push_back(qp);
+            probs.resize(query_pos.size() * size_t(n_key), 0.0f);
+            float* dst = probs.data() + (query_pos.size() - 1) * size_t(n_key);
+            const float* row = src + size_t(i) * size_t(n_kv);
+            for (int k = 0; k < n_kv; ++k)
+                if (slot_pos[k] >= k0 && slot_pos[k] < k1) dst[slot_pos[k] - k0] = row[k];
+            if (sinks) sink.push_back(sink_src[i]);
+        }
+        const size_t drop = query_pos.size() > size_t(max_rows) ? query_pos.size() - size_t(max_rows) : 0;
+        m.query_pos.assign(query_pos.begin() + long(drop), query_pos.end());
+        m.probs.assign(probs.begin() + long(drop * size_t(n_key)), probs.end());
+        m.sink = sinks ? std::vector<float>(sink.begin() + long(drop), sink.end()) : std::vector<float>();
+        m.key_pos.resize(size_t(n_key));
+        for (int k = 0; k < n_key; ++k) m.key_pos[size_t(k)] = k0 + k;
+    }
+}
+
+// The summaries: each row's statistics of this pass added to the eval's sums.
+void ProbeRecorder::read_summary(int T, ProbeResults* results, bool first_pass) {
+    results->attention_summary.clear();
+    if (!summary_) return;
+    if (first_pass || sums_.size() != size_t(spec_.n_layer)) {
+        sums_.assign(size_t(spec_.n_layer), {});
+        for (int l = 0; l < spec_.n_layer; ++l)
+            sums_[size_t(l)].assign(size_t(std::max(spec_.layers[size_t(l)].attn.n_head, 0)), HeadSums());
+    }
+    const size_t S = size_t(ops::kAttentionStats);
+    for (int l = 0; l < spec_.n_layer; ++l) {
+        if (!summarized_[size_t(l)]) continue;
+        const size_t H = sums_[size_t(l)].size();
+        const float* st = static_cast<const float*>(stats_host_.mapped()) +
+                          size_t(l) * size_t(n_batch_) * size_t(max_head_) * S;
+        for (int r = 0; r < T; ++r)
+            for (size_t h = 0; h < H; ++h) {
+                const float* v = st + (size_t(r) * H + h) * S;
+                HeadSums& sum = sums_[size_t(l)][h];
+                sum.entropy += v[0];
+                sum.sink_mass += v[1];
+                sum.mean_distance += v[2];
+                sum.max_prob += v[3];
+                sum.rows += 1;
+            }
+    }
+    for (int l = 0; l < spec_.n_layer; ++l)
+        for (size_t h = 0; h < sums_[size_t(l)].size(); ++h) {
+            const HeadSums& sum = sums_[size_t(l)][h];
+            if (sum.rows == 0) continue;
+            AttentionSummary a;
+            a.layer = l;
+            a.head = int(h);
+            a.rows = sum.rows;
+            a.entropy = float(sum.entropy / sum.rows);
+            a.sink_mass = float(sum.sink_mass / sum.rows);
+            a.mean_distance = float(sum.mean_distance / sum.rows);
+            a.max_prob = float(sum.max_prob / sum.rows);
+            results->attention_summary.push_back(a);
+        }
 }
 
 void ProbeRecorder::read_residual(int T, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass) {

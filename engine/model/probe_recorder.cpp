@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/device.h"
+#include "ops/probe_ops.h"
+
 namespace vkllm::model {
 namespace {
 
@@ -41,8 +44,32 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
     check_layers(probes.logit_lens_layers, 0, spec_.n_layer, "logit lens");
     if (!probes.attention_layers.empty() && probes.attention_max_rows < 1)
         throw std::invalid_argument("attention_max_rows must be at least 1");
+    for (const AttentionHead& h : probes.attention_heads) {
+        const std::string name = "attention head " + std::to_string(h.layer) + ":" + std::to_string(h.head);
+        if (h.layer < 0 || h.layer >= spec_.n_layer)
+            throw std::invalid_argument(name + ": layer is outside 0.." + std::to_string(spec_.n_layer - 1));
+        const int n_head = spec_.layers[size_t(h.layer)].attn.n_head;
+        if (n_head <= 0 || kv_.layer(h.layer).slots <= 0)
+            throw std::invalid_argument(name + ": layer " + std::to_string(h.layer) + " has no attention");
+        if (h.head < 0 || h.head >= n_head)
+            throw std::invalid_argument(name + ": head is outside 0.." + std::to_string(n_head - 1));
+        if (h.query_first < 0 || h.query_count < 0 || h.key_first < 0 || h.key_count < 0)
+            throw std::invalid_argument(name + ": a tile's first positions and counts must be >= 0");
+    }
+    if ((!probes.attention_heads.empty()) && probes.attention_max_rows < 1)
+        throw std::invalid_argument("attention_max_rows must be at least 1");
+    if (const uint64_t need = host_bytes(probes); need > probes.max_bytes) {
+        auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+        throw std::invalid_argument("the probes asked for could copy " + mib(need) + " to the host per eval, over " +
+                                    "the budget of " + mib(probes.max_bytes) +
+                                    " (ProbeConfig::max_bytes): probe fewer attention layers (single heads, "
+                                    "attention_heads, or the attention summary), fewer rows (attention_max_rows) "
+                                    "or a smaller tile, or raise the budget");
+    }
     const int rows_cap = std::min(n_batch_, std::max(probes.attention_max_rows, 1));
     if (probes.attention_layers != probed_layers_ || rows_cap != attn_rows_cap_) {
+        head_host_.clear();
+        heads_.clear();
         probs_.clear();
         probs_host_.clear();
         probed_layers_ = probes.attention_layers;
@@ -57,6 +84,51 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
         }
     }
     const uint64_t B = uint64_t(n_batch_), E = uint64_t(spec_.n_embd);
+    // Attention summaries and single-head maps share a block buffer of at most kBlockBytes.
+    const bool summarize = probes.attention_summary || !probes.attention_heads.empty();
+    if (!summarize) {
+        sum_pos_ = gpu::Buffer();
+        sum_out_ = gpu::Buffer();
+        sum_probs_ = gpu::Buffer();
+        sum_rows_ = 0;
+    } else if (!sum_probs_.valid()) {
+        uint64_t row_probs = 0, row_out = 0;
+        max_head_ = 0;
+        for (int l = 0; l < spec_.n_layer; ++l) {
+            const AttentionSpec& a = spec_.layers[size_t(l)].attn;
+            if (a.n_head <= 0 || kv_.layer(l).slots <= 0) continue;
+            max_head_ = std::max(max_head_, a.n_head);
+            row_probs = std::max(row_probs, uint64_t(a.n_head) * (uint64_t(kv_.layer(l).slots) + 1));
+            row_out = std::max(row_out, uint64_t(a.n_head) * uint64_t(a.head_dim_v > 0 ? a.head_dim_v : a.head_dim));
+        }
+        constexpr uint64_t kBlockBytes = uint64_t(32) << 20;
+        const uint64_t cap = std::min<uint64_t>(kBlockBytes, ctx_.caps().max_storage_buffer_range);
+        sum_rows_ = int(std::clamp<uint64_t>(cap / std::max<uint64_t>(row_probs * F, 1), 1, B));
+        sum_pos_ = gpu::Buffer(ctx_, uint64_t(sum_rows_) * 4, gpu::Memory::Device);
+        sum_out_ = gpu::Buffer(ctx_, std::max<uint64_t>(uint64_t(sum_rows_) * row_out * F, F), gpu::Memory::Device);
+        sum_probs_ = gpu::Buffer(ctx_, std::max<uint64_t>(uint64_t(sum_rows_) * row_probs * F, F), gpu::Memory::Device);
+    }
+    summary_ = probes.attention_summary;
+    if (!summary_) {
+        stats_ = gpu::Buffer();
+        stats_host_ = gpu::Buffer();
+    } else if (!stats_.valid()) {
+        const uint64_t n = uint64_t(spec_.n_layer) * B * uint64_t(std::max(max_head_, 1)) * ops::kAttentionStats * F;
+        stats_ = gpu::Buffer(ctx_, n, gpu::Memory::Device);
+        stats_host_ = gpu::Buffer(ctx_, n, gpu::Memory::Host);
+    }
+    if (probes.attention_heads.size() != heads_.size() || rows_cap != attn_rows_cap_ ||
+        !std::equal(heads_.begin(), heads_.end(), probes.attention_heads.begin(), [](auto& a, auto& b) {
+            return a.layer == b.layer && a.head == b.head;
+        })) {
+        head_host_.clear();
+        for (const AttentionHead& h : probes.attention_heads) {
+            const uint64_t slots = uint64_t(kv_.layer(h.layer).slots);
+            head_host_.emplace_back(ctx_, uint64_t(rows_cap) * (slots + 1) * F, gpu::Memory::Host);
+        }
+    }
+    heads_ = probes.attention_heads;
+    summarized_.assign(size_t(spec_.n_layer), 0);
     // A probe turned off gives its buffers back.
     const bool any_residual = probes.residual_stats || !probes.residual_full_layers.empty();
     if (!any_residual) residual_host_ = gpu::Buffer();
@@ -111,12 +183,47 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
 
 uint64_t ProbeRecorder::bytes() const {
     uint64_t n = residual_host_.size() + lens_.x.size() + lens_.h.size() + lens_.logits.size() + lens_.host.size();
-    for (const auto* v : {&probs_, &probs_host_, &ffn_in_host_, &ffn_out_host_, &moe_in_host_, &moe_out_host_,
+    n += sum_pos_.size() + sum_out_.size() + sum_probs_.size() + stats_.size() + stats_host_.size();
+    for (const auto* v : {&probs_, &probs_host_, &head_host_, &ffn_in_host_, &ffn_out_host_, &moe_in_host_, &moe_out_host_,
                           &routing_host_})
         for (const gpu::Buffer& b : *v) n += b.size();
     for (const auto& layer : residual_acc_) n += layer.size() * F;
     for (const auto& layer : down_acc_)
         for (const auto& [e, d] : layer) n += (d.in.size() + d.out.size()) * F + d.pos.size() * sizeof(int);
+    return n;
+}
+
+// Counted at the largest key count of the cache (a map's key axis and an eval's rows are
+// bounded by it).
+uint64_t ProbeRecorder::host_bytes(const ProbeConfig& probes) const {
+    uint64_t keys = 1;
+    for (int l = 0; l < spec_.n_layer; ++l) keys = std::max(keys, uint64_t(kv_.layer(l).slots));
+    const uint64_t B = uint64_t(n_batch_), E = uint64_t(spec_.n_embd);
+    const uint64_t rows_cap = uint64_t(std::min(n_batch_, std::max(probes.attention_max_rows, 1)));
+    const uint64_t kept = std::min(uint64_t(std::max(probes.attention_max_rows, 1)), keys);
+    uint64_t n = 0;
+    for (int l : probes.attention_layers) {
+        if (l < 0 || l >= spec_.n_layer) continue;
+        const uint64_t heads = uint64_t(std::max(spec_.layers[size_t(l)].attn.n_head, 0));
+        const uint64_t slots = uint64_t(kv_.layer(l).slots);
+        n += rows_cap * heads * (slots + 1) * F + kept * heads * (keys + 1) * F;
+    }
+    for (const AttentionHead& h : probes.attention_heads) {
+        const uint64_t slots = uint64_t(kv_.layer(h.layer).slots);
+        const uint64_t rows = h.query_count > 0 ? std::min(kept, uint64_t(h.query_count)) : kept;
+        const uint64_t cols = h.key_count > 0 ? std::min(keys, uint64_t(h.key_count)) : keys;
+        n += rows_cap * (slots + 1) * F + rows * (cols + 1) * F;
+    }
+    if (probes.attention_summary) {
+        uint64_t heads = 0;
+        for (const LayerSpec& L : spec_.layers) heads = std::max(heads, uint64_t(std::max(L.attn.n_head, 0)));
+        n += uint64_t(spec_.n_layer) * B * heads * ops::kAttentionStats * F;
+    }
+    if (probes.residual_stats || !probes.residual_full_layers.empty())
+        n += uint64_t(spec_.n_layer + 1) * B * E * F;
+    if (probes.residual_stats) n += uint64_t(spec_.n_layer + 1) * keys * E * F;
+    n += uint64_t(probes.residual_full_layers.size()) * keys * E * F;
+    n += uint64_t(probes.logit_lens_layers.size()) * uint64_t(spec_.n_vocab) * F;
     return n;
 }
 
@@ -170,6 +277,60 @@ void ProbeRecorder::copy_residual(gpu::Stream& s, const gpu::Buffer& x, int l, i
     if (lens != lens_layers_.end()) {
         s.mark("copy");
         s.copy(x, uint64_t(T - 1) * row, lens_.x, uint64_t(lens - lens_layers_.begin()) * row, row);
+    }
+}
+
+// Blocks of sum_rows_ query rows: their positions to sum_pos_, attention with probabilities
+// into sum_probs_ (its output unused), then the statistics and the asked heads' newest rows.
+void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, const gpu::Buffer& q,
+                                        const gpu::Buffer& positions, const gpu::Buffer& k, const gpu::Buffer& v,
+                                        const AttentionParams& p, KvCacheType cache,
+                                        const gpu::Buffer* sinks) const {
+    if (sum_rows_ == 0 || n_kv <= 0) return;
+    std::vector<size_t> heads;  // attention_heads of this layer
+    for (size_t j = 0; j < heads_.size(); ++j)
+        if (heads_[j].layer == l) heads.push_back(j);
+    if (!summary_ && heads.empty()) return;
+    if (summary_) summarized_[size_t(l)] = 1;
+    const uint64_t H = uint64_t(p.n_head), K = uint64_t(n_kv), slots = uint64_t(kv_.layer(l).slots);
+    const uint64_t qd = H * uint64_t(p.head_dim);
+    const int first_kept = T - attn_rows_;  // the newest rows go to the head maps
+    const uint64_t stats_base = uint64_t(l) * uint64_t(n_batch_) * uint64_t(max_head_) * ops::kAttentionStats;
+    for (int c0 = 0; c0 < T; c0 += sum_rows_) {
+        const int n = std::min(sum_rows_, T - c0);
+        const int r0 = std::max(c0, first_kept);  // kept rows of this block: r0..c0+n-1
+        if (!summary_ && r0 >= c0 + n) continue;
+        s.mark("copy");
+        s.copy(positions, uint64_t(c0) * 4, sum_pos_, 0, uint64_t(n) * 4);
+        s.barrier("the block's positions are in place before the probes' attention reads them");
+        s.mark("attention");
+        ops::attention(s, q, uint64_t(c0) * qd, sum_pos_, k, v, kv_.slot_positions(l), sum_out_, n, n_kv, p, cache,
+                       sinks, &sum_probs_);
+        s.barrier("the block's probabilities are complete before the probes read them");
+        if (summary_) {
+            s.mark("attention_summary");
+            ops::attention_summary(s, sum_probs_, 0, sinks != nullptr, sum_pos_, 0, kv_.slot_positions(l), stats_,
+                                   stats_base + uint64_t(c0) * H * ops::kAttentionStats, n, p.n_head, n_kv);
+        }
+        if (r0 < c0 + n && !heads.empty()) {
+            s.mark("copy");
+            const uint64_t rows = uint64_t(c0 + n - r0);
+            for (size_t j : heads) {
+                const uint64_t h = uint64_t(heads_[j].head);
+                const gpu::Buffer& host = head_host_[j];
+                s.copy_rows(sum_probs_, ((uint64_t(r0 - c0) * H + h) * K) * F, H * K * F, host,
+                            uint64_t(r0 - first_kept) * K * F, K * F, K * F, rows);
+                if (sinks)
+                    s.copy_rows(sum_probs_, (uint64_t(n) * H * K + uint64_t(r0 - c0) * H + h) * F, H * F, host,
+                                (uint64_t(attn_rows_cap_) * slots + uint64_t(r0 - first_kept)) * F, F, F, rows);
+            }
+        }
+        s.barrier("the probes have read the block before the next one overwrites it");
+    }
+    if (summary_) {
+        s.mark("copy");
+        const uint64_t bytes = uint64_t(T) * H * ops::kAttentionStats * F;
+        s.copy(stats_, stats_base * F, stats_host_, stats_base * F, bytes);
     }
 }
 

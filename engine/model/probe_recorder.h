@@ -15,6 +15,7 @@
 #include "model/kv_cache.h"
 #include "model/spec.h"
 #include "model/weights.h"
+#include "ops/ops.h"
 #include "vkllm/probe.h"
 
 namespace vkllm::gpu { class Context; }
@@ -35,6 +36,13 @@ public:
     // writes them to (null: layer l is not probed), and the copy of its newest rows to the host.
     const gpu::Buffer* attention_probs(int l) const;
     void copy_attention(gpu::Stream& s, int l, int n_tokens, int n_kv) const;
+    // Attention summaries and single-head maps (ProbeConfig::attention_summary, attention_heads)
+    // of layer l: its probabilities recomputed from q and the cache a block of query rows at a
+    // time into one buffer of bounded size, reduced there (ops::attention_summary) and the asked
+    // heads' rows copied to the host. Records nothing while neither probe is on.
+    void summarize_attention(gpu::Stream& s, int l, int n_tokens, int n_kv, const gpu::Buffer& q,
+                             const gpu::Buffer& positions, const gpu::Buffer& k, const gpu::Buffer& v,
+                             const AttentionParams& p, KvCacheType cache, const gpu::Buffer* sinks) const;
     // After the embeddings (l = -1) or layer l: the residual stream's copies (all rows, or the
     // newest row for the logit lens).
     void copy_residual(gpu::Stream& s, const gpu::Buffer& x, int l, int n_tokens, const ProbeConfig& probes) const;
@@ -73,6 +81,10 @@ private:
     bool residual_copied(int l, const ProbeConfig& probes) const;  // l = -1..n_layer-1
     void read_attention(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
     void read_residual(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void read_head_maps(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
+    void read_summary(int n_tokens, ProbeResults* results, bool first_pass);
+    // Host bytes the probes may copy and keep over one eval (ProbeConfig::max_bytes).
+    uint64_t host_bytes(const ProbeConfig& probes) const;
     void read_ffn_down(int n_tokens, int pos0, ProbeResults* results);
     void read_routing(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
     void read_logit_lens(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
@@ -88,6 +100,21 @@ private:
     int attn_rows_ = 0;                    // of this pass
     std::vector<gpu::Buffer> probs_;       // per probed layer: [n_batch, n_head, slots] (+ [n_batch, n_head] sinks)
     std::vector<gpu::Buffer> probs_host_;  // per probed layer: the newest rows: [rows_cap, n_head, slots] (+ sinks)
+    // Attention summaries and single-head maps: blocks of sum_rows_ query rows.
+    bool summary_ = false;
+    std::vector<AttentionHead> heads_;
+    int sum_rows_ = 0, max_head_ = 0;
+    gpu::Buffer sum_pos_;    // int32 [sum_rows_]: the block's positions
+    gpu::Buffer sum_out_;    // [sum_rows_, n_head, head_dim_v]: attention's output (unused)
+    gpu::Buffer sum_probs_;  // [sum_rows_, n_head, slots] (+ sinks [sum_rows_, n_head])
+    gpu::Buffer stats_, stats_host_;      // [n_layer, n_batch, max_head_, 4] (ops::attention_summary)
+    std::vector<gpu::Buffer> head_host_;  // per head map: [rows_cap, slots] then sinks [rows_cap]
+    mutable std::vector<char> summarized_;  // per layer: the recording summarizes it
+    struct HeadSums {
+        double entropy = 0, sink_mass = 0, mean_distance = 0, max_prob = 0;
+        int rows = 0;
+    };
+    std::vector<std::vector<HeadSums>> sums_;  // [layer][head] over the eval
     gpu::Buffer residual_host_;            // [n_layer + 1, n_batch, n_embd]
     std::vector<std::vector<float>> residual_acc_;  // [n_layer + 1][eval tokens * n_embd] (residual_stats)
     std::vector<gpu::Buffer> ffn_in_host_, ffn_out_host_;  // per layer: dense or shared expert [n_batch, n_ff], [n_batch, n_embd]

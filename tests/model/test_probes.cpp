@@ -12,6 +12,7 @@
 
 #include "gpu/device.h"
 #include "model/model_internal.h"
+#include "cpu/ref_attention_summary.h"
 #include "model/reference_forward.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -744,6 +745,157 @@ TEST_F(Probes, BadLayersAreClearErrors) {
     ProbeConfig p;
     p.attention_layers = {99};
     s.set_probes(p);
+    EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vkllm
+
+namespace vkllm {
+namespace {
+
+// The GPU's attention summaries against cpu::attention_summary of the full maps of the same
+// eval, and single-head maps (with a tile) against the full map's head: over several passes
+// (n_batch 7), a ring-wrapped sliding-window cache (zoo-swa: 38 slots), GQA, MLA and gpt-oss's
+// sinks, then a decode step.
+class SummaryProbes : public Probes, public ::testing::WithParamInterface<std::string> {};
+
+void expect_summaries_match_maps(const ProbeResults& r, int n_layer) {
+    ASSERT_FALSE(r.attention_summary.empty());
+    size_t checked = 0;
+    for (const AttentionMap& m : r.attention) {
+        if (m.head >= 0) continue;
+        for (const AttentionSummary& ref : cpu::attention_summary(m)) {
+            auto got = std::find_if(r.attention_summary.begin(), r.attention_summary.end(),
+                                    [&](const AttentionSummary& s) { return s.layer == ref.layer && s.head == ref.head; });
+            ASSERT_NE(got, r.attention_summary.end()) << "layer " << ref.layer << " head " << ref.head;
+            const std::string where = "layer " + std::to_string(ref.layer) + " head " + std::to_string(ref.head);
+            EXPECT_EQ(got->rows, ref.rows) << where;
+            EXPECT_NEAR(got->entropy, ref.entropy, 1e-4 * (1 + ref.entropy)) << where;
+            EXPECT_NEAR(got->sink_mass, ref.sink_mass, 1e-5) << where;
+            EXPECT_NEAR(got->mean_distance, ref.mean_distance, 1e-4 * (1 + ref.mean_distance)) << where;
+            EXPECT_NEAR(got->max_prob, ref.max_prob, 1e-5) << where;
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, r.attention_summary.size());
+    EXPECT_GT(n_layer, 0);
+}
+
+// The full map's head h cut to [q0, q0 + nq) x [k0, k0 + nk) (counts 0: all) equals the
+// single-head map.
+void expect_head_map_matches(const AttentionMap& full, const AttentionMap& one, const AttentionHead& want) {
+    const std::string where = "layer " + std::to_string(want.layer) + " head " + std::to_string(want.head);
+    ASSERT_EQ(one.n_head, 1) << where;
+    ASSERT_EQ(one.head, want.head) << where;
+    std::vector<int> rows;
+    for (int q = 0; q < full.n_query(); ++q) {
+        const int qp = full.query_pos[size_t(q)];
+        if (qp >= want.query_first && (want.query_count == 0 || qp < want.query_first + want.query_count))
+            rows.push_back(q);
+    }
+    ASSERT_EQ(size_t(one.n_query()), rows.size()) << where;
+    const int k0 = want.key_first;
+    const int k1 = want.key_count > 0 ? std::min(full.n_key(), k0 + want.key_count) : full.n_key();
+    ASSERT_EQ(one.n_key(), k1 - k0) << where;
+    for (int i = 0; i < one.n_query(); ++i) {
+        const int q = rows[size_t(i)];
+        ASSERT_EQ(one.query_pos[size_t(i)], full.query_pos[size_t(q)]) << where;
+        for (int k = k0; k < k1; ++k) {
+            ASSERT_EQ(one.key_pos[size_t(k - k0)], k) << where;
+            ASSERT_NEAR(one.at(0, i, k - k0), full.at(want.head, q, k), 1e-6) << where << " q " << q << " k " << k;
+        }
+        if (!full.sink.empty())
+            ASSERT_NEAR(one.sink[size_t(i)], full.sink[size_t(want.head) * size_t(full.n_query()) + size_t(q)], 1e-6);
+    }
+}
+
+TEST_P(SummaryProbes, GpuSummariesEqualTheCpuReferenceOfTheFullMaps) {
+    auto model = GetParam() == "gptoss" ? Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf")
+                                        : zoo(GetParam());
+    const auto& spec = model->internals().spec();
+    const int L = spec.n_layer;
+    std::vector<int32_t> prompt;
+    if (GetParam() == "gptoss") {
+        for (int i = 0; i < 23; ++i) prompt.push_back(int32_t((i * 37 + 11) % spec.n_vocab));
+    } else {
+        const std::string text = std::string(kText) + " " + kText;  // past zoo-swa's window of 32
+        prompt = prompt_of(*model, text.c_str());
+    }
+    SessionOptions so;
+    so.kv_cache = KvCacheType::F32;
+    so.n_batch = 7;
+    for (int l = 0; l < L; ++l) so.probes.attention_layers.push_back(l);
+    so.probes.attention_max_rows = int(prompt.size());
+    so.probes.attention_summary = true;
+    const int last_heads = spec.layers[size_t(L - 1)].attn.n_head;
+    const std::vector<AttentionHead> heads = {
+        {0, 0, 0, 0, 0, 0},
+        {L - 1, last_heads - 1, 3, 9, 2, 20},  // a tile: positions 3..11 x keys 2..21
+    };
+    so.probes.attention_heads = heads;
+    Session s(*model, so);
+    for (const std::vector<int32_t>& toks : {prompt, std::vector<int32_t>{7}}) {
+        s.eval(toks);
+        const ProbeResults& r = s.probes();
+        ASSERT_EQ(r.attention.size(), size_t(L) + heads.size());
+        expect_summaries_match_maps(r, L);
+        for (size_t j = 0; j < heads.size(); ++j) {
+            const AttentionMap& full = r.attention[size_t(heads[j].layer)];
+            expect_head_map_matches(full, r.attention[size_t(L) + j], heads[j]);
+        }
+        for (const AttentionSummary& a : r.attention_summary) EXPECT_EQ(a.rows, int(toks.size()));
+    }
+    // The summary alone: the same numbers without any map.
+    ProbeConfig only;
+    only.attention_summary = true;
+    s.set_probes(only);
+    s.reset();
+    s.eval(prompt);
+    ProbeResults with_maps;
+    {
+        Session t(*model, so);
+        t.eval(prompt);
+        with_maps = t.probes();
+    }
+    ASSERT_TRUE(s.probes().attention.empty());
+    ASSERT_EQ(s.probes().attention_summary.size(), with_maps.attention_summary.size());
+    for (size_t i = 0; i < with_maps.attention_summary.size(); ++i) {
+        EXPECT_NEAR(s.probes().attention_summary[i].entropy, with_maps.attention_summary[i].entropy, 1e-5);
+        EXPECT_NEAR(s.probes().attention_summary[i].mean_distance, with_maps.attention_summary[i].mean_distance, 1e-4);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SummaryProbes, ::testing::Values("zoo-swa", "zoo-mla", "gptoss"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                             std::string n = info.param;
+                             std::replace(n.begin(), n.end(), '-', '_');
+                             return n;
+                         });
+
+TEST_F(Probes, BudgetAndBadHeadsAreClearErrors) {
+    auto model = zoo("zoo-dense");
+    const auto& spec = model->internals().spec();
+    Session s(*model);
+    ProbeConfig p;
+    for (int l = 0; l < spec.n_layer; ++l) p.attention_layers.push_back(l);
+    p.max_bytes = 1024;
+    s.set_probes(p);
+    try {
+        s.eval({1, 2});
+        ADD_FAILURE() << "no error over the budget";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+    }
+    ProbeConfig h;
+    h.attention_heads = {{0, spec.layers[0].attn.n_head}};
+    s.set_probes(h);
+    EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
+    h.attention_heads = {{spec.n_layer, 0}};
+    s.set_probes(h);
+    EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
+    h.attention_heads = {{0, 0, -1, 0, 0, 0}};
+    s.set_probes(h);
     EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
 }
 

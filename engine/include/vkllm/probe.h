@@ -9,6 +9,16 @@
 
 namespace vkllm {
 
+// One attention head of one layer, and optionally a tile of its map: query rows at positions
+// [query_first, query_first + query_count) and keys at [key_first, key_first + key_count)
+// (count 0: every one).
+struct AttentionHead {
+    int layer = 0;
+    int head = 0;
+    int query_first = 0, query_count = 0;
+    int key_first = 0, key_count = 0;
+};
+
 struct ProbeConfig {
     // Attention maps of these layers (see AttentionMap).
     std::vector<int> attention_layers;
@@ -16,6 +26,18 @@ struct ProbeConfig {
     // ones: a prompt longer than this keeps its last rows). A map holds
     // n_head * rows * n_key floats.
     int attention_max_rows = 1024;
+    // Full maps of single heads (AttentionMap with n_head 1 and head set), under the same row
+    // cap, each cut to its tile. Computed a block of query rows at a time on the GPU and copied
+    // head by head, so no layers x heads x rows x keys buffer exists anywhere.
+    std::vector<AttentionHead> attention_heads;
+    // Statistics of every attention layer and head (AttentionSummary), computed on the GPU from
+    // the probabilities a block of query rows at a time: a few floats per row leave the GPU.
+    bool attention_summary = false;
+    // The most bytes of probe results one eval may copy to the host and keep: attention maps
+    // (the host rows of each pass and the eval's map), summaries, residual copies and the logit
+    // lens, counted at the session's largest key count. Session creation or eval throws
+    // std::invalid_argument, naming the probes and their size, when the request could exceed it.
+    uint64_t max_bytes = uint64_t(256) << 20;
     // Residual stream per layer: max |x| with token and channel, per-token max, top-k, median.
     bool residual_stats = false;
     int residual_top_k = 8;
@@ -31,7 +53,7 @@ struct ProbeConfig {
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
     bool any() const {
-        return !attention_layers.empty() || residual_stats || !residual_full_layers.empty() || ffn_down || routing ||
+        return !attention_layers.empty() || !attention_heads.empty() || attention_summary || residual_stats || !residual_full_layers.empty() || ffn_down || routing ||
                !logit_lens_layers.empty() || timings || expert_load;
     }
 };
@@ -45,6 +67,7 @@ struct ProbeConfig {
 struct AttentionMap {
     int layer = 0;
     int n_head = 0;
+    int head = -1;              // >= 0: one head's map (ProbeConfig::attention_heads; n_head 1)
     int window = 0;             // > 0: sliding window of this many positions (0: global)
     int chunk = 0;              // > 0: chunked attention
     bool causal = true;
@@ -57,6 +80,19 @@ struct AttentionMap {
     float at(int head, int query, int key) const {
         return probs[(size_t(head) * query_pos.size() + size_t(query)) * key_pos.size() + size_t(key)];
     }
+};
+
+// Statistics of one attention head over the eval's query rows (ProbeConfig::attention_summary),
+// each the mean over its `rows` query rows (every row of the eval, not only the newest):
+//   entropy        -sum_k p_k ln p_k (nats), the learned sink's probability included
+//   sink_mass      the probability of the key at position 0 plus the learned sink's (0 without)
+//   mean_distance  sum_k p_k (query position - key position): how far back the head looks
+//   max_prob       the largest key probability (1: attends to one key)
+struct AttentionSummary {
+    int layer = 0;
+    int head = 0;
+    int rows = 0;
+    float entropy = 0, sink_mass = 0, mean_distance = 0, max_prob = 0;
 };
 
 // The residual stream after a layer (layer -1: after the embeddings) over the eval's tokens.
@@ -142,7 +178,8 @@ struct ExpertLoad {
 };
 
 struct ProbeResults {
-    std::vector<AttentionMap> attention;
+    std::vector<AttentionMap> attention;  // attention_layers' maps, then attention_heads'
+    std::vector<AttentionSummary> attention_summary;  // by layer, then head
     std::vector<ResidualStat> residual;          // layer -1 (embeddings), 0, 1, ...
     std::vector<ResidualTensor> residual_full;
     std::vector<FfnDownStat> ffn_down;

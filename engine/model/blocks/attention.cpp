@@ -121,6 +121,7 @@ void record_attend(Recording& r, int l, bool kv_in_cache) {
                    probs, sc.attn_split.valid() ? &sc.attn_split : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
     r.probe.copy_attention(s, l, T, n_kv);
+    r.probe.summarize_attention(s, l, T, n_kv, sc.q, sc.positions, cache.k, cache.v, a, r.kv.type(), w.sinks);
 }
 
 }  // namespace vkllm::model
