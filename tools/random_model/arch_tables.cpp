@@ -297,6 +297,29 @@ std::vector<ArchTable> make_tables() {
     exaone.rope_freq_base = 1000000.0f;
     tables.push_back(exaone);
 
+    // Mamba-2 (llama.cpp's src/models/mamba2.cpp, build_mamba2_layer): no attention, no FFN;
+    // each layer is RMSNorm, then the SSM mixer: ssm_in [n_embd -> z | x B C | dt], a causal
+    // conv1d of d_conv taps over x B C (ssm_conv1d weight and bias) with SiLU, the selective scan
+    // (A and D per head, dt bias, grouped B/C), y * silu(z), RMSNorm per group (ssm_norm), ssm_out.
+    ArchTable mamba2;
+    mamba2.name = "mamba2";
+    mamba2.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    mamba2.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ssm_in.weight", {D::Embd, D::SsmInProj}, Init::Matrix},
+        {"blk.{L}.ssm_conv1d.weight", {D::SsmConv, D::SsmConvDim}, Init::Matrix, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_conv1d.bias", {D::SsmConvDim}, Init::Bias},
+        {"blk.{L}.ssm_dt.bias", {D::SsmHead}, Init::SsmDtBias},
+        {"blk.{L}.ssm_a", {D::One, D::SsmHead}, Init::SsmA, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_d", {D::One, D::SsmHead}, Init::Norm, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_norm.weight", {D::SsmGroupWidth, D::SsmGroups}, Init::Norm, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_out.weight", {D::SsmInner, D::Embd}, Init::Matrix},
+    };
+    mamba2.uses_rope = false;
+    mamba2.writes_head_count_kv = false;
+    mamba2.ssm = true;
+    tables.push_back(mamba2);
+
     // Qwen3-MoE: Qwen3's attention (per-head q/k RMSNorm, NeoX RoPE, head_dim free) and MoE FFNs
     // of width expert_feed_forward_length in every layer; llama.cpp renormalises the top-k weights
     // (norm_w hard-coded true, no key read). No shared expert.

@@ -35,6 +35,15 @@ enum class Dim {
     VProj,       // n_head * v_head_dim
     FfShared,    // shared experts' width: n_ff_exp * expert_shared_count
     TokenTypes,  // BERT's token types: tokenizer.ggml.token_type_count of the vocabulary (else 2)
+    // Mamba-2 (ssm.*): d_inner, d_state, n_group, the SSM heads (ssm.time_step_rank), d_conv.
+    One,          // 1 (ssm_a and ssm_d are {1, n_head})
+    SsmInner,     // d_inner
+    SsmHead,      // the SSM's heads
+    SsmConv,      // d_conv: the short convolution's taps
+    SsmConvDim,   // d_inner + 2 * n_group * d_state: the convolved channels x | B | C
+    SsmInProj,    // 2 * d_inner + 2 * n_group * d_state + n_head: ssm_in's rows z | x B C | dt
+    SsmGroupWidth,  // d_inner / n_group: one group of the gated RMSNorm
+    SsmGroups,    // n_group
 };
 
 enum class Init {
@@ -45,6 +54,8 @@ enum class Init {
     RopeFreqs,  // Llama 3 per-frequency divisors, computed from the rope scaling (not random)
     LongRopeLong,   // LongRoPE divisors for long contexts: 1 rising geometrically to n_ctx / original context
     LongRopeShort,  // LongRoPE divisors for short contexts: 1 rising linearly to 1.1
+    SsmA,       // Mamba-2's A = -exp(A_log) as the converter stores it: -uniform(1, 16) per head
+    SsmDtBias,  // Mamba-2's dt_bias: softplus^-1 of a step log-uniform in [0.001, 0.1] (the reference init)
 };
 
 enum class Presence {
@@ -78,6 +89,7 @@ struct TensorRule {
     Init init = Init::Matrix;
     Presence presence = Presence::Always;
     float scale = 1.0f;     // multiplies the standard deviation of Matrix and Bias initialisations
+    bool keep_f32 = false;  // stored F32 whatever --type (llama.cpp's quantizer leaves it; ggml_ssm_conv needs F32)
 };
 
 struct ArchTable {
@@ -114,6 +126,10 @@ struct ArchTable {
     // lengths for MLA, head_count_kv 1) and the DeepSeek MoE keys (leading dense layers, shared
     // experts, gating function, expert groups, weight norm and scale, YaRN log multiplier).
     bool mla = false;
+    // Mamba-2's selective state space (ssm.conv_kernel, ssm.inner_size, ssm.state_size,
+    // ssm.time_step_rank, ssm.group_count) instead of attention: the converter then writes
+    // head_count 0 and feed_forward_length 0 ("unused, but seemingly required when loading").
+    bool ssm = false;
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

@@ -58,6 +58,8 @@ check smollm3          --arch smollm3 --seed 12 --n-layer 4
 check smollm3-f16      --arch smollm3 --seed 12 --n-layer 5 --type F16 --head-dim 32
 check exaone           --arch exaone --seed 13
 check exaone-q8_0      --arch exaone --seed 13 --type Q8_0 --tied --rope-scaling llama3:8:1:4:64
+check mamba2           --arch mamba2 --seed 14
+check mamba2-q8_0      --arch mamba2 --seed 14 --type Q8_0 --tied --ssm-groups 2 --ssm-state 32 --ssm-conv 3
 
 if [ "$failures" -gt 0 ]; then echo "$failures model(s) failed"; exit 1; fi
 echo "all models load and run in llama.cpp"

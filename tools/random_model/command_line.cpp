@@ -80,6 +80,11 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--v-head-dim") c.v_head_dim = parse_count(opt, val);
         else if (opt == "--leading-dense") c.leading_dense = parse_count(opt, val);
         else if (opt == "--n-expert-shared") c.n_expert_shared = parse_count(opt, val);
+        else if (opt == "--ssm-conv") c.ssm_conv = parse_count(opt, val);
+        else if (opt == "--ssm-inner") c.ssm_inner = parse_count(opt, val);
+        else if (opt == "--ssm-state") c.ssm_state = parse_count(opt, val);
+        else if (opt == "--ssm-head-dim") c.ssm_head_dim = parse_count(opt, val);
+        else if (opt == "--ssm-groups") c.ssm_groups = parse_count(opt, val);
         else if (opt == "--expert-groups") {
             const size_t colon = val.find(':');
             if (colon == std::string::npos) throw ConfigError("--expert-groups '" + val + "': expected GROUPS:USED");
@@ -142,6 +147,12 @@ std::string usage(const std::string& default_vocab) {
            "  --expert-weights-norm 0|1   renormalise the chosen weights (default 1)\n"
            "  --expert-weights-scale S    multiply the chosen weights (default 2.5)\n"
            "  --yarn-log-multiplier M     rope.scaling.yarn_log_multiplier, 0.1 * mscale_all_dim (with yarn)\n"
+           "mamba2 (selective state space; no attention, no FFN):\n"
+           "  --ssm-conv K          ssm.conv_kernel, the short convolution's taps (default 4)\n"
+           "  --ssm-inner N         ssm.inner_size, d_inner (default 2 * n_embd)\n"
+           "  --ssm-state N         ssm.state_size, d_state (default 16)\n"
+           "  --ssm-head-dim P      SSM head size; ssm.time_step_rank = d_inner / P heads (default 16)\n"
+           "  --ssm-groups G        ssm.group_count, B/C groups dividing the heads (default 1)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
            "                        (default F32; rows the block does not divide fall back\n"

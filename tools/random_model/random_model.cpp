@@ -25,6 +25,7 @@ struct Sizes {
     uint64_t embd, vocab, ff, q_proj, kv_proj, head_dim, head, rope_half, ctx, expert, ff_exp;
     uint64_t q_lora, kv_lora, rope, v_head, ff_shared;  // deepseek2 (multi-head latent attention)
     uint64_t token_types;                               // bert
+    uint64_t ssm_inner, ssm_head, ssm_conv, ssm_state, ssm_groups;  // mamba2
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -49,6 +50,14 @@ struct Sizes {
             case Dim::VProj: return head * v_head;
             case Dim::FfShared: return ff_shared;
             case Dim::TokenTypes: return token_types;
+            case Dim::One: return 1;
+            case Dim::SsmInner: return ssm_inner;
+            case Dim::SsmHead: return ssm_head;
+            case Dim::SsmConv: return ssm_conv;
+            case Dim::SsmConvDim: return ssm_inner + 2 * ssm_groups * ssm_state;
+            case Dim::SsmInProj: return 2 * ssm_inner + 2 * ssm_groups * ssm_state + ssm_head;
+            case Dim::SsmGroupWidth: return ssm_inner / ssm_groups;
+            case Dim::SsmGroups: return ssm_groups;
         }
         return 0;
     }
@@ -198,6 +207,31 @@ void validate_deepseek(RandomModelConfig& c, const ArchTable& arch) {
             "--yarn-log-multiplier needs --rope-scaling yarn:...");
 }
 
+// Fills in and checks the Mamba-2 sizes; other families must leave them unset.
+void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
+    if (!arch.ssm) {
+        require(c.ssm_conv == 0 && c.ssm_inner == 0 && c.ssm_state == 0 && c.ssm_head_dim == 0 && c.ssm_groups == 0,
+                "the state-space options (--ssm-conv, --ssm-inner, --ssm-state, --ssm-head-dim, --ssm-groups) are "
+                "for mamba2 only, not " + arch.name);
+        return;
+    }
+    if (c.ssm_conv == 0) c.ssm_conv = 4;
+    if (c.ssm_inner == 0) c.ssm_inner = 2 * c.n_embd;
+    if (c.ssm_state == 0) c.ssm_state = 16;
+    if (c.ssm_head_dim == 0) c.ssm_head_dim = 16;
+    if (c.ssm_groups == 0) c.ssm_groups = 1;
+    require(c.ssm_conv >= 2 && c.ssm_conv <= 16, "--ssm-conv must be between 2 and 16");
+    require(c.ssm_inner > 0 && c.ssm_inner <= (1 << 20), "--ssm-inner must be positive");
+    require(c.ssm_state > 0 && c.ssm_state <= 1024, "--ssm-state must be between 1 and 1024");
+    require(c.ssm_head_dim > 0 && c.ssm_inner % c.ssm_head_dim == 0,
+            "--ssm-head-dim " + std::to_string(c.ssm_head_dim) + " must divide --ssm-inner " +
+                std::to_string(c.ssm_inner));
+    const int n_head = c.ssm_inner / c.ssm_head_dim;
+    require(c.ssm_groups > 0 && n_head % c.ssm_groups == 0,
+            "--ssm-groups " + std::to_string(c.ssm_groups) + " must divide the SSM heads (" + std::to_string(n_head) +
+                " = --ssm-inner / --ssm-head-dim)");
+}
+
 // Checks the configuration against the family; returns it with defaults filled in.
 RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     const int kMaxSize = 1 << 20;
@@ -208,6 +242,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     in_range("--n-embd", c.n_embd, kMaxSize);
     in_range("--n-layer", c.n_layer, 4096);
     in_range("--n-head", c.n_head, 4096);
+    if (arch.ssm) c.n_head_kv = c.n_head;  // no attention: the head options are unused
     in_range("--n-head-kv", c.n_head_kv, c.n_head);
     in_range("--n-ff", c.n_ff, kMaxSize);
     in_range("--n-ctx", c.n_ctx, 1 << 24);
@@ -282,6 +317,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
             arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
     validate_experts(c, arch);
     validate_deepseek(c, arch);
+    validate_ssm(c, arch);
     require(c.moe_layer_step >= 0, "--moe-layer-step must be positive");
     if (arch.default_moe_layer_step == 0)
         require(c.moe_layer_step == 0, arch.name + " does not interleave dense and MoE layers; drop --moe-layer-step");
@@ -316,6 +352,20 @@ std::vector<float> initial_values(const TensorRule& rule, const std::string& nam
         case Init::LongRopeLong:
         case Init::LongRopeShort:
             return longrope_factors(rule.init == Init::LongRopeLong, c.n_ctx, c.rope_scaling.original_context, n);
+        case Init::SsmA:
+        case Init::SsmDtBias: {
+            std::vector<float> v(n);
+            for (float& x : v) {
+                const double u = double(rng.next_u64() >> 11) * 0x1.0p-53;  // uniform [0, 1)
+                if (rule.init == Init::SsmA) {
+                    x = float(-(1.0 + 15.0 * u));
+                } else {
+                    const double dt = std::exp(std::log(1e-3) + u * (std::log(1e-1) - std::log(1e-3)));
+                    x = float(dt + std::log(-std::expm1(-dt)));  // softplus^-1(dt)
+                }
+            }
+            return v;
+        }
     }
     return {};
 }
@@ -362,7 +412,7 @@ MadeTensor make_tensor(const TensorRule& rule, const std::string& name, const Ra
     if (dims.size() == 3 && name.find("_exps.") != std::string::npos && c.expert_type) requested = *c.expert_type;
     // BERT's token_types stays F32 as the converter writes it (llama.cpp adds its row with
     // ggml_add, which takes no quantised or F16 operand there).
-    const bool keep_f32 = dims.size() == 1 || rule.init == Init::Bias || name == "token_types.weight";
+    const bool keep_f32 = dims.size() == 1 || rule.keep_f32 || rule.init == Init::Bias || name == "token_types.weight";
     const TensorType type = keep_f32 ? TensorType::F32 : matrix_storage_type(requested, dims[0]);
     std::vector<float> values = initial_values(rule, name, dims, c, sizes);
     if (plant) apply_plant(*plant, name, dims, values);
@@ -565,6 +615,11 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.v_head = uint64_t(c.v_head_dim);
     sizes.ff_shared = uint64_t(c.n_ff_exp) * uint64_t(std::max(c.n_expert_shared, 0));
     sizes.token_types = uint64_t(std::max<int64_t>(vocab.get_int("tokenizer.ggml.token_type_count").value_or(2), 1));
+    sizes.ssm_inner = uint64_t(c.ssm_inner);
+    sizes.ssm_head = c.ssm_head_dim > 0 ? uint64_t(c.ssm_inner / c.ssm_head_dim) : 0;
+    sizes.ssm_conv = uint64_t(c.ssm_conv);
+    sizes.ssm_state = uint64_t(c.ssm_state);
+    sizes.ssm_groups = uint64_t(std::max(c.ssm_groups, 1));
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -576,14 +631,22 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     w.set(a + "context_length", Value::from_u32(uint32_t(c.n_ctx)));
     w.set(a + "embedding_length", Value::from_u32(uint32_t(c.n_embd)));
     w.set(a + "block_count", Value::from_u32(uint32_t(c.n_layer)));
-    w.set(a + "feed_forward_length", Value::from_u32(uint32_t(c.n_ff)));
-    w.set(a + "attention.head_count", Value::from_u32(uint32_t(c.n_head)));
+    // Mamba-2's converter writes 0 for both ("unused, but seemingly required when loading").
+    w.set(a + "feed_forward_length", Value::from_u32(arch->ssm ? 0u : uint32_t(c.n_ff)));
+    w.set(a + "attention.head_count", Value::from_u32(arch->ssm ? 0u : uint32_t(c.n_head)));
     if (arch->writes_head_count_kv) w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
     w.set(a + (arch->norm == NormKind::RMSNorm ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon"),
           Value::from_f32(arch->norm_eps));
     if (arch->uses_rope) {
         w.set(a + "rope.freq_base", Value::from_f32(c.rope_freq_base));
         w.set(a + "rope.dimension_count", Value::from_u32(uint32_t(c.rope_dims)));
+    }
+    if (arch->ssm) {
+        w.set(a + "ssm.conv_kernel", Value::from_u32(uint32_t(c.ssm_conv)));
+        w.set(a + "ssm.inner_size", Value::from_u32(uint32_t(c.ssm_inner)));
+        w.set(a + "ssm.state_size", Value::from_u32(uint32_t(c.ssm_state)));
+        w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_inner / c.ssm_head_dim)));
+        w.set(a + "ssm.group_count", Value::from_u32(uint32_t(c.ssm_groups)));
     }
     if (arch->mla) {
         // As the converter writes them: the cached key is [latent; rope key] (kv_lora + qk_rope),

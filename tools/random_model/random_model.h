@@ -70,6 +70,12 @@ struct RandomModelConfig {
     int expert_weights_norm = -1;    // expert_weights_norm (written only when 1); -1: 1
     float expert_weights_scale = 0;  // expert_weights_scale; 0: 2.5
     float yarn_log_multiplier = 0;   // rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim; 0: not written)
+    // mamba2 only (the selective state space); 0: the defaults below.
+    int ssm_conv = 0;                // ssm.conv_kernel: the short convolution's taps; 0: 4
+    int ssm_inner = 0;               // ssm.inner_size (d_inner); 0: 2 * n_embd (the converter's expand 2)
+    int ssm_state = 0;               // ssm.state_size (d_state); 0: 16
+    int ssm_head_dim = 0;            // d_inner / ssm.time_step_rank; 0: 16
+    int ssm_groups = 0;              // ssm.group_count (n_group, dividing the heads); 0: 1
     // --plant-super-weight: a super weight that makes a massive activation on the BOS token
     // (plant.h; llama, qwen2, qwen3, smollm3, qwen3moe, olmoe).
     std::optional<PlantedSuperWeight> plant;
@@ -80,7 +86,7 @@ struct RandomModelConfig {
 float longrope_attn_factor(int n_ctx, int original_context);
 
 // Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, bert, olmo2, phi3, smollm3,
-// qwen3moe, olmoe, gpt-oss, llama4, deepseek2.
+// qwen3moe, olmoe, gpt-oss, llama4, deepseek2, mamba2.
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:
