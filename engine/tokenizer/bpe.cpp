@@ -23,7 +23,7 @@ int32_t BpeMerges::rank(std::string_view left, std::string_view right) const {
 }
 
 void bpe_encode_word(const Vocab& vocab, const BpeMerges& merges, std::string_view word, bool ignore_merges,
-                     std::vector<int32_t>& out) {
+                     bool byte_tokens, std::vector<int32_t>& out) {
     if (word.empty()) return;
     if (ignore_merges) {
         const int32_t id = vocab.find(word);
@@ -48,6 +48,11 @@ void bpe_encode_word(const Vocab& vocab, const BpeMerges& merges, std::string_vi
         const int32_t id = vocab.find(piece);
         if (id >= 0) {
             out.push_back(id);
+            continue;
+        }
+        if (byte_tokens) {  // raw UTF-8 merges: the piece's bytes as <0xXX> tokens
+            for (char c : piece)
+                if (const int32_t byte_id = vocab.byte_token[uint8_t(c)]; byte_id >= 0) out.push_back(byte_id);
             continue;
         }
         // Not a token (a vocabulary without all 256 byte symbols): emit per character.

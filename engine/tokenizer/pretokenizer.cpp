@@ -63,6 +63,8 @@ const std::vector<PreTokenizerSpec>& table() {
          {R"(\p{N})", kGpt2}},
         {{"poro-chat", "bloom", "gpt3-finnish"}, {kBloom}},
         {{"viking"}, {kBloom, R"(\p{N})"}},
+        // SentencePiece-style BPE: the whole line is one word (llama.cpp only splits off newlines).
+        {{"gemma4", "granite-embed-multi-311m"}, {R"([^\n]+|[\n]+)"}, false, /*add_bos=*/true, /*spm_style=*/true},
     };
     return entries;
 }

@@ -19,6 +19,10 @@ struct PreTokenizerSpec {
     std::vector<std::string_view> patterns;  // applied in order (see PreTokenizer::split)
     bool ignore_merges = false;  // a word that is itself a token is emitted whole, without merging
     bool add_bos = false;        // default for `tokenizer.ggml.add_bos_token`
+    // SentencePiece-style BPE (Gemma 4): spaces become U+2581 before splitting, merges run on
+    // the raw UTF-8 (no GPT-2 byte symbols), pieces that are not tokens fall back to <0xXX>
+    // byte tokens, and BOS is added whatever the file says (as llama.cpp does).
+    bool spm_style = false;
 };
 
 // nullptr when no entry has that name.

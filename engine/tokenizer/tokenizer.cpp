@@ -81,11 +81,21 @@ void encode_bpe_text(const Tokenizer::Impl& t, std::string_view text, std::vecto
     const std::vector<uint32_t> cps = unicode::decode_utf8(text);
     std::string word;
     for (const auto& [begin, end] : t.pre_tokenizer->split(cps)) {
-        // The word's UTF-8 bytes, each written as its GPT-2 byte-level code point.
         const std::string utf8 = unicode::encode_utf8(cps.data() + begin, end - begin);
+        if (t.spm_style_bpe) {
+            // A run of newlines that is itself a token stays whole (Gemma 4, as llama.cpp).
+            if (utf8.find_first_not_of('\n') == std::string::npos)
+                if (const int32_t id = t.vocab.find(utf8); id >= 0) {
+                    out.push_back(id);
+                    continue;
+                }
+            detail::bpe_encode_word(t.vocab, *t.merges, utf8, t.ignore_merges, /*byte_tokens=*/true, out);
+            continue;
+        }
+        // The word's UTF-8 bytes, each written as its GPT-2 byte-level code point.
         word.clear();
         for (char c : utf8) unicode::append_utf8(word, unicode::byte_to_code_point(uint8_t(c)));
-        detail::bpe_encode_word(t.vocab, *t.merges, word, t.ignore_merges, out);
+        detail::bpe_encode_word(t.vocab, *t.merges, word, t.ignore_merges, /*byte_tokens=*/false, out);
     }
 }
 
@@ -117,6 +127,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
             detail::spm_encode(t.vocab, piece, out);
             after_special = false;
         }
+    } else if (t.model == Impl::Model::Unigram) {
+        for (const Fragment& f : fragments) {
+            if (f.token >= 0)
+                out.push_back(f.token);
+            else
+                t.unigram->encode(t.vocab, text.substr(f.offset, f.length), out);
+        }
     } else if (t.model == Impl::Model::WordPiece) {
         for (const Fragment& f : fragments) {
             if (f.token >= 0)
@@ -127,10 +144,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
         }
     } else {
         for (const Fragment& f : fragments) {
-            if (f.token >= 0)
+            if (f.token >= 0) {
                 out.push_back(f.token);
-            else
+            } else if (t.spm_style_bpe) {
+                std::string piece(text.substr(f.offset, f.length));
+                replace_all(piece, " ", kSpmSpace);
+                encode_bpe_text(t, piece, out);
+            } else {
                 encode_bpe_text(t, text.substr(f.offset, f.length), out);
+            }
         }
     }
     if (add_special && t.add_eos) out.push_back(t.eos);
@@ -145,7 +167,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     if (attr & (detail::kAttrControl | detail::kAttrUnknown)) return render_special ? text : std::string();
     if (attr & detail::kAttrUserDefined) return text;
     if (attr & detail::kAttrNormal) {
-        if (t.model != Impl::Model::ByteLevelBpe) {  // SentencePiece, WordPiece: U+2581 is a space
+        if (t.model != Impl::Model::ByteLevelBpe || t.spm_style_bpe) {  // U+2581 is a space
             std::string piece = text;
             replace_all(piece, kSpmSpace, " ");
             return piece;
@@ -174,7 +196,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_speci
     std::string out;
     // SentencePiece with a space prefix, and WordPiece (each word starts with U+2581): the
     // first piece's leading space is not part of the text.
-    bool strip_space = (impl_->model == Impl::Model::SentencePiece && impl_->add_space_prefix) ||
+    bool strip_space = ((impl_->model == Impl::Model::SentencePiece || impl_->model == Impl::Model::Unigram) &&
+                        impl_->add_space_prefix) ||
                        impl_->model == Impl::Model::WordPiece;
     for (int32_t id : ids) {
         std::string piece = token_to_piece(id, render_special);
@@ -236,6 +259,8 @@ int32_t Tokenizer::find_token(std::string_view text) const { return impl_->vocab
 std::string Tokenizer::kind() const {
     if (impl_->model == Impl::Model::SentencePiece) return "llama (SentencePiece)";
     if (impl_->model == Impl::Model::WordPiece) return "bert (WordPiece)";
+    if (impl_->model == Impl::Model::Unigram) return "t5 (SentencePiece Unigram)";
+    if (impl_->spm_style_bpe) return impl_->model_name + " (SentencePiece-style BPE, pre=" + impl_->pre_name + ")";
     return "gpt2 (byte-level BPE, pre=" + impl_->pre_name + ")";
 }
 

@@ -2,7 +2,12 @@
 //   - "llama": SentencePiece BPE with byte fallback (Llama 1/2, Mistral, Gemma, Phi-3, ...);
 //   - "gpt2":  byte-level BPE with a regex pre-tokenizer chosen by `tokenizer.ggml.pre`
 //              (GPT-2, Llama 3, Qwen2/3, DeepSeek, OLMo, gpt-oss, ...);
-//   - "bert":  WordPiece with BERT's basic pre-tokenization ([CLS] text [SEP]).
+//   - "gemma4": BPE in SentencePiece style (U+2581 for spaces, merges on raw UTF-8, <0xXX>
+//              byte fallback; Gemma 4);
+//   - "bert":  WordPiece with BERT's basic pre-tokenization ([CLS] text [SEP]);
+//   - "t5":    SentencePiece Unigram (Viterbi over piece scores after the precompiled
+//              normalizer; T5, XLM-RoBERTa, nomic-bert-moe).
+// Any other `tokenizer.ggml.model` (rwkv, plamo2, ...) is refused with this list.
 // Results match llama.cpp's tokenizer token for token (its vocab test files are the tests).
 #pragma once
 

@@ -8,19 +8,25 @@
 
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unigram.h"
 #include "tokenizer/vocab.h"
 
 namespace vkllm::tokenizer {
 
 struct Tokenizer::Impl {
-    enum class Model { SentencePiece, ByteLevelBpe, WordPiece };
+    enum class Model { SentencePiece, ByteLevelBpe, WordPiece, Unigram };
     Model model = Model::SentencePiece;
-    std::string pre_name;  // ByteLevelBpe: the `tokenizer.ggml.pre` in use
+    std::string model_name;  // `tokenizer.ggml.model`
+    std::string pre_name;    // ByteLevelBpe: the `tokenizer.ggml.pre` in use
 
     detail::Vocab vocab;
     std::unique_ptr<detail::BpeMerges> merges;       // ByteLevelBpe
     std::unique_ptr<PreTokenizer> pre_tokenizer;     // ByteLevelBpe
     bool ignore_merges = false;
+    // ByteLevelBpe in SentencePiece style (Gemma 4): spaces as U+2581, merges on raw UTF-8,
+    // <0xXX> byte fallback.
+    bool spm_style_bpe = false;
+    std::unique_ptr<detail::Unigram> unigram;        // Unigram
     // WordPiece (BERT): the normalizer's options and the longest vocabulary string in bytes.
     bool lowercase = true, strip_accents = true;
     size_t max_token_len = 0;

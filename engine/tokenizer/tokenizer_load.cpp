@@ -14,6 +14,11 @@ using detail::Vocab;
 
 constexpr const char* kModelKey = "tokenizer.ggml.model";
 constexpr const char* kPreKey = "tokenizer.ggml.pre";
+// Every `tokenizer.ggml.model` llama.cpp knows is either one of these or refused with this list
+// (rwkv, plamo2, hybriddna, whitespace, test, none).
+constexpr const char* kSupportedModels =
+    "llama (SentencePiece BPE), gpt2 (byte-level BPE), gemma4 (SentencePiece-style BPE), bert (WordPiece), "
+    "t5 (SentencePiece Unigram)";
 
 // Texts of tokens that end generation in the model families we know (llama.cpp's list).
 constexpr std::string_view kEndOfGenerationTexts[] = {
@@ -185,29 +190,39 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer(const gguf::File& f) {
     if (!model) throw TokenizerError(where(f) + ": no tokenizer (" + kModelKey + " is missing)");
 
     const PreTokenizerSpec* pre_spec = nullptr;
+    t->model_name = *model;
+    bool remove_extra_whitespaces = false;
     if (*model == "llama") {
         t->model = Tokenizer::Impl::Model::SentencePiece;
         t->bos = 1, t->eos = 2, t->unk = 0;  // SentencePiece defaults
         t->add_bos = true;
         t->add_space_prefix = true;
-    } else if (*model == "gpt2") {
+    } else if (*model == "gpt2" || *model == "gemma4") {
         t->model = Tokenizer::Impl::Model::ByteLevelBpe;
-        t->pre_name = f.get_string(kPreKey).value_or("default");
+        // "gemma4" is SentencePiece-style BPE whatever the file's pre-tokenizer says.
+        t->pre_name = *model == "gemma4" ? std::string("gemma4") : f.get_string(kPreKey).value_or("default");
         pre_spec = find_pre_tokenizer(t->pre_name);
         if (!pre_spec)
             throw TokenizerError(where(f) + ": unsupported pre-tokenizer '" + t->pre_name + "' (" + kPreKey +
                                  "); supported: " + supported_pre_tokenizer_names());
         t->ignore_merges = pre_spec->ignore_merges;
         t->add_bos = pre_spec->add_bos;
+        t->spm_style_bpe = pre_spec->spm_style;
     } else if (*model == "bert") {
         // llama.cpp's defaults for a WordPiece vocabulary: [CLS] text [SEP], BERT's ids.
         t->model = Tokenizer::Impl::Model::WordPiece;
         t->bos = 101, t->unk = 100, t->sep = 102, t->pad = 0, t->mask = 103;
         t->add_bos = true;
         t->add_sep = true;
+    } else if (*model == "t5") {
+        // SentencePiece Unigram; llama.cpp's defaults: no BOS, EOS appended.
+        t->model = Tokenizer::Impl::Model::Unigram;
+        t->eos = 1, t->unk = 2, t->pad = 0;
+        t->add_eos = true;
+        read_flag(f, "tokenizer.ggml.remove_extra_whitespaces", remove_extra_whitespaces);
     } else {
         throw TokenizerError(where(f) + ": unsupported tokenizer model '" + *model + "' (" + kModelKey +
-                             "); supported: llama (SentencePiece), gpt2 (byte-level BPE), bert (WordPiece)");
+                             "); supported: " + kSupportedModels);
     }
     read_flag(f, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
 
@@ -244,6 +259,18 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer(const gguf::File& f) {
         t->strip_accents = t->lowercase;
         read_flag(f, "tokenizer.ggml.normalizer.strip_accents", t->strip_accents);
         for (const std::string& s : t->vocab.text) t->max_token_len = std::max(t->max_token_len, s.size());
+    }
+    if (t->spm_style_bpe) t->add_bos = true;  // Gemma 4 files that say otherwise are wrong (llama.cpp overrides them too)
+    if (t->model == Tokenizer::Impl::Model::Unigram) {
+        std::vector<uint8_t> charsmap;
+        if (auto bytes = f.get_ints("tokenizer.ggml.precompiled_charsmap"))
+            for (int64_t b : *bytes) charsmap.push_back(uint8_t(b));
+        try {
+            t->unigram = std::make_unique<detail::Unigram>(t->vocab, detail::CharsMap(std::move(charsmap)),
+                                                           t->add_space_prefix, remove_extra_whitespaces);
+        } catch (const std::runtime_error& e) {
+            throw TokenizerError(where(f) + ": tokenizer.ggml." + e.what());
+        }
     }
     if (t->add_bos && t->bos < 0) t->add_bos = false;  // nothing to add
     if (t->add_eos && t->eos < 0) t->add_eos = false;

@@ -66,9 +66,10 @@ private:
 // Merges one pre-tokenized word, given as the UTF-8 of its GPT-2 byte-level code points: each
 // character starts as a symbol; the adjacent pair with the lowest merge rank is merged,
 // repeatedly (ties: leftmost). With `ignore_merges`, a word that is itself a token is emitted
-// whole. Appends ids to `out`.
+// whole. A final piece that is not a token becomes its bytes' <0xXX> tokens with `byte_tokens`
+// (merges over raw UTF-8), else its characters' tokens. Appends ids to `out`.
 void bpe_encode_word(const Vocab& vocab, const BpeMerges& merges, std::string_view word, bool ignore_merges,
-                     std::vector<int32_t>& out);
+                     bool byte_tokens, std::vector<int32_t>& out);
 
 // BERT's WordPiece (wordpiece.cpp). wordpiece_words: the basic pre-tokenization: optional NFD
 // accent stripping (a code point becomes the first of its NFD form, marks are dropped) and

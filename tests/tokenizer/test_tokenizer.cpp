@@ -1,9 +1,12 @@
-// Tokenizer against llama.cpp: the vocab test files (../shared/models/vocab/*.gguf with .inp
-// cases and .out ids, made with Hugging Face tokenizers and passed by llama.cpp), the
+// Tokenizer against llama.cpp: the vocab test files (../shared/models/vocab/*.gguf and, when the
+// llama-oracle is installed, every models/ggml-vocab-*.gguf of its llama.cpp source with .inp
+// cases and .out ids, made with Hugging Face tokenizers and passed by llama.cpp), the Unigram
+// vocabulary llama.cpp ships without cases (ids from llama.cpp in tests/tokenizer/golden), the
 // stories260K golden file made by the llama-oracle, plus small synthetic vocabularies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,8 +37,8 @@ struct VocabCase {
 // Cases as llama.cpp's tests/test-tokenizer-0 reads them: the .inp is split at every
 // "\n__ggml_vocab_test__\n" (text after the last separator, empty here, is not a case);
 // the .out has one line of space-separated ids per case.
-std::vector<VocabCase> read_cases(const std::string& gguf_path) {
-    const std::string inp = read_text(gguf_path + ".inp");
+std::vector<VocabCase> read_cases(const std::string& inp_path, const std::string& out_path) {
+    const std::string inp = read_text(inp_path);
     const std::string sep = "\n__ggml_vocab_test__\n";
     std::vector<std::string> texts;
     for (size_t pos = 0; pos < inp.size();) {
@@ -47,25 +50,53 @@ std::vector<VocabCase> read_cases(const std::string& gguf_path) {
         texts.push_back(inp.substr(pos, next - pos));
         pos = next + sep.size();
     }
-    std::istringstream out(read_text(gguf_path + ".out"));
+    std::istringstream out(read_text(out_path));
     std::vector<VocabCase> cases;
     std::string line;
     for (size_t i = 0; std::getline(out, line); ++i) {
-        if (i >= texts.size()) throw std::runtime_error(gguf_path + ".out has more lines than .inp has cases");
+        if (i >= texts.size()) throw std::runtime_error(out_path + " has more lines than " + inp_path + " has cases");
         VocabCase c{texts[i], {}};
         std::istringstream ids(line);
         for (int32_t id; ids >> id;) c.ids.push_back(id);
         cases.push_back(std::move(c));
     }
-    if (cases.size() != texts.size()) throw std::runtime_error(gguf_path + ": .inp and .out disagree on the case count");
+    if (cases.size() != texts.size()) throw std::runtime_error(inp_path + " and " + out_path + " disagree on the case count");
     return cases;
 }
 
+std::vector<VocabCase> read_cases(const std::string& gguf_path) {
+    return read_cases(gguf_path + ".inp", gguf_path + ".out");
+}
+
+// The llama-oracle's copy of llama.cpp's vocab test files ($ORACLE_HOME, else
+// ~/.cache/llama-oracle: ../shared/tools/llama-oracle/setup.sh), or "" when it is not installed.
+std::string oracle_models_dir() {
+    const char* env = std::getenv("ORACLE_HOME");
+    const char* home = std::getenv("HOME");
+    const std::string dir = (env ? std::string(env) : std::string(home ? home : "") + "/.cache/llama-oracle") +
+                            "/src/models";
+    return std::filesystem::exists(dir + "/ggml-vocab-gemma-4.gguf") ? dir : std::string();
+}
+
+// ../shared's vocab test files, then the oracle's that ../shared lacks (those with cases).
 std::vector<std::string> vocab_files(const std::string& shared) {
     std::vector<std::string> files;
+    std::vector<std::string> names;
     for (const auto& e : std::filesystem::directory_iterator(shared + "/models/vocab"))
-        if (e.path().extension() == ".gguf") files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());
+        if (e.path().extension() == ".gguf") {
+            files.push_back(e.path().string());
+            names.push_back(e.path().filename().string());
+        }
+    if (const std::string oracle = oracle_models_dir(); !oracle.empty())
+        for (const auto& e : std::filesystem::directory_iterator(oracle)) {
+            const std::string name = e.path().filename().string();
+            if (e.path().extension() == ".gguf" && std::filesystem::exists(e.path().string() + ".inp") &&
+                std::find(names.begin(), names.end(), name) == names.end())
+                files.push_back(e.path().string());
+        }
+    std::sort(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+        return std::filesystem::path(a).filename() < std::filesystem::path(b).filename();
+    });
     return files;
 }
 
@@ -115,11 +146,34 @@ TEST(VocabFiles, EveryCaseMatchesLlamaCpp) {
     }
 }
 
+TEST(VocabFiles, OracleFixturesIncludeGemma4) {
+    VKLLM_REQUIRE_SHARED(shared);
+    if (oracle_models_dir().empty()) GTEST_SKIP() << "the llama-oracle is not installed: only ../shared's vocab files ran";
+    const auto files = vocab_files(shared);
+    EXPECT_GE(files.size(), 15u);  // every llama.cpp vocab test file with cases
+    const auto gemma = std::find_if(files.begin(), files.end(), [](const std::string& f) {
+        return f.find("ggml-vocab-gemma-4.gguf") != std::string::npos;
+    });
+    ASSERT_NE(gemma, files.end());
+    const Tokenizer& tok = load(*gemma);
+    EXPECT_EQ(tok.kind(), "gemma4 (SentencePiece-style BPE, pre=gemma4)");
+    EXPECT_TRUE(tok.add_bos());
+    EXPECT_EQ(tok.bos(), tok.find_token("<bos>"));
+    EXPECT_TRUE(tok.is_eog(tok.find_token("<turn|>")));
+    EXPECT_FALSE(tok.is_eog(tok.find_token("</s>")));  // plain text in Gemma 4
+    // Spaces are U+2581 inside tokens and come back as spaces; bytes without a token are <0xXX>.
+    const auto ids = tok.encode("Hello  world\n\n\xF0\x9F\xA6\x99", true, false);
+    EXPECT_EQ(ids.front(), tok.bos());
+    EXPECT_EQ(tok.decode(ids), "Hello  world\n\n\xF0\x9F\xA6\x99");
+    EXPECT_EQ(tok.token_to_piece(tok.find_token("\xE2\x96\x81world")), " world");
+}
+
 TEST(VocabFiles, DecodeRoundTrips) {
     VKLLM_REQUIRE_SHARED(shared);
     for (const std::string& path : vocab_files(shared)) {
         SCOPED_TRACE(path);
         const Tokenizer& tok = load(path);
+        if (tok.kind() == "bert (WordPiece)") continue;  // lower-cases and drops whitespace: not lossless
         for (const VocabCase& c : read_cases(path)) {
             EXPECT_EQ(tok.decode(tok.encode(c.text, false, false)), c.text);
             // With BOS (which renders as nothing) the text comes back the same.
@@ -383,6 +437,8 @@ TEST(Synthetic, UnsupportedTokenizersAreNamed) {
     rwkv.set("tokenizer.ggml.model", Value::from_string("rwkv"));
     rwkv.set("tokenizer.ggml.tokens", Value::from_strings({"a", "b"}));
     expect_error(rwkv, "'rwkv'");
+    expect_error(rwkv, "supported: llama (SentencePiece BPE), gpt2 (byte-level BPE), gemma4 (SentencePiece-style BPE), "
+                       "bert (WordPiece), t5 (SentencePiece Unigram)");
 
     vkllm::gguf::Writer odd_pre;
     odd_pre.set("tokenizer.ggml.model", Value::from_string("gpt2"));
@@ -500,4 +556,90 @@ TEST(WordPiece, GreedyLongestMatchAndUnknownWords) {
     EXPECT_EQ(tok->encode("unaffablex a", true, false), (std::vector<int32_t>{2, 1, 9, 3}));
     EXPECT_EQ(tok->decode({6, 7, 9}), "unaffable a");
     EXPECT_EQ(tok->mask(), 4);
+}
+
+// ---- Unigram (SentencePiece Unigram, `tokenizer.ggml.model` "t5") ----
+
+// llama.cpp ships nomic-bert-moe's Unigram vocabulary (XLM-RoBERTa's 250k pieces with a
+// precompiled character map) without cases: the cases are llama-spm's, the ids llama.cpp's own
+// (scripts/make-golden-unigram.sh), committed in tests/tokenizer/golden.
+TEST(Unigram, EveryNomicBertMoeCaseMatchesLlamaCpp) {
+    const std::string oracle = oracle_models_dir();
+    if (oracle.empty()) GTEST_SKIP() << "the llama-oracle is not installed (../shared/tools/llama-oracle/setup.sh): "
+                                        "its ggml-vocab-nomic-bert-moe.gguf is the Unigram vocabulary";
+    const Tokenizer& tok = load(oracle + "/ggml-vocab-nomic-bert-moe.gguf");
+    EXPECT_EQ(tok.kind(), "t5 (SentencePiece Unigram)");
+    const std::string golden = vkllm::test::source_dir() + "/tests/tokenizer/golden/nomic-bert-moe";
+    const auto cases = read_cases(golden + ".inp", golden + ".out");
+    ASSERT_GT(cases.size(), 40u);
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto got = tok.encode(cases[i].text, /*add_special=*/false, /*parse_special=*/false);
+        EXPECT_EQ(got, cases[i].ids) << "case " << i << " '" << cases[i].text << "'\n  got:      " << show(got)
+                                     << "\n  expected: " << show(cases[i].ids);
+    }
+    // The file's add_bos/add_eos: <s> text </s>; the space put in front is not part of the text.
+    const auto ids = tok.encode("Hello world", true, false);
+    ASSERT_GE(ids.size(), 3u);
+    EXPECT_EQ(ids.front(), tok.bos());
+    EXPECT_EQ(ids.back(), tok.eos());
+    EXPECT_EQ(tok.decode(ids), "Hello world");
+}
+
+namespace {
+
+// A Unigram vocabulary without a character map: <pad> </s> <unk>, then pieces with
+// log-probability scores.
+vkllm::gguf::Writer tiny_unigram(const std::vector<std::pair<std::string, float>>& pieces) {
+    using vkllm::gguf::Value;
+    std::vector<std::string> tokens = {"<pad>", "</s>", "<unk>"};
+    std::vector<int32_t> types = {3, 3, 2};
+    std::vector<float> scores = {0, 0, 0};
+    for (const auto& [t, s] : pieces) {
+        tokens.push_back(t);
+        types.push_back(1);
+        scores.push_back(s);
+    }
+    vkllm::gguf::Writer w;
+    w.set("tokenizer.ggml.model", Value::from_string("t5"));
+    w.set("tokenizer.ggml.tokens", Value::from_strings(tokens));
+    w.set("tokenizer.ggml.scores", Value::from_f32s(scores));
+    w.set("tokenizer.ggml.token_type", Value::from_i32s(types));
+    w.set("tokenizer.ggml.add_space_prefix", Value::from_bool(true));
+    return w;
+}
+
+}  // namespace
+
+TEST(Unigram, ViterbiPicksTheBestScoringSegmentation) {
+    const std::string sp = "\xE2\x96\x81";
+    // ids: 3 ▁ 4 a 5 b 6 ab 7 ▁a 8 ▁ab 9 c 10 bc 11 ▁abc
+    auto w = tiny_unigram({{sp, -1}, {"a", -2}, {"b", -2}, {"ab", -2.5f}, {sp + "a", -2}, {sp + "ab", -6},
+                           {"c", -3}, {"bc", -1}, {sp + "abc", -9}});
+    const auto tok = tokenizer_from(w);
+    EXPECT_EQ(tok->kind(), "t5 (SentencePiece Unigram)");
+    // "▁abc": ▁a + bc = -3 beats ▁ab + c = -9, ▁abc = -9, ▁ + ab + c = -6.5, ▁ + a + bc = -4.
+    EXPECT_EQ(tok->encode("abc", false, false), (std::vector<int32_t>{7, 10}));
+    // "▁ab": ▁ + ab = -3.5 beats ▁a + b = -4, ▁ab = -6, ▁ + a + b = -5.
+    EXPECT_EQ(tok->encode("ab", false, false), (std::vector<int32_t>{3, 6}));
+    // Unknown characters: each costs the lowest score minus 10, and a run is one <unk>.
+    EXPECT_EQ(tok->encode("a\xC3\xA9\xC3\xA9" "c", false, false), (std::vector<int32_t>{7, 2, 9}));
+    // Spaces: each becomes ▁ (remove_extra_whitespaces is off); EOS is added by default.
+    EXPECT_EQ(tok->encode("a  a", true, false), (std::vector<int32_t>{7, 3, 7, 1}));
+    EXPECT_FALSE(tok->add_bos());
+    EXPECT_EQ(tok->decode({7, 10}), "abc");
+
+    w.set("tokenizer.ggml.remove_extra_whitespaces", vkllm::gguf::Value::from_bool(true));
+    const auto merged = tokenizer_from(w);
+    EXPECT_EQ(merged->encode("  a   a ", false, false), (std::vector<int32_t>{7, 7}));
+}
+
+TEST(Unigram, MalformedCharacterMapIsRefused) {
+    auto w = tiny_unigram({{"a", -1}});
+    w.set("tokenizer.ggml.precompiled_charsmap", vkllm::gguf::Value::from_i32s({200, 0, 0, 0, 1, 2}));
+    try {
+        tokenizer_from(w);
+        ADD_FAILURE() << "expected an error";
+    } catch (const TokenizerError& e) {
+        EXPECT_NE(std::string(e.what()).find("precompiled_charsmap"), std::string::npos) << e.what();
+    }
 }
