@@ -32,6 +32,8 @@ json model_json(const ModelInfo& info) {
 
 void ProbeDocument::AttentionRows::add(const AttentionMap& m) {
     if (probs.empty()) {
+        head = m.head;
+        key_first = m.key_pos.empty() ? 0 : m.key_pos.front();
         n_head = m.n_head;
         window = m.window;
         chunk = m.chunk;
@@ -40,12 +42,15 @@ void ProbeDocument::AttentionRows::add(const AttentionMap& m) {
         sink.resize(size_t(m.n_head));
     }
     has_sink = has_sink || !m.sink.empty();
-    const int n_key = m.key_pos.empty() ? 0 : *std::max_element(m.key_pos.begin(), m.key_pos.end()) + 1;
+    n_key_seen = std::max(n_key_seen, m.n_key());
+    // Keys from key_first (0 but for a tile) on.
+    const int n_key = m.key_pos.empty() ? 0 : *std::max_element(m.key_pos.begin(), m.key_pos.end()) + 1 - key_first;
     for (int q = 0; q < m.n_query(); ++q) {
         query_pos.push_back(m.query_pos[size_t(q)]);
         for (int h = 0; h < m.n_head; ++h) {
-            std::vector<float> row(size_t(n_key), 0.0f);
-            for (int k = 0; k < m.n_key(); ++k) row[size_t(m.key_pos[size_t(k)])] = m.at(h, q, k);
+            std::vector<float> row(size_t(std::max(n_key, 0)), 0.0f);
+            for (int k = 0; k < m.n_key(); ++k)
+                if (m.key_pos[size_t(k)] >= key_first) row[size_t(m.key_pos[size_t(k)] - key_first)] = m.at(h, q, k);
             probs[size_t(h)].push_back(std::move(row));
             sink[size_t(h)].push_back(m.sink.empty() ? 0.0f : m.sink[size_t(h) * size_t(m.n_query()) + size_t(q)]);
         }
@@ -54,18 +59,56 @@ void ProbeDocument::AttentionRows::add(const AttentionMap& m) {
 
 // Every row padded to the same key axis: positions 0..the largest query or key position (a
 // causal map's newest query; an encoder's last token, since its rows see keys after them).
-json ProbeDocument::AttentionRows::to_json(int layer) const {
-    int n_key = query_pos.empty() ? 0 : *std::max_element(query_pos.begin(), query_pos.end()) + 1;
-    for (const auto& head : probs)
-        for (const auto& row : head) n_key = std::max(n_key, int(row.size()));
+json ProbeDocument::AttentionRows::to_json(int layer, const SidecarWriter& sidecar,
+                                           uint64_t sidecar_min_values) const {
+    // A head's map (maybe a tile) keeps its own key range; a layer's runs to the newest query.
+    int n_key = head >= 0 ? n_key_seen
+                : query_pos.empty() ? 0
+                                    : *std::max_element(query_pos.begin(), query_pos.end()) + 1;
+    for (const auto& h : probs)
+        for (const auto& row : h) n_key = std::max(n_key, int(row.size()));
     std::vector<int> key_pos(static_cast<size_t>(n_key));
-    for (int k = 0; k < n_key; ++k) key_pos[size_t(k)] = k;
+    for (int k = 0; k < n_key; ++k) key_pos[size_t(k)] = key_first + k;
+    const uint64_t values = uint64_t(n_head) * query_pos.size() * uint64_t(n_key);
+    json j = {{"layer", layer},   {"head", head},           {"n_head", n_head},   {"window", window},
+              {"chunk", chunk},   {"causal", causal},       {"query_pos", query_pos}, {"key_pos", key_pos},
+              {"probs", nullptr}, {"probs_npy", nullptr},   {"sink", has_sink ? json(sink) : json(nullptr)}};
+    if (sidecar && values >= sidecar_min_values) {
+        std::vector<float> flat(values, 0.0f);
+        size_t i = 0;
+        for (const auto& h : probs)
+            for (const auto& row : h) {
+                std::copy(row.begin(), row.end(), flat.begin() + long(i));
+                i += size_t(n_key);
+            }
+        const std::string name =
+            "attention-L" + std::to_string(layer) + (head >= 0 ? "-H" + std::to_string(head) : std::string());
+        j["probs_npy"] = sidecar(name, {uint64_t(n_head), uint64_t(query_pos.size()), uint64_t(n_key)}, flat);
+        return j;
+    }
     auto padded = probs;
-    for (auto& head : padded)
-        for (auto& row : head) row.resize(size_t(n_key), 0.0f);
-    return {{"layer", layer},         {"n_head", n_head}, {"window", window}, {"chunk", chunk},
-            {"causal", causal},       {"query_pos", query_pos}, {"key_pos", key_pos}, {"probs", padded},
-            {"sink", has_sink ? json(sink) : json(nullptr)}};
+    for (auto& h : padded)
+        for (auto& row : h) row.resize(size_t(n_key), 0.0f);
+    j["probs"] = padded;
+    return j;
+}
+
+std::string npy_bytes(const std::vector<uint64_t>& shape, const std::vector<float>& values) {
+    std::string dims;  // "a, b, c", or "a," for one axis
+    for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+    if (shape.size() == 1) dims += ",";
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+    // Magic, version, header length, then the header padded with spaces to a multiple of 64
+    // bytes in all, ending in a newline.
+    const size_t unpadded = 10 + header.size() + 1;
+    header.append((64 - unpadded % 64) % 64, ' ');
+    header += '\n';
+    std::string out("\x93NUMPY\x01\x00", 8);
+    out += char(header.size() & 0xff);
+    out += char(header.size() >> 8);
+    out += header;
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    return out;
 }
 
 namespace {
@@ -80,7 +123,15 @@ json rows_of(const std::vector<T>& flat, int k) {
 }  // namespace
 
 void ProbeDocument::add(const ProbeResults& r, int eval) {
-    for (const AttentionMap& m : r.attention) attention_[m.layer].add(m);
+    for (const AttentionMap& m : r.attention) attention_[{m.layer, m.head}].add(m);
+    for (const AttentionSummary& a : r.attention_summary) {
+        SummarySums& s = summary_[{a.layer, a.head}];
+        s.entropy += double(a.entropy) * a.rows;
+        s.sink_mass += double(a.sink_mass) * a.rows;
+        s.mean_distance += double(a.mean_distance) * a.rows;
+        s.max_prob += double(a.max_prob) * a.rows;
+        s.rows += a.rows;
+    }
     for (const ResidualStat& s : r.residual) {
         json top = json::array();
         for (const ResidualEntry& e : s.top) top.push_back({{"value", e.value}, {"position", e.token}, {"channel", e.channel}});
@@ -119,7 +170,8 @@ void ProbeDocument::add(const ProbeResults& r, int eval) {
     barriers_ += r.barriers;
 }
 
-json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentToken>& tokens) const {
+json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentToken>& tokens,
+                            const SidecarWriter& sidecar, uint64_t sidecar_min_values) const {
     json doc;
     doc["model"] = model_json(info);
     doc["tokens"] = json::array();
@@ -127,7 +179,19 @@ json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentTok
         doc["tokens"].push_back(
             {{"position", int(i)}, {"id", tokens[i].id}, {"text", tokens[i].text}, {"generated", tokens[i].generated}});
     doc["attention"] = json::array();
-    for (const auto& [layer, rows] : attention_) doc["attention"].push_back(rows.to_json(layer));
+    for (const auto& [key, rows] : attention_)
+        doc["attention"].push_back(rows.to_json(key.first, sidecar, sidecar_min_values));
+    doc["attention_summary"] = json::array();
+    for (const auto& [key, s] : summary_) {
+        const double n = std::max(s.rows, 1);
+        doc["attention_summary"].push_back({{"layer", key.first},
+                                            {"head", key.second},
+                                            {"rows", s.rows},
+                                            {"entropy", float(s.entropy / n)},
+                                            {"sink_mass", float(s.sink_mass / n)},
+                                            {"mean_distance", float(s.mean_distance / n)},
+                                            {"max_prob", float(s.max_prob / n)}});
+    }
     doc["residual"] = residual_;
     doc["ffn_down"] = ffn_down_;
     doc["routing"] = json::array();

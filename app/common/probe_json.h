@@ -3,9 +3,16 @@
 // the evaluations after it. Field names are a contract (docs/api.md describes them):
 //   model       the ModelInfo: arch, name, n_layer, n_embd, n_vocab, layers (attention, ffn)
 //   tokens      [{position, id, text, generated}] every token evaluated, in order
-//   attention   [{layer, n_head, window, chunk, causal, query_pos[], key_pos[],
-//                 probs[head][query][key], sink[head][query] or null}]: every eval's rows in
-//                 order, the key axis padded to positions 0..the largest key seen
+//   attention   [{layer, head, n_head, window, chunk, causal, query_pos[], key_pos[],
+//                 probs[head][query][key] or null, probs_npy, sink[head][query] or null}]:
+//                 every eval's rows in order, the key axis padded to positions 0..the largest
+//                 key seen (a tile: its own key positions). head -1 and n_head the layer's
+//                 heads for a whole layer; head h and n_head 1 for one head. probs_npy, when
+//                 not null, names the NumPy file beside the document that holds probs (float32
+//                 [n_head][query][key]) and probs is null
+//   attention_summary [{layer, head, rows, entropy, sink_mass, mean_distance, max_prob}]: per
+//                 layer and head, each the mean over the `rows` query rows of every eval
+//                 (vkllm/probe.h AttentionSummary)
 //   residual    [{eval, layer, max_abs, position, channel, median_abs, token_max_abs[],
 //                 token_channel[], top[{value, position, channel}]}] per eval (eval 0: the
 //                 prompt, eval i: the i-th evaluation after it)
@@ -17,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,25 +46,41 @@ struct DocumentToken {
     bool generated = false;  // sampled by the front-end rather than part of a prompt
 };
 
+// Large tensors beside the document: given a name ("attention-L3-H5"), a shape and the values
+// (row-major), writes them and returns the file name the document refers to them by.
+using SidecarWriter = std::function<std::string(const std::string& name, const std::vector<uint64_t>& shape,
+                                                const std::vector<float>& values)>;
+
+// A NumPy .npy file (format 1.0, little-endian float32, C order) of these values.
+std::string npy_bytes(const std::vector<uint64_t>& shape, const std::vector<float>& values);
+
 // Gathers the probes of consecutive evaluations (add them in order) into the document.
 class ProbeDocument {
 public:
     // `eval`: 0 for the prompt, i for the i-th evaluation after it.
     void add(const ProbeResults& r, int eval);
-    nlohmann::json to_json(const ModelInfo& info, const std::vector<DocumentToken>& tokens) const;
+    // With a sidecar, attention maps of at least sidecar_min_values probabilities go to it.
+    nlohmann::json to_json(const ModelInfo& info, const std::vector<DocumentToken>& tokens,
+                           const SidecarWriter& sidecar = {}, uint64_t sidecar_min_values = 0) const;
 
 private:
-    // One layer's attention rows over the evals, each row's keys by position.
+    // One layer's (or one head's) attention rows over the evals, each row's keys by position.
     struct AttentionRows {
+        int head = -1, key_first = 0, n_key_seen = 0;  // single heads: keys as the maps give them
         int n_head = 0, window = 0, chunk = 0;
         bool causal = true, has_sink = false;
         std::vector<int> query_pos;
         std::vector<std::vector<std::vector<float>>> probs;  // [head][query][key position]
         std::vector<std::vector<float>> sink;                // [head][query]
         void add(const AttentionMap& m);
-        nlohmann::json to_json(int layer) const;
+        nlohmann::json to_json(int layer, const SidecarWriter& sidecar, uint64_t sidecar_min_values) const;
     };
-    std::map<int, AttentionRows> attention_;  // by layer
+    std::map<std::pair<int, int>, AttentionRows> attention_;  // by layer, then head (-1: the layer's)
+    struct SummarySums {
+        double entropy = 0, sink_mass = 0, mean_distance = 0, max_prob = 0;
+        int rows = 0;
+    };
+    std::map<std::pair<int, int>, SummarySums> summary_;  // by layer and head
     nlohmann::json residual_ = nlohmann::json::array(), ffn_down_ = nlohmann::json::array(),
                    logit_lens_ = nlohmann::json::array();
     std::map<int, nlohmann::json> routing_;  // by layer
