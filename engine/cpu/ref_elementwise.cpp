@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/softmax.h"
 #include "cpu/ref_ops.h"
 
 namespace vkllm::cpu {
@@ -67,23 +68,13 @@ void softmax(const float* x, float* y, int64_t n_rows, int64_t n, float scale, f
     for (int64_t r = 0; r < n_rows; ++r) {
         const float* xr = x + r * n;
         float* yr = y + r * n;
-        double max_z = -std::numeric_limits<double>::infinity();
         for (int64_t i = 0; i < n; ++i) {
             double v = static_cast<double>(xr[i]) * scale;
             if (softcap > 0.0f) v = softcap * std::tanh(v / softcap);
             z[i] = v;
-            max_z = std::max(max_z, v);
         }
-        if (max_z == -std::numeric_limits<double>::infinity()) {
-            std::fill(yr, yr + n, 0.0f);
-            continue;
-        }
-        double sum = 0.0;
-        for (int64_t i = 0; i < n; ++i) {
-            z[i] = std::exp(z[i] - max_z);  // exp(-inf) = 0
-            sum += z[i];
-        }
-        for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<float>(z[i] / sum);
+        softmax_in_place(z.data(), z.size());  // a row of -inf only: zeros
+        for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<float>(z[i]);
     }
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/softmax.h"
+#include "core/top_n.h"
 #include "cpu/ref_ops.h"
 
 namespace vkllm::cpu {
@@ -29,14 +31,6 @@ void check_router(const RouterParams& p) {
     }
 }
 
-// Indices of `scores` in descending order of score; equal scores keep ascending index order.
-std::vector<int> order_desc(const std::vector<double>& scores) {
-    std::vector<int> idx(scores.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return scores[a] > scores[b]; });
-    return idx;
-}
-
 }  // namespace
 
 void route(const float* logits, int64_t n_tokens, const RouterParams& p, int32_t* experts, float* weights) {
@@ -52,10 +46,8 @@ void route(const float* logits, int64_t n_tokens, const RouterParams& p, int32_t
         } else if (p.gating == RouterParams::Sigmoid) {
             for (int e = 0; e < n; ++e) probs[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(lt[e])));
         } else {
-            const double m = *std::max_element(lt, lt + n);
-            double sum = 0.0;
-            for (int e = 0; e < n; ++e) sum += probs[e] = std::exp(lt[e] - m);
-            for (int e = 0; e < n; ++e) probs[e] /= sum;
+            for (int e = 0; e < n; ++e) probs[e] = lt[e];
+            softmax_in_place(probs.data(), probs.size());
         }
         for (int e = 0; e < n; ++e) score[e] = probs[e] + (p.selection_bias ? p.selection_bias[e] : 0.0f);
 
@@ -69,14 +61,14 @@ void route(const float* logits, int64_t n_tokens, const RouterParams& p, int32_t
                 std::sort(members.begin(), members.end(), std::greater<>());
                 group_score[g] = members[0] + (per_group > 1 ? members[1] : 0.0);
             }
-            const std::vector<int> group_order = order_desc(group_score);
+            const std::vector<int32_t> group_order = top_n(group_score.data(), group_score.size(), size_t(p.topk_group));
             std::vector<bool> kept(p.n_group, false);
             for (int r = 0; r < p.topk_group; ++r) kept[group_order[r]] = true;
             for (int e = 0; e < n; ++e)
                 if (!kept[e / per_group]) score[e] = neg_inf;
         }
 
-        const std::vector<int> order = order_desc(score);
+        const std::vector<int32_t> order = top_n(score.data(), score.size(), size_t(p.top_k));
         int32_t* et = experts + t * p.top_k;
         float* wt = weights + t * p.top_k;
         std::vector<double> w(p.top_k);
@@ -84,12 +76,7 @@ void route(const float* logits, int64_t n_tokens, const RouterParams& p, int32_t
             et[r] = order[r];
             w[r] = probs[order[r]];
         }
-        if (p.softmax_after_topk) {
-            const double m = *std::max_element(w.begin(), w.end());
-            double sum = 0.0;
-            for (double& x : w) sum += x = std::exp(x - m);
-            for (double& x : w) x /= sum;
-        }
+        if (p.softmax_after_topk) softmax_in_place(w.data(), w.size());
         if (p.norm_topk) {
             const double sum = std::max(std::accumulate(w.begin(), w.end(), 0.0), 6.103515625e-5);
             for (double& x : w) x /= sum;

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/attention.h"
 #include "gguf/gguf.h"
 
 namespace vkllm::cpu {
@@ -164,26 +165,15 @@ float yarn_attn_factor(float freq_scale, float yarn_log_mul, bool deepseek2, flo
 // ---------------------------------------------------------------------------------------------
 // Attention (ref_attention.cpp)
 
-struct AttentionParams {
-    int n_head = 0;
-    int n_head_kv = 0;    // GQA: query head h reads kv head h / (n_head / n_head_kv)
-    int head_dim = 0;     // of q and k
-    int head_dim_v = 0;   // of v and the output
-    float scale = 1.0f;   // logits = scale * dot(q, k)
-    bool causal = true;   // a query at position p sees keys at positions <= p
-    int window = 0;       // > 0: also only keys at positions > p - window (sliding window)
-    int chunk = 0;        // > 0: only keys in the same chunk, floor(k_pos / chunk) == floor(p / chunk) (Llama 4)
-    float softcap = 0.0f; // > 0: logits = softcap * tanh(logits / softcap), after scaling
-    const float* sinks = nullptr;  // [n_head] learned sink logits (gpt-oss): one extra logit
-                                   // in each softmax denominator, with no value, or null
-};
-
 // q [n_q, n_head, head_dim], k [n_kv, n_head_kv, head_dim], v [n_kv, n_head_kv, head_dim_v],
 // q_pos [n_q], k_pos [n_kv] (positions decide the masks; the kv order is free),
 // out [n_q, n_head, head_dim_v], probs_out [n_q, n_head, n_kv] or null (the softmax
-// probabilities, 0 where masked). A query that sees no key gets zeros.
+// probabilities, 0 where masked). A query that sees no key gets zeros. p: core/attention.h
+// (head_dim_v 0: head_dim). sinks: [n_head] learned sink logits (gpt-oss), one extra logit in
+// each softmax denominator with no value, or null.
 void attention(const float* q, const float* k, const float* v, const int32_t* q_pos, const int32_t* k_pos,
-               float* out, float* probs_out, int64_t n_q, int64_t n_kv, const AttentionParams& p);
+               float* out, float* probs_out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
+               const float* sinks = nullptr);
 
 // Whether a query at q_pos sees a key at k_pos under p's causal / window / chunk rules.
 bool attention_visible(int32_t q_pos, int32_t k_pos, const AttentionParams& p);

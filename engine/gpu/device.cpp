@@ -84,7 +84,7 @@ bool choose_integer_dot_matvec(const Capabilities& c, const std::string& wanted)
 Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     auto exts = device_extensions(pd);
     Capabilities c;
-    c.index = index;
+    c.index = int(index);
 
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -148,7 +148,7 @@ Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
                                           has_budget ? &budget : nullptr};
     vkGetPhysicalDeviceMemoryProperties2(pd, &mem);
     for (uint32_t i = 0; i < mem.memoryProperties.memoryHeapCount; ++i) {
-        Capabilities::Heap h;
+        MemoryHeapInfo h;
         h.size = mem.memoryProperties.memoryHeaps[i].size;
         h.budget = has_budget ? budget.heapBudget[i] : 0;
         h.device_local = mem.memoryProperties.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
@@ -271,9 +271,9 @@ void apply_limits_profile(Capabilities& c, const std::string& profile) {
     c.subgroup_shuffle = false;
 }
 
-uint64_t Capabilities::device_local_bytes() const {
+uint64_t device_local_bytes(const Capabilities& caps) {
     uint64_t total = 0;
-    for (const auto& h : heaps)
+    for (const auto& h : caps.heaps)
         if (h.device_local) total += h.size;
     return total;
 }

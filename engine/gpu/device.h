@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "vkllm/device.h"
+
 namespace vkllm::gpu {
 
 class Pipeline;
@@ -19,51 +21,12 @@ struct PipelineKey;
 enum class ShaderId : uint16_t;  // gpu/shader_ids.h (generated from shaders/variants.cmake)
 
 // What a device can do. Ops choose their variants from this record, never from assumptions.
-struct Capabilities {
-    uint32_t index = 0;  // position in enumeration order
-    std::string name;
-    std::string type;    // "discrete", "integrated", "virtual", "cpu", "other"
-    uint32_t vendor_id = 0, device_id = 0;
-    std::string api_version;     // "1.3.239"
-    std::string driver_version;  // vendor-decoded when known
-    std::string driver_name, driver_info;
+// It is the public vkllm::DeviceCapabilities (vkllm/device.h), so the record people read
+// (DeviceInfo, engine/model/device_info.cpp) is this one with a few derived fields.
+using Capabilities = DeviceCapabilities;
 
-    uint32_t subgroup_size = 1;
-    bool subgroup_basic = false, subgroup_arithmetic = false, subgroup_shuffle = false, subgroup_ballot = false;
-    uint32_t max_shared_memory = 0;          // bytes per workgroup
-    uint32_t max_workgroup_invocations = 0;
-    uint32_t max_workgroup_size[3] = {0, 0, 0};
-    uint32_t max_workgroup_count[3] = {0, 0, 0};
-    uint64_t max_storage_buffer_range = 0;   // largest binding, bytes
-    uint64_t max_memory_allocation_size = 0;
-    uint64_t min_storage_buffer_offset_alignment = 1;
-    uint32_t max_push_constants_size = 0;
-
-    struct Heap {
-        uint64_t size = 0;
-        uint64_t budget = 0;  // 0 when VK_EXT_memory_budget is absent
-        bool device_local = false;
-    };
-    std::vector<Heap> heaps;
-
-    bool fp16_arithmetic = false;   // shaderFloat16
-    bool int8_arithmetic = false;   // shaderInt8
-    bool storage_8bit = false;      // storageBuffer8BitAccess
-    bool storage_16bit = false;     // storageBuffer16BitAccess
-    bool integer_dot_product = false;  // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct
-    bool integer_dot_accelerated = false;  // integerDotProduct4x8BitPackedSignedAccelerated
-    // Quantised matvecs with 8-bit activations dot in int8 (shaders/matvec.comp INT_DOT):
-    // where the device accelerates it, or where VKLLM_INTEGER_DOT=1 / ContextOptions asks (0: never).
-    bool integer_dot_matvec = false;
-    bool cooperative_matrix = false;   // VK_KHR_cooperative_matrix
-    bool timestamps = false;
-    float timestamp_period_ns = 1.0f;
-
-    std::string limits_profile = "native";  // "mobile" when VKLLM_LIMITS=mobile clamped it
-
-    uint64_t device_local_bytes() const;
-    // Text and JSON: the public vkllm::DeviceInfo's (engine/model/device_info.cpp renders it).
-};
+// The sum of the device-local heaps' sizes.
+uint64_t device_local_bytes(const Capabilities& caps);
 
 // Applies VKLLM_LIMITS (currently "mobile" or unset/"native"): 128 MiB bindings, 16 KiB shared
 // memory, no fp16, int8, integer dot product or subgroup arithmetic. Throws for an unknown profile.

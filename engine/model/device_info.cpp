@@ -1,5 +1,5 @@
-// vkllm::DeviceInfo: the public record of a device's capabilities (vkllm info), made from the
-// engine's gpu::Capabilities.
+// vkllm::DeviceInfo: a device's capability record (gpu::Capabilities is vkllm::DeviceCapabilities)
+// with the vendor's name, the device-local total and the mobile clamp's changes (vkllm info).
 #include <functional>
 #include <iomanip>
 #include <sstream>
@@ -82,44 +82,9 @@ const char* yes(bool b) { return b ? "yes" : "no"; }
 
 DeviceInfo detail::device_info(const gpu::Capabilities& c) {
     DeviceInfo d;
-    d.index = int(c.index);
-    d.name = c.name;
+    static_cast<DeviceCapabilities&>(d) = c;
     d.vendor = vendor_name(c.vendor_id);
-    d.vendor_id = c.vendor_id;
-    d.device_id = c.device_id;
-    d.type = c.type;
-    d.api_version = c.api_version;
-    d.driver_name = c.driver_name;
-    d.driver_version = c.driver_version;
-    d.driver_info = c.driver_info;
-    d.device_local_bytes = c.device_local_bytes();
-    for (const auto& h : c.heaps) d.heaps.push_back({h.size, h.budget, h.device_local});
-    d.subgroup_size = c.subgroup_size;
-    d.subgroup_arithmetic = c.subgroup_arithmetic;
-    d.subgroup_basic = c.subgroup_basic;
-    d.subgroup_shuffle = c.subgroup_shuffle;
-    d.subgroup_ballot = c.subgroup_ballot;
-    d.max_shared_memory = c.max_shared_memory;
-    d.max_workgroup_invocations = c.max_workgroup_invocations;
-    for (int i = 0; i < 3; ++i) {
-        d.max_workgroup_size[i] = c.max_workgroup_size[i];
-        d.max_workgroup_count[i] = c.max_workgroup_count[i];
-    }
-    d.max_storage_buffer_range = c.max_storage_buffer_range;
-    d.max_memory_allocation_size = c.max_memory_allocation_size;
-    d.min_storage_buffer_offset_alignment = c.min_storage_buffer_offset_alignment;
-    d.max_push_constants_size = c.max_push_constants_size;
-    d.fp16_arithmetic = c.fp16_arithmetic;
-    d.int8_arithmetic = c.int8_arithmetic;
-    d.storage_8bit = c.storage_8bit;
-    d.storage_16bit = c.storage_16bit;
-    d.integer_dot_product = c.integer_dot_product;
-    d.integer_dot_accelerated = c.integer_dot_accelerated;
-    d.integer_dot_matvec = c.integer_dot_matvec;
-    d.cooperative_matrix = c.cooperative_matrix;
-    d.timestamps = c.timestamps;
-    d.timestamp_period_ns = c.timestamp_period_ns;
-    d.limits_profile = c.limits_profile;
+    d.device_local_bytes = gpu::device_local_bytes(c);
     d.mobile_clamp_changes = mobile_clamp_changes(c);
     return d;
 }

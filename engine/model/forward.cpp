@@ -40,7 +40,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
       replay_stream_(ctx), probe_(ctx, spec, weights, kv_, n_batch_), edits_(ctx, spec.n_layer, spec.n_embd) {
     check_supported(spec);
     policy_ = ActivationPolicy::for_device(ctx, round_activations);
-    const ops::CacheType cache_type = KvCache::choose_type(ctx, spec, kv_cache);
+    const KvCacheType cache_type = KvCache::choose_type(ctx, spec, kv_cache);
 
     if (spec.learned_positions && n_ctx > weights.position_embd.n_out)
         throw ModelError("a context of " + std::to_string(n_ctx) + " tokens exceeds the " +

@@ -16,7 +16,7 @@
 #include "model/blocks/matmul_inputs.h"
 #include "model/kv_cache.h"
 #include "model/probe_recorder.h"
-#include "model/residual_edits.h"
+#include "model/research/residual_edits.h"
 #include "model/scratch.h"
 #include "model/spec.h"
 #include "model/weights.h"
@@ -104,7 +104,7 @@ public:
     uint64_t kv_bytes() const { return kv_.bytes(); }
     using KvUsage = KvCache::Usage;
     KvUsage kv_usage() const { return kv_.usage(); }
-    ops::CacheType cache_type() const { return kv_.type(); }
+    KvCacheType cache_type() const { return kv_.type(); }
     const KvCache& kv_cache() const { return kv_; }
 
 private:

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/top_n.h"
 #include "model/model_internal.h"
 #include "model/session_impl.h"
 #include "model/speculative.h"
@@ -37,15 +38,9 @@ double seconds(Clock::time_point from, Clock::time_point to) { return std::chron
 
 // The top_n most likely tokens under log_probs, most likely first (ties: lower id).
 std::vector<TokenAlternative> top_alternatives(const Model& m, const std::vector<double>& log_probs, int top_n) {
-    const size_t n = std::min(size_t(std::max(top_n, 0)), log_probs.size());
-    if (n == 0) return {};
-    std::vector<int32_t> ids(log_probs.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [&](int32_t a, int32_t b) {
-        return log_probs[size_t(a)] != log_probs[size_t(b)] ? log_probs[size_t(a)] > log_probs[size_t(b)] : a < b;
-    });
     std::vector<TokenAlternative> out;
-    for (size_t i = 0; i < n; ++i) out.push_back({ids[i], m.piece(ids[i]), float(log_probs[size_t(ids[i])])});
+    for (int32_t id : vkllm::top_n(log_probs.data(), log_probs.size(), size_t(std::max(top_n, 0))))
+        out.push_back({id, m.piece(id), float(log_probs[size_t(id)])});
     return out;
 }
 

@@ -7,7 +7,7 @@
 
 namespace vkllm::model {
 
-ops::CacheType KvCache::choose_type(const gpu::Context& ctx, const ModelSpec& spec, KvCacheType asked) {
+KvCacheType KvCache::choose_type(const gpu::Context& ctx, const ModelSpec& spec, KvCacheType asked) {
     if (asked == KvCacheType::F16 && !ctx.caps().storage_16bit)
         throw ModelError("an f16 KV cache needs 16-bit storage (storageBuffer16BitAccess), which device '" +
                          ctx.caps().name + "' lacks; use an f32 cache");
@@ -16,10 +16,10 @@ ops::CacheType KvCache::choose_type(const gpu::Context& ctx, const ModelSpec& sp
     const bool encoder =
         std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& L) { return !L.attn.causal; });
     const bool f16 = asked == KvCacheType::F16 || (asked == KvCacheType::Auto && ctx.caps().storage_16bit && !encoder);
-    const ops::CacheType type = asked == KvCacheType::Q8_0 ? ops::CacheType::Q8_0
-                                : f16                      ? ops::CacheType::F16
-                                                           : ops::CacheType::F32;
-    if (type == ops::CacheType::Q8_0)
+    const KvCacheType type = asked == KvCacheType::Q8_0 ? KvCacheType::Q8_0
+                             : f16                      ? KvCacheType::F16
+                                                        : KvCacheType::F32;
+    if (type == KvCacheType::Q8_0)
         for (size_t l = 0; l < spec.layers.size(); ++l) {
             const AttentionSpec& a = spec.layers[l].attn;
             for (int row : {a.n_head_kv * a.head_dim, a.n_head_kv * a.head_dim_v})
@@ -30,7 +30,7 @@ ops::CacheType KvCache::choose_type(const gpu::Context& ctx, const ModelSpec& sp
     return type;
 }
 
-KvCache::KvCache(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batch, ops::CacheType type)
+KvCache::KvCache(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batch, KvCacheType type)
     : type_(type) {
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     for (const LayerSpec& L : spec.layers) {

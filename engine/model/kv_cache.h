@@ -22,7 +22,7 @@
 #include "gpu/buffer.h"
 #include "model/spec.h"
 #include "ops/ops.h"
-#include "vkllm/session.h"
+#include "vkllm/kv_cache_type.h"
 
 namespace vkllm::gpu { class Context; }
 
@@ -49,12 +49,12 @@ public:
 
     // The storage type of every layer's k and v. Auto: F16 for decoders where the device can
     // store it. Throws ModelError for a type the device or the spec's row widths cannot hold.
-    static ops::CacheType choose_type(const gpu::Context& ctx, const ModelSpec& spec, KvCacheType asked);
+    static KvCacheType choose_type(const gpu::Context& ctx, const ModelSpec& spec, KvCacheType asked);
 
     KvCache() = default;  // no layers
     // One cache per layer of spec for n_ctx positions and passes of at most n_batch tokens.
     // Throws ModelError when a layer's cache exceeds the device's largest binding.
-    KvCache(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batch, ops::CacheType type);
+    KvCache(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batch, KvCacheType type);
 
     void begin_pass(int pos0, int n_tokens);
     void reset();
@@ -65,7 +65,7 @@ public:
     // The host-visible slot positions (counted with the scratch, not the caches).
     uint64_t slot_positions_bytes() const;
 
-    ops::CacheType type() const { return type_; }
+    KvCacheType type() const { return type_; }
     const Layer& layer(int l) const { return layers_[size_t(l)]; }
     // int32 [slots]: the position each slot of layer l holds (-1 empty). Host-visible: written
     // by begin_pass before each submit, read by attention's mask.
@@ -78,7 +78,7 @@ private:
     };
     std::vector<Layer> layers_;
     std::vector<SlotPositions> slot_pos_;  // one per distinct slot count
-    ops::CacheType type_ = ops::CacheType::F32;
+    KvCacheType type_ = KvCacheType::F32;
 };
 
 }  // namespace vkllm::model

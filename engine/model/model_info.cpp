@@ -187,10 +187,10 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
     info.learned_positions = spec.learned_positions;
     info.tied_embeddings = spec.tied_embeddings;
     info.final_softcap = spec.final_softcap;
-    info.pooling = spec.pooling == model::Pooling::Mean ? "mean"
-                   : spec.pooling == model::Pooling::Cls ? "cls"
-                   : spec.pooling == model::Pooling::Last ? "last"
-                                                          : "none";
+    info.pooling = spec.pooling == Pooling::Mean   ? "mean"
+                   : spec.pooling == Pooling::Cls  ? "cls"
+                   : spec.pooling == Pooling::Last ? "last"
+                                                   : "none";
 
     for (size_t l = 0; l < spec.layers.size(); ++l) {
         const model::LayerSpec& L = spec.layers[l];

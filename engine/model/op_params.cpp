@@ -16,18 +16,4 @@ ops::RopeParams rope_params(const RopeSpec& r) {
     return p;
 }
 
-ops::AttentionParams attention_params(const AttentionSpec& a) {
-    ops::AttentionParams p;
-    p.n_head = a.n_head;
-    p.n_head_kv = a.n_head_kv;
-    p.head_dim = a.head_dim;
-    p.head_dim_v = a.head_dim_v;
-    p.scale = a.scale;
-    p.causal = a.causal;
-    p.window = a.window;
-    p.softcap = a.softcap;
-    p.chunk = a.chunk;
-    return p;
-}
-
 }  // namespace vkllm::model

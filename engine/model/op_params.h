@@ -1,4 +1,5 @@
-// The op parameters a layer's spec implies.
+// The RoPE op parameters a layer's spec implies (attention takes the AttentionSpec itself: it
+// extends AttentionParams).
 #pragma once
 
 #include "model/spec.h"
@@ -7,6 +8,5 @@
 namespace vkllm::model {
 
 ops::RopeParams rope_params(const RopeSpec& r);
-ops::AttentionParams attention_params(const AttentionSpec& a);
 
 }  // namespace vkllm::model

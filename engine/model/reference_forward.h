@@ -99,7 +99,6 @@ private:
     // y = norm(x) with the tensor `name` (and its bias for LayerNorm models) over rows of n_embd.
     void norm(const std::string& name, const float* x, float* y, int n_tokens) const;
     cpu::RopeParams rope_params(const RopeSpec& r, std::vector<float>& factors) const;
-    cpu::AttentionParams attention_params(const AttentionSpec& a) const;
 
     void embeddings(const std::vector<int32_t>& tokens, std::vector<float>& x) const;
     // The attention block's output (before its post-norm) [n_tokens, n_head * head_dim_v].

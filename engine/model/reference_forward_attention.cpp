@@ -36,20 +36,6 @@ cpu::RopeParams ReferenceForward::rope_params(const RopeSpec& r, std::vector<flo
     return p;
 }
 
-cpu::AttentionParams ReferenceForward::attention_params(const AttentionSpec& a) const {
-    cpu::AttentionParams p;
-    p.n_head = a.n_head;
-    p.n_head_kv = a.n_head_kv;
-    p.head_dim = a.head_dim;
-    p.head_dim_v = a.head_dim_v;
-    p.scale = a.scale;
-    p.causal = a.causal;
-    p.window = a.window;
-    p.chunk = a.chunk;
-    p.softcap = a.softcap;
-    return p;
-}
-
 // Keeps what the probes and callers asked for of pr [n_tokens, n_head, n_kv]: the last token's
 // rows of probs_layer, every row of the recorded layers, and with sinks the sink's share of each
 // row (what the row's probabilities leave of 1).
@@ -116,14 +102,10 @@ std::vector<float> ReferenceForward::attention_block(int l, const float* h, int 
         }
         store_in_cache(k, size_t(T), kd);
         store_in_cache(v, size_t(T), vd);
-        cpu::AttentionParams ap = attention_params(a);
-        if (a.sinks) {
-            sinks = values(p + "attn_sinks.weight");
-            ap.sinks = sinks.data();
-        }
+        if (a.sinks) sinks = values(p + "attn_sinks.weight");
         att.resize(size_t(T) * size_t(a.n_head * a.head_dim_v));
         cpu::attention(q.data(), k_[size_t(l)].data(), v_[size_t(l)].data(), pos_.data(), kv_pos_.data(), att.data(),
-                       keep ? pr.data() : nullptr, T, n_kv, ap);
+                       keep ? pr.data() : nullptr, T, n_kv, a, sinks.empty() ? nullptr : sinks.data());
         out_width = a.n_head * a.head_dim_v;
     }
     record_probs(l, a, T, n_kv, pr, probs_layer, probs, sinks.empty() ? nullptr : sinks.data());
@@ -199,7 +181,7 @@ std::vector<float> ReferenceForward::mla_attention(int l, const float* h, int T,
             std::copy_n(&v_h[j * size_t(m.v_head)], m.v_head, &v[(j * size_t(H) + size_t(hd)) * size_t(m.v_head)]);
         }
     }
-    cpu::AttentionParams ap = attention_params(a);
+    AttentionParams ap = a;
     ap.n_head_kv = H;
     ap.head_dim = qh;
     ap.head_dim_v = m.v_head;

@@ -190,11 +190,7 @@ uint64_t Session::scratch_bytes() const { return impl_->forward->scratch_bytes()
 
 Session::KvCacheUsage Session::kv_cache_usage() const {
     auto u = impl_->forward->kv_usage();
-    const ops::CacheType c = impl_->forward->cache_type();
-    const KvCacheType type = c == ops::CacheType::F16    ? KvCacheType::F16
-                             : c == ops::CacheType::Q8_0 ? KvCacheType::Q8_0
-                                                         : KvCacheType::F32;
-    return {u.global_layers, u.local_layers, u.global_bytes, u.local_bytes, type};
+    return {u.global_layers, u.local_layers, u.global_bytes, u.local_bytes, impl_->forward->cache_type()};
 }
 
 const char* kv_cache_type_name(KvCacheType t) {

@@ -11,21 +11,6 @@
 
 namespace vkllm {
 
-namespace {
-
-model::Pooling internal_pooling(Pooling p, model::Pooling file_pooling) {
-    switch (p) {
-        case Pooling::Model: return file_pooling;
-        case Pooling::None: return model::Pooling::None;
-        case Pooling::Mean: return model::Pooling::Mean;
-        case Pooling::Cls: return model::Pooling::Cls;
-        case Pooling::Last: return model::Pooling::Last;
-    }
-    return file_pooling;
-}
-
-}  // namespace
-
 void Session::Impl::prepare_encode(const std::vector<int32_t>& tokens, const char* what) {
     Impl& s = *this;
     const model::ModelSpec& spec = s.model.internals().spec();
@@ -47,10 +32,10 @@ Embeddings Session::embed(const std::vector<int32_t>& tokens, Pooling pooling) {
     Impl& s = *impl_;
     s.prepare_encode(tokens, "embed");
     const model::ModelSpec& spec = s.model.internals().spec();
-    const model::Pooling p = internal_pooling(pooling, spec.pooling);
+    const Pooling p = pooling == Pooling::Model ? spec.pooling : pooling;
     Embeddings out;
     out.n_embd = spec.n_embd;
-    out.rows = p == model::Pooling::None ? int(tokens.size()) : 1;
+    out.rows = p == Pooling::None ? int(tokens.size()) : 1;
     out.data.resize(size_t(out.rows) * size_t(out.n_embd));
     s.forward->encode(tokens.data(), int(tokens.size()), p, out.data.data(), nullptr, s.probes, &s.results);
     s.tokens = tokens;
@@ -77,7 +62,7 @@ std::vector<float> Session::encode_logits(const std::vector<int32_t>& tokens) {
     const model::ModelSpec& spec = s.model.internals().spec();
     std::vector<float> embd(size_t(spec.n_embd));
     std::vector<float> logits(tokens.size() * size_t(spec.n_vocab));
-    s.forward->encode(tokens.data(), int(tokens.size()), model::Pooling::Cls, embd.data(), logits.data(), s.probes,
+    s.forward->encode(tokens.data(), int(tokens.size()), Pooling::Cls, embd.data(), logits.data(), s.probes,
                       &s.results);
     s.tokens = tokens;
     s.publish_step();

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <sstream>
 
 #include "cpu/ref_ops.h"
 #include "gguf/gguf.h"
@@ -380,35 +378,6 @@ ModelSpec family_spec(const Meta& m, const Family& fam) {
     return s;
 }
 
-const char* name_of(NormPlacement p) {
-    switch (p) {
-        case NormPlacement::Pre: return "pre";
-        case NormPlacement::Post: return "post";
-        case NormPlacement::Sandwich: return "sandwich";
-        case NormPlacement::PostResidual: return "post-sum";
-    }
-    return "?";
-}
-
-const char* name_of(Activation a) {
-    switch (a) {
-        case Activation::SiLU: return "silu";
-        case Activation::GeluTanh: return "gelu";
-        case Activation::GeluErf: return "gelu-erf";
-    }
-    return "?";
-}
-
-const char* name_of(RopeScaling r) {
-    switch (r) {
-        case RopeScaling::None: return "";
-        case RopeScaling::Linear: return " linear";
-        case RopeScaling::Yarn: return " yarn";
-        case RopeScaling::Llama3: return " freq-factors";
-    }
-    return "?";
-}
-
 }  // namespace
 
 std::vector<std::string> supported_architectures() {
@@ -435,41 +404,6 @@ uint64_t ModelSpec::kv_bytes_per_token() const {
     for (const auto& L : layers)
         total += uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim + L.attn.head_dim_v) * sizeof(float);
     return total;
-}
-
-std::string ModelSpec::to_table() const {
-    std::ostringstream s;
-    s << "architecture " << arch << (name.empty() ? "" : " (" + name + ")") << ": " << n_layer << " layers, n_embd "
-      << n_embd << ", n_vocab " << n_vocab << ", context " << n_ctx_train << "\n";
-    s << "norm " << (norm == NormKind::RMSNorm ? "RMSNorm" : "LayerNorm") << " eps " << norm_eps
-      << (tied_embeddings ? ", tied embeddings" : "") << (learned_positions ? ", learned positions" : "");
-    if (embd_scale != 1.0f) s << ", embedding scale " << embd_scale;
-    if (final_softcap > 0) s << ", final soft-cap " << final_softcap;
-    s << "\n";
-    s << "layer  heads(q/kv) head_dim  attention        rope                     norm      ffn\n";
-    for (size_t i = 0; i < layers.size(); ++i) {
-        const LayerSpec& L = layers[i];
-        const AttentionSpec& a = L.attn;
-        char attn[64], rope[64], ffn[64], heads[32];
-        std::snprintf(heads, sizeof heads, "%d/%d", a.n_head, a.n_head_kv);
-        if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
-        else if (a.chunk > 0) std::snprintf(attn, sizeof attn, "chunk %d", a.chunk);
-        else std::snprintf(attn, sizeof attn, a.causal ? "global" : "bidirectional");
-        if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
-        else
-            std::snprintf(rope, sizeof rope, "%s %d base %g%s%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
-                          double(a.rope.freq_base), name_of(a.rope.scaling), a.rope.longrope ? " longrope" : "");
-        if (L.ffn.moe.n_expert > 0)
-            std::snprintf(ffn, sizeof ffn, "moe %d/%d x %d%s", L.ffn.moe.top_k, L.ffn.moe.n_expert, L.ffn.moe.n_ff_expert,
-                          L.ffn.moe.norm_topk ? " renorm" : "");
-        else
-            std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.gated ? "gated " : "", name_of(L.ffn.activation), L.ffn.n_ff);
-        char line[320];
-        std::snprintf(line, sizeof line, "%5zu  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", i, heads, a.head_dim, attn, rope,
-                      name_of(L.norm_placement), ffn, a.qk_norm == QkNorm::None ? "" : a.qk_norm == QkNorm::PerHead ? ", qk-norm" : ", qk-norm (full)", a.softcap > 0 ? ", softcap" : "");
-        s << line;
-    }
-    return s.str();
 }
 
 }  // namespace vkllm::model

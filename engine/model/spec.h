@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/attention.h"
+#include "vkllm/pooling.h"
+
 namespace vkllm::gguf {
 class File;
 }
@@ -24,9 +27,6 @@ enum class NormKind { RMSNorm, LayerNorm };
 // Pre: x += f(norm(x)). Post: x = x + norm(f(x)) (OLMo 2). Sandwich: x += norm2(f(norm1(x))) (Gemma 2/3).
 // PostResidual: x = norm(x + f(x)) (BERT's post-norm: the residual sum itself is normalised).
 enum class NormPlacement { Pre, Post, Sandwich, PostResidual };
-// How an encoder's token embeddings become one vector per text (`<arch>.pooling_type`, llama.cpp's
-// numbering: 0 none, 1 mean, 2 cls, 3 last).
-enum class Pooling { None, Mean, Cls, Last };
 enum class Activation { SiLU, GeluTanh, GeluErf };
 enum class RopeScaling { None, Linear, Yarn, Llama3 };
 // QK-norm: RMSNorm of each query/key head (Qwen3, Gemma 3) or of the whole projection (OLMo 2),
@@ -59,24 +59,18 @@ struct MlaSpec {
     int qk_nope = 0, qk_rope = 0, v_head = 0;
 };
 
-struct AttentionSpec {
+// A layer's attention: what the attention op computes (AttentionParams: heads, head sizes,
+// scale, causal / window / chunk masks, soft-cap) and the projections and positions around it.
+struct AttentionSpec : AttentionParams {
     MlaSpec mla;
-    int n_head = 0, n_head_kv = 0;
-    int head_dim = 0;       // of queries and keys
-    int head_dim_v = 0;     // of values
-    int window = 0;         // > 0: sliding window of this many positions
-    int chunk = 0;          // > 0: chunked attention: keys of the query's chunk only (Llama 4)
     // Llama 4's NoPE layers scale q by log(floor((pos + 1) / floor) + 1) * scale + 1.
     int temperature_floor = 0;  // 0: off
     float temperature_scale = 0.0f;
-    float scale = 0.0f;     // logit scale (usually 1/sqrt(head_dim))
-    float softcap = 0.0f;   // > 0: Gemma 2 attention-logit soft-capping
     QkNorm qk_norm = QkNorm::None;
     bool bias_qkv = false;  // q, k, v projections have biases (Qwen2, GPT-2)
     bool bias_o = false;
     bool fused_qkv = false; // one attn_qkv tensor (GPT-2, Phi-3)
     bool sinks = false;     // learned per-head sink logits join the softmax denominator (gpt-oss)
-    bool causal = true;     // false: every token attends to every other (BERT, `<arch>.attention.causal`)
     RopeSpec rope;
 };
 
@@ -132,7 +126,7 @@ struct ModelSpec {
     bool embd_norm = false;
     bool token_types = false;
     bool final_norm = true;
-    Pooling pooling = Pooling::None;
+    Pooling pooling = Pooling::None;  // the file's (`<arch>.pooling_type`); never Pooling::Model
     std::vector<LayerSpec> layers;
 
     // Maps the file's metadata to a spec; ModelError names an unsupported architecture or a
@@ -140,8 +134,6 @@ struct ModelSpec {
     static ModelSpec from_gguf(const gguf::File& f);
     // KV-cache bytes per token summed over layers (f32 cache).
     uint64_t kv_bytes_per_token() const;
-    // A per-layer table a person can read (vkllm inspect).
-    std::string to_table() const;
 };
 
 // Architectures from_gguf understands: the family table's, sorted.

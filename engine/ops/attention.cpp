@@ -72,7 +72,7 @@ Plan make_plan(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const Attenti
     plan.wg = detail::workgroup_size(ctx, kThreads);
     detail::require(plan.wg >= 32, "attention", "needs workgroups of at least 32 invocations");
     plan.d = uint32_t(p.head_dim);
-    plan.dv = uint32_t(p.head_dim_v > 0 ? p.head_dim_v : p.head_dim);
+    plan.dv = uint32_t(p.value_dim());
     plan.group = uint32_t(p.n_head / p.n_head_kv);
     plan.gb = std::min({pow2_ceil(plan.group), kMaxHeadsPerBlock, plan.wg});
     // One query (decode) gets its own shape; any other count shares the prefill one, which keeps
@@ -130,7 +130,7 @@ uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n
 
 void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
                const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
-               const Buffer* sinks, const Buffer* probs, const Buffer* scratch) {
+               KvCacheType cache, const Buffer* sinks, const Buffer* probs, const Buffer* scratch) {
     const char* op = "attention";
     check_params(n_q, n_kv, p);
     if (n_q == 0) return;
@@ -142,10 +142,10 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     const uint64_t kv_rows = uint64_t(n_kv) * uint64_t(p.n_head_kv);
     const detail::Window qw = detail::window(ctx, q, q_offset, q_rows * plan.d, op, "q");
     const detail::Window qpw = detail::window(ctx, q_pos, 0, uint64_t(n_q), op, "q_pos");
-    require_cache_type(ctx, p.cache, int64_t(p.n_head_kv) * plan.d, op);
-    require_cache_type(ctx, p.cache, int64_t(p.n_head_kv) * plan.dv, op);
-    const detail::Window kw = detail::cache_window(ctx, k, kv_rows * plan.d, p.cache, op, "k");
-    const detail::Window vw = detail::cache_window(ctx, v, kv_rows * plan.dv, p.cache, op, "v");
+    require_cache_type(ctx, cache, int64_t(p.n_head_kv) * plan.d, op);
+    require_cache_type(ctx, cache, int64_t(p.n_head_kv) * plan.dv, op);
+    const detail::Window kw = detail::cache_window(ctx, k, kv_rows * plan.d, cache, op, "k");
+    const detail::Window vw = detail::cache_window(ctx, v, kv_rows * plan.dv, cache, op, "v");
     const detail::Window kpw = detail::window(ctx, kv_pos, 0, uint64_t(n_kv), op, "kv_pos");
     const detail::Window ow = detail::window(ctx, out, 0, q_rows * plan.dv, op, "out");
     const detail::Window sw = sinks ? detail::window(ctx, *sinks, 0, uint64_t(p.n_head), op, "sinks") : qw;
@@ -170,9 +170,9 @@ void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_po
     push.chunk = p.chunk;
     push.scale = p.scale;
     push.softcap = p.softcap;
-    const gpu::ShaderId shader = p.cache == CacheType::F16    ? gpu::ShaderId::attention_f16_kv
-                                 : p.cache == CacheType::Q8_0 ? gpu::ShaderId::attention_q8_0_kv
-                                                              : gpu::ShaderId::attention;
+    const gpu::ShaderId shader = cache == KvCacheType::F16    ? gpu::ShaderId::attention_f16_kv
+                                 : cache == KvCacheType::Q8_0 ? gpu::ShaderId::attention_q8_0_kv
+                                                            : gpu::ShaderId::attention;
     const auto& pipeline =
         ctx.pipeline(shader, 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
     s.dispatch(pipeline, {qw.range, qpw.range, kw.range, vw.range, kpw.range, split ? partw.range : ow.range, sw.range,

@@ -20,7 +20,7 @@ inline void require(bool ok, const char* op, const std::string& message) {
 
 struct Window;
 // The window of the first n values of a KV cache of type t (its shift is 0).
-Window cache_window(const gpu::Context& ctx, const Buffer& b, uint64_t n, CacheType t, const char* op, const char* what);
+Window cache_window(const gpu::Context& ctx, const Buffer& b, uint64_t n, KvCacheType t, const char* op, const char* what);
 
 // What one shader binding sees of a buffer: a window that starts at the aligned byte offset at or
 // below element `first`, and `shift`, the element index of `first` inside that window. Shaders
@@ -53,11 +53,11 @@ inline Window window(const gpu::Context& ctx, const Buffer& b, uint64_t first, u
     return w;
 }
 
-inline Window cache_window(const gpu::Context& ctx, const Buffer& b, uint64_t n, CacheType t, const char* op,
+inline Window cache_window(const gpu::Context& ctx, const Buffer& b, uint64_t n, KvCacheType t, const char* op,
                            const char* what) {
     switch (t) {
-        case CacheType::F16: return window(ctx, b, 0, n, op, what, 2);
-        case CacheType::Q8_0: return window(ctx, b, 0, n / 32 * 9, op, what, 4);
+        case KvCacheType::F16: return window(ctx, b, 0, n, op, what, 2);
+        case KvCacheType::Q8_0: return window(ctx, b, 0, n / 32 * 9, op, what, 4);
         default: return window(ctx, b, 0, n, op, what, 4);
     }
 }

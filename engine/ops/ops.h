@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "core/attention.h"
 #include "gguf/gguf.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
+#include "vkllm/kv_cache_type.h"
 
 namespace vkllm::ops {
 
@@ -119,23 +121,22 @@ struct RopeParams {
 // freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
 void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
           int head_dim, const RopeParams& p, const Buffer* freq_factors = nullptr, int64_t token_stride = 0);
-// A KV cache's element type. The shaders read and write f32 values: F16 is stored with 16-bit
-// storage (caps().storage_16bit), each value rounded to nearest even on its way in; Q8_0 keeps
-// blocks of 32 values as 9 words (the fp16-valued scale as an f32 word, then 32 int8 quants,
-// quantised as ggml's Q8_0), so its rows hold a multiple of 32 values.
-enum class CacheType { F32, F16, Q8_0 };
+// A KV cache's element type (KvCacheType, never Auto here). The shaders read and write f32
+// values: F16 is stored with 16-bit storage (caps().storage_16bit), each value rounded to nearest
+// even on its way in; Q8_0 keeps blocks of 32 values as 9 words (the fp16-valued scale as an f32
+// word, then 32 int8 quants, quantised as ggml's Q8_0), so its rows hold a multiple of 32 values.
 // Bytes of n cached values (Q8_0: n a multiple of 32).
-uint64_t cache_bytes(CacheType t, uint64_t n);
-// Throws ShapeError naming `op` when the device cannot hold a cache of type t, or (Q8_0) when
-// rows of `row` values are not whole blocks.
-void require_cache_type(const gpu::Context& ctx, CacheType t, int64_t row, const char* op);
+uint64_t cache_bytes(KvCacheType t, uint64_t n);
+// Throws ShapeError naming `op` when t is Auto, when the device cannot hold a cache of type t,
+// or (Q8_0) when rows of `row` values are not whole blocks.
+void require_cache_type(const gpu::Context& ctx, KvCacheType t, int64_t row, const char* op);
 
 // The same rotation of x (contiguous rows, not modified) written into a cache of `slots` rows
 // of n_heads * head_dim: token t's row goes to slot positions[t] % slots (positions >= 0), the
 // dims past n_dims copied as they are. RoPE and the KV-cache write in one dispatch.
 void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
                      int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
-                     int slots, CacheType cache_type = CacheType::F32);
+                     int slots, KvCacheType cache_type = KvCacheType::F32);
 // Decode's q, k and v in one dispatch: q ([n_tokens, n_heads_q * head_dim] at offset 0) rotated
 // in place, k ([n_tokens, n_heads_kv * head_dim]) rotated into k_cache's slots and v ([n_tokens,
 // v_row]) copied into v_cache's: rope, rope_into_slots and set_rows_into_slots at once, with the
@@ -143,27 +144,17 @@ void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer
 void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& positions,
                          int64_t n_tokens, int n_heads_q, int n_heads_kv, int head_dim, int64_t v_row,
                          const RopeParams& p, const Buffer* freq_factors, const Buffer& k_cache,
-                         const Buffer& v_cache, int slots, CacheType cache_type = CacheType::F32);
+                         const Buffer& v_cache, int slots, KvCacheType cache_type = KvCacheType::F32);
 // The KV-cache write without a rotation: row t of src ([n_tokens, n] from src_offset) to row
 // positions[t] % slots of dst ([slots, n] of dst_type, positions >= 0). The slots come from the
 // positions buffer, so the recording does not depend on the step's position.
 void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
-                         int64_t n, const Buffer& dst, int slots, CacheType dst_type = CacheType::F32);
+                         int64_t n, const Buffer& dst, int slots, KvCacheType dst_type = KvCacheType::F32);
 
-struct AttentionParams {
-    int n_head = 0, n_head_kv = 0, head_dim = 0;  // GQA: query head h reads kv head h / (n_head / n_head_kv)
-    float scale = 1.0f;      // usually 1/sqrt(head_dim)
-    bool causal = true;      // keys at positions > the query's are masked
-    int window = 0;          // > 0: keys at positions <= q_pos - window are masked (sliding window)
-    float softcap = 0.0f;    // > 0: logits become softcap * tanh(logits / softcap)
-    int chunk = 0;           // > 0: only keys in the query's chunk, k_pos / chunk == q_pos / chunk (Llama 4)
-    int head_dim_v = 0;      // of v and out; 0: head_dim (MLA uses a smaller value head)
-    CacheType cache = CacheType::F32;  // the element type of k and v
-};
-
-// Attention of n_q queries over n_kv cached keys/values.
+// Attention of n_q queries over n_kv cached keys/values, as p describes (core/attention.h).
 //   q:   [n_q, n_head, head_dim] at q_offset        q_pos:  int32 [n_q], absolute positions
-//   k,v: [n_kv_slots, n_head_kv, head_dim] caches    kv_pos: int32 [n_kv], position held by each
+//   k,v: [n_kv_slots, n_head_kv, head_dim] caches of element type `cache` (F32, F16 or Q8_0)
+//                                                    kv_pos: int32 [n_kv], position held by each
 //        slot (-1: empty), so ring-buffer caches work unchanged
 //   out: [n_q, n_head, head_dim]
 //   sinks: optional float [n_head]: a learned logit per head that joins the softmax denominator
@@ -177,7 +168,7 @@ struct AttentionParams {
 // a slot with a negative kv_pos is empty. Heads as wide as shared memory allows (576 tested: MLA).
 void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
                const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
-               const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
+               KvCacheType cache, const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
 // Bytes of scratch that lets attention() split n_q queries over n_kv keys as far as it would on
 // this device (0: it would not split). Calls with probabilities never split.
 uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const AttentionParams& p);

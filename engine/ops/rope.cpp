@@ -52,7 +52,7 @@ void require_rope_params(const RopeParams& p, int head_dim, const char* op) {
 // rope and rope_into_slots: cache (with slots > 0) receives the result instead of x.
 void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
                  int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride,
-                 const Buffer* cache, int slots, CacheType cache_type) {
+                 const Buffer* cache, int slots, KvCacheType cache_type) {
     const char* op = cache ? "rope_into_slots" : "rope";
     detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
                     "needs n_tokens >= 0 and positive n_heads and head_dim");
@@ -75,7 +75,7 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
         cache ? detail::cache_window(ctx, *cache, uint64_t(slots) * uint64_t(row), cache_type, op, "cache") : xw;
     if (cache) {
         require_cache_type(ctx, cache_type, row, op);
-        detail::require(cache_type != CacheType::Q8_0, op,
+        detail::require(cache_type != KvCacheType::Q8_0, op,
                         "writes f32 or f16 caches (quantise a q8_0 cache's rows with set_rows_into_slots)");
     }
 
@@ -98,7 +98,7 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
     const gpu::ShaderId shader =
-        cache && cache_type == CacheType::F16 ? gpu::ShaderId::rope_f16_out : gpu::ShaderId::rope;
+        cache && cache_type == KvCacheType::F16 ? gpu::ShaderId::rope_f16_out : gpu::ShaderId::rope;
     const auto& pipeline = ctx.pipeline(shader, 4, sizeof(RopePush), {threads});
     s.dispatch(pipeline, {xw.range, pw.range, fw.range, yw.range}, push, groups);
 }
@@ -107,12 +107,12 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
 
 void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
           int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride) {
-    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, token_stride, nullptr, 0, CacheType::F32);
+    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, token_stride, nullptr, 0, KvCacheType::F32);
 }
 
 void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
                      int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
-                     int slots, CacheType cache_type) {
+                     int slots, KvCacheType cache_type) {
     detail::require(slots > 0, "rope_into_slots", "needs slots > 0");
     record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, 0, &cache, slots, cache_type);
 }
@@ -120,12 +120,12 @@ void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer
 void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& positions,
                          int64_t n_tokens, int n_heads_q, int n_heads_kv, int head_dim, int64_t v_row,
                          const RopeParams& p, const Buffer* freq_factors, const Buffer& k_cache,
-                         const Buffer& v_cache, int slots, CacheType cache_type) {
+                         const Buffer& v_cache, int slots, KvCacheType cache_type) {
     const char* op = "rope_qkv_into_slots";
     detail::require(n_tokens >= 0 && n_heads_q > 0 && n_heads_kv > 0 && head_dim > 0 && v_row > 0 && slots > 0, op,
                     "needs n_tokens >= 0 and positive heads, head_dim, v_row and slots");
     require_rope_params(p, head_dim, op);
-    detail::require(cache_type != CacheType::Q8_0, op, "writes f32 or f16 caches");
+    detail::require(cache_type != KvCacheType::Q8_0, op, "writes f32 or f16 caches");
     if (n_tokens == 0) return;
     const uint64_t T = uint64_t(n_tokens), q_row = uint64_t(n_heads_q) * uint64_t(head_dim),
                    k_row = uint64_t(n_heads_kv) * uint64_t(head_dim), vr = uint64_t(v_row);
@@ -165,7 +165,7 @@ void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buff
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint32_t groups =
         uint32_t(std::clamp<uint64_t>((total + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]));
-    const gpu::ShaderId shader = cache_type == CacheType::F16 ? gpu::ShaderId::rope_qkv_f16 : gpu::ShaderId::rope_qkv;
+    const gpu::ShaderId shader = cache_type == KvCacheType::F16 ? gpu::ShaderId::rope_qkv_f16 : gpu::ShaderId::rope_qkv;
     const auto& pipeline = ctx.pipeline(shader, 7, sizeof(push), {threads});
     s.dispatch(pipeline, {qw.range, pw.range, fw.range, kw.range, vw.range, kcw.range, vcw.range}, push, groups);
 }

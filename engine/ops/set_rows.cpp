@@ -10,7 +10,7 @@
 namespace vkllm::ops {
 
 void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
-                         int64_t n, const Buffer& dst, int slots, CacheType dst_type) {
+                         int64_t n, const Buffer& dst, int slots, KvCacheType dst_type) {
     const char* op = "set_rows_into_slots";
     detail::require(n > 0 && n_tokens >= 0 && slots > 0, op,
                     "needs n > 0, n_tokens >= 0 and slots > 0; got n " + std::to_string(n) + ", n_tokens " +
@@ -26,25 +26,26 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
     const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
     const detail::Window dw = detail::cache_window(ctx, dst, uint64_t(slots) * uint64_t(n), dst_type, op, "dst");
     const uint32_t threads = detail::workgroup_size(ctx, 128);
-    const uint64_t items = dst_type == CacheType::Q8_0 ? uint64_t(n) / 32 : uint64_t(n);  // Q8_0: a block each
+    const uint64_t items = dst_type == KvCacheType::Q8_0 ? uint64_t(n) / 32 : uint64_t(n);  // Q8_0: a block each
     const uint64_t gx = std::clamp<uint64_t>((items + threads - 1) / threads, 1, ctx.caps().max_workgroup_count[0]);
-    const gpu::ShaderId shader = dst_type == CacheType::F16    ? gpu::ShaderId::set_rows_f16
-                                 : dst_type == CacheType::Q8_0 ? gpu::ShaderId::set_rows_q8_0
+    const gpu::ShaderId shader = dst_type == KvCacheType::F16    ? gpu::ShaderId::set_rows_f16
+                                 : dst_type == KvCacheType::Q8_0 ? gpu::ShaderId::set_rows_q8_0
                                                                : gpu::ShaderId::set_rows;
     const auto& pipeline = ctx.pipeline(shader, 3, sizeof(SetRowsPush), {threads});
     const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift};
     s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));
 }
 
-uint64_t cache_bytes(CacheType t, uint64_t n) {
-    return t == CacheType::F16 ? 2 * n : t == CacheType::Q8_0 ? n / 32 * 36 : 4 * n;
+uint64_t cache_bytes(KvCacheType t, uint64_t n) {
+    return t == KvCacheType::F16 ? 2 * n : t == KvCacheType::Q8_0 ? n / 32 * 36 : 4 * n;
 }
 
-void require_cache_type(const gpu::Context& ctx, CacheType t, int64_t row, const char* op) {
-    detail::require(t != CacheType::F16 || ctx.caps().storage_16bit, op,
+void require_cache_type(const gpu::Context& ctx, KvCacheType t, int64_t row, const char* op) {
+    detail::require(t != KvCacheType::Auto, op, "the cache type must be resolved (f32, f16 or q8_0), not auto");
+    detail::require(t != KvCacheType::F16 || ctx.caps().storage_16bit, op,
                     "an f16 cache needs 16-bit storage (storageBuffer16BitAccess), which device '" + ctx.caps().name +
                         "' lacks; use an f32 cache");
-    detail::require(t != CacheType::Q8_0 || row % 32 == 0, op,
+    detail::require(t != KvCacheType::Q8_0 || row % 32 == 0, op,
                     "a q8_0 cache holds blocks of 32 values; rows of " + std::to_string(row) +
                         " values are not whole blocks");
 }

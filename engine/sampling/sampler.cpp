@@ -7,18 +7,11 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/softmax.h"
+
 namespace vkllm::sampling {
 
 namespace {
-
-uint64_t splitmix64(uint64_t& state) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 // Higher logit first; equal logits by lower token id.
 bool better(const TokenProb& a, const TokenProb& b) {
@@ -28,10 +21,10 @@ bool better(const TokenProb& a, const TokenProb& b) {
 // prob = softmax(logit / temperature) over `c` (sorted, best first), in double.
 void softmax_probs(std::vector<TokenProb>& c, double temperature) {
     const double max_logit = c.front().logit;
-    double sum = 0.0;
-    std::vector<double> e(c.size());
-    for (size_t i = 0; i < c.size(); ++i) sum += e[i] = std::exp((c[i].logit - max_logit) / temperature);
-    for (size_t i = 0; i < c.size(); ++i) c[i].prob = static_cast<float>(e[i] / sum);
+    std::vector<double> z(c.size());
+    for (size_t i = 0; i < c.size(); ++i) z[i] = (c[i].logit - max_logit) / temperature;
+    softmax_in_place(z.data(), z.size());
+    for (size_t i = 0; i < c.size(); ++i) c[i].prob = static_cast<float>(z[i]);
 }
 
 // Fills a SamplerFunnel: after each stage, how many candidates are left and the mass they hold
@@ -92,25 +85,6 @@ std::vector<double> log_softmax(const float* logits, int32_t n_vocab) {
         if (!std::isnan(logits[t])) out[size_t(t)] = double(logits[t]) - max_logit - log_sum;
     return out;
 }
-
-Rng::Rng(uint64_t seed) {
-    uint64_t state = seed;
-    for (uint64_t& s : s_) s = splitmix64(state);
-}
-
-uint64_t Rng::next() {
-    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-}
-
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
 Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) { validate(params_); }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/xoshiro.h"
 #include "vkllm/generate.h"
 
 namespace vkllm::sampling {
@@ -17,15 +18,8 @@ struct SamplingError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// xoshiro256** (Blackman & Vigna 2018), its state seeded from splitmix64(seed).
-class Rng {
-public:
-    explicit Rng(uint64_t seed = 0);
-    uint64_t next();
-    double uniform();  // [0, 1) with 53 random bits
-private:
-    uint64_t s_[4];
-};
+// The sampler's draws: xoshiro256** seeded from splitmix64(seed) (core/xoshiro.h).
+using Rng = Xoshiro256;
 
 using SamplerParams = vkllm::SamplerParams;
 

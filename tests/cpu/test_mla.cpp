@@ -47,7 +47,7 @@ TEST(Mla, AbsorbedFormEqualsNaiveForm) {
             auto v = mat_vec(w_vb[size_t(h)], &latent[size_t(j * kv_lora)], v_head, kv_lora);
             std::copy(v.begin(), v.end(), v_naive.begin() + long((j * n_head + h) * v_head));
         }
-    cpu::AttentionParams naive;
+    AttentionParams naive;
     naive.n_head = naive.n_head_kv = n_head;
     naive.head_dim = nope + rope;
     naive.head_dim_v = v_head;
@@ -70,7 +70,7 @@ TEST(Mla, AbsorbedFormEqualsNaiveForm) {
         std::copy(&latent[size_t(j * kv_lora)], &latent[size_t((j + 1) * kv_lora)], &k_lat[size_t(j * (kv_lora + rope))]);
         std::copy(&k_rope[size_t(j * rope)], &k_rope[size_t((j + 1) * rope)], &k_lat[size_t(j * (kv_lora + rope) + kv_lora)]);
     }
-    cpu::AttentionParams absorbed;
+    AttentionParams absorbed;
     absorbed.n_head = n_head;
     absorbed.n_head_kv = 1;
     absorbed.head_dim = kv_lora + rope;

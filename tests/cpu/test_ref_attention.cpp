@@ -10,7 +10,6 @@
 #include "test_support.h"
 
 using namespace vkllm;
-using cpu::AttentionParams;
 
 namespace {
 
@@ -33,10 +32,12 @@ std::vector<int32_t> iota_pos(int64_t n, int32_t start = 0) {
 
 struct Result { std::vector<float> out, probs; };
 Result run(const AttentionParams& p, const std::vector<float>& q, const std::vector<float>& k,
-           const std::vector<float>& v, const std::vector<int32_t>& q_pos, const std::vector<int32_t>& k_pos) {
+           const std::vector<float>& v, const std::vector<int32_t>& q_pos, const std::vector<int32_t>& k_pos,
+           const float* sinks = nullptr) {
     const int64_t n_q = q_pos.size(), n_kv = k_pos.size();
     Result r{std::vector<float>(n_q * p.n_head * p.head_dim_v), std::vector<float>(n_q * p.n_head * n_kv)};
-    cpu::attention(q.data(), k.data(), v.data(), q_pos.data(), k_pos.data(), r.out.data(), r.probs.data(), n_q, n_kv, p);
+    cpu::attention(q.data(), k.data(), v.data(), q_pos.data(), k_pos.data(), r.out.data(), r.probs.data(), n_q, n_kv, p,
+                   sinks);
     return r;
 }
 
@@ -177,8 +178,7 @@ TEST(Attention, SinksTakeProbabilityMassWithoutValue) {
     AttentionParams p = params(n_head, 1, hd, hd);
     const auto plain = run(p, q, k, v, {2}, iota_pos(n_kv));
     const float sinks[] = {0.5f, -50.0f};
-    p.sinks = sinks;
-    const auto with = run(p, q, k, v, {2}, iota_pos(n_kv));
+    const auto with = run(p, q, k, v, {2}, iota_pos(n_kv), sinks);
     // Head 0: every probability shrinks by the same factor Z / (Z + e^sink), Z = sum_j e^logit_j.
     double z = 0;
     for (int j = 0; j < n_kv; ++j) {

@@ -108,7 +108,7 @@ TEST(BertSpec, IsAnEncoder) {
     EXPECT_EQ(s.arch, "bert");
     EXPECT_TRUE(s.embd_norm && s.token_types && s.learned_positions && s.tied_embeddings);
     EXPECT_FALSE(s.final_norm);
-    EXPECT_EQ(s.pooling, model::Pooling::Cls);
+    EXPECT_EQ(s.pooling, Pooling::Cls);
     for (const auto& L : s.layers) {
         EXPECT_FALSE(L.attn.causal);
         EXPECT_EQ(L.norm_placement, model::NormPlacement::PostResidual);

@@ -156,7 +156,7 @@ protected:
             kc.insert(kc.end(), k.begin() + long(size_t(j) * k_row), k.begin() + long(size_t(j + 1) * k_row));
             vc.insert(vc.end(), v.begin() + long(size_t(j) * v_row), v.begin() + long(size_t(j + 1) * v_row));
         }
-        cpu::AttentionParams rp;
+        AttentionParams rp;
         rp.n_head = c.n_head;
         rp.n_head_kv = c.n_head_kv;
         rp.head_dim = c.head_dim;
@@ -166,27 +166,18 @@ protected:
         rp.window = c.window;
         rp.chunk = c.chunk;
         rp.softcap = c.softcap;
-        rp.sinks = c.sinks ? sinks.data() : nullptr;
         const int64_t n_occ = int64_t(occupied.size());
         std::vector<float> ref_out(size_t(c.n_q * c.n_head * dv)), ref_probs_c(size_t(c.n_q * c.n_head * n_occ));
         cpu::attention(q.data() + c.q_offset, kc.data(), vc.data(), q_pos.data(), pc.data(), ref_out.data(),
-                       ref_probs_c.data(), c.n_q, n_occ, rp);
+                       ref_probs_c.data(), c.n_q, n_occ, rp, c.sinks ? sinks.data() : nullptr);
         std::vector<float> ref_probs(size_t(c.n_q * c.n_head * c.n_kv), 0.0f);
         for (int64_t row = 0; row < c.n_q * c.n_head; ++row)
             for (int64_t jj = 0; jj < n_occ; ++jj)
                 ref_probs[size_t(row * c.n_kv) + occupied[size_t(jj)]] = ref_probs_c[size_t(row * n_occ + jj)];
 
-        ops::AttentionParams p;
-        p.n_head = c.n_head;
-        p.n_head_kv = c.n_head_kv;
-        p.head_dim = c.head_dim;
-        p.head_dim_v = c.head_dim_v;
-        p.scale = rp.scale;
-        p.causal = c.causal;
-        p.window = c.window;
-        p.chunk = c.chunk;
-        p.softcap = c.softcap;
-        p.cache = c.f16 ? ops::CacheType::F16 : c.q8 ? ops::CacheType::Q8_0 : ops::CacheType::F32;
+        AttentionParams p = rp;
+        p.head_dim_v = c.head_dim_v;  // 0: head_dim, as the case may leave it
+        const KvCacheType cache = c.f16 ? KvCacheType::F16 : c.q8 ? KvCacheType::Q8_0 : KvCacheType::F32;
         gpu::Buffer kb = c.f16 ? upload(k16) : c.q8 ? upload(k8) : upload(k);
         gpu::Buffer vb = c.f16 ? upload(v16) : c.q8 ? upload(v8) : upload(v);
         gpu::Buffer qb = upload(q), qpb = upload(q_pos), kpb = upload(kv_pos);
@@ -203,7 +194,7 @@ protected:
         gpu::Buffer scratch(ctx(), std::max<uint64_t>(scratch_bytes, 4), gpu::Memory::Device);
         gpu::Stream s(ctx());
         s.begin();
-        ops::attention(s, qb, c.q_offset, qpb, kb, vb, kpb, ob, c.n_q, c.n_kv, p, c.sinks ? &sb : nullptr,
+        ops::attention(s, qb, c.q_offset, qpb, kb, vb, kpb, ob, c.n_q, c.n_kv, p, cache, c.sinks ? &sb : nullptr,
                        c.probs ? &pb : nullptr, scratch_bytes ? &scratch : nullptr);
         s.submit_and_wait();
 
@@ -486,13 +477,13 @@ TEST_F(Attention, BadParametersAreClearErrors) {
     gpu::Buffer b(ctx(), 4096, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    ops::AttentionParams p;
+    AttentionParams p;
     p.n_head = 6;
     p.n_head_kv = 4;  // not a divisor
     p.head_dim = 8;
-    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1, p), ops::ShapeError);
+    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1, p, KvCacheType::F32), ops::ShapeError);
     p.n_head_kv = 2;
-    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1000, p), ops::ShapeError);  // k too small
+    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1000, p, KvCacheType::F32), ops::ShapeError);  // k too small
     s.submit_and_wait();
 }
 

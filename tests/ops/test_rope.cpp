@@ -199,7 +199,7 @@ TEST_F(Rope, IntoSlotsWritesRotatedRowsToTheirCacheSlots) {
             hb.upload(cache16.data(), cache16.size() * 2);
             s.begin();
             ops::rope_into_slots(s, xb, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr, hb,
-                                 slots, ops::CacheType::F16);
+                                 slots, KvCacheType::F16);
             s.submit_and_wait();
             hb.download(got16.data(), got16.size() * 2);
             for (int slot = 0; slot < slots; ++slot)
@@ -229,11 +229,11 @@ TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
         const int64_t q_row = int64_t(c.n_heads) * c.head_dim, k_row = int64_t(n_heads_kv) * c.head_dim;
         const int64_t v_row = int64_t(n_heads_kv) * (c.head_dim + 4);
         for (int64_t n_tokens : {1, 5}) {
-            for (ops::CacheType type : {ops::CacheType::F32, ops::CacheType::F16}) {
-                if (type == ops::CacheType::F16 && !ctx().caps().storage_16bit) continue;
-                SCOPED_TRACE(c.name + " n_tokens " + std::to_string(n_tokens) + (type == ops::CacheType::F16 ? " f16" : " f32"));
+            for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16}) {
+                if (type == KvCacheType::F16 && !ctx().caps().storage_16bit) continue;
+                SCOPED_TRACE(c.name + " n_tokens " + std::to_string(n_tokens) + (type == KvCacheType::F16 ? " f16" : " f32"));
                 const int slots = 7;
-                const uint64_t es = type == ops::CacheType::F16 ? 2 : 4;
+                const uint64_t es = type == KvCacheType::F16 ? 2 : 4;
                 auto q = test::random_floats(size_t(n_tokens * q_row), uint32_t(n_tokens + 1));
                 auto k = test::random_floats(size_t(n_tokens * k_row), uint32_t(n_tokens + 2));
                 auto v = test::random_floats(size_t(n_tokens * v_row), uint32_t(n_tokens + 3));
@@ -250,7 +250,7 @@ TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
                 };
                 std::vector<uint16_t> sentinel16(sentinel.size());
                 for (size_t i = 0; i < sentinel.size(); ++i) sentinel16[i] = gguf::fp32_to_fp16(sentinel[i]);
-                const void* init = type == ops::CacheType::F16 ? static_cast<const void*>(sentinel16.data()) : sentinel.data();
+                const void* init = type == KvCacheType::F16 ? static_cast<const void*>(sentinel16.data()) : sentinel.data();
                 gpu::Buffer pb = buffer(pos.data(), pos.size() * 4), fb = buffer(factors.data(), factors.size() * 4);
                 gpu::Buffer kb = buffer(k.data(), k.size() * 4), vb = buffer(v.data(), v.size() * 4);
                 gpu::Buffer q3 = buffer(q.data(), q.size() * 4), q1 = buffer(q.data(), q.size() * 4);
@@ -286,7 +286,7 @@ TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
     gpu::Buffer b(ctx(), 4096, gpu::Memory::Device);
     ops::RopeParams p;
     p.n_dims = 8;
-    EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 2, 8, 16, p, nullptr, b, b, 4, ops::CacheType::Q8_0),
+    EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 2, 8, 16, p, nullptr, b, b, 4, KvCacheType::Q8_0),
                  ops::ShapeError);
     EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 0, 8, 16, p, nullptr, b, b, 4), ops::ShapeError);
 }

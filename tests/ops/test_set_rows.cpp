@@ -63,7 +63,7 @@ TEST_F(SetRowsOp, WritesEachRowToItsPositionsSlot) {
         gpu::Buffer hb(ctx(), before16.size() * 2 + 2, gpu::Memory::Device);  // odd lengths: a whole last word
         hb.upload(before16.data(), before16.size() * 2);
         s.begin();
-        ops::set_rows_into_slots(s, sb, uint64_t(c.src_offset), pb, T, c.n, hb, c.slots, ops::CacheType::F16);
+        ops::set_rows_into_slots(s, sb, uint64_t(c.src_offset), pb, T, c.n, hb, c.slots, KvCacheType::F16);
         s.submit_and_wait();
         hb.download(got16.data(), got16.size() * 2);
         want16 = before16;
@@ -96,10 +96,10 @@ TEST_F(SetRowsOp, QuantisesRowsIntoQ8_0Blocks) {
     db.upload(before.data(), words * 4);
     gpu::Stream s(ctx());
     s.begin();
-    ops::set_rows_into_slots(s, sb, 0, pb, T, n, db, slots, ops::CacheType::Q8_0);
+    ops::set_rows_into_slots(s, sb, 0, pb, T, n, db, slots, KvCacheType::Q8_0);
     s.submit_and_wait();
     db.download(got.data(), words * 4);
-    EXPECT_EQ(ops::cache_bytes(ops::CacheType::Q8_0, uint64_t(n)), uint64_t(n / 32 * 36));
+    EXPECT_EQ(ops::cache_bytes(KvCacheType::Q8_0, uint64_t(n)), uint64_t(n / 32 * 36));
 
     int off_by_one = 0;
     for (int slot = 0; slot < slots; ++slot) {
@@ -137,7 +137,7 @@ TEST_F(SetRowsOp, RefusesBadArguments) {
     EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 4, dst, 0), ops::ShapeError);
     EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 4, dst, 5), ops::ShapeError);   // dst holds 4 rows
     EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 3, 8, dst, 2), ops::ShapeError);   // src holds 2 rows
-    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 8, dst, 1, ops::CacheType::Q8_0), ops::ShapeError);  // 8 % 32
+    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 8, dst, 1, KvCacheType::Q8_0), ops::ShapeError);  // 8 % 32
     s.submit_and_wait();
 }
 

@@ -14,19 +14,18 @@ struct MemoryHeapInfo {
     bool device_local = false;
 };
 
-// A device and its capability record (what the engine's kernels choose their variants from).
-struct DeviceInfo {
+// A device's capability record: what the engine's kernels choose their variants from. The
+// engine's Vulkan layer fills it (its gpu::Capabilities is this record); DeviceInfo, below, is
+// the record with what a person reads beside it.
+struct DeviceCapabilities {
     int index = 0;                 // position in Vulkan's enumeration order (--device INDEX)
     std::string name;              // "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)"
-    std::string vendor;            // "NVIDIA", "AMD", "Intel", "Apple", "ARM", "Qualcomm", "Mesa", or the id in hex
     uint32_t vendor_id = 0, device_id = 0;
     std::string type;              // "discrete", "integrated", "virtual", "cpu", "other"
     std::string api_version;       // "1.3.239"
-    std::string driver_name, driver_version, driver_info;
-    uint64_t device_local_bytes = 0;  // sum of device-local heaps
+    std::string driver_name, driver_version, driver_info;  // the version vendor-decoded when known
     std::vector<MemoryHeapInfo> heaps;
 
-    // The capability record.
     uint32_t subgroup_size = 1;
     bool subgroup_arithmetic = false;
     bool subgroup_basic = false, subgroup_shuffle = false, subgroup_ballot = false;
@@ -38,16 +37,29 @@ struct DeviceInfo {
     uint64_t max_memory_allocation_size = 0;
     uint64_t min_storage_buffer_offset_alignment = 1;
     uint32_t max_push_constants_size = 0;
-    bool fp16_arithmetic = false, int8_arithmetic = false;
-    bool storage_8bit = false, storage_16bit = false;
-    bool integer_dot_product = false, cooperative_matrix = false;
+    bool fp16_arithmetic = false;   // shaderFloat16
+    bool int8_arithmetic = false;   // shaderInt8
+    bool storage_8bit = false;      // storageBuffer8BitAccess
+    bool storage_16bit = false;     // storageBuffer16BitAccess
+    bool integer_dot_product = false;      // VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct
     bool integer_dot_accelerated = false;  // the device says its 4x8-bit signed dot is accelerated
-    bool integer_dot_matvec = false;       // quantised matvecs dot in int8 (VKLLM_INTEGER_DOT=0/1 overrides)
+    // Quantised matvecs with 8-bit activations dot in int8 (shaders/matvec.comp INT_DOT): where
+    // the device accelerates it, or where VKLLM_INTEGER_DOT=1 asks (0: never).
+    bool integer_dot_matvec = false;
+    bool cooperative_matrix = false;       // VK_KHR_cooperative_matrix
     bool timestamps = false;
     float timestamp_period_ns = 1.0f;  // nanoseconds per timestamp tick
 
     // "native", or "mobile" when VKLLM_LIMITS=mobile clamps the record.
     std::string limits_profile = "native";
+};
+
+// A device as a front-end shows it: its capability record, the vendor's name, the sum of its
+// device-local heaps, and what the mobile clamp would change.
+struct DeviceInfo : DeviceCapabilities {
+    std::string vendor;            // "NVIDIA", "AMD", "Intel", "Apple", "ARM", "Qualcomm", "Mesa", or the id in hex
+    uint64_t device_local_bytes = 0;  // sum of device-local heaps
+
     // What the mobile clamp changes on this device, one line each ("max_storage_buffer_range:
     // 2147483648 -> 134217728"); empty when it changes nothing (also when limits_profile is
     // already "mobile": the record is clamped).

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "vkllm/generate.h"
+#include "vkllm/kv_cache_type.h"
+#include "vkllm/pooling.h"
 #include "vkllm/probe.h"
 
 namespace vkllm {
@@ -59,17 +61,6 @@ struct ResidualEdit {
     float value = 0;
 };
 
-// The KV cache's element type. Auto: F16 where the device has 16-bit storage (llama.cpp's
-// default cache type too: half the memory and half the bytes attention reads), else F32, and
-// F32 for encoders (BERT: one bidirectional pass, nothing kept for later tokens). F16
-// on a device without 16-bit storage makes the Session constructor throw. Q8_0: ggml's 8-bit
-// blocks of 32 values (36 bytes each here: 0.28x of F32), for models whose K and V rows are
-// whole blocks (the constructor throws otherwise).
-enum class KvCacheType { Auto, F32, F16, Q8_0 };
-// "auto", "f32", "f16", "q8_0"; and back (nullopt for any other name).
-const char* kv_cache_type_name(KvCacheType t);
-std::optional<KvCacheType> parse_kv_cache_type(const std::string& name);
-
 struct SessionOptions {
     int n_ctx = 0;      // 0: the model's training context, capped at 4096
     int n_batch = 256;  // tokens per forward pass during prompt processing
@@ -81,10 +72,6 @@ struct SessionOptions {
     ProbeConfig probes;
 };
 
-// Encoders (BERT): how the final hidden states of a text become its embedding. Model: the
-// file's own (`<arch>.pooling_type`); None: one row per token; Mean: the mean of the rows;
-// Cls: the first token's row ([CLS]); Last: the last token's row.
-enum class Pooling { Model, None, Mean, Cls, Last };
 
 // Session::embed's result: row-major [rows][n_embd].
 struct Embeddings {

@@ -12,7 +12,7 @@
 #include "model/blocks/matmul_inputs.h"
 #include "model/kv_cache.h"
 #include "model/probe_recorder.h"
-#include "model/residual_edits.h"
+#include "model/research/residual_edits.h"
 #include "model/scratch.h"
 #include "model/spec.h"
 #include "model/weights.h"

@@ -1,4 +1,4 @@
-#include "model/residual_edits.h"
+#include "model/research/residual_edits.h"
 
 #include <algorithm>
 #include <cstring>
