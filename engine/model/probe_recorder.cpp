@@ -2,6 +2,7 @@
 #include "model/probe_recorder.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -59,7 +60,14 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
     if ((!probes.attention_heads.empty()) && probes.attention_max_rows < 1)
         throw std::invalid_argument("attention_max_rows must be at least 1");
     if (const uint64_t need = host_bytes(probes); need > probes.max_bytes) {
-        auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+        auto mib = [](uint64_t b) {
+            char text[64];
+            if (b < (uint64_t(1) << 20))
+                std::snprintf(text, sizeof text, "%.1f KiB", double(b) / 1024);
+            else
+                std::snprintf(text, sizeof text, "%.1f MiB", double(b) / double(1 << 20));
+            return std::string(text);
+        };
         throw std::invalid_argument("the probes asked for could copy " + mib(need) + " to the host per eval, over " +
                                     "the budget of " + mib(probes.max_bytes) +
                                     " (ProbeConfig::max_bytes): probe fewer attention layers (single heads, "

@@ -53,10 +53,14 @@ struct ProbeConfig {
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
     bool any() const {
-        return !attention_layers.empty() || !attention_heads.empty() || attention_summary || residual_stats || !residual_full_layers.empty() || ffn_down || routing ||
-               !logit_lens_layers.empty() || timings || expert_load;
+        return !attention_layers.empty() || !attention_heads.empty() || attention_summary || residual_stats ||
+               !residual_full_layers.empty() || ffn_down || routing || !logit_lens_layers.empty() || timings ||
+               expert_load;
     }
 };
+// The same options under the name the documentation of budgets uses.
+using ProbeOptions = ProbeConfig;
+
 
 // Attention probabilities of one layer over the eval's query rows (every chunk of a long
 // prompt, not only its last; at most attention_max_rows, the newest).
@@ -87,6 +91,7 @@ struct AttentionMap {
 //   entropy        -sum_k p_k ln p_k (nats), the learned sink's probability included
 //   sink_mass      the probability of the key at position 0 plus the learned sink's (0 without)
 //   mean_distance  sum_k p_k (query position - key position): how far back the head looks
+//                  (a bidirectional layer's keys after the query count negative)
 //   max_prob       the largest key probability (1: attends to one key)
 struct AttentionSummary {
     int layer = 0;
