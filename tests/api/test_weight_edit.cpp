@@ -16,7 +16,7 @@
 #include "gguf/requantize.h"
 #include "gpu/device.h"
 #include "model/model_internal.h"
-#include "model/reference_forward.h"
+#include "reference/reference_forward.h"
 #include "random_model/random_model.h"
 #include "test_support.h"
 #include "vkllm/model.h"

@@ -10,7 +10,7 @@
 #include "model/spec.h"
 #include "tokenizer/tokenizer.h"
 #include "gpu/device.h"
-#include "model/reference_forward.h"
+#include "reference/reference_forward.h"
 #include "test_support.h"
 #include "model/model_internal.h"
 #include "vkllm/gguf.h"

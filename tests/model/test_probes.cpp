@@ -13,7 +13,7 @@
 #include "gpu/device.h"
 #include "model/model_internal.h"
 #include "cpu/ref_attention_summary.h"
-#include "model/reference_forward.h"
+#include "reference/reference_forward.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/model.h"

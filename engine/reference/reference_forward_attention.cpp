@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/reference_forward.h"
+#include "reference/reference_forward.h"
 
 namespace vkllm::model {
 

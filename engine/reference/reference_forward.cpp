@@ -2,7 +2,7 @@
 // (attention block, FFN block, their norms and residual adds as the layer's spec places them),
 // the residual edits and the output head. The blocks themselves are in
 // reference_forward_attention.cpp and reference_forward_ffn.cpp.
-#include "model/reference_forward.h"
+#include "reference/reference_forward.h"
 
 #include <algorithm>
 #include <stdexcept>

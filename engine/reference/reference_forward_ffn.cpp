@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "model/reference_forward.h"
+#include "reference/reference_forward.h"
 
 namespace vkllm::model {
 
