@@ -1,7 +1,10 @@
-// vkllm quantize IN.gguf OUT.gguf TYPE [--keep-super-weights [--clip-sigmas K]]: rewrite a model's
-// weights in another tensor type. The policy (which tensors change, fallbacks for odd row lengths)
-// is quantize_file's (vkllm/gguf.h); --keep-super-weights is quantize_keeping_super_weights's
-// (vkllm/super_weights.h, docs/super-weights.md).
+// vkllm quantize IN.gguf OUT.gguf TYPE [--pure] [--dry-run] [--keep-super-weights [--clip-sigmas K]]:
+// rewrite a model's weights as llama-quantize does: TYPE is one of its names (Q4_K_M, Q3_K_S,
+// Q8_0, ...) and each tensor gets the type llama.cpp's rules give it (quantize_mix, vkllm/gguf.h).
+// --keep-super-weights is quantize_keeping_super_weights's (vkllm/super_weights.h,
+// docs/super-weights.md): every weight in one type.
+#include <unistd.h>
+
 #include <cctype>
 #include <cinttypes>
 #include <cstdlib>
@@ -21,16 +24,46 @@ namespace {
 
 std::string usage_text() {
     static const std::string text = [] {
-        std::string t = "vkllm quantize IN.gguf OUT.gguf TYPE [--keep-super-weights [--clip-sigmas K]]\n  TYPE:";
-        for (const std::string& type : quantize_types()) t += " " + type;
+        std::string t = "vkllm quantize IN.gguf OUT.gguf TYPE [--pure] [--dry-run] [--keep-super-weights [--clip-sigmas K]]\n"
+                        "  TYPE: llama-quantize's names, each tensor typed by llama.cpp's rules:\n   ";
+        size_t col = 3;
+        for (const std::string& type : quantize_mix_names()) {
+            if (col + type.size() + 1 > 96) {
+                t += "\n   ";
+                col = 3;
+            }
+            t += " " + type;
+            col += type.size() + 1;
+        }
         const KeepSuperWeightsOptions defaults;
-        return t + "\n  --keep-super-weights  find the super weights (GPU), keep them exact as a correction applied\n"
-                   "                        after ffn_down, clip ffn_down's other outliers\n"
+        return t + "\n  --pure                every quantized weight in TYPE's base type (no per-tensor rules)\n"
+                   "  --dry-run             print the type each tensor would get; write nothing\n"
+                   "  --keep-super-weights  find the super weights (GPU), keep them exact as a correction applied\n"
+                   "                        after ffn_down, clip ffn_down's other outliers (TYPE: one tensor\n"
+                   "                        type, every weight in it)\n"
                    "  --clip-sigmas K       with --keep-super-weights: clip at K x the tensor's RMS (0: none;\n"
                    "                        default " + std::to_string(defaults.clip_sigmas).substr(0, 4) + ")";
     }();
     return text;
 }
+
+// A progress bar on standard error when it is a terminal: "[#####.....] 12/40 tensors".
+class ProgressBar {
+public:
+    ProgressBar() : on_(::isatty(2) == 1) {}
+    void operator()(size_t done, size_t total) {
+        if (!on_ || total == 0) return;
+        const int width = 40, filled = int(double(done) / double(total) * width);
+        std::string bar(size_t(filled), '#');
+        bar.append(size_t(width - filled), '.');
+        std::fprintf(stderr, "\r[%s] %zu/%zu tensors", bar.c_str(), done, total);
+        if (done == total) std::fprintf(stderr, "\n");
+        std::fflush(stderr);
+    }
+
+private:
+    bool on_;
+};
 
 void print_super_weights(const SuperQuantizeReport& r) {
     std::printf("super weights: %zu found", r.super_weights.size());
@@ -49,12 +82,16 @@ void print_super_weights(const SuperQuantizeReport& r) {
 int quantize(const Args& all) {
     if (all.size() == 1 && (all[0] == "-h" || all[0] == "--help")) throw HelpRequested();
     Args args;
-    bool keep = false;
+    bool keep = false, pure = false, dry_run = false;
     KeepSuperWeightsOptions keep_options;
     bool clip_given = false;
     for (size_t i = 0; i < all.size(); ++i) {
         if (all[i] == "--keep-super-weights") {
             keep = true;
+        } else if (all[i] == "--pure") {
+            pure = true;
+        } else if (all[i] == "--dry-run") {
+            dry_run = true;
         } else if (all[i] == "--clip-sigmas") {
             if (i + 1 >= all.size()) throw UsageError("--clip-sigmas needs a value");
             const std::string& v = all[++i];
@@ -69,22 +106,42 @@ int quantize(const Args& all) {
         }
     }
     if (clip_given && !keep) throw UsageError("--clip-sigmas needs --keep-super-weights");
+    if (keep && (pure || dry_run)) throw UsageError("--keep-super-weights writes every weight in TYPE: no --pure or --dry-run");
     if (args.size() != 3) throw UsageError("expected 3 arguments, got " + std::to_string(args.size()));
     const std::string& in_path = args[0];
     const std::string& out_path = args[1];
     std::string type = args[2];  // type names are case-insensitive: "q8_0" is Q8_0
     for (char& c : type) c = char(std::toupper(static_cast<unsigned char>(c)));
     bool known = false;
-    for (const std::string& t : quantize_types()) known |= t == type;
+    for (const std::string& t : quantize_mix_names()) known |= t == type;
     if (!known) throw UsageError("unknown or unsupported target type '" + args[2] + "'");
     SuperQuantizeReport super;
     QuantizeReport report;
     if (keep) {
+        bool single = false;
+        for (const std::string& t : quantize_types()) single |= t == type;
+        if (!single)
+            throw UsageError("--keep-super-weights needs one tensor type (one of:" + [] {
+                std::string l;
+                for (const std::string& t : quantize_types()) l += " " + t;
+                return l;
+            }() + "), not the mix '" + type + "'");
         super = quantize_keeping_super_weights(in_path, out_path, type, keep_options);
         report = super.quantize;
     } else {
-        auto in = GgufFile::open(in_path);
-        report = quantize_file(*in, out_path, type);
+        QuantizeMixOptions options;
+        options.pure = pure;
+        options.dry_run = dry_run;
+        ProgressBar bar;
+        options.progress = [&bar](size_t done, size_t total) { bar(done, total); };
+        report = quantize_mix(in_path, out_path, type, options);
+    }
+    if (dry_run) {
+        std::printf("%s as %s%s (dry run: nothing written)\n", in_path.c_str(), type.c_str(), pure ? " --pure" : "");
+        for (const QuantizedTensor& t : report.tensors)
+            std::printf("  %-40s %-8s -> %-8s%s\n", t.name.c_str(), t.from.c_str(), t.to.c_str(),
+                        t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
+        return 0;
     }
 
     std::map<std::string, int> converted, kept;  // "FROM -> TO" / "TYPE (why)" -> count

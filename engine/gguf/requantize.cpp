@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "gguf/quant.h"
+#include "gguf/quant_mix.h"
 
 namespace vkllm::gguf {
 
@@ -39,7 +41,7 @@ TensorType fallback_for(TensorType t) {
 
 std::string name_of(TensorType t) {
     auto tr = type_traits(t);
-    return tr ? tr->name : "type " + std::to_string(static_cast<uint32_t>(t));
+    return tr ? tr->name : ggml_type_name_of(static_cast<uint32_t>(t));
 }
 
 const std::string kSuperWeightPrefix = "vkllm.super_weight.";
@@ -187,20 +189,25 @@ TensorConversion plan_conversion(const TensorInfo& tensor, TensorType target) {
     return c;
 }
 
-Requantized requantize(const File& in, TensorType target, const KeepSuperWeights* keep) {
-    if (!can_quantize(target)) throw UnsupportedType("quantize: cannot encode " + name_of(target) + " tensors");
+namespace {
+
+// Writes each tensor of `in` as `plan` (one entry per tensor, in the file's order) says.
+Requantized run_plan(const File& in, const std::vector<TensorConversion>& plan, std::optional<uint32_t> file_type,
+                     const KeepSuperWeights* keep, const std::function<void(size_t, size_t)>& progress) {
+    if (plan.size() != in.tensors().size()) throw std::logic_error("requantize: the plan does not cover every tensor");
     Requantized out;
     for (const std::string& key : in.keys_in_order())
         if (key.compare(0, kSuperWeightPrefix.size(), kSuperWeightPrefix) != 0)  // written anew below
             out.writer.set(key, *in.find(key));
-    if (auto ftype = llama_file_type(target)) out.writer.set("general.file_type", Value::from_u32(*ftype));
+    if (file_type) out.writer.set("general.file_type", Value::from_u32(*file_type));
     out.writer.set("general.quantization_version", Value::from_u32(2));
     if (keep) check_coordinates(in, *keep);
     // A file that already keeps super weights: its exact values go back into the weights first.
     const std::vector<SuperWeightCorrection> had = read_super_weight_corrections(in);
 
-    for (const TensorInfo& t : in.tensors()) {
-        TensorConversion c = plan_conversion(t, target);
+    for (size_t i = 0; i < plan.size(); ++i) {
+        const TensorInfo& t = in.tensors()[i];
+        TensorConversion c = plan[i];
         std::vector<uint8_t> bytes;
         bool corrected = false;
         for (const SuperWeightCorrection& k : had) corrected |= ffn_down_name(k.layer) == t.name;
@@ -220,9 +227,30 @@ Requantized requantize(const File& in, TensorType target, const KeepSuperWeights
         out.bytes_out += bytes.size();
         out.writer.add_tensor(t.name, c.to, t.dims, std::move(bytes));
         out.tensors.push_back(std::move(c));
+        if (progress) progress(i + 1, plan.size());
     }
     if (keep) write_corrections(out.writer, out.kept);
     return out;
+}
+
+}  // namespace
+
+Requantized requantize(const File& in, TensorType target, const KeepSuperWeights* keep) {
+    if (!can_quantize(target)) throw UnsupportedType("quantize: cannot encode " + name_of(target) + " tensors");
+    std::vector<TensorConversion> plan;
+    for (const TensorInfo& t : in.tensors()) plan.push_back(plan_conversion(t, target));
+    return run_plan(in, plan, llama_file_type(target), keep, {});
+}
+
+Requantized requantize_planned(const File& in, const std::vector<TensorConversion>& plan, uint32_t file_type,
+                               const std::function<void(size_t, size_t)>& progress) {
+    std::string missing;
+    for (const TensorConversion& c : plan)
+        if (c.to != c.from && !can_quantize(c.to) && missing.find(" " + name_of(c.to) + ",") == std::string::npos)
+            missing += " " + name_of(c.to) + ",";
+    if (!missing.empty())
+        throw UnsupportedType("quantize: vkllm cannot write" + missing.substr(0, missing.size() - 1) + " tensors yet");
+    return run_plan(in, plan, file_type, nullptr, progress);
 }
 
 std::vector<SuperWeightCorrection> read_super_weight_corrections(const File& in) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,13 @@ struct KeepSuperWeights {
 // treated as KeepSuperWeights says and the corrections written; std::invalid_argument for a
 // coordinate outside its tensor or a layer without a 2-D ffn_down.
 Requantized requantize(const File& in, TensorType target, const KeepSuperWeights* keep = nullptr);
+
+// Converts each tensor of `in` to the type `plan` gives it (one entry per tensor, in the file's
+// order: plan_mix in quant_mix.h), restoring the input's super-weight corrections, with
+// general.file_type = file_type; `progress(done, total)` after each tensor. Throws
+// UnsupportedType naming every planned type that cannot be encoded.
+Requantized requantize_planned(const File& in, const std::vector<TensorConversion>& plan, uint32_t file_type,
+                               const std::function<void(size_t, size_t)>& progress = {});
 
 // llama.cpp's general.file_type for a file whose weights are mostly `t` (nullopt: none defined).
 std::optional<uint32_t> llama_file_type(TensorType t);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +82,28 @@ struct QuantizeReport {
 // target only when every write and the close succeeded (a failure leaves `out_path` as it was).
 // Throws std::invalid_argument for an unknown type, std::runtime_error for a write failure.
 QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type);
+
+// llama-quantize's file types by name, for `vkllm quantize`: "Q4_K_M", "Q3_K_S", "IQ4_XS", ...
+// and the plain types ("Q8_0", "F16"). Each gives every tensor the type llama.cpp's
+// llama-quantize gives it (its per-tensor rules: output and value projections in more bits,
+// the first and last layers' ffn_down in more bits, fallbacks for rows the block does not
+// divide, ...). Some need types vkllm cannot write yet (the i-quants): quantize_mix refuses them.
+std::vector<std::string> quantize_mix_names();
+
+struct QuantizeMixOptions {
+    bool pure = false;     // every quantized weight in the mix's base type (llama-quantize --pure)
+    bool dry_run = false;  // only choose the types: nothing is read beyond the header or written
+    // Called after each tensor is written: tensors done, tensors in all.
+    std::function<void(size_t done, size_t total)> progress;
+};
+
+// Rewrites the GGUF file `in_path` as llama-quantize would with `mix` (an exact name of
+// quantize_mix_names()) and writes it to `out_path` as quantize_file does (atomically). The
+// report lists each tensor's type, in the file's order. Throws std::invalid_argument for an
+// unknown name, a mix that needs an importance matrix, or one whose tensors would need types
+// vkllm cannot write yet (named); std::runtime_error for a read or write failure.
+QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_path, const std::string& mix,
+                            const QuantizeMixOptions& options = {});
 
 // Tensors holding NaN or infinite values (vkllm inspect --check): every element of every
 // tensor is decoded on the CPU, row by row, and counted.

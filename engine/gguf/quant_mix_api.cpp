@@ -1,0 +1,85 @@
+// vkllm::quantize_mix (vkllm/gguf.h): llama-quantize's named mixes, from a file path to a file.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "gguf/quant.h"
+#include "gguf/quant_mix.h"
+#include "vkllm/gguf.h"
+
+namespace vkllm {
+
+std::vector<std::string> quantize_mix_names() {
+    std::vector<std::string> out;
+    for (const gguf::QuantMix& m : gguf::quant_mixes()) out.push_back(m.name);
+    return out;
+}
+
+QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_path, const std::string& name,
+                            const QuantizeMixOptions& options) {
+    namespace fs = std::filesystem;
+    const gguf::QuantMix* mix = gguf::find_quant_mix(name);
+    if (!mix) {
+        std::string known;
+        for (const std::string& n : quantize_mix_names()) known += " " + n;
+        throw std::invalid_argument("unknown or unsupported target type '" + name + "' (known:" + known + ")");
+    }
+    if (!options.dry_run) {
+        if (std::string(mix->name) == "Q2_K_S")
+            throw std::invalid_argument("Q2_K_S needs an importance matrix, which vkllm quantize cannot use yet; "
+                                        "Q2_K is the nearest mix without one");
+        if (out_path.empty()) throw std::invalid_argument("quantize: no output path given");
+        std::error_code ec;
+        if (fs::exists(in_path, ec) && fs::exists(out_path, ec) && fs::equivalent(in_path, out_path, ec))
+            throw std::runtime_error("refusing to overwrite the input file '" + in_path + "'; choose another output path");
+        const fs::file_status st = fs::status(out_path, ec);
+        if (fs::exists(st) && !fs::is_regular_file(st))
+            throw std::runtime_error(out_path + ": exists and is not a regular file; choose another output path");
+    }
+
+    const auto in = gguf::File::open(in_path);
+    const std::vector<gguf::TensorConversion> plan = gguf::plan_mix(*in, *mix, options.pure);
+    QuantizeReport report;
+    auto type_name = [](gguf::TensorType t) { return gguf::ggml_type_name_of(uint32_t(t)); };
+    for (const gguf::TensorConversion& c : plan) report.tensors.push_back({c.name, type_name(c.from), type_name(c.to), c.note});
+    if (options.dry_run) {
+        for (const gguf::TensorInfo& t : in->tensors()) report.bytes_in += t.n_bytes;
+        return report;
+    }
+    if (const auto missing = gguf::unwritable_types(plan); !missing.empty()) {
+        std::string list;
+        for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+        throw std::invalid_argument(std::string(mix->name) + ": llama.cpp's mix puts tensors of this file in " + list +
+                                    ", which vkllm cannot write yet");
+    }
+
+    gguf::Requantized result = gguf::requantize_planned(*in, plan, mix->file_type, options.progress);
+
+    // Written beside the target and renamed over it only when complete (as quantize_file).
+    const fs::path target(out_path);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    const fs::path tmp = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-mix");
+    std::error_code ec;
+    try {
+        result.writer.write(tmp.string());
+    } catch (const std::exception& e) {
+        fs::remove(tmp, ec);
+        throw std::runtime_error(out_path + ": cannot write the quantized file: " + e.what());
+    }
+    if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
+        const std::string why = std::strerror(errno);
+        fs::remove(tmp, ec);
+        throw std::runtime_error(out_path + ": cannot replace it with the quantized file: " + why);
+    }
+    report.tensors.clear();
+    for (const gguf::TensorConversion& c : result.tensors)
+        report.tensors.push_back({c.name, type_name(c.from), type_name(c.to), c.note});
+    report.bytes_in = result.bytes_in;
+    report.bytes_out = result.bytes_out;
+    return report;
+}
+
+}  // namespace vkllm
