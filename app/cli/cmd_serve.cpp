@@ -3,8 +3,11 @@
 // connection's thread parses its requests, queues them and sends the text as it comes
 // (server-sent events when stream: true). A client that goes away stops its generation, and a
 // client that misbehaves (slow, huge, malformed) is answered 4xx and costs only its connection.
+// Besides chat and completions: embeddings (encoders), llama-server's /tokenize and
+// /detokenize, Prometheus /metrics, an optional API key, one log line per request.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -20,6 +23,7 @@
 #include "model_file.h"
 #include "options.h"
 #include "server_api.h"
+#include "server_metrics.h"
 #include "server_worker.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -32,15 +36,19 @@ using namespace server;
 
 const char* kUsage =
     "vkllm serve [-m MODEL.gguf] [--host 127.0.0.1] [--port 8080] [-c CTX] [--queue 16] [--device D] [--quiet]\n"
-    "            [--cache-type auto|f16|f32|q8_0] [--timeout 30] [--max-connections 256]\n"
+    "            [--cache-type auto|f16|f32|q8_0] [--timeout 30] [--max-connections 256] [--api-key KEY]\n"
     "  POST /v1/chat/completions, POST /v1/completions (stream: true for server-sent events),\n"
-    "  GET /v1/models, GET /health. --port 0: any free port (the line \"listening on\" names it).\n"
+    "  POST /v1/embeddings (encoders), GET /v1/models (each also without /v1), POST /tokenize,\n"
+    "  POST /detokenize, GET /metrics (Prometheus), GET /health.\n"
+    "  --port 0: any free port (the line \"listening on\" names it).\n"
+    "  --api-key (or the environment variable VKLLM_API_KEY): every route but /health needs\n"
+    "    \"Authorization: Bearer KEY\" (401 without).\n"
     "  --queue: requests that may wait while one is generated; more are answered 503 with Retry-After.\n"
     "  --timeout: seconds a request's header and body may take to arrive (408 after), that a kept-alive\n"
     "    connection may stay idle, and that an answer may wait for a client that stops reading.\n"
     "  --max-connections: connections served at once; more are answered 503.\n"
     "  Requests: header at most 32 KiB and 100 fields (431), body at most 8 MiB (413).\n"
-    "  --quiet: no line per request on stderr. SIGINT/SIGTERM: stop (in-flight requests are cancelled).\n"
+    "  --quiet: no line per request on stderr (method, path, status, seconds, tokens). SIGINT/SIGTERM: stop (in-flight requests are cancelled).\n"
     "  without -m: the small model built into vkllm";
 
 // How often a waiting connection thread looks whether its client is still connected.
@@ -78,33 +86,93 @@ ApiError http_error(int status, const std::string& message) {
 
 std::string sse(const json& event) { return "data: " + app::json_text(event) + "\n\n"; }
 
+// Paths served with and without the /v1 prefix (llama-server's clients call them without).
+std::string without_v1(const std::string& path) { return path.rfind("/v1/", 0) == 0 ? path.substr(3) : path; }
+
+// Equal strings in a time that does not depend on where they differ.
+bool same_secret(const std::string& a, const std::string& b) {
+    if (a.size() != b.size()) return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i]) ^ uint8_t(b[i]);
+    return diff == 0;
+}
+
+bool valid_utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = uint8_t(s[i]);
+        const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (n == 0 || i + n > s.size()) return false;
+        for (size_t k = 1; k < n; ++k)
+            if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return false;
+        i += n;
+    }
+    return true;
+}
+
 class Server {
 public:
-    Server(const Model& model, Session& session, std::string id, size_t queue)
-        : model_(model), format_(model), session_n_ctx_(session.n_ctx()), id_(std::move(id)), worker_(session, queue) {}
+    Server(const Model& model, Session& session, std::string id, size_t queue, std::string api_key)
+        : model_(model), format_(model), session_n_ctx_(session.n_ctx()), id_(std::move(id)),
+          api_key_(std::move(api_key)), worker_(session, queue) {
+        const ModelInfo& info = model.info();
+        encoder_ = !info.layers.empty() && !info.layers[0].attention.causal;
+        if (model.bos() >= 0) bos_text_ = model.token_text(model.bos());
+        if (model.eos() >= 0) eos_text_ = model.token_text(model.eos());
+    }
 
     void handle(const http::Request& req, http::Responder& res) {
-        const std::string& path = req.path;
+        const std::string path = without_v1(req.path);
         const bool post = req.method == "POST", get = req.method == "GET";
-        if (path == "/v1/chat/completions" && post) return complete(Endpoint::Chat, req, res);
-        if (path == "/v1/completions" && post) return complete(Endpoint::Completion, req, res);
-        if (path == "/v1/models" && get)
-            return res.send(200, kJson, app::json_text(json{{"object", "list"}, {"data", json::array({model_json()})}}));
-        if (path.rfind("/v1/models/", 0) == 0 && path.size() > 11 && get) {
-            const std::string name = path.substr(11);
-            if (name == id_) return res.send(200, kJson, app::json_text(model_json()));
-            return send_error(res, ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found"));
+        if (!api_key_.empty() && path != "/health") {
+            const std::string_view auth = req.header("Authorization");
+            const std::string bearer = "Bearer ";
+            if (auth.size() <= bearer.size() || auth.substr(0, bearer.size()) != bearer ||
+                !same_secret(std::string(auth.substr(bearer.size())), api_key_)) {
+                const ApiError e(401,
+                                 auth.empty() ? "no API key: send the header 'Authorization: Bearer KEY'"
+                                              : "incorrect API key provided",
+                                 "", "invalid_api_key");
+                return res.send(401, kJson, app::json_text(error_body(e)), {{"WWW-Authenticate", "Bearer"}});
+            }
         }
-        if (path == "/health" && get)
-            return res.send(200, kJson,
-                            app::json_text(json{{"status", "ok"}, {"waiting", worker_.waiting()},
-                                                {"completed", worker_.completed()}, {"cancelled", worker_.cancelled()}}));
-        const bool known = path == "/v1/chat/completions" || path == "/v1/completions" || path == "/v1/models" ||
-                           path.rfind("/v1/models/", 0) == 0 || path == "/health";
-        if (known)
-            return send_error(res, ApiError(405, req.method + " is not served on " + path, "", "method_not_allowed"));
-        send_error(res, ApiError(404, "no route " + req.method + " " + path, "", "not_found"));
+        try {
+            if (path == "/chat/completions" && post) return complete(Endpoint::Chat, req, res);
+            if (path == "/completions" && post) return complete(Endpoint::Completion, req, res);
+            if (path == "/embeddings" && post) return embeddings(req, res);
+            if (path == "/tokenize" && post) return tokenize(req, res);
+            if (path == "/detokenize" && post) return detokenize(req, res);
+            if (path == "/models" && get)
+                return res.send(200, kJson,
+                                app::json_text(json{{"object", "list"}, {"data", json::array({model_json()})}}));
+            if (path.rfind("/models/", 0) == 0 && path.size() > 8 && get) {
+                const std::string name = path.substr(8);
+                if (name == id_) return res.send(200, kJson, app::json_text(model_json()));
+                throw ApiError(404, "the model '" + name + "' does not exist", "model", "model_not_found");
+            }
+            if (path == "/health" && get)
+                return res.send(200, kJson,
+                                app::json_text(json{{"status", "ok"}, {"waiting", worker_.waiting()},
+                                                    {"completed", worker_.completed()}, {"cancelled", worker_.cancelled()}}));
+            if (path == "/metrics" && get) {
+                Metrics::Gauges g;
+                g.waiting = worker_.waiting();
+                g.busy = worker_.busy();
+                g.busy_seconds = worker_.busy_seconds();
+                g.connections = connections ? connections() : 0;
+                return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics.text(g));
+            }
+            const bool known = path == "/chat/completions" || path == "/completions" || path == "/models" ||
+                               path.rfind("/models/", 0) == 0 || path == "/embeddings" || path == "/tokenize" ||
+                               path == "/detokenize" || path == "/health" || path == "/metrics";
+            if (known) throw ApiError(405, req.method + " is not served on " + req.path, "", "method_not_allowed");
+            throw ApiError(404, "no route " + req.method + " " + req.path, "", "not_found");
+        } catch (const ApiError& e) {
+            if (!res.answered()) send_error(res, e);
+        }
     }
+
+    Metrics metrics;
+    std::function<size_t()> connections;  // open HTTP connections, for /metrics
 
     void stop() {
         stopping_ = true;
@@ -120,8 +188,24 @@ private:
         std::vector<int32_t> tokens;
         if (r.endpoint == Endpoint::Chat) {
             const auto cancelled = [&] { return stopping_.load() || res.client_gone(); };
+            if (!format_.templated() && r.tool_message >= 0) {
+                const std::string param = "messages[" + std::to_string(r.tool_message) + "]";
+                throw ApiError(400, "'" + param + "' has tool calls or the tool role, and the model has no chat "
+                                    "template to render them", param, "unsupported_parameter");
+            }
             try {
-                tokens = format_.tokenize_whole(format_.render(r.messages, /*add_generation_prompt=*/true, cancelled));
+                if (format_.templated()) {
+                    // The messages as JSON, so that tool calls and tool messages reach the template.
+                    ChatTemplateInputs in;
+                    in.messages_json = r.messages_json.dump();
+                    in.add_generation_prompt = true;
+                    in.bos_token = bos_text_;
+                    in.eos_token = eos_text_;
+                    in.cancelled = cancelled;
+                    tokens = format_.tokenize_whole(render_chat_template(model_.info().chat_template, in));
+                } else {
+                    tokens = format_.tokenize_whole(format_.render(r.messages, /*add_generation_prompt=*/true, cancelled));
+                }
             } catch (const TemplateError& e) {
                 if (e.cancelled())
                     throw ApiError(503, "the request was cancelled (the client left or the server is stopping)", "",
@@ -152,13 +236,14 @@ private:
         CompletionRequest r;
         try {
             r = parse_request(endpoint, req.body, next_seed());
-            if (!r.model.empty() && r.model != id_)
-                throw ApiError(404, "the model '" + r.model + "' does not exist; this server has '" + id_ + "'", "model",
-                               "model_not_found");
+            check_model(r.model);
+            if (encoder_)
+                throw ApiError(400, "the model '" + id_ + "' is an encoder: it embeds (POST /v1/embeddings) but does "
+                                    "not generate", "model", "model_not_supported");
             std::vector<int32_t> prompt = prompt_tokens(r, res);
             const int room = session_n_ctx_ - int(prompt.size());
             r.options.max_tokens = r.options.max_tokens < 0 ? room : std::min(r.options.max_tokens, room);
-            job = std::make_shared<Job>(std::move(prompt), r.options);
+            job = std::make_shared<Job>(std::move(prompt), r.options, r.logprobs);
             if (!worker_.submit(job))
                 throw ApiError(503, "the server is busy: " + std::to_string(worker_.waiting()) +
                                         " requests are waiting; try again shortly", "", "queue_full", "server_error");
@@ -166,16 +251,136 @@ private:
             return send_error(res, e);
         }
         head.id = (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
+        const std::string echo = !r.echo ? "" : r.prompt_is_tokens ? model_.detokenize(r.prompt_tokens) : r.prompt;
         if (r.stream)
-            stream(res, head, job, r.include_usage);
+            stream(res, head, job, r, echo);
         else
-            answer(res, head, job);
+            answer(res, head, job, r, echo);
+        // A stream left early (the client went away) has cancelled its job: it ends within a step.
+        std::string rest;
+        while (!job->take(rest, kPoll)) rest.clear();
+        const GenerateResult& g = job->result();
+        metrics.generation(int(job->prompt.size()), g.n_prompt_evaluated, completion_tokens(g), g.prompt_seconds,
+                           g.decode_seconds);
+        char note[160];
+        const int n = completion_tokens(g);
+        std::snprintf(note, sizeof note, "prompt %zu tokens (%d evaluated), %d generated (%s), first token %.3f s, %.4f s/token",
+                      job->prompt.size(), g.n_prompt_evaluated, n, to_string(g.reason), g.first_token_seconds,
+                      n > 0 ? g.decode_seconds / n : 0.0);
+        res.note = note;
+    }
+
+    void check_model(const std::string& model) const {
+        if (!model.empty() && model != id_)
+            throw ApiError(404, "the model '" + model + "' does not exist; this server has '" + id_ + "'", "model",
+                           "model_not_found");
+    }
+
+    // POST /v1/embeddings: each input through Session::embed with the model's pooling, as
+    // `vkllm embed` without --normalize.
+    void embeddings(const http::Request& req, http::Responder& res) {
+        EmbeddingRequest r = parse_embedding_request(req.body);
+        check_model(r.model);
+        const ModelInfo& info = model_.info();
+        if (!encoder_)
+            throw ApiError(400, "the model '" + id_ + "' cannot embed: the engine embeds with encoders (BERT), and "
+                                "this model is causal", "model", "model_not_supported");
+        if (info.pooling == "none")
+            throw ApiError(400, "the model '" + id_ + "' pools no vector per text (its pooling type is none)", "model",
+                           "model_not_supported");
+        if (r.dimensions != 0 && r.dimensions != info.n_embd)
+            throw ApiError(400, "'dimensions' must be the model's " + std::to_string(info.n_embd) + " (no truncation)",
+                           "dimensions", "unsupported_parameter");
+        std::vector<std::vector<int32_t>> inputs = std::move(r.token_inputs);
+        for (const auto& ids : inputs)
+            for (int32_t t : ids)
+                if (t >= model_.n_vocab())
+                    throw ApiError(400, "token id " + std::to_string(t) + " is outside the vocabulary (" +
+                                            std::to_string(model_.n_vocab()) + " tokens)", "input", "invalid_value");
+        for (const std::string& text : r.texts) inputs.push_back(model_.tokenize(text, /*add_special=*/true));
+        int tokens = 0;
+        for (const auto& ids : inputs) {
+            if (ids.empty()) throw ApiError(400, "an input has no tokens", "input", "invalid_value");
+            tokens += int(ids.size());
+        }
+        auto job = std::make_shared<Job>(std::move(inputs));
+        if (!worker_.submit(job))
+            throw ApiError(503, "the server is busy: " + std::to_string(worker_.waiting()) +
+                                    " requests are waiting; try again shortly", "", "queue_full", "server_error");
+        std::string unused;
+        while (!job->take(unused, kPoll))
+            if (res.client_gone()) worker_.cancel(job);
+        const GenerateResult& g = job->result();
+        if (g.reason == StopReason::Error) throw job->embed_error();
+        if (g.reason == StopReason::Cancelled)
+            throw ApiError(503, "the request was cancelled (the client left or the server is stopping)", "",
+                           "cancelled", "server_error");
+        metrics.embedding(tokens);
+        res.note = std::to_string(job->embeddings().size()) + " inputs, " + std::to_string(tokens) + " tokens";
+        res.send(200, kJson, app::json_text(embeddings_json(id_, job->embeddings(), r.base64, tokens)));
+    }
+
+    // POST /tokenize (llama-server's shape): {"content", "add_special" (false), "parse_special"
+    // (true), "with_pieces" (false)} -> {"tokens": [id, ...]} or [{"id", "piece"}, ...].
+    void tokenize(const http::Request& req, http::Responder& res) const {
+        const json body = parse_body(req.body);
+        for (auto it = body.begin(); it != body.end(); ++it)
+            if (it.key() != "content" && it.key() != "add_special" && it.key() != "parse_special" &&
+                it.key() != "with_pieces")
+                throw ApiError(400, "'" + it.key() + "' is not a field of /tokenize", it.key(), "unknown_parameter");
+        if (!body.contains("content") || !body["content"].is_string())
+            throw ApiError(400, "'content' must be a string", "content", "invalid_type");
+        auto flag = [&](const char* name, bool fallback) {
+            if (!body.contains(name) || body[name].is_null()) return fallback;
+            if (!body[name].is_boolean()) throw ApiError(400, std::string("'") + name + "' must be a boolean", name, "invalid_type");
+            return body[name].get<bool>();
+        };
+        const bool add_special = flag("add_special", false), parse_special = flag("parse_special", true),
+                   with_pieces = flag("with_pieces", false);
+        const std::vector<int32_t> ids = model_.tokenize(body["content"].get<std::string>(), add_special, parse_special);
+        json tokens = json::array();
+        for (int32_t id : ids) {
+            if (!with_pieces) {
+                tokens.push_back(id);
+                continue;
+            }
+            const std::string piece = model_.piece(id, /*render_special=*/true);
+            json bytes = json::array();
+            for (unsigned char c : piece) bytes.push_back(int(c));
+            tokens.push_back({{"id", id}, {"piece", valid_utf8(piece) ? json(piece) : bytes}});
+        }
+        res.note = std::to_string(ids.size()) + " tokens";
+        res.send(200, kJson, app::json_text(json{{"tokens", tokens}}));
+    }
+
+    // POST /detokenize: {"tokens": [id, ...]} -> {"content": text} (control tokens as their text).
+    void detokenize(const http::Request& req, http::Responder& res) const {
+        const json body = parse_body(req.body);
+        for (auto it = body.begin(); it != body.end(); ++it)
+            if (it.key() != "tokens")
+                throw ApiError(400, "'" + it.key() + "' is not a field of /detokenize", it.key(), "unknown_parameter");
+        if (!body.contains("tokens") || !body["tokens"].is_array())
+            throw ApiError(400, "'tokens' must be a list of token ids", "tokens", "invalid_type");
+        std::vector<int32_t> ids;
+        for (const json& t : body["tokens"]) {
+            if (!t.is_number_integer()) throw ApiError(400, "'tokens' must be a list of token ids", "tokens", "invalid_type");
+            const bool fits = !t.is_number_unsigned() ? t.get<int64_t>() >= 0 && t.get<int64_t>() < model_.n_vocab()
+                                                      : t.get<uint64_t>() < uint64_t(model_.n_vocab());
+            if (!fits)
+                throw ApiError(400, "token id " + t.dump() + " is outside the vocabulary (" +
+                                        std::to_string(model_.n_vocab()) + " tokens)", "tokens", "invalid_value");
+            ids.push_back(int32_t(t.get<int64_t>()));
+        }
+        res.note = std::to_string(ids.size()) + " tokens";
+        res.send(200, kJson, app::json_text(json{{"content", model_.detokenize(ids, /*render_special=*/true)}}));
     }
 
     // stream: false — the whole answer once it is done.
-    void answer(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job) {
+    void answer(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job,
+                const CompletionRequest& r, const std::string& echo) {
         std::string text;
-        while (!job->take(text, kPoll)) {
+        std::vector<TokenLogprobs> tokens;
+        while (!job->take(text, kPoll, &tokens)) {
             if (res.client_gone()) worker_.cancel(job);  // keeps waiting for the worker to let go of it
         }
         const GenerateResult& g = job->result();
@@ -184,24 +389,39 @@ private:
         if (g.reason == StopReason::Cancelled || g.reason == StopReason::Callback)
             return send_error(res, ApiError(503, "the request was cancelled (the client left or the server is stopping)",
                                             "", "cancelled", "server_error"));
+        const json logprobs = r.logprobs ? logprobs_json(head.endpoint, tokens, r.top_logprobs, echo.size()) : json();
         res.send(200, kJson,
-                 app::json_text(completion_json(head, g.text, finish_reason(g.reason), int(job->prompt.size()),
-                                                completion_tokens(g))));
+                 app::json_text(completion_json(head, echo + g.text, finish_reason(g.reason), int(job->prompt.size()),
+                                                completion_tokens(g), logprobs)));
     }
 
     // stream: true — one server-sent event per piece of text, then the finish reason, the usage
     // (stream_options.include_usage) and [DONE]. Whatever goes wrong once the events have begun
     // ends this stream with an error event.
-    void stream(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job, bool include_usage) {
+    void stream(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job,
+                const CompletionRequest& r, const std::string& echo) {
+        const bool include_usage = r.include_usage;
         if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) return worker_.cancel(job);
         try {
             if (head.endpoint == Endpoint::Chat && !res.write(sse(chunk_json(head, "", nullptr, true))))
                 return worker_.cancel(job);
+            if (!echo.empty() && !res.write(sse(chunk_json(head, echo, nullptr)))) return worker_.cancel(job);
             std::string text;
+            std::vector<TokenLogprobs> tokens;  // taken, not yet sent
+            size_t offset = echo.size();        // completions' text_offset of the next token
+            // The tokens taken so far, as a chunk's logprobs (then forgotten).
+            const auto logprobs = [&] {
+                if (!r.logprobs) return json();
+                json out = logprobs_json(head.endpoint, tokens, r.top_logprobs, offset);
+                for (const TokenLogprobs& t : tokens) offset += t.piece.size();
+                tokens.clear();
+                return out;
+            };
             for (;;) {
                 text.clear();
-                const bool done = job->take(text, kPoll);
-                if (!text.empty() && !res.write(sse(chunk_json(head, text, nullptr)))) return worker_.cancel(job);
+                const bool done = job->take(text, kPoll, &tokens);
+                if (!text.empty() && !res.write(sse(chunk_json(head, text, nullptr, false, logprobs()))))
+                    return worker_.cancel(job);
                 if (done) break;
                 if (res.client_gone()) return worker_.cancel(job);
             }
@@ -211,7 +431,8 @@ private:
                 res.write(sse(error_body(ApiError(500, error ? g.message : "the request was cancelled", "",
                                                   error ? "generation_failed" : "cancelled", "server_error"))));
             } else {
-                if (!res.write(sse(chunk_json(head, "", finish_reason(g.reason))))) return;
+                const json rest = tokens.empty() ? json() : logprobs();
+                if (!res.write(sse(chunk_json(head, "", finish_reason(g.reason), false, rest)))) return;
                 if (include_usage &&
                     !res.write(sse(usage_chunk_json(head, int(job->prompt.size()), completion_tokens(g)))))
                     return;
@@ -244,6 +465,9 @@ private:
     ChatFormat format_;
     const int session_n_ctx_;
     const std::string id_;
+    const std::string api_key_;
+    bool encoder_ = false;
+    std::string bos_text_, eos_text_;
     const int64_t created_ = std::time(nullptr);
     std::atomic<uint64_t> next_id_{1};
     std::atomic<uint64_t> seed_counter_{std::random_device{}()};
@@ -252,7 +476,9 @@ private:
 };
 
 int serve(const Args& args) {
-    Options o(args, {"-m", "--host", "--port", "-c", "--queue", "--device", "--cache-type", "--timeout", "--max-connections"},
+    Options o(args,
+              {"-m", "--host", "--port", "-c", "--queue", "--device", "--cache-type", "--timeout", "--max-connections",
+               "--api-key"},
               {"--quiet"});
     const std::string host = o.str("--host", "127.0.0.1");
     const int64_t port = o.integer("--port", 8080, 0, 65535);
@@ -277,10 +503,19 @@ int serve(const Args& args) {
     auto file = open_model_file(o);
     auto model = Model::load(*file, mo);
     print_warnings(model->warnings());
+    const ModelInfo& info = model->info();
+    if (!info.layers.empty() && !info.layers[0].attention.causal) {
+        // An encoder sees a whole text in one forward pass (as `vkllm embed`): batch = context.
+        if (so.n_ctx == 0) so.n_ctx = std::min(info.n_ctx_train, 4096);
+        so.n_batch = so.n_ctx;
+    }
     Session session(*model, so);
     const std::string id = model_id(o, *model);
+    std::string api_key = o.str("--api-key");
+    if (api_key.empty())
+        if (const char* env = std::getenv("VKLLM_API_KEY")) api_key = env;
 
-    Server server(*model, session, id, size_t(queue));
+    Server server(*model, session, id, size_t(queue), api_key);
     http::ServerOptions ho;
     ho.host = host;
     ho.port = int(port);
@@ -289,14 +524,20 @@ int serve(const Args& args) {
     ho.error_body = [](int status, const std::string& message) {
         return std::make_pair(std::string(kJson), app::json_text(error_body(http_error(status, message))));
     };
-    if (!o.has("--quiet"))
-        ho.log = [](const std::string& method, const std::string& path, int status) {
-            std::fprintf(stderr, "vkllm serve: %s %s %d\n", method.c_str(), path.c_str(), status);
-        };
+    const bool quiet = o.has("--quiet");
+    ho.log = [&server, quiet](const http::LogEntry& e) {
+        server.metrics.request(e.path, e.status, e.seconds);
+        if (!quiet)
+            std::fprintf(stderr, "vkllm serve: %s %s %d %.3f s%s%s\n", e.method.c_str(), e.path.c_str(), e.status,
+                         e.seconds, e.note.empty() ? "" : ": ", e.note.c_str());
+    };
     http::Server http(ho, [&server](const http::Request& req, http::Responder& res) { server.handle(req, res); });
+    server.connections = [&http] { return http.connections(); };
     const int bound = http.listen();
-    std::fprintf(stderr, "vkllm serve: %s (%s), context %d tokens, queue %lld; listening on http://%s:%d\n", id.c_str(),
-                 model->info().arch.c_str(), session.n_ctx(), static_cast<long long>(queue), host.c_str(), bound);
+    std::fprintf(stderr, "vkllm serve: %s (%s%s), context %d tokens, queue %lld%s; listening on http://%s:%d\n",
+                 id.c_str(), info.arch.c_str(), !info.layers.empty() && !info.layers[0].attention.causal ? ", an encoder" : "",
+                 session.n_ctx(), static_cast<long long>(queue), api_key.empty() ? "" : ", API key required",
+                 host.c_str(), bound);
 
     std::atomic<bool> finished{false};
     std::thread signals([&] {

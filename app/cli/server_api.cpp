@@ -1,6 +1,9 @@
 #include "server_api.h"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
+#include <set>
 
 namespace vkllm::cli::server {
 namespace {
@@ -84,6 +87,113 @@ std::vector<ChatMessage> read_messages(const json& body) {
     return out;
 }
 
+// The messages as the chat template sees them: what read_messages() read, plus a message's
+// name, tool calls and tool call id, which are passed through (never dropped). The index of the
+// first message with tool calls or the tool role, -1 when none.
+int read_template_messages(const json& list, const std::vector<ChatMessage>& messages, nlohmann::ordered_json& out) {
+    int first_tool = -1;
+    out = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const json& m = list[i];
+        const std::string param = "messages[" + std::to_string(i) + "]";
+        nlohmann::ordered_json t = {{"role", messages[i].role}, {"content", messages[i].content}};
+        if (const json* name = field(m, "name")) {
+            if (!name->is_string()) throw bad_field(param + ".name", "must be a string");
+            t["name"] = *name;
+        }
+        if (field(m, "function_call"))
+            throw ApiError(400, "'" + param + ".function_call' (the deprecated function calling) is not supported; "
+                                "send tool_calls instead", param + ".function_call", "unsupported_parameter");
+        if (const json* calls = field(m, "tool_calls")) {
+            if (!calls->is_array()) throw bad_field(param + ".tool_calls", "must be a list of tool calls");
+            for (size_t k = 0; k < calls->size(); ++k) {
+                const json& c = (*calls)[k];
+                const std::string cp = param + ".tool_calls[" + std::to_string(k) + "]";
+                if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+                    !c["function"].contains("name") || !c["function"]["name"].is_string())
+                    throw bad_field(cp, "must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+            }
+            if (!calls->empty()) {
+                t["tool_calls"] = nlohmann::ordered_json::parse(calls->dump());
+                if (first_tool < 0) first_tool = int(i);
+            }
+        }
+        if (const json* id = field(m, "tool_call_id")) {
+            if (!id->is_string()) throw bad_field(param + ".tool_call_id", "must be a string");
+            t["tool_call_id"] = *id;
+        }
+        if (messages[i].role == "tool" && first_tool < 0) first_tool = int(i);
+        out.push_back(std::move(t));
+    }
+    return first_tool;
+}
+
+// ---- which fields are read, ignored or refused ----
+
+// Read and applied by parse_request (null is "not given" for every field).
+const std::set<std::string> kChatFields = {
+    "model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
+    "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed",
+    "stop", "logprobs", "top_logprobs"};
+const std::set<std::string> kCompletionFields = {
+    "model", "prompt", "n", "best_of", "echo", "stream", "stream_options", "max_tokens", "temperature", "top_p",
+    "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed", "stop",
+    "logprobs"};
+// Harmless to ignore: they do not change the answer.
+const std::set<std::string> kIgnoredFields = {"user",     "metadata",       "store",        "service_tier",
+                                              "prompt_cache_key", "safety_identifier", "prediction",
+                                              "parallel_tool_calls", "cache_prompt"};
+
+ApiError unsupported(const std::string& field, const std::string& why) {
+    return ApiError(400, "'" + field + "' is not supported by this server: " + why, field, "unsupported_parameter");
+}
+
+// A field that is neither read nor ignored: accepted only when its value asks for nothing.
+void check_other_field(Endpoint endpoint, const std::string& k, const json& v) {
+    const bool chat = endpoint == Endpoint::Chat;
+    if (k == "logit_bias") {
+        if (!v.is_object()) throw bad_field(k, "must be an object of token ids to biases");
+        if (!v.empty()) throw unsupported(k, "the engine's sampler has no per-token bias");
+        return;
+    }
+    if (chat && k == "response_format") {
+        if (!v.is_object() || !v.contains("type") || !v["type"].is_string())
+            throw bad_field(k, "must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
+        const std::string type = v["type"].get<std::string>();
+        if (type == "text") return;
+        if (type == "json_object" || type == "json_schema")
+            throw unsupported(k, "'" + type + "' needs constrained sampling (a grammar), which the engine does not have");
+        throw ApiError(400, "'response_format.type' must be text, json_object or json_schema, got '" + type + "'",
+                       "response_format", "invalid_value");
+    }
+    if (chat && (k == "tools" || k == "functions")) {
+        if (!v.is_array()) throw bad_field(k, "must be a list");
+        if (!v.empty())
+            throw unsupported(k, "tool calls are not parsed out of the model's answer; earlier tool calls and "
+                                 "tool messages are rendered through the chat template");
+        return;
+    }
+    if (chat && (k == "tool_choice" || k == "function_call")) {
+        if (v.is_string() && (v == "none" || v == "auto")) return;  // no tools: the same
+        throw unsupported(k, "no tools can be called (tools are not supported)");
+    }
+    if (chat && k == "modalities") {
+        if (!v.is_array()) throw bad_field(k, "must be a list");
+        for (const json& m : v)
+            if (m != "text") throw unsupported(k, "this server answers with text only");
+        return;
+    }
+    if (chat && (k == "audio" || k == "reasoning_effort" || k == "web_search_options" || k == "verbosity"))
+        throw unsupported(k, "the engine has no such option");
+    if (!chat && k == "suffix") {
+        if (v.is_string() && v.get<std::string>().empty()) return;
+        throw unsupported(k, "insertion (fill in the middle) is not served");
+    }
+    throw ApiError(400, "'" + k + "' is not a field of " + (chat ? "chat completions" : "completions") +
+                            " that this server knows (it refuses unknown fields rather than ignore them)",
+                   k, "unknown_parameter");
+}
+
 void read_prompt(const json& body, CompletionRequest& r) {
     const json* v = field(body, "prompt");
     if (!v) throw ApiError(400, "'prompt' is required", "prompt", "missing_required_parameter");
@@ -128,15 +238,7 @@ std::vector<std::string> read_stop(const json& body) {
 
 }  // namespace
 
-json error_body(const ApiError& e) {
-    return {{"error",
-             {{"message", e.what()},
-              {"type", e.type},
-              {"param", e.param.empty() ? json() : json(e.param)},
-              {"code", e.code.empty() ? json() : json(e.code)}}}};
-}
-
-CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text, uint64_t seed) {
+json parse_body(const std::string& body_text) {
     json body;
     try {
         body = json::parse(body_text);
@@ -146,6 +248,23 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
         throw ApiError(400, std::string("the body is not valid JSON: ") + e.what(), "", "invalid_json");
     }
     if (!body.is_object()) throw ApiError(400, "the body must be a JSON object", "", "invalid_json");
+    return body;
+}
+
+json error_body(const ApiError& e) {
+    return {{"error",
+             {{"message", e.what()},
+              {"type", e.type},
+              {"param", e.param.empty() ? json() : json(e.param)},
+              {"code", e.code.empty() ? json() : json(e.code)}}}};
+}
+
+CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text, uint64_t seed) {
+    const json body = parse_body(body_text);
+    const std::set<std::string>& known = endpoint == Endpoint::Chat ? kChatFields : kCompletionFields;
+    for (auto it = body.begin(); it != body.end(); ++it)
+        if (!known.count(it.key()) && !kIgnoredFields.count(it.key()) && !it.value().is_null())
+            check_other_field(endpoint, it.key(), it.value());
 
     CompletionRequest r;
     r.endpoint = endpoint;
@@ -153,18 +272,36 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
         if (!m->is_string()) throw bad_field("model", "must be a string");
         r.model = m->get<std::string>();
     }
-    if (endpoint == Endpoint::Chat)
+    if (endpoint == Endpoint::Chat) {
         r.messages = read_messages(body);
-    else
+        r.tool_message = read_template_messages(body["messages"], r.messages, r.messages_json);
+    } else {
         read_prompt(body, r);
+    }
 
     if (read_integer(body, "n", 1, 1, 1000) != 1)
-        throw ApiError(400, "'n' must be 1 (this server answers with one choice)", "n", "invalid_value");
+        throw ApiError(400, "'n' must be 1 (this server answers with one choice)", "n", "unsupported_parameter");
     r.stream = read_bool(body, "stream", false);
     if (const json* so = field(body, "stream_options")) {
         if (!so->is_object()) throw bad_field("stream_options", "must be an object");
         r.include_usage = read_bool(*so, "include_usage", false);
     }
+    if (endpoint == Endpoint::Chat) {
+        r.logprobs = read_bool(body, "logprobs", false);
+        r.top_logprobs = int(read_integer(body, "top_logprobs", 0, 0, 20));
+        if (field(body, "top_logprobs") && !r.logprobs)
+            throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+    } else {
+        if (read_integer(body, "best_of", 1, 1, 1000) != 1)
+            throw ApiError(400, "'best_of' must be 1 (this server answers with one choice)", "best_of",
+                           "unsupported_parameter");
+        r.logprobs = field(body, "logprobs") != nullptr;
+        r.top_logprobs = int(read_integer(body, "logprobs", 0, 0, 20));
+        r.echo = read_bool(body, "echo", false);
+        if (r.echo && r.logprobs)
+            throw unsupported("echo", "with 'logprobs' it asks for the prompt's log-probabilities, which are not served");
+    }
+    r.options.top_n = r.top_logprobs;
 
     GenerateOptions& o = r.options;
     SamplerParams& s = o.sampler;
@@ -179,6 +316,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
     s.presence_penalty = read_number(body, "presence_penalty", s.presence_penalty, -2, 2);
     s.frequency_penalty = read_number(body, "frequency_penalty", s.frequency_penalty, -2, 2);
     s.repeat_penalty = read_number(body, "repeat_penalty", s.repeat_penalty, 0.01, 10);
+    s.repeat_last_n = int(read_integer(body, "repeat_last_n", s.repeat_last_n, -1, max_int));
     s.seed = uint64_t(read_integer(body, "seed", int64_t(seed & uint64_t(std::numeric_limits<int64_t>::max())),
                                    std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
     o.stop = read_stop(body);
@@ -216,8 +354,8 @@ json header_json(const ResponseHeader& h, bool chunk) {
 }  // namespace
 
 json completion_json(const ResponseHeader& h, const std::string& text, const char* finish, int prompt_tokens,
-                     int completion_tokens) {
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+                     int completion_tokens, const json& logprobs) {
+    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
     if (h.endpoint == Endpoint::Chat)
         choice["message"] = {{"role", "assistant"}, {"content", text}};
     else
@@ -228,8 +366,9 @@ json completion_json(const ResponseHeader& h, const std::string& text, const cha
     return out;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, const char* finish, bool role_only) {
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish) : json()}};
+json chunk_json(const ResponseHeader& h, const std::string& text, const char* finish, bool role_only,
+                const json& logprobs) {
+    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish ? json(finish) : json()}};
     if (h.endpoint == Endpoint::Chat) {
         json delta = json::object();
         if (role_only) delta = {{"role", "assistant"}, {"content", ""}};
@@ -248,6 +387,122 @@ json usage_chunk_json(const ResponseHeader& h, int prompt_tokens, int completion
     out["choices"] = json::array();
     out["usage"] = usage_json(prompt_tokens, completion_tokens);
     return out;
+}
+
+namespace {
+
+json bytes_json(const std::string& s) {
+    json out = json::array();
+    for (unsigned char c : s) out.push_back(int(c));
+    return out;
+}
+
+}  // namespace
+
+json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprobs>& tokens, int top_n, size_t offset) {
+    if (endpoint == Endpoint::Chat) {
+        json content = json::array();
+        for (const TokenLogprobs& t : tokens) {
+            json top = json::array();
+            for (size_t i = 0; i < t.top.size() && int(i) < top_n; ++i)
+                top.push_back({{"token", t.top[i].piece}, {"logprob", t.top[i].logprob}, {"bytes", bytes_json(t.top[i].piece)}});
+            content.push_back({{"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_json(t.piece)}, {"top_logprobs", top}});
+        }
+        return {{"content", content}, {"refusal", nullptr}};
+    }
+    json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+    for (const TokenLogprobs& t : tokens) {
+        toks.push_back(t.piece);
+        lps.push_back(t.logprob);
+        json top = json::object();
+        for (size_t i = 0; i < t.top.size() && int(i) < top_n; ++i) top[t.top[i].piece] = t.top[i].logprob;
+        tops.push_back(top);
+        offsets.push_back(offset);
+        offset += t.piece.size();
+    }
+    return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+EmbeddingRequest parse_embedding_request(const std::string& body_text) {
+    const json body = parse_body(body_text);
+    static const std::set<std::string> known = {"model", "input", "encoding_format", "dimensions", "user"};
+    for (auto it = body.begin(); it != body.end(); ++it)
+        if (!known.count(it.key()) && !it.value().is_null())
+            throw ApiError(400, "'" + it.key() + "' is not a field of embeddings that this server knows", it.key(),
+                           "unknown_parameter");
+    EmbeddingRequest r;
+    if (const json* m = field(body, "model")) {
+        if (!m->is_string()) throw bad_field("model", "must be a string");
+        r.model = m->get<std::string>();
+    }
+    if (const json* f = field(body, "encoding_format")) {
+        if (*f != "float" && *f != "base64")
+            throw ApiError(400, "'encoding_format' must be float or base64", "encoding_format", "invalid_value");
+        r.base64 = *f == "base64";
+    }
+    r.dimensions = int(read_integer(body, "dimensions", 0, 1, std::numeric_limits<int32_t>::max()));
+    const json* v = field(body, "input");
+    if (!v) throw ApiError(400, "'input' is required", "input", "missing_required_parameter");
+    auto token_list = [](const json& list) {
+        std::vector<int32_t> ids;
+        for (const json& t : list) {
+            if (!t.is_number_integer()) throw bad_field("input", "must be a string, a list of strings or of token ids");
+            const bool fits = t.is_number_unsigned() ? t.get<uint64_t>() <= uint64_t(std::numeric_limits<int32_t>::max())
+                                                     : t.get<int64_t>() >= 0 &&
+                                                           t.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+            if (!fits) throw ApiError(400, "token id " + t.dump() + " is outside the vocabulary", "input", "invalid_value");
+            ids.push_back(int32_t(t.get<int64_t>()));
+        }
+        return ids;
+    };
+    if (v->is_string()) {
+        r.texts.push_back(v->get<std::string>());
+    } else if (v->is_array() && !v->empty() && (*v)[0].is_number_integer()) {
+        r.token_inputs.push_back(token_list(*v));
+    } else if (v->is_array() && !v->empty() && (*v)[0].is_array()) {
+        for (const json& list : *v) {
+            if (!list.is_array() || list.empty()) throw bad_field("input", "must be lists of token ids");
+            r.token_inputs.push_back(token_list(list));
+        }
+    } else if (v->is_array() && !v->empty()) {
+        for (const json& t : *v) {
+            if (!t.is_string()) throw bad_field("input", "must be a string, a list of strings or of token ids");
+            r.texts.push_back(t.get<std::string>());
+        }
+    } else {
+        throw bad_field("input", "must be a non-empty string, list of strings or of token ids");
+    }
+    if (r.texts.size() + r.token_inputs.size() > 2048)
+        throw ApiError(400, "'input' holds more than 2048 inputs", "input", "invalid_value");
+    return r;
+}
+
+std::string base64_floats(const std::vector<float>& values) {
+    static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string bytes(values.size() * sizeof(float), '\0');
+    std::memcpy(bytes.data(), values.data(), bytes.size());  // little-endian hosts (x86, ARM)
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        const uint32_t b0 = uint8_t(bytes[i]), b1 = i + 1 < bytes.size() ? uint8_t(bytes[i + 1]) : 0,
+                       b2 = i + 2 < bytes.size() ? uint8_t(bytes[i + 2]) : 0;
+        const uint32_t n = (b0 << 16) | (b1 << 8) | b2;
+        out += kAlphabet[(n >> 18) & 63];
+        out += kAlphabet[(n >> 12) & 63];
+        out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
+        out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
+    }
+    return out;
+}
+
+json embeddings_json(const std::string& model, const std::vector<std::vector<float>>& rows, bool base64,
+                     int prompt_tokens) {
+    json data = json::array();
+    for (size_t i = 0; i < rows.size(); ++i)
+        data.push_back({{"object", "embedding"}, {"index", i},
+                        {"embedding", base64 ? json(base64_floats(rows[i])) : json(rows[i])}});
+    return {{"object", "list"}, {"data", data}, {"model", model},
+            {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
 }
 
 }  // namespace vkllm::cli::server

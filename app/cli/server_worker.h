@@ -1,5 +1,6 @@
 // The server's one generating thread: it owns the Session and runs jobs first come, first
 // served from a bounded queue. HTTP threads submit jobs and read their text as it comes.
+// A job generates (a prompt) or embeds (Session::embed of one or more token lists).
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "server_api.h"
 #include "vkllm/generate.h"
 #include "vkllm/session.h"
 
@@ -21,27 +23,42 @@ namespace vkllm::cli::server {
 // One request's generation. The HTTP thread fills prompt and options, then reads with take().
 class Job {
 public:
-    Job(std::vector<int32_t> prompt, GenerateOptions options) : prompt(std::move(prompt)), options(std::move(options)) {}
+    // A generation; `logprobs`: keep each generated token's log-probabilities (take()).
+    Job(std::vector<int32_t> prompt, GenerateOptions options, bool logprobs = false)
+        : prompt(std::move(prompt)), options(std::move(options)), logprobs(logprobs) {}
+    // An embedding of each token list (the model's pooling).
+    explicit Job(std::vector<std::vector<int32_t>> embed_inputs) : logprobs(false), embed_inputs(std::move(embed_inputs)) {}
 
     const std::vector<int32_t> prompt;
     const GenerateOptions options;
+    const bool logprobs;
+    const std::vector<std::vector<int32_t>> embed_inputs;  // non-empty: an embedding job
+    bool embeds() const { return !embed_inputs.empty(); }
 
     // Waits until new text, the end, or `timeout`; appends the text released since the last call
-    // to `text`. True once the job is done (then result() is final).
-    bool take(std::string& text, std::chrono::milliseconds timeout);
+    // to `text` (and with logprobs the tokens generated since, an end-of-generation token left
+    // out, to `tokens`). True once the job is done (then result() is final).
+    bool take(std::string& text, std::chrono::milliseconds timeout, std::vector<TokenLogprobs>* tokens = nullptr);
     const GenerateResult& result() const { return result_; }  // after take() returned true
+    // An embedding job's rows, one per input, after take() returned true. When it failed:
+    // result().reason is Error and embed_error() is the answer's error.
+    const std::vector<std::vector<float>>& embeddings() const { return embeddings_; }
+    const ApiError& embed_error() const { return embed_error_; }
     bool cancelled() const { return cancelled_.load(); }
 
 private:
     friend class Worker;
-    void add_text(const std::string& text);
+    void add_text(const std::string& text, const TokenEvent* event);
     void finish(GenerateResult result);
 
     std::mutex mutex_;
     std::condition_variable changed_;
     std::string text_;  // released, not yet taken
+    std::vector<TokenLogprobs> tokens_;  // generated, not yet taken
     bool done_ = false;
     GenerateResult result_;
+    std::vector<std::vector<float>> embeddings_;
+    ApiError embed_error_{500, ""};
     std::atomic<bool> cancelled_{false};
 };
 
@@ -60,11 +77,14 @@ public:
     void stop();
 
     size_t waiting() const;
+    bool busy() const;                  // a job is running
+    double busy_seconds() const;        // time spent running jobs so far (the running one included)
     uint64_t completed() const { return completed_.load(); }  // jobs finished, cancelled ones included
     uint64_t cancelled() const { return cancelled_.load(); }  // jobs that ended cancelled
 
 private:
     void run();
+    void embed(Job& job);
 
     Session& session_;
     const size_t capacity_;
@@ -74,6 +94,8 @@ private:
     std::shared_ptr<Job> running_;
     bool stopping_ = false;
     std::atomic<uint64_t> completed_{0}, cancelled_{0};
+    std::chrono::steady_clock::time_point running_since_;
+    double busy_seconds_ = 0;  // of the jobs finished
     std::thread thread_;
 };
 

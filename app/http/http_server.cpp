@@ -234,7 +234,7 @@ void Server::refuse_connection(int fd) {
                                                     " connections open; try again shortly");
     Responder res(fd, 11, false, std::chrono::milliseconds(1000));
     res.send(503, type, body, {{"Retry-After", "1"}});
-    if (options_.log) options_.log("-", "-", 503);
+    if (options_.log) options_.log(LogEntry{"-", "-", 503, 0.0, ""});
     lingering_close(fd);
 }
 
@@ -247,7 +247,10 @@ void Server::serve_connection(int fd) {
         const auto [type, body] = refusal_body(status, message);
         Responder res(fd, 11, false, options_.send_timeout);
         res.send(status, type, body);
-        if (options_.log) options_.log("-", "-", status);
+        if (options_.log)
+            options_.log(LogEntry{"-", "-", status,
+                                  in_request ? std::chrono::duration<double>(Clock::now() - request_since).count() : 0.0,
+                                  ""});
         lingering_close(fd);
     };
     while (!stopping_.load()) {
@@ -300,7 +303,9 @@ void Server::serve_connection(int fd) {
             const auto [type, body] = refusal_body(500, "the request was not answered");
             res.send(500, type, body);
         }
-        if (options_.log) options_.log(request.method, request.path, res.status());
+        if (options_.log)
+            options_.log(LogEntry{request.method, request.path, res.status(),
+                                  std::chrono::duration<double>(Clock::now() - request_since).count(), res.note});
         if (!res.keep_alive()) {
             shutdown(fd, SHUT_WR);
             close(fd);

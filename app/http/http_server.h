@@ -22,6 +22,14 @@ namespace vkllm::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// What ServerOptions::log receives once per answered request.
+struct LogEntry {
+    std::string method, path;  // "-" for a request refused before it was read whole
+    int status = 0;
+    double seconds = 0;        // from the request's first byte to the end of its answer
+    std::string note;          // what the handler added (Responder::note): tokens, ...
+};
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;  // 0: any free port (Server::port() tells which)
@@ -33,8 +41,8 @@ struct ServerOptions {
     // The body of a refusal the server makes itself (400, 408, 411, 413, 431, 503, 505, 500):
     // its content type and text. Default: text/plain, the message.
     std::function<std::pair<std::string, std::string>(int status, const std::string& message)> error_body;
-    // Called after each answered request (method, path, status); may be empty.
-    std::function<void(const std::string& method, const std::string& path, int status)> log;
+    // Called after each answered request; may be empty.
+    std::function<void(const LogEntry&)> log;
 };
 
 // How a handler answers one request: either send() once, or begin_stream(), write() pieces
@@ -57,6 +65,8 @@ public:
     void abandon() { broken_ = true; }
 
     bool answered() const { return status_ != 0; }
+    // Words the handler adds to this request's log line (tokens, timings).
+    std::string note;
     int status() const { return status_; }
     bool keep_alive() const { return keep_alive_ && !broken_; }
 

@@ -3,8 +3,11 @@
 # with curl (streaming, bad input, a full queue, a client that leaves), with the official
 # `openai` npm client (tests/server/openai_client.mjs: the API and a load test) and with a
 # hostile client (tests/server/hostile.mjs: invalid UTF-8, hostile templates, malformed and
-# pipelined HTTP, slow and huge clients, memory after), then stops it
-# with SIGTERM and expects exit code 0. Exit 77 (skipped) when node, curl or the npm package is
+# pipelined HTTP, slow and huge clients, memory after), checks the request fields, logprobs,
+# tool messages, the routes without /v1 and /tokenize (tests/server/fields.mjs), then stops it
+# with SIGTERM and expects exit code 0. A second server, zoo-bert with --api-key, answers
+# embeddings equal to `vkllm embed`'s, 401 without the key and /metrics
+# (tests/server/embeddings.mjs). Exit 77 (skipped) when node, curl or the npm package is
 # missing (scripts/install-deps.sh installs them).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,7 +51,9 @@ metadata["tokenizer.chat_template"] = gguf_file.string(
     "{% if messages[0].content == 'hostile:join' %}{{ range(1000000)|join('x'*60000000) }}{% endif %}"
     "{% if messages[0].content == 'hostile:quadratic' %}{% set ns = namespace(x=[]) %}"
     "{% for i in range(999999) %}{% set ns.x = ns.x + [i] %}{% endfor %}{% endif %}"
-    "{% for m in messages %}{{ m.role + ': ' + m.content + '\\n' }}{% endfor %}"
+    "{% for m in messages %}{{ m.role + ': ' + m.content }}"
+    "{% if m.tool_calls is defined %}[call {{ m.tool_calls[0].function.name }} {{ m.tool_calls[0].function.arguments }}]{% endif %}"
+    "{% if m.tool_call_id is defined %}[for {{ m.tool_call_id }}]{% endif %}{{ '\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}assistant:{% endif %}")
 gguf_file.write(sys.argv[3], metadata, tensors)
 PY
@@ -151,6 +156,8 @@ expect 200 '"status":"ok"' GET /health
 
 BASE_URL=$url/v1 SERVER_PID=$pid node "$here/openai_client.mjs" || fail "the openai client checks failed"
 BASE_URL=$url SERVER_PID=$pid node "$here/hostile.mjs" || fail "the hostile client checks failed"
+BASE_URL=$url MODEL_FILE=$work/zoo-chat.gguf VKLLM_BIN=$bin node "$here/fields.mjs" || fail "the request field checks failed"
+grep -q 'POST /v1/completions 200 [0-9.]* s: prompt [0-9]* tokens' "$work/serve.log" || fail "no request log line with timing"
 
 kill -TERM "$pid"
 code=0
@@ -158,4 +165,26 @@ wait "$pid" || code=$?
 pid=
 [[ $code == 0 ]] || fail "exit code $code after SIGTERM"
 grep -q 'stopped' "$work/serve.log" || fail "no 'stopped' line"
-echo "PASS: the server stopped on SIGTERM with exit code 0"
+echo "the server stopped on SIGTERM with exit code 0"
+
+# An encoder with an API key (from the environment): embeddings, 401s, /metrics.
+cp "$work/serve.log" "$work/serve-chat.log"
+VKLLM_API_KEY=s3cret "$bin" serve -m "$src/assets/zoo/zoo-bert.gguf" --port 0 2>"$work/serve.log" &
+pid=$!
+port=
+for _ in $(seq 600); do
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || fail "the encoder server exited before listening"
+  sleep 0.1
+done
+[[ -n $port ]] || fail "no 'listening on' line from the encoder server within 60 s"
+grep -q 'API key required' "$work/serve.log" || fail "the server does not say that it needs a key"
+BASE_URL=http://127.0.0.1:$port API_KEY=s3cret MODEL_FILE=$src/assets/zoo/zoo-bert.gguf VKLLM_BIN=$bin \
+  node "$here/embeddings.mjs" || fail "the embeddings checks failed"
+kill -TERM "$pid"
+code=0
+wait "$pid" || code=$?
+pid=
+[[ $code == 0 ]] || fail "the encoder server's exit code $code after SIGTERM"
+echo "PASS: both servers stopped on SIGTERM with exit code 0"
