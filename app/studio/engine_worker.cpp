@@ -9,13 +9,31 @@
 
 namespace vkllm::studio {
 
-ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info) {
+// As the engine counts them against ProbeConfig::max_bytes: a pass's rows (n_batch) and the
+// eval's kept rows (1024), each over every key of the context.
+uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx) {
+    const uint64_t ctx = uint64_t(std::max(n_ctx, 1));
+    const uint64_t rows = std::min<uint64_t>(uint64_t(SessionOptions().n_batch), 1024) + std::min<uint64_t>(ctx, 1024);
+    uint64_t heads = 0;
+    for (const LayerInfo& l : info.layers) heads += uint64_t(std::max(l.attention.n_head, 0));
+    return heads * rows * (ctx + 1) * sizeof(float);
+}
+
+bool attention_maps_fit(const ModelInfo& info, int n_ctx) {
+    return attention_map_bytes(info, n_ctx) <= ProbeConfig().max_bytes * 3 / 4;
+}
+
+ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_ctx) {
     ProbeConfig c;
     std::vector<int> all_layers;
     for (int l = 0; l < info.n_layer; ++l) all_layers.push_back(l);
     if (s.attention) {
-        c.attention_layers = all_layers;
-        c.attention_max_rows = 1024;
+        if (attention_maps_fit(info, n_ctx)) {
+            c.attention_layers = all_layers;
+            c.attention_max_rows = 1024;
+        } else {
+            c.attention_summary = true;
+        }
     }
     if (s.activations) {
         c.residual_stats = true;
@@ -192,7 +210,7 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     model_ = std::move(model);
     SessionOptions so;
     so.n_ctx = std::min(model_->info().n_ctx_train > 0 ? model_->info().n_ctx_train : 2048, 2048);
-    so.probes = probe_config(probe_sel_, model_->info());
+    so.probes = probe_config(probe_sel_, model_->info(), so.n_ctx);
     session_ = std::make_unique<Session>(*model_, so);
     {
         std::lock_guard lock(mutex_);
@@ -260,7 +278,7 @@ void EngineWorker::do_encode(const GenerationSettings& g) {
     work_.status = "encoding";
     publish();
     // One probed pass with the masked-token logits of every position; it replaces the cache.
-    session_->set_probes(probe_config(probe_sel_, model_->info()));
+    session_->set_probes(probe_config(probe_sel_, model_->info(), session_->n_ctx()));
     history_.clear();
     const Clock::time_point t0 = Clock::now();
     const std::vector<float> logits = session_->encode_logits(tokens);
@@ -318,7 +336,7 @@ void EngineWorker::do_generate(const GenerationSettings& g) {
     common = std::min(common, int(prompt.size()) - 1);
     session_->truncate(common);
     history_.truncate(common);
-    session_->set_probes(probe_config(probe_sel_, model_->info()));
+    session_->set_probes(probe_config(probe_sel_, model_->info(), session_->n_ctx()));
 
     work_.messages.push_back({"assistant", "", {}});
     work_.generating = true;
@@ -406,7 +424,7 @@ void EngineWorker::clear_chat() {
 void EngineWorker::set_probes(const ProbeSelection& s) {
     post([this, s] {
         probe_sel_ = s;
-        if (session_) session_->set_probes(probe_config(probe_sel_, model_->info()));
+        if (session_) session_->set_probes(probe_config(probe_sel_, model_->info(), session_->n_ctx()));
     }, false);
 }
 
@@ -479,7 +497,7 @@ void EngineWorker::measure_probe_cost() {
         if (!session_) throw std::runtime_error("no model is loaded");
         const std::vector<int32_t> tokens = session_->tokens();
         if (tokens.size() < 2) throw std::runtime_error("the conversation is empty: send a message first");
-        const ProbeConfig with = probe_config(probe_sel_, model_->info());
+        const ProbeConfig with = probe_config(probe_sel_, model_->info(), session_->n_ctx());
         ProbeCost c;
         c.prompt_tokens = int(tokens.size());
         const std::vector<int32_t> last(tokens.end() - 1, tokens.end());

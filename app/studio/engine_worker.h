@@ -37,7 +37,14 @@ struct ProbeSelection {
     int residual_full_layer = -2;  // < -1: none; else the token x channel map of this layer
     bool operator==(const ProbeSelection&) const = default;
 };
-ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info);
+// The Attention panel's probes: every layer's full maps while they fit three quarters of the
+// probe budget at n_ctx keys (attention_maps_fit; the rest is left to the other probes); larger
+// models get every layer and head's summary, computed on the GPU, for the layer x head overview
+// instead.
+ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_ctx = 2048);
+// Host bytes of every layer's full maps (a pass's rows and the eval's, at most 1024).
+uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx);
+bool attention_maps_fit(const ModelInfo& info, int n_ctx);
 
 struct GenerationSettings {
     SamplerParams sampler;

@@ -48,6 +48,73 @@ void cell_tooltip(StudioApp& app, const AttentionHistory& a, int head, int q, in
 
 }  // namespace
 
+// Models whose maps do not fit the probe budget: the layer x head overview from the GPU's
+// summaries (entropy, first-token mass or mean distance per cell) and the selected layer's table.
+static void draw_summary_overview(StudioApp& app) {
+    const AttentionView& v = app.vm.attention;
+    static int metric = 0;  // 0 entropy, 1 first-token mass, 2 mean distance
+    ImGui::TextWrapped("This model's full maps would not fit the probe budget (ProbeConfig::max_bytes); the overview shows "
+                       "each head's statistics, computed on the GPU over the conversation's %d query rows.",
+                       v.layers.front().n_query);
+    ImGui::RadioButton("entropy", &metric, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("first-token mass", &metric, 1);
+    ImGui::SameLine();
+    ImGui::RadioButton("mean distance", &metric, 2);
+    int n_head = 0;
+    for (const AttentionLayerView& l : v.layers) n_head = std::max(n_head, l.n_head);
+    std::vector<float> grid(v.layers.size() * size_t(n_head), 0.0f);
+    float hi = 1e-6f;
+    for (size_t i = 0; i < v.layers.size(); ++i)
+        for (const HeadStats& st : v.layers[i].heads) {
+            const float x = metric == 0 ? st.entropy : metric == 1 ? st.first_token_mass : st.mean_distance;
+            grid[i * size_t(n_head) + size_t(st.head)] = x;
+            hi = std::max(hi, x);
+        }
+    if (metric == 1) hi = 1.0f;
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float cell = std::clamp((avail - ui_px(40)) / float(std::max(n_head, 1)), ui_px(4), ui_px(28));
+    const float cell_h = std::clamp(cell, ui_px(6), ui_px(20));
+    ImGui::TextDisabled("rows: layers 0..%d; columns: heads 0..%d; colour 0..%.3g", int(v.layers.size()) - 1, n_head - 1,
+                        hi);
+    const HeatmapHover hv = draw_heatmap("summary", grid.data(), int(v.layers.size()), n_head,
+                                         ImVec2(cell * float(n_head), cell_h * float(v.layers.size())), 0.0f, hi);
+    if (hv.hovered() && hv.row < int(v.layers.size())) {
+        const AttentionLayerView& l = v.layers[size_t(hv.row)];
+        if (hv.col < int(l.heads.size())) {
+            const HeadStats& st = l.heads[size_t(hv.col)];
+            ImGui::SetTooltip("layer %d head %d (%s)\nentropy %.3f nats\nfirst-token mass %.3f\nmean distance %.1f",
+                              l.layer, st.head, l.kind.c_str(), st.entropy, st.first_token_mass, st.mean_distance);
+        }
+        if (ImGui::IsItemClicked()) app.sel_layer = l.layer, app.sel_head = hv.col;
+    }
+    app.sel_layer = std::clamp(app.sel_layer, 0, int(v.layers.size()) - 1);
+    const AttentionLayerView& l = v.layers[size_t(app.sel_layer)];
+    ImGui::Text("layer %d (%s): %d heads", l.layer, l.kind.c_str(), l.n_head);
+    if (ImGui::BeginTable("summary_heads", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame |
+                                                   ImGuiTableFlags_ScrollY)) {
+        ImGui::TableSetupColumn("head");
+        ImGui::TableSetupColumn("entropy");
+        ImGui::TableSetupColumn("first-token mass");
+        ImGui::TableSetupColumn("mean distance");
+        ImGui::TableHeadersRow();
+        for (const HeadStats& st : l.heads) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            if (ImGui::Selectable(std::to_string(st.head).c_str(), st.head == app.sel_head,
+                                  ImGuiSelectableFlags_SpanAllColumns))
+                app.sel_head = st.head;
+            ImGui::TableNextColumn();
+            ImGui::Text("%.3f", st.entropy);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.3f", st.first_token_mass);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.2f", st.mean_distance);
+        }
+        ImGui::EndTable();
+    }
+}
+
 void draw_attention_panel(StudioApp& app) {
     if (!ImGui::Begin(panel_title(PanelAttention), &app.settings.open[PanelAttention])) {
         ImGui::End();
@@ -55,6 +122,11 @@ void draw_attention_panel(StudioApp& app) {
     }
     const WorkerState& s = *app.state;
     const ProbeHistory& h = *s.probes;
+    if (h.attention.empty() && !app.vm.attention.layers.empty()) {
+        draw_summary_overview(app);
+        ImGui::End();
+        return;
+    }
     if (h.attention.empty() || h.attention.front().query_pos.empty()) {
         ImGui::TextDisabled("Send a message: the attention maps of every layer appear here while it answers.");
         ImGui::End();

@@ -39,7 +39,59 @@ HeadStats head_stats(const AttentionHistory& a, int head) {
     return s;
 }
 
+namespace {
+
+// Every kept eval's GPU summaries as one view per layer, each head's numbers weighted by rows.
+AttentionView summary_view(const ProbeHistory& h, const ModelInfo& info) {
+    struct Sums {
+        double entropy = 0, sink = 0, distance = 0;
+        int rows = 0;
+    };
+    std::map<std::pair<int, int>, Sums> sums;
+    for (const auto& e : h.evals)
+        for (const AttentionSummary& a : e->results.attention_summary) {
+            Sums& s = sums[{a.layer, a.head}];
+            s.entropy += double(a.entropy) * a.rows;
+            s.sink += double(a.sink_mass) * a.rows;
+            s.distance += double(a.mean_distance) * a.rows;
+            s.rows += a.rows;
+        }
+    AttentionView v;
+    for (const auto& [key, s] : sums) {
+        const auto [layer, head] = key;
+        if (v.layers.empty() || v.layers.back().layer != layer) {
+            AttentionLayerView l;
+            l.layer = layer;
+            l.from_summary = true;
+            l.n_query = s.rows;
+            l.n_key = s.rows;
+            if (layer < int(info.layers.size())) {
+                const AttentionInfo& a = info.layers[size_t(layer)].attention;
+                l.kind = a.kind;
+                l.window = a.window;
+                l.global = a.window <= 0 && a.chunk <= 0;
+                l.sinks = a.sinks;
+            }
+            v.layers.push_back(std::move(l));
+        }
+        AttentionLayerView& l = v.layers.back();
+        HeadStats st;
+        st.layer = layer;
+        st.head = head;
+        const double n = std::max(s.rows, 1);
+        st.entropy = float(s.entropy / n);
+        st.first_token_mass = float(s.sink / n);
+        st.mean_distance = float(s.distance / n);
+        l.heads.push_back(st);
+        l.n_head = int(l.heads.size());
+    }
+    return v;
+}
+
+}  // namespace
+
 AttentionView attention_view(const ProbeHistory& h, const ModelInfo& info) {
+    if (h.attention.empty()) return summary_view(h, info);
     AttentionView v;
     for (const AttentionHistory& a : h.attention) {
         AttentionLayerView l;

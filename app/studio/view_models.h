@@ -30,11 +30,16 @@ struct AttentionLayerView {
     bool sinks = false;
     int n_query = 0, n_key = 0;
     std::vector<HeadStats> heads;
+    // The heads' numbers are the GPU's summaries (ProbeConfig::attention_summary: no maps; the
+    // first-token mass includes a learned sink's, and the distance is signed), not the maps'.
+    bool from_summary = false;
 };
 struct AttentionView {
     std::vector<AttentionLayerView> layers;
 };
 HeadStats head_stats(const AttentionHistory& a, int head);
+// From the maps when the history has them, else from every kept eval's summaries (means
+// weighted by their rows).
 AttentionView attention_view(const ProbeHistory& h, const ModelInfo& info);
 // The query x key map of one head, [n_query][n_key] row-major, log10 when `log_scale` (floored
 // at 1e-6).
