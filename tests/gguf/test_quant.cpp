@@ -1,12 +1,17 @@
 // Element formats: fp16/bf16 conversion, quantize->dequantize round trips with per-type error
-// bounds, agreement with llama.cpp's files and (when the oracle is installed) with ggml itself.
+// bounds, agreement with llama.cpp's files and (when the oracle is installed) with ggml itself, and
+// IQ4_NL/IQ4_XS decoding against gguf-py's reference dequantizers.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
@@ -311,5 +316,51 @@ TEST(QuantGgml, HalfConversionsAgreeWithGgml) {
     for (size_t i = 0; i < x.size(); ++i) {
         ASSERT_EQ(fp32_to_fp16(x[i]), h[i]) << x[i];
         ASSERT_EQ(fp32_to_bf16(x[i]), b[i]) << x[i];
+    }
+}
+
+// ---- IQ4_NL and IQ4_XS against gguf-py's reference dequantizers ----
+
+namespace {
+
+std::vector<uint8_t> from_hex(const std::string& hex) {
+    std::vector<uint8_t> out;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(uint8_t(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    return out;
+}
+
+}  // namespace
+
+// tests/gguf/golden/iq4_dequant.txt: random blocks and gguf-py's values for them
+// (scripts/make_golden_iq4.py), compared bit for bit.
+TEST(Iq4, DequantizationMatchesGgufPyBitForBit) {
+    std::ifstream in(vkllm::test::source_dir() + "/tests/gguf/golden/iq4_dequant.txt");
+    ASSERT_TRUE(in) << "tests/gguf/golden/iq4_dequant.txt is missing";
+    std::map<std::string, std::vector<uint8_t>> bytes, values;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream words(line);
+        std::string type, what, hex;
+        words >> type >> what >> hex;
+        (what == "bytes" ? bytes : values)[type] = from_hex(hex);
+    }
+    const std::pair<const char*, TensorType> types[] = {{"IQ4_NL", TensorType(20)}, {"IQ4_XS", TensorType(23)}};
+    for (const auto& [name, type] : types) {
+        SCOPED_TRACE(name);
+        ASSERT_TRUE(bytes.count(name) && values.count(name));
+        const auto traits = type_traits(type);
+        ASSERT_TRUE(traits && traits->dequantizable);
+        const size_t n = values[name].size() / 4;
+        ASSERT_EQ(bytes[name].size(), n / traits->block_size * traits->type_size);
+        ASSERT_EQ(row_size(type, n), bytes[name].size());
+        const std::vector<float> got = dequantize(type, bytes[name].data(), n);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; ++i) {
+            uint32_t want;
+            std::memcpy(&want, values[name].data() + 4 * i, 4);
+            if (std::bit_cast<uint32_t>(got[i]) != want && ++differ <= 5)
+                ADD_FAILURE() << "element " << i << ": got " << got[i] << ", gguf-py " << std::bit_cast<float>(want);
+        }
+        EXPECT_EQ(differ, 0u);
     }
 }
