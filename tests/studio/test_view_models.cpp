@@ -272,3 +272,49 @@ TEST(Options, EveryNumberIsCheckedLikeTheCli) {
     EXPECT_EQ(size.width, 800);
     EXPECT_EQ(size.height, 600);
 }
+
+// Without maps (a model over the probe budget) the overview comes from the GPU's summaries:
+// one view per layer, each head's numbers weighted by the rows of every kept eval; a truncation
+// drops the evals after the cut.
+TEST(ViewModels, SummaryOverviewWeightsEvalsByRows) {
+    ModelInfo info;
+    info.n_layer = 2;
+    info.layers.resize(2);
+    info.layers[1].attention.kind = "sliding_window";
+    info.layers[1].attention.window = 8;
+    auto summary = [](int layer, int head, int rows, float entropy, float sink, float dist) {
+        AttentionSummary a;
+        a.layer = layer;
+        a.head = head;
+        a.rows = rows;
+        a.entropy = entropy;
+        a.sink_mass = sink;
+        a.mean_distance = dist;
+        return a;
+    };
+    ProbeHistory h;
+    ProbeResults prompt;
+    for (int l = 0; l < 2; ++l)
+        for (int hd = 0; hd < 3; ++hd) prompt.attention_summary.push_back(summary(l, hd, 3, 1.0f, 0.5f, 2.0f));
+    h.add_step(prompt, 0, 3, true);
+    ProbeResults step;
+    for (int l = 0; l < 2; ++l)
+        for (int hd = 0; hd < 3; ++hd) step.attention_summary.push_back(summary(l, hd, 1, 2.0f, 0.1f, 6.0f));
+    h.add_step(step, 3, 1, false);
+    AttentionView v = attention_view(h, info);
+    ASSERT_EQ(v.layers.size(), 2u);
+    EXPECT_TRUE(v.layers[0].from_summary);
+    EXPECT_EQ(v.layers[0].n_head, 3);
+    EXPECT_EQ(v.layers[0].n_query, 4);
+    EXPECT_FALSE(v.layers[1].global);
+    EXPECT_EQ(v.layers[1].window, 8);
+    const HeadStats& st = v.layers[1].heads[2];
+    EXPECT_EQ(st.head, 2);
+    EXPECT_NEAR(st.entropy, (3 * 1.0 + 2.0) / 4, 1e-6);
+    EXPECT_NEAR(st.first_token_mass, (3 * 0.5 + 0.1) / 4, 1e-6);
+    EXPECT_NEAR(st.mean_distance, (3 * 2.0 + 6.0) / 4, 1e-6);
+    h.truncate(3);
+    v = attention_view(h, info);
+    EXPECT_NEAR(v.layers[0].heads[0].entropy, 1.0, 1e-6);
+    EXPECT_EQ(v.layers[0].n_query, 3);
+}
