@@ -57,8 +57,20 @@ void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, i
     run(s, fp16_table ? gpu::ShaderId::geglu_fp16_table : gpu::ShaderId::geglu, gate, 0, &up, out, 0, n);
 }
 
+void add(Stream& s, const TensorView& a, const TensorView& b, const TensorView& out) {
+    const char* op = "add";
+    const uint64_t a_offset = detail::checked_f32(a, op, "a");
+    const uint64_t b_offset = detail::checked_f32(b, op, "b");
+    const uint64_t out_offset = detail::checked_f32(out, op, "out");
+    detail::require(a.rows == b.rows && a.cols == b.cols && a.rows == out.rows && a.cols == out.cols, op,
+                    "a, b and out must have one shape");
+    detail::require(a.packed() && b.packed() && out.packed(), op, "a, b and out must have packed rows");
+    detail::require(b_offset == 0, op, "b must start at its buffer's first element");
+    run(s, gpu::ShaderId::add, *a.buffer, a_offset, b.buffer, *out.buffer, out_offset, a.elements());
+}
+
 void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n) {
-    run(s, gpu::ShaderId::add, a, 0, &b, out, 0, n);
+    add(s, f32_rows(a, 1, n), f32_rows(b, 1, n), f32_rows(out, 1, n));
 }
 
 void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n, bool fp16_table) {

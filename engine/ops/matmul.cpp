@@ -142,8 +142,37 @@ std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* o
     throw std::logic_error(std::string("matvec_variant: no decode matvec has the prefix '") + op_prefix + "'");
 }
 
+static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y,
+                          uint64_t y_offset, int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x,
+                          const MatvecNorm* norm);
+static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x,
+                                 uint64_t x_offset, const Buffer& y, uint64_t y_offset, bool round_x,
+                                 GluActivation act, const MatvecNorm* norm);
+
+void matmul(Stream& s, const Weight& w, const TensorView& x, const TensorView& y, bool accumulate, bool round_x,
+            const MatvecNorm* norm) {
+    const char* op = "matmul";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    const uint64_t y_offset = detail::checked_f32(y, op, "y");
+    require(x.cols == w.n_in && x.packed(), op,
+            "x must be packed rows of the weight's " + std::to_string(w.n_in) + " inputs, got " +
+                std::to_string(x.cols) + " columns with a row stride of " + std::to_string(x.stride()));
+    require(y.cols == w.n_out, op,
+            "y must have the weight's " + std::to_string(w.n_out) + " outputs as columns, got " + std::to_string(y.cols));
+    require(x.rows == y.rows, op, "x has " + std::to_string(x.rows) + " rows, y " + std::to_string(y.rows));
+    record_matmul(s, w, *x.buffer, x_offset, *y.buffer, y_offset, x.rows, accumulate, y.stride(), round_x, norm);
+}
+
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
             int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x, const MatvecNorm* norm) {
+    matmul(s, w, f32_rows(x, n_tokens, w.n_in, x_offset), f32_rows(y, n_tokens, w.n_out, y_offset, y_stride),
+           accumulate, round_x, norm);
+}
+
+// Records matmul over positional operands the views were checked into.
+static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y,
+                          uint64_t y_offset, int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x,
+                          const MatvecNorm* norm) {
     const char* op = "matmul";
     const weights::Layout layout = weights::checked_layout(w, op);
     require(n_tokens >= 0, op, "negative n_tokens " + std::to_string(n_tokens));
@@ -253,8 +282,29 @@ bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weigh
     return span <= usable && uint64_t(gate.n_in) * 4 <= usable && uint64_t(gate.n_out) * 4 <= usable;
 }
 
+void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const TensorView& x, const TensorView& y,
+                   bool round_x, GluActivation act, const MatvecNorm* norm) {
+    const char* op = "matvec_swiglu";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    const uint64_t y_offset = detail::checked_f32(y, op, "y");
+    require(x.rows == 1 && y.rows == 1, op, "x and y must be one row each (one token)");
+    require(x.cols == gate.n_in && y.cols == gate.n_out, op,
+            "x must have the weights' " + std::to_string(gate.n_in) + " inputs and y their " +
+                std::to_string(gate.n_out) + " outputs, got " + std::to_string(x.cols) + " and " +
+                std::to_string(y.cols));
+    record_matvec_swiglu(s, gate, up, *x.buffer, x_offset, *y.buffer, y_offset, round_x, act, norm);
+}
+
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
                    const Buffer& y, uint64_t y_offset, bool round_x, GluActivation act, const MatvecNorm* norm) {
+    matvec_swiglu(s, gate, up, f32_rows(x, 1, gate.n_in, x_offset), f32_rows(y, 1, gate.n_out, y_offset), round_x,
+                  act, norm);
+}
+
+// Records matvec_swiglu over positional operands the views were checked into.
+static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x,
+                                 uint64_t x_offset, const Buffer& y, uint64_t y_offset, bool round_x,
+                                 GluActivation act, const MatvecNorm* norm) {
     const char* op = "matvec_swiglu";
     const weights::Layout layout = weights::checked_layout(gate, op);
     weights::checked_layout(up, op);

@@ -15,6 +15,7 @@
 #include "gguf/gguf.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
+#include "ops/tensor_view.h"
 #include "vkllm/kv_cache_type.h"
 
 namespace vkllm::ops {
@@ -53,7 +54,11 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 // must be 1): decode then needs no rounding dispatch and barrier before its matmuls.
 // norm (one token only): x is the raw residual stream and the matvec reads
 // rms_norm(x) * norm->weight instead, as rms_norm would have written it (see MatvecNorm).
+// Views: x f32 [n_tokens, w.n_in] with packed rows; y f32 [n_tokens, w.n_out], any row stride.
 struct MatvecNorm;
+void matmul(Stream& s, const Weight& w, const TensorView& x, const TensorView& y, bool accumulate = false,
+            bool round_x = false, const MatvecNorm* norm = nullptr);
+// The same with positional arguments: x and y at element offsets, y rows y_stride floats apart.
 void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
             int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0, bool round_x = false,
             const MatvecNorm* norm = nullptr);
@@ -83,7 +88,11 @@ ActRounding activation_rounding(TensorType weight_type);
 // geglu(..., fp16_table)); the result equals matmul, matmul and that op bit for bit. round_x as
 // in matmul. matvec_swiglu_fits says whether a pair can take this path; ShapeError otherwise.
 enum class GluActivation { SiLU, Gelu, GeluFp16Table };
+// Views: x f32 [1, n_in], y f32 [1, n_out].
 bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weight& up);
+void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const TensorView& x, const TensorView& y,
+                   bool round_x = false, GluActivation act = GluActivation::SiLU, const MatvecNorm* norm = nullptr);
+// The same with positional arguments (element offsets).
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
                    const Buffer& y, uint64_t y_offset, bool round_x = false, GluActivation act = GluActivation::SiLU,
                    const MatvecNorm* norm = nullptr);
@@ -179,7 +188,10 @@ void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, 
 // out = g * sigmoid(alpha g) * (u + 1), over n values (out may alias either). gpt-oss: 1.702, 7.
 void swiglu_oai(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, float alpha,
                 float limit);
-// out = a + b, elementwise over n values (out may alias a or b).
+// out = a + b, elementwise (out may alias a or b): f32 views of one shape with packed rows;
+// b starts at its buffer's first element.
+void add(Stream& s, const TensorView& a, const TensorView& b, const TensorView& out);
+// The same over n values from the buffers' starts.
 void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n);
 // Row softmax of x: [n_rows, n] into y, of scale * x.
 void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_t n, float scale = 1.0f);

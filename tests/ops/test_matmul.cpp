@@ -596,6 +596,32 @@ TEST_F(Matmul, RejectsBadArguments) {
     s.submit_and_wait();
 }
 
+// The view form checks its operands against the weight and each other before recording.
+TEST_F(Matmul, ViewsAreChecked) {
+    TestWeight w = make_weight(ctx(), TensorType::F32, 8, 4, 1);
+    gpu::Buffer x(ctx(), 8 * 4 * 2, gpu::Memory::Device), y(ctx(), 4 * 4 * 2, gpu::Memory::Device);
+    gpu::Stream s(ctx());
+    s.begin();
+    const ops::TensorView x2 = ops::f32_rows(x, 2, 8), y2 = ops::f32_rows(y, 2, 4);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), ops::f32_rows(x, 2, 6), y2), ops::ShapeError);  // not the weight's n_in
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x2, ops::f32_rows(y, 2, 3)), ops::ShapeError);  // not its n_out
+    EXPECT_THROW(ops::matmul(s, w.gpu(), x2, ops::f32_rows(y, 1, 4)), ops::ShapeError);  // rows differ
+    EXPECT_THROW(ops::matmul(s, w.gpu(), ops::f32_rows(x, 1, 8, 0, 12), ops::f32_rows(y, 1, 4)),
+                 ops::ShapeError);  // x rows not packed
+    ops::TensorView odd = x2;
+    odd.offset = 2;  // not a whole float
+    EXPECT_THROW(ops::matmul(s, w.gpu(), odd, y2), ops::ShapeError);
+    ops::TensorView f16 = x2;
+    f16.type = TensorType::F16;
+    EXPECT_THROW(ops::matmul(s, w.gpu(), f16, y2), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), ops::TensorView{nullptr, 0, 2, 8}, y2), ops::ShapeError);
+    EXPECT_THROW(ops::add(s, x2, x2, ops::f32_rows(x, 2, 4)), ops::ShapeError);  // shapes differ
+    EXPECT_THROW(ops::add(s, ops::f32_rows(x, 1, 8), ops::f32_rows(x, 1, 8, 8), ops::f32_rows(y, 1, 8)),
+                 ops::ShapeError);  // b not at its buffer's start
+    ops::matmul(s, w.gpu(), x2, y2);  // well formed: records
+    s.submit_and_wait();
+}
+
 TEST_F(Matmul, BadBindingLimitOverrideIsAClearError) {
     TestWeight w = make_weight(ctx(), TensorType::F32, 8, 2, 1);
     gpu::Buffer x(ctx(), 8 * 4, gpu::Memory::Device), y(ctx(), 2 * 4, gpu::Memory::Device);

@@ -26,7 +26,8 @@ void EmbeddingBlock::record(Recording& r) const {
     }
     if (spec.learned_positions) {
         s.mark("add");
-        ops::add(s, sc.x, sc.h, sc.x, int64_t(T) * spec.n_embd);
+        const ops::TensorView x = ops::f32_rows(sc.x, T, spec.n_embd);
+        ops::add(s, x, ops::f32_rows(sc.h, T, spec.n_embd), x);
         s.barrier("token + position embeddings are complete before layer 0 reads them");
     }
     if (r.w.embd_norm) {

@@ -33,15 +33,19 @@ uint64_t MatmulInputs::offset_of(const ops::Weight& w) const {
     return rounded[size_t(ops::activation_rounding(w.type))] ? 0 : offset;
 }
 
+ops::TensorView MatmulInputs::input(const ops::Weight& w, int n_tokens) const {
+    return ops::f32_rows(of(w), n_tokens, w.n_in, offset_of(w));
+}
+
 void MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
                           bool accumulate) const {
-    ops::matmul(s, w, of(w), offset_of(w), y, y_offset, n_tokens, accumulate, 0,
-                in_matvec[size_t(ops::activation_rounding(w.type))], norm.weight ? &norm : nullptr);
+    ops::matmul(s, w, input(w, n_tokens), ops::f32_rows(y, n_tokens, w.n_out, y_offset), accumulate,
+                rounds_in_matvec(w.type), norm.weight ? &norm : nullptr);
 }
 
 void MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y,
                                  ops::GluActivation act) const {
-    ops::matvec_swiglu(s, gate, up, of(gate), offset_of(gate), y, 0, rounds_in_matvec(gate.type), act,
+    ops::matvec_swiglu(s, gate, up, input(gate, 1), ops::f32_rows(y, 1, gate.n_out), rounds_in_matvec(gate.type), act,
                        norm.weight ? &norm : nullptr);
 }
 

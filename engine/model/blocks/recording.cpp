@@ -105,7 +105,8 @@ void Recording::add_block_output(const ops::Weight& wt, const gpu::Buffer& in, i
         s.copy(block_out, 0, *probe_out, 0, uint64_t(T) * uint64_t(spec.n_embd) * F);
     }
     s.mark("add");
-    ops::add(s, x, block_out, x, int64_t(T) * spec.n_embd);
+    const ops::TensorView residual = ops::f32_rows(x, T, spec.n_embd);
+    ops::add(s, residual, ops::f32_rows(block_out, T, spec.n_embd), residual);
     s.barrier("the residual stream is updated before the next block reads it");
     if (post_norm && norm_after_add) {
         norm(x, 0, post_norm, post_norm_b, x, 0, T);
