@@ -6,16 +6,9 @@
 #include "gpu/shader_ids.h"
 #include "ops/dispatch_util.h"
 #include "ops/probe_ops.h"
+#include "ops/probe_push_constants.h"
 
 namespace vkllm::ops {
-namespace {
-
-struct AttentionSummaryPush {
-    uint32_t n_q, n_head, n_kv, flags;
-    uint32_t p_shift, qp_shift, kp_shift, s_shift;
-};
-
-}  // namespace
 
 void attention_summary(Stream& s, const Buffer& probs, uint64_t probs_offset, bool has_sinks, const Buffer& q_pos,
                        uint64_t q_pos_offset, const Buffer& kv_pos, const Buffer& stats, uint64_t stats_offset,
