@@ -165,3 +165,5 @@ VKLLM_PUSH_OF(set_rows, SetRowsPush);
 
 // The state-space shaders keep their structs in a file of their own.
 #include "ops/ssm_push_constants.h"
+// The probes' shader's, likewise.
+#include "ops/probe_push_constants.h"
