@@ -31,7 +31,7 @@ const char* kUsage =
     "            -o OUT.json\n"
     "  runs PROMPT (or the text of FILE) and N greedy tokens after it (stopping at an\n"
     "  end-of-generation token) with the chosen probes and writes them as one JSON document\n"
-    "  (docs/api.md describes its fields)\n"
+    "  (docs/api.md and docs/studio.md describe its fields)\n"
     "  --attention L:H,..: those heads' full maps (n_head 1 each); all or L,L..: whole layers\n"
     "  --tile Q0-Q1,K0-K1: only query positions Q0..Q1 and key positions K0..K1 of each L:H map\n"
     "      (inclusive; 'all' for either axis)\n"
@@ -202,7 +202,12 @@ int run(const Args& args) {
     // The prompt, then greedy tokens, each evaluated so that its own rows are probed too.
     app::ProbeDocument probes;
     std::vector<int32_t> tokens = prompt;
-    std::vector<float> logits = session.eval(prompt);
+    std::vector<float> logits;
+    try {
+        logits = session.eval(prompt);  // the probes' requests are checked here, the budget too
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(std::string(e.what()) + " (here: --max-bytes)");
+    }
     probes.add(session.probes(), 0);
     for (int i = 0; i < n_generate; ++i) {
         const int32_t next = argmax(logits);
