@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "gguf/quant.h"
 #include "gguf/quant_blocks.h"
@@ -311,7 +312,24 @@ void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n) {
 
 std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n) {
     std::vector<uint8_t> out(row_size(t, n));
-    quantize_row(t, src, out.data(), n);
+    // Blocks are encoded independently: a large tensor is cut into runs of whole blocks, one per
+    // core (the bytes are the same for any split).
+    const size_t block = type_traits(t)->block_size, blocks = n / block;
+    const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const size_t parts = std::min(cores, blocks / 4096 + 1);
+    if (parts <= 1 || !can_quantize(t)) {  // (an unsupported type throws here, not in a worker)
+        quantize_row(t, src, out.data(), n);
+        return out;
+    }
+    const size_t per_part = (blocks + parts - 1) / parts;
+    std::vector<std::thread> workers;
+    for (size_t first = 0; first < blocks; first += per_part) {
+        const size_t count = std::min(per_part, blocks - first);
+        workers.emplace_back([&, first, count] {
+            quantize_row(t, src + first * block, out.data() + row_size(t, first * block), count * block);
+        });
+    }
+    for (std::thread& w : workers) w.join();
     return out;
 }
 

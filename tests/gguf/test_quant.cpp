@@ -364,3 +364,16 @@ TEST(Iq4, DequantizationMatchesGgufPyBitForBit) {
         EXPECT_EQ(differ, 0u);
     }
 }
+
+// quantize() encodes large buffers on several threads: the bytes equal one quantize_row call.
+TEST(Quantize, LargeBuffersEncodeTheSameOnAnyNumberOfThreads) {
+    const size_t n = 256 * 4096 * 3 + 256 * 7;  // several parts, the last one shorter
+    const std::vector<float> x = random_floats(n, 11);
+    for (TensorType t : {TensorType::Q4_K, TensorType::Q8_0, TensorType::F16}) {
+        SCOPED_TRACE(type_traits(t)->name);
+        std::vector<uint8_t> one(row_size(t, n));
+        quantize_row(t, x.data(), one.data(), n);
+        EXPECT_EQ(quantize(t, x.data(), n), one);
+    }
+    EXPECT_THROW(quantize(TensorType(16), x.data(), n), UnsupportedType);  // IQ2_XXS: no encoder
+}
