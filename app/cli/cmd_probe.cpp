@@ -206,7 +206,9 @@ int run(const Args& args) {
     try {
         logits = session.eval(prompt);  // the probes' requests are checked here, the budget too
     } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(std::string(e.what()) + " (here: --max-bytes)");
+        const std::string what = e.what();
+        if (what.find("budget") == std::string::npos) throw;
+        throw std::runtime_error(what + " (here: --max-bytes)");
     }
     probes.add(session.probes(), 0);
     for (int i = 0; i < n_generate; ++i) {
