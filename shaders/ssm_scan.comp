@@ -4,14 +4,18 @@
 // up to MAX_PER state entries j = t + m * WG in registers across the tokens. Per token:
 //   dt = softplus(dt_raw[h] + dt_bias[h]);  s[j] = s[j] * exp(dt * A[h]) + B[g][j] * x * dt
 //   y  = sum_j s[j] * C[g][j]  (+ x * D[h])  (* silu(z))
+// The update is `precise` (no fused multiply-add) and y is summed by invocation 0 in state
+// order, one fma per term (ggml's scalar loop), so the result does not depend on the
+// workgroup size, the subgroups or the driver's reduction order.
 // with g = h / (n_head / n_group). The state [n_head][head_dim][d_state] (ggml's layout) is
 // read at the start and written back at the end. x, B and C are columns of one token-major
 // buffer (xbc: Mamba-2's conv output), dt and z of another (zdt: the in-projection's output).
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
-#include "reduce.glsl"
 #define MAX_PER 4
+shared float sh_s[MAX_PER * WG];
+shared float sh_c[MAX_PER * WG];
 
 layout(std430, binding = 0) buffer State { float st[]; };
 layout(std430, binding = 1) readonly buffer Xbc { float xbc[]; };
@@ -77,16 +81,23 @@ void main() {
         const float dA = exp(sp * ah);
         const float xv = xbc[xr + row];
         const float x_dt = xv * sp;
-        float part = 0.0;
         [[unroll]] for (uint m = 0; m < MAX_PER; ++m) {
             const uint j = t + m * WG;
             if (j < pc.d_state) {
-                s[m] = s[m] * dA + xbc[xr + pc.b_col + g * pc.d_state + j] * x_dt;
-                part += s[m] * xbc[xr + pc.c_col + g * pc.d_state + j];
+                precise const float decayed = s[m] * dA;
+                precise const float added = xbc[xr + pc.b_col + g * pc.d_state + j] * x_dt;
+                precise const float next = decayed + added;
+                s[m] = next;
+                sh_s[j] = next;
+                sh_c[j] = xbc[xr + pc.c_col + g * pc.d_state + j];
             }
         }
-        float yv = wg_sum(part);
+        barrier();
         if (t == 0u) {
+            // y = sum_j s[j] C[j] in state order, one fma per term: ggml's scalar loop (the
+            // order does not depend on the workgroup size or on subgroups).
+            float yv = 0.0;
+            for (uint j = 0; j < pc.d_state; ++j) yv = fma(sh_s[j], sh_c[j], yv);
             if ((pc.flags & 2u) != 0u) yv += xv * dh;
             if ((pc.flags & 4u) != 0u) {
                 const float zv = zdt[zr + pc.z_col + row];
@@ -94,6 +105,7 @@ void main() {
             }
             y[pc.y_shift + tok * pc.y_stride + row] = yv;
         }
+        barrier();  // thread 0 has read sh_s and sh_c before the next token writes them
     }
     [[unroll]] for (uint m = 0; m < MAX_PER; ++m) {
         const uint j = t + m * WG;

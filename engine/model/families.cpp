@@ -198,6 +198,14 @@ std::vector<Family> make_families() {
             .arch = "exaone",
             .rope_neox = true,
         },
+        // Mamba-2 (llama.cpp's src/models/mamba2.cpp, build_mamba2_layer): every layer RMSNorm
+        // then the state-space mixer (ssm_in, the short conv1d, the selective scan, the gate, the
+        // grouped RMSNorm, ssm_out); no attention, no FFN, no positions. Epsilon required.
+        {
+            .arch = "mamba2",
+            .mixer = Mixer::Mamba2,
+            .rope = false,
+        },
         // BERT, bge, MiniLM (llama.cpp's `bert`), the encoder: learned absolute positions plus
         // token type 0, LayerNorm of the embeddings, bidirectional attention (attention.causal,
         // default false), biased projections where the file has them, post-norm of each residual

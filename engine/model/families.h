@@ -40,8 +40,15 @@ enum class TopkNorm {
     FromKey,  // `expert_weights_norm` (bool, default false)
 };
 
+// What mixes tokens in a layer.
+enum class Mixer {
+    Attention,  // softmax attention over a KV cache (then the FFN)
+    Mamba2,     // every layer a Mamba-2 state-space mixer (`ssm.*` keys), no attention, no FFN
+};
+
 struct Family {
     std::string_view arch;  // general.architecture
+    Mixer mixer = Mixer::Attention;
 
     // --- Norms -----------------------------------------------------------------------------
     NormKind norm = NormKind::RMSNorm;

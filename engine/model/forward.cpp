@@ -47,6 +47,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
                          std::to_string(weights.position_embd.n_out) + " learned positions of this model; use -c " +
                          std::to_string(weights.position_embd.n_out) + " or less");
     kv_ = KvCache(ctx, spec, n_ctx, n_batch_, cache_type);
+    recurrent_ = RecurrentState(ctx, spec, n_batch_);
     scratch_ = Scratch(ctx, spec, n_ctx, n_batch_, n_logit_rows_, policy_.round);
 
     // The step as blocks: the embeddings, each layer's blocks as its spec gives them, a residual
@@ -54,7 +55,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     body_.push_back({-1, std::make_unique<EmbeddingBlock>()});
     body_.push_back({-1, std::make_unique<ResidualTap>(-1)});
     for (int l = 0; l < spec.n_layer; ++l) {
-        for (BlockKind kind : layer_block_kinds(spec.layers[size_t(l)])) body_.push_back({l, make_block(kind, l)});
+        for (BlockKind kind : layer_block_kinds(spec.layers[size_t(l)])) body_.push_back({l, make_block(kind, l, recurrent_)});
         body_.push_back({l, std::make_unique<ResidualTap>(l)});
     }
     head_.push_back({-1, std::make_unique<LogitLensBlock>()});
@@ -64,7 +65,8 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
 uint64_t Forward::scratch_bytes() const {
     // The caches' slot positions, the expert-load counters and the edits are small buffers made
     // with the session: counted here with the scratch.
-    return scratch_.bytes() + kv_.slot_positions_bytes() + probe_.expert_load_bytes() + edits_.bytes();
+    return scratch_.bytes() + kv_.slot_positions_bytes() + probe_.expert_load_bytes() + edits_.bytes() +
+           recurrent_.work_bytes();
 }
 
 Forward::NonFinite Forward::logits_nonfinite(int row) const {
@@ -94,6 +96,7 @@ void Forward::write_step_inputs(const int32_t* ids, int T, int pos0) {
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
     if (pos0 == 0) reset_edit_state();
     kv_.begin_pass(pos0, T);
+    recurrent_.begin_pass(pos0, T);
     probe_.begin_pass(T);
 }
 

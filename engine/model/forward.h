@@ -16,6 +16,7 @@
 #include "model/blocks/matmul_inputs.h"
 #include "model/kv_cache.h"
 #include "model/probe_recorder.h"
+#include "model/recurrent_state.h"
 #include "model/research/residual_edits.h"
 #include "model/scratch.h"
 #include "model/spec.h"
@@ -62,7 +63,12 @@ public:
     // Forgets positions >= n in every KV cache (KvCache::truncate). Returns false when a
     // sliding-window ring no longer holds a position < n that a later query can attend to (its
     // slot was reused by a dropped position): the caller must then re-evaluate from position 0.
-    bool truncate(int n) { return kv_.truncate(n); }
+    // State-space layers fold every position into their recurrent state, which cannot forget:
+    // false there unless n is 0 or every position (RecurrentState::truncate).
+    bool truncate(int n) {
+        const bool kv = kv_.truncate(n), recurrent = recurrent_.truncate(n);
+        return kv && recurrent;
+    }
 
     // Encoders (BERT, forward_encode.cpp): runs the whole text ids[0..n_tokens) in one pass from
     // position 0 (n_tokens <= n_batch(), every token attends to every other) and writes the
@@ -106,6 +112,9 @@ public:
     KvUsage kv_usage() const { return kv_.usage(); }
     KvCacheType cache_type() const { return kv_.type(); }
     const KvCache& kv_cache() const { return kv_; }
+    // The state-space layers' conv and SSM states (none for attention-only models).
+    const RecurrentState& recurrent_state() const { return recurrent_; }
+    uint64_t recurrent_bytes() const { return recurrent_.bytes(); }
 
 private:
     // A block and the layer it belongs to (-1: outside the layers), for the per-layer counts.
@@ -138,6 +147,7 @@ private:
     uint64_t replayed_steps_ = 0;
 
     KvCache kv_;
+    RecurrentState recurrent_;  // state-space layers' states, beside the KV cache
     Scratch scratch_;  // the step's inputs, activations, layer kinds' scratch and outputs
     ProbeRecorder probe_;
     ResidualEdits edits_;

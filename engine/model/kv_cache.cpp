@@ -34,6 +34,10 @@ KvCache::KvCache(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batc
     : type_(type) {
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     for (const LayerSpec& L : spec.layers) {
+        if (L.ssm.enabled()) {  // a state-space layer keeps no keys or values (RecurrentState)
+            layers_.emplace_back();
+            continue;
+        }
         const uint64_t k_row = ops::cache_bytes(type, uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim));
         const uint64_t v_row = ops::cache_bytes(type, uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim_v));
         Layer c;
@@ -105,6 +109,7 @@ uint64_t KvCache::bytes() const {
 KvCache::Usage KvCache::usage() const {
     Usage u;
     for (const Layer& c : layers_) {
+        if (c.slots == 0) continue;  // no attention in this layer
         (c.ring ? u.local_layers : u.global_layers) += 1;
         (c.ring ? u.local_bytes : u.global_bytes) += c.k.size() + c.v.size();
     }

@@ -76,6 +76,13 @@ inline constexpr ArchKey kKvLoraRank{"attention.kv_lora_rank"};
 inline constexpr ArchKey kKeyLengthMla{"attention.key_length_mla"};
 inline constexpr ArchKey kValueLengthMla{"attention.value_length_mla"};
 
+// State-space layers (Mamba-2).
+inline constexpr ArchKey kSsmConvKernel{"ssm.conv_kernel"};
+inline constexpr ArchKey kSsmInnerSize{"ssm.inner_size"};
+inline constexpr ArchKey kSsmStateSize{"ssm.state_size"};
+inline constexpr ArchKey kSsmTimeStepRank{"ssm.time_step_rank"};  // Mamba-2: the SSM's heads
+inline constexpr ArchKey kSsmGroupCount{"ssm.group_count"};
+
 // Encoders.
 inline constexpr ArchKey kPoolingType{"pooling_type"};  // 0 none, 1 mean, 2 cls, 3 last
 
@@ -92,6 +99,7 @@ inline constexpr ArchKey kArchKeys[] = {
     kExpertGatingFunc, kExpertSharedCount, kExpertGroupCount, kExpertGroupUsedCount, kLeadingDenseBlockCount,
     kInterleaveMoeLayerStep,
     kQLoraRank, kKvLoraRank, kKeyLengthMla, kValueLengthMla,
+    kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount,
     kPoolingType,
 };
 

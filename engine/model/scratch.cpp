@@ -26,8 +26,18 @@ uint64_t max_ff(const ModelSpec& s) {
     return uint64_t(m);
 }
 
-// The widest activation row (of n_embd, a layer's q or attention output, its FFN).
-uint64_t widest_row(const ModelSpec& s) { return std::max({uint64_t(s.n_embd), max_q_dim(s), max_ff(s)}); }
+// The widest row of a state-space mixer: its in-projection's output (z | x B C | dt).
+uint64_t max_ssm_row(const ModelSpec& s) {
+    int m = 0;
+    for (const auto& L : s.layers)
+        if (L.ssm.enabled()) m = std::max(m, L.ssm.in_proj_rows());
+    return uint64_t(m);
+}
+
+// The widest activation row (of n_embd, a layer's q or attention output, its FFN, its SSM mixer).
+uint64_t widest_row(const ModelSpec& s) {
+    return std::max({uint64_t(s.n_embd), max_q_dim(s), max_ff(s), max_ssm_row(s)});
+}
 
 }  // namespace
 
@@ -66,7 +76,7 @@ Scratch::Scratch(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batc
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     uint64_t split = 0;
     for (const LayerSpec& L : spec.layers)
-        split = std::max(split, ops::attention_scratch_bytes(ctx, 1, n_ctx, L.attn));
+        if (!L.ssm.enabled()) split = std::max(split, ops::attention_scratch_bytes(ctx, 1, n_ctx, L.attn));
     if (split) attn_split = gpu::Buffer(ctx, std::min(split, range), device);
 
     uint64_t widest_k = 0, widest_v = 0;

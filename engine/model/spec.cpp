@@ -61,6 +61,28 @@ bool has_part(Has h, const gguf::File& f, const std::string& tensor) {
     return h == Has::Yes || (h == Has::IfTensor && has_tensor(f, tensor));
 }
 
+// A Mamba-2 layer's mixer (`ssm.*`, all required as llama.cpp's load_arch_hparams reads them).
+SsmSpec ssm_spec(const Meta& m) {
+    using namespace keys;
+    const gguf::File& f = m.file();
+    SsmSpec ssm;
+    ssm.d_conv = int(m.integer(kSsmConvKernel));
+    ssm.d_inner = int(m.integer(kSsmInnerSize));
+    ssm.d_state = int(m.integer(kSsmStateSize));
+    ssm.n_head = int(m.integer(kSsmTimeStepRank));
+    ssm.n_group = int(m.integer(kSsmGroupCount));
+    require_positive(f, kSsmConvKernel.text(), ssm.d_conv, 16);
+    require_positive(f, kSsmInnerSize.text(), ssm.d_inner, 1 << 20);
+    require_positive(f, kSsmStateSize.text(), ssm.d_state, 1024);
+    require_positive(f, kSsmTimeStepRank.text(), ssm.n_head, 1 << 16);
+    require_positive(f, kSsmGroupCount.text(), ssm.n_group, 1 << 16);
+    if (ssm.d_inner % ssm.n_head || ssm.n_head % ssm.n_group)
+        throw ModelError(f.path() + ": " + kSsmTimeStepRank.text() + " = " + std::to_string(ssm.n_head) +
+                         " must divide " + kSsmInnerSize.text() + " = " + std::to_string(ssm.d_inner) + " and be a " +
+                         "multiple of " + kSsmGroupCount.text() + " = " + std::to_string(ssm.n_group));
+    return ssm;
+}
+
 // Hyperparameters every transformer family shares, read with llama.cpp's key names.
 ModelSpec common_spec(const Meta& m, const Family& fam) {
     using namespace keys;
@@ -82,8 +104,14 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
     s.n_vocab = int(embd->dims[1]);
     s.tied_embeddings = !has_tensor(f, "output.weight");
 
+    const std::optional<SsmSpec> ssm = fam.mixer == Mixer::Mamba2 ? std::optional(ssm_spec(m)) : std::nullopt;
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec L;
+        if (ssm) {  // a state-space mixer, no attention or FFN
+            L.ssm = *ssm;
+            s.layers.push_back(L);
+            continue;
+        }
         AttentionSpec& a = L.attn;
         // Each key is checked on its own first, so a message names the key that is wrong; where
         // only the pair is inconsistent, it names both.
@@ -397,6 +425,13 @@ ModelSpec ModelSpec::from_gguf(const gguf::File& f) {
         throw ModelError(f.path() + ": architecture '" + *arch + "' is not supported (supported: " + list + ")");
     }
     return family_spec(Meta(f, *arch), *fam);
+}
+
+uint64_t ModelSpec::recurrent_state_bytes() const {
+    uint64_t total = 0;
+    for (const auto& L : layers)
+        if (L.ssm.enabled()) total += L.ssm.state_bytes();
+    return total;
 }
 
 uint64_t ModelSpec::kv_bytes_per_token() const {

@@ -102,9 +102,33 @@ struct FfnSpec {
     bool bias = false;
 };
 
+// A Mamba-2 mixer (llama.cpp's build_mamba2_layer) in place of attention: in-projection to
+// z | x B C | dt, a causal conv1d of d_conv taps over x B C, the selective scan (n_head heads of
+// head_dim, scalar decay per head, B and C in n_group groups of d_state), the gate silu(z), a
+// grouped RMSNorm and the out-projection. Its state is fixed-size (RecurrentState).
+struct SsmSpec {
+    int d_conv = 0;   // `ssm.conv_kernel`
+    int d_inner = 0;  // `ssm.inner_size`; 0: the layer has no SSM
+    int d_state = 0;  // `ssm.state_size`
+    int n_head = 0;   // `ssm.time_step_rank`
+    int n_group = 1;  // `ssm.group_count`
+
+    bool enabled() const { return d_inner > 0; }
+    int head_dim() const { return n_head > 0 ? d_inner / n_head : 0; }
+    int conv_channels() const { return d_inner + 2 * n_group * d_state; }       // x | B | C
+    int in_proj_rows() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }  // z | x B C | dt
+    // Bytes of the layer's state per sequence (f32 conv and SSM states), whatever the context.
+    uint64_t state_bytes() const {
+        return (uint64_t(conv_channels()) * uint64_t(d_conv - 1) + uint64_t(d_inner) * uint64_t(d_state)) * 4;
+    }
+};
+
+// A layer's blocks: attention (ffn.n_ff or experts: an FFN after it), or a state-space mixer
+// (ssm.enabled()) with an FFN after it only where the layer has one.
 struct LayerSpec {
     AttentionSpec attn;
     FfnSpec ffn;
+    SsmSpec ssm;
     NormPlacement norm_placement = NormPlacement::Pre;
     std::string ffn_norm_tensor = "ffn_norm";  // gpt-oss calls its pre-FFN norm post_attention_norm
 };
@@ -134,6 +158,8 @@ struct ModelSpec {
     static ModelSpec from_gguf(const gguf::File& f);
     // KV-cache bytes per token summed over layers (f32 cache).
     uint64_t kv_bytes_per_token() const;
+    // Recurrent-state bytes per sequence summed over the state-space layers (constant in context).
+    uint64_t recurrent_state_bytes() const;
 };
 
 // Architectures from_gguf understands: the family table's, sorted.

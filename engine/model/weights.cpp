@@ -59,6 +59,20 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         const int64_t vd = int64_t(a.n_head_kv) * a.head_dim_v;
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights w;
+        if (L.ssm.enabled()) {  // Mamba-2: the mixer's tensors (llama.cpp's names), no attention or FFN
+            const SsmSpec& m = L.ssm;
+            w.attn_norm = vector(p + "attn_norm.weight", E);
+            w.ssm_in = matrix(p + "ssm_in.weight", E, m.in_proj_rows());
+            w.ssm_conv1d = vector(p + "ssm_conv1d.weight", int64_t(m.conv_channels()) * m.d_conv);
+            w.ssm_conv1d_b = vector(p + "ssm_conv1d.bias", m.conv_channels());
+            w.ssm_dt_b = vector(p + "ssm_dt.bias", m.n_head);
+            w.ssm_a = vector(p + "ssm_a", m.n_head);
+            w.ssm_d = vector(p + "ssm_d", m.n_head);
+            w.ssm_norm = vector(p + "ssm_norm.weight", m.d_inner, /*required=*/false);
+            w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
+            layers.push_back(w);
+            continue;
+        }
         // Post placements (OLMo 2, BERT) have no norm before the blocks.
         const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
         if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);

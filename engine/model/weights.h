@@ -45,6 +45,12 @@ struct LayerWeights {
     ops::Weight gate_sh, up_sh, down_sh;          // shared expert (Llama 4)
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
     const gpu::Buffer* post_ffn_norm_b = nullptr; // [n_embd] LayerNorm bias (BERT's layer_output_norm)
+    // Mamba-2's mixer (SsmSpec): ssm_in {n_embd, in_proj_rows}, ssm_out {d_inner, n_embd}; f32
+    // conv1d [channels][d_conv] and its bias [channels], dt bias, A and D [n_head], the grouped
+    // norm [n_group][d_inner / n_group]. The pre-norm is attn_norm.
+    ops::Weight ssm_in, ssm_out;
+    const gpu::Buffer *ssm_conv1d = nullptr, *ssm_conv1d_b = nullptr, *ssm_dt_b = nullptr, *ssm_a = nullptr,
+                      *ssm_d = nullptr, *ssm_norm = nullptr;
     // Exact super weights of ffn_down (quantize --keep-super-weights): ops::SuperCorrection [n].
     const gpu::Buffer* down_super = nullptr;
     int n_down_super = 0;

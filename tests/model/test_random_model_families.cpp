@@ -281,10 +281,13 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
         if (arch == "gpt2" || arch == "olmoe" || arch == "bert") c.n_head_kv = c.n_head;
         if (arch == "deepseek2") c.n_head_kv = 1;
         if (arch == "phi3") c.rope_dims = 12;
-        if (arch == "mamba2") continue;  // state-space layers: written for llama.cpp, not yet in the engine's table
         model::ModelSpec s = model::ModelSpec::from_gguf(*model_file(c));
         EXPECT_EQ(s.arch, arch);
         ASSERT_EQ(s.layers.size(), 4u) << arch;
+        if (arch == "mamba2") {  // state-space mixers, no attention
+            EXPECT_EQ(s.layers[0].ssm.d_inner, 2 * c.n_embd);
+            continue;
+        }
         EXPECT_EQ(s.layers[0].attn.n_head_kv, c.n_head_kv) << arch;
     }
     // Facts llama.cpp applies to these files (see tests/golden/families/README.md).

@@ -4,20 +4,27 @@
 #include "model/blocks/dense_ffn.h"
 #include "model/blocks/latent_attention.h"
 #include "model/blocks/moe_ffn.h"
+#include "model/blocks/ssm_mixer.h"
 
 namespace vkllm::model {
 
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
+    if (L.ssm.enabled()) {  // the mixer, then an FFN only where the layer has one
+        if (L.ffn.moe.n_expert > 0) return {BlockKind::SsmMixer, BlockKind::MoeFfn};
+        if (L.ffn.n_ff > 0) return {BlockKind::SsmMixer, BlockKind::DenseFfn};
+        return {BlockKind::SsmMixer};
+    }
     return {L.attn.mla.kv_lora_rank > 0 ? BlockKind::LatentAttention : BlockKind::Attention,
             L.ffn.moe.n_expert > 0 ? BlockKind::MoeFfn : BlockKind::DenseFfn};
 }
 
-std::unique_ptr<Block> make_block(BlockKind kind, int layer) {
+std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state) {
     switch (kind) {
         case BlockKind::Attention: return std::make_unique<AttentionBlock>(layer);
         case BlockKind::LatentAttention: return std::make_unique<LatentAttentionBlock>(layer);
         case BlockKind::DenseFfn: return std::make_unique<DenseFfnBlock>(layer);
         case BlockKind::MoeFfn: return std::make_unique<MoeFfnBlock>(layer);
+        case BlockKind::SsmMixer: return std::make_unique<SsmMixerBlock>(layer, state);
     }
     return nullptr;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/blocks/block.h"
+#include "model/recurrent_state.h"
 #include "model/spec.h"
 
 namespace vkllm::model {
@@ -16,11 +17,12 @@ enum class BlockKind {
     LatentAttention,  // DeepSeek's multi-head latent attention (model/blocks/latent_attention.h)
     DenseFfn,         // gated or plain MLP (model/blocks/dense_ffn.h)
     MoeFfn,           // routed experts, optionally a shared one (model/blocks/moe_ffn.h)
+    SsmMixer,         // Mamba-2's state-space mixer over the recurrent state (model/blocks/ssm_mixer.h)
 };
 
 // The blocks of a layer, in the order they run; each adds its output to the residual stream.
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L);
-// The block of `kind` for layer `layer`.
-std::unique_ptr<Block> make_block(BlockKind kind, int layer);
+// The block of `kind` for layer `layer`; a state-space mixer reads and writes `state`.
+std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state);
 
 }  // namespace vkllm::model

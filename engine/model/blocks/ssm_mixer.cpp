@@ -1,0 +1,53 @@
+#include "model/blocks/ssm_mixer.h"
+
+#include "ops/ssm_ops.h"
+
+namespace vkllm::model {
+
+void SsmMixerBlock::record(Recording& r) const {
+    const int l = layer_, T = r.n_tokens;
+    const SsmSpec& S = r.spec.layers[size_t(l)].ssm;
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    const RecurrentState::Layer& st = state_.layer(l);
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    const int64_t in_rows = S.in_proj_rows(), channels = S.conv_channels();
+    const int64_t gs = int64_t(S.n_group) * S.d_state;
+
+    // [z | xBC | dt] = W_in norm(x) (decode's RMSNorm may run inside the matvec).
+    MatmulInputs mi = r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b, {&w.ssm_in},
+                                      "the normalised mixer input is complete before the in-projection reads it", sc.h);
+    s.mark("matmul");
+    mi.matmul(s, w.ssm_in, state_.in_proj(), 0, T);
+    s.barrier("the in-projection is complete before the convolution reads xBC");
+
+    ops::SsmConvArgs c;
+    c.n_tokens = T, c.channels = channels, c.d_conv = S.d_conv;
+    c.x = &state_.in_proj(), c.x_offset = uint64_t(S.d_inner), c.x_stride = in_rows;
+    c.state = &st.conv, c.w = w.ssm_conv1d, c.bias = w.ssm_conv1d_b;
+    c.y = &state_.xbc(), c.y_stride = channels, c.silu = true;
+    s.mark("ssm_conv");
+    ops::ssm_conv(s, c);
+    s.barrier("the convolved x, B and C are complete before the scan reads them");
+
+    ops::SsmScanArgs a;
+    a.n_tokens = T, a.n_head = S.n_head, a.head_dim = S.head_dim(), a.d_state = S.d_state, a.n_group = S.n_group;
+    a.state = &st.ssm;
+    a.xbc = &state_.xbc(), a.xbc_stride = channels, a.b_col = S.d_inner, a.c_col = S.d_inner + gs;
+    a.zdt = &state_.in_proj(), a.zdt_stride = in_rows, a.z_col = 0, a.dt_col = S.d_inner + channels;
+    a.dt_bias = w.ssm_dt_b, a.a = w.ssm_a, a.d = w.ssm_d;
+    a.y = &state_.y(), a.y_stride = S.d_inner;
+    s.mark("ssm_scan");
+    ops::ssm_scan(s, a);
+    s.barrier("the gated scan output is complete before its grouped norm");
+
+    if (w.ssm_norm) {
+        s.mark("ssm_norm");
+        ops::ssm_group_rms_norm(s, state_.y(), 0, w.ssm_norm, state_.y(), 0, T, S.d_inner / S.n_group, S.n_group,
+                                r.spec.norm_eps);
+        s.barrier("the normalised mixer output is complete before the out-projection reads it");
+    }
+    r.add_block_output(w.ssm_out, state_.y(), S.d_inner, nullptr, nullptr);
+}
+
+}  // namespace vkllm::model

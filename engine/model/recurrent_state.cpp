@@ -1,0 +1,87 @@
+#include "model/recurrent_state.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "gpu/device.h"
+
+namespace vkllm::model {
+
+namespace {
+constexpr uint64_t F = sizeof(float);
+}
+
+RecurrentState::RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_batch) {
+    int64_t max_in = 0, max_ch = 0, max_inner = 0;
+    layers_.resize(spec.layers.size());
+    for (size_t l = 0; l < spec.layers.size(); ++l) {
+        const SsmSpec& s = spec.layers[l].ssm;
+        if (!s.enabled()) continue;
+        Layer& L = layers_[l];
+        L.present = true;
+        L.conv = gpu::Buffer(ctx, std::max<uint64_t>(1, uint64_t(s.conv_channels()) * uint64_t(s.d_conv - 1)) * F,
+                             gpu::Memory::Device);
+        L.ssm = gpu::Buffer(ctx, uint64_t(s.d_inner) * uint64_t(s.d_state) * F, gpu::Memory::Device);
+        max_in = std::max<int64_t>(max_in, s.in_proj_rows());
+        max_ch = std::max<int64_t>(max_ch, s.conv_channels());
+        max_inner = std::max<int64_t>(max_inner, s.d_inner);
+    }
+    if (max_in > 0) {
+        const uint64_t T = uint64_t(std::max(n_batch, 1));
+        in_proj_ = gpu::Buffer(ctx, T * uint64_t(max_in) * F, gpu::Memory::Device);
+        xbc_ = gpu::Buffer(ctx, T * uint64_t(max_ch) * F, gpu::Memory::Device);
+        y_ = gpu::Buffer(ctx, T * uint64_t(max_inner) * F, gpu::Memory::Device);
+    }
+    zero_ = false;
+    reset();
+}
+
+void RecurrentState::reset() {
+    if (!zero_) {
+        for (Layer& L : layers_) {
+            if (!L.present) continue;
+            L.conv.fill_zero();
+            L.ssm.fill_zero();
+        }
+    }
+    zero_ = true;
+    seen_ = 0;
+}
+
+void RecurrentState::begin_pass(int pos0, int n_tokens) {
+    if (pos0 == 0) {
+        reset();
+    } else if (pos0 != seen_ && !empty()) {
+        throw std::logic_error("RecurrentState: a pass from position " + std::to_string(pos0) + " after " +
+                               std::to_string(seen_) + " positions (truncate and re-evaluate from 0 first)");
+    }
+    if (n_tokens > 0) zero_ = false;
+    seen_ = pos0 + n_tokens;
+}
+
+bool RecurrentState::truncate(int n) {
+    if (n == seen_ || empty()) {
+        seen_ = n;
+        return true;
+    }
+    if (n == 0) {
+        seen_ = 0;  // begin_pass(0, ...) zeroes the states
+        return true;
+    }
+    seen_ = -1;  // stale until a pass from position 0
+    return false;
+}
+
+uint64_t RecurrentState::bytes() const {
+    uint64_t n = 0;
+    for (const Layer& L : layers_)
+        if (L.present) n += L.conv.size() + L.ssm.size();
+    return n;
+}
+
+uint64_t RecurrentState::work_bytes() const {
+    return (in_proj_.valid() ? in_proj_.size() + xbc_.size() + y_.size() : 0);
+}
+
+}  // namespace vkllm::model

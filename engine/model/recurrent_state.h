@@ -1,0 +1,60 @@
+// The recurrent layers' state of one session (state-space layers: Mamba-2), the sibling of the
+// KV cache (kv_cache.h says what such a state answers). Per layer with a state-space mixer:
+//   conv [channels][d_conv - 1]          the short convolution's last d_conv - 1 inputs,
+//   ssm  [n_head][head_dim][d_state]     the selective scan's state (ggml's layouts, f32),
+// a fixed size whatever the context: bytes() is the whole state of the sequence. Every step reads
+// and overwrites it, so it folds every position it has seen into one value and cannot forget
+// positions: truncate(n) holds only for n at its newest position (or 0); otherwise it returns
+// false and the session re-evaluates the kept tokens from position 0, where begin_pass zeroes
+// the state. Also here, sized for a pass of n_batch tokens: the mixer's work buffers (the
+// in-projection's rows, the convolved channels, the scan's output).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "model/spec.h"
+
+namespace vkllm::gpu { class Context; }
+
+namespace vkllm::model {
+
+class RecurrentState {
+public:
+    struct Layer {
+        bool present = false;  // the layer has a state-space mixer
+        gpu::Buffer conv;      // [conv_channels][d_conv - 1] f32
+        gpu::Buffer ssm;       // [n_head][head_dim][d_state] f32
+    };
+
+    RecurrentState() = default;  // no recurrent layers
+    // States for every state-space layer of spec, and work buffers for passes of n_batch tokens.
+    RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_batch);
+
+    bool empty() const { return bytes() == 0; }
+    // Before a pass over positions pos0..pos0 + n_tokens is submitted: pos0 == 0 zeroes every
+    // state (a new sequence); otherwise pos0 must be the next position (std::logic_error if not).
+    void begin_pass(int pos0, int n_tokens);
+    void reset();
+    // True when nothing is lost: n is 0 or the number of positions seen. False otherwise (the
+    // caller re-evaluates from position 0); the state is then stale until begin_pass(0, ...).
+    bool truncate(int n);
+    // State bytes of the sequence (conv + ssm over layers), constant in the context length.
+    uint64_t bytes() const;
+    // The work buffers' bytes (counted with the scratch).
+    uint64_t work_bytes() const;
+
+    const Layer& layer(int l) const { return layers_[size_t(l)]; }
+    const gpu::Buffer& in_proj() const { return in_proj_; }  // [n_batch][max in-projection rows]
+    const gpu::Buffer& xbc() const { return xbc_; }          // [n_batch][max conv channels]
+    const gpu::Buffer& y() const { return y_; }              // [n_batch][max d_inner]
+
+private:
+    std::vector<Layer> layers_;
+    gpu::Buffer in_proj_, xbc_, y_;
+    int seen_ = 0;  // positions folded into the state
+    bool zero_ = true;  // every state is zero (fresh or reset)
+};
+
+}  // namespace vkllm::model
