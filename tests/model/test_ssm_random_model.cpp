@@ -104,3 +104,24 @@ TEST(RandomModel, Mamba2OptionsAreCheckedAndOnlyForMamba2) {
     EXPECT_EQ(tensor(*f, "blk.0.ssm_in.weight").dims, (std::vector<uint64_t>{64, 2 * 96 + 2 * 4 * 8 + 8}));
     EXPECT_EQ(tensor(*f, "blk.0.ssm_norm.weight").dims, (std::vector<uint64_t>{24, 4}));
 }
+
+// The committed state-space goldens are what the writer makes today from tests/golden/ssm/models.txt.
+TEST(RandomModel, GoldenSsmModelsAreReproducible) {
+    VKLLM_REQUIRE_SHARED(shared);
+    auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
+    const std::string dir = test::source_dir() + "/tests/golden/ssm";
+    std::ifstream table(dir + "/models.txt");
+    ASSERT_TRUE(table) << dir << "/models.txt";
+    int models = 0;
+    for (std::string line; std::getline(table, line);) {
+        auto words = random_model::split_words(line);
+        if (words.empty() || words[0][0] == '#') continue;
+        const std::string name = words[0];
+        words.erase(words.begin());
+        const auto cl = random_model::parse_command_line(words, "");
+        SCOPED_TRACE(name);
+        EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
+        ++models;
+    }
+    EXPECT_EQ(models, 2);
+}
