@@ -29,6 +29,12 @@ MIXES = ["F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S"
          "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS", "IQ3_S", "IQ3_M", "TQ1_0",
          "TQ2_0", "MXFP4_MOE"]
 
+# Mixes written with a flat importance matrix (IMATRIX=ones: llama.cpp's rules then take the
+# with-imatrix branches), columns named MIX+imatrix: the ones llama.cpp refuses without one, and
+# those whose rules change with one.
+IMATRIX_MIXES = ["IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS", "IQ3_XS", "Q2_K_S",
+                 "Q4_0", "Q5_0", "IQ4_XS"]
+
 ZOO = ["zoo-dense", "zoo-moe", "zoo-swa", "zoo-mla", "zoo-deep", "zoo-bert"]
 
 # Rows 256 wide (the K and i-quant block) so that the rules themselves show, not only fallbacks;
@@ -61,9 +67,11 @@ def types_of(path):
     return [(t.name, t.tensor_type.name) for t in GGUFReader(path).tensors]
 
 
-def quantize(src, mix, tmp):
+def quantize(src, column, tmp):
     out = os.path.join(tmp, "out.gguf")
-    r = subprocess.run([QUANTIZE, src, out, mix, "2"], capture_output=True, text=True)
+    mix, _, imatrix = column.partition("+")
+    env = dict(os.environ, IMATRIX="ones") if imatrix else None
+    r = subprocess.run([QUANTIZE, src, out, mix, "2"], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         return None
     types = dict(types_of(out))
@@ -72,11 +80,13 @@ def quantize(src, mix, tmp):
 
 
 def main():
-    print("# llama-quantize's tensor types (llama-quantize-lite, no importance matrix) per model and mix:")
+    print("# llama-quantize's tensor types (llama-quantize-lite) per model and mix:")
     print("# made by scripts/make_golden_quant_mixes.py. 'model NAME SOURCE' (zoo: assets/zoo/NAME.gguf;")
-    print("# random: vkllm-random-model ARGS), 'mixes ...', then 'NAME TENSOR TYPE...' in that mix order")
+    print("# random: vkllm-random-model ARGS), 'mixes ...' (MIX+imatrix: with IMATRIX=ones), then")
+    print("# 'NAME TENSOR TYPE...' in that mix order")
     print("# ('-': llama.cpp refused the mix for that model). Tensors not listed keep their type in every mix.")
-    print("mixes " + " ".join(MIXES))
+    columns = MIXES + [m + "+imatrix" for m in IMATRIX_MIXES]
+    print("mixes " + " ".join(columns))
     with tempfile.TemporaryDirectory() as tmp:
         models = [(name, "zoo", os.path.join(ROOT, "assets", "zoo", name + ".gguf")) for name in ZOO]
         for name, args in RANDOM.items():
@@ -85,7 +95,7 @@ def main():
             models.append((name, "random " + args, path))
         for name, source, path in models:
             print(f"model {name} {source}", flush=True)
-            per_mix = [quantize(path, mix, tmp) for mix in MIXES]
+            per_mix = [quantize(path, column, tmp) for column in columns]
             for tensor, _ in types_of(path):
                 row = [(m[tensor] if m else "-") for m in per_mix]
                 if len(set(row)) > 1:  # a tensor no mix converts (norms, 1-D, routers) is left out

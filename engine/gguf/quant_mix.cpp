@@ -121,7 +121,8 @@ int layer_of(const std::string& name) {
 // The per-tensor choice for one mix, with llama.cpp's running counts of tensors by role.
 class Chooser {
 public:
-    Chooser(const Shape& shape, uint32_t ftype, bool tied) : s_(shape), ft_(ftype), tied_(tied) {
+    Chooser(const Shape& shape, uint32_t ftype, bool tied, bool imatrix)
+        : s_(shape), ft_(ftype), tied_(tied), imatrix_(imatrix) {
         n_ffn_ = shape.n_layer;
     }
     void count_attn_v() { ++n_attention_wv_; }
@@ -144,7 +145,7 @@ private:
 
     const Shape& s_;
     uint32_t ft_;
-    bool tied_;
+    bool tied_, imatrix_;
     int n_ffn_ = 0, n_attention_wv_ = 0;
     int i_attention_wv_ = 0, i_ffn_down_ = 0, i_ffn_gate_ = 0, i_ffn_up_ = 0;
 };
@@ -183,7 +184,7 @@ uint32_t Chooser::choose(const TensorInfo& t, uint32_t type) {
     } else if (is_attn_v_like(role)) {
         if (ft_ == FT_Q2_K) type = n_gqa >= 4 ? Q4_K : Q3_K;
         else if (ft_ == FT_Q2_K_S && n_gqa >= 4) type = Q4_K;
-        else if (ft_ == FT_IQ3_XXS) type = n_gqa >= 4 ? Q4_K : IQ3_S;  // (IQ3_XXS itself with an importance matrix)
+        else if (ft_ == FT_IQ3_XXS) type = n_gqa >= 4 ? Q4_K : imatrix_ ? IQ3_XXS : IQ3_S;
         else if (ft({FT_IQ3_XS, FT_IQ3_S}) && n_gqa >= 4) type = Q4_K;
         else if (ft_ == FT_IQ3_M) type = Q4_K;
         else if (ft_ == FT_Q3_K_M) type = i_attention_wv_ < 2 ? Q5_K : Q4_K;
@@ -205,7 +206,7 @@ uint32_t Chooser::choose(const TensorInfo& t, uint32_t type) {
         const int i = ffn_layer(i_ffn_down_, t.name), n = n_ffn_;
         if (ft_ == FT_Q2_K) type = Q3_K;
         else if (ft_ == FT_Q2_K_S) { if (i < n / 8) type = Q4_K; }
-        else if (ft_ == FT_IQ3_XXS) type = i < n / 8 ? Q4_K : Q3_K;  // without an importance matrix
+        else if (ft_ == FT_IQ3_XXS && !imatrix_) type = i < n / 8 ? Q4_K : Q3_K;
         else if (ft_ == FT_Q3_K_M) type = i < n / 16 ? Q5_K : (!falcon || more_bits(i, n)) ? Q4_K : Q3_K;
         else if (ft_ == FT_IQ3_M && (i < n / 8 || (n_expert == 8 && more_bits(i, n)))) type = Q4_K;
         else if (ft_ == FT_Q3_K_L) type = falcon ? Q4_K : Q5_K;
@@ -213,10 +214,10 @@ uint32_t Chooser::choose(const TensorInfo& t, uint32_t type) {
             if (falcon) type = i < n / 16 ? Q6_K : more_bits(i, n) ? Q5_K : Q4_K;
             else if (more_bits(i, n)) type = Q6_K;
         }
-        else if (i < n / 8 && ft({FT_IQ4_NL, FT_IQ4_XS})) type = Q5_K;  // without an importance matrix
+        else if (i < n / 8 && ft({FT_IQ4_NL, FT_IQ4_XS}) && !imatrix_) type = Q5_K;
         else if (ft_ == FT_Q5_K_M && more_bits(i, n)) type = Q6_K;
         else if (ft_ == FT_Q4_K_S && !falcon && i < n / 8) type = Q5_K;
-        // (Q4_0/Q5_0 raise the first eighth of ffn_down only with an importance matrix.)
+        else if (ft({FT_Q4_0, FT_Q5_0}) && imatrix_ && i < n / 8) type = ft_ == FT_Q4_0 ? Q4_1 : Q5_1;
         ++i_ffn_down_;
     } else if (role == Role::AttnOutput) {
         if (!falcon) {
@@ -296,12 +297,12 @@ std::string ggml_type_name_of(uint32_t type) {
     return "type " + std::to_string(type);
 }
 
-std::vector<TensorConversion> plan_mix(const File& in, const QuantMix& mix, bool pure) {
+std::vector<TensorConversion> plan_mix(const File& in, const QuantMix& mix, bool pure, bool with_imatrix) {
     const Shape shape = shape_of(in);
     const auto& tensors = in.tensors();
     bool tied = true;
     for (const TensorInfo& t : tensors) tied &= t.name != "output.weight";
-    Chooser chooser(shape, mix.file_type, tied);
+    Chooser chooser(shape, mix.file_type, tied, with_imatrix);
     for (const TensorInfo& t : tensors)
         if (is_attn_v_like(role_of(t.name))) chooser.count_attn_v();
 

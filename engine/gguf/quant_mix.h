@@ -28,9 +28,10 @@ const QuantMix* find_quant_mix(const std::string& name);
 std::string ggml_type_name_of(uint32_t type);
 
 // The type of each tensor of `in` (in the file's order) under `mix`; `pure`: every quantized
-// tensor in the base type (llama-quantize --pure), fallbacks still applied. Types may be ones
-// vkllm cannot encode (see unwritable_types).
-std::vector<TensorConversion> plan_mix(const File& in, const QuantMix& mix, bool pure);
+// tensor in the base type (llama-quantize --pure), fallbacks still applied; `with_imatrix`: the
+// choices llama.cpp makes when an importance matrix is given (vkllm quantize has none yet).
+// Types may be ones vkllm cannot encode (see unwritable_types).
+std::vector<TensorConversion> plan_mix(const File& in, const QuantMix& mix, bool pure, bool with_imatrix = false);
 // The planned target types vkllm cannot encode, by name, each once (empty: the plan can be written).
 std::vector<std::string> unwritable_types(const std::vector<TensorConversion>& plan);
 

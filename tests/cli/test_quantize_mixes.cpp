@@ -1,6 +1,6 @@
 // `vkllm quantize` with llama-quantize's named mixes: the type chosen for every tensor of the zoo
-// models and of random models of every family, under every mix llama.cpp writes without an
-// importance matrix, against llama.cpp's own choices (tests/cli/golden/quant_mixes.txt, made by
+// models and of random models of every family, under every mix llama-quantize names (those that
+// need an importance matrix as llama.cpp chooses with one), against llama.cpp's own choices (tests/cli/golden/quant_mixes.txt, made by
 // scripts/make_golden_quant_mixes.py with the llama-oracle's llama-quantize-lite); then the
 // command line end to end: files written in a mix, dry runs, and the mixes it refuses.
 #include <gtest/gtest.h>
@@ -11,6 +11,8 @@
 #include <map>
 #include <sstream>
 
+#include "gguf/gguf.h"
+#include "gguf/quant_mix.h"
 #include "test_support.h"
 #include "vkllm/gguf.h"
 
@@ -74,15 +76,31 @@ std::string model_path(const GoldenModel& m, std::string& skip) {
     return path;
 }
 
+// The types a mix gives: vkllm quantize's own (the public quantize_mix, dry run), or for a
+// column "MIX+imatrix" the engine's plan as llama.cpp makes it with an importance matrix
+// (which vkllm quantize cannot take yet).
+std::vector<QuantizedTensor> plan_of(const std::string& path, const std::string& column) {
+    const size_t plus = column.find("+imatrix");
+    if (plus == std::string::npos) {
+        QuantizeMixOptions dry;
+        dry.dry_run = true;
+        return quantize_mix(path, "", column, dry).tensors;
+    }
+    const gguf::QuantMix* mix = gguf::find_quant_mix(column.substr(0, plus));
+    if (!mix) throw std::runtime_error("no mix " + column);
+    const auto file = gguf::File::open(path);
+    std::vector<QuantizedTensor> out;
+    for (const gguf::TensorConversion& c : gguf::plan_mix(*file, *mix, /*pure=*/false, /*with_imatrix=*/true))
+        out.push_back({c.name, gguf::ggml_type_name_of(uint32_t(c.from)), gguf::ggml_type_name_of(uint32_t(c.to)), c.note});
+    return out;
+}
+
 // Every mix's choice for every tensor of `m` against llama.cpp's; returns the disagreements.
 std::vector<std::string> compare(const GoldenModel& m, const std::string& path) {
     std::vector<std::string> wrong;
     const Golden& g = golden();
     for (size_t k = 0; k < g.mixes.size(); ++k) {
-        QuantizeMixOptions dry;
-        dry.dry_run = true;
-        const QuantizeReport plan = quantize_mix(path, "", g.mixes[k], dry);
-        for (const QuantizedTensor& t : plan.tensors) {
+        for (const QuantizedTensor& t : plan_of(path, g.mixes[k])) {
             const auto it = m.types.find(t.name);
             const std::string expected = it == m.types.end() ? t.from : it->second[k];
             if (expected == "-") continue;  // llama.cpp refused this mix for this model
