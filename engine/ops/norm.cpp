@@ -37,7 +37,28 @@ void row_norm(Stream& s, const char* op, gpu::SubgroupPair variants, const Buffe
     s.dispatch(pipeline, {xw.range, ww.range, bw.range, yw.range}, push, g.x, g.y);
 }
 
+// The views' shared shape as row_norm's arguments: x and y one shape and one row stride.
+void check_norm_views(const TensorView& x, const TensorView& y, const char* op, uint64_t* x_offset,
+                      uint64_t* y_offset) {
+    *x_offset = detail::checked_f32(x, op, "x");
+    *y_offset = detail::checked_f32(y, op, "y");
+    detail::require(x.rows == y.rows && x.cols == y.cols && x.stride() == y.stride(), op,
+                    "x and y must have one shape and one row stride");
+}
+
 }  // namespace
+
+void rms_norm(Stream& s, const TensorView& x, const Buffer* w, const TensorView& y, float eps) {
+    uint64_t x_offset = 0, y_offset = 0;
+    check_norm_views(x, y, "rms_norm", &x_offset, &y_offset);
+    rms_norm(s, *x.buffer, x_offset, w, *y.buffer, y_offset, x.rows, x.cols, eps, x.stride());
+}
+
+void layer_norm(Stream& s, const TensorView& x, const Buffer* w, const Buffer* b, const TensorView& y, float eps) {
+    uint64_t x_offset = 0, y_offset = 0;
+    check_norm_views(x, y, "layer_norm", &x_offset, &y_offset);
+    layer_norm(s, *x.buffer, x_offset, w, b, *y.buffer, y_offset, x.rows, x.cols, eps, x.stride());
+}
 
 void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
               int64_t n_rows, int64_t n, float eps, int64_t stride) {

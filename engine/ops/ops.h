@@ -109,9 +109,11 @@ void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buff
 // out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: [n, table.n_in]
 void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& out, int64_t n);
 
-// y = x / sqrt(mean(x^2) + eps) * w   (w optional: nullptr = no weight). x, y: [n_rows, n]
-// x and y may be the same buffer. `x_offset`/`y_offset` in floats; rows are `stride` apart
-// (0: n), so per-head norms (QK-norm) work in place on [n_tokens, n_heads, head_dim].
+// y = x / sqrt(mean(x^2) + eps) * w   (w optional: nullptr = no weight), per row. x, y: f32
+// views of one shape and one row stride (per-head norms, QK-norm, work in place on
+// [n_tokens, n_heads, head_dim] with rows of head_dim); they may be the same.
+void rms_norm(Stream& s, const TensorView& x, const Buffer* w, const TensorView& y, float eps);
+// The same with positional arguments: x, y [n_rows, n] at element offsets, rows `stride` apart (0: n).
 void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
               int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
 
@@ -210,6 +212,8 @@ void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffe
 // optional (nullptr). x, y: [n_rows, n], rows `stride` floats apart (0: n); may be the same buffer.
 void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
                 uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
+// The same over views (as rms_norm's).
+void layer_norm(Stream& s, const TensorView& x, const Buffer* w, const Buffer* b, const TensorView& y, float eps);
 // y = gelu(x) over n values, tanh approximation (GPT-2); y may alias x. fp16_table: as llama.cpp's
 // CPU backend computes it, from a table of fp16 values (x and the result rounded to fp16;
 // x <= -10 gives 0, x >= 10 gives x), for logit parity.

@@ -116,6 +116,10 @@ TEST_F(Norm, BadShapesAreClearErrors) {
     EXPECT_THROW(ops::rms_norm(s, xb, 0, nullptr, xb, 0, 2, 16, 1e-5f), ops::ShapeError);  // needs 128 bytes
     EXPECT_THROW(ops::rms_norm(s, xb, 0, nullptr, xb, 0, 2, 8, 1e-5f, 4), ops::ShapeError);  // stride < n
     EXPECT_THROW(ops::layer_norm(s, xb, 0, nullptr, nullptr, xb, 0, 1, 0, 1e-5f), ops::ShapeError);
+    // Views: x and y must share shape and row stride.
+    EXPECT_THROW(ops::rms_norm(s, ops::f32_rows(xb, 2, 8), nullptr, ops::f32_rows(xb, 1, 8), 1e-5f), ops::ShapeError);
+    EXPECT_THROW(ops::layer_norm(s, ops::f32_rows(xb, 1, 8), nullptr, nullptr, ops::f32_rows(xb, 1, 8, 0, 16), 1e-5f),
+                 ops::ShapeError);
     s.submit_and_wait();
 }
 

@@ -69,10 +69,11 @@ void Recording::norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer*
                      const gpu::Buffer& y, uint64_t y_offset, int rows, int n) {
     if (n == 0) n = spec.n_embd;
     s.mark("norm");
+    const ops::TensorView in = ops::f32_rows(x, rows, n, x_offset), out = ops::f32_rows(y, rows, n, y_offset);
     if (spec.norm == NormKind::RMSNorm)
-        ops::rms_norm(s, x, x_offset, nw, y, y_offset, rows, n, spec.norm_eps);
+        ops::rms_norm(s, in, nw, out, spec.norm_eps);
     else
-        ops::layer_norm(s, x, x_offset, nw, nb, y, y_offset, rows, n, spec.norm_eps);
+        ops::layer_norm(s, in, nw, nb, out, spec.norm_eps);
 }
 
 // Without a post-norm the add is fused into the matmul (accumulate).
