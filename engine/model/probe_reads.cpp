@@ -316,25 +316,85 @@ void ProbeRecorder::read_residual(int T, int pos0, const ProbeConfig& probes, Pr
     }
 }
 
+void ProbeRecorder::AbsHistogram::add(float v) {
+    uint32_t bits;
+    const float a = std::fabs(v);
+    std::memcpy(&bits, &a, 4);
+    ++n;
+    const int e = int(bits >> 23) - 127;
+    if (e < kMinExp) {
+        ++under;
+        return;
+    }
+    if (e >= kMinExp + kOctaves) {
+        ++over;
+        return;
+    }
+    if (octaves.empty()) octaves.resize(size_t(kOctaves));
+    std::vector<uint32_t>& o = octaves[size_t(e - kMinExp)];
+    if (o.empty()) o.assign(size_t(kBins), 0);
+    ++o[(bits >> 13) & uint32_t(kBins - 1)];
+}
+
+float ProbeRecorder::AbsHistogram::median() const {
+    if (n == 0) return 0;
+    const uint64_t rank = n / 2;
+    uint64_t below = under;
+    if (rank < below) return 0;
+    for (size_t e = 0; e < octaves.size(); ++e) {
+        const std::vector<uint32_t>& o = octaves[e];
+        for (size_t b = 0; b < o.size(); ++b) {
+            below += o[b];
+            if (rank < below)  // the middle of the bin
+                return std::ldexp(1.0f + (float(b) + 0.5f) / float(kBins), int(e) + kMinExp);
+        }
+    }
+    return std::ldexp(1.0f, kMinExp + kOctaves);
+}
+
+uint64_t ProbeRecorder::AbsHistogram::bytes() const {
+    uint64_t b = octaves.size() * sizeof(std::vector<uint32_t>);
+    for (const auto& o : octaves) b += o.size() * 4;
+    return b;
+}
+
+void ProbeRecorder::DownSummary::add(const float* in_row, int n_in, const float* out_row, int n_out, int pos) {
+    for (int c = 0; c < n_in; ++c) {
+        const float a = std::fabs(in_row[c]);
+        if (a > in_max) {
+            in_max = a;
+            in_pos = pos;
+            in_channel = c;
+        }
+        in.add(a);
+    }
+    for (int c = 0; c < n_out; ++c) {
+        const float a = std::fabs(out_row[c]);
+        if (a > out_max) {
+            out_max = a;
+            out_pos = pos;
+            out_channel = c;
+        }
+        out.add(a);
+    }
+}
+
+// Each pass's rows are folded into the per-layer summaries and dropped.
 void ProbeRecorder::read_ffn_down(int T, int pos0, ProbeResults* results) {
     const int E = spec_.n_embd;
     down_acc_.resize(size_t(spec_.n_layer));
     results->ffn_down.clear();
-    const int first_pos = pos0 + T - eval_tokens_;
     for (int l = 0; l < spec_.n_layer; ++l) {
         const FfnSpec& f = spec_.layers[size_t(l)].ffn;
         auto& groups = down_acc_[size_t(l)];
         // Dense FFN or the shared expert: one row per token.
         const int n_ff = f.moe.n_expert > 0 ? f.moe.n_ff_shared : f.n_ff;
         if (n_ff > 0) {
-            DownRows& d = groups[-1];
-            d.n_in = n_ff;
-            d.n_out = E;
+            DownSummary& d = groups[-1];
             const float* in = static_cast<const float*>(ffn_in_host_[size_t(l)].mapped());
             const float* out = static_cast<const float*>(ffn_out_host_[size_t(l)].mapped());
-            d.in.insert(d.in.end(), in, in + size_t(T) * size_t(n_ff));
-            d.out.insert(d.out.end(), out, out + size_t(T) * size_t(E));
-            for (int t = 0; t < T; ++t) d.pos.push_back(pos0 + t);
+            for (int t = 0; t < T; ++t)
+                d.add(in + size_t(t) * size_t(n_ff), n_ff, out + size_t(t) * size_t(E), E, pos0 + t);
         }
         // Routed experts: pair p = token * top_k + slot goes to expert experts[p].
         if (f.moe.n_expert > 0) {
@@ -342,28 +402,22 @@ void ProbeRecorder::read_ffn_down(int T, int pos0, ProbeResults* results) {
             const auto* experts = static_cast<const int32_t*>(routing_host_[size_t(l)].mapped());
             const float* in = static_cast<const float*>(moe_in_host_[size_t(l)].mapped());
             const float* out = static_cast<const float*>(moe_out_host_[size_t(l)].mapped());
-            for (int p = 0; p < T * top_k; ++p) {
-                DownRows& d = groups[experts[p]];
-                d.n_in = n_ffe;
-                d.n_out = E;
-                d.in.insert(d.in.end(), in + size_t(p) * size_t(n_ffe), in + size_t(p + 1) * size_t(n_ffe));
-                d.out.insert(d.out.end(), out + size_t(p) * size_t(E), out + size_t(p + 1) * size_t(E));
-                d.pos.push_back(pos0 + p / top_k);
-            }
+            for (int p = 0; p < T * top_k; ++p)
+                groups[experts[p]].add(in + size_t(p) * size_t(n_ffe), n_ffe, out + size_t(p) * size_t(E), E,
+                                       pos0 + p / top_k);
         }
         for (const auto& [expert, d] : groups) {
             FfnDownStat st;
             st.layer = l;
             st.expert = expert;
-            const AbsStats in = abs_stats(d.in, d.n_in), out = abs_stats(d.out, d.n_out);
-            st.in_max_abs = in.max_abs;
-            st.in_token = d.pos.empty() ? first_pos : d.pos[in.row];
-            st.in_channel = in.col;
-            st.in_median_abs = in.median_abs;
-            st.out_max_abs = out.max_abs;
-            st.out_token = d.pos.empty() ? first_pos : d.pos[out.row];
-            st.out_channel = out.col;
-            st.out_median_abs = out.median_abs;
+            st.in_max_abs = std::max(d.in_max, 0.0f);
+            st.in_token = d.in_pos;
+            st.in_channel = d.in_channel;
+            st.in_median_abs = d.in.median();
+            st.out_max_abs = std::max(d.out_max, 0.0f);
+            st.out_token = d.out_pos;
+            st.out_channel = d.out_channel;
+            st.out_median_abs = d.out.median();
             results->ffn_down.push_back(st);
         }
     }

@@ -72,7 +72,7 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
                                     "the budget of " + mib(probes.max_bytes) +
                                     " (ProbeConfig::max_bytes): probe fewer attention layers (single heads, "
                                     "attention_heads, or the attention summary), fewer rows (attention_max_rows) "
-                                    "or a smaller tile, or raise the budget");
+                                    "or a smaller tile, turn off ffn_down, or raise the budget");
     }
     const int rows_cap = std::min(n_batch_, std::max(probes.attention_max_rows, 1));
     if (probes.attention_layers != probed_layers_ || rows_cap != attn_rows_cap_) {
@@ -197,7 +197,7 @@ uint64_t ProbeRecorder::bytes() const {
         for (const gpu::Buffer& b : *v) n += b.size();
     for (const auto& layer : residual_acc_) n += layer.size() * F;
     for (const auto& layer : down_acc_)
-        for (const auto& [e, d] : layer) n += (d.in.size() + d.out.size()) * F + d.pos.size() * sizeof(int);
+        for (const auto& [e, d] : layer) n += sizeof(DownSummary) + d.in.bytes() + d.out.bytes();
     return n;
 }
 
@@ -232,6 +232,19 @@ uint64_t ProbeRecorder::host_bytes(const ProbeConfig& probes) const {
     if (probes.residual_stats) n += uint64_t(spec_.n_layer + 1) * keys * E * F;
     n += uint64_t(probes.residual_full_layers.size()) * keys * E * F;
     n += uint64_t(probes.logit_lens_layers.size()) * uint64_t(spec_.n_vocab) * F;
+    for (const LayerSpec& L : spec_.layers) {
+        const FfnSpec& f = L.ffn;
+        if (probes.ffn_down) {
+            // Each pass's rows (dense or shared expert; routed pairs), then per group a summary:
+            // two histograms at their largest.
+            const int n_ff = f.moe.n_expert > 0 ? f.moe.n_ff_shared : f.n_ff;
+            const uint64_t groups = (n_ff > 0 ? 1 : 0) + uint64_t(std::max(f.moe.n_expert, 0));
+            if (n_ff > 0) n += B * (uint64_t(n_ff) + E) * F;
+            if (f.moe.n_expert > 0) n += B * uint64_t(f.moe.top_k) * (uint64_t(f.moe.n_ff_expert) + E) * F;
+            n += groups * (2 * AbsHistogram::max_bytes() + sizeof(DownSummary));
+        }
+        if ((probes.routing || probes.ffn_down) && f.moe.n_expert > 0) n += B * uint64_t(f.moe.top_k) * 8;
+    }
     return n;
 }
 

@@ -121,13 +121,32 @@ private:
     std::vector<gpu::Buffer> moe_in_host_, moe_out_host_;  // per MoE layer: [pairs, n_ff_expert], [pairs, n_embd]
     std::vector<gpu::Buffer> routing_host_;               // per MoE layer: int32 experts [pairs], float weights [pairs]
     std::vector<gpu::Buffer> expert_load_;                // per layer, host [n_expert, 2] (MoE layers)
-    // ffn_down's inputs and outputs over the eval, per layer and expert (-1: dense or shared).
-    struct DownRows {
-        int n_in = 0, n_out = 0;
-        std::vector<float> in, out;  // [rows, n_in], [rows, n_out]
-        std::vector<int> pos;        // position of each row
+public:
+    // |x| counted in bins of 1/1024 of an octave between 2^-24 and 2^24 (below: one bin read as
+    // 0; above: one bin read as 2^24); an octave's 1024 counts are made when a value first falls
+    // in it. The median it gives is within 2^-11 of the exact one, relatively.
+    struct AbsHistogram {
+        static constexpr int kMinExp = -24, kOctaves = 48, kBins = 1024;
+        std::vector<std::vector<uint32_t>> octaves;  // [kOctaves] each empty or [kBins]
+        uint64_t under = 0, over = 0, n = 0;
+        void add(float v);
+        float median() const;  // the |x| of rank n / 2 (0-based, in increasing order)
+        uint64_t bytes() const;
+        static uint64_t max_bytes() { return uint64_t(kOctaves) * kBins * 4 + kOctaves * 24 + 64; }
     };
-    std::vector<std::map<int, DownRows>> down_acc_;
+
+private:
+    // ffn_down's inputs and outputs over the eval, per layer and expert (-1: dense or shared),
+    // summarised as they arrive: the largest |x| with its position and channel (the first in
+    // position, then channel order on ties) and a histogram of |x| for the median. No token's
+    // rows are kept past its pass.
+    struct DownSummary {
+        float in_max = -1, out_max = -1;
+        int in_pos = 0, in_channel = 0, out_pos = 0, out_channel = 0;
+        AbsHistogram in, out;
+        void add(const float* in_row, int n_in, const float* out_row, int n_out, int pos);
+    };
+    std::vector<std::map<int, DownSummary>> down_acc_;
     std::vector<int> lens_layers_;
     Lens lens_;
     std::function<std::string(int32_t)> token_text_;

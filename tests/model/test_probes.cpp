@@ -899,5 +899,49 @@ TEST_F(Probes, BudgetAndBadHeadsAreClearErrors) {
     EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
 }
 
+// The ffn_down probe is counted in the budget (a request over it names ffn_down) and keeps a
+// summary per layer, not every token's rows: six times the tokens cost (almost) no more memory.
+TEST_F(Probes, FfnDownIsCountedInTheBudgetAndKeepsNoRows) {
+    auto model = zoo("zoo-dense");
+    const auto& spec = model->internals().spec();
+    const int L = spec.n_layer, E = spec.n_embd, n_ff = spec.layers[0].ffn.n_ff;
+    SessionOptions so;
+    so.n_ctx = 1024;
+    so.n_batch = 64;
+    so.probes.ffn_down = true;
+    std::vector<int32_t> ids(600);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(1 + (i * 7) % 50);
+    Session short_eval(*model, so), long_eval(*model, so);
+    short_eval.eval(std::vector<int32_t>(ids.begin(), ids.begin() + 100));
+    long_eval.eval(ids);
+    ASSERT_EQ(long_eval.probes().ffn_down.size(), size_t(L));
+    for (const FfnDownStat& f : long_eval.probes().ffn_down) {
+        EXPECT_GT(f.in_max_abs, f.in_median_abs);
+        EXPECT_GT(f.in_median_abs, 0.0f);
+        EXPECT_GT(f.out_max_abs, f.out_median_abs);
+        EXPECT_GE(f.in_token, 0);
+        EXPECT_LT(f.in_token, int(ids.size()));
+    }
+    // Keeping the rows would add 500 tokens' input and output rows of every layer.
+    const uint64_t rows = uint64_t(500) * uint64_t(n_ff + E) * sizeof(float) * uint64_t(L);
+    EXPECT_LT(long_eval.probe_bytes(), short_eval.probe_bytes() + rows / 8)
+        << short_eval.probe_bytes() << " -> " << long_eval.probe_bytes();
+
+    ProbeConfig p;
+    p.ffn_down = true;
+    p.max_bytes = uint64_t(64) << 10;
+    Session s(*model);
+    s.set_probes(p);
+    try {
+        s.eval({1, 2});
+        ADD_FAILURE() << "ffn_down is not counted in the budget";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("ffn_down"), std::string::npos) << e.what();
+    }
+    p.max_bytes = ProbeConfig().max_bytes;  // the default budget holds it
+    s.set_probes(p);
+    EXPECT_NO_THROW(s.eval({1, 2}));
+}
+
 }  // namespace
 }  // namespace vkllm
