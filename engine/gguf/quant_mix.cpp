@@ -87,6 +87,7 @@ bool allows_quantization(const TensorInfo& t) {
 // What the rules read of the model's hyperparameters.
 struct Shape {
     std::string arch;
+    bool falcon_rules = false;
     int n_layer = 0;
     int n_gqa = 0;     // query heads per key/value head (layer 0)
     int n_expert = 0;
@@ -100,7 +101,7 @@ int64_t first_int(const File& f, const std::string& key, int64_t fallback) {
     return v->as_int(key);
 }
 
-Shape shape_of(const File& f) {
+Shape shape_of(const File& f, const MixArchRules& rules) {
     Shape s;
     s.arch = f.get_string("general.architecture").value_or("");
     s.n_layer = int(first_int(f, s.arch + ".block_count", 0));
@@ -108,7 +109,8 @@ Shape shape_of(const File& f) {
     const int64_t n_head_kv = first_int(f, s.arch + ".attention.head_count_kv", n_head);
     s.n_gqa = n_head_kv == 0 ? 0 : int(n_head / n_head_kv);
     s.n_expert = int(first_int(f, s.arch + ".expert_count", 0));
-    s.is_70b = s.arch == "llama" && s.n_layer == 80 && n_head != n_head_kv;
+    s.is_70b = rules.layers_70b > 0 && s.n_layer == rules.layers_70b && n_head != n_head_kv;
+    s.falcon_rules = rules.falcon_rules;
     return s;
 }
 
@@ -152,7 +154,7 @@ private:
 
 uint32_t Chooser::choose(const TensorInfo& t, uint32_t type) {
     const Role role = role_of(t.name);
-    const bool falcon = s_.arch == "falcon";
+    const bool falcon = s_.falcon_rules;
     const int n_gqa = s_.n_gqa, n_expert = s_.n_expert;
     const bool iq2_or_1 = ft({FT_IQ2_XXS, FT_IQ2_XS, FT_IQ1_S, FT_IQ2_S, FT_IQ2_M, FT_IQ1_M});
     if (role == Role::Output || (tied_ && role == Role::TokenEmbd)) {
@@ -297,8 +299,9 @@ std::string ggml_type_name_of(uint32_t type) {
     return "type " + std::to_string(type);
 }
 
-std::vector<TensorConversion> plan_mix(const File& in, const QuantMix& mix, bool pure, bool with_imatrix) {
-    const Shape shape = shape_of(in);
+std::vector<TensorConversion> plan_mix(const File& in, const QuantMix& mix, const MixArchRules& rules, bool pure,
+                                      bool with_imatrix) {
+    const Shape shape = shape_of(in, rules);
     const auto& tensors = in.tensors();
     bool tied = true;
     for (const TensorInfo& t : tensors) tied &= t.name != "output.weight";

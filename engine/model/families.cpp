@@ -245,4 +245,12 @@ const Family* find_family(std::string_view arch) {
     return nullptr;
 }
 
+gguf::MixArchRules quant_mix_rules(std::string_view arch) {
+    // llama.cpp's src/llama-quant.cpp: LLM_ARCH_FALCON's own choices, and LLM_TYPE_70B (which it
+    // infers for LLM_ARCH_LLAMA alone: 80 layers with grouped-query attention).
+    if (arch == "falcon") return {.falcon_rules = true};
+    if (arch == "llama") return {.layers_70b = 80};
+    return {};
+}
+
 }  // namespace vkllm::model

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf/quant_mix.h"
 #include "model/spec.h"
 
 namespace vkllm::model {
@@ -151,5 +152,9 @@ struct Family {
 const std::vector<Family>& families();
 // The row of `arch`, or nullptr.
 const Family* find_family(std::string_view arch);
+
+// The architecture quirks of llama.cpp's quantization rules (llama-quantize's mixes) for a file
+// of `arch`, also for architectures vkllm does not run; {} when it has none.
+gguf::MixArchRules quant_mix_rules(std::string_view arch);
 
 }  // namespace vkllm::model

@@ -13,6 +13,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/quant_mix.h"
+#include "model/families.h"
 #include "test_support.h"
 #include "vkllm/gguf.h"
 
@@ -89,8 +90,9 @@ std::vector<QuantizedTensor> plan_of(const std::string& path, const std::string&
     const gguf::QuantMix* mix = gguf::find_quant_mix(column.substr(0, plus));
     if (!mix) throw std::runtime_error("no mix " + column);
     const auto file = gguf::File::open(path);
+    const gguf::MixArchRules rules = model::quant_mix_rules(file->get_string("general.architecture").value_or(""));
     std::vector<QuantizedTensor> out;
-    for (const gguf::TensorConversion& c : gguf::plan_mix(*file, *mix, /*pure=*/false, /*with_imatrix=*/true))
+    for (const gguf::TensorConversion& c : gguf::plan_mix(*file, *mix, rules, /*pure=*/false, /*with_imatrix=*/true))
         out.push_back({c.name, gguf::ggml_type_name_of(uint32_t(c.from)), gguf::ggml_type_name_of(uint32_t(c.to)), c.note});
     return out;
 }

@@ -8,6 +8,8 @@
 
 #include "gguf/quant.h"
 #include "gguf/quant_mix.h"
+#include "model/families.h"
+#include "model/metadata_keys.h"
 #include "vkllm/gguf.h"
 
 namespace vkllm {
@@ -41,7 +43,8 @@ QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_p
     }
 
     const auto in = gguf::File::open(in_path);
-    const std::vector<gguf::TensorConversion> plan = gguf::plan_mix(*in, *mix, options.pure);
+    const gguf::MixArchRules rules = model::quant_mix_rules(in->get_string(std::string(model::keys::kArchitecture)).value_or(""));
+    const std::vector<gguf::TensorConversion> plan = gguf::plan_mix(*in, *mix, rules, options.pure);
     QuantizeReport report;
     auto type_name = [](gguf::TensorType t) { return gguf::ggml_type_name_of(uint32_t(t)); };
     for (const gguf::TensorConversion& c : plan) report.tensors.push_back({c.name, type_name(c.from), type_name(c.to), c.note});
