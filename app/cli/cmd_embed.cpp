@@ -84,7 +84,7 @@ int run(const Args& args) {
     auto model = Model::load(*open_model_file(o), mo);
     print_warnings(model->warnings());
     const ModelInfo& info = model->info();
-    const std::string pooling_name = pooling == Pooling::Model ? info.pooling : o.str("--pooling");
+    const std::string pooling_name = pooling == Pooling::Model ? to_string(info.pooling) : o.str("--pooling");
 
     // An encoder sees a whole text in one forward pass: batch = context = the trained positions.
     SessionOptions so;

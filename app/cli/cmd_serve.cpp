@@ -285,7 +285,7 @@ private:
         if (!encoder_)
             throw ApiError(400, "the model '" + id_ + "' cannot embed: the engine embeds with encoders (BERT), and "
                                 "this model is causal", "model", "model_not_supported");
-        if (info.pooling == "none")
+        if (info.pooling == Pooling::None)
             throw ApiError(400, "the model '" + id_ + "' pools no vector per text (its pooling type is none)", "model",
                            "model_not_supported");
         if (r.dimensions != 0 && r.dimensions != info.n_embd)

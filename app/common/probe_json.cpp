@@ -13,20 +13,20 @@ json model_json(const ModelInfo& info) {
     for (const LayerInfo& l : info.layers) {
         const AttentionInfo& a = l.attention;
         const FfnInfo& f = l.ffn;
-        json attention = {{"kind", a.kind},       {"n_head", a.n_head},   {"n_head_kv", a.n_head_kv},
+        json attention = {{"kind", to_string(a.kind)},       {"n_head", a.n_head},   {"n_head_kv", a.n_head_kv},
                           {"head_dim", a.head_dim}, {"head_dim_v", a.head_dim_v}, {"window", a.window},
                           {"chunk", a.chunk},     {"causal", a.causal},   {"sinks", a.sinks},
-                          {"softcap", a.softcap}, {"qk_norm", a.qk_norm}, {"kv_lora_rank", a.kv_lora_rank},
+                          {"softcap", a.softcap}, {"qk_norm", to_string(a.qk_norm)}, {"kv_lora_rank", a.kv_lora_rank},
                           {"rope", {{"enabled", a.rope.enabled}, {"n_dims", a.rope.n_dims},
-                                    {"freq_base", a.rope.freq_base}, {"scaling", a.rope.scaling}}}};
-        json ffn = {{"kind", f.kind},           {"activation", f.activation}, {"n_ff", f.n_ff},
+                                    {"freq_base", a.rope.freq_base}, {"scaling", to_string(a.rope.scaling)}}}};
+        json ffn = {{"kind", to_string(f.kind)},           {"activation", to_string(f.activation)}, {"n_ff", f.n_ff},
                     {"n_expert", f.n_expert},   {"top_k", f.top_k},           {"n_ff_expert", f.n_ff_expert},
-                    {"n_shared_expert_ff", f.n_shared_expert_ff}, {"gating", f.gating}};
-        layers.push_back({{"index", l.index}, {"norm_placement", l.norm_placement}, {"attention", attention}, {"ffn", ffn}});
+                    {"n_shared_expert_ff", f.n_shared_expert_ff}, {"gating", to_string(f.gating)}};
+        layers.push_back({{"index", l.index}, {"norm_placement", to_string(l.norm_placement)}, {"attention", attention}, {"ffn", ffn}});
     }
     return {{"arch", info.arch},       {"name", info.name},     {"source", info.source},
             {"n_layer", info.n_layer}, {"n_embd", info.n_embd}, {"n_vocab", info.n_vocab},
-            {"n_ctx_train", info.n_ctx_train}, {"norm", info.norm}, {"tied_embeddings", info.tied_embeddings},
+            {"n_ctx_train", info.n_ctx_train}, {"norm", to_string(info.norm)}, {"tied_embeddings", info.tied_embeddings},
             {"final_softcap", info.final_softcap}, {"parameters", info.parameters}, {"layers", layers}};
 }
 

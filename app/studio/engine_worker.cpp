@@ -41,7 +41,7 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_c
         if (s.residual_full_layer >= -1) c.residual_full_layers = {s.residual_full_layer};
     }
     bool moe = false;
-    for (const LayerInfo& l : info.layers) moe = moe || l.ffn.kind == "moe";
+    for (const LayerInfo& l : info.layers) moe = moe || l.ffn.kind == FfnKind::Moe;
     if (s.experts && moe) {
         c.routing = true;
         c.expert_load = true;
@@ -295,10 +295,10 @@ void EngineWorker::do_encode(const GenerationSettings& g) {
     // probed pass above is the one the panels show.
     const ProbeConfig probes = session_->probe_config();
     session_->set_probes({});
-    const bool file_pools = model_->info().pooling != "none";
+    const bool file_pools = model_->info().pooling != Pooling::None;
     const Embeddings e = session_->embed(tokens, file_pools ? Pooling::Model : Pooling::Mean);
     session_->set_probes(probes);
-    v.pooling = file_pools ? model_->info().pooling : "mean";
+    v.pooling = file_pools ? to_string(model_->info().pooling) : "mean";
     v.embedding.assign(e.data.begin(), e.data.begin() + e.n_embd);
     double norm = 0;
     for (float x : v.embedding) norm += double(x) * x;

@@ -136,7 +136,7 @@ void draw_activations_panel(StudioApp& app) {
                     w.col = c.col;
                     w.expert = c.expert;
                     const bool moe = s.info && c.layer < int(s.info->layers.size()) &&
-                                     s.info->layers[size_t(c.layer)].ffn.kind == "moe";
+                                     s.info->layers[size_t(c.layer)].ffn.kind == FfnKind::Moe;
                     w.tensor = !moe ? "ffn_down" : c.expert >= 0 ? "ffn_down_exps" : "ffn_down_shexp";
                     app.worker.zero_weight(w);
                 }

@@ -43,7 +43,7 @@ void draw_architecture_panel(StudioApp& app) {
     const ModelInfo& m = *s.info;
     ImGui::Text("%s: %s, %d layers, d_model %d, vocab %d", m.name.c_str(), m.arch.c_str(), m.n_layer, m.n_embd, m.n_vocab);
     ImGui::TextDisabled("%.2fM parameters, %s of tensors, %s, context %d", double(m.parameters) / 1e6,
-                        bytes_text(m.tensor_bytes).c_str(), m.norm.c_str(), m.n_ctx_train);
+                        bytes_text(m.tensor_bytes).c_str(), to_string(m.norm), m.n_ctx_train);
     ImGui::TextDisabled("KV per token (f32 cache; f16 halves it): global %s (%d layers), sliding %s (%d layers)",
                         bytes_text(m.kv_bytes_per_token_global).c_str(), m.n_global_layers,
                         bytes_text(m.kv_bytes_per_token_local).c_str(), m.n_local_layers);
@@ -52,14 +52,14 @@ void draw_architecture_panel(StudioApp& app) {
         // What sets an encoder (BERT) apart from the decoders the other blocks describe.
         bool token_types = false;
         for (const TensorInfo& t : m.tensors) token_types = token_types || t.name.rfind("token_types", 0) == 0;
-        const bool post_norm = !m.layers.empty() && m.layers[0].norm_placement == "post-sum";
+        const bool post_norm = !m.layers.empty() && m.layers[0].norm_placement == NormPlacement::PostSum;
         ImGui::TextColored(readable(ImVec4(0.45f, 0.75f, 0.45f, 1)), "encoder stack: no generation, no KV cache across turns");
         ImGui::BulletText("bidirectional attention: every token sees every other (no causal mask)");
         ImGui::BulletText("%s", post_norm ? "post-norm: LayerNorm(x + f(x)) after each sub-layer"
-                                          : (m.layers.empty() ? "" : (m.layers[0].norm_placement + "-norm").c_str()));
+                                          : (m.layers.empty() ? "" : (std::string(to_string(m.layers[0].norm_placement)) + "-norm").c_str()));
         ImGui::BulletText("%s%s", m.learned_positions ? "learned position embeddings" : "no learned positions",
                           token_types ? " + token-type embeddings" : "");
-        ImGui::BulletText("pooling: %s (the text's embedding)", m.pooling.c_str());
+        ImGui::BulletText("pooling: %s (the text's embedding)", to_string(m.pooling));
     }
 
     ImGui::BeginChild("stack");
@@ -122,7 +122,7 @@ void draw_architecture_panel(StudioApp& app) {
         ImGui::Dummy(ImVec2(0, 2));
         ImGui::PopID();
     }
-    ImGui::TextDisabled("final %s, output %s%s", m.norm.c_str(), m.tied_embeddings ? "(tied to the embeddings)" : "matrix",
+    ImGui::TextDisabled("final %s, output %s%s", to_string(m.norm), m.tied_embeddings ? "(tied to the embeddings)" : "matrix",
                         m.final_softcap > 0 ? ", soft-capped" : "");
     ImGui::EndChild();
     ImGui::End();

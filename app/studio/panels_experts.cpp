@@ -19,7 +19,7 @@ void draw_experts_panel(StudioApp& app) {
     const std::vector<ExpertLayerView>& layers = app.vm.experts;
     bool moe = false;
     if (s.info)
-        for (const LayerInfo& l : s.info->layers) moe = moe || l.ffn.kind == "moe";
+        for (const LayerInfo& l : s.info->layers) moe = moe || l.ffn.kind == FfnKind::Moe;
     if (!moe) {
         ImGui::TextDisabled("This model has no mixture-of-experts layers.");
         ImGui::End();

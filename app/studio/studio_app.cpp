@@ -171,7 +171,7 @@ void StudioApp::send_input() {
 void StudioApp::focus_layer(int layer) {
     sel_layer = layer;
     settings.open[PanelAttention] = settings.open[PanelActivations] = true;
-    if (state->info && layer < int(state->info->layers.size()) && state->info->layers[size_t(layer)].ffn.kind == "moe") {
+    if (state->info && layer < int(state->info->layers.size()) && state->info->layers[size_t(layer)].ffn.kind == FfnKind::Moe) {
         settings.open[PanelExperts] = true;
         settings.color_layer = layer;
     }

@@ -67,7 +67,7 @@ AttentionView summary_view(const ProbeHistory& h, const ModelInfo& info) {
             l.n_key = s.rows;
             if (layer < int(info.layers.size())) {
                 const AttentionInfo& a = info.layers[size_t(layer)].attention;
-                l.kind = a.kind;
+                l.kind = to_string(a.kind);
                 l.window = a.window;
                 l.global = a.window <= 0 && a.chunk <= 0;
                 l.sinks = a.sinks;
@@ -100,7 +100,7 @@ AttentionView attention_view(const ProbeHistory& h, const ModelInfo& info) {
         l.window = a.window;
         l.global = a.window <= 0 && a.chunk <= 0;
         l.sinks = a.has_sinks;
-        l.kind = a.layer < int(info.layers.size()) ? info.layers[size_t(a.layer)].attention.kind : "";
+        l.kind = a.layer < int(info.layers.size()) ? to_string(info.layers[size_t(a.layer)].attention.kind) : "";
         l.n_query = int(a.query_pos.size());
         l.n_key = a.n_key;
         for (int head = 0; head < a.n_head; ++head) l.heads.push_back(head_stats(a, head));
@@ -275,8 +275,8 @@ std::vector<int> lens_positions(const ProbeHistory& h) {
 
 namespace {
 std::string activation_name(const FfnInfo& f) {
-    const bool gated = f.kind != "dense_plain";
-    if (f.activation == "silu") return gated ? "SwiGLU" : "SiLU";
+    const bool gated = f.kind != FfnKind::DensePlain;
+    if (f.activation == Activation::Silu) return gated ? "SwiGLU" : "SiLU";
     return gated ? "GeGLU" : "GELU";
 }
 }  // namespace
@@ -286,20 +286,20 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
     for (const LayerInfo& l : info.layers) {
         ArchitectureBlock b;
         b.layer = l.index;
-        b.norm = l.norm_placement;
+        b.norm = to_string(l.norm_placement);
         const AttentionInfo& a = l.attention;
-        b.attention_kind = a.kind;
+        b.attention_kind = to_string(a.kind);
         b.window = a.window;
         std::string att;
-        if (a.kind == "mla")
+        if (a.kind == AttentionKind::Mla)
             att = "MLA " + std::to_string(a.n_head) + " heads, latent " + std::to_string(a.kv_lora_rank) + " + rope " +
                   std::to_string(a.qk_rope);
         else {
             // "nope" (no RoPE) says nothing new when the positions are learned embeddings.
-            att = a.kind == "sliding_window"                   ? "sliding window " + std::to_string(a.window)
-                  : a.kind == "chunked"                        ? "chunked " + std::to_string(a.chunk)
-                  : a.kind == "nope" && info.learned_positions ? std::string("global")
-                                                               : a.kind;
+            att = a.kind == AttentionKind::SlidingWindow                   ? "sliding window " + std::to_string(a.window)
+                  : a.kind == AttentionKind::Chunked                        ? "chunked " + std::to_string(a.chunk)
+                  : a.kind == AttentionKind::Nope && info.learned_positions ? std::string("global")
+                                                                            : std::string(to_string(a.kind));
             att += ", " + std::to_string(a.n_head) + " heads";
             if (a.n_head_kv > 0 && a.n_head_kv != a.n_head)
                 att += a.n_head_kv == 1 ? " (MQA)" : " (GQA " + std::to_string(a.gqa_group()) + ":1)";
@@ -307,13 +307,13 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
         }
         if (a.sinks) att += ", sinks";
         if (a.softcap > 0) att += ", soft-cap";
-        if (a.qk_norm != "none") att += ", QK-norm";
+        if (a.qk_norm != QkNorm::None) att += ", QK-norm";
         if (!a.rope.enabled && !info.learned_positions) att += ", NoPE";
         if (!a.causal) att = "bidirectional " + att;  // an encoder's: keys after the query too
         b.attention = att;
         const FfnInfo& f = l.ffn;
-        b.ffn_kind = f.kind;
-        if (f.kind == "moe") {
+        b.ffn_kind = to_string(f.kind);
+        if (f.kind == FfnKind::Moe) {
             b.ffn = "MoE " + std::to_string(f.n_expert) + " experts top-" + std::to_string(f.top_k) + " x " +
                     std::to_string(f.n_ff_expert);
             if (f.n_shared_expert_ff > 0) b.ffn += " + shared " + std::to_string(f.n_shared_expert_ff);

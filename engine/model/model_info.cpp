@@ -23,52 +23,52 @@ TensorInfo tensor_info(const gguf::TensorInfo& t) {
     return {t.name, type_name(t.type), t.dims, t.n_bytes};
 }
 
-const char* scaling_name(const model::RopeSpec& r) {
-    if (r.longrope) return "longrope";
+RopeScaling rope_scaling(const model::RopeSpec& r) {
+    if (r.longrope) return RopeScaling::LongRope;
     switch (r.scaling) {
-        case model::RopeScaling::None: return "none";
-        case model::RopeScaling::Linear: return "linear";
-        case model::RopeScaling::Yarn: return "yarn";
-        case model::RopeScaling::Llama3: return "llama3";
+        case model::RopeScaling::None: return RopeScaling::None;
+        case model::RopeScaling::Linear: return RopeScaling::Linear;
+        case model::RopeScaling::Yarn: return RopeScaling::Yarn;
+        case model::RopeScaling::Llama3: return RopeScaling::Llama3;
     }
-    return "none";
+    return RopeScaling::None;
 }
 
-const char* qk_norm_name(model::QkNorm q) {
+QkNorm qk_norm(model::QkNorm q) {
     switch (q) {
-        case model::QkNorm::None: return "none";
-        case model::QkNorm::PerHead: return "per_head";
-        case model::QkNorm::FullWidth: return "full_width";
-        case model::QkNorm::L2AfterRope: return "l2_after_rope";
+        case model::QkNorm::None: return QkNorm::None;
+        case model::QkNorm::PerHead: return QkNorm::PerHead;
+        case model::QkNorm::FullWidth: return QkNorm::FullWidth;
+        case model::QkNorm::L2AfterRope: return QkNorm::L2AfterRope;
     }
-    return "none";
+    return QkNorm::None;
 }
 
-const char* activation_name(model::Activation a) {
+Activation activation(model::Activation a) {
     switch (a) {
-        case model::Activation::SiLU: return "silu";
-        case model::Activation::GeluTanh: return "gelu_tanh";
-        case model::Activation::GeluErf: return "gelu_erf";
+        case model::Activation::SiLU: return Activation::Silu;
+        case model::Activation::GeluTanh: return Activation::GeluTanh;
+        case model::Activation::GeluErf: return Activation::GeluErf;
     }
-    return "silu";
+    return Activation::Silu;
 }
 
-const char* placement_name(model::NormPlacement p) {
+NormPlacement placement(model::NormPlacement p) {
     switch (p) {
-        case model::NormPlacement::Pre: return "pre";
-        case model::NormPlacement::Post: return "post";
-        case model::NormPlacement::Sandwich: return "sandwich";
-        case model::NormPlacement::PostResidual: return "post-sum";
+        case model::NormPlacement::Pre: return NormPlacement::Pre;
+        case model::NormPlacement::Post: return NormPlacement::Post;
+        case model::NormPlacement::Sandwich: return NormPlacement::Sandwich;
+        case model::NormPlacement::PostResidual: return NormPlacement::PostSum;
     }
-    return "pre";
+    return NormPlacement::Pre;
 }
 
-std::string attention_kind(const model::AttentionSpec& a) {
-    if (a.mla.kv_lora_rank > 0) return "mla";
-    if (a.window > 0) return "sliding_window";
-    if (a.chunk > 0) return "chunked";
-    if (!a.rope.enabled) return "nope";
-    return "global";
+AttentionKind attention_kind(const model::AttentionSpec& a) {
+    if (a.mla.kv_lora_rank > 0) return AttentionKind::Mla;
+    if (a.window > 0) return AttentionKind::SlidingWindow;
+    if (a.chunk > 0) return AttentionKind::Chunked;
+    if (!a.rope.enabled) return AttentionKind::Nope;
+    return AttentionKind::Global;
 }
 
 AttentionInfo attention_info(const model::AttentionSpec& a) {
@@ -84,7 +84,7 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
     i.sinks = a.sinks;
     i.softcap = a.softcap;
     i.scale = a.scale;
-    i.qk_norm = qk_norm_name(a.qk_norm);
+    i.qk_norm = qk_norm(a.qk_norm);
     i.bias_qkv = a.bias_qkv;
     i.bias_o = a.bias_o;
     i.fused_qkv = a.fused_qkv;
@@ -97,7 +97,7 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
     i.rope.n_dims = a.rope.n_dims;
     i.rope.neox = a.rope.neox;
     i.rope.freq_base = a.rope.freq_base;
-    i.rope.scaling = scaling_name(a.rope);
+    i.rope.scaling = rope_scaling(a.rope);
     i.rope.factor = a.rope.factor;
     i.rope.n_ctx_orig = a.rope.n_ctx_orig;
     i.rope.freq_factors = a.rope.freq_factors;
@@ -107,15 +107,15 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
 FfnInfo ffn_info(const model::FfnSpec& f) {
     FfnInfo i;
     const model::MoeSpec& m = f.moe;
-    i.kind = m.n_expert > 0 ? "moe" : f.gated ? "dense_gated" : "dense_plain";
-    i.activation = activation_name(f.activation);
+    i.kind = m.n_expert > 0 ? FfnKind::Moe : f.gated ? FfnKind::DenseGated : FfnKind::DensePlain;
+    i.activation = activation(f.activation);
     i.n_ff = f.n_ff;
     i.bias = f.bias;
     i.n_expert = m.n_expert;
     i.top_k = m.top_k;
     i.n_ff_expert = m.n_ff_expert;
     i.n_shared_expert_ff = m.n_ff_shared;
-    i.gating = m.softmax_after_topk ? "softmax_after_topk" : m.sigmoid ? "sigmoid" : "softmax";
+    i.gating = m.softmax_after_topk ? MoeGating::SoftmaxAfterTopk : m.sigmoid ? MoeGating::Sigmoid : MoeGating::Softmax;
     i.norm_topk = m.norm_topk;
     i.weights_scale = m.weights_scale;
     i.n_group = m.n_group;
@@ -156,21 +156,109 @@ void add_chat_templates(ModelInfo& info, const gguf::File& file) {
 }
 
 // The spec's names in the table (they predate ModelInfo's and the table keeps them).
-const char* table_activation(const std::string& a) {
-    if (a == "gelu_tanh") return "gelu";
-    if (a == "gelu_erf") return "gelu-erf";
-    return a.c_str();
+const char* table_activation(Activation a) {
+    switch (a) {
+        case Activation::Silu: return "silu";
+        case Activation::GeluTanh: return "gelu";
+        case Activation::GeluErf: return "gelu-erf";
+    }
+    return "silu";
 }
 
-std::string table_scaling(const RopeInfo& r) {
-    if (r.scaling == "linear") return " linear";
-    if (r.scaling == "yarn") return " yarn";
-    if (r.scaling == "llama3") return " freq-factors";
-    if (r.scaling == "longrope") return " longrope";
+const char* table_scaling(RopeScaling s) {
+    switch (s) {
+        case RopeScaling::None: return "";
+        case RopeScaling::Linear: return " linear";
+        case RopeScaling::Yarn: return " yarn";
+        case RopeScaling::Llama3: return " freq-factors";
+        case RopeScaling::LongRope: return " longrope";
+    }
     return "";
 }
 
 }  // namespace
+
+const char* to_string(RopeScaling s) {
+    switch (s) {
+        case RopeScaling::None: return "none";
+        case RopeScaling::Linear: return "linear";
+        case RopeScaling::Yarn: return "yarn";
+        case RopeScaling::Llama3: return "llama3";
+        case RopeScaling::LongRope: return "longrope";
+    }
+    return "none";
+}
+
+const char* to_string(AttentionKind k) {
+    switch (k) {
+        case AttentionKind::Global: return "global";
+        case AttentionKind::SlidingWindow: return "sliding_window";
+        case AttentionKind::Chunked: return "chunked";
+        case AttentionKind::Nope: return "nope";
+        case AttentionKind::Mla: return "mla";
+    }
+    return "global";
+}
+
+const char* to_string(QkNorm q) {
+    switch (q) {
+        case QkNorm::None: return "none";
+        case QkNorm::PerHead: return "per_head";
+        case QkNorm::FullWidth: return "full_width";
+        case QkNorm::L2AfterRope: return "l2_after_rope";
+    }
+    return "none";
+}
+
+const char* to_string(FfnKind k) {
+    switch (k) {
+        case FfnKind::DenseGated: return "dense_gated";
+        case FfnKind::DensePlain: return "dense_plain";
+        case FfnKind::Moe: return "moe";
+    }
+    return "dense_gated";
+}
+
+const char* to_string(Activation a) {
+    switch (a) {
+        case Activation::Silu: return "silu";
+        case Activation::GeluTanh: return "gelu_tanh";
+        case Activation::GeluErf: return "gelu_erf";
+    }
+    return "silu";
+}
+
+const char* to_string(MoeGating g) {
+    switch (g) {
+        case MoeGating::Softmax: return "softmax";
+        case MoeGating::Sigmoid: return "sigmoid";
+        case MoeGating::SoftmaxAfterTopk: return "softmax_after_topk";
+    }
+    return "softmax";
+}
+
+const char* to_string(NormPlacement p) {
+    switch (p) {
+        case NormPlacement::Pre: return "pre";
+        case NormPlacement::Post: return "post";
+        case NormPlacement::Sandwich: return "sandwich";
+        case NormPlacement::PostSum: return "post-sum";
+    }
+    return "pre";
+}
+
+const char* to_string(NormKind n) { return n == NormKind::LayerNorm ? "layer_norm" : "rms_norm"; }
+
+const char* to_string(Pooling p) {
+    switch (p) {
+        case Pooling::Model: return "model";
+        case Pooling::None: return "none";
+        case Pooling::Mean: return "mean";
+        case Pooling::Cls: return "cls";
+        case Pooling::Last: return "last";
+    }
+    return "none";
+}
 
 ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spec, const tokenizer::Tokenizer* tok) {
     ModelInfo info;
@@ -181,22 +269,19 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
     info.n_embd = spec.n_embd;
     info.n_vocab = spec.n_vocab;
     info.n_ctx_train = spec.n_ctx_train;
-    info.norm = spec.norm == model::NormKind::RMSNorm ? "rms_norm" : "layer_norm";
+    info.norm = spec.norm == model::NormKind::RMSNorm ? NormKind::RmsNorm : NormKind::LayerNorm;
     info.norm_eps = spec.norm_eps;
     info.embd_scale = spec.embd_scale;
     info.learned_positions = spec.learned_positions;
     info.tied_embeddings = spec.tied_embeddings;
     info.final_softcap = spec.final_softcap;
-    info.pooling = spec.pooling == Pooling::Mean   ? "mean"
-                   : spec.pooling == Pooling::Cls  ? "cls"
-                   : spec.pooling == Pooling::Last ? "last"
-                                                   : "none";
+    info.pooling = spec.pooling;
 
     for (size_t l = 0; l < spec.layers.size(); ++l) {
         const model::LayerSpec& L = spec.layers[l];
         LayerInfo li;
         li.index = int(l);
-        li.norm_placement = placement_name(L.norm_placement);
+        li.norm_placement = placement(L.norm_placement);
         li.attention = attention_info(L.attn);
         li.ffn = ffn_info(L.ffn);
         // The f32 cache row of one token: its keys and its values (MLA: the latent and RoPE key
@@ -242,7 +327,7 @@ std::string ModelInfo::layer_table() const {
     std::ostringstream s;
     s << "architecture " << arch << (name.empty() ? "" : " (" + name + ")") << ": " << n_layer << " layers, n_embd "
       << n_embd << ", n_vocab " << n_vocab << ", context " << n_ctx_train << "\n";
-    s << "norm " << (norm == "rms_norm" ? "RMSNorm" : "LayerNorm") << " eps " << norm_eps
+    s << "norm " << (norm == NormKind::RmsNorm ? "RMSNorm" : "LayerNorm") << " eps " << norm_eps
       << (tied_embeddings ? ", tied embeddings" : "") << (learned_positions ? ", learned positions" : "");
     if (embd_scale != 1.0f) s << ", embedding scale " << embd_scale;
     if (final_softcap > 0) s << ", final soft-cap " << final_softcap;
@@ -258,17 +343,17 @@ std::string ModelInfo::layer_table() const {
         if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
         else
             std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
-                          double(a.rope.freq_base), table_scaling(a.rope).c_str());
-        if (L.ffn.kind == "moe")
+                          double(a.rope.freq_base), table_scaling(a.rope.scaling));
+        if (L.ffn.kind == FfnKind::Moe)
             std::snprintf(ffn, sizeof ffn, "moe %d/%d x %d%s", L.ffn.top_k, L.ffn.n_expert, L.ffn.n_ff_expert,
                           L.ffn.norm_topk ? " renorm" : "");
         else
-            std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.kind == "dense_gated" ? "gated " : "",
+            std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.kind == FfnKind::DenseGated ? "gated " : "",
                           table_activation(L.ffn.activation), L.ffn.n_ff);
-        const char* qk = a.qk_norm == "none" ? "" : a.qk_norm == "per_head" ? ", qk-norm" : ", qk-norm (full)";
+        const char* qk = a.qk_norm == QkNorm::None ? "" : a.qk_norm == QkNorm::PerHead ? ", qk-norm" : ", qk-norm (full)";
         char line[320];
         std::snprintf(line, sizeof line, "%5d  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", L.index, heads, a.head_dim, attn,
-                      rope, L.norm_placement.c_str(), ffn, qk, a.softcap > 0 ? ", softcap" : "");
+                      rope, to_string(L.norm_placement), ffn, qk, a.softcap > 0 ? ", softcap" : "");
         s << line;
     }
     return s.str();

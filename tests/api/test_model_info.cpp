@@ -88,12 +88,12 @@ TEST(ModelInfo, ZooSwaIsFiveSlidingWindowLayersToOneGlobal) {
     for (const LayerInfo& L : info.layers) {
         SCOPED_TRACE(L.index);
         const bool global = (L.index + 1) % 6 == 0;
-        EXPECT_EQ(L.attention.kind, global ? "global" : "sliding_window");
+        EXPECT_EQ(L.attention.kind, global ? AttentionKind::Global : AttentionKind::SlidingWindow);
         EXPECT_EQ(L.attention.window, global ? 0 : 32);
-        EXPECT_EQ(L.attention.qk_norm, "per_head");
-        EXPECT_EQ(L.norm_placement, "sandwich");
-        EXPECT_EQ(L.ffn.kind, "dense_gated");
-        EXPECT_EQ(L.ffn.activation, "gelu_tanh");
+        EXPECT_EQ(L.attention.qk_norm, QkNorm::PerHead);
+        EXPECT_EQ(L.norm_placement, NormPlacement::Sandwich);
+        EXPECT_EQ(L.ffn.kind, FfnKind::DenseGated);
+        EXPECT_EQ(L.ffn.activation, Activation::GeluTanh);
     }
     EXPECT_EQ(info.n_local_layers, 5);
     EXPECT_EQ(info.n_global_layers, 1);
@@ -109,13 +109,13 @@ TEST(ModelInfo, ZooMoeLayersRouteTwoOfEightExperts) {
     const ModelInfo info = info_of(zoo("zoo-moe"));
     for (const LayerInfo& L : info.layers) {
         SCOPED_TRACE(L.index);
-        EXPECT_EQ(L.ffn.kind, "moe");
+        EXPECT_EQ(L.ffn.kind, FfnKind::Moe);
         EXPECT_EQ(L.ffn.n_expert, 8);
         EXPECT_EQ(L.ffn.top_k, 2);
         EXPECT_EQ(L.ffn.n_ff_expert, 96);
-        EXPECT_EQ(L.ffn.gating, "softmax");
+        EXPECT_EQ(L.ffn.gating, MoeGating::Softmax);
         EXPECT_EQ(L.ffn.n_shared_expert_ff, 0);
-        EXPECT_EQ(L.attention.kind, "global");
+        EXPECT_EQ(L.attention.kind, AttentionKind::Global);
     }
 }
 
@@ -128,16 +128,16 @@ TEST(ModelInfo, ZooMlaShowsLatentAttentionAndASharedExpert) {
     const int64_t n_dense = meta_int(*file, "deepseek2.leading_dense_block_count");
     for (const LayerInfo& L : info.layers) {
         SCOPED_TRACE(L.index);
-        EXPECT_EQ(L.attention.kind, "mla");
+        EXPECT_EQ(L.attention.kind, AttentionKind::Mla);
         EXPECT_EQ(L.attention.kv_lora_rank, kv_lora);
         EXPECT_EQ(L.attention.q_lora_rank, 0);  // a plain attn_q (V2-Lite style)
         EXPECT_EQ(L.attention.qk_rope, rope_dims);
         EXPECT_EQ(L.attention.qk_nope, key_length - rope_dims);
         EXPECT_EQ(L.attention.v_head, meta_int(*file, "deepseek2.attention.value_length_mla"));
         if (L.index < n_dense) {
-            EXPECT_EQ(L.ffn.kind, "dense_gated");
+            EXPECT_EQ(L.ffn.kind, FfnKind::DenseGated);
         } else {
-            EXPECT_EQ(L.ffn.kind, "moe");
+            EXPECT_EQ(L.ffn.kind, FfnKind::Moe);
             EXPECT_EQ(L.ffn.n_expert, 8);
             EXPECT_EQ(L.ffn.top_k, 2);
             EXPECT_EQ(L.ffn.n_ff_expert, meta_int(*file, "deepseek2.expert_feed_forward_length"));
@@ -276,7 +276,7 @@ TEST(ModelInfo, EveryArchitectureDescribesItselfAsItsSpecDoes) {
         uint64_t kv = 0;
         for (size_t l = 0; l < spec.layers.size(); ++l) {
             const model::AttentionSpec& a = spec.layers[l].attn;
-            const std::string& kind = info.layers[l].attention.kind;
+            const std::string kind = to_string(info.layers[l].attention.kind);
             const char* expected = a.mla.kv_lora_rank > 0 ? "mla"
                                    : a.window > 0         ? "sliding_window"
                                    : a.chunk > 0          ? "chunked"
@@ -284,7 +284,7 @@ TEST(ModelInfo, EveryArchitectureDescribesItselfAsItsSpecDoes) {
                                                           : "global";
             EXPECT_EQ(kind, expected) << "layer " << l;
             kinds[kind]++;
-            EXPECT_EQ(info.layers[l].ffn.kind == "moe", spec.layers[l].ffn.moe.n_expert > 0) << "layer " << l;
+            EXPECT_EQ(info.layers[l].ffn.kind == FfnKind::Moe, spec.layers[l].ffn.moe.n_expert > 0) << "layer " << l;
             kv += info.layers[l].kv_bytes_per_token;
         }
         EXPECT_EQ(kv, spec.kv_bytes_per_token());

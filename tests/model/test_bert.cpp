@@ -115,10 +115,10 @@ TEST(BertSpec, IsAnEncoder) {
     }
     for (const LayerInfo& L : model->info().layers) {
         EXPECT_FALSE(L.attention.causal);
-        EXPECT_EQ(L.norm_placement, "post-sum");
+        EXPECT_EQ(L.norm_placement, NormPlacement::PostSum);
     }
     EXPECT_NE(model->info().layer_table().find("bidirectional"), std::string::npos);
-    EXPECT_EQ(model->info().pooling, "cls");
+    EXPECT_EQ(model->info().pooling, Pooling::Cls);
     EXPECT_EQ(model->mask_token(), model->find_token("[MASK]"));
 }
 

@@ -127,7 +127,7 @@ TEST(ViewModels, ExpertViewSplitsPromptAndGeneration) {
     ModelInfo info;
     info.n_layer = 1;
     info.layers.resize(1);
-    info.layers[0].ffn.kind = "moe";
+    info.layers[0].ffn.kind = FfnKind::Moe;
     info.layers[0].ffn.n_expert = 4;
     info.layers[0].ffn.top_k = 2;
     ProbeHistory h;
@@ -151,16 +151,16 @@ TEST(ViewModels, ArchitectureBlocksDescribeEachLayer) {
     info.layers.resize(2);
     info.layers[0].index = 0;
     info.layers[0].attention = {};
-    info.layers[0].attention.kind = "sliding_window";
+    info.layers[0].attention.kind = AttentionKind::SlidingWindow;
     info.layers[0].attention.window = 32;
     info.layers[0].attention.n_head = 4;
     info.layers[0].attention.n_head_kv = 2;
     info.layers[0].ffn.n_ff = 256;
     info.layers[1].index = 1;
-    info.layers[1].attention.kind = "mla";
+    info.layers[1].attention.kind = AttentionKind::Mla;
     info.layers[1].attention.n_head = 4;
     info.layers[1].attention.kv_lora_rank = 32;
-    info.layers[1].ffn.kind = "moe";
+    info.layers[1].ffn.kind = FfnKind::Moe;
     info.layers[1].ffn.n_expert = 8;
     info.layers[1].ffn.top_k = 2;
     info.layers[1].ffn.n_shared_expert_ff = 64;
@@ -280,7 +280,7 @@ TEST(ViewModels, SummaryOverviewWeightsEvalsByRows) {
     ModelInfo info;
     info.n_layer = 2;
     info.layers.resize(2);
-    info.layers[1].attention.kind = "sliding_window";
+    info.layers[1].attention.kind = AttentionKind::SlidingWindow;
     info.layers[1].attention.window = 8;
     auto summary = [](int layer, int head, int rows, float entropy, float sink, float dist) {
         AttentionSummary a;

@@ -6,24 +6,55 @@
 #include <string>
 #include <vector>
 
+#include "vkllm/pooling.h"
+
 namespace vkllm {
 
 class GgufFile;
+
+// The kinds below print as to_string gives them: the names of `vkllm inspect`, `vkllm probe`'s
+// JSON and the studio.
+enum class RopeScaling { None, Linear, Yarn, Llama3, LongRope };
+enum class AttentionKind { Global, SlidingWindow, Chunked, Nope, Mla };  // Nope: global without RoPE
+enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
+enum class FfnKind { DenseGated, DensePlain, Moe };
+enum class Activation { Silu, GeluTanh, GeluErf };
+enum class MoeGating { Softmax, Sigmoid, SoftmaxAfterTopk };
+enum class NormPlacement { Pre, Post, Sandwich, PostSum };  // PostSum (BERT): norm(x + f(x))
+enum class NormKind { RmsNorm, LayerNorm };
+
+// "none", "linear", "yarn", "llama3", "longrope"
+const char* to_string(RopeScaling s);
+// "global", "sliding_window", "chunked", "nope", "mla"
+const char* to_string(AttentionKind k);
+// "none", "per_head", "full_width", "l2_after_rope"
+const char* to_string(QkNorm q);
+// "dense_gated", "dense_plain", "moe"
+const char* to_string(FfnKind k);
+// "silu", "gelu_tanh", "gelu_erf"
+const char* to_string(Activation a);
+// "softmax", "sigmoid", "softmax_after_topk"
+const char* to_string(MoeGating g);
+// "pre", "post", "sandwich", "post-sum"
+const char* to_string(NormPlacement p);
+// "rms_norm", "layer_norm"
+const char* to_string(NormKind n);
+// "model", "none", "mean", "cls", "last"
+const char* to_string(Pooling p);
 
 struct RopeInfo {
     bool enabled = true;       // false: NoPE layer
     int n_dims = 0;            // rotated dimensions per head
     bool neox = false;         // NeoX pairing (i, i + n_dims/2); else adjacent pairs
     float freq_base = 10000.0f;
-    std::string scaling = "none";  // "none", "linear", "yarn", "llama3", "longrope"
+    RopeScaling scaling = RopeScaling::None;
     float factor = 1.0f;
     int n_ctx_orig = 0;
     bool freq_factors = false;  // a rope_freqs tensor (Llama 3.x)
 };
 
 struct AttentionInfo {
-    // "global", "sliding_window", "chunked", "nope" (global without RoPE), "mla"
-    std::string kind = "global";
+    AttentionKind kind = AttentionKind::Global;
     int n_head = 0, n_head_kv = 0;
     int head_dim = 0, head_dim_v = 0;
     int window = 0;            // > 0: sliding window of this many positions
@@ -32,7 +63,7 @@ struct AttentionInfo {
     bool sinks = false;        // learned per-head sink logits
     float softcap = 0.0f;      // > 0: attention-logit soft-cap
     float scale = 0.0f;        // logit scale
-    std::string qk_norm = "none";  // "none", "per_head", "full_width", "l2_after_rope"
+    QkNorm qk_norm = QkNorm::None;
     bool bias_qkv = false, bias_o = false;
     bool fused_qkv = false;
     // MLA (DeepSeek V2/V3): latent sizes; kv_lora_rank == 0 when not MLA.
@@ -42,14 +73,14 @@ struct AttentionInfo {
 };
 
 struct FfnInfo {
-    std::string kind = "dense_gated";  // "dense_gated", "dense_plain", "moe"
-    std::string activation = "silu";   // "silu", "gelu_tanh", "gelu_erf"
+    FfnKind kind = FfnKind::DenseGated;
+    Activation activation = Activation::Silu;
     int n_ff = 0;                      // dense hidden width
     bool bias = false;
     // MoE
     int n_expert = 0, top_k = 0, n_ff_expert = 0;
     int n_shared_expert_ff = 0;        // > 0: an always-on shared expert of this width
-    std::string gating = "softmax";    // "softmax", "sigmoid", "softmax_after_topk"
+    MoeGating gating = MoeGating::Softmax;
     bool norm_topk = false;
     float weights_scale = 1.0f;
     int n_group = 1, topk_group = 1;   // group-limited routing (DeepSeek V3)
@@ -64,7 +95,7 @@ struct TensorInfo {
 
 struct LayerInfo {
     int index = 0;
-    std::string norm_placement = "pre";  // "pre", "post", "sandwich", "post-sum" (BERT: norm(x + f(x)))
+    NormPlacement norm_placement = NormPlacement::Pre;
     AttentionInfo attention;
     FfnInfo ffn;
     uint64_t kv_bytes_per_token = 0;     // f32 cache
@@ -82,13 +113,13 @@ struct ModelInfo {
     std::string name;              // general.name
     std::string source;            // file path, or "built-in model NAME"
     int n_layer = 0, n_embd = 0, n_vocab = 0, n_ctx_train = 0;
-    std::string norm = "rms_norm"; // "rms_norm", "layer_norm"
+    NormKind norm = NormKind::RmsNorm;
     float norm_eps = 0.0f;
     float embd_scale = 1.0f;
     bool learned_positions = false;
     bool tied_embeddings = false;
     float final_softcap = 0.0f;
-    std::string pooling = "none";  // encoders (BERT): the file's pooling ("none", "mean", "cls", "last")
+    Pooling pooling = Pooling::None;  // encoders (BERT): the file's pooling (never Model)
     std::vector<LayerInfo> layers;
     std::vector<TensorInfo> tensors;  // every tensor of the file, in file order
     uint64_t parameters = 0;          // elements of every tensor

@@ -48,7 +48,7 @@ LayerActivation layer_activation(const ResidualTensor& r) {
 
 std::string down_tensor(const ModelInfo& info, const FfnDownStat& s) {
     if (s.expert >= 0) return "ffn_down_exps";
-    return info.layers[size_t(s.layer)].ffn.kind == "moe" ? "ffn_down_shexp" : "ffn_down";
+    return info.layers[size_t(s.layer)].ffn.kind == FfnKind::Moe ? "ffn_down_shexp" : "ffn_down";
 }
 
 // One forward pass of the text with the probes the finder reads.
