@@ -1,12 +1,6 @@
 // vkllm::GgufFile: the public, file-level view of a GGUF file (vkllm inspect), the one-line
-// rendering of its metadata, and quantize_file (vkllm quantize) with its atomic write.
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
+// rendering of its metadata, and quantize_file (vkllm quantize), written through model/quantized_output.h.
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <map>
 #include <stdexcept>
 
@@ -14,6 +8,7 @@
 #include "gguf/quant.h"
 #include "gguf/requantize.h"
 #include "model/model_internal.h"
+#include "model/quantized_output.h"
 #include "vkllm/gguf.h"
 
 namespace vkllm {
@@ -211,30 +206,6 @@ std::vector<std::string> quantize_types() {
     return out;
 }
 
-namespace {
-
-namespace fs = std::filesystem;
-
-// A name beside `target` that nothing else uses: ".NAME.tmp-PID-N".
-fs::path temporary_beside(const fs::path& target) {
-    static std::atomic<unsigned> counter{0};
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    for (;;) {
-        fs::path p = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                            std::to_string(counter++));
-        std::error_code ec;
-        if (!fs::exists(fs::symlink_status(p, ec))) return p;
-    }
-}
-
-bool same_file(const std::string& a, const std::string& b) {
-    std::error_code ec;
-    if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
-    return false;
-}
-
-}  // namespace
-
 QuantizeReport quantize_file(const GgufFile& in, const std::string& out_path, const std::string& type) {
     return detail::quantize_file(in, out_path, type, nullptr, nullptr);
 }
@@ -247,30 +218,11 @@ QuantizeReport detail::quantize_file(const GgufFile& in, const std::string& out_
         for (const std::string& t : quantize_types()) known += " " + t;
         throw std::invalid_argument("unknown or unsupported target type '" + type + "' (known:" + known + ")");
     }
-    if (out_path.empty()) throw std::invalid_argument("quantize: no output path given");
-    if (same_file(in.path(), out_path))
-        throw std::runtime_error("refusing to overwrite the input file '" + in.path() + "'; choose another output path");
-    std::error_code ec;
-    const fs::file_status st = fs::status(out_path, ec);
-    if (fs::exists(st) && !fs::is_regular_file(st))
-        throw std::runtime_error(out_path + ": exists and is not a regular file; choose another output path");
+    model::check_quantize_output(in.path(), out_path);
 
     gguf::Requantized result = gguf::requantize(in.internal(), *target, keep);
 
-    // Written beside the target and renamed over it only when complete, so a failed write (a
-    // full disk, a missing folder) never leaves a truncated file where a good one was.
-    const fs::path tmp = temporary_beside(out_path);
-    try {
-        result.writer.write(tmp.string());
-    } catch (const std::exception& e) {
-        fs::remove(tmp, ec);
-        throw std::runtime_error(out_path + ": cannot write the quantized file: " + e.what());
-    }
-    if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-        const std::string why = std::strerror(errno);
-        fs::remove(tmp, ec);
-        throw std::runtime_error(out_path + ": cannot replace it with the quantized file: " + why);
-    }
+    model::write_quantized(result.writer, out_path);
 
     QuantizeReport report;
     report.bytes_in = result.bytes_in;

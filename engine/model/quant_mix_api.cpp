@@ -1,15 +1,11 @@
 // vkllm::quantize_mix (vkllm/gguf.h): llama-quantize's named mixes, from a file path to a file.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "gguf/quant.h"
 #include "gguf/quant_mix.h"
 #include "model/families.h"
 #include "model/metadata_keys.h"
+#include "model/quantized_output.h"
 #include "vkllm/gguf.h"
 
 namespace vkllm {
@@ -22,7 +18,6 @@ std::vector<std::string> quantize_mix_names() {
 
 QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_path, const std::string& name,
                             const QuantizeMixOptions& options) {
-    namespace fs = std::filesystem;
     const gguf::QuantMix* mix = gguf::find_quant_mix(name);
     if (!mix) {
         std::string known;
@@ -33,13 +28,7 @@ QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_p
         if (std::string(mix->name) == "Q2_K_S")
             throw std::invalid_argument("Q2_K_S needs an importance matrix, which vkllm quantize cannot use yet; "
                                         "Q2_K is the nearest mix without one");
-        if (out_path.empty()) throw std::invalid_argument("quantize: no output path given");
-        std::error_code ec;
-        if (fs::exists(in_path, ec) && fs::exists(out_path, ec) && fs::equivalent(in_path, out_path, ec))
-            throw std::runtime_error("refusing to overwrite the input file '" + in_path + "'; choose another output path");
-        const fs::file_status st = fs::status(out_path, ec);
-        if (fs::exists(st) && !fs::is_regular_file(st))
-            throw std::runtime_error(out_path + ": exists and is not a regular file; choose another output path");
+        model::check_quantize_output(in_path, out_path);
     }
 
     const auto in = gguf::File::open(in_path);
@@ -61,22 +50,7 @@ QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_p
 
     gguf::Requantized result = gguf::requantize_planned(*in, plan, mix->file_type, options.progress);
 
-    // Written beside the target and renamed over it only when complete (as quantize_file).
-    const fs::path target(out_path);
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    const fs::path tmp = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-mix");
-    std::error_code ec;
-    try {
-        result.writer.write(tmp.string());
-    } catch (const std::exception& e) {
-        fs::remove(tmp, ec);
-        throw std::runtime_error(out_path + ": cannot write the quantized file: " + e.what());
-    }
-    if (std::rename(tmp.c_str(), out_path.c_str()) != 0) {
-        const std::string why = std::strerror(errno);
-        fs::remove(tmp, ec);
-        throw std::runtime_error(out_path + ": cannot replace it with the quantized file: " + why);
-    }
+    model::write_quantized(result.writer, out_path);
     report.tensors.clear();
     for (const gguf::TensorConversion& c : result.tensors)
         report.tensors.push_back({c.name, type_name(c.from), type_name(c.to), c.note});
