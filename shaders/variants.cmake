@@ -108,3 +108,6 @@ vkllm_shader(ssm_scan    ssm_scan.comp)
 vkllm_shader(ssm_scan_sg ssm_scan.comp USE_SUBGROUP)
 vkllm_shader(ssm_norm    ssm_norm.comp)
 vkllm_shader(ssm_norm_sg ssm_norm.comp USE_SUBGROUP)
+
+# --- activations beyond elementwise.comp's (engine/ops/activation_ops.h) ---
+vkllm_shader(relu_sqr relu_sqr.comp)   # max(x, 0)^2: Nemotron-H's FFN

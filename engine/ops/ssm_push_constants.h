@@ -29,3 +29,6 @@ template <> struct PushOf<gpu::ShaderSource::ssm_scan> { using type = SsmScanPus
 template <> struct PushOf<gpu::ShaderSource::ssm_norm> { using type = SsmNormPush; };
 
 }  // namespace vkllm::ops
+
+// The other new ops' shaders keep theirs in files of their own.
+#include "ops/activation_push_constants.h"

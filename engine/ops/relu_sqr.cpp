@@ -1,0 +1,48 @@
+// Squared ReLU (activation_ops.h): shaders/relu_sqr.comp.
+#include <algorithm>
+#include <string>
+
+#include "gpu/device.h"
+#include "gpu/shaders.h"
+#include "ops/activation_ops.h"
+#include "ops/dispatch_util.h"
+#include "ops/push_constants.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+// Floats spanned by v's rows (the last row ends at its last column).
+uint64_t span(const TensorView& v) {
+    return v.rows <= 0 ? 0 : uint64_t(v.rows - 1) * uint64_t(v.stride()) + uint64_t(v.cols);
+}
+
+}  // namespace
+
+void relu_sqr(Stream& s, const TensorView& x, const TensorView& y) {
+    const char* op = "relu_sqr";
+    const uint64_t xo = detail::checked_f32(x, op, "x");
+    const uint64_t yo = detail::checked_f32(y, op, "y");
+    detail::require(x.rows == y.rows && x.cols == y.cols, op,
+                    "x [" + std::to_string(x.rows) + ", " + std::to_string(x.cols) + "] and y [" +
+                        std::to_string(y.rows) + ", " + std::to_string(y.cols) + "] differ in shape");
+    const uint64_t n = uint64_t(x.rows) * uint64_t(x.cols);
+    detail::require(n <= 0xffffffffull, op, std::to_string(n) + " values are more than 2^32");
+    if (n == 0) return;
+    if (x.buffer == y.buffer) {
+        const bool same = xo == yo && x.stride() == y.stride();
+        const bool disjoint = xo + span(x) <= yo || yo + span(y) <= xo;
+        detail::require(same || disjoint, op, "y overlaps x without being x itself (same offset and stride)");
+    }
+    gpu::Context& ctx = s.context();
+    const detail::Window xw = detail::window(ctx, *x.buffer, xo, span(x), op, "x");
+    const detail::Window yw = detail::window(ctx, *y.buffer, yo, span(y), op, "y");
+    const uint32_t wg = detail::workgroup_size(ctx, 256);
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::relu_sqr, 2, sizeof(ReluSqrPush), {wg});
+    const ReluSqrPush push{uint32_t(n), uint32_t(x.cols), xw.shift, uint32_t(x.stride()), yw.shift,
+                           uint32_t(y.stride())};
+    const uint32_t groups = uint32_t(std::clamp<uint64_t>((n + wg - 1) / wg, 1, ctx.caps().max_workgroup_count[0]));
+    s.dispatch(pipeline, {xw.range, yw.range}, push, groups);
+}
+
+}  // namespace vkllm::ops
