@@ -101,11 +101,12 @@ vkllm_shader(set_rows set_rows.comp)
 vkllm_shader(set_rows_f16 set_rows.comp OUT_F16)
 vkllm_shader(set_rows_q8_0 set_rows.comp OUT_Q8_0)
 
-# --- state-space layers (Mamba-2): short causal conv1d with its state, the selective scan,
+# --- state-space layers (Mamba-1, Mamba-2): short causal conv1d with its state, the selective scan,
 # the grouped RMSNorm after the gate (engine/ops/ssm_ops.h) ---
 vkllm_shader(ssm_conv    ssm_conv.comp)
 vkllm_shader(ssm_scan    ssm_scan.comp)
 vkllm_shader(ssm_scan_sg ssm_scan.comp USE_SUBGROUP)
+vkllm_shader(ssm_scan_mamba1 ssm_scan_mamba1.comp)   # Mamba-1: a decay per channel and state
 vkllm_shader(ssm_norm    ssm_norm.comp)
 vkllm_shader(ssm_norm_sg ssm_norm.comp USE_SUBGROUP)
 

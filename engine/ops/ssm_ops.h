@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ops/ops.h"
+#include "ops/tensor_view.h"
 
 namespace vkllm::ops {
 
@@ -60,6 +61,20 @@ struct SsmScanArgs {
     int64_t y_stride = 0;  // 0: n_head * head_dim
 };
 void ssm_scan(Stream& s, const SsmScanArgs& a);
+
+// Mamba-1's selective scan over x.rows tokens of one sequence (cpu::ssm_scan_mamba1's math, in
+// llama.cpp's build_mamba_layer: n_head = d_inner, head_dim 1, one B/C group, a decay per
+// channel and state). Shapes come from the views: x [n_tokens, d_inner] (the conv's output),
+// dt [n_tokens, d_inner] (dt_proj's output with its bias added), b and c [n_tokens, d_state]
+// (views of one buffer at one row stride: x_proj's output), z [n_tokens, d_inner] or no buffer
+// (no gate), y [n_tokens, d_inner]; state [d_inner, d_state] read and written in place,
+// a [d_inner, d_state], d [1, d_inner] or no buffer. Rows may be strided. y may alias x (the
+// same view); it must not overlap the state. d_state up to kSsmMamba1MaxState.
+constexpr int64_t kSsmMamba1MaxState = 256;
+struct SsmScanMamba1Args {
+    TensorView state, x, dt, b, c, z, a, d, y;
+};
+void ssm_scan_mamba1(Stream& s, const SsmScanMamba1Args& a);
 
 // Grouped RMSNorm: each of n_rows rows holds n_group groups of n values, each normalised and
 // scaled by its slice of w [n_group][n] (w may be null). x and y contiguous; may be the same.

@@ -19,6 +19,11 @@ struct SsmScanPush {  // ssm_scan.comp
         zdt_shift, zdt_stride, z_col, dt_col, dtb_shift, a_shift, d_shift, y_shift, y_stride, flags;
 };
 
+struct SsmScanMamba1Push {  // ssm_scan_mamba1.comp
+    uint32_t n_tokens, d_inner, st_shift, x_shift, x_stride, dt_shift, dt_stride, b_shift, c_shift, bc_stride,
+        z_shift, z_stride, a_shift, d_shift, y_shift, y_stride, flags;
+};
+
 struct SsmNormPush {  // ssm_norm.comp
     uint32_t n, n_group, n_rows, x_shift, y_shift, w_shift, has_w;
     float eps;
@@ -26,6 +31,7 @@ struct SsmNormPush {  // ssm_norm.comp
 
 template <> struct PushOf<gpu::ShaderSource::ssm_conv> { using type = SsmConvPush; };
 template <> struct PushOf<gpu::ShaderSource::ssm_scan> { using type = SsmScanPush; };
+template <> struct PushOf<gpu::ShaderSource::ssm_scan_mamba1> { using type = SsmScanMamba1Push; };
 template <> struct PushOf<gpu::ShaderSource::ssm_norm> { using type = SsmNormPush; };
 
 }  // namespace vkllm::ops
