@@ -159,8 +159,22 @@ void EngineWorker::publish() {
     work_.probes = std::make_shared<ProbeHistory>(history_);
     ++work_.version;
     auto next = std::make_shared<WorkerState>(work_);
+    std::function<void()> wake;
+    {
+        std::lock_guard lock(mutex_);
+        published_ = std::move(next);
+        wake = on_publish_;
+    }
+    if (wake) wake();
+}
+
+void EngineWorker::set_on_publish(std::function<void()> f) {
     std::lock_guard lock(mutex_);
-    published_ = std::move(next);
+    on_publish_ = std::move(f);
+}
+
+void EngineWorker::set_context_length(int n_ctx) {
+    post([this, n_ctx] { n_ctx_request_ = std::max(n_ctx, 0); }, false);
 }
 
 std::shared_ptr<const WorkerState> EngineWorker::state() const {
@@ -188,7 +202,13 @@ void EngineWorker::stop() {
 
 void EngineWorker::load_file(const std::string& path, const std::string& device) {
     post([this, path, device] {
-        do_load([path, device] { return Model::load(path, ModelOptions{device}); }, path);
+        try {
+            do_load([path, device] { return Model::load(path, ModelOptions{device}); }, path);
+        } catch (...) {
+            work_.failed_source = path;
+            ++work_.load_serial;
+            throw;
+        }
     });
 }
 
@@ -201,6 +221,7 @@ void EngineWorker::load_memory(const void* data, size_t size, const std::string&
 void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const std::string& what) {
     work_.status = "loading " + what;
     publish();
+    const uint64_t serial = work_.load_serial + 1;
     std::unique_ptr<Model> model = open();  // throws: the old model stays
     {
         std::lock_guard lock(mutex_);
@@ -209,7 +230,8 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     session_.reset();
     model_ = std::move(model);
     SessionOptions so;
-    so.n_ctx = std::min(model_->info().n_ctx_train > 0 ? model_->info().n_ctx_train : 2048, 2048);
+    so.n_ctx = n_ctx_request_ > 0 ? n_ctx_request_
+                                  : std::min(model_->info().n_ctx_train > 0 ? model_->info().n_ctx_train : 2048, 2048);
     so.probes = probe_config(probe_sel_, model_->info(), so.n_ctx);
     session_ = std::make_unique<Session>(*model_, so);
     {
@@ -220,6 +242,9 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     history_.clear();
     work_ = WorkerState{};
     work_.loaded = true;
+    work_.loaded_source = what;
+    work_.load_serial = serial;
+    work_.n_ctx = session_->n_ctx();
     work_.info = std::make_shared<ModelInfo>(model_->info());
     work_.device = model_->device();
     work_.weight_bytes = model_->weight_bytes();
@@ -231,11 +256,12 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
 
 // ---- Chat ----
 
-std::vector<int32_t> EngineWorker::conversation_tokens() {
+std::vector<int32_t> EngineWorker::conversation_tokens(const std::string& system) {
     const std::string& source = model_->info().chat_template;
     if (!source.empty()) {
         // The model's chat template, with the prompt for a new answer.
         std::vector<vkllm::ChatMessage> turns;
+        if (!system.empty()) turns.push_back({"system", system});
         for (const ChatTurn& m : work_.messages) turns.push_back({m.role, m.text});
         auto text_of = [&](int32_t id) { return id >= 0 ? model_->token_text(id) : std::string(); };
         try {
@@ -251,7 +277,7 @@ std::vector<int32_t> EngineWorker::conversation_tokens() {
     }
     // Plain continuation: the turns are one text the model continues.
     work_.chat_template = false;
-    std::string text;
+    std::string text = system.empty() ? std::string() : system + "\n\n";
     for (const ChatTurn& m : work_.messages) text += m.text;
     return model_->tokenize(text, true, false);
 }
@@ -273,7 +299,8 @@ void EngineWorker::do_encode(const GenerationSettings& g) {
     std::string text;
     for (const ChatTurn& m : work_.messages)
         if (m.role == "user") text = m.text;
-    const std::vector<int32_t> tokens = model_->tokenize(text, true);
+    // Special tokens typed in the text ([MASK], [SEP]) are parsed as `vkllm fill-mask` does.
+    const std::vector<int32_t> tokens = model_->tokenize(text, /*add_special=*/true, /*parse_special=*/true);
     if (tokens.empty()) throw std::runtime_error("nothing to encode: the text gives no tokens");
     work_.status = "encoding";
     publish();
@@ -320,9 +347,10 @@ void EngineWorker::do_generate(const GenerationSettings& g) {
     validate(g.sampler);
     std::vector<int32_t> prompt;
     try {
-        prompt = conversation_tokens();
+        prompt = conversation_tokens(g.system);
     } catch (const TemplateError& e) {
         if (!e.cancelled()) throw;
+        take_back_user_turn();
         work_.status = "stopped while the chat template rendered: no answer";
         return;
     }
@@ -378,6 +406,90 @@ void EngineWorker::do_generate(const GenerationSettings& g) {
     history_.truncate(session_->n_past());
     if (r.reason == StopReason::Error) work_.error = r.message;
     work_.status = std::string("done: ") + to_string(r.reason) + ", " + std::to_string(r.tokens.size()) + " tokens";
+    if (r.reason == StopReason::Cancelled && r.tokens.empty()) {
+        // Stopped before the first token: no empty answer stays; the question goes back to the box.
+        work_.messages.pop_back();
+        take_back_user_turn();
+        work_.status = "stopped before the answer began";
+    }
+    work_.context_full = r.reason == StopReason::ContextFull;
+    if (work_.context_full) {
+        if (r.tokens.empty() && work_.messages.back().text.empty()) work_.messages.pop_back();
+        work_.status = "the context is full (" + std::to_string(session_->n_past()) + " of " +
+                       std::to_string(session_->n_ctx()) + " tokens): stop, or drop the oldest turns";
+    }
+}
+
+void EngineWorker::take_back_user_turn() {
+    if (work_.messages.empty() || work_.messages.back().role != "user") return;
+    work_.returned_input = work_.messages.back().text;
+    ++work_.returned_serial;
+    work_.messages.pop_back();
+}
+
+void EngineWorker::prefill(const GenerationSettings& g) {
+    if (work_.messages.empty() || work_.encoder) return;
+    // The conversation so far without the prompt for a new answer: the tokens the next answer
+    // will share as its prefix.
+    const std::vector<int32_t> tokens = conversation_tokens(g.system);
+    const int keep = std::min<int>(int(tokens.size()), session_->n_ctx());
+    if (keep <= 0) return;
+    session_->reset();
+    history_.clear();
+    session_->set_probes(probe_config(probe_sel_, model_->info(), session_->n_ctx()));
+    const int n_batch = std::max(session_->n_batch(), 1);
+    for (int at = 0; at < keep; at += n_batch) {
+        const int n = std::min(n_batch, keep - at);
+        session_->eval(std::vector<int32_t>(tokens.begin() + at, tokens.begin() + at + n));
+        history_.add_step(session_->probes(), at, n, true);
+    }
+    sync_context();
+}
+
+void EngineWorker::shift_context(const GenerationSettings& g) {
+    post([this, g] {
+        if (!session_) throw std::runtime_error("no model is loaded");
+        // Drop whole exchanges (a user message and its answer) from the front until what is
+        // left takes at most half the context, keeping at least the newest exchange.
+        int dropped = 0;
+        const size_t half = size_t(session_->n_ctx() / 2);
+        auto exchanges = [&] {
+            int n = 0;
+            for (const ChatTurn& m : work_.messages) n += m.role == "user";
+            return n;
+        };
+        while (exchanges() > 1 && conversation_tokens(g.system).size() > half) {
+            size_t end = 1;
+            while (end < work_.messages.size() && work_.messages[end].role != "user") ++end;
+            work_.messages.erase(work_.messages.begin(), work_.messages.begin() + long(end));
+            ++dropped;
+        }
+        work_.context_full = false;
+        work_.status = "re-evaluating the kept turns";
+        publish();
+        prefill(g);
+        work_.status = "context shifted: dropped " + std::to_string(dropped) + (dropped == 1 ? " turn, " : " turns, ") +
+                       std::to_string(session_->n_past()) + " of " + std::to_string(session_->n_ctx()) + " tokens kept";
+    });
+}
+
+void EngineWorker::load_conversation(std::vector<ChatTurn> messages, const GenerationSettings& g) {
+    post([this, messages = std::move(messages), g] {
+        if (!session_) throw std::runtime_error("no model is loaded");
+        work_.messages = messages;
+        work_.context_full = false;
+        work_.last_result = {};
+        work_.encoded = {};
+        session_->reset();
+        history_.clear();
+        work_.context.clear();
+        work_.context_pieces.clear();
+        work_.status = "reading the conversation";
+        publish();
+        prefill(g);
+        work_.status = "opened a conversation of " + std::to_string(work_.messages.size()) + " messages, " +
+                       std::to_string(session_->n_past()) + " tokens";
+    });
 }
 
 void EngineWorker::send(const std::string& text, const GenerationSettings& g) {
@@ -417,6 +529,7 @@ void EngineWorker::clear_chat() {
         work_.context_pieces.clear();
         work_.last_result = {};
         work_.encoded = {};
+        work_.context_full = false;
         work_.status = "ready";
     });
 }

@@ -47,6 +47,7 @@ uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx);
 bool attention_maps_fit(const ModelInfo& info, int n_ctx);
 
 struct GenerationSettings {
+    std::string system;   // the system prompt (empty: none), the conversation's first message
     SamplerParams sampler;
     int max_tokens = 64;
     int top_n = 5;
@@ -104,6 +105,17 @@ struct WorkerState {
     bool chat_template = false;               // the model's template formats the prompt
     bool encoder = false;                     // an encoder (BERT): sending evaluates, nothing generates
     EncoderView encoded;                      // the newest text's, when `encoder`
+    int n_ctx = 0;                            // the session's context, in tokens
+    // The last answer stopped because the context is full: the chat offers to stop there or to
+    // drop the oldest turns and go on (shift_context).
+    bool context_full = false;
+    // A user message taken back: its turn was stopped before any token came (the chat puts it
+    // back in the input box); `returned_serial` counts them so the UI takes each once.
+    std::string returned_input;
+    uint64_t returned_serial = 0;
+    std::string loaded_source;   // the file (or built-in name) the model came from, once it loaded
+    std::string failed_source;   // the last file that did not load
+    uint64_t load_serial = 0;    // counts the loads tried, so the UI sees each outcome once
 };
 
 class EngineWorker {
@@ -118,6 +130,17 @@ public:
     void regenerate(const GenerationSettings& g);            // drops the last answer, answers again
     void edit_and_rerun(int message, const std::string& text, const GenerationSettings& g);
     void clear_chat();
+    // Context shift: drops the oldest turns (the system prompt stays) until the conversation
+    // takes at most half the context, evaluates what is kept, and clears `context_full`.
+    void shift_context(const GenerationSettings& g);
+    // Replaces the conversation with saved messages (user and assistant in turn, no system
+    // message: that is GenerationSettings::system) and evaluates them, so the next answer
+    // starts at once.
+    void load_conversation(std::vector<ChatTurn> messages, const GenerationSettings& g);
+    // The context of the sessions made by the next loads (0: the model's, at most 2048).
+    void set_context_length(int n_ctx);
+    // Called on the worker's thread after each publish (the UI wakes its event loop with it).
+    void set_on_publish(std::function<void()> f);
     void set_probes(const ProbeSelection& s);
     void zero_weight(const WeightRef& w);                    // a super weight
     void set_activation_to_mean(int layer, int channel);     // a massive activation
@@ -141,7 +164,9 @@ private:
     void do_load(std::function<std::unique_ptr<Model>()> open, const std::string& what);
     void do_generate(const GenerationSettings& g);
     void do_encode(const GenerationSettings& g);
-    std::vector<int32_t> conversation_tokens();
+    std::vector<int32_t> conversation_tokens(const std::string& system);
+    void prefill(const GenerationSettings& g);  // evaluates the conversation, no answer
+    void take_back_user_turn();                 // the newest user message back to the box
     void sync_context();
     std::vector<float> eval_context_quietly();  // logits of the last token, probes off
     void do_intervention(const std::string& what, const std::function<void()>& apply);
@@ -154,6 +179,8 @@ private:
     WorkerState work_;     // the worker's copy, published by copying
     ProbeHistory history_;
     bool pending_prompt_step_ = false;
+    int n_ctx_request_ = 0;
+    std::function<void()> on_publish_;  // set before the first command; read by the worker
 
     // Set by stop() and the destructor, cleared as each command starts: the chat template's
     // rendering polls it (a slow template must not hold up a stop or the app's closing).
