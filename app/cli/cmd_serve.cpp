@@ -243,7 +243,7 @@ private:
             std::vector<int32_t> prompt = prompt_tokens(r, res);
             const int room = session_n_ctx_ - int(prompt.size());
             r.options.max_tokens = r.options.max_tokens < 0 ? room : std::min(r.options.max_tokens, room);
-            job = std::make_shared<Job>(std::move(prompt), r.options, r.logprobs);
+            job = std::make_shared<Job>(std::move(prompt), r.options, r.logprobs, r.json);
             if (!worker_.submit(job))
                 throw ApiError(503, "the server is busy: " + std::to_string(worker_.waiting()) +
                                         " requests are waiting; try again shortly", "", "queue_full", "server_error");

@@ -134,7 +134,7 @@ int read_template_messages(const json& list, const std::vector<ChatMessage>& mes
 const std::set<std::string> kChatFields = {
     "model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
     "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed",
-    "stop", "logprobs", "top_logprobs"};
+    "stop", "logprobs", "top_logprobs", "response_format"};
 const std::set<std::string> kCompletionFields = {
     "model", "prompt", "n", "best_of", "echo", "stream", "stream_options", "max_tokens", "temperature", "top_p",
     "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed", "stop",
@@ -155,16 +155,6 @@ void check_other_field(Endpoint endpoint, const std::string& k, const json& v) {
         if (!v.is_object()) throw bad_field(k, "must be an object of token ids to biases");
         if (!v.empty()) throw unsupported(k, "the engine's sampler has no per-token bias");
         return;
-    }
-    if (chat && k == "response_format") {
-        if (!v.is_object() || !v.contains("type") || !v["type"].is_string())
-            throw bad_field(k, "must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
-        const std::string type = v["type"].get<std::string>();
-        if (type == "text") return;
-        if (type == "json_object" || type == "json_schema")
-            throw unsupported(k, "'" + type + "' needs constrained sampling (a grammar), which the engine does not have");
-        throw ApiError(400, "'response_format.type' must be text, json_object or json_schema, got '" + type + "'",
-                       "response_format", "invalid_value");
     }
     if (chat && (k == "tools" || k == "functions")) {
         if (!v.is_array()) throw bad_field(k, "must be a list");
@@ -192,6 +182,43 @@ void check_other_field(Endpoint endpoint, const std::string& k, const json& v) {
     throw ApiError(400, "'" + k + "' is not a field of " + (chat ? "chat completions" : "completions") +
                             " that this server knows (it refuses unknown fields rather than ignore them)",
                    k, "unknown_parameter");
+}
+
+// response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict", "description"}}. Null when text.
+std::optional<JsonGrammar> read_response_format(const json& body) {
+    const json* v = field(body, "response_format");
+    if (!v) return std::nullopt;
+    if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
+        throw bad_field("response_format", "must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
+    const std::string type = (*v)["type"].get<std::string>();
+    for (auto it = v->begin(); it != v->end(); ++it)
+        if (it.key() != "type" && !(it.key() == "json_schema" && type == "json_schema"))
+            throw ApiError(400, "'response_format." + it.key() + "' is not a field of a " + type + " response format",
+                           "response_format." + it.key(), "unknown_parameter");
+    if (type == "text") return std::nullopt;
+    if (type == "json_object") return JsonGrammar::any_object();
+    if (type != "json_schema")
+        throw ApiError(400, "'response_format.type' must be text, json_object or json_schema, got '" + type + "'",
+                       "response_format", "invalid_value");
+    const json* js = field(*v, "json_schema");
+    if (!js || !js->is_object())
+        throw ApiError(400, "'response_format.json_schema' must be an object with a 'schema'",
+                       "response_format.json_schema", "missing_required_parameter");
+    for (auto it = js->begin(); it != js->end(); ++it)
+        if (it.key() != "name" && it.key() != "schema" && it.key() != "strict" && it.key() != "description")
+            throw ApiError(400, "'response_format.json_schema." + it.key() + "' is not a field of json_schema",
+                           "response_format.json_schema." + it.key(), "unknown_parameter");
+    const json* schema = field(*js, "schema");
+    // No schema: any JSON value is allowed (OpenAI's default); an object is what clients mean.
+    if (!schema) return JsonGrammar::any_object();
+    try {
+        return JsonGrammar::from_schema(schema->dump());
+    } catch (const JsonSchemaError& e) {
+        const std::string param = "response_format.json_schema.schema";
+        throw ApiError(400, "'" + param + "' cannot be enforced: " + std::string(e.what()), param,
+                       e.keyword.empty() ? "invalid_value" : "unsupported_schema_keyword");
+    }
 }
 
 void read_prompt(const json& body, CompletionRequest& r) {
@@ -275,6 +302,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
     if (endpoint == Endpoint::Chat) {
         r.messages = read_messages(body);
         r.tool_message = read_template_messages(body["messages"], r.messages, r.messages_json);
+        r.json = read_response_format(body);
     } else {
         read_prompt(body, r);
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "vkllm/chat_template.h"
 #include "vkllm/generate.h"
+#include "vkllm/json_output.h"
 
 namespace vkllm::cli::server {
 
@@ -32,10 +34,12 @@ enum class Endpoint { Chat, Completion };  // /v1/chat/completions, /v1/completi
 //  - ignored: harmless to ignore, they do not change the answer (`user`, `metadata`, `store`,
 //    `service_tier`, `prompt_cache_key`, `safety_identifier`, `prediction`, `parallel_tool_calls`,
 //    llama-server's `cache_prompt`);
-//  - refused: a 400 whose message and `param` name the field (`logit_bias`, `response_format`
-//    json_object / json_schema, `tools`, `functions`, `audio`, `suffix`, ...), unless the value
-//    asks for nothing (`logit_bias: {}`, `tools: []`, `tool_choice: "none"`,
-//    `response_format: {"type": "text"}`, `best_of: 1`, ...);
+//  - refused: a 400 whose message and `param` name the field (`logit_bias`, `tools`,
+//    `functions`, `audio`, `suffix`, ...), unless the value asks for nothing (`logit_bias: {}`,
+//    `tools: []`, `tool_choice: "none"`, `best_of: 1`, ...);
+//  - chat's `response_format`: text, json_object (any JSON object) or json_schema (the values
+//    its `schema` allows, by constrained sampling); a schema keyword the grammar cannot enforce
+//    is a 400 naming it (vkllm/json_output.h);
 //  - any other field: a 400 naming it (code "unknown_parameter"), as OpenAI answers.
 struct CompletionRequest {
     Endpoint endpoint = Endpoint::Chat;
@@ -55,6 +59,7 @@ struct CompletionRequest {
     bool logprobs = false;               // chat: logprobs; completions: logprobs given (0..20)
     int top_logprobs = 0;                // alternatives per token (chat: top_logprobs; completions: logprobs)
     bool echo = false;                   // completions: the prompt's text before the answer
+    std::optional<JsonGrammar> json;     // response_format json_object / json_schema
 };
 
 // Reads a request body. Throws ApiError (400) for text that is not JSON, a field of the wrong

@@ -34,7 +34,8 @@ void Job::finish(GenerateResult result) {
     changed_.notify_all();
 }
 
-Worker::Worker(Session& session, size_t capacity) : session_(session), capacity_(capacity) {
+Worker::Worker(Session& session, size_t capacity)
+    : session_(session), vocabulary_(session.model()), capacity_(capacity) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -145,11 +146,13 @@ void Worker::run() {
             // A cancel() between the check above and generate() is seen by the callback at the
             // first token (generate() starts with no cancel pending).
             const bool logprobs = job->logprobs;
-            result = session_.generate(job->prompt, job->options, [&](const TokenEvent& ev) {
+            const TokenCallback on_token = [&](const TokenEvent& ev) {
                 const bool token = logprobs && !ev.end_of_generation;
                 if (!ev.text.empty() || token) job->add_text(ev.text, token ? &ev : nullptr);
                 return !job->cancelled();
-            });
+            };
+            result = job->json ? generate_json(session_, job->prompt, job->options, *job->json, vocabulary_, on_token)
+                               : session_.generate(job->prompt, job->options, on_token);
         }
         {
             std::lock_guard<std::mutex> lock(mutex_);

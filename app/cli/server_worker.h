@@ -10,12 +10,14 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "server_api.h"
 #include "vkllm/generate.h"
+#include "vkllm/json_output.h"
 #include "vkllm/session.h"
 
 namespace vkllm::cli::server {
@@ -23,15 +25,19 @@ namespace vkllm::cli::server {
 // One request's generation. The HTTP thread fills prompt and options, then reads with take().
 class Job {
 public:
-    // A generation; `logprobs`: keep each generated token's log-probabilities (take()).
-    Job(std::vector<int32_t> prompt, GenerateOptions options, bool logprobs = false)
-        : prompt(std::move(prompt)), options(std::move(options)), logprobs(logprobs) {}
+    // A generation; `logprobs`: keep each generated token's log-probabilities (take());
+    // `json`: the text must be what the grammar allows (constrained sampling).
+    Job(std::vector<int32_t> prompt, GenerateOptions options, bool logprobs = false,
+        std::optional<JsonGrammar> json = std::nullopt)
+        : prompt(std::move(prompt)), options(std::move(options)), logprobs(logprobs), json(std::move(json)) {}
     // An embedding of each token list (the model's pooling).
-    explicit Job(std::vector<std::vector<int32_t>> embed_inputs) : logprobs(false), embed_inputs(std::move(embed_inputs)) {}
+    explicit Job(std::vector<std::vector<int32_t>> embed_inputs)
+        : logprobs(false), json(std::nullopt), embed_inputs(std::move(embed_inputs)) {}
 
     const std::vector<int32_t> prompt;
     const GenerateOptions options;
     const bool logprobs;
+    const std::optional<JsonGrammar> json;
     const std::vector<std::vector<int32_t>> embed_inputs;  // non-empty: an embedding job
     bool embeds() const { return !embed_inputs.empty(); }
 
@@ -87,6 +93,7 @@ private:
     void embed(Job& job);
 
     Session& session_;
+    const TokenBytes vocabulary_;  // each token's bytes, for constrained sampling
     const size_t capacity_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;

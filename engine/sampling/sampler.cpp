@@ -115,7 +115,17 @@ void Sampler::apply_penalties(std::vector<float>& logits) const {
     }
 }
 
-int32_t Sampler::sample(const float* logits_in, int32_t n_vocab, SamplerFunnel* funnel) {
+int32_t Sampler::sample(const float* logits, int32_t n_vocab, SamplerFunnel* funnel) {
+    return sample_among(logits, n_vocab, nullptr, funnel);
+}
+
+int32_t Sampler::sample(const float* logits, int32_t n_vocab, const std::function<bool(int32_t)>& allowed,
+                        SamplerFunnel* funnel) {
+    return sample_among(logits, n_vocab, &allowed, funnel);
+}
+
+int32_t Sampler::sample_among(const float* logits_in, int32_t n_vocab, const std::function<bool(int32_t)>* allowed,
+                              SamplerFunnel* funnel) {
     if (n_vocab <= 0) throw SamplingError("sample: n_vocab must be positive, got " + std::to_string(n_vocab));
     std::vector<float> logits(logits_in, logits_in + n_vocab);  // [n_vocab] after penalties
     auto usable = [](float l) { return std::isfinite(l) || l > 0.0f; };  // keep +inf, drop NaN and -inf
@@ -133,6 +143,19 @@ int32_t Sampler::sample(const float* logits_in, int32_t n_vocab, SamplerFunnel* 
         if (usable(logits[t])) candidates_.push_back({t, logits[t], 0.0f});
     if (candidates_.empty()) throw SamplingError("sample: every logit is NaN or -inf");
     record.stage("penalties", candidates_);
+
+    if (allowed) {
+        // Best first; the allowed ones kept, up to one (greedy) or top_k of them.
+        std::sort(candidates_.begin(), candidates_.end(), better);
+        const size_t want = params_.temperature <= 0.0f ? 1
+                            : params_.top_k > 0        ? size_t(params_.top_k)
+                                                       : candidates_.size();
+        size_t kept = 0;
+        for (size_t i = 0; i < candidates_.size() && kept < want; ++i)
+            if ((*allowed)(candidates_[i].token)) candidates_[kept++] = candidates_[i];
+        candidates_.resize(kept);
+        if (candidates_.empty()) throw SamplingError("sample: the constraint allows no token");
+    }
 
     if (params_.temperature <= 0.0f) {
         record.stage("top_k", candidates_);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -55,6 +56,13 @@ public:
     // unchanged and the temperature stage the argmax alone.
     // Throws SamplingError when n_vocab <= 0 or no logit is finite.
     int32_t sample(const float* logits, int32_t n_vocab, SamplerFunnel* funnel = nullptr);
+    // Constrained sampling: as sample(), among the tokens `allowed` accepts. Candidates are
+    // asked in descending order of their logit after penalties, and the asking stops at the
+    // first allowed one when greedy, else at top_k allowed ones (the whole vocabulary when
+    // top_k is off); top-p, min-p and temperature then apply to those. So a constraint that
+    // agrees with the model costs a few calls. Throws SamplingError when no token is allowed.
+    int32_t sample(const float* logits, int32_t n_vocab, const std::function<bool(int32_t)>& allowed,
+                   SamplerFunnel* funnel = nullptr);
     // Records a token (prompt or generated) for the repetition penalties.
     void accept(int32_t token);
     // Forgets accepted tokens and restarts the random sequence from the seed.
@@ -67,6 +75,8 @@ public:
 
 private:
     void apply_penalties(std::vector<float>& logits) const;
+    int32_t sample_among(const float* logits, int32_t n_vocab, const std::function<bool(int32_t)>* allowed,
+                         SamplerFunnel* funnel);
 
     SamplerParams params_;
     Rng rng_;

@@ -31,8 +31,6 @@ const messages = [{ role: 'user', content: 'Once upon a time' }];
 // ---- refused fields: 400, the field in `param` and in the message ----
 const refusedChat = [
   ['logit_bias', { logit_bias: { 5: 10 } }],
-  ['response_format', { response_format: { type: 'json_object' } }],
-  ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }],
   ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }],
   ['tool_choice', { tool_choice: 'required' }],
   ['tool_choice', { tool_choice: { type: 'function', function: { name: 'f' } } }],

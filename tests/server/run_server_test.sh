@@ -4,7 +4,8 @@
 # `openai` npm client (tests/server/openai_client.mjs: the API and a load test) and with a
 # hostile client (tests/server/hostile.mjs: invalid UTF-8, hostile templates, malformed and
 # pipelined HTTP, slow and huge clients, memory after), checks the request fields, logprobs,
-# tool messages, the routes without /v1 and /tokenize (tests/server/fields.mjs), then stops it
+# tool messages, the routes without /v1 and /tokenize (tests/server/fields.mjs), JSON output
+# by response_format (tests/server/json_output.mjs), then stops it
 # with SIGTERM and expects exit code 0. A second server, zoo-bert with --api-key, answers
 # embeddings equal to `vkllm embed`'s, 401 without the key and /metrics
 # (tests/server/embeddings.mjs). Exit 77 (skipped) when node, curl or the npm package is
@@ -157,6 +158,7 @@ expect 200 '"status":"ok"' GET /health
 BASE_URL=$url/v1 SERVER_PID=$pid node "$here/openai_client.mjs" || fail "the openai client checks failed"
 BASE_URL=$url SERVER_PID=$pid node "$here/hostile.mjs" || fail "the hostile client checks failed"
 BASE_URL=$url MODEL_FILE=$work/zoo-chat.gguf VKLLM_BIN=$bin node "$here/fields.mjs" || fail "the request field checks failed"
+BASE_URL=$url node "$here/json_output.mjs" || fail "the response_format checks failed"
 grep -q 'POST /v1/completions 200 [0-9.]* s: prompt [0-9]* tokens' "$work/serve.log" || fail "no request log line with timing"
 
 kill -TERM "$pid"
