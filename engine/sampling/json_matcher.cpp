@@ -91,7 +91,7 @@ Scan scan(Frame& f, uint8_t b) {
             const bool low = f.escape >= kLowHex;
             const int digit = f.escape - (low ? kLowHex : kHex);
             f.code = uint16_t(f.code * 16 + h);
-            // The surrogate ranges are decided by the first two digits: D8-DB high, DC-DF low.
+            // The surrogate ranges are decided by the first two digits: 0xD8..0xDB high, 0xDC..0xDF low.
             if (low && digit == 0 && f.code != 0xD) return Scan::Reject;
             if (digit == 1 && low != (f.code >= 0xDC && f.code <= 0xDF)) return Scan::Reject;
             if (digit < 3) {
