@@ -112,3 +112,6 @@ vkllm_shader(ssm_norm_sg ssm_norm.comp USE_SUBGROUP)
 
 # --- activations beyond elementwise.comp's (engine/ops/activation_ops.h) ---
 vkllm_shader(relu_sqr relu_sqr.comp)   # max(x, 0)^2: Nemotron-H's FFN
+
+# --- linear attention: the gated delta rule (Gated DeltaNet, KDA; engine/ops/delta_net_ops.h) ---
+vkllm_shader(delta_net delta_net.comp)

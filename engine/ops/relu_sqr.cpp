@@ -7,17 +7,9 @@
 #include "ops/activation_ops.h"
 #include "ops/dispatch_util.h"
 #include "ops/push_constants.h"
+#include "ops/view_overlap.h"
 
 namespace vkllm::ops {
-
-namespace {
-
-// Floats spanned by v's rows (the last row ends at its last column).
-uint64_t span(const TensorView& v) {
-    return v.rows <= 0 ? 0 : uint64_t(v.rows - 1) * uint64_t(v.stride()) + uint64_t(v.cols);
-}
-
-}  // namespace
 
 void relu_sqr(Stream& s, const TensorView& x, const TensorView& y) {
     const char* op = "relu_sqr";
@@ -29,14 +21,12 @@ void relu_sqr(Stream& s, const TensorView& x, const TensorView& y) {
     const uint64_t n = uint64_t(x.rows) * uint64_t(x.cols);
     detail::require(n <= 0xffffffffull, op, std::to_string(n) + " values are more than 2^32");
     if (n == 0) return;
-    if (x.buffer == y.buffer) {
-        const bool same = xo == yo && x.stride() == y.stride();
-        const bool disjoint = xo + span(x) <= yo || yo + span(y) <= xo;
-        detail::require(same || disjoint, op, "y overlaps x without being x itself (same offset and stride)");
-    }
+    const bool same = x.buffer == y.buffer && xo == yo && x.stride() == y.stride();
+    detail::require(same || !detail::views_overlap(x, xo, y, yo), op,
+                    "y overlaps x without being x itself (same offset and stride)");
     gpu::Context& ctx = s.context();
-    const detail::Window xw = detail::window(ctx, *x.buffer, xo, span(x), op, "x");
-    const detail::Window yw = detail::window(ctx, *y.buffer, yo, span(y), op, "y");
+    const detail::Window xw = detail::window(ctx, *x.buffer, xo, detail::view_span(x), op, "x");
+    const detail::Window yw = detail::window(ctx, *y.buffer, yo, detail::view_span(y), op, "y");
     const uint32_t wg = detail::workgroup_size(ctx, 256);
     const auto& pipeline = ctx.pipeline(gpu::ShaderId::relu_sqr, 2, sizeof(ReluSqrPush), {wg});
     const ReluSqrPush push{uint32_t(n), uint32_t(x.cols), xw.shift, uint32_t(x.stride()), yw.shift,

@@ -38,3 +38,4 @@ template <> struct PushOf<gpu::ShaderSource::ssm_norm> { using type = SsmNormPus
 
 // The other new ops' shaders keep theirs in files of their own.
 #include "ops/activation_push_constants.h"
+#include "ops/delta_net_push_constants.h"

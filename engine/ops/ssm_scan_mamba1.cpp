@@ -1,23 +1,20 @@
 // Mamba-1's selective scan (ssm_ops.h): shaders/ssm_scan_mamba1.comp.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "gpu/device.h"
 #include "gpu/shaders.h"
 #include "ops/dispatch_util.h"
 #include "ops/push_constants.h"
 #include "ops/ssm_ops.h"
+#include "ops/view_overlap.h"
 
 namespace vkllm::ops {
 
 namespace {
 
 std::string shape(const TensorView& v) { return "[" + std::to_string(v.rows) + ", " + std::to_string(v.cols) + "]"; }
-
-// Floats spanned by v's rows.
-uint64_t span(const TensorView& v) {
-    return v.rows <= 0 ? 0 : uint64_t(v.rows - 1) * uint64_t(v.stride()) + uint64_t(v.cols);
-}
 
 struct Bound {
     detail::Window w;
@@ -31,7 +28,7 @@ Bound bind(const gpu::Context& ctx, const TensorView& v, int64_t rows, int64_t c
                     std::string(what) + " is " + shape(v) + ", expected [" + std::to_string(rows) + ", " +
                         std::to_string(cols) + "]");
     detail::require(uint64_t(v.stride()) <= 0xffffffffull, op, std::string(what) + "'s row stride is over 2^32");
-    return {detail::window(ctx, *v.buffer, first, span(v), op, what), uint32_t(v.stride())};
+    return {detail::window(ctx, *v.buffer, first, detail::view_span(v), op, what), uint32_t(v.stride())};
 }
 
 }  // namespace
@@ -62,13 +59,15 @@ void ssm_scan_mamba1(Stream& s, const SsmScanMamba1Args& a) {
                     "B and C must be views of one buffer at one row stride");
     bind(ctx, a.b, n_tokens, d_state, op, "B");
     bind(ctx, a.c, n_tokens, d_state, op, "C");
-    const uint64_t lo = std::min(b0, c0), hi = std::max(b0, c0) + span(a.b);
+    const uint64_t lo = std::min(b0, c0), hi = std::max(b0, c0) + detail::view_span(a.b);
     const detail::Window bcw = detail::window(ctx, *a.b.buffer, lo, hi - lo, op, "B and C");
-    {
-        const uint64_t s0 = detail::checked_f32(a.state, op, "state"), s1 = s0 + span(a.state);
-        const uint64_t y0 = detail::checked_f32(a.y, op, "y"), y1 = y0 + span(a.y);
-        detail::require(a.state.buffer != a.y.buffer || s1 <= y0 || y1 <= s0, op, "y overlaps the state");
-    }
+    // Each invocation reads its channel's x, dt and z before it writes y there, so y may be any
+    // of them; every invocation reads all of B and C, and the state is written at the end.
+    const uint64_t y0 = detail::checked_f32(a.y, op, "y");
+    for (const auto& [v, name] : {std::pair{&a.state, "the state"}, std::pair{&a.b, "B"}, std::pair{&a.c, "C"},
+                                  std::pair{&a.a, "A"}, std::pair{&a.d, "D"}})
+        detail::require(!v->buffer || !detail::views_overlap(a.y, y0, *v, detail::checked_f32(*v, op, name)), op,
+                        std::string("y overlaps ") + name);
     const uint32_t wg = detail::workgroup_size(ctx, 64);
     const auto& pipeline = ctx.pipeline(gpu::ShaderId::ssm_scan_mamba1, 8, sizeof(SsmScanMamba1Push),
                                         {wg, uint32_t(d_state)});

@@ -101,8 +101,11 @@ TEST_F(ReluSqr, RefusesBadViews) {
     ops::TensorView h = ops::f32_rows(a, 2, 8);
     h.type = gguf::TensorType::F16;
     EXPECT_THROW(run(h, ops::f32_rows(b, 2, 8)), ops::ShapeError);
-    // disjoint halves of one buffer are fine
+    // disjoint halves of one buffer are fine, and so are the two halves of each row
     run(ops::f32_rows(a, 1, 32), ops::f32_rows(a, 1, 32, 32));
+    run(ops::f32_rows(a, 8, 4, 0, 8), ops::f32_rows(a, 8, 4, 4, 8));
+    // but not halves shifted into the next row
+    EXPECT_THROW(run(ops::f32_rows(a, 7, 4, 0, 8), ops::f32_rows(a, 7, 4, 10, 8)), ops::ShapeError);
 }
 
 }  // namespace

@@ -218,6 +218,12 @@ TEST_F(SsmMamba1, RefusesBadOperands) {
     bad = good;
     bad.y = ops::f32_rows(st, c.n_tokens, c.d_inner);  // y over the state
     EXPECT_THROW(run(bad), ops::ShapeError);
+    bad = good;
+    bad.y = ops::f32_rows(xdb, c.n_tokens, c.d_inner, 0, o.xdb_stride);  // y over B and C
+    EXPECT_THROW(run(bad), ops::ShapeError);
+    bad = good;
+    bad.y = good.z;  // y over the gate: each channel reads z before it writes y
+    run(bad);
     gpu::Buffer big(ctx(), size_t(c.d_inner * 300) * 4, gpu::Memory::Device);
     bad = good;
     bad.state = ops::f32_rows(big, c.d_inner, 300);  // d_state over the limit

@@ -1,0 +1,89 @@
+// The gated delta rule (delta_net_ops.h): shaders/delta_net.comp.
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "gpu/device.h"
+#include "gpu/shaders.h"
+#include "ops/delta_net_ops.h"
+#include "ops/dispatch_util.h"
+#include "ops/push_constants.h"
+#include "ops/view_overlap.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+std::string shape(int64_t rows, int64_t cols) { return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]"; }
+
+struct Bound {
+    detail::Window w;
+    uint64_t first = 0;  // floats from the buffer's start
+    uint32_t stride = 0;
+};
+
+Bound bind(const gpu::Context& ctx, const TensorView& v, int64_t rows, int64_t cols, const char* what) {
+    const char* op = "gated_delta_net";
+    const uint64_t first = detail::checked_f32(v, op, what);
+    detail::require(v.rows == rows && v.cols == cols, op,
+                    std::string(what) + " is " + shape(v.rows, v.cols) + ", expected " + shape(rows, cols));
+    detail::require(uint64_t(v.stride()) <= 0xffffffffull, op, std::string(what) + "'s row stride is over 2^32");
+    return {detail::window(ctx, *v.buffer, first, detail::view_span(v), op, what), first, uint32_t(v.stride())};
+}
+
+}  // namespace
+
+void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a) {
+    const char* op = "gated_delta_net";
+    detail::require(a.n_head_k > 0 && a.n_head_v > 0 && a.d_k > 0 && a.d_v > 0, op,
+                    "needs positive head counts and sizes, got n_head_k " + std::to_string(a.n_head_k) +
+                        ", n_head_v " + std::to_string(a.n_head_v) + ", d_k " + std::to_string(a.d_k) + ", d_v " +
+                        std::to_string(a.d_v));
+    detail::require(a.n_head_v % a.n_head_k == 0, op,
+                    "n_head_v " + std::to_string(a.n_head_v) + " is not a multiple of n_head_k " +
+                        std::to_string(a.n_head_k));
+    detail::require(a.d_k <= kDeltaNetMaxKeyDim, op,
+                    "d_k " + std::to_string(a.d_k) + " is over " + std::to_string(kDeltaNetMaxKeyDim));
+    detail::require(a.l2_eps >= 0.0f && std::isfinite(a.scale), op, "l2_eps must be >= 0 and scale finite");
+    detail::checked_f32(a.q, op, "q");
+    const int64_t n = a.q.rows, dk_all = a.n_head_k * a.d_k, dv_all = a.n_head_v * a.d_v;
+    gpu::Context& ctx = s.context();
+    const Bound st = bind(ctx, a.state, dv_all, a.d_k, "state");
+    detail::require(a.state.packed(), op, "the state's rows must be packed");
+    if (n == 0) return;
+    const Bound q = bind(ctx, a.q, n, dk_all, "q");
+    const Bound k = bind(ctx, a.k, n, dk_all, "k");
+    const Bound v = bind(ctx, a.v, n, dv_all, "v");
+    const bool per_key = a.g.cols == a.n_head_v * a.d_k && a.d_k != 1;
+    const Bound g = bind(ctx, a.g, n, per_key ? a.n_head_v * a.d_k : a.n_head_v, "g");
+    const Bound beta = bind(ctx, a.beta, n, a.n_head_v, "beta");
+    const Bound o = bind(ctx, a.out, n, dv_all, "out");
+    detail::require(!detail::views_overlap(a.out, o.first, a.state, st.first), op, "out overlaps the state");
+    for (const auto& [view, first, name] : {std::tuple{&a.q, q.first, "q"}, std::tuple{&a.k, k.first, "k"},
+                                            std::tuple{&a.g, g.first, "g"}, std::tuple{&a.beta, beta.first, "beta"}})
+        detail::require(!detail::views_overlap(a.out, o.first, *view, first), op, std::string("out overlaps ") + name);
+    detail::require(!detail::views_overlap(a.out, o.first, a.v, v.first) || (o.first == v.first && o.stride == v.stride), op,
+                    "out overlaps v without being v itself");
+    const uint32_t wg = detail::workgroup_size(ctx, 64);
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::delta_net, 7, sizeof(DeltaNetPush), {wg, uint32_t(a.d_k)});
+    DeltaNetPush push{};
+    push.n_tokens = uint32_t(n);
+    push.n_head_k = uint32_t(a.n_head_k);
+    push.n_head_v = uint32_t(a.n_head_v);
+    push.d_v = uint32_t(a.d_v);
+    push.st_shift = st.w.shift;
+    push.q_shift = q.w.shift, push.q_stride = q.stride;
+    push.k_shift = k.w.shift, push.k_stride = k.stride;
+    push.v_shift = v.w.shift, push.v_stride = v.stride;
+    push.g_shift = g.w.shift, push.g_stride = g.stride;
+    push.beta_shift = beta.w.shift, push.beta_stride = beta.stride;
+    push.o_shift = o.w.shift, push.o_stride = o.stride;
+    push.flags = (per_key ? 1u : 0u) | (a.l2_norm_qk ? 2u : 0u) | (a.share == DeltaHeadShare::Tiled ? 4u : 0u);
+    push.scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(a.d_k));
+    push.l2_eps = a.l2_eps;
+    const detail::Grid grid = detail::grid_2d(ctx, (uint64_t(dv_all) + wg - 1) / wg, op);
+    s.dispatch(pipeline, {st.w.range, q.w.range, k.w.range, v.w.range, g.w.range, beta.w.range, o.w.range}, push,
+               grid.x, grid.y);
+}
+
+}  // namespace vkllm::ops

@@ -1,0 +1,34 @@
+// The gated delta rule of linear-attention layers (Gated DeltaNet: Qwen3-Next, Qwen3.5; with a
+// decay per key row: Kimi Linear), over tensor views. The math and the state layout are
+// cpu/ref_delta_net.h's (and ggml_gated_delta_net's); the kernel is tested against it
+// (tests/ops/test_delta_net.cpp). Records a dispatch and inserts no barrier.
+#pragma once
+
+#include <cstdint>
+
+#include "core/delta_net.h"
+#include "ops/ops.h"
+#include "ops/tensor_view.h"
+
+namespace vkllm::ops {
+
+// Longest key head gated_delta_net takes (the state column is kept in registers).
+constexpr int64_t kDeltaNetMaxKeyDim = 256;
+
+// The recurrence over q.rows tokens of one sequence, the state carried in place, for a prompt
+// or a decode step alike. Shapes: q, k [n_tokens, n_head_k * d_k]; v [n_tokens, n_head_v * d_v];
+// g [n_tokens, n_head_v] (a log-decay per head: softplus(alpha + dt_bias) * A, negative) or
+// [n_tokens, n_head_v * d_k] (per key row); beta [n_tokens, n_head_v] (after its sigmoid);
+// out [n_tokens, n_head_v * d_v] (may be v itself); state [n_head_v * d_v, d_k], packed.
+// Rows may be strided views into wider projection outputs. d_k up to kDeltaNetMaxKeyDim.
+struct GatedDeltaNetArgs {
+    int64_t n_head_k = 0, n_head_v = 0, d_k = 0, d_v = 0;
+    DeltaHeadShare share = DeltaHeadShare::Interleaved;
+    TensorView state, q, k, v, g, beta, out;
+    float scale = 0.0f;       // 0: 1 / sqrt(d_k)
+    bool l2_norm_qk = false;  // L2-normalise q and k first (llama.cpp's build_gdn_l2_norm)
+    float l2_eps = 1e-6f;
+};
+void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a);
+
+}  // namespace vkllm::ops

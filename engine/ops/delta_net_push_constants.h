@@ -1,0 +1,21 @@
+// Push-constant struct of shaders/delta_net.comp, member for member as its `Push` block, and its
+// PushOf entry (ssm_push_constants.h, which push_constants.h includes at its end, includes this
+// file, so tests/ops/test_shader_variants checks it).
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/shader_ids.h"
+#include "ops/push_constants.h"
+
+namespace vkllm::ops {
+
+struct DeltaNetPush {  // delta_net.comp
+    uint32_t n_tokens, n_head_k, n_head_v, d_v, st_shift, q_shift, q_stride, k_shift, k_stride, v_shift, v_stride,
+        g_shift, g_stride, beta_shift, beta_stride, o_shift, o_stride, flags;
+    float scale, l2_eps;
+};
+
+template <> struct PushOf<gpu::ShaderSource::delta_net> { using type = DeltaNetPush; };
+
+}  // namespace vkllm::ops
