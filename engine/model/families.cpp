@@ -206,6 +206,33 @@ std::vector<Family> make_families() {
             .mixer = Mixer::Mamba2,
             .rope = false,
         },
+        // Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): a hybrid with one part per layer, chosen
+        // from the per-layer arrays: an MLP where feed_forward_length > 0 (ungated, relu^2), else a
+        // Mamba-2 mixer where head_count_kv is 0, else attention without positions (no RoPE, kq
+        // scale 1/sqrt(head_dim)); every layer normalised by attn_norm (RMSNorm).
+        {
+            .arch = "nemotron_h",
+            .mixer = Mixer::Mamba2,
+            .layers = LayerLayout::OnePartPerLayer,
+            .rope = false,
+            .activation = Activation::ReluSqr,
+            .gated = false,
+        },
+        // Granite 4.0-H (llama.cpp's src/models/granite-hybrid.cpp): Mamba-2 where a layer's
+        // head_count_kv is 0, attention elsewhere, a SwiGLU FFN (or softmax-routed experts,
+        // renormalised, with a shared expert of `expert_shared_feed_forward_length`) after either;
+        // Granite's embedding, residual, attention and logit multipliers; RoPE on adjacent pairs
+        // unless `rope.scaling.finetuned` is false (Granite 4.0-H's converter writes false).
+        {
+            .arch = "granitehybrid",
+            .mixer = Mixer::Mamba2,
+            .layers = LayerLayout::MixerWhereNoKvHeads,
+            .granite_multipliers = true,
+            .rope_switch_key = true,
+            .moe = true,
+            .topk_norm = TopkNorm::Yes,
+            .shared_expert_width_key = true,
+        },
         // BERT, bge, MiniLM (llama.cpp's `bert`), the encoder: learned absolute positions plus
         // token type 0, LayerNorm of the embeddings, bidirectional attention (attention.causal,
         // default false), biased projections where the file has them, post-norm of each residual

@@ -41,15 +41,31 @@ enum class TopkNorm {
     FromKey,  // `expert_weights_norm` (bool, default false)
 };
 
-// What mixes tokens in a layer.
+// The family's token mixer besides attention.
 enum class Mixer {
-    Attention,  // softmax attention over a KV cache (then the FFN)
-    Mamba2,     // every layer a Mamba-2 state-space mixer (`ssm.*` keys), no attention, no FFN
+    Attention,  // attention only
+    Mamba2,     // Mamba-2 state-space mixers (`ssm.*` keys, an SsmSpec), on the layers `layers` says
+};
+
+// Which parts each layer has (its LayerSpec's mixer and has_ffn), as llama.cpp decides per layer
+// from the file's per-layer arrays (`attention.head_count_kv`, `feed_forward_length`, each once
+// or one value per layer).
+enum class LayerLayout {
+    // Every layer alike: attention then an FFN, or (mixer Mamba2) the state-space mixer alone.
+    Uniform,
+    // The family's mixer where the layer's head_count_kv is 0, attention elsewhere; an FFN after
+    // either on every layer (granitehybrid).
+    MixerWhereNoKvHeads,
+    // One part per layer: an FFN alone where the layer's feed_forward_length is > 0, else the
+    // family's mixer where its head_count_kv is 0, else attention (nemotron_h). Every layer's
+    // norm is attn_norm.
+    OnePartPerLayer,
 };
 
 struct Family {
     std::string_view arch;  // general.architecture
     Mixer mixer = Mixer::Attention;
+    LayerLayout layers = LayerLayout::Uniform;
 
     // --- Norms -----------------------------------------------------------------------------
     NormKind norm = NormKind::RMSNorm;
@@ -61,6 +77,11 @@ struct Family {
 
     // --- Embeddings and output ---------------------------------------------------------------
     bool embd_scale_sqrt_n_embd = false;  // token embeddings times sqrt(n_embd) (Gemma)
+    // Granite's multipliers, each read when present: `embedding_scale` (embeddings times it),
+    // `residual_scale` (each block's output times it before the residual add), `logit_scale`
+    // (logits divided by it), `attention.scale` (the attention's kq scale instead of
+    // 1/sqrt(head_dim)); 0 or absent: not applied, as llama.cpp does.
+    bool granite_multipliers = false;
     bool learned_positions = false;       // `position_embd` added to the token embeddings, no RoPE
     bool embd_norm = false;               // LayerNorm of the summed embeddings (`token_embd_norm`)
     Has token_types = Has::No;            // token type 0's row (`token_types`) added to every token
@@ -83,6 +104,7 @@ struct Family {
 
     // --- Positions -----------------------------------------------------------------------------
     bool rope = true;         // false: no RoPE on any layer
+    bool rope_switch_key = false;  // `rope.scaling.finetuned` (default true) switches RoPE on every layer (Granite)
     bool rope_neox = false;   // NeoX pairs (i, i + n_dims/2); else adjacent pairs (llama.cpp's NORM)
     bool longrope = false;    // `rope_factors_long`/`rope_factors_short` tensors select LongRoPE
     // > 0: layer il has no RoPE (NoPE) when (il + 1) % nope_period == 0; no key (llama.cpp's constant).
@@ -125,6 +147,7 @@ struct Family {
     bool weight_input = false;             // the weight scales the expert's input (Llama 4)
     int shared_experts = 0;                // always-on experts of the experts' width ...
     bool shared_experts_key = false;       // ... or as many as `expert_shared_count` says
+    bool shared_expert_width_key = false;  // a shared expert `expert_shared_feed_forward_length` wide where > 0 (Granite)
     bool selection_bias = false;           // `exp_probs_b.bias`, where the layer has it, biases the choice
     bool expert_groups_key = false;        // `expert_group_count`/`expert_group_used_count` (default 1)
     bool moe_interleave_key = false;       // `interleave_moe_layer_step` S (required): MoE when (il + 1) % S == 0

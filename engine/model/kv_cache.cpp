@@ -13,14 +13,16 @@ KvCacheType KvCache::choose_type(const gpu::Context& ctx, const ModelSpec& spec,
                          ctx.caps().name + "' lacks; use an f32 cache");
     // An encoder's one bidirectional pass keeps nothing for later tokens, so its "cache" stays
     // exact (as llama.cpp's embeddings).
-    const bool encoder =
-        std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& L) { return !L.attn.causal; });
+    const bool encoder = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& L) {
+        return L.mixer == LayerMixer::Attention && !L.attn.causal;
+    });
     const bool f16 = asked == KvCacheType::F16 || (asked == KvCacheType::Auto && ctx.caps().storage_16bit && !encoder);
     const KvCacheType type = asked == KvCacheType::Q8_0 ? KvCacheType::Q8_0
                              : f16                      ? KvCacheType::F16
                                                         : KvCacheType::F32;
     if (type == KvCacheType::Q8_0)
         for (size_t l = 0; l < spec.layers.size(); ++l) {
+            if (spec.layers[l].mixer != LayerMixer::Attention) continue;
             const AttentionSpec& a = spec.layers[l].attn;
             for (int row : {a.n_head_kv * a.head_dim, a.n_head_kv * a.head_dim_v})
                 if (row % 32)
@@ -34,7 +36,7 @@ KvCache::KvCache(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batc
     : type_(type) {
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     for (const LayerSpec& L : spec.layers) {
-        if (L.ssm.enabled()) {  // a state-space layer keeps no keys or values (RecurrentState)
+        if (L.mixer != LayerMixer::Attention) {  // no keys or values (a state-space layer: RecurrentState)
             layers_.emplace_back();
             continue;
         }

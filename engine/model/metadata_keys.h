@@ -83,6 +83,14 @@ inline constexpr ArchKey kSsmStateSize{"ssm.state_size"};
 inline constexpr ArchKey kSsmTimeStepRank{"ssm.time_step_rank"};  // Mamba-2: the SSM's heads
 inline constexpr ArchKey kSsmGroupCount{"ssm.group_count"};
 
+// Granite's multipliers and RoPE switch.
+inline constexpr ArchKey kEmbeddingScale{"embedding_scale"};
+inline constexpr ArchKey kResidualScale{"residual_scale"};
+inline constexpr ArchKey kLogitScale{"logit_scale"};
+inline constexpr ArchKey kAttentionScale{"attention.scale"};
+inline constexpr ArchKey kRopeScalingFinetuned{"rope.scaling.finetuned"};  // bool: RoPE on (default) or off
+inline constexpr ArchKey kExpertSharedFeedForwardLength{"expert_shared_feed_forward_length"};
+
 // Encoders.
 inline constexpr ArchKey kPoolingType{"pooling_type"};  // 0 none, 1 mean, 2 cls, 3 last
 
@@ -100,6 +108,8 @@ inline constexpr ArchKey kArchKeys[] = {
     kInterleaveMoeLayerStep,
     kQLoraRank, kKvLoraRank, kKeyLengthMla, kValueLengthMla,
     kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount,
+    kEmbeddingScale, kResidualScale, kLogitScale, kAttentionScale, kRopeScalingFinetuned,
+    kExpertSharedFeedForwardLength,
     kPoolingType,
 };
 

@@ -49,6 +49,7 @@ Activation activation(model::Activation a) {
         case model::Activation::SiLU: return Activation::Silu;
         case model::Activation::GeluTanh: return Activation::GeluTanh;
         case model::Activation::GeluErf: return Activation::GeluErf;
+        case model::Activation::ReluSqr: return Activation::ReluSqr;
     }
     return Activation::Silu;
 }
@@ -104,8 +105,26 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
     return i;
 }
 
-FfnInfo ffn_info(const model::FfnSpec& f) {
+MixerKind mixer_kind(model::LayerMixer m) {
+    switch (m) {
+        case model::LayerMixer::Attention: return MixerKind::Attention;
+        case model::LayerMixer::Mamba2: return MixerKind::Mamba2;
+        case model::LayerMixer::None: return MixerKind::None;
+    }
+    return MixerKind::Attention;
+}
+
+SsmInfo ssm_info(const model::SsmSpec& m) {
+    return {.d_conv = m.d_conv, .d_inner = m.d_inner, .d_state = m.d_state, .n_head = m.n_head, .n_group = m.n_group};
+}
+
+FfnInfo ffn_info(const model::LayerSpec& L) {
     FfnInfo i;
+    if (!L.has_ffn) {
+        i.kind = FfnKind::None;
+        return i;
+    }
+    const model::FfnSpec& f = L.ffn;
     const model::MoeSpec& m = f.moe;
     i.kind = m.n_expert > 0 ? FfnKind::Moe : f.gated ? FfnKind::DenseGated : FfnKind::DensePlain;
     i.activation = activation(f.activation);
@@ -161,6 +180,7 @@ const char* table_activation(Activation a) {
         case Activation::Silu: return "silu";
         case Activation::GeluTanh: return "gelu";
         case Activation::GeluErf: return "gelu-erf";
+        case Activation::ReluSqr: return "relu^2";
     }
     return "silu";
 }
@@ -215,8 +235,18 @@ const char* to_string(FfnKind k) {
         case FfnKind::DenseGated: return "dense_gated";
         case FfnKind::DensePlain: return "dense_plain";
         case FfnKind::Moe: return "moe";
+        case FfnKind::None: return "none";
     }
     return "dense_gated";
+}
+
+const char* to_string(MixerKind m) {
+    switch (m) {
+        case MixerKind::Attention: return "attention";
+        case MixerKind::Mamba2: return "mamba-2";
+        case MixerKind::None: return "none";
+    }
+    return "attention";
 }
 
 const char* to_string(Activation a) {
@@ -224,6 +254,7 @@ const char* to_string(Activation a) {
         case Activation::Silu: return "silu";
         case Activation::GeluTanh: return "gelu_tanh";
         case Activation::GeluErf: return "gelu_erf";
+        case Activation::ReluSqr: return "relu_sqr";
     }
     return "silu";
 }
@@ -282,8 +313,19 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
         LayerInfo li;
         li.index = int(l);
         li.norm_placement = placement(L.norm_placement);
+        li.mixer = mixer_kind(L.mixer);
+        li.ffn = ffn_info(L);
+        if (L.mixer == model::LayerMixer::Mamba2) {
+            li.ssm = ssm_info(L.ssm);
+            li.state_bytes = L.ssm.state_bytes();
+            info.state_bytes_per_sequence += li.state_bytes;
+            info.n_ssm_layers++;
+        }
+        if (L.mixer != model::LayerMixer::Attention) {
+            info.layers.push_back(std::move(li));
+            continue;
+        }
         li.attention = attention_info(L.attn);
-        li.ffn = ffn_info(L.ffn);
         // The f32 cache row of one token: its keys and its values (MLA: the latent and RoPE key
         // row as "keys", the latent again as "values"; the spec sizes them so).
         li.kv_bytes_per_token = uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim + L.attn.head_dim_v) * sizeof(float);
@@ -331,6 +373,13 @@ std::string ModelInfo::layer_table() const {
       << (tied_embeddings ? ", tied embeddings" : "") << (learned_positions ? ", learned positions" : "");
     if (embd_scale != 1.0f) s << ", embedding scale " << embd_scale;
     if (final_softcap > 0) s << ", final soft-cap " << final_softcap;
+    if (n_ssm_layers > 0) {
+        // What a sequence costs: the attention layers' cache grows with every token, the
+        // state-space layers' state does not.
+        s << "; KV cache " << kv_bytes_per_token_global + kv_bytes_per_token_local << " bytes per token ("
+          << n_global_layers + n_local_layers << " attention layers), recurrent state " << state_bytes_per_sequence
+          << " bytes per sequence (" << n_ssm_layers << " state-space layers)";
+    }
     s << "\n";
     s << "layer  heads(q/kv) head_dim  attention        rope                     norm      ffn\n";
     for (const LayerInfo& L : layers) {
@@ -344,12 +393,24 @@ std::string ModelInfo::layer_table() const {
         else
             std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
                           double(a.rope.freq_base), table_scaling(a.rope.scaling));
-        if (L.ffn.kind == FfnKind::Moe)
+        if (L.ffn.kind == FfnKind::None)
+            std::snprintf(ffn, sizeof ffn, "none");
+        else if (L.ffn.kind == FfnKind::Moe)
             std::snprintf(ffn, sizeof ffn, "moe %d/%d x %d%s", L.ffn.top_k, L.ffn.n_expert, L.ffn.n_ff_expert,
                           L.ffn.norm_topk ? " renorm" : "");
         else
             std::snprintf(ffn, sizeof ffn, "%s%s %d", L.ffn.kind == FfnKind::DenseGated ? "gated " : "",
                           table_activation(L.ffn.activation), L.ffn.n_ff);
+        if (L.mixer != MixerKind::Attention) {  // the mixer's sizes in the attention columns
+            char mixer[96] = "none (an FFN alone)";
+            if (L.mixer == MixerKind::Mamba2)
+                std::snprintf(mixer, sizeof mixer, "Mamba-2 inner %d state %d heads %d groups %d conv %d", L.ssm.d_inner,
+                              L.ssm.d_state, L.ssm.n_head, L.ssm.n_group, L.ssm.d_conv);
+            char line[320];
+            std::snprintf(line, sizeof line, "%5d  %-62s %-9s %s\n", L.index, mixer, to_string(L.norm_placement), ffn);
+            s << line;
+            continue;
+        }
         const char* qk = a.qk_norm == QkNorm::None ? "" : a.qk_norm == QkNorm::PerHead ? ", qk-norm" : ", qk-norm (full)";
         char line[320];
         std::snprintf(line, sizeof line, "%5d  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", L.index, heads, a.head_dim, attn,

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include "cpu/ref_ops.h"
 #include "gguf/gguf.h"
@@ -83,7 +86,78 @@ SsmSpec ssm_spec(const Meta& m) {
     return ssm;
 }
 
-// Hyperparameters every transformer family shares, read with llama.cpp's key names.
+// A layer's mixer and whether an FFN follows it, as the family's layout reads the per-layer
+// arrays (llama.cpp: a layer is recurrent when its head_count_kv is 0, which defaults to its
+// head_count; Nemotron-H's MLP layers are those with a feed_forward_length).
+std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l) {
+    using namespace keys;
+    const LayerMixer mixer = fam.mixer == Mixer::Mamba2 ? LayerMixer::Mamba2 : LayerMixer::Attention;
+    auto no_kv_heads = [&] { return m.per_layer(kHeadCountKv, l, m.per_layer(kHeadCount, l, 0)) == 0; };
+    switch (fam.layers) {
+        case LayerLayout::Uniform: break;
+        case LayerLayout::MixerWhereNoKvHeads: return {no_kv_heads() ? mixer : LayerMixer::Attention, true};
+        case LayerLayout::OnePartPerLayer:
+            if (m.per_layer(kFeedForwardLength, l, 0) > 0) return {LayerMixer::None, true};
+            return {no_kv_heads() ? mixer : LayerMixer::Attention, false};
+    }
+    return {mixer, mixer == LayerMixer::Attention};
+}
+
+// An attention layer's heads, head sizes and RoPE.
+void read_attention(const Meta& m, const Family& fam, const ModelSpec& s, int l, AttentionSpec& a) {
+    using namespace keys;
+    const gguf::File& f = m.file();
+    // Each key is checked on its own first, so a message names the key that is wrong; where
+    // only the pair is inconsistent, it names both.
+    a.n_head = int(m.per_layer(kHeadCount, l, 0));
+    require_positive(f, kHeadCount.text(), a.n_head, 1 << 16);
+    if (!m.has(kKeyLength) && s.n_embd % a.n_head)
+        throw ModelError(f.path() + ": " + kHeadCount.text() + " = " + std::to_string(a.n_head) + " does not divide " +
+                         kEmbeddingLength.text() + " = " + std::to_string(s.n_embd) + " (without " +
+                         kKeyLength.text() + " a head is " + kEmbeddingLength.text() + " / head_count wide)");
+    a.n_head_kv = int(m.per_layer(kHeadCountKv, l, a.n_head));
+    require_positive(f, kHeadCountKv.text(), a.n_head_kv, 1 << 16);
+    if (a.n_head % a.n_head_kv)
+        throw ModelError(f.path() + ": " + kHeadCount.text() + " = " + std::to_string(a.n_head) +
+                         " is not a multiple of " + kHeadCountKv.text() + " = " + std::to_string(a.n_head_kv) +
+                         " (each key/value head serves a whole number of query heads)");
+    a.head_dim = int(m.integer(kKeyLength, s.n_embd / a.n_head));
+    a.head_dim_v = int(m.integer(kValueLength, a.head_dim));
+    require_positive(f, kKeyLength.text(), a.head_dim, 4096);
+    require_positive(f, kValueLength.text(), a.head_dim_v, 4096);
+    a.scale = 1.0f / std::sqrt(float(a.head_dim));
+
+    RopeSpec& r = a.rope;
+    r.n_dims = int(m.integer(kRopeDimensionCount, a.head_dim));
+    if (r.n_dims > a.head_dim || r.n_dims % 2)
+        throw ModelError(f.path() + ": " + kRopeDimensionCount.text() + " " + std::to_string(r.n_dims) +
+                         " does not fit head dim " + std::to_string(a.head_dim));
+    r.freq_base = float(m.real(kRopeFreqBase, 10000.0));
+    std::string scaling = m.text(kRopeScalingType, "none");
+    double factor = m.real(kRopeScalingFactor, 1.0);
+    if (scaling == "none" || factor == 1.0 || factor == 0.0) r.scaling = RopeScaling::None;
+    else if (scaling == "linear") r.scaling = RopeScaling::Linear;
+    else if (scaling == "yarn") r.scaling = RopeScaling::Yarn;
+    else throw ModelError(f.path() + ": rope scaling '" + scaling + "' is not supported");
+    if (r.scaling != RopeScaling::None) r.factor = float(factor);
+    r.n_ctx_orig = int(m.integer(kRopeScalingOrigCtx, s.n_ctx_train));
+    if (r.scaling == RopeScaling::Yarn) {
+        r.ext_factor = 1.0f;
+        r.beta_fast = float(m.real(kRopeYarnBetaFast, 32.0));
+        r.beta_slow = float(m.real(kRopeYarnBetaSlow, 1.0));
+    }
+    r.attn_factor = float(m.real(kRopeScalingAttnFactor, 1.0));
+    if (r.scaling == RopeScaling::Yarn)  // llama.cpp folds YaRN's magnitude correction into attn_factor
+        r.attn_factor = cpu::yarn_attn_factor(
+            1.0f / r.factor,
+            float(m.real(kRopeYarnLogMultiplier, 0.0)) / (fam.yarn_log_multiplier_scaled_by_10 ? 0.1f : 1.0f),
+            fam.yarn_log_multiplier_scaled_by_10, r.attn_factor);
+    r.freq_factors = has_tensor(f, "rope_freqs.weight");
+    if (r.freq_factors && r.scaling == RopeScaling::None) r.scaling = RopeScaling::Llama3;
+}
+
+// Hyperparameters every family shares, read with llama.cpp's key names, and each layer's parts:
+// its mixer (attention heads, or the state-space mixer's sizes) and its FFN width.
 ModelSpec common_spec(const Meta& m, const Family& fam) {
     using namespace keys;
     const gguf::File& f = m.file();
@@ -104,65 +178,20 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
     s.n_vocab = int(embd->dims[1]);
     s.tied_embeddings = !has_tensor(f, "output.weight");
 
-    const std::optional<SsmSpec> ssm = fam.mixer == Mixer::Mamba2 ? std::optional(ssm_spec(m)) : std::nullopt;
+    std::optional<SsmSpec> ssm;  // every state-space layer has the same sizes (read once)
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec L;
-        if (ssm) {  // a state-space mixer, no attention or FFN
+        std::tie(L.mixer, L.has_ffn) = layer_parts(m, fam, l);
+        if (L.mixer == LayerMixer::Mamba2) {
+            if (!ssm) ssm = ssm_spec(m);
             L.ssm = *ssm;
-            s.layers.push_back(L);
-            continue;
+        } else if (L.mixer == LayerMixer::Attention) {
+            read_attention(m, fam, s, l, L.attn);
         }
-        AttentionSpec& a = L.attn;
-        // Each key is checked on its own first, so a message names the key that is wrong; where
-        // only the pair is inconsistent, it names both.
-        a.n_head = int(m.per_layer(kHeadCount, l, 0));
-        require_positive(f, kHeadCount.text(), a.n_head, 1 << 16);
-        if (!m.has(kKeyLength) && s.n_embd % a.n_head)
-            throw ModelError(f.path() + ": " + kHeadCount.text() + " = " + std::to_string(a.n_head) + " does not divide " +
-                             kEmbeddingLength.text() + " = " + std::to_string(s.n_embd) + " (without " +
-                             kKeyLength.text() + " a head is " + kEmbeddingLength.text() + " / head_count wide)");
-        a.n_head_kv = int(m.per_layer(kHeadCountKv, l, a.n_head));
-        require_positive(f, kHeadCountKv.text(), a.n_head_kv, 1 << 16);
-        if (a.n_head % a.n_head_kv)
-            throw ModelError(f.path() + ": " + kHeadCount.text() + " = " + std::to_string(a.n_head) +
-                             " is not a multiple of " + kHeadCountKv.text() + " = " + std::to_string(a.n_head_kv) +
-                             " (each key/value head serves a whole number of query heads)");
-        a.head_dim = int(m.integer(kKeyLength, s.n_embd / a.n_head));
-        a.head_dim_v = int(m.integer(kValueLength, a.head_dim));
-        require_positive(f, kKeyLength.text(), a.head_dim, 4096);
-        require_positive(f, kValueLength.text(), a.head_dim_v, 4096);
-        a.scale = 1.0f / std::sqrt(float(a.head_dim));
-
-        RopeSpec& r = a.rope;
-        r.n_dims = int(m.integer(kRopeDimensionCount, a.head_dim));
-        if (r.n_dims > a.head_dim || r.n_dims % 2)
-            throw ModelError(f.path() + ": " + kRopeDimensionCount.text() + " " + std::to_string(r.n_dims) +
-                             " does not fit head dim " + std::to_string(a.head_dim));
-        r.freq_base = float(m.real(kRopeFreqBase, 10000.0));
-        std::string scaling = m.text(kRopeScalingType, "none");
-        double factor = m.real(kRopeScalingFactor, 1.0);
-        if (scaling == "none" || factor == 1.0 || factor == 0.0) r.scaling = RopeScaling::None;
-        else if (scaling == "linear") r.scaling = RopeScaling::Linear;
-        else if (scaling == "yarn") r.scaling = RopeScaling::Yarn;
-        else throw ModelError(f.path() + ": rope scaling '" + scaling + "' is not supported");
-        if (r.scaling != RopeScaling::None) r.factor = float(factor);
-        r.n_ctx_orig = int(m.integer(kRopeScalingOrigCtx, s.n_ctx_train));
-        if (r.scaling == RopeScaling::Yarn) {
-            r.ext_factor = 1.0f;
-            r.beta_fast = float(m.real(kRopeYarnBetaFast, 32.0));
-            r.beta_slow = float(m.real(kRopeYarnBetaSlow, 1.0));
+        if (L.has_ffn) {
+            L.ffn.n_ff = int(m.per_layer(kFeedForwardLength, l, 0));
+            if (m.integer(kExpertCount, 0) <= 0) require_positive(f, kFeedForwardLength.text(), L.ffn.n_ff, 1 << 20);
         }
-        r.attn_factor = float(m.real(kRopeScalingAttnFactor, 1.0));
-        if (r.scaling == RopeScaling::Yarn)  // llama.cpp folds YaRN's magnitude correction into attn_factor
-            r.attn_factor = cpu::yarn_attn_factor(
-                1.0f / r.factor,
-                float(m.real(kRopeYarnLogMultiplier, 0.0)) / (fam.yarn_log_multiplier_scaled_by_10 ? 0.1f : 1.0f),
-                fam.yarn_log_multiplier_scaled_by_10, r.attn_factor);
-        r.freq_factors = has_tensor(f, "rope_freqs.weight");
-        if (r.freq_factors && r.scaling == RopeScaling::None) r.scaling = RopeScaling::Llama3;
-
-        L.ffn.n_ff = int(m.per_layer(kFeedForwardLength, l, 0));
-        if (m.integer(kExpertCount, 0) <= 0) require_positive(f, kFeedForwardLength.text(), L.ffn.n_ff, 1 << 20);
         s.layers.push_back(L);
     }
     return s;
@@ -199,6 +228,7 @@ void set_moe(const Meta& m, ModelSpec& s, bool norm_topk, bool width_divided_by_
     if (n_expert <= 0) return;
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec& L = s.layers[size_t(l)];
+        if (!L.has_ffn) continue;
         const int top_k = int(m.per_layer(kExpertUsedCount, l, 0));
         if (n_expert > 512 || top_k < 1 || top_k > n_expert)
             throw ModelError(m.file().path() + ": " + kExpertUsedCount.text() + " " + std::to_string(top_k) + " of " +
@@ -220,6 +250,11 @@ void apply_model(const Meta& m, const Family& fam, ModelSpec& s) {
     s.norm = fam.norm;
     s.norm_eps = float(m.real(fam.norm == NormKind::RMSNorm ? kLayerNormRmsEps : kLayerNormEps, fam.norm_eps));
     if (fam.embd_scale_sqrt_n_embd) s.embd_scale = std::sqrt(float(s.n_embd));
+    if (fam.granite_multipliers) {  // 0 or absent: not applied (llama.cpp's test of each)
+        if (const double v = m.real(kEmbeddingScale, 0.0); v != 0.0) s.embd_scale = float(v);
+        if (const double v = m.real(kResidualScale, 0.0); v != 0.0) s.residual_scale = float(v);
+        if (const double v = m.real(kLogitScale, 0.0); v != 0.0) s.logit_scale = float(v);
+    }
     s.learned_positions = fam.learned_positions;
     s.embd_norm = fam.embd_norm;
     s.token_types = has_part(fam.token_types, f, "token_types.weight");
@@ -252,11 +287,19 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
     // Maverick's rule needs the expert count before the experts are read.
     const bool qk_norm_off = fam.no_qk_norm_at_n_expert > 0 && m.integer(kExpertCount) == fam.no_qk_norm_at_n_expert;
     const bool chunked = fam.chunk > 0 && m.integer(kSlidingWindow, 1) != 0;
+    const bool rope = fam.rope && (!fam.rope_switch_key || m.boolean(kRopeScalingFinetuned, true));
+    const double attention_scale = fam.granite_multipliers ? m.real(kAttentionScale, 0.0) : 0.0;
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec& L = s.layers[size_t(l)];
         AttentionSpec& a = L.attn;
         L.norm_placement = fam.placement;
-        L.ffn_norm_tensor = std::string(fam.ffn_norm_tensor);
+        // A layer that is an FFN alone is normalised by its attn_norm (Nemotron-H).
+        L.ffn_norm_tensor = L.mixer == LayerMixer::None ? "attn_norm" : std::string(fam.ffn_norm_tensor);
+        L.ffn.activation = fam.activation;
+        L.ffn.gated = fam.gated;
+        L.ffn.fused_gate_up = fam.fused_gate_up;
+        L.ffn.bias = ffn_bias;
+        if (L.mixer != LayerMixer::Attention) continue;
         a.causal = causal;
         a.fused_qkv = fam.fused_qkv;
         a.bias_qkv = bias_qkv;
@@ -264,9 +307,9 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
         a.sinks = fam.sinks;
         a.softcap = attn_softcap;
         a.rope.neox = fam.rope_neox;
-        const bool nope = !fam.rope || (fam.nope_period > 0 && (l + 1) % fam.nope_period == 0);
+        const bool nope = !rope || (fam.nope_period > 0 && (l + 1) % fam.nope_period == 0);
         a.rope.enabled = !nope;
-        if (nope && fam.rope) {
+        if (nope && rope) {
             a.temperature_floor = fam.nope_temperature_floor;
             a.temperature_scale = fam.nope_temperature_scale;
         }
@@ -274,10 +317,7 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
         if (chunked && l % fam.chunk_period < fam.chunk_period - 1) a.chunk = fam.chunk;
         if (fam.query_scale_by_embd_at_n_layer > 0 && s.n_layer == fam.query_scale_by_embd_at_n_layer)
             a.scale = 1.0f / std::sqrt(float(s.n_embd / a.n_head));
-        L.ffn.activation = fam.activation;
-        L.ffn.gated = fam.gated;
-        L.ffn.fused_gate_up = fam.fused_gate_up;
-        L.ffn.bias = ffn_bias;
+        if (attention_scale != 0.0) a.scale = float(attention_scale);
     }
 }
 
@@ -372,6 +412,7 @@ void apply_moe(const Meta& m, const Family& fam, ModelSpec& s) {
     const bool sigmoid = fam.gating == Gating::FromKey ? m.integer(kExpertGatingFunc, 1) == 2 : fam.gating == Gating::Sigmoid;
     const int n_shared = fam.shared_experts_key ? int(m.integer(kExpertSharedCount, fam.shared_experts)) : fam.shared_experts;
     for (int l = 0; l < s.n_layer; ++l) {
+        if (!s.layers[size_t(l)].has_ffn) continue;
         MoeSpec& moe = s.layers[size_t(l)].ffn.moe;
         if (l < n_dense || step <= 0 || (l + 1) % step != 0) {
             moe = MoeSpec{};  // a dense layer
@@ -390,7 +431,8 @@ void apply_moe(const Meta& m, const Family& fam, ModelSpec& s) {
             moe.n_group = int(m.integer(kExpertGroupCount, 1));
             moe.topk_group = int(m.integer(kExpertGroupUsedCount, 1));
         }
-        moe.n_ff_shared = n_shared * moe.n_ff_expert;
+        moe.n_ff_shared = fam.shared_expert_width_key ? int(m.integer(kExpertSharedFeedForwardLength, 0))
+                                                      : n_shared * moe.n_ff_expert;
     }
 }
 
@@ -437,7 +479,7 @@ uint64_t ModelSpec::recurrent_state_bytes() const {
 uint64_t ModelSpec::kv_bytes_per_token() const {
     uint64_t total = 0;
     for (const auto& L : layers)
-        total += uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim + L.attn.head_dim_v) * sizeof(float);
+        if (L.mixer == LayerMixer::Attention) total += uint64_t(L.attn.n_head_kv) * uint64_t(L.attn.head_dim + L.attn.head_dim_v) * sizeof(float);
     return total;
 }
 

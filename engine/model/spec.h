@@ -27,7 +27,8 @@ enum class NormKind { RMSNorm, LayerNorm };
 // Pre: x += f(norm(x)). Post: x = x + norm(f(x)) (OLMo 2). Sandwich: x += norm2(f(norm1(x))) (Gemma 2/3).
 // PostResidual: x = norm(x + f(x)) (BERT's post-norm: the residual sum itself is normalised).
 enum class NormPlacement { Pre, Post, Sandwich, PostResidual };
-enum class Activation { SiLU, GeluTanh, GeluErf };
+// ReluSqr: relu(x)^2 (Nemotron-H's MLP, ungated).
+enum class Activation { SiLU, GeluTanh, GeluErf, ReluSqr };
 enum class RopeScaling { None, Linear, Yarn, Llama3 };
 // QK-norm: RMSNorm of each query/key head (Qwen3, Gemma 3) or of the whole projection (OLMo 2),
 // before RoPE; or an unweighted per-head RMS (L2) norm after RoPE (Llama 4).
@@ -123,9 +124,17 @@ struct SsmSpec {
     }
 };
 
-// A layer's blocks: attention (ffn.n_ff or experts: an FFN after it), or a state-space mixer
-// (ssm.enabled()) with an FFN after it only where the layer has one.
+// What mixes tokens in a layer (its first block): softmax attention over a KV cache (`attn`), a
+// Mamba-2 state-space mixer over a recurrent state (`ssm`), or nothing (a layer that is an FFN
+// alone, as Nemotron-H's MLP layers). A hybrid model has several kinds (families.h, LayerLayout).
+enum class LayerMixer { Attention, Mamba2, None };
+
+// A layer's blocks: its mixer, then its FFN (dense or experts) where has_ffn. Only the part the
+// mixer names is filled in: a state-space layer has no attention heads (so no KV cache rows), an
+// attention layer a disabled `ssm` (no recurrent state).
 struct LayerSpec {
+    LayerMixer mixer = LayerMixer::Attention;
+    bool has_ffn = true;
     AttentionSpec attn;
     FfnSpec ffn;
     SsmSpec ssm;
@@ -151,12 +160,16 @@ struct ModelSpec {
     bool token_types = false;
     bool final_norm = true;
     Pooling pooling = Pooling::None;  // the file's (`<arch>.pooling_type`); never Pooling::Model
+    // Granite's multipliers besides embd_scale: each block's output is scaled by residual_scale
+    // before its residual add, and the logits are divided by logit_scale.
+    float residual_scale = 1.0f;
+    float logit_scale = 1.0f;
     std::vector<LayerSpec> layers;
 
     // Maps the file's metadata to a spec; ModelError names an unsupported architecture or a
     // missing key.
     static ModelSpec from_gguf(const gguf::File& f);
-    // KV-cache bytes per token summed over layers (f32 cache).
+    // KV-cache bytes per token summed over the attention layers (f32 cache).
     uint64_t kv_bytes_per_token() const;
     // Recurrent-state bytes per sequence summed over the state-space layers (constant in context).
     uint64_t recurrent_state_bytes() const;

@@ -53,13 +53,10 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
 
     for (int l = 0; l < spec.n_layer; ++l) {
         const LayerSpec& L = spec.layers[size_t(l)];
-        const AttentionSpec& a = L.attn;
         const int64_t E = spec.n_embd;
-        const int64_t qd = int64_t(a.n_head) * a.head_dim, kd = int64_t(a.n_head_kv) * a.head_dim;
-        const int64_t vd = int64_t(a.n_head_kv) * a.head_dim_v;
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights w;
-        if (L.ssm.enabled()) {  // Mamba-2: the mixer's tensors (llama.cpp's names), no attention or FFN
+        if (L.mixer == LayerMixer::Mamba2) {  // Mamba-2: the mixer's tensors (llama.cpp's names)
             const SsmSpec& m = L.ssm;
             w.attn_norm = vector(p + "attn_norm.weight", E);
             w.ssm_in = matrix(p + "ssm_in.weight", E, m.in_proj_rows());
@@ -70,103 +67,119 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.ssm_d = vector(p + "ssm_d", m.n_head);
             w.ssm_norm = vector(p + "ssm_norm.weight", m.d_inner, /*required=*/false);
             w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
-            layers.push_back(w);
-            continue;
+        } else if (L.mixer == LayerMixer::Attention) {
+            attention_weights(spec, L, p, w);
         }
-        // Post placements (OLMo 2, BERT) have no norm before the blocks.
-        const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
-        if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);
-        if (pre && layer_norm) w.attn_norm_b = vector(p + "attn_norm.bias", E);
-        if (a.mla.kv_lora_rank > 0) {
-            const MlaSpec& mla = a.mla;
-            const int64_t q_width = int64_t(a.n_head) * (mla.qk_nope + mla.qk_rope);
-            if (mla.q_lora_rank > 0) {
-                w.wq_a = matrix(p + "attn_q_a.weight", E, mla.q_lora_rank);
-                w.q_a_norm = vector(p + "attn_q_a_norm.weight", mla.q_lora_rank);
-                w.wq = matrix(p + "attn_q_b.weight", mla.q_lora_rank, q_width);
-            } else {
-                w.wq = matrix(p + "attn_q.weight", E, q_width);
-            }
-            w.wkv_a = matrix(p + "attn_kv_a_mqa.weight", E, mla.kv_lora_rank + mla.qk_rope);
-            w.kv_a_norm = vector(p + "attn_kv_a_norm.weight", mla.kv_lora_rank);
-            w.k_b = experts(p + "attn_k_b", mla.qk_nope, mla.kv_lora_rank, a.n_head);
-            w.v_b = experts(p + "attn_v_b", mla.kv_lora_rank, mla.v_head, a.n_head);
-        } else if (a.fused_qkv) {
-            const int64_t rows = qd + kd + vd;
-            w.wq = matrix_rows(p + "attn_qkv.weight", E, rows, 0, qd);
-            w.wk = matrix_rows(p + "attn_qkv.weight", E, rows, qd, kd);
-            w.wv = matrix_rows(p + "attn_qkv.weight", E, rows, qd + kd, vd);
-            if (a.bias_qkv) {
-                w.bq = vector_part(p + "attn_qkv.bias", rows, 0, qd);
-                w.bk = vector_part(p + "attn_qkv.bias", rows, qd, kd);
-                w.bv = vector_part(p + "attn_qkv.bias", rows, qd + kd, vd);
-            }
-        } else {
-            w.wq = matrix(p + "attn_q.weight", E, qd);
-            w.wk = matrix(p + "attn_k.weight", E, kd);
-            w.wv = matrix(p + "attn_v.weight", E, vd);
-            if (a.bias_qkv) {
-                w.bq = vector(p + "attn_q.bias", qd);
-                w.bk = vector(p + "attn_k.bias", kd);
-                w.bv = vector(p + "attn_v.bias", vd);
-            }
-        }
-        const int64_t o_in = int64_t(a.n_head) * (a.mla.kv_lora_rank > 0 ? a.mla.v_head : a.head_dim_v);
-        w.wo = matrix(p + "attn_output.weight", o_in, E);
-        if (a.bias_o) w.bo = vector(p + "attn_output.bias", E);
-        if (a.sinks) w.sinks = vector(p + "attn_sinks.weight", a.n_head);
-        if (a.qk_norm == QkNorm::PerHead) {
-            w.q_norm = vector(p + "attn_q_norm.weight", a.head_dim);
-            w.k_norm = vector(p + "attn_k_norm.weight", a.head_dim);
-        } else if (a.qk_norm == QkNorm::FullWidth) {
-            w.q_norm = vector(p + "attn_q_norm.weight", qd);
-            w.k_norm = vector(p + "attn_k_norm.weight", kd);
-        }
-        if (L.norm_placement == NormPlacement::PostResidual) {
-            w.post_attn_norm = vector(p + "attn_output_norm.weight", E);
-            w.post_attn_norm_b = vector(p + "attn_output_norm.bias", E);
-            w.post_ffn_norm = vector(p + "layer_output_norm.weight", E);
-            w.post_ffn_norm_b = vector(p + "layer_output_norm.bias", E);
-        } else if (L.norm_placement != NormPlacement::Pre) {
-            w.post_attn_norm = vector(p + "post_attention_norm.weight", E);
-            w.post_ffn_norm = vector(p + "post_ffw_norm.weight", E);
-        }
-        if (pre) w.ffn_norm = vector(p + L.ffn_norm_tensor + ".weight", E);
-        if (pre && layer_norm) w.ffn_norm_b = vector(p + L.ffn_norm_tensor + ".bias", E);
-        const int64_t ff = L.ffn.n_ff;
-        if (L.ffn.moe.n_expert > 0) {
-            const MoeSpec& moe = L.ffn.moe;
-            w.router = matrix(p + "ffn_gate_inp.weight", E, moe.n_expert);
-            if (moe.router_bias) w.router_bias = vector(p + "ffn_gate_inp.bias", moe.n_expert);
-            if (moe.selection_bias) w.selection_bias = vector(p + "exp_probs_b.bias", moe.n_expert);
-            if (moe.expert_bias) {
-                w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, true);
-                w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, true);
-            } else {
-                expert_gate_up_pair(p + "ffn_gate_exps", p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert,
-                                    &w.gate_exps, &w.up_exps);
-            }
-            w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);
-            if (moe.n_ff_shared > 0) {
-                w.gate_sh = matrix(p + "ffn_gate_shexp.weight", E, moe.n_ff_shared);
-                w.up_sh = matrix(p + "ffn_up_shexp.weight", E, moe.n_ff_shared);
-                w.down_sh = matrix(p + "ffn_down_shexp.weight", moe.n_ff_shared, E);
-            }
-        } else if (L.ffn.fused_gate_up) {
-            // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
-            fused_gate_up(p + "ffn_up.weight", E, ff, &w.gate, &w.up);
-        } else {
-            if (L.ffn.gated) gate_up_pair(p + "ffn_gate.weight", p + "ffn_up.weight", E, ff, &w.gate, &w.up);
-            else w.up = matrix(p + "ffn_up.weight", E, ff);
-        }
-        if (L.ffn.moe.n_expert == 0) w.down = matrix(p + "ffn_down.weight", ff, E);
-        if (L.ffn.bias) {
-            w.b_up = vector(p + "ffn_up.bias", ff);
-            w.b_down = vector(p + "ffn_down.bias", E);
-        }
+        if (L.has_ffn) ffn_weights(spec, L, p, w);
         layers.push_back(w);
     }
     super_corrections(spec);
+}
+
+// An attention layer's norm, projections, biases, QK-norms and post-norms.
+void Weights::attention_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w) {
+    const bool layer_norm = spec.norm == NormKind::LayerNorm;
+    const AttentionSpec& a = L.attn;
+    const int64_t E = spec.n_embd;
+    const int64_t qd = int64_t(a.n_head) * a.head_dim, kd = int64_t(a.n_head_kv) * a.head_dim;
+    const int64_t vd = int64_t(a.n_head_kv) * a.head_dim_v;
+    const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
+    if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);
+    if (pre && layer_norm) w.attn_norm_b = vector(p + "attn_norm.bias", E);
+    if (a.mla.kv_lora_rank > 0) {
+        const MlaSpec& mla = a.mla;
+        const int64_t q_width = int64_t(a.n_head) * (mla.qk_nope + mla.qk_rope);
+        if (mla.q_lora_rank > 0) {
+            w.wq_a = matrix(p + "attn_q_a.weight", E, mla.q_lora_rank);
+            w.q_a_norm = vector(p + "attn_q_a_norm.weight", mla.q_lora_rank);
+            w.wq = matrix(p + "attn_q_b.weight", mla.q_lora_rank, q_width);
+        } else {
+            w.wq = matrix(p + "attn_q.weight", E, q_width);
+        }
+        w.wkv_a = matrix(p + "attn_kv_a_mqa.weight", E, mla.kv_lora_rank + mla.qk_rope);
+        w.kv_a_norm = vector(p + "attn_kv_a_norm.weight", mla.kv_lora_rank);
+        w.k_b = experts(p + "attn_k_b", mla.qk_nope, mla.kv_lora_rank, a.n_head);
+        w.v_b = experts(p + "attn_v_b", mla.kv_lora_rank, mla.v_head, a.n_head);
+    } else if (a.fused_qkv) {
+        const int64_t rows = qd + kd + vd;
+        w.wq = matrix_rows(p + "attn_qkv.weight", E, rows, 0, qd);
+        w.wk = matrix_rows(p + "attn_qkv.weight", E, rows, qd, kd);
+        w.wv = matrix_rows(p + "attn_qkv.weight", E, rows, qd + kd, vd);
+        if (a.bias_qkv) {
+            w.bq = vector_part(p + "attn_qkv.bias", rows, 0, qd);
+            w.bk = vector_part(p + "attn_qkv.bias", rows, qd, kd);
+            w.bv = vector_part(p + "attn_qkv.bias", rows, qd + kd, vd);
+        }
+    } else {
+        w.wq = matrix(p + "attn_q.weight", E, qd);
+        w.wk = matrix(p + "attn_k.weight", E, kd);
+        w.wv = matrix(p + "attn_v.weight", E, vd);
+        if (a.bias_qkv) {
+            w.bq = vector(p + "attn_q.bias", qd);
+            w.bk = vector(p + "attn_k.bias", kd);
+            w.bv = vector(p + "attn_v.bias", vd);
+        }
+    }
+    const int64_t o_in = int64_t(a.n_head) * (a.mla.kv_lora_rank > 0 ? a.mla.v_head : a.head_dim_v);
+    w.wo = matrix(p + "attn_output.weight", o_in, E);
+    if (a.bias_o) w.bo = vector(p + "attn_output.bias", E);
+    if (a.sinks) w.sinks = vector(p + "attn_sinks.weight", a.n_head);
+    if (a.qk_norm == QkNorm::PerHead) {
+        w.q_norm = vector(p + "attn_q_norm.weight", a.head_dim);
+        w.k_norm = vector(p + "attn_k_norm.weight", a.head_dim);
+    } else if (a.qk_norm == QkNorm::FullWidth) {
+        w.q_norm = vector(p + "attn_q_norm.weight", qd);
+        w.k_norm = vector(p + "attn_k_norm.weight", kd);
+    }
+    if (L.norm_placement == NormPlacement::PostResidual) {
+        w.post_attn_norm = vector(p + "attn_output_norm.weight", E);
+        w.post_attn_norm_b = vector(p + "attn_output_norm.bias", E);
+        w.post_ffn_norm = vector(p + "layer_output_norm.weight", E);
+        w.post_ffn_norm_b = vector(p + "layer_output_norm.bias", E);
+    } else if (L.norm_placement != NormPlacement::Pre) {
+        w.post_attn_norm = vector(p + "post_attention_norm.weight", E);
+        w.post_ffn_norm = vector(p + "post_ffw_norm.weight", E);
+    }
+}
+
+// A layer's FFN: its norm, then dense projections or experts (with shared experts).
+void Weights::ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w) {
+    const bool layer_norm = spec.norm == NormKind::LayerNorm;
+    const int64_t E = spec.n_embd;
+    const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
+    if (pre) w.ffn_norm = vector(p + L.ffn_norm_tensor + ".weight", E);
+    if (pre && layer_norm) w.ffn_norm_b = vector(p + L.ffn_norm_tensor + ".bias", E);
+    const int64_t ff = L.ffn.n_ff;
+    if (L.ffn.moe.n_expert > 0) {
+        const MoeSpec& moe = L.ffn.moe;
+        w.router = matrix(p + "ffn_gate_inp.weight", E, moe.n_expert);
+        if (moe.router_bias) w.router_bias = vector(p + "ffn_gate_inp.bias", moe.n_expert);
+        if (moe.selection_bias) w.selection_bias = vector(p + "exp_probs_b.bias", moe.n_expert);
+        if (moe.expert_bias) {
+            w.gate_exps = experts(p + "ffn_gate_exps", E, moe.n_ff_expert, moe.n_expert, true);
+            w.up_exps = experts(p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert, true);
+        } else {
+            expert_gate_up_pair(p + "ffn_gate_exps", p + "ffn_up_exps", E, moe.n_ff_expert, moe.n_expert,
+                                &w.gate_exps, &w.up_exps);
+        }
+        w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);
+        if (moe.n_ff_shared > 0) {
+            w.gate_sh = matrix(p + "ffn_gate_shexp.weight", E, moe.n_ff_shared);
+            w.up_sh = matrix(p + "ffn_up_shexp.weight", E, moe.n_ff_shared);
+            w.down_sh = matrix(p + "ffn_down_shexp.weight", moe.n_ff_shared, E);
+        }
+    } else if (L.ffn.fused_gate_up) {
+        // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
+        fused_gate_up(p + "ffn_up.weight", E, ff, &w.gate, &w.up);
+    } else {
+        if (L.ffn.gated) gate_up_pair(p + "ffn_gate.weight", p + "ffn_up.weight", E, ff, &w.gate, &w.up);
+        else w.up = matrix(p + "ffn_up.weight", E, ff);
+    }
+    if (L.ffn.moe.n_expert == 0) w.down = matrix(p + "ffn_down.weight", ff, E);
+    if (L.ffn.bias) {
+        w.b_up = vector(p + "ffn_up.bias", ff);
+        w.b_down = vector(p + "ffn_down.bias", E);
+    }
 }
 
 // The exact super weights a `vkllm quantize --keep-super-weights` file keeps in its metadata

@@ -124,6 +124,9 @@ private:
                                bool bias = false);
     const gpu::Buffer* upload(const void* data, uint64_t n_bytes, uint64_t buffer_bytes = 0);
     void super_corrections(const ModelSpec& spec);
+    // Layer parts: an attention mixer's tensors, an FFN's (dense or experts); p is "blk.N.".
+    void attention_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
+    void ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
 
     gpu::Context& ctx_;
     const gguf::File& file_;

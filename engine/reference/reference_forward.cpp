@@ -22,7 +22,9 @@ void check_supported(const ModelSpec& s) {
     no(s.learned_positions, "learned position embeddings");
     no(s.token_types || s.embd_norm, "BERT-style embeddings");
     no(!s.final_norm, "a model without a final norm");
+    no(s.residual_scale != 1.0f || s.logit_scale != 1.0f, "residual or logit multipliers");
     for (const LayerSpec& L : s.layers) {
+        no(L.mixer != LayerMixer::Attention || !L.has_ffn, "a layer without attention or without an FFN");
         const AttentionSpec& a = L.attn;
         no(L.norm_placement == NormPlacement::Post || L.norm_placement == NormPlacement::PostResidual,
            "post-norm placement");

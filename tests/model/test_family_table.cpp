@@ -153,6 +153,16 @@ TEST(FamilyTable, RowsAreConsistent) {
             EXPECT_EQ(f.shared_experts, 0);
             EXPECT_EQ(f.swiglu_alpha, 0.0f);
         }
+        if (f.layers != model::LayerLayout::Uniform) {
+            EXPECT_NE(f.mixer, model::Mixer::Attention) << "a hybrid layout without a mixer besides attention";
+        }
+        if (f.rope_switch_key) {
+            EXPECT_TRUE(f.rope) << "a RoPE switch on a family without RoPE";
+        }
+        if (f.shared_expert_width_key) {
+            EXPECT_TRUE(f.moe);
+            EXPECT_FALSE(f.shared_experts_key) << "two ways to size the shared expert";
+        }
         if (f.swiglu_alpha > 0) {
             EXPECT_GT(f.swiglu_limit, 0);
         }

@@ -14,6 +14,7 @@
 #include "greedy.h"
 #include "model/forward.h"
 #include "model/model_internal.h"
+#include "ssm_golden.h"
 #include "test_support.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -21,38 +22,11 @@
 namespace vkllm {
 namespace {
 
-struct Golden {
-    std::unique_ptr<Model> model;
-    std::vector<int32_t> tokens;
-    std::vector<float> logits;
-    int n_vocab = 0;
-};
+using Golden = test::SsmGolden;
+using test::max_diff;
+using test::quantised;
 
-Golden load(const std::string& name) {
-    const std::string base = test::source_dir() + "/tests/golden/ssm/" + name;
-    Golden g;
-    g.model = Model::load(base + ".gguf");
-    g.tokens = test::read_ids(base + ".tokens.txt");
-    g.logits = test::read_f32(base + ".logits.f32");
-    g.n_vocab = g.model->internals().spec().n_vocab;
-    return g;
-}
-
-// Largest |logit - llama.cpp's| over positions [from, from + rows) of `logits` (row 0 = position from).
-double max_diff(const Golden& g, const std::vector<float>& logits, size_t from, size_t rows) {
-    double m = 0;
-    for (size_t i = 0; i < rows * size_t(g.n_vocab); ++i)
-        m = std::max(m, double(std::fabs(logits[i] - g.logits[from * size_t(g.n_vocab) + i])));
-    return m;
-}
-
-// Any block-quantised tensor: its matmuls read activations rounded to 8 bits.
-bool quantised(const Model& m) {
-    for (const auto& t : m.internals().file().tensors())
-        if (t.type != gguf::TensorType::F32 && t.type != gguf::TensorType::F16 && t.type != gguf::TensorType::BF16)
-            return true;
-    return false;
-}
+Golden load(const std::string& name) { return test::load_ssm_golden(name); }
 
 // Where matmuls read activations rounded to 8 bits, the bound for a value that crossed a rounding
 // boundary: the SSM kernels sum in their own order (ssm_scan: thread 0 over the states in order

@@ -76,6 +76,29 @@ std::vector<TensorRule> dense_or_moe_ffn() {
     return t;
 }
 
+// Mamba-2's mixer (llama.cpp's build_mamba2_layer) on the layers `presence` picks: ssm_in
+// [n_embd -> z | x B C | dt], a causal conv1d of d_conv taps over x B C (ssm_conv1d weight and
+// bias) with SiLU, the selective scan (A and D per head, dt bias, grouped B/C), y * silu(z),
+// RMSNorm per group (ssm_norm), ssm_out. The conv, A, D and norm stay F32 (ggml's ssm ops read F32).
+std::vector<TensorRule> mamba2_mixer(Presence presence) {
+    return {
+        {"blk.{L}.ssm_in.weight", {D::Embd, D::SsmInProj}, Init::Matrix, presence},
+        {"blk.{L}.ssm_conv1d.weight", {D::SsmConv, D::SsmConvDim}, Init::Matrix, presence, 1.0f, true},
+        {"blk.{L}.ssm_conv1d.bias", {D::SsmConvDim}, Init::Bias, presence},
+        {"blk.{L}.ssm_dt.bias", {D::SsmHead}, Init::SsmDtBias, presence},
+        {"blk.{L}.ssm_a", {D::One, D::SsmHead}, Init::SsmA, presence, 1.0f, true},
+        {"blk.{L}.ssm_d", {D::One, D::SsmHead}, Init::Norm, presence, 1.0f, true},
+        {"blk.{L}.ssm_norm.weight", {D::SsmGroupWidth, D::SsmGroups}, Init::Norm, presence, 1.0f, true},
+        {"blk.{L}.ssm_out.weight", {D::SsmInner, D::Embd}, Init::Matrix, presence},
+    };
+}
+
+// The rules of `t` on the layers `presence` picks.
+std::vector<TensorRule> only_on(std::vector<TensorRule> t, Presence presence) {
+    for (TensorRule& r : t) r.presence = presence;
+    return t;
+}
+
 std::vector<TensorRule> concat(std::vector<TensorRule> a, const std::vector<TensorRule>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
@@ -83,6 +106,12 @@ std::vector<TensorRule> concat(std::vector<TensorRule> a, const std::vector<Tens
 
 std::vector<TensorRule> without(std::vector<TensorRule> t, Presence p) {
     std::erase_if(t, [p](const TensorRule& r) { return r.presence == p; });
+    return t;
+}
+
+// The rules of `t` that are not norms (a hybrid writes the layer's attn_norm once, whatever its part).
+std::vector<TensorRule> without_norms(std::vector<TensorRule> t) {
+    std::erase_if(t, [](const TensorRule& r) { return r.init == Init::Norm; });
     return t;
 }
 
@@ -297,28 +326,66 @@ std::vector<ArchTable> make_tables() {
     exaone.rope_freq_base = 1000000.0f;
     tables.push_back(exaone);
 
-    // Mamba-2 (llama.cpp's src/models/mamba2.cpp, build_mamba2_layer): no attention, no FFN;
-    // each layer is RMSNorm, then the SSM mixer: ssm_in [n_embd -> z | x B C | dt], a causal
-    // conv1d of d_conv taps over x B C (ssm_conv1d weight and bias) with SiLU, the selective scan
-    // (A and D per head, dt bias, grouped B/C), y * silu(z), RMSNorm per group (ssm_norm), ssm_out.
+    // Mamba-2 (llama.cpp's src/models/mamba2.cpp): no attention, no FFN; each layer is RMSNorm
+    // (attn_norm), then the SSM mixer.
     ArchTable mamba2;
     mamba2.name = "mamba2";
     mamba2.globals = without(embeddings_and_head(), Presence::Llama3Rope);
-    mamba2.per_layer = {
-        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.ssm_in.weight", {D::Embd, D::SsmInProj}, Init::Matrix},
-        {"blk.{L}.ssm_conv1d.weight", {D::SsmConv, D::SsmConvDim}, Init::Matrix, Presence::Always, 1.0f, true},
-        {"blk.{L}.ssm_conv1d.bias", {D::SsmConvDim}, Init::Bias},
-        {"blk.{L}.ssm_dt.bias", {D::SsmHead}, Init::SsmDtBias},
-        {"blk.{L}.ssm_a", {D::One, D::SsmHead}, Init::SsmA, Presence::Always, 1.0f, true},
-        {"blk.{L}.ssm_d", {D::One, D::SsmHead}, Init::Norm, Presence::Always, 1.0f, true},
-        {"blk.{L}.ssm_norm.weight", {D::SsmGroupWidth, D::SsmGroups}, Init::Norm, Presence::Always, 1.0f, true},
-        {"blk.{L}.ssm_out.weight", {D::SsmInner, D::Embd}, Init::Matrix},
-    };
+    mamba2.per_layer = concat({{"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm}}, mamba2_mixer(Presence::Always));
     mamba2.uses_rope = false;
     mamba2.writes_head_count_kv = false;
     mamba2.ssm = true;
     tables.push_back(mamba2);
+
+    // Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): one part per layer after its RMSNorm
+    // (attn_norm): a Mamba-2 mixer ('M'), attention without RoPE ('*', attn_q/k/v/output), or an
+    // MLP alone ('-', ffn_up and ffn_down: relu(up x)^2, no gate). The converter writes
+    // head_count_kv and feed_forward_length per layer (0 where the layer has no attention / no
+    // MLP), key_length and value_length, and llama.cpp requires attention.layer_norm_epsilon.
+    ArchTable nemotron_h;
+    nemotron_h.name = "nemotron_h";
+    nemotron_h.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    nemotron_h.per_layer = concat(concat({{"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm}},
+                                         mamba2_mixer(Presence::SsmLayer)),
+                                  only_on(without_norms(attention({})), Presence::AttentionLayer));
+    nemotron_h.per_layer = concat(nemotron_h.per_layer, {
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix, Presence::FfnAloneLayer},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix, Presence::FfnAloneLayer},
+    });
+    nemotron_h.uses_rope = false;
+    nemotron_h.always_write_head_dims = true;
+    nemotron_h.ssm = true;
+    nemotron_h.hybrid = Hybrid::OnePartPerLayer;
+    nemotron_h.default_layers = "M-M*-";
+    nemotron_h.extra_metadata = {{"attention.layer_norm_epsilon", gguf::Value::from_f32(1e-5f)}};
+    tables.push_back(nemotron_h);
+
+    // Granite 4.0-H (llama.cpp's src/models/granite-hybrid.cpp): RMSNorm (attn_norm), then a
+    // Mamba-2 mixer ('M') or attention with RoPE on adjacent pairs ('*'), then ffn_norm and a
+    // SwiGLU FFN, or with --n-expert softmax-routed experts plus a shared expert
+    // (`expert_shared_feed_forward_length`, here n_ff). Granite's embedding multiplier and
+    // attention scale are written (Granite 4.0's 12 and 1/head_dim-like 0.0625).
+    ArchTable granitehybrid;
+    granitehybrid.name = "granitehybrid";
+    granitehybrid.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    granitehybrid.per_layer = concat(concat({{"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm}},
+                                            mamba2_mixer(Presence::SsmLayer)),
+                                     only_on(without_norms(attention({})), Presence::AttentionLayer));
+    granitehybrid.per_layer = concat(granitehybrid.per_layer, dense_or_moe_ffn());
+    granitehybrid.per_layer = concat(granitehybrid.per_layer, {
+        {"blk.{L}.ffn_gate_shexp.weight", {D::Embd, D::Ff}, Init::Matrix, Presence::Moe},
+        {"blk.{L}.ffn_up_shexp.weight", {D::Embd, D::Ff}, Init::Matrix, Presence::Moe},
+        {"blk.{L}.ffn_down_shexp.weight", {D::Ff, D::Embd}, Init::Matrix, Presence::Moe},
+    });
+    granitehybrid.moe = MoeSupport::Optional;
+    granitehybrid.default_n_expert_used = 2;
+    granitehybrid.shared_expert_ff_key = true;
+    granitehybrid.ssm = true;
+    granitehybrid.hybrid = Hybrid::MixerOrAttention;
+    granitehybrid.default_layers = "M*";
+    granitehybrid.extra_metadata = {{"embedding_scale", gguf::Value::from_f32(12.0f)},
+                                    {"attention.scale", gguf::Value::from_f32(0.0625f)}};
+    tables.push_back(granitehybrid);
 
     // Qwen3-MoE: Qwen3's attention (per-head q/k RMSNorm, NeoX RoPE, head_dim free) and MoE FFNs
     // of width expert_feed_forward_length in every layer; llama.cpp renormalises the top-k weights

@@ -69,6 +69,19 @@ enum class Presence {
     MoeSelectionBias,  // MoE layers with sigmoid gating (DeepSeek-V3's exp_probs_b expert-selection bias)
     QLora,       // only with q_lora_rank > 0 (deepseek2: attn_q_a, attn_q_a_norm, attn_q_b)
     NoQLora,     // only with q_lora_rank == 0 (deepseek2 V2-Lite style: attn_q)
+    // Hybrid families, by the layer's character in the --layers pattern:
+    SsmLayer,        // 'M': a Mamba-2 mixer
+    AttentionLayer,  // '*': attention
+    FfnAloneLayer,   // '-': an FFN alone (nemotron_h)
+};
+
+// How a hybrid family's layers differ, as the --layers pattern gives them (one character per
+// layer). llama.cpp reads which is which from the per-layer arrays `attention.head_count_kv` (0:
+// not attention) and `feed_forward_length` (> 0 where an FFN is alone).
+enum class Hybrid {
+    None,              // every layer alike
+    MixerOrAttention,  // 'M' a Mamba-2 mixer or '*' attention, an FFN after either (granitehybrid)
+    OnePartPerLayer,   // 'M' a Mamba-2 mixer, '*' attention or '-' an FFN alone (nemotron_h)
 };
 
 // Whether a family's FFN is a mixture of experts.
@@ -130,6 +143,10 @@ struct ArchTable {
     // ssm.time_step_rank, ssm.group_count) instead of attention: the converter then writes
     // head_count 0 and feed_forward_length 0 ("unused, but seemingly required when loading").
     bool ssm = false;
+    Hybrid hybrid = Hybrid::None;
+    // With experts: a shared expert n_ff wide, its width written as expert_shared_feed_forward_length (Granite).
+    bool shared_expert_ff_key = false;
+    std::string default_layers;  // hybrids: the pattern without --layers, repeated to --n-layer
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;
 

@@ -85,6 +85,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--ssm-state") c.ssm_state = parse_count(opt, val);
         else if (opt == "--ssm-head-dim") c.ssm_head_dim = parse_count(opt, val);
         else if (opt == "--ssm-groups") c.ssm_groups = parse_count(opt, val);
+        else if (opt == "--layers") c.layers = val;
         else if (opt == "--expert-groups") {
             const size_t colon = val.find(':');
             if (colon == std::string::npos) throw ConfigError("--expert-groups '" + val + "': expected GROUPS:USED");
@@ -153,6 +154,10 @@ std::string usage(const std::string& default_vocab) {
            "  --ssm-state N         ssm.state_size, d_state (default 16)\n"
            "  --ssm-head-dim P      SSM head size; ssm.time_step_rank = d_inner / P heads (default 16)\n"
            "  --ssm-groups G        ssm.group_count, B/C groups dividing the heads (default 1)\n"
+           "nemotron_h, granitehybrid (hybrids: the mamba2 options, plus attention and FFN layers):\n"
+           "  --layers P            one character per layer: M Mamba-2, * attention, - an FFN alone\n"
+           "                        (nemotron_h; granitehybrid has an FFN after every layer)\n"
+           "                        (default nemotron_h M*-M, granitehybrid M*M, repeated to --n-layer)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
            "                        (default F32; rows the block does not divide fall back\n"

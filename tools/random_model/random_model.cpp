@@ -232,6 +232,23 @@ void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
                 " = --ssm-inner / --ssm-head-dim)");
 }
 
+// Fills in and checks a hybrid family's layer pattern; other families must leave it unset.
+void validate_layers(RandomModelConfig& c, const ArchTable& arch) {
+    if (arch.hybrid == Hybrid::None) {
+        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid), not " + arch.name);
+        return;
+    }
+    if (c.layers.empty())
+        for (int l = 0; l < c.n_layer; ++l) c.layers += arch.default_layers[size_t(l) % arch.default_layers.size()];
+    require(int(c.layers.size()) == c.n_layer, "--layers '" + c.layers + "' has " + std::to_string(c.layers.size()) +
+                                                   " characters for --n-layer " + std::to_string(c.n_layer));
+    const std::string allowed = arch.hybrid == Hybrid::OnePartPerLayer ? "M*-" : "M*";
+    require(c.layers.find_first_not_of(allowed) == std::string::npos,
+            "--layers '" + c.layers + "': " + arch.name + " layers are " +
+                (arch.hybrid == Hybrid::OnePartPerLayer ? "M (Mamba-2), * (attention) or - (an FFN alone)"
+                                                        : "M (Mamba-2) or * (attention)"));
+}
+
 // Checks the configuration against the family; returns it with defaults filled in.
 RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     const int kMaxSize = 1 << 20;
@@ -242,7 +259,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     in_range("--n-embd", c.n_embd, kMaxSize);
     in_range("--n-layer", c.n_layer, 4096);
     in_range("--n-head", c.n_head, 4096);
-    if (arch.ssm) c.n_head_kv = c.n_head;  // no attention: the head options are unused
+    if (arch.ssm && arch.hybrid == Hybrid::None) c.n_head_kv = c.n_head;  // no attention: the head options are unused
     in_range("--n-head-kv", c.n_head_kv, c.n_head);
     in_range("--n-ff", c.n_ff, kMaxSize);
     in_range("--n-ctx", c.n_ctx, 1 << 24);
@@ -318,6 +335,7 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     validate_experts(c, arch);
     validate_deepseek(c, arch);
     validate_ssm(c, arch);
+    validate_layers(c, arch);
     require(c.moe_layer_step >= 0, "--moe-layer-step must be positive");
     if (arch.default_moe_layer_step == 0)
         require(c.moe_layer_step == 0, arch.name + " does not interleave dense and MoE layers; drop --moe-layer-step");
@@ -389,6 +407,9 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
         case Presence::MoeSelectionBias: return is_moe_layer(c, layer) && c.expert_gating == "sigmoid";
         case Presence::QLora: return c.q_lora_rank > 0;
         case Presence::NoQLora: return c.q_lora_rank <= 0;
+        case Presence::SsmLayer: return layer >= 0 && c.layers[size_t(layer)] == 'M';
+        case Presence::AttentionLayer: return layer >= 0 && c.layers[size_t(layer)] == '*';
+        case Presence::FfnAloneLayer: return layer >= 0 && c.layers[size_t(layer)] == '-';
     }
     return false;
 }
@@ -632,9 +653,21 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     w.set(a + "embedding_length", Value::from_u32(uint32_t(c.n_embd)));
     w.set(a + "block_count", Value::from_u32(uint32_t(c.n_layer)));
     // Mamba-2's converter writes 0 for both ("unused, but seemingly required when loading").
-    w.set(a + "feed_forward_length", Value::from_u32(arch->ssm ? 0u : uint32_t(c.n_ff)));
-    w.set(a + "attention.head_count", Value::from_u32(arch->ssm ? 0u : uint32_t(c.n_head)));
-    if (arch->writes_head_count_kv) w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
+    // The hybrids' converters write per layer: key/value heads on attention layers only (0 marks
+    // the others), an FFN width where an FFN stands alone (nemotron_h) or once (granitehybrid).
+    const bool pure_ssm = arch->ssm && arch->hybrid == Hybrid::None;
+    std::vector<int32_t> kv_per_layer, ff_per_layer;
+    for (char part : c.layers) {
+        kv_per_layer.push_back(part == '*' ? c.n_head_kv : 0);
+        ff_per_layer.push_back(part == '-' ? c.n_ff : 0);
+    }
+    w.set(a + "feed_forward_length", arch->hybrid == Hybrid::OnePartPerLayer ? Value::from_i32s(ff_per_layer)
+                                     : Value::from_u32(pure_ssm ? 0u : uint32_t(c.n_ff)));
+    w.set(a + "attention.head_count", Value::from_u32(pure_ssm ? 0u : uint32_t(c.n_head)));
+    if (arch->hybrid != Hybrid::None)
+        w.set(a + "attention.head_count_kv", Value::from_i32s(kv_per_layer));
+    else if (arch->writes_head_count_kv)
+        w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
     w.set(a + (arch->norm == NormKind::RMSNorm ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon"),
           Value::from_f32(arch->norm_eps));
     if (arch->uses_rope) {
@@ -680,6 +713,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "expert_used_count", Value::from_u32(uint32_t(c.n_expert_used)));
         if (arch->writes_expert_ff_length) w.set(a + "expert_feed_forward_length", Value::from_u32(uint32_t(c.n_ff_exp)));
         if (c.moe_layer_step > 0) w.set(a + "interleave_moe_layer_step", Value::from_u32(uint32_t(c.moe_layer_step)));
+        if (arch->shared_expert_ff_key) w.set(a + "expert_shared_feed_forward_length", Value::from_u32(uint32_t(c.n_ff)));
     }
     if (arch->mla) {
         w.set(a + "leading_dense_block_count", Value::from_u32(uint32_t(c.leading_dense)));

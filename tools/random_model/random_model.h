@@ -75,6 +75,10 @@ struct RandomModelConfig {
     int ssm_inner = 0;               // ssm.inner_size (d_inner); 0: 2 * n_embd (the converter's expand 2)
     int ssm_state = 0;               // ssm.state_size (d_state); 0: 16
     int ssm_head_dim = 0;            // d_inner / ssm.time_step_rank; 0: 16
+    // Hybrid families (nemotron_h, granitehybrid): each layer's part, one character per layer:
+    // 'M' a Mamba-2 mixer, '*' attention, '-' an FFN alone (nemotron_h); empty: the family's
+    // default pattern repeated to n_layer.
+    std::string layers;
     int ssm_groups = 0;              // ssm.group_count (n_group, dividing the heads); 0: 1
     // --plant-super-weight: a super weight that makes a massive activation on the BOS token
     // (plant.h; llama, qwen2, qwen3, smollm3, qwen3moe, olmoe).

@@ -17,8 +17,11 @@ class GgufFile;
 enum class RopeScaling { None, Linear, Yarn, Llama3, LongRope };
 enum class AttentionKind { Global, SlidingWindow, Chunked, Nope, Mla };  // Nope: global without RoPE
 enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
-enum class FfnKind { DenseGated, DensePlain, Moe };
-enum class Activation { Silu, GeluTanh, GeluErf };
+enum class FfnKind { DenseGated, DensePlain, Moe, None };  // None: the layer has no FFN
+enum class Activation { Silu, GeluTanh, GeluErf, ReluSqr };
+// What mixes tokens in a layer: attention over a KV cache, a Mamba-2 state-space mixer over a
+// fixed-size recurrent state, or nothing (a layer that is an FFN alone).
+enum class MixerKind { Attention, Mamba2, None };
 enum class MoeGating { Softmax, Sigmoid, SoftmaxAfterTopk };
 enum class NormPlacement { Pre, Post, Sandwich, PostSum };  // PostSum (BERT): norm(x + f(x))
 enum class NormKind { RmsNorm, LayerNorm };
@@ -29,10 +32,12 @@ const char* to_string(RopeScaling s);
 const char* to_string(AttentionKind k);
 // "none", "per_head", "full_width", "l2_after_rope"
 const char* to_string(QkNorm q);
-// "dense_gated", "dense_plain", "moe"
+// "dense_gated", "dense_plain", "moe", "none"
 const char* to_string(FfnKind k);
-// "silu", "gelu_tanh", "gelu_erf"
+// "silu", "gelu_tanh", "gelu_erf", "relu_sqr"
 const char* to_string(Activation a);
+// "attention", "mamba-2", "none"
+const char* to_string(MixerKind m);
 // "softmax", "sigmoid", "softmax_after_topk"
 const char* to_string(MoeGating g);
 // "pre", "post", "sandwich", "post-sum"
@@ -86,6 +91,11 @@ struct FfnInfo {
     int n_group = 1, topk_group = 1;   // group-limited routing (DeepSeek V3)
 };
 
+// A Mamba-2 mixer's sizes (the file's ssm.* keys).
+struct SsmInfo {
+    int d_conv = 0, d_inner = 0, d_state = 0, n_head = 0, n_group = 0;
+};
+
 struct TensorInfo {
     std::string name;              // llama.cpp's name, "blk.3.ffn_down.weight"
     std::string type;              // "F32", "Q4_K", ...
@@ -96,9 +106,12 @@ struct TensorInfo {
 struct LayerInfo {
     int index = 0;
     NormPlacement norm_placement = NormPlacement::Pre;
-    AttentionInfo attention;
-    FfnInfo ffn;
-    uint64_t kv_bytes_per_token = 0;     // f32 cache
+    MixerKind mixer = MixerKind::Attention;
+    AttentionInfo attention;             // mixer Attention only
+    SsmInfo ssm;                         // mixer Mamba2 only
+    FfnInfo ffn;                         // kind None: no FFN
+    uint64_t kv_bytes_per_token = 0;     // f32 cache; 0 without attention
+    uint64_t state_bytes = 0;            // the recurrent state per sequence (f32), whatever the context
     std::vector<TensorInfo> tensors;     // this layer's ("blk.N.") tensors
 };
 
@@ -136,6 +149,10 @@ struct ModelInfo {
     uint64_t kv_bytes_per_token_global = 0;
     uint64_t kv_bytes_per_token_local = 0;
     int n_global_layers = 0, n_local_layers = 0;
+    // State-space layers' recurrent state per sequence (f32 conv and SSM states): constant in the
+    // context length, the reason these layers exist.
+    uint64_t state_bytes_per_sequence = 0;
+    int n_ssm_layers = 0;
 
     // One row per layer, as `vkllm inspect` prints it.
     std::string layer_table() const;

@@ -9,13 +9,16 @@
 namespace vkllm::model {
 
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
-    if (L.ssm.enabled()) {  // the mixer, then an FFN only where the layer has one
-        if (L.ffn.moe.n_expert > 0) return {BlockKind::SsmMixer, BlockKind::MoeFfn};
-        if (L.ffn.n_ff > 0) return {BlockKind::SsmMixer, BlockKind::DenseFfn};
-        return {BlockKind::SsmMixer};
+    std::vector<BlockKind> kinds;
+    switch (L.mixer) {
+        case LayerMixer::Attention:
+            kinds.push_back(L.attn.mla.kv_lora_rank > 0 ? BlockKind::LatentAttention : BlockKind::Attention);
+            break;
+        case LayerMixer::Mamba2: kinds.push_back(BlockKind::SsmMixer); break;
+        case LayerMixer::None: break;
     }
-    return {L.attn.mla.kv_lora_rank > 0 ? BlockKind::LatentAttention : BlockKind::Attention,
-            L.ffn.moe.n_expert > 0 ? BlockKind::MoeFfn : BlockKind::DenseFfn};
+    if (L.has_ffn) kinds.push_back(L.ffn.moe.n_expert > 0 ? BlockKind::MoeFfn : BlockKind::DenseFfn);
+    return kinds;
 }
 
 std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state) {

@@ -20,7 +20,8 @@ enum class BlockKind {
     SsmMixer,         // Mamba-2's state-space mixer over the recurrent state (model/blocks/ssm_mixer.h)
 };
 
-// The blocks of a layer, in the order they run; each adds its output to the residual stream.
+// The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the
+// LayerSpec says); each adds its output to the residual stream.
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L);
 // The block of `kind` for layer `layer`; a state-space mixer reads and writes `state`.
 std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state);
