@@ -304,9 +304,8 @@ void ProbeRecorder::copy_residual(gpu::Stream& s, const gpu::Buffer& x, int l, i
 // Blocks of sum_rows_ query rows: their positions to sum_pos_, attention with probabilities
 // into sum_probs_ (its output unused), then the statistics and the asked heads' newest rows.
 void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, const gpu::Buffer& q,
-                                        const gpu::Buffer& positions, const gpu::Buffer& k, const gpu::Buffer& v,
-                                        const AttentionParams& p, KvCacheType cache,
-                                        const gpu::Buffer* sinks) const {
+                                        const gpu::Buffer& positions, const ops::KvView& k, const ops::KvView& v,
+                                        const AttentionParams& p, const gpu::Buffer* sinks) const {
     if (sum_rows_ == 0 || n_kv <= 0) return;
     std::vector<size_t> heads;  // attention_heads of this layer
     for (size_t j = 0; j < heads_.size(); ++j)
@@ -325,13 +324,17 @@ void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, 
         s.copy(positions, uint64_t(c0) * 4, sum_pos_, 0, uint64_t(n) * 4);
         s.barrier("the block's positions are in place before the probes' attention reads them");
         s.mark("attention");
-        ops::attention(s, q, uint64_t(c0) * qd, sum_pos_, k, v, kv_.slot_positions(l), sum_out_, n, n_kv, p, cache,
-                       sinks, &sum_probs_);
+        ops::attention(s, ops::f32_rows(q, n, int64_t(qd), uint64_t(c0) * qd), ops::i32_vector(sum_pos_, n), k, v,
+                       ops::i32_vector(kv_.slot_positions(l), n_kv),
+                       ops::f32_rows(sum_out_, n, int64_t(H) * p.value_dim()), p, sinks, &sum_probs_);
         s.barrier("the block's probabilities are complete before the probes read them");
         if (summary_) {
             s.mark("attention_summary");
-            ops::attention_summary(s, sum_probs_, 0, sinks != nullptr, sum_pos_, 0, kv_.slot_positions(l), stats_,
-                                   stats_base + uint64_t(c0) * H * ops::kAttentionStats, n, p.n_head, n_kv);
+            ops::attention_summary(
+                s, ops::f32_rows(sum_probs_, n, int64_t(H * K)), sinks != nullptr, ops::i32_vector(sum_pos_, n),
+                ops::i32_vector(kv_.slot_positions(l), n_kv),
+                ops::f32_rows(stats_, n, int64_t(H) * ops::kAttentionStats, stats_base + uint64_t(c0) * H * ops::kAttentionStats),
+                p.n_head);
         }
         if (r0 < c0 + n && !heads.empty()) {
             s.mark("copy");

@@ -41,8 +41,8 @@ public:
     // time into one buffer of bounded size, reduced there (ops::attention_summary) and the asked
     // heads' rows copied to the host. Records nothing while neither probe is on.
     void summarize_attention(gpu::Stream& s, int l, int n_tokens, int n_kv, const gpu::Buffer& q,
-                             const gpu::Buffer& positions, const gpu::Buffer& k, const gpu::Buffer& v,
-                             const AttentionParams& p, KvCacheType cache, const gpu::Buffer* sinks) const;
+                             const gpu::Buffer& positions, const ops::KvView& k, const ops::KvView& v,
+                             const AttentionParams& p, const gpu::Buffer* sinks) const;
     // After the embeddings (l = -1) or layer l: the residual stream's copies (all rows, or the
     // newest row for the logit lens).
     void copy_residual(gpu::Stream& s, const gpu::Buffer& x, int l, int n_tokens, const ProbeConfig& probes) const;

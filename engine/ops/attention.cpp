@@ -128,11 +128,36 @@ uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n
     return uint64_t(n_q) * uint64_t(p.n_head) * plan.n_splits * (plan.dv + 2) * 4;
 }
 
-void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
-               const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
-               KvCacheType cache, const Buffer* sinks, const Buffer* probs, const Buffer* scratch) {
+void attention(Stream& s, const TensorView& q_view, const TensorView& q_pos_view, const KvView& k_view,
+               const KvView& v_view, const TensorView& kv_pos_view, const TensorView& out_view,
+               const AttentionParams& p, const Buffer* sinks, const Buffer* probs, const Buffer* scratch) {
     const char* op = "attention";
+    const int64_t n_q = q_view.rows, n_kv = kv_pos_view.elements();
     check_params(n_q, n_kv, p);
+    const uint64_t q_offset = detail::checked_f32(q_view, op, "q");
+    detail::require_shape(q_view, n_q, int64_t(p.n_head) * p.head_dim, op, "q");
+    detail::require_packed(q_view, op, "q");
+    // The positions and the output are bound from their buffers' starts (the shader has no shift
+    // for them).
+    detail::require(detail::checked_vector(q_pos_view, TensorType::I32, n_q, op, "q_pos") == 0, op,
+                    "q_pos must start at its buffer's start");
+    detail::require(detail::checked_vector(kv_pos_view, TensorType::I32, n_kv, op, "kv_pos") == 0, op,
+                    "kv_pos must start at its buffer's start");
+    detail::require(detail::checked_f32(out_view, op, "out") == 0, op, "out must start at its buffer's start");
+    detail::require_shape(out_view, n_q, int64_t(p.n_head) * p.value_dim(), op, "out");
+    detail::require_packed(out_view, op, "out");
+    detail::require_kv(k_view, op, "k");
+    detail::require_kv(v_view, op, "v");
+    detail::require(k_view.type == v_view.type, op, "k and v caches must have one type");
+    detail::require(k_view.row == int64_t(p.n_head_kv) * p.head_dim && v_view.row == int64_t(p.n_head_kv) * p.value_dim(),
+                    op, "cache rows of " + std::to_string(k_view.row) + " (k) and " + std::to_string(v_view.row) +
+                            " (v) values are not n_head_kv heads of head_dim and head_dim_v");
+    detail::require(n_kv <= k_view.slots && n_kv <= v_view.slots, op,
+                    std::to_string(n_kv) + " key positions exceed the caches' " + std::to_string(k_view.slots) +
+                        " slots");
+    const Buffer &q = *q_view.buffer, &q_pos = *q_pos_view.buffer, &k = *k_view.buffer, &v = *v_view.buffer;
+    const Buffer &kv_pos = *kv_pos_view.buffer, &out = *out_view.buffer;
+    const KvCacheType cache = k_view.type;
     if (n_q == 0) return;
     gpu::Context& ctx = s.context();
     const Plan plan = make_plan(ctx, n_q, n_kv, p, probs != nullptr, scratch ? scratch->size() : 0);

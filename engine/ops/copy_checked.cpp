@@ -9,9 +9,13 @@
 
 namespace vkllm::ops {
 
-void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
-                  int64_t n_rows, int64_t n, const Buffer& flags) {
+void copy_checked(Stream& s, const TensorView& src, const TensorView& dst, const Buffer& flags) {
     const char* op = "copy_checked";
+    const uint64_t src_offset = detail::checked_f32(src, op, "src");
+    const uint64_t dst_offset = detail::checked_f32(dst, op, "dst");
+    detail::require_same_shape(src, dst, op, "src and dst");
+    detail::require(src.packed() && dst.packed(), op, "src and dst must have packed rows");
+    const int64_t n_rows = src.rows, n = src.cols;
     detail::require(n_rows >= 0 && n > 0, op,
                     "needs n > 0 and n_rows >= 0; got n " + std::to_string(n) + ", n_rows " + std::to_string(n_rows));
     detail::require(uint64_t(n_rows) * uint64_t(n) <= 0xffffffffull, op, "more than 2^32 values");
@@ -20,8 +24,8 @@ void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffe
     detail::require(uint64_t(n_rows) <= ctx.caps().max_workgroup_count[1], op,
                     std::to_string(n_rows) + " rows exceed the device's workgroup-count limit");
     const uint64_t count = uint64_t(n_rows) * uint64_t(n);
-    const detail::Window sw = detail::window(ctx, src, src_offset, count, op, "src");
-    const detail::Window dw = detail::window(ctx, dst, dst_offset, count, op, "dst");
+    const detail::Window sw = detail::window(ctx, *src.buffer, src_offset, count, op, "src");
+    const detail::Window dw = detail::window(ctx, *dst.buffer, dst_offset, count, op, "dst");
     const detail::Window fw = detail::window(ctx, flags, 0, uint64_t(n_rows) * 2, op, "flags");
     detail::require(fw.shift == 0, op, "flags must start at the buffer's start");
     const uint32_t threads = detail::workgroup_size(ctx, 256);

@@ -26,14 +26,14 @@ uint32_t groups_for(const gpu::Context& ctx, uint64_t n, uint32_t threads) {
 }
 
 // out[i] = f(a[i], b[i]) over n values (b optional for unary ops); errors name the variant.
-void run(Stream& s, gpu::ShaderId shader, const Buffer& a, uint64_t a_offset, const Buffer* b, const Buffer& out,
-         uint64_t out_offset, int64_t n, float factor = 0.0f, uint32_t row_len = 1) {
+void run(Stream& s, gpu::ShaderId shader, const Buffer& a, uint64_t a_offset, const Buffer* b, uint64_t b_offset,
+         const Buffer& out, uint64_t out_offset, int64_t n, float factor = 0.0f, uint32_t row_len = 1) {
     const char* variant = gpu::shader_name(shader);
     require_count(n, variant);
     if (n == 0) return;
     gpu::Context& ctx = s.context();
     const detail::Window aw = detail::window(ctx, a, a_offset, uint64_t(n), variant, "input");
-    const detail::Window bw = b ? detail::window(ctx, *b, 0, uint64_t(n), variant, "second input") : aw;
+    const detail::Window bw = b ? detail::window(ctx, *b, b_offset, uint64_t(n), variant, "second input") : aw;
     const detail::Window ow = detail::window(ctx, out, out_offset, uint64_t(n), variant, "output");
     const uint32_t threads = detail::workgroup_size(ctx, kThreads);
     const auto& pipeline = ctx.pipeline(shader, 3, sizeof(ElementwisePush), {threads});
@@ -41,68 +41,68 @@ void run(Stream& s, gpu::ShaderId shader, const Buffer& a, uint64_t a_offset, co
     s.dispatch(pipeline, {aw.range, bw.range, ow.range}, push, groups_for(ctx, uint64_t(n), threads));
 }
 
+// An elementwise op over views: x (and b, when given) and out f32 of one shape with packed rows.
+void run_views(Stream& s, gpu::ShaderId shader, const char* names, const TensorView& a, const TensorView* b,
+               const TensorView& out, float factor = 0.0f, uint32_t row_len = 1) {
+    const char* op = gpu::shader_name(shader);
+    const uint64_t a_offset = detail::checked_f32(a, op, "input");
+    const uint64_t b_offset = b ? detail::checked_f32(*b, op, "second input") : 0;
+    const uint64_t out_offset = detail::checked_f32(out, op, "output");
+    detail::require_same_shape(a, out, op, names);
+    if (b) detail::require_same_shape(a, *b, op, names);
+    detail::require(a.packed() && out.packed() && (!b || b->packed()), op, std::string(names) + " must have packed rows");
+    run(s, shader, *a.buffer, a_offset, b ? b->buffer : nullptr, b_offset, *out.buffer, out_offset, a.elements(),
+        factor, row_len);
+}
+
 }  // namespace
 
-void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n) {
-    run(s, gpu::ShaderId::swiglu, gate, 0, &up, out, 0, n);
+void swiglu(Stream& s, const TensorView& gate, const TensorView& up, const TensorView& out) {
+    run_views(s, gpu::ShaderId::swiglu, "gate, up and out", gate, &up, out);
 }
 
-void swiglu_oai(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, float alpha,
+void swiglu_oai(Stream& s, const TensorView& gate, const TensorView& up, const TensorView& out, float alpha,
                 float limit) {
     detail::require(limit > 0, "swiglu_oai", "the limit must be positive");
-    run(s, gpu::ShaderId::swiglu_oai, gate, 0, &up, out, 0, n, alpha, std::bit_cast<uint32_t>(limit));
+    run_views(s, gpu::ShaderId::swiglu_oai, "gate, up and out", gate, &up, out, alpha, std::bit_cast<uint32_t>(limit));
 }
 
-void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, bool fp16_table) {
-    run(s, fp16_table ? gpu::ShaderId::geglu_fp16_table : gpu::ShaderId::geglu, gate, 0, &up, out, 0, n);
+void geglu(Stream& s, const TensorView& gate, const TensorView& up, const TensorView& out, bool fp16_table) {
+    run_views(s, fp16_table ? gpu::ShaderId::geglu_fp16_table : gpu::ShaderId::geglu, "gate, up and out", gate, &up,
+              out);
 }
 
 void add(Stream& s, const TensorView& a, const TensorView& b, const TensorView& out) {
-    const char* op = "add";
-    const uint64_t a_offset = detail::checked_f32(a, op, "a");
-    const uint64_t b_offset = detail::checked_f32(b, op, "b");
-    const uint64_t out_offset = detail::checked_f32(out, op, "out");
-    detail::require(a.rows == b.rows && a.cols == b.cols && a.rows == out.rows && a.cols == out.cols, op,
-                    "a, b and out must have one shape");
-    detail::require(a.packed() && b.packed() && out.packed(), op, "a, b and out must have packed rows");
-    detail::require(b_offset == 0, op, "b must start at its buffer's first element");
-    run(s, gpu::ShaderId::add, *a.buffer, a_offset, b.buffer, *out.buffer, out_offset, a.elements());
+    run_views(s, gpu::ShaderId::add, "a, b and out", a, &b, out);
 }
 
-void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n) {
-    add(s, f32_rows(a, 1, n), f32_rows(b, 1, n), f32_rows(out, 1, n));
+void gelu(Stream& s, const TensorView& x, const TensorView& y, bool fp16_table) {
+    run_views(s, fp16_table ? gpu::ShaderId::gelu_fp16_table : gpu::ShaderId::gelu, "x and y", x, nullptr, y);
 }
 
-void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n, bool fp16_table) {
-    run(s, fp16_table ? gpu::ShaderId::gelu_fp16_table : gpu::ShaderId::gelu, x, 0, nullptr, y, 0, n);
+void gelu_erf(Stream& s, const TensorView& x, const TensorView& y) {
+    run_views(s, gpu::ShaderId::gelu_erf, "x and y", x, nullptr, y);
 }
 
-void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n) {
-    run(s, gpu::ShaderId::gelu_erf, x, 0, nullptr, y, 0, n);
-}
+void scale(Stream& s, const TensorView& x, float factor) { run_views(s, gpu::ShaderId::scale, "x", x, nullptr, x, factor); }
 
-void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offset) {
-    run(s, gpu::ShaderId::scale, x, x_offset, nullptr, x, x_offset, n, factor);
-}
-
-void softcap(Stream& s, const Buffer& x, int64_t n, float cap, uint64_t x_offset) {
+void softcap(Stream& s, const TensorView& x, float cap) {
     detail::require(cap > 0, "softcap", "the cap must be positive");
-    run(s, gpu::ShaderId::softcap, x, x_offset, nullptr, x, x_offset, n, cap);
+    run_views(s, gpu::ShaderId::softcap, "x", x, nullptr, x, cap);
 }
 
-void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
-              int64_t stride) {
+void add_bias(Stream& s, const TensorView& x, const TensorView& bias) {
     const char* op = "add_bias";
-    if (stride == 0) stride = n;
-    detail::require(n > 0 && n_rows >= 0 && stride >= n, op,
-                    "needs n > 0, n_rows >= 0 and stride >= n; got n " + std::to_string(n) + ", n_rows " +
-                        std::to_string(n_rows) + ", stride " + std::to_string(stride));
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    const uint64_t bias_offset = detail::checked_vector(bias, TensorType::F32, x.cols, op, "bias");
+    const int64_t n_rows = x.rows, n = x.cols, stride = x.stride();
+    detail::require(n > 0, op, "x has no columns");
     require_count(n_rows * n, op);
     if (n_rows == 0) return;
     gpu::Context& ctx = s.context();
     const uint64_t span = uint64_t(n_rows - 1) * uint64_t(stride) + uint64_t(n);
-    const detail::Window xw = detail::window(ctx, x, x_offset, span, op, "x");
-    const detail::Window bw = detail::window(ctx, bias, 0, uint64_t(n), op, "bias");
+    const detail::Window xw = detail::window(ctx, *x.buffer, x_offset, span, op, "x");
+    const detail::Window bw = detail::window(ctx, *bias.buffer, bias_offset, uint64_t(n), op, "bias");
     const uint32_t threads = detail::workgroup_size(ctx, kThreads);
     const auto& pipeline = ctx.pipeline(gpu::ShaderId::add_bias, 3, sizeof(ElementwisePush), {threads});
     ElementwisePush push{uint32_t(n_rows * n), xw.shift, bw.shift, xw.shift, uint32_t(n), uint32_t(stride), 0.0f};

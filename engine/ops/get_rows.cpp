@@ -17,17 +17,19 @@ constexpr uint32_t kThreads = 64;  // each thread writes 4 elements
 
 }  // namespace
 
-void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& out, int64_t n) {
+void get_rows(Stream& s, const Weight& table, const TensorView& ids_view, const TensorView& out_view) {
     const char* op = "get_rows";
     using weights::require;
     const weights::Layout layout = weights::checked_layout(table, op);
-    require(n >= 0, op, "negative row count " + std::to_string(n));
+    const int64_t n = out_view.rows;
+    const uint64_t ids_offset = detail::checked_vector(ids_view, TensorType::I32, n, op, "ids") * 4;
+    const uint64_t out_offset = detail::checked_f32(out_view, op, "out") * 4;
+    detail::require_shape(out_view, n, table.n_in, op, "out");
+    detail::require_packed(out_view, op, "out");
     if (n == 0) return;
+    const Buffer& ids = *ids_view.buffer;
+    const Buffer& out = *out_view.buffer;
     const uint64_t n_in = uint64_t(table.n_in), n_ids = uint64_t(n), row_bytes = layout.row_bytes;
-    require(ids.valid() && ids.size() >= n_ids * 4, op,
-            "ids need " + std::to_string(n_ids * 4) + " bytes, their buffer holds " + std::to_string(ids.size()));
-    require(out.valid() && out.size() >= n_ids * n_in * 4, op,
-            "out needs " + std::to_string(n_ids * n_in * 4) + " bytes, its buffer holds " + std::to_string(out.size()));
 
     gpu::Context& ctx = s.context();
     const weights::Limits lim = weights::limits(ctx.caps());
@@ -49,8 +51,8 @@ void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& o
                             op, "table");
         for (uint64_t i0 = 0; i0 < n_ids; i0 += ids_per_dispatch) {
             const uint64_t ni = std::min(ids_per_dispatch, n_ids - i0);
-            const weights::Window iw = weights::window(ids, i0 * 4, (i0 + ni) * 4, lim, op, "ids");
-            const weights::Window ow = weights::window(out, i0 * n_in * 4, (i0 + ni) * n_in * 4, lim, op, "out");
+            const weights::Window iw = weights::window(ids, ids_offset + i0 * 4, ids_offset + (i0 + ni) * 4, lim, op, "ids");
+            const weights::Window ow = weights::window(out, out_offset + i0 * n_in * 4, out_offset + (i0 + ni) * n_in * 4, lim, op, "out");
             const GetRowsPush push{uint32_t(n_in),  uint32_t(n_rows), uint32_t(row0),   uint32_t(rows),
                                    tw.shift,        uint32_t(row_bytes), iw.shift / 4, ow.shift / 4,
                                    row0 == 0 ? 1u : 0u};

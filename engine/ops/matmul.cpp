@@ -163,12 +163,6 @@ void matmul(Stream& s, const Weight& w, const TensorView& x, const TensorView& y
     record_matmul(s, w, *x.buffer, x_offset, *y.buffer, y_offset, x.rows, accumulate, y.stride(), round_x, norm);
 }
 
-void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-            int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x, const MatvecNorm* norm) {
-    matmul(s, w, f32_rows(x, n_tokens, w.n_in, x_offset), f32_rows(y, n_tokens, w.n_out, y_offset, y_stride),
-           accumulate, round_x, norm);
-}
-
 // Records matmul over positional operands the views were checked into.
 static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y,
                           uint64_t y_offset, int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x,
@@ -293,12 +287,6 @@ void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Tensor
                 std::to_string(gate.n_out) + " outputs, got " + std::to_string(x.cols) + " and " +
                 std::to_string(y.cols));
     record_matvec_swiglu(s, gate, up, *x.buffer, x_offset, *y.buffer, y_offset, round_x, act, norm);
-}
-
-void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
-                   const Buffer& y, uint64_t y_offset, bool round_x, GluActivation act, const MatvecNorm* norm) {
-    matvec_swiglu(s, gate, up, f32_rows(x, 1, gate.n_in, x_offset), f32_rows(y, 1, gate.n_out, y_offset), round_x,
-                  act, norm);
 }
 
 // Records matvec_swiglu over positional operands the views were checked into.

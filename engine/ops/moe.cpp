@@ -59,11 +59,26 @@ void check_routing(const MoeRouting& r, const char* op) {
     require(uint64_t(r.n_tokens) * uint64_t(r.top_k) < (uint64_t(1) << 31), op, "too many (token, slot) pairs");
 }
 
+// A routing buffer written by one op and read through MoeRouting (its Buffer pointers), which
+// reads from the buffer's start: the view must start there.
+void require_at_start(const TensorView& v, gguf::TensorType type, int64_t n, const char* op, const char* what) {
+    const uint64_t offset = detail::checked_vector(v, type, n, op, what);
+    require(offset == 0, op, std::string(what) + " must start at its buffer's start (MoeRouting reads it there)");
+}
+
 }  // namespace
 
-void moe_route(Stream& s, const Buffer& logits, uint64_t logits_offset, int64_t n_tokens, const RouterParams& p,
-               const Buffer& experts, const Buffer& weights) {
+void moe_route(Stream& s, const TensorView& logits_view, const RouterParams& p, const TensorView& experts_view,
+               const TensorView& weights_view) {
     const char* op = "moe_route";
+    const uint64_t logits_offset = detail::checked_f32(logits_view, op, "logits");
+    detail::require_shape(logits_view, logits_view.rows, p.n_expert, op, "logits");
+    detail::require_packed(logits_view, op, "logits");
+    const int64_t n_tokens = logits_view.rows;
+    require(p.top_k >= 1, op, "top_k " + std::to_string(p.top_k) + " must be positive");
+    require_at_start(experts_view, TensorType::I32, n_tokens * p.top_k, op, "experts");
+    require_at_start(weights_view, TensorType::F32, n_tokens * p.top_k, op, "weights");
+    const Buffer &logits = *logits_view.buffer, &experts = *experts_view.buffer, &weights = *weights_view.buffer;
     require(p.n_expert >= 1 && p.n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(p.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
     require(p.top_k >= 1 && p.top_k <= p.n_expert, op,
@@ -108,11 +123,16 @@ uint64_t moe_sort_ints(int n_expert, int64_t n_pairs) {
     return 2 * uint64_t(n_expert) + 1 + uint64_t(n_pairs);
 }
 
-void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, const Buffer& sorted) {
+void moe_sort(Stream& s, const TensorView& experts_view, int n_expert, const TensorView& sorted_view) {
     const char* op = "moe_sort";
+    const int64_t n_pairs = experts_view.elements();
+    require(experts_view.rows >= 0 && experts_view.cols >= 0, op, "experts has a negative shape");
     require(n_expert >= 1 && n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
     require(n_pairs >= 0 && n_pairs < (int64_t(1) << 31), op, "n_pairs " + std::to_string(n_pairs) + " is out of range");
+    require_at_start(experts_view, TensorType::I32, n_pairs, op, "experts");
+    require_at_start(sorted_view, TensorType::I32, int64_t(moe_sort_ints(n_expert, n_pairs)), op, "sorted");
+    const Buffer &experts = *experts_view.buffer, &sorted = *sorted_view.buffer;
     gpu::Context& ctx = s.context();
     const detail::Window ew = detail::window(ctx, experts, 0, uint64_t(n_pairs), op, "experts");
     const detail::Window sw = detail::window(ctx, sorted, 0, moe_sort_ints(n_expert, n_pairs), op, "sorted");
@@ -130,12 +150,19 @@ struct ActivationWindows {
     weights::Window x, y;
     uint32_t x_base = 0, x_vec4 = 0;  // x_vec4: x quads 16-byte aligned
 };
-ActivationWindows activation_windows(const Buffer& x, uint64_t x_offset, bool x_per_pair, const MoeRouting& r,
-                                     uint64_t n_in, uint64_t n_out, const Buffer& y, uint64_t y_offset,
-                                     const weights::Limits& lim, const char* op) {
+// x: [n_tokens or n_pairs, n_in], y: [n_pairs, n_out], f32 views with packed rows.
+ActivationWindows activation_windows(const TensorView& x_view, bool x_per_pair, const MoeRouting& r, uint64_t n_in,
+                                     uint64_t n_out, const TensorView& y_view, const weights::Limits& lim,
+                                     const char* op) {
     const uint64_t usable = lim.max_binding - lim.align - 4;
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
     const uint64_t x_rows = x_per_pair ? n_pairs : uint64_t(r.n_tokens);
+    const uint64_t x_offset = detail::checked_f32(x_view, op, "x");
+    const uint64_t y_offset = detail::checked_f32(y_view, op, "y");
+    detail::require_shape(x_view, int64_t(x_rows), int64_t(n_in), op, x_per_pair ? "x (a row per pair)" : "x (a row per token)");
+    detail::require_shape(y_view, int64_t(n_pairs), int64_t(n_out), op, "y");
+    require(x_view.packed() && y_view.packed(), op, "x and y must have packed rows");
+    const Buffer &x = *x_view.buffer, &y = *y_view.buffer;
     const uint64_t x_end = (x_offset + x_rows * n_in) * 4, y_end = (y_offset + n_pairs * n_out) * 4;
     require(x.valid() && x_end <= x.size(), op,
             "x needs " + std::to_string(x_end) + " bytes, its buffer holds " + std::to_string(x.size()));
@@ -155,8 +182,8 @@ ActivationWindows activation_windows(const Buffer& x, uint64_t x_offset, bool x_
 
 }  // namespace
 
-void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_offset, bool x_per_pair,
-                const MoeRouting& r, const Buffer& y, uint64_t y_offset, bool round_x) {
+void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_per_pair, const MoeRouting& r,
+                const TensorView& y, bool round_x) {
     const char* op = "moe_matmul";
     check_routing(r, op);
     require(w.n_expert >= 1 && w.n_expert <= kMaxExperts, op,
@@ -167,17 +194,16 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_o
     require(!round_x || (r.sorted == nullptr && matvec_rounds_activations(w.type)), op,
             "round_x needs the matrix-vector path (no sort) and a weight type whose matvec rounds activations");
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
-    if (n_pairs == 0) return;
-
     gpu::Context& ctx = s.context();
     const gpu::Capabilities& caps = ctx.caps();
     const weights::Limits lim = weights::limits(caps);
     const uint64_t usable = lim.max_binding - lim.align - 4;  // a window after its alignment slack
     const uint64_t n_in = uint64_t(w.n_in), n_out = uint64_t(w.n_out), n_expert = uint64_t(w.n_expert);
+    const ActivationWindows act = activation_windows(x, x_per_pair, r, n_in, n_out, y, lim, op);
+    if (n_pairs == 0) return;
     const uint64_t row_bytes = layout.row_bytes, expert_bytes = row_bytes * n_out;
     require(row_bytes <= usable, op, "one row of " + std::to_string(n_in) + " elements does not fit one binding");
 
-    const ActivationWindows act = activation_windows(x, x_offset, x_per_pair, r, n_in, n_out, y, y_offset, lim, op);
     const weights::Window &xw = act.x, &yw = act.y;
     const uint32_t x_base = act.x_base, x_vec4 = act.x_vec4;
 
@@ -292,9 +318,8 @@ bool moe_matvec_swiglu_fits(const gpu::Context& ctx, const ExpertWeights& gate, 
            (uint64_t(gate.n_out) + mv.rows - 1) / mv.rows <= lim.max_groups[0];
 }
 
-void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const Buffer& x,
-                       uint64_t x_offset, bool x_per_pair, const MoeRouting& r, const Buffer& y, uint64_t y_offset,
-                       bool round_x) {
+void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const TensorView& x,
+                       bool x_per_pair, const MoeRouting& r, const TensorView& y, bool round_x) {
     const char* op = "moe_matvec_swiglu";
     check_routing(r, op);
     gpu::Context& ctx = s.context();
@@ -306,14 +331,13 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
             "gate and up must be one type and shape without bias in one buffer (gate first), within one binding");
     require(!round_x || matvec_rounds_activations(gate.type), op, "round_x needs a weight type whose matvec rounds");
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
-    if (n_pairs == 0) return;
-
     const gpu::Capabilities& caps = ctx.caps();
     const weights::Limits lim = weights::limits(caps);
     const uint64_t n_in = uint64_t(gate.n_in), n_out = uint64_t(gate.n_out), n_expert = uint64_t(gate.n_expert);
+    const ActivationWindows act = activation_windows(x, x_per_pair, r, n_in, n_out, y, lim, op);
+    if (n_pairs == 0) return;
     uint64_t span = 0, row_bytes = 0;
     swiglu_experts(gate, up, &span, &row_bytes);
-    const ActivationWindows act = activation_windows(x, x_offset, x_per_pair, r, n_in, n_out, y, y_offset, lim, op);
     const weights::Window ww = weights::window(*gate.buffer, gate.offset, gate.offset + span, lim, op, "gate and up");
     const weights::Window ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
@@ -334,10 +358,16 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     }
 }
 
-void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting& r, const Buffer& out,
-                 uint64_t out_offset, int64_t n, bool accumulate) {
+void moe_combine(Stream& s, const TensorView& y_view, const MoeRouting& r, const TensorView& out_view, bool accumulate) {
     const char* op = "moe_combine";
     check_routing(r, op);
+    const uint64_t y_offset = detail::checked_f32(y_view, op, "y");
+    const uint64_t out_offset = detail::checked_f32(out_view, op, "out");
+    const int64_t n = out_view.cols;
+    detail::require_shape(y_view, r.n_tokens * r.top_k, n, op, "y");
+    detail::require_shape(out_view, r.n_tokens, n, op, "out");
+    require(y_view.packed() && out_view.packed(), op, "y and out must have packed rows");
+    const Buffer &y = *y_view.buffer, &out = *out_view.buffer;
     require(r.weights && r.weights->valid(), op, "the routing has no weight buffer (moe_route's weights)");
     require(n >= 1, op, "row length " + std::to_string(n) + " must be positive");
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k), values = uint64_t(r.n_tokens) * uint64_t(n);
@@ -359,9 +389,13 @@ void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting
     s.dispatch(pipe, {yw.range, ww.range, ow.range}, push, groups);
 }
 
-void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer& load, bool accumulate) {
+void moe_expert_load(Stream& s, const MoeRouting& r, const TensorView& load_view, bool accumulate) {
     const char* op = "moe_expert_load";
     check_routing(r, op);
+    const uint64_t load_offset = detail::checked_f32(load_view, op, "load");
+    detail::require_shape(load_view, load_view.rows, 2, op, "load");
+    detail::require_packed(load_view, op, "load");
+    const int64_t n_expert = load_view.rows;
     require(r.weights && r.weights->valid(), op, "the routing has no weight buffer (moe_route's weights)");
     require(n_expert >= 1 && n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
@@ -369,7 +403,7 @@ void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer&
     gpu::Context& ctx = s.context();
     const detail::Window ew = detail::window(ctx, *r.experts, 0, n_pairs, op, "experts");
     const detail::Window ww = detail::window(ctx, *r.weights, 0, n_pairs, op, "weights");
-    const detail::Window lw = detail::window(ctx, load, 0, 2 * uint64_t(n_expert), op, "load");
+    const detail::Window lw = detail::window(ctx, *load_view.buffer, load_offset, 2 * uint64_t(n_expert), op, "load");
     const MoeLoadPush push{uint32_t(n_pairs), uint32_t(n_expert), ew.shift, ww.shift, lw.shift, accumulate ? 1u : 0u};
     const auto& pipe = ctx.pipeline(gpu::ShaderId::moe_load, 3, sizeof(MoeLoadPush), {detail::workgroup_size(ctx, 64)});
     const detail::Grid g = detail::grid_2d(ctx, uint64_t(n_expert), op);

@@ -42,8 +42,7 @@ void check_norm_views(const TensorView& x, const TensorView& y, const char* op, 
                       uint64_t* y_offset) {
     *x_offset = detail::checked_f32(x, op, "x");
     *y_offset = detail::checked_f32(y, op, "y");
-    detail::require(x.rows == y.rows && x.cols == y.cols && x.stride() == y.stride(), op,
-                    "x and y must have one shape and one row stride");
+    detail::require_same_shape(x, y, op, "x and y", /*stride=*/true);
 }
 
 }  // namespace
@@ -51,25 +50,15 @@ void check_norm_views(const TensorView& x, const TensorView& y, const char* op, 
 void rms_norm(Stream& s, const TensorView& x, const Buffer* w, const TensorView& y, float eps) {
     uint64_t x_offset = 0, y_offset = 0;
     check_norm_views(x, y, "rms_norm", &x_offset, &y_offset);
-    rms_norm(s, *x.buffer, x_offset, w, *y.buffer, y_offset, x.rows, x.cols, eps, x.stride());
+    row_norm(s, "rms_norm", {gpu::ShaderId::rms_norm, gpu::ShaderId::rms_norm_sg}, *x.buffer, x_offset, w, nullptr,
+             *y.buffer, y_offset, x.rows, x.cols, eps, x.stride());
 }
 
 void layer_norm(Stream& s, const TensorView& x, const Buffer* w, const Buffer* b, const TensorView& y, float eps) {
     uint64_t x_offset = 0, y_offset = 0;
     check_norm_views(x, y, "layer_norm", &x_offset, &y_offset);
-    layer_norm(s, *x.buffer, x_offset, w, b, *y.buffer, y_offset, x.rows, x.cols, eps, x.stride());
-}
-
-void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
-              int64_t n_rows, int64_t n, float eps, int64_t stride) {
-    row_norm(s, "rms_norm", {gpu::ShaderId::rms_norm, gpu::ShaderId::rms_norm_sg}, x, x_offset, w, nullptr, y,
-             y_offset, n_rows, n, eps, stride);
-}
-
-void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
-                uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride) {
-    row_norm(s, "layer_norm", {gpu::ShaderId::layer_norm, gpu::ShaderId::layer_norm_sg}, x, x_offset, w, b, y,
-             y_offset, n_rows, n, eps, stride);
+    row_norm(s, "layer_norm", {gpu::ShaderId::layer_norm, gpu::ShaderId::layer_norm_sg}, *x.buffer, x_offset, w, b,
+             *y.buffer, y_offset, x.rows, x.cols, eps, x.stride());
 }
 
 }  // namespace vkllm::ops

@@ -4,8 +4,9 @@
 //
 // Conventions: activations are float32, row-major; `[n_tokens, n]` is n_tokens rows of n.
 // Weights use ggml's layout: {n_in, n_out} is n_out rows of n_in elements, quantised per row.
-// Element offsets (`*_offset`) are in elements of the buffer's element type, so callers never
-// need to respect the device's binding-offset alignment.
+// Operands are TensorViews (tensor_view.h) and KV caches KvViews; a view may start at any element
+// of its buffer, so callers never need to respect the device's binding-offset alignment. Each op
+// checks its views' types, shapes and bounds and names the op and the operand that is wrong.
 #pragma once
 
 #include <cstdint>
@@ -58,10 +59,6 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 struct MatvecNorm;
 void matmul(Stream& s, const Weight& w, const TensorView& x, const TensorView& y, bool accumulate = false,
             bool round_x = false, const MatvecNorm* norm = nullptr);
-// The same with positional arguments: x and y at element offsets, y rows y_stride floats apart.
-void matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-            int64_t n_tokens, bool accumulate = false, int64_t y_stride = 0, bool round_x = false,
-            const MatvecNorm* norm = nullptr);
 
 // Decode's pre-norm fused into the matvecs that read it (matmul with one token, matvec_swiglu):
 // each workgroup computes inv = 1 / sqrt(mean(x^2) + eps) over x itself and reads
@@ -92,30 +89,22 @@ enum class GluActivation { SiLU, Gelu, GeluFp16Table };
 bool matvec_swiglu_fits(const gpu::Context& ctx, const Weight& gate, const Weight& up);
 void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const TensorView& x, const TensorView& y,
                    bool round_x = false, GluActivation act = GluActivation::SiLU, const MatvecNorm* norm = nullptr);
-// The same with positional arguments (element offsets).
-void matvec_swiglu(Stream& s, const Weight& gate, const Weight& up, const Buffer& x, uint64_t x_offset,
-                   const Buffer& y, uint64_t y_offset, bool round_x = false, GluActivation act = GluActivation::SiLU,
-                   const MatvecNorm* norm = nullptr);
 
 // True when matmul(..., round_x = true) can round a single token's activations for this weight
 // type inside the matvec: the 32-element blocks (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/MXFP4) and the
 // per-element roundings (F16, BF16). Q8_K's blocks of 256 span threads: rounded beforehand.
 bool matvec_rounds_activations(TensorType weight_type);
 int64_t rounding_block(ActRounding mode);
-// y = x rounded per `mode`: x, y [n_rows, n] at element offsets; n a multiple of the block.
-void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-                       int64_t n_rows, int64_t n, ActRounding mode);
+// y = x rounded per `mode`: x, y f32 [n_rows, n] with packed rows; n a multiple of the block.
+void round_activations(Stream& s, const TensorView& x, const TensorView& y, ActRounding mode);
 
-// out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: [n, table.n_in]
-void get_rows(Stream& s, const Weight& table, const Buffer& ids, const Buffer& out, int64_t n);
+// out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: f32 [n, table.n_in], packed rows.
+void get_rows(Stream& s, const Weight& table, const TensorView& ids, const TensorView& out);
 
 // y = x / sqrt(mean(x^2) + eps) * w   (w optional: nullptr = no weight), per row. x, y: f32
 // views of one shape and one row stride (per-head norms, QK-norm, work in place on
 // [n_tokens, n_heads, head_dim] with rows of head_dim); they may be the same.
 void rms_norm(Stream& s, const TensorView& x, const Buffer* w, const TensorView& y, float eps);
-// The same with positional arguments: x, y [n_rows, n] at element offsets, rows `stride` apart (0: n).
-void rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y, uint64_t y_offset,
-              int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
 
 struct RopeParams {
     int n_dims = 0;         // rotated dimensions per head (<= head_dim)
@@ -127,11 +116,11 @@ struct RopeParams {
     int n_ctx_orig = 0;
 };
 
-// In place on x: [n_tokens, n_heads, head_dim] at x_offset (floats), rows of a token
-// `token_stride` floats apart (0: n_heads * head_dim). positions: int32 [n_tokens].
+// In place on x: f32 [n_tokens, n_heads * head_dim] (a token's heads side by side), any row
+// stride (a slice of wider rows). positions: int32 [n_tokens].
 // freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
-void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
-          int head_dim, const RopeParams& p, const Buffer* freq_factors = nullptr, int64_t token_stride = 0);
+void rope(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
+          const Buffer* freq_factors = nullptr);
 // A KV cache's element type (KvCacheType, never Auto here). The shaders read and write f32
 // values: F16 is stored with 16-bit storage (caps().storage_16bit), each value rounded to nearest
 // even on its way in; Q8_0 keeps blocks of 32 values as 9 words (the fp16-valued scale as an f32
@@ -142,32 +131,31 @@ uint64_t cache_bytes(KvCacheType t, uint64_t n);
 // or (Q8_0) when rows of `row` values are not whole blocks.
 void require_cache_type(const gpu::Context& ctx, KvCacheType t, int64_t row, const char* op);
 
-// The same rotation of x (contiguous rows, not modified) written into a cache of `slots` rows
-// of n_heads * head_dim: token t's row goes to slot positions[t] % slots (positions >= 0), the
-// dims past n_dims copied as they are. RoPE and the KV-cache write in one dispatch.
-void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
-                     int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
-                     int slots, KvCacheType cache_type = KvCacheType::F32);
-// Decode's q, k and v in one dispatch: q ([n_tokens, n_heads_q * head_dim] at offset 0) rotated
-// in place, k ([n_tokens, n_heads_kv * head_dim]) rotated into k_cache's slots and v ([n_tokens,
-// v_row]) copied into v_cache's: rope, rope_into_slots and set_rows_into_slots at once, with the
-// same values. F32 or F16 caches.
-void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& positions,
-                         int64_t n_tokens, int n_heads_q, int n_heads_kv, int head_dim, int64_t v_row,
-                         const RopeParams& p, const Buffer* freq_factors, const Buffer& k_cache,
-                         const Buffer& v_cache, int slots, KvCacheType cache_type = KvCacheType::F32);
-// The KV-cache write without a rotation: row t of src ([n_tokens, n] from src_offset) to row
-// positions[t] % slots of dst ([slots, n] of dst_type, positions >= 0). The slots come from the
-// positions buffer, so the recording does not depend on the step's position.
-void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
-                         int64_t n, const Buffer& dst, int slots, KvCacheType dst_type = KvCacheType::F32);
+// The same rotation of x (f32 [n_tokens, n_heads * head_dim], packed rows, not modified) written
+// into a cache whose rows are x's (F32 or F16): token t's row goes to slot positions[t] % slots
+// (positions >= 0), the dims past n_dims copied as they are. RoPE and the KV-cache write in one
+// dispatch.
+void rope_into_slots(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
+                     const Buffer* freq_factors, const KvView& cache);
+// Decode's q, k and v in one dispatch: q (f32 [n_tokens, n_heads_q * head_dim]) rotated in place,
+// k (f32 [n_tokens, n_heads_kv * head_dim]) rotated into k_cache's slots and v (f32 [n_tokens,
+// v_cache.row]) copied into v_cache's: rope, rope_into_slots and set_rows_into_slots at once,
+// with the same values. Packed rows; F32 or F16 caches of one type and one slot count.
+void rope_qkv_into_slots(Stream& s, const TensorView& q, int n_heads_q, const TensorView& k, int n_heads_kv,
+                         const TensorView& v, const TensorView& positions, const RopeParams& p,
+                         const Buffer* freq_factors, const KvView& k_cache, const KvView& v_cache);
+// The KV-cache write without a rotation: row t of src (f32 [n_tokens, dst.row], packed rows) to
+// row positions[t] % dst.slots of dst (positions >= 0). The slots come from the positions
+// buffer, so the recording does not depend on the step's position.
+void set_rows_into_slots(Stream& s, const TensorView& src, const TensorView& positions, const KvView& dst);
 
 // Attention of n_q queries over n_kv cached keys/values, as p describes (core/attention.h).
-//   q:   [n_q, n_head, head_dim] at q_offset        q_pos:  int32 [n_q], absolute positions
-//   k,v: [n_kv_slots, n_head_kv, head_dim] caches of element type `cache` (F32, F16 or Q8_0)
-//                                                    kv_pos: int32 [n_kv], position held by each
-//        slot (-1: empty), so ring-buffer caches work unchanged
-//   out: [n_q, n_head, head_dim]
+//   q:   f32 [n_q, n_head * head_dim], packed rows     q_pos: int32 [n_q], absolute positions,
+//        from its buffer's start
+//   k,v: caches of one type (F32, F16 or Q8_0) with rows of n_head_kv * head_dim (v: head_dim_v)
+//        and at least n_kv slots        kv_pos: int32 [n_kv] from its buffer's start, the position
+//        held by each slot (-1: empty), so ring-buffer caches work unchanged
+//   out: f32 [n_q, n_head * head_dim_v] from its buffer's start
 //   sinks: optional float [n_head]: a learned logit per head that joins the softmax denominator
 //   probs: optional float [n_q, n_head, n_kv]: the attention probabilities (probes); with sinks
 //        followed by [n_q, n_head]: the sink's probability of each row (rows + sink sum to 1)
@@ -177,60 +165,52 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
 //        of attention_scratch_bytes(ctx, 1, n_ctx, p) bytes for decode; a smaller one splits less.
 // Records one dispatch, or two with a barrier between them when split. Positions must be >= 0;
 // a slot with a negative kv_pos is empty. Heads as wide as shared memory allows (576 tested: MLA).
-void attention(Stream& s, const Buffer& q, uint64_t q_offset, const Buffer& q_pos, const Buffer& k, const Buffer& v,
-               const Buffer& kv_pos, const Buffer& out, int64_t n_q, int64_t n_kv, const AttentionParams& p,
-               KvCacheType cache, const Buffer* sinks = nullptr, const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
+void attention(Stream& s, const TensorView& q, const TensorView& q_pos, const KvView& k, const KvView& v,
+               const TensorView& kv_pos, const TensorView& out, const AttentionParams& p, const Buffer* sinks = nullptr,
+               const Buffer* probs = nullptr, const Buffer* scratch = nullptr);
 // Bytes of scratch that lets attention() split n_q queries over n_kv keys as far as it would on
 // this device (0: it would not split). Calls with probabilities never split.
 uint64_t attention_scratch_bytes(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const AttentionParams& p);
 
-// out = silu(gate) * up, elementwise over n values.
-void swiglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n);
+// Elementwise ops take f32 views of one shape with packed rows; out may alias an input.
+// out = silu(gate) * up.
+void swiglu(Stream& s, const TensorView& gate, const TensorView& up, const TensorView& out);
 // gpt-oss's clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
-// out = g * sigmoid(alpha g) * (u + 1), over n values (out may alias either). gpt-oss: 1.702, 7.
-void swiglu_oai(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, float alpha,
+// out = g * sigmoid(alpha g) * (u + 1). gpt-oss: 1.702, 7.
+void swiglu_oai(Stream& s, const TensorView& gate, const TensorView& up, const TensorView& out, float alpha,
                 float limit);
-// out = a + b, elementwise (out may alias a or b): f32 views of one shape with packed rows;
-// b starts at its buffer's first element.
+// out = a + b.
 void add(Stream& s, const TensorView& a, const TensorView& b, const TensorView& out);
-// The same over n values from the buffers' starts.
-void add(Stream& s, const Buffer& a, const Buffer& b, const Buffer& out, int64_t n);
-// Row softmax of x: [n_rows, n] into y, of scale * x.
-void softmax(Stream& s, const Buffer& x, const Buffer& y, int64_t n_rows, int64_t n, float scale = 1.0f);
-// out[r] = index of the largest value in row r of x: [n_rows, n] (lowest index on ties). out: int32.
-void argmax(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& out, int64_t n_rows, int64_t n);
-// dst = src over n_rows rows of n floats (elements from src_offset / dst_offset), and per row r
-// flags[2r] += the number of NaN or infinite values, flags[2r + 1] = min(itself, the index of the
-// first one): the caller sets flags to {0, 0xffffffff} per row before the stream is submitted.
+// Row softmax of scale * x into y: f32 [n_rows, n], packed rows.
+void softmax(Stream& s, const TensorView& x, const TensorView& y, float scale = 1.0f);
+// out[r] = index of the largest value in row r of x: f32 [n_rows, n] (lowest index on ties).
+// out: int32 [n_rows].
+void argmax(Stream& s, const TensorView& x, const TensorView& out);
+// dst = src (f32 [n_rows, n], packed rows), and per row r flags[2r] += the number of NaN or
+// infinite values, flags[2r + 1] = min(itself, the index of the first one): the caller sets
+// flags (from its buffer's start) to {0, 0xffffffff} per row before the stream is submitted.
 // The read-back of logits and embeddings, checked without a second pass over them.
-void copy_checked(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
-                  int64_t n_rows, int64_t n, const Buffer& flags);
+void copy_checked(Stream& s, const TensorView& src, const TensorView& dst, const Buffer& flags);
 
 // --- Ops for the GPT-2 / Gemma / Phi / BERT-style families -----------------------------------
 
 // LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b, var the biased (1/n) variance; w and b
-// optional (nullptr). x, y: [n_rows, n], rows `stride` floats apart (0: n); may be the same buffer.
-void layer_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer* b, const Buffer& y,
-                uint64_t y_offset, int64_t n_rows, int64_t n, float eps, int64_t stride = 0);
-// The same over views (as rms_norm's).
+// optional (nullptr). x, y as rms_norm's.
 void layer_norm(Stream& s, const TensorView& x, const Buffer* w, const Buffer* b, const TensorView& y, float eps);
-// y = gelu(x) over n values, tanh approximation (GPT-2); y may alias x. fp16_table: as llama.cpp's
+// y = gelu(x), tanh approximation (GPT-2); elementwise as swiglu. fp16_table: as llama.cpp's
 // CPU backend computes it, from a table of fp16 values (x and the result rounded to fp16;
 // x <= -10 gives 0, x >= 10 gives x), for logit parity.
-void gelu(Stream& s, const Buffer& x, const Buffer& y, int64_t n, bool fp16_table = false);
-// y = 0.5 x (1 + erf(x / sqrt 2)) over n values (exact GELU); y may alias x.
-void gelu_erf(Stream& s, const Buffer& x, const Buffer& y, int64_t n);
-// out = gelu(gate) * up (tanh approximation), elementwise over n values (out may alias either);
-// fp16_table as for gelu.
-void geglu(Stream& s, const Buffer& gate, const Buffer& up, const Buffer& out, int64_t n, bool fp16_table = false);
-// x = cap * tanh(x / cap) over n values starting at x_offset (Gemma 2 soft-capping); cap > 0.
-void softcap(Stream& s, const Buffer& x, int64_t n, float cap, uint64_t x_offset = 0);
-// x *= factor over n values starting at x_offset (floats).
-void scale(Stream& s, const Buffer& x, int64_t n, float factor, uint64_t x_offset = 0);
-// x[t, :] += bias for t < n_rows: x is [n_rows, n] at x_offset with rows `stride` floats apart
-// (0: n); bias is float [n].
-void add_bias(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& bias, int64_t n_rows, int64_t n,
-              int64_t stride = 0);
+void gelu(Stream& s, const TensorView& x, const TensorView& y, bool fp16_table = false);
+// y = 0.5 x (1 + erf(x / sqrt 2)) (exact GELU).
+void gelu_erf(Stream& s, const TensorView& x, const TensorView& y);
+// out = gelu(gate) * up (tanh approximation); fp16_table as for gelu.
+void geglu(Stream& s, const TensorView& gate, const TensorView& up, const TensorView& out, bool fp16_table = false);
+// In place on x (f32, packed rows): x = cap * tanh(x / cap) (Gemma 2 soft-capping); cap > 0.
+void softcap(Stream& s, const TensorView& x, float cap);
+// In place on x (f32, packed rows): x *= factor.
+void scale(Stream& s, const TensorView& x, float factor);
+// x[t, :] += bias for every row of x (f32 [n_rows, n], any row stride); bias: f32 [n].
+void add_bias(Stream& s, const TensorView& x, const TensorView& bias);
 
 // --- Mixture of experts -------------------------------------------------------------------------
 // Routing, grouping and the expert FFN stay on the GPU, with no readback. A MoE FFN records
@@ -258,19 +238,20 @@ struct RouterParams {
 };
 inline constexpr int kMaxExperts = 512;
 
-// logits: [n_tokens, n_expert] at logits_offset (floats) -> experts: int32 [n_tokens, top_k],
-// weights: float [n_tokens, top_k]. One workgroup per token.
-void moe_route(Stream& s, const Buffer& logits, uint64_t logits_offset, int64_t n_tokens, const RouterParams& p,
-               const Buffer& experts, const Buffer& weights);
+// logits: f32 [n_tokens, n_expert], packed rows -> experts: int32 [n_tokens, top_k],
+// weights: f32 [n_tokens, top_k], both from their buffers' starts. One workgroup per token.
+void moe_route(Stream& s, const TensorView& logits, const RouterParams& p, const TensorView& experts,
+               const TensorView& weights);
 
 // Counting sort of the pairs by expert. experts: int32 [n_pairs] (moe_route's output, n_pairs =
-// n_tokens * top_k); sorted: int32 [moe_sort_ints(n_expert, n_pairs)], filled with
+// n_tokens * top_k); sorted: int32 [moe_sort_ints(n_expert, n_pairs)], both from their buffers'
+// starts, filled with
 //   [0, n_expert)                  counts: pairs routed to each expert
 //   [n_expert, 2 n_expert + 1)     offsets: exclusive prefix sums of the counts (last: the total)
 //   [2 n_expert + 1, + n_pairs)    pair indices grouped by expert, ascending (token, then slot)
 // Ids outside [0, n_expert) are left out. One workgroup.
 uint64_t moe_sort_ints(int n_expert, int64_t n_pairs);
-void moe_sort(Stream& s, const Buffer& experts, int64_t n_pairs, int n_expert, const Buffer& sorted);
+void moe_sort(Stream& s, const TensorView& experts, int n_expert, const TensorView& sorted);
 
 // The experts' matrices: one 3-D GGUF tensor {n_in, n_out, n_expert}; expert e's matrix is rows
 // [e n_out, (e + 1) n_out) in ggml's layout, from byte `offset` of the buffer (a multiple of 4).
@@ -294,38 +275,37 @@ struct MoeRouting {
 };
 
 // y[p, :] = W_{experts[p]} x[row(p), :] (+ bias[experts[p], :]) for every pair p, row(p) = p / top_k
-// (x: [n_tokens, n_in], the tokens' inputs) or, with x_per_pair, p (x: [n_tokens * top_k, n_in]).
-// y: [n_tokens * top_k, n_out] at y_offset. Few tokens (or no sort) take a matrix-vector product
+// (x: f32 [n_tokens, n_in], the tokens' inputs) or, with x_per_pair, p (x: [n_tokens * top_k, n_in]).
+// y: f32 [n_tokens * top_k, n_out]. Packed rows. Few tokens (or no sort) take a matrix-vector product
 // per pair, indirect on the expert id; more take tiles over each expert's sorted pairs (pass
 // r.sorted from moe_sort with n_expert = w.n_expert). x and y must not overlap and must each fit
 // one binding (route fewer tokens per call otherwise); the weights are split into windows.
 // round_x (the matrix-vector path only: r.sorted null): x is rounded in the shader as
 // activation_rounding(w.type) would round it (matvec_rounds_activations(w.type) must hold).
-void moe_matmul(Stream& s, const ExpertWeights& w, const Buffer& x, uint64_t x_offset, bool x_per_pair,
-                const MoeRouting& r, const Buffer& y, uint64_t y_offset, bool round_x = false);
+void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_per_pair, const MoeRouting& r,
+                const TensorView& y, bool round_x = false);
 
 // The experts' SwiGLU input in one dispatch (few tokens: MoE decode), y[p, :] =
 // silu(W_gate,e x) * (W_up,e x) for e = experts[p], equal to moe_matmul of gate and of up and
 // then swiglu. Gate and up must be one type and shape without bias, in one buffer (up after gate),
 // every expert of both within one binding (moe_matvec_swiglu_fits); x and y as moe_matmul's.
 bool moe_matvec_swiglu_fits(const gpu::Context& ctx, const ExpertWeights& gate, const ExpertWeights& up);
-void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const Buffer& x,
-                       uint64_t x_offset, bool x_per_pair, const MoeRouting& r, const Buffer& y, uint64_t y_offset,
-                       bool round_x = false);
+void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const TensorView& x,
+                       bool x_per_pair, const MoeRouting& r, const TensorView& y, bool round_x = false);
 
 // Weighted sum of the pairs' outputs: out[t, :] (+)= sum_k weights[t, k] y[t * top_k + k, :].
-// y: [n_tokens * top_k, n] at y_offset, out: [n_tokens, n] at out_offset (floats); accumulate adds
-// to out (the residual add fused in). out must not overlap y.
-void moe_combine(Stream& s, const Buffer& y, uint64_t y_offset, const MoeRouting& r, const Buffer& out,
-                 uint64_t out_offset, int64_t n, bool accumulate = false);
+// y: f32 [n_tokens * top_k, n], out: f32 [n_tokens, n], packed rows; accumulate adds to out (the
+// residual add fused in). out must not overlap y.
+void moe_combine(Stream& s, const TensorView& y, const MoeRouting& r, const TensorView& out, bool accumulate = false);
 
 // Llama 4: out[p, :] = weights[p] * x[p / top_k, :] — each pair's expert input scaled by its gate
-// weight (feed to moe_matmul with x_per_pair). x: [n_tokens, n] at x_offset; out: [n_pairs, n].
-void moe_weighted_input(Stream& s, const Buffer& x, uint64_t x_offset, const MoeRouting& r, const Buffer& out, int64_t n);
+// weight (feed to moe_matmul with x_per_pair). x: f32 [n_tokens, n]; out: f32 [n_pairs, n] from
+// its buffer's start; packed rows.
+void moe_weighted_input(Stream& s, const TensorView& x, const MoeRouting& r, const TensorView& out);
 
-// Expert-load probe: load: float [n_expert, 2] = (pairs routed to expert e, sum of their weights);
+// Expert-load probe: load: f32 [n_expert, 2] = (pairs routed to expert e, sum of their weights);
 // accumulate adds to the values already there (counting over several steps).
-void moe_expert_load(Stream& s, const MoeRouting& r, int n_expert, const Buffer& load, bool accumulate = false);
+void moe_expert_load(Stream& s, const MoeRouting& r, const TensorView& load, bool accumulate = false);
 
 // --- Residual-stream edits (interventions) ---------------------------------------------------
 
@@ -337,14 +317,13 @@ struct ChannelEdit {
     float value = 0;   // Value: the value set; Scale: the factor
     uint32_t unused = 0;
 };
-// Applies edits[first .. first + n_edits) in order to every row of x: [n_tokens, n]:
+// Applies edits[first .. first + n_edits) in order to every row of x (f32 [n_tokens, n], packed rows):
 //   Zero: x[t, c] = 0; Value: x[t, c] = value; Scale: x[t, c] *= value;
 //   Mean: state[2 e] += sum_t x[t, c], state[2 e + 1] += n_tokens, then x[t, c] = their ratio
 //         (the running mean of the channel over every call since the state was zeroed).
 // edits: ChannelEdit array; state: float [2 * total edits], zeroed by the caller to start over.
 // One dispatch (one workgroup).
-void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, const Buffer& edits, int first,
-                   int n_edits, const Buffer& state);
+void residual_edit(Stream& s, const TensorView& x, const Buffer& edits, int first, int n_edits, const Buffer& state);
 
 // One super-weight correction (vkllm quantize --keep-super-weights), as the shader reads it (16
 // bytes): the exact weight minus the weight as quantised, at down_proj.weight[row, col].
@@ -355,10 +334,11 @@ struct SuperCorrection {
     uint32_t unused = 0;
 };
 // y[t, row] += delta * a[t, col] for every token t and every correction, in order: a down
-// projection's output y [n_tokens, n_out] (or the residual stream it was added to) made equal to
-// the product with the exact super weights. a [n_tokens, n_in] is the projection's input. Rows
-// and columns must lie inside n_out and n_in (checked where the corrections are built). One dispatch.
-void super_correction(Stream& s, const Buffer& y, int64_t n_out, const Buffer& a, int64_t n_in, int64_t n_tokens,
-                      const Buffer& corrections, int n_corrections);
+// projection's output y (f32 [n_tokens, n_out], or the residual stream it was added to) made equal
+// to the product with the exact super weights. a (f32 [n_tokens, n_in]) is the projection's input.
+// Packed rows. Rows and columns must lie inside n_out and n_in (checked where the corrections are
+// built). One dispatch.
+void super_correction(Stream& s, const TensorView& y, const TensorView& a, const Buffer& corrections,
+                      int n_corrections);
 
 }  // namespace vkllm::ops

@@ -8,9 +8,11 @@
 
 namespace vkllm::ops {
 
-void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, const Buffer& edits, int first,
-                   int n_edits, const Buffer& state) {
+void residual_edit(Stream& s, const TensorView& x, const Buffer& edits, int first, int n_edits, const Buffer& state) {
     const char* op = "residual_edit";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    detail::require_packed(x, op, "x");
+    const int64_t n_tokens = x.rows, n = x.cols;
     detail::require(n > 0 && n_tokens >= 0 && first >= 0 && n_edits >= 0, op,
                     "needs n > 0 and non-negative n_tokens, first and n_edits; got n " + std::to_string(n) +
                         ", n_tokens " + std::to_string(n_tokens) + ", first " + std::to_string(first) +
@@ -21,7 +23,7 @@ void residual_edit(Stream& s, const Buffer& x, int64_t n_tokens, int64_t n, cons
     detail::require(edits.size() >= total * sizeof(ChannelEdit), op,
                     "the edits buffer holds fewer than " + std::to_string(total) + " edits");
     gpu::Context& ctx = s.context();
-    const detail::Window xw = detail::window(ctx, x, 0, uint64_t(n_tokens) * uint64_t(n), op, "x");
+    const detail::Window xw = detail::window(ctx, *x.buffer, x_offset, uint64_t(n_tokens) * uint64_t(n), op, "x");
     const detail::Window ew = detail::window(ctx, edits, 0, total * 4, op, "edits");
     const detail::Window sw = detail::window(ctx, state, 0, total * 2, op, "state");
     const uint32_t threads = detail::workgroup_size(ctx, 64);

@@ -50,9 +50,9 @@ void require_rope_params(const RopeParams& p, int head_dim, const char* op) {
 }
 
 // rope and rope_into_slots: cache (with slots > 0) receives the result instead of x.
-void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
-                 int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride,
-                 const Buffer* cache, int slots, KvCacheType cache_type) {
+void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, uint64_t pos_offset,
+                 int64_t n_tokens, int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors,
+                 int64_t token_stride, const Buffer* cache, int64_t slots, KvCacheType cache_type) {
     const char* op = cache ? "rope_into_slots" : "rope";
     detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
                     "needs n_tokens >= 0 and positive n_heads and head_dim");
@@ -68,7 +68,7 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     gpu::Context& ctx = s.context();
     const uint64_t span = uint64_t(n_tokens - 1) * uint64_t(token_stride) + uint64_t(row);
     const detail::Window xw = detail::window(ctx, x, x_offset, span, op, "x");
-    const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
+    const detail::Window pw = detail::window(ctx, positions, pos_offset, uint64_t(n_tokens), op, "positions");
     const detail::Window fw =
         freq_factors ? detail::window(ctx, *freq_factors, 0, uint64_t(p.n_dims / 2), op, "freq_factors") : pw;
     const detail::Window yw =
@@ -103,25 +103,66 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     s.dispatch(pipeline, {xw.range, pw.range, fw.range, yw.range}, push, groups);
 }
 
+// x's heads: n_heads > 0 of head_dim = x.cols / n_heads; throws otherwise.
+int head_dim_of(const TensorView& x, int n_heads, const char* op, const char* what) {
+    detail::require(n_heads > 0 && x.cols > 0 && x.cols % n_heads == 0, op,
+                    std::string(what) + "'s " + std::to_string(x.cols) + " columns are not " + std::to_string(n_heads) +
+                        " heads of one width");
+    return int(x.cols / n_heads);
+}
+
 }  // namespace
 
-void rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens, int n_heads,
-          int head_dim, const RopeParams& p, const Buffer* freq_factors, int64_t token_stride) {
-    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, token_stride, nullptr, 0, KvCacheType::F32);
+void rope(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
+          const Buffer* freq_factors) {
+    const char* op = "rope";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    const int head_dim = head_dim_of(x, n_heads, op, "x");
+    const uint64_t pos_offset = detail::checked_vector(positions, TensorType::I32, x.rows, op, "positions");
+    record_rope(s, *x.buffer, x_offset, *positions.buffer, pos_offset, x.rows, n_heads, head_dim, p, freq_factors,
+                x.stride(), nullptr, 0, KvCacheType::F32);
 }
 
-void rope_into_slots(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, int64_t n_tokens,
-                     int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors, const Buffer& cache,
-                     int slots, KvCacheType cache_type) {
-    detail::require(slots > 0, "rope_into_slots", "needs slots > 0");
-    record_rope(s, x, x_offset, positions, n_tokens, n_heads, head_dim, p, freq_factors, 0, &cache, slots, cache_type);
+void rope_into_slots(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
+                     const Buffer* freq_factors, const KvView& cache) {
+    const char* op = "rope_into_slots";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    detail::require_packed(x, op, "x");
+    detail::require_kv(cache, op, "cache");
+    detail::require(cache.row == x.cols, op,
+                    "cache rows of " + std::to_string(cache.row) + " values do not match x's " + std::to_string(x.cols) +
+                        " columns");
+    const int head_dim = head_dim_of(x, n_heads, op, "x");
+    const uint64_t pos_offset = detail::checked_vector(positions, TensorType::I32, x.rows, op, "positions");
+    record_rope(s, *x.buffer, x_offset, *positions.buffer, pos_offset, x.rows, n_heads, head_dim, p, freq_factors, 0,
+                cache.buffer, cache.slots, cache.type);
 }
 
-void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& positions,
-                         int64_t n_tokens, int n_heads_q, int n_heads_kv, int head_dim, int64_t v_row,
-                         const RopeParams& p, const Buffer* freq_factors, const Buffer& k_cache,
-                         const Buffer& v_cache, int slots, KvCacheType cache_type) {
+void rope_qkv_into_slots(Stream& s, const TensorView& q_view, int n_heads_q, const TensorView& k_view, int n_heads_kv,
+                         const TensorView& v_view, const TensorView& positions_view, const RopeParams& p,
+                         const Buffer* freq_factors, const KvView& k_cache_view, const KvView& v_cache_view) {
     const char* op = "rope_qkv_into_slots";
+    const int64_t n_tokens = q_view.rows;
+    const uint64_t q_offset = detail::checked_f32(q_view, op, "q");
+    const uint64_t k_offset = detail::checked_f32(k_view, op, "k");
+    const uint64_t v_offset = detail::checked_f32(v_view, op, "v");
+    detail::require(q_view.packed() && k_view.packed() && v_view.packed(), op, "q, k and v must have packed rows");
+    detail::require(k_view.rows == n_tokens && v_view.rows == n_tokens, op,
+                    "q, k and v must have a row per token, got " + std::to_string(n_tokens) + ", " +
+                        std::to_string(k_view.rows) + " and " + std::to_string(v_view.rows));
+    const int head_dim = head_dim_of(q_view, n_heads_q, op, "q");
+    detail::require(head_dim_of(k_view, n_heads_kv, op, "k") == head_dim, op, "q and k must have one head width");
+    detail::require_kv(k_cache_view, op, "k cache");
+    detail::require_kv(v_cache_view, op, "v cache");
+    detail::require(k_cache_view.row == k_view.cols && v_cache_view.row == v_view.cols, op,
+                    "the caches' rows must be k's and v's");
+    detail::require(k_cache_view.slots == v_cache_view.slots && k_cache_view.type == v_cache_view.type, op,
+                    "the k and v caches must have one slot count and one type");
+    const uint64_t pos_offset = detail::checked_vector(positions_view, TensorType::I32, n_tokens, op, "positions");
+    const Buffer &q = *q_view.buffer, &k = *k_view.buffer, &v = *v_view.buffer, &positions = *positions_view.buffer;
+    const Buffer &k_cache = *k_cache_view.buffer, &v_cache = *v_cache_view.buffer;
+    const int64_t v_row = v_view.cols, slots = k_cache_view.slots;
+    const KvCacheType cache_type = k_cache_view.type;
     detail::require(n_tokens >= 0 && n_heads_q > 0 && n_heads_kv > 0 && head_dim > 0 && v_row > 0 && slots > 0, op,
                     "needs n_tokens >= 0 and positive heads, head_dim, v_row and slots");
     require_rope_params(p, head_dim, op);
@@ -137,11 +178,11 @@ void rope_qkv_into_slots(Stream& s, const Buffer& q, const Buffer& k, const Buff
 
     gpu::Context& ctx = s.context();
     require_cache_type(ctx, cache_type, int64_t(k_row), op);
-    const detail::Window qw = detail::window(ctx, q, 0, T * q_row, op, "q");
-    const detail::Window pw = detail::window(ctx, positions, 0, T, op, "positions");
+    const detail::Window qw = detail::window(ctx, q, q_offset, T * q_row, op, "q");
+    const detail::Window pw = detail::window(ctx, positions, pos_offset, T, op, "positions");
     const detail::Window fw = freq_factors ? detail::window(ctx, *freq_factors, 0, pairs, op, "freq_factors") : pw;
-    const detail::Window kw = detail::window(ctx, k, 0, T * k_row, op, "k");
-    const detail::Window vw = detail::window(ctx, v, 0, T * vr, op, "v");
+    const detail::Window kw = detail::window(ctx, k, k_offset, T * k_row, op, "k");
+    const detail::Window vw = detail::window(ctx, v, v_offset, T * vr, op, "v");
     const detail::Window kcw = detail::cache_window(ctx, k_cache, uint64_t(slots) * k_row, cache_type, op, "k cache");
     const detail::Window vcw = detail::cache_window(ctx, v_cache, uint64_t(slots) * vr, cache_type, op, "v cache");
 

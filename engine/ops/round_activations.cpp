@@ -33,9 +33,13 @@ int64_t rounding_block(ActRounding mode) {
     return mode == ActRounding::Q8_32 ? 32 : mode == ActRounding::Q8_256 ? 256 : 1;
 }
 
-void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& y, uint64_t y_offset,
-                       int64_t n_rows, int64_t n, ActRounding mode) {
+void round_activations(Stream& s, const TensorView& x, const TensorView& y, ActRounding mode) {
     const char* op = "round_activations";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    const uint64_t y_offset = detail::checked_f32(y, op, "y");
+    detail::require_same_shape(x, y, op, "x and y");
+    detail::require(x.packed() && y.packed(), op, "x and y must have packed rows");
+    const int64_t n_rows = x.rows, n = x.cols;
     detail::require(mode != ActRounding::None, op, "mode None needs no rounding");
     const int64_t block = rounding_block(mode);
     detail::require(n_rows >= 0 && n > 0 && n % block == 0, op,
@@ -43,8 +47,8 @@ void round_activations(Stream& s, const Buffer& x, uint64_t x_offset, const Buff
     if (n_rows == 0) return;
     gpu::Context& ctx = s.context();
     const uint64_t count = uint64_t(n_rows) * uint64_t(n);
-    detail::Window xw = detail::window(ctx, x, x_offset, count, op, "x");
-    detail::Window yw = detail::window(ctx, y, y_offset, count, op, "y");
+    detail::Window xw = detail::window(ctx, *x.buffer, x_offset, count, op, "x");
+    detail::Window yw = detail::window(ctx, *y.buffer, y_offset, count, op, "y");
     const uint32_t wg = detail::workgroup_size(ctx, 64);
     const uint64_t n_blocks = count / uint64_t(block);
     detail::Grid g = detail::grid_2d(ctx, (n_blocks + wg - 1) / wg, op);

@@ -9,9 +9,16 @@
 
 namespace vkllm::ops {
 
-void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, const Buffer& positions, int64_t n_tokens,
-                         int64_t n, const Buffer& dst, int slots, KvCacheType dst_type) {
+void set_rows_into_slots(Stream& s, const TensorView& src_view, const TensorView& positions_view, const KvView& dst_view) {
     const char* op = "set_rows_into_slots";
+    detail::require_kv(dst_view, op, "dst");
+    const uint64_t src_offset = detail::checked_f32(src_view, op, "src");
+    detail::require_shape(src_view, src_view.rows, dst_view.row, op, "src (a cache row per token)");
+    detail::require_packed(src_view, op, "src");
+    const int64_t n_tokens = src_view.rows, n = dst_view.row, slots = dst_view.slots;
+    const uint64_t pos_offset = detail::checked_vector(positions_view, TensorType::I32, n_tokens, op, "positions");
+    const Buffer &src = *src_view.buffer, &positions = *positions_view.buffer, &dst = *dst_view.buffer;
+    const KvCacheType dst_type = dst_view.type;
     detail::require(n > 0 && n_tokens >= 0 && slots > 0, op,
                     "needs n > 0, n_tokens >= 0 and slots > 0; got n " + std::to_string(n) + ", n_tokens " +
                         std::to_string(n_tokens) + ", slots " + std::to_string(slots));
@@ -23,7 +30,7 @@ void set_rows_into_slots(Stream& s, const Buffer& src, uint64_t src_offset, cons
     detail::require(uint64_t(n_tokens) <= ctx.caps().max_workgroup_count[1], op,
                     std::to_string(n_tokens) + " tokens exceed the device's workgroup-count limit");
     const detail::Window sw = detail::window(ctx, src, src_offset, uint64_t(n_tokens) * uint64_t(n), op, "src");
-    const detail::Window pw = detail::window(ctx, positions, 0, uint64_t(n_tokens), op, "positions");
+    const detail::Window pw = detail::window(ctx, positions, pos_offset, uint64_t(n_tokens), op, "positions");
     const detail::Window dw = detail::cache_window(ctx, dst, uint64_t(slots) * uint64_t(n), dst_type, op, "dst");
     const uint32_t threads = detail::workgroup_size(ctx, 128);
     const uint64_t items = dst_type == KvCacheType::Q8_0 ? uint64_t(n) / 32 : uint64_t(n);  // Q8_0: a block each

@@ -22,7 +22,7 @@ protected:
         xb.upload(x.data(), x.size() * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::argmax(s, xb, offset, ob, rows, n);
+        ops::argmax(s, ops::f32_rows(xb, rows, n, offset), ops::i32_vector(ob, rows));
         s.submit_and_wait();
         std::vector<int32_t> out(static_cast<size_t>(rows));
         ob.download(out.data(), out.size() * 4);

@@ -194,7 +194,11 @@ protected:
         gpu::Buffer scratch(ctx(), std::max<uint64_t>(scratch_bytes, 4), gpu::Memory::Device);
         gpu::Stream s(ctx());
         s.begin();
-        ops::attention(s, qb, c.q_offset, qpb, kb, vb, kpb, ob, c.n_q, c.n_kv, p, cache, c.sinks ? &sb : nullptr,
+        const int64_t kv_heads = int64_t(c.n_head_kv);
+        ops::attention(s, ops::f32_rows(qb, c.n_q, int64_t(c.n_head) * c.head_dim, uint64_t(c.q_offset)),
+                       ops::i32_vector(qpb, c.n_q), ops::KvView{&kb, c.n_kv, kv_heads * c.head_dim, cache},
+                       ops::KvView{&vb, c.n_kv, kv_heads * dv, cache}, ops::i32_vector(kpb, c.n_kv),
+                       ops::f32_rows(ob, c.n_q, int64_t(c.n_head) * dv), p, c.sinks ? &sb : nullptr,
                        c.probs ? &pb : nullptr, scratch_bytes ? &scratch : nullptr);
         s.submit_and_wait();
 
@@ -481,9 +485,17 @@ TEST_F(Attention, BadParametersAreClearErrors) {
     p.n_head = 6;
     p.n_head_kv = 4;  // not a divisor
     p.head_dim = 8;
-    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1, p, KvCacheType::F32), ops::ShapeError);
+    auto attend = [&](int64_t n_kv, int64_t slots, int64_t q_offset = 0) {
+        const int64_t row = int64_t(p.n_head_kv) * p.head_dim;
+        const ops::KvView cache{&b, slots, row, KvCacheType::F32};
+        ops::attention(s, ops::f32_rows(b, 1, int64_t(p.n_head) * p.head_dim, uint64_t(q_offset)), ops::i32_vector(b, 1),
+                       cache, cache, ops::i32_vector(b, n_kv), ops::f32_rows(b, 1, int64_t(p.n_head) * p.head_dim), p);
+    };
+    EXPECT_THROW(attend(1, 1), ops::ShapeError);
     p.n_head_kv = 2;
-    EXPECT_THROW(ops::attention(s, b, 0, b, b, b, b, b, 1, 1000, p, KvCacheType::F32), ops::ShapeError);  // k too small
+    EXPECT_THROW(attend(1000, 1000), ops::ShapeError);  // k too small
+    EXPECT_THROW(attend(8, 4), ops::ShapeError);        // more keys than slots
+    EXPECT_THROW(attend(1, 1, 1100), ops::ShapeError);  // q past the buffer's end
     s.submit_and_wait();
 }
 

@@ -69,7 +69,9 @@ protected:
         kb.upload(kv_pos.data(), kv_pos.size() * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::attention_summary(s, pb, po, sinks, qb, qo, kb, sb, so, n_q, n_head, n_kv);
+        ops::attention_summary(s, ops::f32_rows(pb, n_q, int64_t(n_head) * n_kv, po), sinks, ops::i32_vector(qb, n_q, qo),
+                               ops::i32_vector(kb, n_kv), ops::f32_rows(sb, n_q, int64_t(n_head) * ops::kAttentionStats, so),
+                               n_head);
         s.submit_and_wait();
         std::vector<float> got(so + rows * ops::kAttentionStats);
         sb.download(got.data(), got.size() * 4);
@@ -105,7 +107,8 @@ TEST_F(AttentionSummaryOp, OneKeyIsCertain) {
     kb.upload(k, sizeof k);
     gpu::Stream s(ctx());
     s.begin();
-    ops::attention_summary(s, pb, 0, false, qb, 0, kb, sb, 0, 1, 1, 2);
+    ops::attention_summary(s, ops::f32_rows(pb, 1, 2), false, ops::i32_vector(qb, 1), ops::i32_vector(kb, 2),
+                           ops::f32_rows(sb, 1, ops::kAttentionStats), 1);
     s.submit_and_wait();
     float got[4];
     sb.download(got, sizeof got);
@@ -119,8 +122,18 @@ TEST_F(AttentionSummaryOp, RejectsBadShapes) {
     gpu::Buffer b(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::attention_summary(s, b, 0, false, b, 0, b, b, 0, 1, 0, 4), ops::ShapeError);
-    EXPECT_THROW(ops::attention_summary(s, b, 0, false, b, 0, b, b, 0, 4, 4, 4), ops::ShapeError);  // b too small
+    EXPECT_THROW(ops::attention_summary(s, ops::f32_rows(b, 1, 0), false, ops::i32_vector(b, 1), ops::i32_vector(b, 4),
+                                        ops::f32_rows(b, 1, 0), 0),
+                 ops::ShapeError);
+    EXPECT_THROW(ops::attention_summary(s, ops::f32_rows(b, 4, 16), false, ops::i32_vector(b, 4), ops::i32_vector(b, 4),
+                                        ops::f32_rows(b, 4, 16), 4),
+                 ops::ShapeError);  // b too small
+    EXPECT_THROW(ops::attention_summary(s, ops::f32_rows(b, 1, 4), false, ops::i32_vector(b, 1), ops::i32_vector(b, 4),
+                                        ops::f32_rows(b, 1, 8), 1),
+                 ops::ShapeError);  // stats of two heads for one
+    EXPECT_THROW(ops::attention_summary(s, ops::f32_rows(b, 1, 4), false, ops::f32_rows(b, 1, 1), ops::i32_vector(b, 4),
+                                        ops::f32_rows(b, 1, 4), 1),
+                 ops::ShapeError);  // f32 positions
     s.submit_and_wait();
 }
 

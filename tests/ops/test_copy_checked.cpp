@@ -53,7 +53,7 @@ TEST_F(CopyCheckedOp, CopiesAndCountsNonFiniteValuesPerRow) {
 
         gpu::Stream s(ctx());
         s.begin();
-        ops::copy_checked(s, src, uint64_t(sh.src_offset), dst, 0, sh.rows, sh.n, flags);
+        ops::copy_checked(s, ops::f32_rows(src, sh.rows, sh.n, uint64_t(sh.src_offset)), ops::f32_rows(dst, sh.rows, sh.n), flags);
         s.submit_and_wait();
 
         const auto* got = static_cast<const float*>(dst.mapped());
@@ -78,9 +78,9 @@ TEST_F(CopyCheckedOp, RefusesBadArguments) {
     gpu::Buffer src(ctx(), 64, gpu::Memory::Device), dst(ctx(), 64, gpu::Memory::Host), flags(ctx(), 8, gpu::Memory::Host);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::copy_checked(s, src, 0, dst, 0, 1, 0, flags), ops::ShapeError);
-    EXPECT_THROW(ops::copy_checked(s, src, 0, dst, 0, 1, 17, flags), ops::ShapeError);   // src too small
-    EXPECT_THROW(ops::copy_checked(s, src, 0, dst, 0, 2, 8, flags), ops::ShapeError);    // flags for one row
+    EXPECT_THROW(ops::copy_checked(s, ops::f32_rows(src, 1, 0), ops::f32_rows(dst, 1, 0), flags), ops::ShapeError);
+    EXPECT_THROW(ops::copy_checked(s, ops::f32_rows(src, 1, 17), ops::f32_rows(dst, 1, 17), flags), ops::ShapeError);   // src too small
+    EXPECT_THROW(ops::copy_checked(s, ops::f32_rows(src, 2, 8), ops::f32_rows(dst, 2, 8), flags), ops::ShapeError);    // flags for one row
     s.submit_and_wait();
 }
 

@@ -55,8 +55,8 @@ TEST_F(Elementwise, GatedUnitsMatchReferenceAndMayWriteInPlace) {
         cpu::geglu(g.data(), u.data(), ref_geglu.data(), 1, int64_t(n));
         gpu::Buffer gb = upload(g), ub = upload(u), out(ctx(), n * 4, gpu::Memory::Device), g2 = upload(g);
         record([&](gpu::Stream& s) {
-            ops::swiglu(s, gb, ub, out, int64_t(n));
-            ops::geglu(s, g2, ub, g2, int64_t(n));  // in place over the gate
+            ops::swiglu(s, ops::f32_vector(gb, int64_t(n)), ops::f32_vector(ub, int64_t(n)), ops::f32_vector(out, int64_t(n)));
+            ops::geglu(s, ops::f32_vector(g2, int64_t(n)), ops::f32_vector(ub, int64_t(n)), ops::f32_vector(g2, int64_t(n)));  // in place over the gate
         });
         EXPECT_LT(test::nmse(download(out), ref_swiglu), 1e-12) << n;
         EXPECT_LT(test::nmse(download(g2), ref_geglu), 1e-12) << n;
@@ -71,8 +71,8 @@ TEST_F(Elementwise, GeluFormsMatchReference) {
         cpu::gelu_erf(x.data(), ref_erf.data(), int64_t(n));
         gpu::Buffer xb = upload(x), yb(ctx(), n * 4, gpu::Memory::Device), x2 = upload(x);
         record([&](gpu::Stream& s) {
-            ops::gelu(s, xb, yb, int64_t(n));
-            ops::gelu_erf(s, x2, x2, int64_t(n));
+            ops::gelu(s, ops::f32_vector(xb, int64_t(n)), ops::f32_vector(yb, int64_t(n)));
+            ops::gelu_erf(s, ops::f32_vector(x2, int64_t(n)), ops::f32_vector(x2, int64_t(n)));
         });
         auto got_tanh = download(yb), got_erf = download(x2);
         EXPECT_LT(test::nmse(got_tanh, ref_tanh), 1e-12) << n;
@@ -88,11 +88,11 @@ TEST_F(Elementwise, AddWithAliasedOutput) {
         cpu::add(a.data(), b.data(), ref.data(), int64_t(n));
         gpu::Buffer ab = upload(a), bb = upload(b), cb = upload(a), out(ctx(), n * 4, gpu::Memory::Device);
         record([&](gpu::Stream& s) {
-            ops::add(s, ab, bb, out, int64_t(n));
+            ops::add(s, ops::f32_vector(ab, int64_t(n)), ops::f32_vector(bb, int64_t(n)), ops::f32_vector(out, int64_t(n)));
             // The first add reads b, the second writes it: write-after-read needs a barrier
             // (synchronization validation reports SYNC-HAZARD-WRITE-AFTER-READ without it).
             s.barrier("b read above, written below");
-            ops::add(s, cb, bb, bb, int64_t(n));  // out aliases b
+            ops::add(s, ops::f32_vector(cb, int64_t(n)), ops::f32_vector(bb, int64_t(n)), ops::f32_vector(bb, int64_t(n)));  // out aliases b
         });
         EXPECT_EQ(download(out), ref) << n;  // one float add: exact
         EXPECT_EQ(download(bb), ref) << n;
@@ -105,7 +105,7 @@ TEST_F(Elementwise, ScaleInPlaceAtAnOffset) {
     std::vector<float> expect = x;
     for (size_t i = offset; i < offset + n; ++i) expect[i] = x[i] * 0.125f * 3.0f;
     gpu::Buffer xb = upload(x);
-    record([&](gpu::Stream& s) { ops::scale(s, xb, int64_t(n), 0.375f, offset); });
+    record([&](gpu::Stream& s) { ops::scale(s, ops::f32_vector(xb, int64_t(n), offset), 0.375f); });
     auto got = download(xb);
     for (size_t i = 0; i < total; ++i) ASSERT_FLOAT_EQ(got[i], expect[i]) << i;
 }
@@ -130,8 +130,8 @@ TEST_F(Elementwise, GeluFp16TableMatchesLlamaCppsTabulation) {
     }
     gpu::Buffer xb = upload(x), ub = upload(up), yb = upload(std::vector<float>(n)), zb = upload(std::vector<float>(n));
     record([&](gpu::Stream& s) {
-        ops::gelu(s, xb, yb, int64_t(n), /*fp16_table=*/true);
-        ops::geglu(s, xb, ub, zb, int64_t(n), /*fp16_table=*/true);
+        ops::gelu(s, ops::f32_vector(xb, int64_t(n)), ops::f32_vector(yb, int64_t(n)), /*fp16_table=*/true);
+        ops::geglu(s, ops::f32_vector(xb, int64_t(n)), ops::f32_vector(ub, int64_t(n)), ops::f32_vector(zb, int64_t(n)), /*fp16_table=*/true);
     });
     auto got_gelu = download(yb), got_geglu = download(zb);
     // A last-bit difference in tanh may round to the neighbouring fp16 value; allow one fp16 ulp.
@@ -150,7 +150,7 @@ TEST_F(Elementwise, ClampedSwigluMatchesReference) {
         std::vector<float> want(n);
         cpu::swiglu_oai(gate.data(), up.data(), want.data(), 1, int64_t(n), 1.702f, 7.0f);
         gpu::Buffer gb = upload(gate), ub = upload(up);
-        record([&](gpu::Stream& s) { ops::swiglu_oai(s, gb, ub, gb, int64_t(n), 1.702f, 7.0f); });
+        record([&](gpu::Stream& s) { ops::swiglu_oai(s, ops::f32_vector(gb, int64_t(n)), ops::f32_vector(ub, int64_t(n)), ops::f32_vector(gb, int64_t(n)), 1.702f, 7.0f); });
         EXPECT_LT(test::nmse(download(gb), want), 1e-12);
     }
 }
@@ -165,7 +165,7 @@ TEST_F(Elementwise, SoftcapMatchesReferenceAndSaturates) {
         std::vector<float> expect(n);
         cpu::softcap(x.data(), expect.data(), int64_t(n), 30.0f);
         gpu::Buffer xb = upload(padded);
-        record([&](gpu::Stream& s) { ops::softcap(s, xb, int64_t(n), 30.0f, offset); });
+        record([&](gpu::Stream& s) { ops::softcap(s, ops::f32_vector(xb, int64_t(n), offset), 30.0f); });
         auto got = download(xb);
         std::vector<float> tail(got.begin() + long(offset), got.end());
         EXPECT_LT(test::nmse(tail, expect), 1e-12);
@@ -181,7 +181,7 @@ TEST_F(Elementwise, AddBiasOverStridedRows) {
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < n; ++c) expect[size_t(offset + r * stride + c)] += bias[size_t(c)];
     gpu::Buffer xb = upload(x), bb = upload(bias);
-    record([&](gpu::Stream& s) { ops::add_bias(s, xb, offset, bb, rows, n, stride); });
+    record([&](gpu::Stream& s) { ops::add_bias(s, ops::f32_rows(xb, rows, n, offset, stride), ops::f32_vector(bb, n)); });
     EXPECT_EQ(download(xb), expect);
 }
 
@@ -189,9 +189,15 @@ TEST_F(Elementwise, BuffersTooSmallAreClearErrors) {
     gpu::Buffer small(ctx(), 16, gpu::Memory::Device), big(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::add(s, big, small, big, 16), ops::ShapeError);
-    EXPECT_THROW(ops::scale(s, big, 16, 2.0f, 1), ops::ShapeError);
-    EXPECT_THROW(ops::add_bias(s, big, 0, small, 4, 5), ops::ShapeError);  // bias has 4 floats
+    EXPECT_THROW(ops::add(s, ops::f32_vector(big, 16), ops::f32_vector(small, 16), ops::f32_vector(big, 16)),
+                 ops::ShapeError);
+    EXPECT_THROW(ops::scale(s, ops::f32_vector(big, 16, 1), 2.0f), ops::ShapeError);
+    EXPECT_THROW(ops::add_bias(s, ops::f32_rows(big, 4, 5), ops::f32_vector(small, 5)), ops::ShapeError);  // bias has 4 floats
+    EXPECT_THROW(ops::add_bias(s, ops::f32_rows(big, 4, 3), ops::f32_vector(small, 4)), ops::ShapeError);  // 4 for rows of 3
+    // Views: one shape, packed rows.
+    EXPECT_THROW(ops::swiglu(s, ops::f32_rows(big, 2, 4), ops::f32_rows(big, 4, 2), ops::f32_rows(big, 2, 4)),
+                 ops::ShapeError);
+    EXPECT_THROW(ops::gelu(s, ops::f32_rows(big, 2, 4, 0, 8), ops::f32_rows(big, 2, 4, 0, 8)), ops::ShapeError);
     s.submit_and_wait();
 }
 

@@ -57,7 +57,7 @@ protected:
         out.upload(junk.data(), junk.size() * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::get_rows(s, {type, &table, n_in, n_rows}, id_buf, out, n);
+        ops::get_rows(s, {type, &table, n_in, n_rows}, ops::i32_vector(id_buf, n), ops::f32_rows(out, n, n_in));
         s.submit_and_wait();
         std::vector<float> got(ref.size());
         out.download(got.data(), got.size() * 4);

@@ -122,7 +122,8 @@ void check_matmul(gpu::Context& ctx, const TestWeight& w, int64_t n_tokens, bool
     gpu::Buffer xb = upload(ctx, x_all), yb = upload(ctx, y_all);
     gpu::Stream s(ctx);
     s.begin();
-    ops::matmul(s, w.gpu(), xb, uint64_t(x_offset), yb, uint64_t(y_offset), n_tokens, accumulate, y_stride);
+    ops::matmul(s, w.gpu(), ops::f32_rows(xb, n_tokens, w.n_in, uint64_t(x_offset)),
+                ops::f32_rows(yb, n_tokens, w.n_out, uint64_t(y_offset), y_stride), accumulate);
     s.submit_and_wait();
     auto got_all = download(yb);
 
@@ -202,7 +203,8 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
         gpu::Buffer x(ctx(), size_t(w.n_in) * 4, gpu::Memory::Device), y(ctx(), 12, gpu::Memory::Device);
         gpu::Stream s(ctx());
         s.begin();
-        EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 1, false, 0, true), ops::ShapeError);
+        EXPECT_THROW(ops::matmul(s, w.gpu(), ops::f32_rows(x, 1, w.n_in), ops::f32_rows(y, 1, w.n_out), false, true),
+                     ops::ShapeError);
         s.submit_and_wait();
         return;
     }
@@ -216,10 +218,11 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
         gpu::Buffer fused(ctx(), size_t(w.n_out) * 4, gpu::Memory::Device), plain(ctx(), size_t(w.n_out) * 4, gpu::Memory::Device);
         gpu::Stream s(ctx());
         s.begin();
-        ops::round_activations(s, x, 0, rounded, 0, 1, n_in, mode);
-        ops::matmul(s, w.gpu(), x, 0, fused, 0, 1, false, 0, /*round_x=*/true);
+        const ops::TensorView xr = ops::f32_rows(x, 1, n_in), rr = ops::f32_rows(rounded, 1, n_in);
+        ops::round_activations(s, xr, rr, mode);
+        ops::matmul(s, w.gpu(), xr, ops::f32_rows(fused, 1, w.n_out), false, /*round_x=*/true);
         s.barrier("rounded x is complete before the plain matvec reads it");
-        ops::matmul(s, w.gpu(), rounded, 0, plain, 0, 1);
+        ops::matmul(s, w.gpu(), rr, ops::f32_rows(plain, 1, w.n_out));
         s.submit_and_wait();
         const std::vector<float> a = download(fused), b = download(plain);
         for (size_t i = 0; i < a.size(); ++i)
@@ -227,7 +230,7 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
         // Rounding matters: the unrounded product differs somewhere.
         gpu::Buffer exact(ctx(), size_t(w.n_out) * 4, gpu::Memory::Device);
         s.begin();
-        ops::matmul(s, w.gpu(), x, 0, exact, 0, 1);
+        ops::matmul(s, w.gpu(), xr, ops::f32_rows(exact, 1, w.n_out));
         s.submit_and_wait();
         EXPECT_NE(download(exact), b) << "n_in " << n_in;
     }
@@ -236,7 +239,8 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
     gpu::Buffer x(ctx(), size_t(w.n_in) * 8, gpu::Memory::Device), y(ctx(), 24, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 2, false, 0, true), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), ops::f32_rows(x, 2, w.n_in), ops::f32_rows(y, 2, w.n_out), false, true),
+                 ops::ShapeError);
     s.submit_and_wait();
 }
 
@@ -299,12 +303,14 @@ TEST_P(MatvecSwigluType, EqualsGateUpThenSwiglu) {
                     uy(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
                 gpu::Stream s(ctx());
                 s.begin();
-                ops::matvec_swiglu(s, gw, uw, x, 1, fused, 2, round_x, act);
-                ops::matmul(s, gw, x, 1, gy, 0, 1, false, 0, round_x);
-                ops::matmul(s, uw, x, 1, uy, 0, 1, false, 0, round_x);
+                const ops::TensorView xr = ops::f32_rows(x, 1, n_in, 1);
+                const ops::TensorView gr = ops::f32_rows(gy, 1, n_out), ur = ops::f32_rows(uy, 1, n_out);
+                ops::matvec_swiglu(s, gw, uw, xr, ops::f32_rows(fused, 1, n_out, 2), round_x, act);
+                ops::matmul(s, gw, xr, gr, false, round_x);
+                ops::matmul(s, uw, xr, ur, false, round_x);
                 s.barrier("gate and up are complete before the gated activation");
-                if (act == ops::GluActivation::SiLU) ops::swiglu(s, gy, uy, gy, n_out);
-                else ops::geglu(s, gy, uy, gy, n_out, act == ops::GluActivation::GeluFp16Table);
+                if (act == ops::GluActivation::SiLU) ops::swiglu(s, gr, ur, gr);
+                else ops::geglu(s, gr, ur, gr, act == ops::GluActivation::GeluFp16Table);
                 s.submit_and_wait();
                 const std::vector<float> all = download(fused), unfused = download(gy);
                 const std::vector<float> got(all.begin() + 2, all.end());
@@ -386,8 +392,9 @@ TEST_F(Matmul, IntegerDotMatvecEqualsTheFloatPath) {
                     gpu::Buffer x = upload(ctx, xv), y = upload(ctx, y0), glu_y(ctx, size_t(n_out) * 4, gpu::Memory::Device);
                     gpu::Stream s(ctx);
                     s.begin();
-                    ops::matmul(s, gate, x, 1, y, 0, 1, /*accumulate=*/true, 0, /*round_x=*/true);
-                    if (glu) ops::matvec_swiglu(s, gate, up, x, 1, glu_y, 0, /*round_x=*/true);
+                    const ops::TensorView xr = ops::f32_rows(x, 1, n_in, 1);
+                    ops::matmul(s, gate, xr, ops::f32_rows(y, 1, n_out), /*accumulate=*/true, /*round_x=*/true);
+                    if (glu) ops::matvec_swiglu(s, gate, up, xr, ops::f32_rows(glu_y, 1, n_out), /*round_x=*/true);
                     s.submit_and_wait();
                     return std::make_pair(download(y), glu ? download(glu_y) : std::vector<float>());
                 };
@@ -483,14 +490,16 @@ TEST_F(Matmul, MatvecNormEqualsRmsNormThenMatvec) {
             gpu::Buffer fused_glu(ctx(), 37 * 4, gpu::Memory::Device), plain_glu(ctx(), 37 * 4, gpu::Memory::Device);
             gpu::Stream s(ctx());
             s.begin();
-            ops::matmul(s, w.gpu(), x, uint64_t(x_offset), fused, 0, 1, /*accumulate=*/true, 0, round_x, &norm);
+            const ops::TensorView xr = ops::f32_rows(x, 1, n_in, uint64_t(x_offset)), hr = ops::f32_rows(h, 1, n_in);
+            const int64_t n_out = w.n_out;
+            ops::matmul(s, w.gpu(), xr, ops::f32_rows(fused, 1, n_out), /*accumulate=*/true, round_x, &norm);
             if (c.glu)
-                ops::matvec_swiglu(s, gw, uw, x, uint64_t(x_offset), fused_glu, 0, round_x,
-                                   ops::GluActivation::SiLU, &norm);
-            ops::rms_norm(s, x, uint64_t(x_offset), &nw, h, 0, 1, n_in, eps);
+                ops::matvec_swiglu(s, gw, uw, xr, ops::f32_rows(fused_glu, 1, gw.n_out), round_x, ops::GluActivation::SiLU,
+                                   &norm);
+            ops::rms_norm(s, xr, &nw, hr, eps);
             s.barrier("the normalised x is complete before the plain matvecs read it");
-            ops::matmul(s, w.gpu(), h, 0, plain, 0, 1, /*accumulate=*/true, 0, round_x);
-            if (c.glu) ops::matvec_swiglu(s, gw, uw, h, 0, plain_glu, 0, round_x);
+            ops::matmul(s, w.gpu(), hr, ops::f32_rows(plain, 1, n_out), /*accumulate=*/true, round_x);
+            if (c.glu) ops::matvec_swiglu(s, gw, uw, hr, ops::f32_rows(plain_glu, 1, gw.n_out), round_x);
             s.submit_and_wait();
             const std::vector<float> a = download(fused), b = download(plain);
             const std::vector<float> ag = download(fused_glu), bg = download(plain_glu);
@@ -508,7 +517,7 @@ TEST_F(Matmul, MatvecNormEqualsRmsNormThenMatvec) {
             // The norm matters: the matvec of x itself differs.
             gpu::Buffer raw = upload(ctx(), y0);
             s.begin();
-            ops::matmul(s, w.gpu(), x, uint64_t(x_offset), raw, 0, 1, true, 0, round_x);
+            ops::matmul(s, w.gpu(), xr, ops::f32_rows(raw, 1, n_out), true, round_x);
             s.submit_and_wait();
             EXPECT_GT(test::nmse(download(raw), b), 1e-4);
         }
@@ -521,8 +530,11 @@ TEST_F(Matmul, MatvecNormEqualsRmsNormThenMatvec) {
     gpu::Stream s(ctx());
     s.begin();
     const ops::MatvecNorm ok{&short_w, 0, 1e-5f};
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 2, false, 0, false, &ok), ops::ShapeError);
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 1, false, 0, false, &too_short), ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), ops::f32_rows(x, 2, w.n_in), ops::f32_rows(y, 2, w.n_out), false, false, &ok),
+                 ops::ShapeError);
+    EXPECT_THROW(ops::matmul(s, w.gpu(), ops::f32_rows(x, 1, w.n_in), ops::f32_rows(y, 1, w.n_out), false, false,
+                             &too_short),
+                 ops::ShapeError);
     s.submit_and_wait();
 }
 
@@ -575,22 +587,26 @@ TEST_F(Matmul, RejectsBadArguments) {
     // Unsupported types.
     EXPECT_FALSE(ops::gpu_supports(TensorType::Q8_1));
     EXPECT_FALSE(ops::gpu_supports(TensorType::I32));
+    auto matmul = [&](const ops::Weight& wt, const gpu::Buffer& xb, uint64_t x_offset, const gpu::Buffer& yb,
+                      uint64_t y_offset, int64_t rows, int64_t y_stride = 0) {
+        ops::matmul(s, wt, ops::f32_rows(xb, rows, wt.n_in, x_offset), ops::f32_rows(yb, rows, wt.n_out, y_offset, y_stride));
+    };
     ops::Weight bad = w.gpu();
     bad.type = TensorType::Q8_1;
-    EXPECT_THROW(ops::matmul(s, bad, x, 0, y, 0, 1), ops::ShapeError);
+    EXPECT_THROW(matmul(bad, x, 0, y, 0, 1), ops::ShapeError);
     // A row length that is not a whole number of blocks.
     bad = w.gpu();
     bad.n_in = 48;
-    EXPECT_THROW(ops::matmul(s, bad, x, 0, y, 0, 1), ops::ShapeError);
+    EXPECT_THROW(matmul(bad, x, 0, y, 0, 1), ops::ShapeError);
     // A weight buffer too small for its rows.
     bad = w.gpu();
     bad.n_out = 100;
-    EXPECT_THROW(ops::matmul(s, bad, x, 0, y, 0, 1), ops::ShapeError);
+    EXPECT_THROW(matmul(bad, x, 0, y, 0, 1), ops::ShapeError);
     // Activations outside their buffers, a short stride, aliasing.
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 3), ops::ShapeError);
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 1, y, 0, 2), ops::ShapeError);
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, y, 0, 2, false, 3), ops::ShapeError);
-    EXPECT_THROW(ops::matmul(s, w.gpu(), x, 0, x, 60, 1), ops::ShapeError);
+    EXPECT_THROW(matmul(w.gpu(), x, 0, y, 0, 3), ops::ShapeError);
+    EXPECT_THROW(matmul(w.gpu(), x, 1, y, 0, 2), ops::ShapeError);
+    EXPECT_THROW(matmul(w.gpu(), x, 0, y, 0, 2, 3), ops::ShapeError);
+    EXPECT_THROW(matmul(w.gpu(), x, 0, x, 60, 1), ops::ShapeError);
     EXPECT_THROW(ops::weight_buffer_bytes(TensorType::Q4_K, 100, 1), ops::ShapeError);
     EXPECT_EQ(ops::weight_buffer_bytes(TensorType::Q6_K, 256, 3), 632u);  // 630 rounded up to words
     s.submit_and_wait();
@@ -616,8 +632,8 @@ TEST_F(Matmul, ViewsAreChecked) {
     EXPECT_THROW(ops::matmul(s, w.gpu(), f16, y2), ops::ShapeError);
     EXPECT_THROW(ops::matmul(s, w.gpu(), ops::TensorView{nullptr, 0, 2, 8}, y2), ops::ShapeError);
     EXPECT_THROW(ops::add(s, x2, x2, ops::f32_rows(x, 2, 4)), ops::ShapeError);  // shapes differ
-    EXPECT_THROW(ops::add(s, ops::f32_rows(x, 1, 8), ops::f32_rows(x, 1, 8, 8), ops::f32_rows(y, 1, 8)),
-                 ops::ShapeError);  // b not at its buffer's start
+    EXPECT_THROW(ops::add(s, ops::f32_rows(x, 1, 8), ops::f32_rows(x, 1, 8, 8), ops::f32_rows(y, 1, 8, 1)),
+                 ops::ShapeError);  // out past its buffer's end
     ops::matmul(s, w.gpu(), x2, y2);  // well formed: records
     s.submit_and_wait();
 }
@@ -629,7 +645,7 @@ TEST_F(Matmul, BadBindingLimitOverrideIsAClearError) {
     gpu::Stream s(ctx());
     s.begin();
     try {
-        ops::matmul(s, w.gpu(), x, 0, y, 0, 1);
+        ops::matmul(s, w.gpu(), ops::f32_rows(x, 1, 8), ops::f32_rows(y, 1, 2));
         ADD_FAILURE() << "expected an error";
     } catch (const ops::ShapeError& e) {
         EXPECT_NE(std::string(e.what()).find("VKLLM_MAX_BINDING_BYTES"), std::string::npos) << e.what();

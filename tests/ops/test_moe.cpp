@@ -115,7 +115,8 @@ void check_route(gpu::Context& ctx, const RouteCase& c, const std::vector<float>
     gpu::Buffer eb(ctx, n_out * 4, gpu::Memory::Device), wb(ctx, n_out * 4, gpu::Memory::Device);
     gpu::Stream s(ctx);
     s.begin();
-    ops::moe_route(s, lb, 3, n_tokens, gpu_params(c, &bb), eb, wb);
+    ops::moe_route(s, ops::f32_rows(lb, n_tokens, c.n_expert, 3), gpu_params(c, &bb), ops::i32_rows(eb, n_tokens, c.top_k),
+                   ops::f32_rows(wb, n_tokens, c.top_k));
     s.submit_and_wait();
     EXPECT_EQ(download<int32_t>(eb, n_out), ref_e) << what;
     const auto got_w = download<float>(wb, n_out);
@@ -170,7 +171,7 @@ TEST_F(MoeRoute, RejectsBadParameters) {
         p.top_k = top_k;
         p.n_group = n_group;
         p.topk_group = topk_group;
-        ops::moe_route(s, b, 0, 2, p, b, b);
+        ops::moe_route(s, ops::f32_rows(b, 2, n_expert), p, ops::i32_rows(b, 2, top_k), ops::f32_rows(b, 2, top_k));
     };
     EXPECT_THROW(route(8, 0, 1, 1), ops::ShapeError);
     EXPECT_THROW(route(8, 9, 1, 1), ops::ShapeError);
@@ -231,7 +232,8 @@ TEST_F(MoeSort, GroupsPairsByExpertInPairOrder) {
         gpu::Buffer sb(ctx(), ops::moe_sort_ints(c.n_expert, n_pairs) * 4, gpu::Memory::Device);
         gpu::Stream s(ctx());
         s.begin();
-        ops::moe_sort(s, ib, n_pairs, c.n_expert, sb);
+        ops::moe_sort(s, ops::i32_vector(ib, n_pairs), c.n_expert,
+                      ops::i32_vector(sb, int64_t(ops::moe_sort_ints(c.n_expert, n_pairs))));
         s.submit_and_wait();
         EXPECT_EQ(download<int32_t>(sb, ref.size()), ref)
             << c.n_expert << " experts, " << c.n_tokens << " tokens, top " << c.top_k;
@@ -307,10 +309,12 @@ void check_expert_matmul(gpu::Context& ctx, const TestExperts& w, int64_t n_toke
     gpu::Stream s(ctx);
     s.begin();
     if (use_sort) {
-        ops::moe_sort(s, ib, int64_t(n_pairs), int(w.n_expert), sb);
+        ops::moe_sort(s, ops::i32_vector(ib, int64_t(n_pairs)), int(w.n_expert),
+                      ops::i32_vector(sb, int64_t(ops::moe_sort_ints(int(w.n_expert), int64_t(n_pairs)))));
         s.barrier("the sorted pairs before the grouped matmul reads them");
     }
-    ops::moe_matmul(s, w.gpu(with_bias), xb, x_off, x_per_pair, r, yb, y_off);
+    ops::moe_matmul(s, w.gpu(with_bias), ops::f32_rows(xb, int64_t(x_rows), w.n_in, x_off), x_per_pair, r,
+                    ops::f32_rows(yb, int64_t(n_pairs), w.n_out, y_off));
     s.submit_and_wait();
     const auto got_all = download<float>(yb, y_all.size());
     const std::vector<float> got(got_all.begin() + y_off, got_all.begin() + long(y_off + ref.size()));
@@ -412,11 +416,14 @@ TEST_P(MoeSwigluType, FusedSwigluAndInShaderRoundingMatchTheUnfusedPath) {
                     u(ctx(), n * 4, gpu::Memory::Device);
                 gpu::Stream s(ctx());
                 s.begin();
-                ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xb, 1, x_per_pair, r, fused, 3, round_x);
-                ops::moe_matmul(s, pair.gpu_gate(), xb, 1, x_per_pair, r, g, 0, round_x);
-                ops::moe_matmul(s, pair.gpu_up(), xb, 1, x_per_pair, r, u, 0, round_x);
+                const ops::TensorView xv = ops::f32_rows(xb, int64_t(x_rows), n_in, 1);
+                const ops::TensorView gv = ops::f32_rows(g, int64_t(n_pairs), n_out), uv = ops::f32_rows(u, int64_t(n_pairs), n_out);
+                ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xv, x_per_pair, r,
+                                       ops::f32_rows(fused, int64_t(n_pairs), n_out, 3), round_x);
+                ops::moe_matmul(s, pair.gpu_gate(), xv, x_per_pair, r, gv, round_x);
+                ops::moe_matmul(s, pair.gpu_up(), xv, x_per_pair, r, uv, round_x);
                 s.barrier("gate and up before swiglu");
-                ops::swiglu(s, g, u, g, int64_t(n));
+                ops::swiglu(s, gv, uv, gv);
                 s.submit_and_wait();
                 const auto all = download<float>(fused, n + 3);
                 EXPECT_EQ(std::vector<float>(all.begin() + 3, all.end()), download<float>(g, n))
@@ -431,10 +438,12 @@ TEST_P(MoeSwigluType, FusedSwigluAndInShaderRoundingMatchTheUnfusedPath) {
                 gpu::Buffer rounded(ctx(), x.size() * 4, gpu::Memory::Device), plain(ctx(), n * 4, gpu::Memory::Device),
                     in_shader(ctx(), n * 4, gpu::Memory::Device);
                 s.begin();
-                ops::round_activations(s, xb, 1, rounded, 0, int64_t(x_rows), n_in, ops::activation_rounding(type));
-                ops::moe_matmul(s, pair.gpu_gate(), xb, 1, x_per_pair, r, in_shader, 0, /*round_x=*/true);
+                const ops::TensorView rv = ops::f32_rows(rounded, int64_t(x_rows), n_in);
+                ops::round_activations(s, xv, rv, ops::activation_rounding(type));
+                ops::moe_matmul(s, pair.gpu_gate(), xv, x_per_pair, r, ops::f32_rows(in_shader, int64_t(n_pairs), n_out),
+                                /*round_x=*/true);
                 s.barrier("rounded x before the plain expert matvec");
-                ops::moe_matmul(s, pair.gpu_gate(), rounded, 0, x_per_pair, r, plain, 0);
+                ops::moe_matmul(s, pair.gpu_gate(), rv, x_per_pair, r, ops::f32_rows(plain, int64_t(n_pairs), n_out));
                 s.submit_and_wait();
                 const auto a = download<float>(in_shader, n), b = download<float>(plain, n);
                 for (size_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << "output " << i;
@@ -446,7 +455,8 @@ TEST_P(MoeSwigluType, FusedSwigluAndInShaderRoundingMatchTheUnfusedPath) {
         ops::MoeRouting r{&ids, nullptr, nullptr, 1, 2};
         gpu::Stream s(ctx());
         s.begin();
-        EXPECT_THROW(ops::moe_matmul(s, pair.gpu_gate(), x, 0, false, r, y, 0, true), ops::ShapeError);
+        EXPECT_THROW(ops::moe_matmul(s, pair.gpu_gate(), ops::f32_rows(x, 1, n_in), false, r, ops::f32_rows(y, 2, n_out), true),
+                     ops::ShapeError);
         s.submit_and_wait();
     }
 }
@@ -494,9 +504,15 @@ TEST_F(MoeMatmul, RejectsActivationsThatDoNotFit) {
     r.top_k = 2;
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::moe_matmul(s, w.gpu(), small, 0, false, r, big, 0), ops::ShapeError);  // x: 2 x 32 floats
-    EXPECT_THROW(ops::moe_matmul(s, w.gpu(), big, 0, false, r, small, 0), ops::ShapeError);  // y: 4 x 8 floats
-    EXPECT_THROW(ops::moe_matmul(s, w.gpu(), big, 0, false, r, big, 16), ops::ShapeError);   // overlap
+    auto expert_matmul = [&](const gpu::Buffer& x, int64_t x_rows, const gpu::Buffer& y, int64_t y_rows,
+                             uint64_t y_offset = 0) {
+        ops::moe_matmul(s, w.gpu(), ops::f32_rows(x, x_rows, 32), false, r, ops::f32_rows(y, y_rows, 8, y_offset));
+    };
+    EXPECT_THROW(expert_matmul(small, 2, big, 4), ops::ShapeError);      // x: 2 x 32 floats
+    EXPECT_THROW(expert_matmul(big, 2, small, 4), ops::ShapeError);      // y: 4 x 8 floats
+    EXPECT_THROW(expert_matmul(big, 2, big, 4, 16), ops::ShapeError);    // overlap
+    EXPECT_THROW(expert_matmul(big, 4, big, 4, 512), ops::ShapeError);   // x has a row per pair, not per token
+    EXPECT_THROW(expert_matmul(big, 2, big, 2, 512), ops::ShapeError);   // y has a row per token, not per pair
     s.submit_and_wait();
 }
 
@@ -520,9 +536,11 @@ TEST_F(MoeMatmul, IntegerDotEqualsTheFloatPath) {
             ops::MoeRouting r{&ib, nullptr, nullptr, 2, 2};
             gpu::Stream s(ctx);
             s.begin();
-            ops::moe_matmul(s, pair.gpu_gate(), xb, 0, false, r, y, 0, /*round_x=*/true);
+            const ops::TensorView xv = ops::f32_rows(xb, 2, n_in);
+            ops::moe_matmul(s, pair.gpu_gate(), xv, false, r, ops::f32_rows(y, 4, n_out), /*round_x=*/true);
             if (type == TensorType::Q8_0)
-                ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xb, 0, false, r, glu, 0, /*round_x=*/true);
+                ops::moe_matvec_swiglu(s, pair.gpu_gate(), pair.gpu_up(), xv, false, r, ops::f32_rows(glu, 4, n_out),
+                                       /*round_x=*/true);
             s.submit_and_wait();
             return std::make_pair(download<float>(y, size_t(4 * n_out)),
                                   type == TensorType::Q8_0 ? download<float>(glu, size_t(4 * n_out)) : std::vector<float>());
@@ -566,7 +584,7 @@ TEST_F(MoeCombine, WeightedSumMatchesReference) {
                 r.top_k = top_k;
                 gpu::Stream s(ctx());
                 s.begin();
-                ops::moe_combine(s, yb, 0, r, ob, 2, n, accumulate);
+                ops::moe_combine(s, ops::f32_rows(yb, int64_t(n_pairs), n), r, ops::f32_rows(ob, n_tokens, n, 2), accumulate);
                 s.submit_and_wait();
                 auto got = download<float>(ob, out0.size());
                 got.erase(got.begin(), got.begin() + 2);
@@ -595,9 +613,9 @@ TEST_F(MoeProbe, CountsPairsAndWeightsPerExpert) {
         r.top_k = top_k;
         gpu::Stream s(ctx());
         s.begin();
-        ops::moe_expert_load(s, r, n_expert, lb);
+        ops::moe_expert_load(s, r, ops::f32_rows(lb, n_expert, 2));
         s.barrier("the first probe's values before the second adds to them");
-        ops::moe_expert_load(s, r, n_expert, lb, /*accumulate=*/true);  // two steps counted
+        ops::moe_expert_load(s, r, ops::f32_rows(lb, n_expert, 2), /*accumulate=*/true);  // two steps counted
         s.submit_and_wait();
         const auto got = download<float>(lb, size_t(2 * n_expert));
         for (int e = 0; e < n_expert; ++e) {
@@ -654,18 +672,23 @@ TEST_P(MoeFfn, ComposedMatchesCpu) {
             ops::MoeRouting r{&eb, &wb, &sb, n_tokens, top_k};
             gpu::Stream s(ctx());
             s.begin();
-            ops::moe_route(s, lb, 0, n_tokens, gpu_params(rc, nullptr), eb, wb);
+            const int64_t P = int64_t(n_pairs);
+            ops::moe_route(s, ops::f32_rows(lb, n_tokens, n_expert), gpu_params(rc, nullptr), ops::i32_rows(eb, n_tokens, top_k),
+                           ops::f32_rows(wb, n_tokens, top_k));
             s.barrier("routing before the sort and the expert matmuls");
-            ops::moe_sort(s, eb, int64_t(n_pairs), n_expert, sb);
+            ops::moe_sort(s, ops::i32_vector(eb, P), n_expert, ops::i32_vector(sb, int64_t(ops::moe_sort_ints(n_expert, P))));
             s.barrier("sorted pairs before the grouped matmuls");
-            ops::moe_matmul(s, gate.gpu(), xb, 0, false, r, gb, 0);
-            ops::moe_matmul(s, up.gpu(), xb, 0, false, r, ub, 0);
+            const ops::TensorView xv = ops::f32_rows(xb, n_tokens, n_embd);
+            const ops::TensorView gv = ops::f32_rows(gb, P, n_ff), uv = ops::f32_rows(ub, P, n_ff);
+            const ops::TensorView dv = ops::f32_rows(db, P, n_embd);
+            ops::moe_matmul(s, gate.gpu(), xv, false, r, gv);
+            ops::moe_matmul(s, up.gpu(), xv, false, r, uv);
             s.barrier("gate and up before swiglu");
-            ops::swiglu(s, gb, ub, gb, int64_t(n_pairs * n_ff));
+            ops::swiglu(s, gv, uv, gv);
             s.barrier("activations before down");
-            ops::moe_matmul(s, down.gpu(), gb, 0, true, r, db, 0);
+            ops::moe_matmul(s, down.gpu(), gv, true, r, dv);
             s.barrier("expert outputs before the weighted sum");
-            ops::moe_combine(s, db, 0, r, ob, 0, n_embd, /*accumulate=*/true);
+            ops::moe_combine(s, dv, r, ops::f32_rows(ob, n_tokens, n_embd), /*accumulate=*/true);
             s.submit_and_wait();
 
             EXPECT_EQ(download<int32_t>(eb, n_pairs), ids) << rc.name << ", " << n_tokens << " tokens";

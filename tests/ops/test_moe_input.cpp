@@ -30,7 +30,7 @@ TEST_F(MoeWeightedInput, ScalesEachPairsTokenRowByItsWeight) {
         r.top_k = top_k;
         gpu::Stream s(ctx());
         s.begin();
-        ops::moe_weighted_input(s, xb, 3, r, ob, n);
+        ops::moe_weighted_input(s, ops::f32_rows(xb, r.n_tokens, n, 3), r, ops::f32_rows(ob, r.n_tokens * r.top_k, n));
         s.submit_and_wait();
         std::vector<float> got(want.size());
         ob.download(got.data(), got.size() * 4);

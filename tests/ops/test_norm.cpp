@@ -39,7 +39,7 @@ TEST_F(Norm, RmsNormMatchesReferenceForOddShapes) {
             gpu::Buffer xb = upload(x), wb = upload(w), yb(ctx(), x.size() * 4, gpu::Memory::Device);
             gpu::Stream s(ctx());
             s.begin();
-            ops::rms_norm(s, xb, 0, with_weight ? &wb : nullptr, yb, 0, rows, n, 1e-5f);
+            ops::rms_norm(s, ops::f32_rows(xb, rows, n), with_weight ? &wb : nullptr, ops::f32_rows(yb, rows, n), 1e-5f);
             s.submit_and_wait();
             EXPECT_LT(test::nmse(download(yb), ref), 1e-11) << rows << "x" << n << " weight " << with_weight;
         }
@@ -60,7 +60,8 @@ TEST_F(Norm, RmsNormInPlaceWithStrideAndOffset) {
     gpu::Buffer xb = upload(buf), wb = upload(w);
     gpu::Stream s(ctx());
     s.begin();
-    ops::rms_norm(s, xb, offset, &wb, xb, offset, n_tokens * n_heads, head_dim, 1e-6f, row_stride);
+    const ops::TensorView heads = ops::f32_rows(xb, n_tokens * n_heads, head_dim, uint64_t(offset), row_stride);
+    ops::rms_norm(s, heads, &wb, heads, 1e-6f);
     s.submit_and_wait();
     auto got = download(xb);
     EXPECT_LT(test::nmse(got, expect), 1e-11);
@@ -88,7 +89,8 @@ TEST_F(Norm, LayerNormMatchesReferenceWithOptionalWeightAndBias) {
             gpu::Buffer xb = upload(x), wb = upload(w), bb = upload(b), yb(ctx(), x.size() * 4, gpu::Memory::Device);
             gpu::Stream s(ctx());
             s.begin();
-            ops::layer_norm(s, xb, 0, with_w ? &wb : nullptr, with_b ? &bb : nullptr, yb, 0, rows, n, 1e-5f);
+            ops::layer_norm(s, ops::f32_rows(xb, rows, n), with_w ? &wb : nullptr, with_b ? &bb : nullptr, ops::f32_rows(yb, rows, n),
+                            1e-5f);
             s.submit_and_wait();
             EXPECT_LT(test::nmse(download(yb), ref), 1e-10) << rows << "x" << n << " mode " << mode;
         }
@@ -104,7 +106,8 @@ TEST_F(Norm, LayerNormInPlaceStrided) {
     gpu::Buffer xb = upload(x);
     gpu::Stream s(ctx());
     s.begin();
-    ops::layer_norm(s, xb, 0, nullptr, nullptr, xb, 0, rows, n, 1e-5f, stride);
+    const ops::TensorView x_rows = ops::f32_rows(xb, rows, n, 0, stride);
+    ops::layer_norm(s, x_rows, nullptr, nullptr, x_rows, 1e-5f);
     s.submit_and_wait();
     EXPECT_LT(test::nmse(download(xb), expect), 1e-10);
 }
@@ -113,9 +116,12 @@ TEST_F(Norm, BadShapesAreClearErrors) {
     gpu::Buffer xb(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::rms_norm(s, xb, 0, nullptr, xb, 0, 2, 16, 1e-5f), ops::ShapeError);  // needs 128 bytes
-    EXPECT_THROW(ops::rms_norm(s, xb, 0, nullptr, xb, 0, 2, 8, 1e-5f, 4), ops::ShapeError);  // stride < n
-    EXPECT_THROW(ops::layer_norm(s, xb, 0, nullptr, nullptr, xb, 0, 1, 0, 1e-5f), ops::ShapeError);
+    EXPECT_THROW(ops::rms_norm(s, ops::f32_rows(xb, 2, 16), nullptr, ops::f32_rows(xb, 2, 16), 1e-5f),
+                 ops::ShapeError);  // needs 128 bytes
+    EXPECT_THROW(ops::rms_norm(s, ops::f32_rows(xb, 2, 8, 0, 4), nullptr, ops::f32_rows(xb, 2, 8, 0, 4), 1e-5f),
+                 ops::ShapeError);  // stride < n
+    EXPECT_THROW(ops::layer_norm(s, ops::f32_rows(xb, 1, 0), nullptr, nullptr, ops::f32_rows(xb, 1, 0), 1e-5f),
+                 ops::ShapeError);
     // Views: x and y must share shape and row stride.
     EXPECT_THROW(ops::rms_norm(s, ops::f32_rows(xb, 2, 8), nullptr, ops::f32_rows(xb, 1, 8), 1e-5f), ops::ShapeError);
     EXPECT_THROW(ops::layer_norm(s, ops::f32_rows(xb, 1, 8), nullptr, nullptr, ops::f32_rows(xb, 1, 8, 0, 16), 1e-5f),

@@ -58,9 +58,9 @@ TEST_F(ResidualEdit, MatchesTheReferenceOverSeveralCalls) {
             xb.upload(x.data(), x.size() * 4);
             s.begin();
             // In two parts (as the forward applies one layer's edits): first..first+n_edits.
-            ops::residual_edit(s, xb, rows, n, eb, 0, 3, state);
+            ops::residual_edit(s, ops::f32_rows(xb, rows, n), eb, 0, 3, state);
             s.barrier("the first edits are done before the rest");
-            ops::residual_edit(s, xb, rows, n, eb, 3, int(edits.size()) - 3, state);
+            ops::residual_edit(s, ops::f32_rows(xb, rows, n), eb, 3, int(edits.size()) - 3, state);
             s.submit_and_wait();
             std::vector<float> got(x.size());
             xb.download(got.data(), got.size() * 4);
@@ -83,9 +83,9 @@ TEST_F(ResidualEdit, RejectsBadArguments) {
     gpu::Buffer x(ctx(), 64, gpu::Memory::Device), e(ctx(), 16, gpu::Memory::Host), st(ctx(), 8, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::residual_edit(s, x, 2, 0, e, 0, 1, st), ops::ShapeError);
-    EXPECT_THROW(ops::residual_edit(s, x, 2, 4, e, 0, 2, st), ops::ShapeError);  // 2 edits, room for 1
-    EXPECT_THROW(ops::residual_edit(s, x, 5, 4, e, 0, 1, st), ops::ShapeError);  // x too small
+    EXPECT_THROW(ops::residual_edit(s, ops::f32_rows(x, 2, 0), e, 0, 1, st), ops::ShapeError);
+    EXPECT_THROW(ops::residual_edit(s, ops::f32_rows(x, 2, 4), e, 0, 2, st), ops::ShapeError);  // 2 edits, room for 1
+    EXPECT_THROW(ops::residual_edit(s, ops::f32_rows(x, 5, 4), e, 0, 1, st), ops::ShapeError);  // x too small
     s.submit_and_wait();
 }
 

@@ -75,8 +75,8 @@ protected:
         if (!factors.empty()) fb.upload(factors.data(), factors.size() * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::rope(s, xb, offset, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr,
-                  token_stride == row ? 0 : token_stride);
+        ops::rope(s, ops::f32_rows(xb, n_tokens, row, uint64_t(offset), token_stride), c.n_heads,
+                  ops::i32_vector(pb, n_tokens), c.p, c.freq_factors ? &fb : nullptr);
         s.submit_and_wait();
         std::vector<float> got(total);
         xb.download(got.data(), total * 4);
@@ -167,8 +167,8 @@ TEST_F(Rope, IntoSlotsWritesRotatedRowsToTheirCacheSlots) {
             if (!factors.empty()) fb.upload(factors.data(), factors.size() * 4);
             gpu::Stream s(ctx());
             s.begin();
-            ops::rope_into_slots(s, xb, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr, cb,
-                                 slots);
+            ops::rope_into_slots(s, ops::f32_rows(xb, n_tokens, row), c.n_heads, ops::i32_vector(pb, n_tokens), c.p,
+                                 c.freq_factors ? &fb : nullptr, ops::KvView{&cb, slots, row, KvCacheType::F32});
             s.submit_and_wait();
             std::vector<float> got(cache.size()), x_after(x.size());
             cb.download(got.data(), got.size() * 4);
@@ -198,8 +198,8 @@ TEST_F(Rope, IntoSlotsWritesRotatedRowsToTheirCacheSlots) {
             gpu::Buffer hb(ctx(), cache16.size() * 2, gpu::Memory::Device);
             hb.upload(cache16.data(), cache16.size() * 2);
             s.begin();
-            ops::rope_into_slots(s, xb, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, c.freq_factors ? &fb : nullptr, hb,
-                                 slots, KvCacheType::F16);
+            ops::rope_into_slots(s, ops::f32_rows(xb, n_tokens, row), c.n_heads, ops::i32_vector(pb, n_tokens), c.p,
+                                 c.freq_factors ? &fb : nullptr, ops::KvView{&hb, slots, row, KvCacheType::F16});
             s.submit_and_wait();
             hb.download(got16.data(), got16.size() * 2);
             for (int slot = 0; slot < slots; ++slot)
@@ -259,12 +259,15 @@ TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
                 const gpu::Buffer* ff = c.freq_factors ? &fb : nullptr;
 
                 s.begin();
-                ops::rope(s, q3, 0, pb, n_tokens, c.n_heads, c.head_dim, c.p, ff);
-                ops::rope_into_slots(s, kb, 0, pb, n_tokens, n_heads_kv, c.head_dim, c.p, ff, kc3, slots, type);
-                ops::set_rows_into_slots(s, vb, 0, pb, n_tokens, v_row, vc3, slots, type);
+                const ops::TensorView positions = ops::i32_vector(pb, n_tokens);
+                const ops::TensorView k_view = ops::f32_rows(kb, n_tokens, k_row), v_view = ops::f32_rows(vb, n_tokens, v_row);
+                ops::rope(s, ops::f32_rows(q3, n_tokens, q_row), c.n_heads, positions, c.p, ff);
+                ops::rope_into_slots(s, k_view, n_heads_kv, positions, c.p, ff, ops::KvView{&kc3, slots, k_row, type});
+                ops::set_rows_into_slots(s, v_view, positions, ops::KvView{&vc3, slots, v_row, type});
                 s.barrier("rope's x binding is writable (in place), so k counts as written");
-                ops::rope_qkv_into_slots(s, q1, kb, vb, pb, n_tokens, c.n_heads, n_heads_kv, c.head_dim, v_row, c.p, ff,
-                                         kc1, vc1, slots, type);
+                ops::rope_qkv_into_slots(s, ops::f32_rows(q1, n_tokens, q_row), c.n_heads, k_view, n_heads_kv, v_view,
+                                         positions, c.p, ff, ops::KvView{&kc1, slots, k_row, type},
+                                         ops::KvView{&vc1, slots, v_row, type});
                 s.submit_and_wait();
                 auto bytes_of = [](const gpu::Buffer& b) {
                     std::vector<uint8_t> out(b.size());
@@ -286,9 +289,14 @@ TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
     gpu::Buffer b(ctx(), 4096, gpu::Memory::Device);
     ops::RopeParams p;
     p.n_dims = 8;
-    EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 2, 8, 16, p, nullptr, b, b, 4, KvCacheType::Q8_0),
-                 ops::ShapeError);
-    EXPECT_THROW(ops::rope_qkv_into_slots(s, b, b, b, b, 1, 2, 0, 8, 16, p, nullptr, b, b, 4), ops::ShapeError);
+    auto qkv = [&](int n_heads_kv, KvCacheType type, int64_t v_cache_row = 16) {
+        const ops::TensorView x = ops::f32_rows(b, 1, 16);
+        ops::rope_qkv_into_slots(s, x, 2, x, n_heads_kv, x, ops::i32_vector(b, 1), p, nullptr,
+                                 ops::KvView{&b, 4, 16, type}, ops::KvView{&b, 4, v_cache_row, type});
+    };
+    EXPECT_THROW(qkv(2, KvCacheType::Q8_0), ops::ShapeError);
+    EXPECT_THROW(qkv(0, KvCacheType::F32), ops::ShapeError);
+    EXPECT_THROW(qkv(2, KvCacheType::F32, 8), ops::ShapeError);  // a v cache row of 8 for v rows of 16
 }
 
 TEST_F(Rope, BadParametersAreClearErrors) {
@@ -297,14 +305,16 @@ TEST_F(Rope, BadParametersAreClearErrors) {
     s.begin();
     ops::RopeParams p;
     p.n_dims = 7;  // odd
-    EXPECT_THROW(ops::rope(s, xb, 0, pb, 2, 2, 8, p), ops::ShapeError);
+    EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 16), 2, ops::i32_vector(pb, 2), p), ops::ShapeError);
     p.n_dims = 16;  // > head_dim
-    EXPECT_THROW(ops::rope(s, xb, 0, pb, 2, 2, 8, p), ops::ShapeError);
+    EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 16), 2, ops::i32_vector(pb, 2), p), ops::ShapeError);
     p.n_dims = 8;
     p.ext_factor = 1.0f;  // YaRN without n_ctx_orig
-    EXPECT_THROW(ops::rope(s, xb, 0, pb, 2, 2, 8, p), ops::ShapeError);
+    EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 16), 2, ops::i32_vector(pb, 2), p), ops::ShapeError);
     p.ext_factor = 0.0f;
-    EXPECT_THROW(ops::rope(s, xb, 0, pb, 100, 2, 8, p), ops::ShapeError);  // x too small
+    EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 100, 16), 2, ops::i32_vector(pb, 16), p), ops::ShapeError);  // x too small
+    EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 15), 2, ops::i32_vector(pb, 2), p), ops::ShapeError);  // 15 in 2 heads
+    EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 16), 2, ops::i32_vector(pb, 3), p), ops::ShapeError);  // 3 positions
     s.submit_and_wait();
 }
 

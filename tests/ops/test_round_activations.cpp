@@ -23,7 +23,7 @@ protected:
         in.upload(x.data(), x.size() * 4, offset * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::round_activations(s, in, offset, out, offset, rows, n, mode);
+        ops::round_activations(s, ops::f32_rows(in, rows, n, offset), ops::f32_rows(out, rows, n, offset), mode);
         s.submit_and_wait();
         std::vector<float> y(x.size());
         out.download(y.data(), y.size() * 4, offset * 4);
@@ -76,7 +76,7 @@ TEST_F(RoundActivations, RejectsRowsThatAreNotWholeBlocks) {
     gpu::Buffer b(ctx(), 1024, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::round_activations(s, b, 0, b, 0, 1, 48, ops::ActRounding::Q8_32), ops::ShapeError);
+    EXPECT_THROW(ops::round_activations(s, ops::f32_rows(b, 1, 48), ops::f32_rows(b, 1, 48), ops::ActRounding::Q8_32), ops::ShapeError);
     s.submit_and_wait();
     EXPECT_EQ(ops::activation_rounding(gguf::TensorType::Q4_0), ops::ActRounding::Q8_32);
     EXPECT_EQ(ops::activation_rounding(gguf::TensorType::Q6_K), ops::ActRounding::Q8_256);

@@ -44,7 +44,8 @@ TEST_F(SetRowsOp, WritesEachRowToItsPositionsSlot) {
 
         gpu::Stream s(ctx());
         s.begin();
-        ops::set_rows_into_slots(s, sb, uint64_t(c.src_offset), pb, T, c.n, db, c.slots);
+        ops::set_rows_into_slots(s, ops::f32_rows(sb, T, c.n, uint64_t(c.src_offset)), ops::i32_vector(pb, T),
+                                 ops::KvView{&db, c.slots, c.n, KvCacheType::F32});
         s.submit_and_wait();
         std::vector<float> got(before.size());
         db.download(got.data(), got.size() * 4);
@@ -63,7 +64,8 @@ TEST_F(SetRowsOp, WritesEachRowToItsPositionsSlot) {
         gpu::Buffer hb(ctx(), before16.size() * 2 + 2, gpu::Memory::Device);  // odd lengths: a whole last word
         hb.upload(before16.data(), before16.size() * 2);
         s.begin();
-        ops::set_rows_into_slots(s, sb, uint64_t(c.src_offset), pb, T, c.n, hb, c.slots, KvCacheType::F16);
+        ops::set_rows_into_slots(s, ops::f32_rows(sb, T, c.n, uint64_t(c.src_offset)), ops::i32_vector(pb, T),
+                                 ops::KvView{&hb, c.slots, c.n, KvCacheType::F16});
         s.submit_and_wait();
         hb.download(got16.data(), got16.size() * 2);
         want16 = before16;
@@ -96,7 +98,7 @@ TEST_F(SetRowsOp, QuantisesRowsIntoQ8_0Blocks) {
     db.upload(before.data(), words * 4);
     gpu::Stream s(ctx());
     s.begin();
-    ops::set_rows_into_slots(s, sb, 0, pb, T, n, db, slots, KvCacheType::Q8_0);
+    ops::set_rows_into_slots(s, ops::f32_rows(sb, T, n), ops::i32_vector(pb, T), ops::KvView{&db, slots, n, KvCacheType::Q8_0});
     s.submit_and_wait();
     db.download(got.data(), words * 4);
     EXPECT_EQ(ops::cache_bytes(KvCacheType::Q8_0, uint64_t(n)), uint64_t(n / 32 * 36));
@@ -133,11 +135,21 @@ TEST_F(SetRowsOp, RefusesBadArguments) {
     gpu::Buffer src(ctx(), 64, gpu::Memory::Device), pos(ctx(), 8, gpu::Memory::Host), dst(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
     s.begin();
-    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 0, dst, 2), ops::ShapeError);
-    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 4, dst, 0), ops::ShapeError);
-    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 4, dst, 5), ops::ShapeError);   // dst holds 4 rows
-    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 3, 8, dst, 2), ops::ShapeError);   // src holds 2 rows
-    EXPECT_THROW(ops::set_rows_into_slots(s, src, 0, pos, 1, 8, dst, 1, KvCacheType::Q8_0), ops::ShapeError);  // 8 % 32
+    auto set = [&](int64_t rows, int64_t n, int64_t slots, KvCacheType type = KvCacheType::F32) {
+        ops::set_rows_into_slots(s, ops::f32_rows(src, rows, n), ops::i32_vector(pos, rows),
+                                 ops::KvView{&dst, slots, n, type});
+    };
+    EXPECT_THROW(set(1, 0, 2), ops::ShapeError);
+    EXPECT_THROW(set(1, 4, 0), ops::ShapeError);
+    EXPECT_THROW(set(1, 4, 5), ops::ShapeError);   // dst holds 4 rows
+    EXPECT_THROW(set(3, 8, 2), ops::ShapeError);   // src holds 2 rows
+    EXPECT_THROW(set(1, 8, 1, KvCacheType::Q8_0), ops::ShapeError);  // 8 % 32
+    EXPECT_THROW(ops::set_rows_into_slots(s, ops::f32_rows(src, 1, 4), ops::i32_vector(pos, 2),
+                                          ops::KvView{&dst, 2, 4, KvCacheType::F32}),
+                 ops::ShapeError);  // two positions for one row
+    EXPECT_THROW(ops::set_rows_into_slots(s, ops::f32_rows(src, 1, 4), ops::i32_vector(pos, 1),
+                                          ops::KvView{&dst, 2, 8, KvCacheType::F32}),
+                 ops::ShapeError);  // rows of 4 into a cache of rows of 8
     s.submit_and_wait();
 }
 

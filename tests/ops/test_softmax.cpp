@@ -22,7 +22,7 @@ protected:
         xb.upload(x.data(), x.size() * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::softmax(s, xb, in_place ? xb : yb, rows, n, scale);
+        ops::softmax(s, ops::f32_rows(xb, rows, n), ops::f32_rows(in_place ? xb : yb, rows, n), scale);
         s.submit_and_wait();
         std::vector<float> y(x.size());
         (in_place ? xb : yb).download(y.data(), y.size() * 4);

@@ -42,7 +42,8 @@ TEST_F(SuperCorrectionOp, MatchesTheReference) {
         ab.upload(a.data(), a.size() * 4);
         gpu::Stream s(ctx());
         s.begin();
-        ops::super_correction(s, yb, sh.n_out, ab, sh.n_in, sh.tokens, cb, int(gpu_c.size()));
+        ops::super_correction(s, ops::f32_rows(yb, sh.tokens, sh.n_out), ops::f32_rows(ab, sh.tokens, sh.n_in), cb,
+                              int(gpu_c.size()));
         s.submit_and_wait();
         std::vector<float> got(y.size());
         yb.download(got.data(), got.size() * 4);
@@ -65,11 +66,11 @@ TEST_F(SuperCorrectionOp, NoCorrectionsOrTokensIsANoOpAndBadArgumentsAreRejected
     gpu::Buffer cb(ctx(), 16, gpu::Memory::Host);
     gpu::Stream s(ctx());
     s.begin();
-    ops::super_correction(s, yb, 4, ab, 4, 4, cb, 0);
-    ops::super_correction(s, yb, 4, ab, 4, 0, cb, 1);
-    EXPECT_THROW(ops::super_correction(s, yb, 0, ab, 4, 4, cb, 1), ops::ShapeError);
-    EXPECT_THROW(ops::super_correction(s, yb, 4, ab, 4, 4, cb, 2), ops::ShapeError);   // 2 corrections, room for 1
-    EXPECT_THROW(ops::super_correction(s, yb, 8, ab, 4, 4, cb, 1), ops::ShapeError);   // y holds 16 floats, not 32
+    ops::super_correction(s, ops::f32_rows(yb, 4, 4), ops::f32_rows(ab, 4, 4), cb, 0);
+    ops::super_correction(s, ops::f32_rows(yb, 0, 4), ops::f32_rows(ab, 0, 4), cb, 1);
+    EXPECT_THROW(ops::super_correction(s, ops::f32_rows(yb, 4, 0), ops::f32_rows(ab, 4, 4), cb, 1), ops::ShapeError);
+    EXPECT_THROW(ops::super_correction(s, ops::f32_rows(yb, 4, 4), ops::f32_rows(ab, 4, 4), cb, 2), ops::ShapeError);   // 2 corrections, room for 1
+    EXPECT_THROW(ops::super_correction(s, ops::f32_rows(yb, 4, 8), ops::f32_rows(ab, 4, 4), cb, 1), ops::ShapeError);   // y holds 16 floats, not 32
     s.submit_and_wait();
 }
 

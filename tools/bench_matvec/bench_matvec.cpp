@@ -296,7 +296,8 @@ int run(int argc, char** argv) {
             const bool rx = round_x && ops::matvec_rounds_activations(type);
             const double sec = best_seconds(*ctx, repeats, [&](gpu::Stream& s) {
                                for (int i = 0; i < n; ++i) {
-                                   ops::matmul(s, ws[size_t(i) % ws.size()], xb, 0, yb, 0, 1, false, 0, rx);
+                                   ops::matmul(s, ws[size_t(i) % ws.size()], ops::f32_rows(xb, 1, sh.n_in), ops::f32_rows(yb, 1, sh.n_out),
+                                               false, rx);
                                    s.barrier("next matvec");
                                }
                            }) / n;

@@ -15,9 +15,10 @@ void AttentionBlock::record(Recording& r) const {
     gpu::Stream& s = r.s;
     Scratch& sc = r.scratch;
     const int64_t qd = int64_t(a.n_head) * a.head_dim;
-    const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
-    const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
-    const KvCache::Layer& cache = r.kv.layer(l);
+    const ops::KvView k_cache = r.k_cache(l), v_cache = r.v_cache(l);
+    const ops::TensorView q = ops::f32_rows(sc.q, T, qd), k_new = ops::f32_rows(sc.k_new, T, k_cache.row),
+                          v_new = ops::f32_rows(sc.v_new, T, v_cache.row);
+    const ops::TensorView positions = ops::i32_vector(sc.positions, T);
     bool kv_in_cache = false;
 
     // Decode's RMSNorm runs inside the projections' matvecs (normed_inputs).
@@ -33,9 +34,9 @@ void AttentionBlock::record(Recording& r) const {
     s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
     if (w.bq) {
         s.mark("add_bias");
-        ops::add_bias(s, sc.q, 0, *w.bq, T, qd);
-        ops::add_bias(s, sc.k_new, 0, *w.bk, T, int64_t(kv_row));
-        ops::add_bias(s, sc.v_new, 0, *w.bv, T, int64_t(kv_row_v));
+        ops::add_bias(s, q, ops::f32_vector(*w.bq, qd));
+        ops::add_bias(s, k_new, ops::f32_vector(*w.bk, k_cache.row));
+        ops::add_bias(s, v_new, ops::f32_vector(*w.bv, v_cache.row));
         s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
     }
     if (a.temperature_floor > 0) {
@@ -49,7 +50,7 @@ void AttentionBlock::record(Recording& r) const {
             };
             int t1 = t0 + 1;
             while (t1 < T && factor(t1) == factor(t0)) ++t1;
-            if (factor(t0) != 1.0f) ops::scale(s, sc.q, int64_t(t1 - t0) * qd, factor(t0), uint64_t(t0) * uint64_t(qd));
+            if (factor(t0) != 1.0f) ops::scale(s, ops::f32_rows(sc.q, t1 - t0, qd, uint64_t(t0) * uint64_t(qd)), factor(t0));
             t0 = t1;
         }
         s.barrier("temperature-scaled q is complete before attention reads it");
@@ -58,10 +59,10 @@ void AttentionBlock::record(Recording& r) const {
         // Per head: rows of head_dim; full width: one row of all heads per token.
         const bool per_head = a.qk_norm == QkNorm::PerHead;
         s.mark("norm");
-        ops::rms_norm(s, sc.q, 0, w.q_norm, sc.q, 0, per_head ? int64_t(T) * a.n_head : T, per_head ? a.head_dim : qd,
-                      r.spec.norm_eps);
-        ops::rms_norm(s, sc.k_new, 0, w.k_norm, sc.k_new, 0, per_head ? int64_t(T) * a.n_head_kv : T,
-                      per_head ? a.head_dim : int64_t(kv_row), r.spec.norm_eps);
+        const ops::TensorView q_rows = per_head ? ops::f32_rows(sc.q, int64_t(T) * a.n_head, a.head_dim) : q;
+        const ops::TensorView k_rows = per_head ? ops::f32_rows(sc.k_new, int64_t(T) * a.n_head_kv, a.head_dim) : k_new;
+        ops::rms_norm(s, q_rows, w.q_norm, q_rows, r.spec.norm_eps);
+        ops::rms_norm(s, k_rows, w.k_norm, k_rows, r.spec.norm_eps);
         s.barrier("normalised q and k are complete before rope and attention");
     }
     if (a.rope.enabled) {
@@ -73,21 +74,22 @@ void AttentionBlock::record(Recording& r) const {
         if (a.qk_norm != QkNorm::L2AfterRope && r.kv.type() != KvCacheType::Q8_0) {
             // One dispatch: q rotated in place, rotated k and the v rows straight into their
             // cache slots.
-            ops::rope_qkv_into_slots(s, sc.q, sc.k_new, sc.v_new, sc.positions, T, a.n_head, a.n_head_kv, a.head_dim,
-                                     int64_t(kv_row_v), rp, freqs, cache.k, cache.v, cache.slots, r.kv.type());
+            ops::rope_qkv_into_slots(s, q, a.n_head, k_new, a.n_head_kv, v_new, positions, rp, freqs, k_cache, v_cache);
             s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
             kv_in_cache = true;
         } else {
-            ops::rope(s, sc.q, 0, sc.positions, T, a.n_head, a.head_dim, rp, freqs);
-            ops::rope(s, sc.k_new, 0, sc.positions, T, a.n_head_kv, a.head_dim, rp, freqs);
+            ops::rope(s, q, a.n_head, positions, rp, freqs);
+            ops::rope(s, k_new, a.n_head_kv, positions, rp, freqs);
             s.barrier("rotated q and k are complete before k/v enter the cache and attention reads q");
         }
     }
     if (a.qk_norm == QkNorm::L2AfterRope) {
         // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
         s.mark("norm");
-        ops::rms_norm(s, sc.q, 0, nullptr, sc.q, 0, int64_t(T) * a.n_head, a.head_dim, r.spec.norm_eps);
-        ops::rms_norm(s, sc.k_new, 0, nullptr, sc.k_new, 0, int64_t(T) * a.n_head_kv, a.head_dim, r.spec.norm_eps);
+        const ops::TensorView q_heads = ops::f32_rows(sc.q, int64_t(T) * a.n_head, a.head_dim);
+        const ops::TensorView k_heads = ops::f32_rows(sc.k_new, int64_t(T) * a.n_head_kv, a.head_dim);
+        ops::rms_norm(s, q_heads, nullptr, q_heads, r.spec.norm_eps);
+        ops::rms_norm(s, k_heads, nullptr, k_heads, r.spec.norm_eps);
         s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
     }
     record_attend(r, l, kv_in_cache);
@@ -105,23 +107,23 @@ void record_attend(Recording& r, int l, bool kv_in_cache) {
     gpu::Stream& s = r.s;
     Scratch& sc = r.scratch;
     const int T = r.n_tokens;
-    const KvCache::Layer& cache = r.kv.layer(l);
+    const ops::KvView k_cache = r.k_cache(l), v_cache = r.v_cache(l);
+    const ops::TensorView positions = ops::i32_vector(sc.positions, T);
     if (!kv_in_cache) {
-        const uint64_t kv_row = uint64_t(a.n_head_kv) * uint64_t(a.head_dim);
-        const uint64_t kv_row_v = uint64_t(a.n_head_kv) * uint64_t(a.head_dim_v);
         s.mark("set_rows");
-        ops::set_rows_into_slots(s, sc.k_new, 0, sc.positions, T, int64_t(kv_row), cache.k, cache.slots, r.kv.type());
-        ops::set_rows_into_slots(s, sc.v_new, 0, sc.positions, T, int64_t(kv_row_v), cache.v, cache.slots, r.kv.type());
+        ops::set_rows_into_slots(s, ops::f32_rows(sc.k_new, T, k_cache.row), positions, k_cache);
+        ops::set_rows_into_slots(s, ops::f32_rows(sc.v_new, T, v_cache.row), positions, v_cache);
         s.barrier("the new k/v rows are in the cache before attention reads it");
     }
     const gpu::Buffer* probs = r.probe.attention_probs(l);
-    const int n_kv = r.keys_in_view(cache.slots);  // slots in use (rounded up when replayed)
+    const int n_kv = r.keys_in_view(int(k_cache.slots));  // slots in use (rounded up when replayed)
     s.mark("attention");
-    ops::attention(s, sc.q, 0, sc.positions, cache.k, cache.v, r.kv.slot_positions(l), sc.attn, T, n_kv, a, r.kv.type(), w.sinks,
-                   probs, sc.attn_split.valid() ? &sc.attn_split : nullptr);
+    ops::attention(s, ops::f32_rows(sc.q, T, int64_t(a.n_head) * a.head_dim), positions, k_cache, v_cache,
+                   ops::i32_vector(r.kv.slot_positions(l), n_kv), ops::f32_rows(sc.attn, T, int64_t(a.n_head) * a.value_dim()),
+                   a, w.sinks, probs, sc.attn_split.valid() ? &sc.attn_split : nullptr);
     s.barrier("attention output is complete before the output projection reads it");
     r.probe.copy_attention(s, l, T, n_kv);
-    r.probe.summarize_attention(s, l, T, n_kv, sc.q, sc.positions, cache.k, cache.v, a, r.kv.type(), w.sinks);
+    r.probe.summarize_attention(s, l, T, n_kv, sc.q, sc.positions, k_cache, v_cache, a, w.sinks);
 }
 
 }  // namespace vkllm::model

@@ -15,6 +15,7 @@ void DenseFfnBlock::record(Recording& r) const {
     Scratch& sc = r.scratch;
     const bool probed = r.probes.ffn_down;
     const int64_t n = int64_t(T) * L.ffn.n_ff;
+    const ops::TensorView gate = ops::f32_rows(sc.gate, T, L.ffn.n_ff);
 
     // Decode's RMSNorm runs inside the gate/up (or up) matvecs (normed_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
@@ -39,8 +40,9 @@ void DenseFfnBlock::record(Recording& r) const {
             mi.matmul(s, w.up, sc.up, 0, T);
             s.barrier("gate and up are complete before the gated activation combines them");
             s.mark(silu ? "swiglu" : "geglu");
-            if (silu) ops::swiglu(s, sc.gate, sc.up, sc.gate, n);
-            else ops::geglu(s, sc.gate, sc.up, sc.gate, n, /*fp16_table=*/r.policy.round);
+            const ops::TensorView up = ops::f32_rows(sc.up, T, L.ffn.n_ff);
+            if (silu) ops::swiglu(s, gate, up, gate);
+            else ops::geglu(s, gate, up, gate, /*fp16_table=*/r.policy.round);
         }
     } else {
         MatmulInputs mi = inputs({&w.up});
@@ -49,12 +51,12 @@ void DenseFfnBlock::record(Recording& r) const {
         s.barrier("the up projection is complete before its bias and activation");
         if (w.b_up) {
             s.mark("add_bias");
-            ops::add_bias(s, sc.gate, 0, *w.b_up, T, L.ffn.n_ff);
+            ops::add_bias(s, gate, ops::f32_vector(*w.b_up, L.ffn.n_ff));
             s.barrier("the up bias is added before the activation");
         }
         s.mark("gelu");
-        if (L.ffn.activation == Activation::GeluErf) ops::gelu_erf(s, sc.gate, sc.gate, n);
-        else ops::gelu(s, sc.gate, sc.gate, n, /*fp16_table=*/r.policy.round);
+        if (L.ffn.activation == Activation::GeluErf) ops::gelu_erf(s, gate, gate);
+        else ops::gelu(s, gate, gate, /*fp16_table=*/r.policy.round);
     }
     s.barrier("the activation is complete before the down projection reads it");
     if (probed) {
@@ -65,9 +67,9 @@ void DenseFfnBlock::record(Recording& r) const {
                        w.post_ffn_norm_b, L.norm_placement == NormPlacement::PostResidual);
     if (w.down_super) {  // exact super weights (quantize --keep-super-weights): x += delta * a[col] at row
         s.mark("super_correction");
-        ops::super_correction(s, sc.x, r.spec.n_embd, sc.gate, L.ffn.n_ff, T, *w.down_super, w.n_down_super);
+        ops::super_correction(s, ops::f32_rows(sc.x, T, r.spec.n_embd), gate, *w.down_super, w.n_down_super);
         if (probed)
-            ops::super_correction(s, r.probe.ffn_out(l), r.spec.n_embd, sc.gate, L.ffn.n_ff, T, *w.down_super,
+            ops::super_correction(s, ops::f32_rows(r.probe.ffn_out(l), T, r.spec.n_embd), gate, *w.down_super,
                                   w.n_down_super);
         s.barrier("the corrected residual stream is complete before the next layer reads it");
     }

@@ -10,23 +10,24 @@ void EmbeddingBlock::record(Recording& r) const {
     const ModelSpec& spec = r.spec;
     const int T = r.n_tokens;
     s.mark("get_rows");
-    ops::get_rows(s, r.w.token_embd, sc.ids, sc.x, T);
-    if (spec.learned_positions) ops::get_rows(s, r.w.position_embd, sc.positions, sc.h, T);
+    const ops::TensorView x = ops::f32_rows(sc.x, T, spec.n_embd);
+    ops::get_rows(s, r.w.token_embd, ops::i32_vector(sc.ids, T), x);
+    if (spec.learned_positions)
+        ops::get_rows(s, r.w.position_embd, ops::i32_vector(sc.positions, T), ops::f32_rows(sc.h, T, spec.n_embd));
     s.barrier("embeddings are written before they are scaled or summed");
     if (spec.embd_scale != 1.0f) {
         s.mark("scale");
-        ops::scale(s, sc.x, int64_t(T) * spec.n_embd, spec.embd_scale);
+        ops::scale(s, x, spec.embd_scale);
         s.barrier("scaled embeddings are complete before layer 0 reads them");
     }
     if (r.w.token_type0) {
         // BERT: token type 0's row added to every token (before the positions, as llama.cpp sums).
         s.mark("add_bias");
-        ops::add_bias(s, sc.x, 0, *r.w.token_type0, T, spec.n_embd);
+        ops::add_bias(s, x, ops::f32_vector(*r.w.token_type0, spec.n_embd));
         s.barrier("token + type embeddings are complete before the positions are added");
     }
     if (spec.learned_positions) {
         s.mark("add");
-        const ops::TensorView x = ops::f32_rows(sc.x, T, spec.n_embd);
         ops::add(s, x, ops::f32_rows(sc.h, T, spec.n_embd), x);
         s.barrier("token + position embeddings are complete before layer 0 reads them");
     }

@@ -29,19 +29,21 @@ void EncoderHeadBlock::record(Recording& r) const {
         for (int t0 = 0; t0 < T; t0 += ops::kMaxExperts) {
             const int n = std::min(T - t0, ops::kMaxExperts);
             ops::MoeRouting rows{&sc.ids, &sc.pool_weights, nullptr, 1, n};
-            ops::moe_combine(s, sc.x, uint64_t(t0) * E, rows, sc.block_out, 0, int64_t(E), /*accumulate=*/t0 > 0);
+            ops::moe_combine(s, ops::f32_rows(sc.x, n, int64_t(E), uint64_t(t0) * E), rows,
+                             ops::f32_rows(sc.block_out, 1, int64_t(E)), /*accumulate=*/t0 > 0);
             s.barrier("one chunk of the mean is summed before the next adds to it or the copy reads it");
         }
         pooled = &sc.block_out;
     }
-    r.read_back_checked(*pooled, from * E, sc.embd_host, pooled_rows(pooling_, T), int(E), sc.embd_flags);
+    r.read_back_checked(ops::f32_rows(*pooled, pooled_rows(pooling_, T), int64_t(E), from * E), sc.embd_host,
+                        sc.embd_flags);
     if (logits_) {
         // Every token's logits through the (tied) output projection.
         MatmulInputs in = r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, {&r.w.output});
         s.mark("matmul");
         in.matmul(s, r.w.output, sc.logits, 0, T);
         s.barrier("logits are complete before the checked copy to host memory");
-        r.read_back_checked(sc.logits, 0, sc.logits_host, T, r.spec.n_vocab, sc.logits_flags);
+        r.read_back_checked(ops::f32_rows(sc.logits, T, r.spec.n_vocab), sc.logits_host, sc.logits_flags);
     }
 }
 

@@ -58,16 +58,19 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     }
     s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
     s.mark("norm");
-    ops::rms_norm(s, sc.k_new, 0, w.kv_a_norm, sc.k_new, 0, T, mla.kv_lora_rank, r.spec.norm_eps, int64_t(kv));
+    // The latent part [c] of each [c | kr] row.
+    const ops::TensorView latent = ops::f32_rows(sc.k_new, T, mla.kv_lora_rank, 0, int64_t(kv));
+    ops::rms_norm(s, latent, w.kv_a_norm, latent, r.spec.norm_eps);
     // The norm's binding spans whole [c | kr] rows, so the rope below writes memory (kr) the norm
     // has bound: the rope must wait for the norm (a write-after-read hazard otherwise).
     s.barrier("the latent norm is done with the [c | kr] rows before RoPE writes their kr part");
     s.mark("rope");
     // The rotated part ends each q head: rotate `rope` dims of windows starting `nope` into each
     // head (Scratch::mla.q has `nope` floats of slack after its last head for the window).
-    ops::rope(s, sc.mla.q, uint64_t(mla.qk_nope), sc.positions, T, a.n_head, int(qh), rp, freqs,
-              int64_t(qh) * a.n_head);
-    ops::rope(s, sc.k_new, uint64_t(mla.kv_lora_rank), sc.positions, T, 1, mla.qk_rope, rp, freqs, int64_t(kv));
+    const ops::TensorView positions = ops::i32_vector(sc.positions, T);
+    ops::rope(s, ops::f32_rows(sc.mla.q, T, int64_t(qh) * a.n_head, uint64_t(mla.qk_nope)), a.n_head, positions, rp, freqs);
+    ops::rope(s, ops::f32_rows(sc.k_new, T, mla.qk_rope, uint64_t(mla.kv_lora_rank), int64_t(kv)), 1, positions, rp,
+              freqs);
     s.barrier("normalised latent, rotated q and kr are complete before they are gathered");
 
     // Values: the latent part of each row. Absorption input: q_nope of each (token, head).
@@ -81,8 +84,8 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     // by_head has no sort: the expert matvec, which rounds each head's row itself.
     MatmulInputs mi = r.prepare_inputs(sc.mla.qn, 0, int(heads), mla.qk_nope, {&kb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.k_b, mi.of(kb_key), mi.offset_of(kb_key), /*x_per_pair=*/true, by_head, sc.mla.qabs, 0,
-                    mi.rounds_in_matvec(kb_key.type));
+    ops::moe_matmul(s, w.k_b, mi.expert_input(w.k_b, int(heads)), /*x_per_pair=*/true, by_head,
+                    ops::f32_rows(sc.mla.qabs, int64_t(heads), mla.kv_lora_rank), mi.rounds_in_matvec(kb_key.type));
     s.barrier("absorbed queries are complete before they are assembled with the rotated part");
     // Attention queries [q_abs | q_rope] per head.
     s.mark("copy");
@@ -104,8 +107,8 @@ void LatentAttentionBlock::record_output(Recording& r) const {
     MatmulInputs mi = r.prepare_inputs(sc.attn, 0, heads, a.mla.kv_lora_rank, {&vb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
     // Scratch::attn is [T, n_head, kv_lora]: one latent row per (token, head) pair.
-    ops::moe_matmul(s, w.v_b, mi.of(vb_key), mi.offset_of(vb_key), /*x_per_pair=*/true, by_head, sc.mla.out, 0,
-                    mi.rounds_in_matvec(vb_key.type));
+    ops::moe_matmul(s, w.v_b, mi.expert_input(w.v_b, heads), /*x_per_pair=*/true, by_head,
+                    ops::f32_rows(sc.mla.out, heads, a.mla.v_head), mi.rounds_in_matvec(vb_key.type));
     s.barrier("each head's value output is complete before the output projection reads it");
 }
 

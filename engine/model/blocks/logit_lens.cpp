@@ -25,7 +25,7 @@ void LogitLensBlock::record(Recording& r) const {
     }
     if (spec.final_softcap > 0) {
         s.mark("softcap");
-        ops::softcap(s, lens.logits, int64_t(n) * spec.n_vocab, spec.final_softcap);
+        ops::softcap(s, ops::f32_rows(lens.logits, n, spec.n_vocab), spec.final_softcap);
         s.barrier("soft-capped lens logits are complete before the copy");
     }
     s.mark("copy");

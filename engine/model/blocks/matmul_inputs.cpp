@@ -37,6 +37,11 @@ ops::TensorView MatmulInputs::input(const ops::Weight& w, int n_tokens) const {
     return ops::f32_rows(of(w), n_tokens, w.n_in, offset_of(w));
 }
 
+ops::TensorView MatmulInputs::expert_input(const ops::ExpertWeights& e, int rows) const {
+    const ops::Weight key = rounding_key(e);
+    return ops::f32_rows(of(key), rows, e.n_in, offset_of(key));
+}
+
 void MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
                           bool accumulate) const {
     ops::matmul(s, w, input(w, n_tokens), ops::f32_rows(y, n_tokens, w.n_out, y_offset), accumulate,

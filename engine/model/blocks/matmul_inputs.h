@@ -48,6 +48,8 @@ struct MatmulInputs {
     uint64_t offset_of(const ops::Weight& w) const;
     // The input of w for n_tokens tokens: f32 [n_tokens, w.n_in] of of(w) from offset_of(w).
     ops::TensorView input(const ops::Weight& w, int n_tokens) const;
+    // The input of experts e for `rows` rows (tokens, or pairs): f32 [rows, e.n_in].
+    ops::TensorView expert_input(const ops::ExpertWeights& e, int rows) const;
     // ops::matmul of w with these inputs (rounded as w's type needs) into y.
     void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
                 bool accumulate = false) const;

@@ -16,6 +16,7 @@ void MoeFfnBlock::record(Recording& r) const {
     Scratch::Moe& m = sc.moe;
     const int E = r.spec.n_embd;
     const int64_t pairs = int64_t(T) * moe.top_k;
+    const ops::TensorView router_logits = ops::f32_rows(m.router_logits, T, moe.n_expert);
 
     // The norm stays a dispatch: the router, the experts and the shared expert all read it.
     const gpu::Buffer* in = &sc.x;
@@ -30,7 +31,7 @@ void MoeFfnBlock::record(Recording& r) const {
     s.barrier("router logits are complete before their bias or routing");
     if (w.router_bias) {
         s.mark("add_bias");
-        ops::add_bias(s, m.router_logits, 0, *w.router_bias, T, moe.n_expert);
+        ops::add_bias(s, router_logits, ops::f32_vector(*w.router_bias, moe.n_expert));
         s.barrier("biased router logits are complete before routing reads them");
     }
     ops::RouterParams rp;
@@ -44,24 +45,26 @@ void MoeFfnBlock::record(Recording& r) const {
     rp.n_group = moe.n_group;
     rp.topk_group = moe.topk_group;
     s.mark("moe_route");
-    ops::moe_route(s, m.router_logits, 0, T, rp, m.experts, m.weights);
+    ops::moe_route(s, router_logits, rp, ops::i32_rows(m.experts, T, moe.top_k), ops::f32_rows(m.weights, T, moe.top_k));
     s.barrier("the chosen experts and weights are complete before grouping and the expert matmuls");
     if (r.probes.routing || r.probes.ffn_down) r.probe.copy_routing(s, l, m.experts, m.weights, T);
     ops::MoeRouting routing{&m.experts, &m.weights, nullptr, T, moe.top_k};
     if (T > 1) {
-        ops::moe_sort(s, m.experts, pairs, moe.n_expert, m.sorted);
+        ops::moe_sort(s, ops::i32_vector(m.experts, pairs), moe.n_expert,
+                      ops::i32_vector(m.sorted, int64_t(ops::moe_sort_ints(moe.n_expert, pairs))));
         s.barrier("pairs grouped by expert are complete before the tiled expert matmuls");
         routing.sorted = &m.sorted;
     }
-    if (r.probes.expert_load) ops::moe_expert_load(s, routing, moe.n_expert, r.probe.expert_load(l));
+    if (r.probes.expert_load) ops::moe_expert_load(s, routing, ops::f32_rows(r.probe.expert_load(l), moe.n_expert, 2));
 
     const ops::Weight gate_key = rounding_key(w.gate_exps), up_key = rounding_key(w.up_exps);
+    const ops::TensorView gate = ops::f32_rows(m.gate, pairs, moe.n_ff_expert);
     // Llama 4 scales each expert's input by its weight, and sums the outputs unweighted.
     const gpu::Buffer* expert_in = in;
     int in_rows = T;
     if (moe.weight_input) {
         s.mark("moe_input");
-        ops::moe_weighted_input(s, *in, 0, routing, m.input, E);
+        ops::moe_weighted_input(s, ops::f32_rows(*in, T, E), routing, ops::f32_rows(m.input, pairs, E));
         s.barrier("weighted expert inputs are complete before the expert matmuls read them");
         expert_in = &m.input;
         in_rows = int(pairs);
@@ -72,20 +75,21 @@ void MoeFfnBlock::record(Recording& r) const {
     mi = r.prepare_inputs(*expert_in, 0, in_rows, E, {&gate_key, &up_key}, at);
     if (T == 1 && moe.swiglu_alpha <= 0 && ops::moe_matvec_swiglu_fits(r.ctx, w.gate_exps, w.up_exps)) {
         s.mark("moe_matvec_swiglu");
-        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input,
-                               routing, m.gate, 0, mi.rounds_in_matvec(gate_key.type));
+        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.expert_input(w.gate_exps, in_rows), moe.weight_input,
+                               routing, gate, mi.rounds_in_matvec(gate_key.type));
     } else {
         s.mark("moe_matmul");
-        ops::moe_matmul(s, w.gate_exps, mi.of(gate_key), mi.offset_of(gate_key), moe.weight_input, routing, m.gate, 0,
+        const ops::TensorView up = ops::f32_rows(m.up, pairs, moe.n_ff_expert);
+        ops::moe_matmul(s, w.gate_exps, mi.expert_input(w.gate_exps, in_rows), moe.weight_input, routing, gate,
                         mi.rounds_in_matvec(gate_key.type));
-        ops::moe_matmul(s, w.up_exps, mi.of(up_key), mi.offset_of(up_key), moe.weight_input, routing, m.up, 0,
+        ops::moe_matmul(s, w.up_exps, mi.expert_input(w.up_exps, in_rows), moe.weight_input, routing, up,
                         mi.rounds_in_matvec(up_key.type));
         s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
         s.mark("swiglu");
         if (moe.swiglu_alpha > 0)
-            ops::swiglu_oai(s, m.gate, m.up, m.gate, pairs * moe.n_ff_expert, moe.swiglu_alpha, moe.swiglu_limit);
+            ops::swiglu_oai(s, gate, up, gate, moe.swiglu_alpha, moe.swiglu_limit);
         else
-            ops::swiglu(s, m.gate, m.up, m.gate, pairs * moe.n_ff_expert);
+            ops::swiglu(s, gate, up, gate);
     }
     s.barrier("the experts' SwiGLU is complete before their down projections read it");
     if (r.probes.ffn_down) {
@@ -95,7 +99,8 @@ void MoeFfnBlock::record(Recording& r) const {
     const ops::Weight down_key = rounding_key(w.down_exps);
     mi = r.prepare_inputs(m.gate, 0, int(pairs), moe.n_ff_expert, {&down_key}, at);
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.down_exps, mi.of(down_key), mi.offset_of(down_key), true, routing, m.down, 0,
+    const ops::TensorView down = ops::f32_rows(m.down, pairs, E);
+    ops::moe_matmul(s, w.down_exps, mi.expert_input(w.down_exps, int(pairs)), /*x_per_pair=*/true, routing, down,
                     mi.rounds_in_matvec(down_key.type));
     s.barrier("the experts' outputs are complete before their weighted sum");
     if (r.probes.ffn_down) {
@@ -105,7 +110,7 @@ void MoeFfnBlock::record(Recording& r) const {
     s.mark("moe_combine");
     ops::MoeRouting combine = routing;
     if (moe.weight_input) combine.weights = &m.ones;
-    ops::moe_combine(s, m.down, 0, combine, sc.x, 0, E, /*accumulate=*/true);
+    ops::moe_combine(s, down, combine, ops::f32_rows(sc.x, T, E), /*accumulate=*/true);
     s.barrier("the residual stream is complete before the shared expert or the next layer reads it");
     if (moe.n_ff_shared > 0) record_shared_expert(r, *in);
 }
@@ -123,7 +128,8 @@ void MoeFfnBlock::record_shared_expert(Recording& r, const gpu::Buffer& in) cons
     mi.matmul(s, w.up_sh, sc.up, 0, T);
     s.barrier("the shared expert's gate and up are complete before SwiGLU");
     s.mark("swiglu");
-    ops::swiglu(s, sc.gate, sc.up, sc.gate, int64_t(T) * moe.n_ff_shared);
+    const ops::TensorView gate = ops::f32_rows(sc.gate, T, moe.n_ff_shared);
+    ops::swiglu(s, gate, ops::f32_rows(sc.up, T, moe.n_ff_shared), gate);
     s.barrier("the shared expert's activation is complete before its down projection");
     if (r.probes.ffn_down) {
         s.mark("copy");

@@ -21,10 +21,10 @@ void OutputHeadBlock::record(Recording& r) const {
     if (spec.final_softcap > 0) {
         s.barrier("logits are complete before soft-capping");
         s.mark("softcap");
-        ops::softcap(s, sc.logits, int64_t(rows) * spec.n_vocab, spec.final_softcap);
+        ops::softcap(s, ops::f32_rows(sc.logits, rows, spec.n_vocab), spec.final_softcap);
     }
     s.barrier("logits are complete before the checked copy to host memory");
-    r.read_back_checked(sc.logits, 0, sc.logits_host, rows, spec.n_vocab, sc.logits_flags);
+    r.read_back_checked(ops::f32_rows(sc.logits, rows, spec.n_vocab), sc.logits_host, sc.logits_flags);
 }
 
 }  // namespace vkllm::model

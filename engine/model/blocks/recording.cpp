@@ -15,6 +15,18 @@ int Recording::keys_in_view(int slots) const {
     return std::min(rounded, slots);
 }
 
+ops::KvView Recording::k_cache(int l) const {
+    const AttentionSpec& a = spec.layers[size_t(l)].attn;
+    const KvCache::Layer& c = kv.layer(l);
+    return {&c.k, c.slots, int64_t(a.n_head_kv) * a.head_dim, kv.type()};
+}
+
+ops::KvView Recording::v_cache(int l) const {
+    const AttentionSpec& a = spec.layers[size_t(l)].attn;
+    const KvCache::Layer& c = kv.layer(l);
+    return {&c.v, c.slots, int64_t(a.n_head_kv) * a.value_dim(), kv.type()};
+}
+
 MatmulInputs Recording::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
                                        std::initializer_list<const ops::Weight*> weights, RoundAt at) {
     MatmulInputs in;
@@ -33,7 +45,7 @@ MatmulInputs Recording::prepare_inputs(const gpu::Buffer& x, uint64_t offset, in
         }
         const gpu::Buffer& dst = scratch.rounded[size_t(mode)];
         s.mark("round_act");
-        ops::round_activations(s, x, offset, dst, 0, rows, n, mode);
+        ops::round_activations(s, ops::f32_rows(x, rows, n, offset), ops::f32_rows(dst, rows, n), mode);
         in.rounded[size_t(mode)] = &dst;
         any = true;
     }
@@ -92,7 +104,7 @@ void Recording::add_block_output(const ops::Weight& wt, const gpu::Buffer& in, i
     s.barrier("the block's projection is complete before its bias, its post-norm or the next layer");
     if (bias) {
         s.mark("add_bias");
-        ops::add_bias(s, out, 0, *bias, T, spec.n_embd);
+        ops::add_bias(s, ops::f32_rows(out, T, spec.n_embd), ops::f32_vector(*bias, spec.n_embd));
         s.barrier("the block's bias is added before its post-norm or the next layer");
     }
     if (!apart) return;
@@ -120,11 +132,10 @@ void Recording::reset_flags(const gpu::Buffer& flags, int rows) {
     for (int r = 0; r < rows; ++r) f[2 * r] = 0, f[2 * r + 1] = 0xffffffffu;
 }
 
-void Recording::read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
-                                  const gpu::Buffer& flags) {
-    reset_flags(flags, rows);
+void Recording::read_back_checked(const ops::TensorView& src, const gpu::Buffer& dst, const gpu::Buffer& flags) {
+    reset_flags(flags, int(src.rows));
     s.mark("copy_checked");
-    ops::copy_checked(s, src, src_offset, dst, 0, rows, n, flags);
+    ops::copy_checked(s, src, ops::f32_rows(dst, src.rows, src.cols), flags);
 }
 
 }  // namespace vkllm::model

@@ -42,6 +42,10 @@ struct Recording {
     // Keys of a cache of `slots` slots that this pass, ending at position pos0 + n_tokens,
     // attends over (rounded up to kv_bucket).
     int keys_in_view(int slots) const;
+    // Layer l's K and V caches as the cache ops take them: every slot, rows of the layer's
+    // n_head_kv heads of head_dim (K) or of the value width (V).
+    ops::KvView k_cache(int l) const;
+    ops::KvView v_cache(int l) const;
 
     // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
     // after when anything was rounded, except where `at` leaves the rounding to a matvec that can
@@ -67,10 +71,9 @@ struct Recording {
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
                           const gpu::Buffer* post_norm, const gpu::Buffer* probe_out = nullptr,
                           const gpu::Buffer* post_norm_b = nullptr, bool norm_after_add = false);
-    // Records the checked copy of `rows` rows of n floats from src into host memory dst, its
-    // flags reset to "none" here (the stream is not yet submitted, no GPU work reads them).
-    void read_back_checked(const gpu::Buffer& src, uint64_t src_offset, const gpu::Buffer& dst, int rows, int n,
-                           const gpu::Buffer& flags);
+    // Records the checked copy of src (f32 [rows, n], packed) into host memory dst (from its
+    // start), its flags reset to "none" here (the stream is not yet submitted, no GPU work reads them).
+    void read_back_checked(const ops::TensorView& src, const gpu::Buffer& dst, const gpu::Buffer& flags);
     // Sets `rows` rows of read-back flags (uint32 count, first index) to "none".
     static void reset_flags(const gpu::Buffer& flags, int rows);
 };

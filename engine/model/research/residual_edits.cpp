@@ -55,7 +55,8 @@ void ResidualEdits::record(gpu::Stream& s, const gpu::Buffer& x, int n_tokens, i
     auto range = ranges_.find(l);
     if (range == ranges_.end()) return;
     s.mark("residual_edit");
-    ops::residual_edit(s, x, n_tokens, n_embd_, records_, range->second.first, range->second.second, state_);
+    ops::residual_edit(s, ops::f32_rows(x, n_tokens, n_embd_), records_, range->second.first, range->second.second,
+                       state_);
     s.barrier("the edited residual stream is complete before the next layer and the probes read it");
 }
 
