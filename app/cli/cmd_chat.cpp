@@ -20,6 +20,7 @@
 #include "json_text.h"
 #include "model_file.h"
 #include "options.h"
+#include "prepare_note.h"
 #include "output_file.h"
 #include "vkllm/generate.h"
 #include "vkllm/model.h"
@@ -282,6 +283,8 @@ int chat(const Args& args) {
     if (model->info().chat_template.empty())
         std::fprintf(stderr, "vkllm chat: note: the model has no chat template; each message continues the text so far "
                              "(plain continuation)\n");
+    // The shaders a short first turn needs, compiled before the first prompt is read.
+    prepare_with_note(session);
 
     install_sigint_handler();
     LineReader input;

@@ -11,6 +11,7 @@
 #include "interventions.h"
 #include "model_file.h"
 #include "options.h"
+#include "prepare_note.h"
 #include "vkllm/generate.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -186,6 +187,14 @@ int run(const Args& args) {
         std::fprintf(stderr, "vkllm: draft: %s, %.1f MiB of weights, %d tokens proposed per step\n",
                      draft_model->info().arch.c_str(), double(draft_model->weight_bytes()) / (1 << 20),
                      go.draft.n_draft);
+    // The shaders the prompt and the decode steps need, compiled before the first token (on a
+    // fresh machine the driver compiles each one at its first use, seconds apiece on lavapipe).
+    Prepared prepared = prepare_with_note(session, int(tokens.size()));
+    if (draft_session) {
+        const Prepared d = prepare_with_note(*draft_session, int(tokens.size()));
+        prepared.compiled += d.compiled;
+        prepared.seconds += d.seconds;
+    }
     std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
 
@@ -240,7 +249,12 @@ int run(const Args& args) {
             std::fprintf(stderr, "  %-10s %9.3f ms  %6d dispatch groups\n", t.op.c_str(), t.ms, t.count);
     }
     print_timing_line(result, draft_session != nullptr);
-    if (model->compiled_shaders())
+    // Pipelines new to this device were compiled: before the prompt when prepared, else (or
+    // beyond what the preparation foresaw) during it.
+    if (model->compiled_shaders() && prepared.compiled > 0)
+        std::fprintf(stderr, "note: first run on this device (or of this kind of model): %d shaders compiled in %.1f s "
+                             "before the prompt, not in the timings\n", prepared.compiled, prepared.seconds);
+    else if (model->compiled_shaders())
         std::fprintf(stderr, "note: first run on this device (or of this kind of model): shader compilation is "
                              "included in the timings\n");
     if (interrupt.interrupted()) {

@@ -13,9 +13,17 @@
 
 #include "gpu/error.h"
 #include "gpu/pipeline.h"
+#include "gpu/pipeline_collector.h"
 #include "gpu/shaders.h"
 
 namespace vkllm::gpu {
+
+struct Context::PipelineSlot {
+    std::once_flag once;
+    std::unique_ptr<Pipeline> pipeline;
+    std::atomic<bool> ready{false};  // pipeline is set (release after it is written)
+};
+
 namespace {
 
 std::atomic<uint64_t> g_validation_errors{0};
@@ -309,7 +317,7 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
     if (options.integer_dot >= 0)
         ctx->caps_.integer_dot_matvec = choose_integer_dot_matvec(ctx->caps_, options.integer_dot ? "1" : "0");
     ctx->create_device(index);
-    ctx->load_pipeline_cache();
+    if (options.pipeline_cache) ctx->load_pipeline_cache();
     return ctx;
 }
 
@@ -512,24 +520,73 @@ bool log_pipelines() {
 
 const Pipeline& Context::pipeline(const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
                                   const std::vector<uint32_t>& spec_constants) {
-    std::string key = shader;
-    for (uint32_t s : spec_constants) key += ":" + std::to_string(s);
-    std::lock_guard<std::mutex> lock(pipelines_mutex_);
-    auto it = pipelines_.find(key);
-    if (it != pipelines_.end()) return *it->second;
-    auto p = std::make_unique<Pipeline>(*this, shader, n_buffers, push_bytes, spec_constants);
-    // Known to earlier runs by name, specialization and code (FNV-1a of the SPIR-V words).
-    if (const EmbeddedShader* spv = find_shader(shader)) {
-        uint64_t hash = 1469598103934665603ull;
-        for (size_t i = 0; i < spv->size / 4; ++i) hash = (hash ^ spv->code[i]) * 1099511628211ull;
-        char hex[20];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-        const std::string listed = key + " " + hex;
-        const bool is_new = !known_pipelines_.count(listed);
-        if (is_new) new_pipelines_.push_back(listed);
-        if (log_pipelines()) std::fprintf(stderr, "vkllm: pipeline %s%s\n", key.c_str(), is_new ? " (new)" : "");
+    return pipeline(PipelineRequest{shader, n_buffers, push_bytes, spec_constants});
+}
+
+const Pipeline& Context::pipeline(const PipelineRequest& request) {
+    const std::string key = request.key();
+    std::shared_ptr<PipelineSlot> slot;
+    {
+        std::lock_guard<std::mutex> lock(pipelines_mutex_);
+        auto it = pipelines_.find(key);
+        if (it != pipelines_.end()) slot = it->second;
     }
-    return *pipelines_.emplace(key, std::move(p)).first->second;
+    if (slot && slot->ready.load(std::memory_order_acquire)) return *slot->pipeline;
+    if (PipelineCollector* collector = PipelineCollector::active(*this)) return collector->placeholder(request);
+    if (!slot) {
+        std::lock_guard<std::mutex> lock(pipelines_mutex_);
+        slot = pipelines_.try_emplace(key, std::make_shared<PipelineSlot>()).first->second;
+    }
+    // A creation that throws leaves the slot empty; the next caller tries again.
+    std::call_once(slot->once, [&] {
+        slot->pipeline = std::make_unique<Pipeline>(*this, request.shader, request.n_buffers, request.push_bytes,
+                                                    request.spec_constants);
+        note_created(request);
+        slot->ready.store(true, std::memory_order_release);
+    });
+    return *slot->pipeline;
+}
+
+// Known to earlier runs by name, specialization and code (FNV-1a of the SPIR-V words).
+std::string Context::listed_name(const PipelineRequest& request) {
+    const EmbeddedShader* spv = find_shader(request.shader);
+    if (!spv) return request.key();
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < spv->size / 4; ++i) hash = (hash ^ spv->code[i]) * 1099511628211ull;
+    char hex[20];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    return request.key() + " " + hex;
+}
+
+void Context::note_created(const PipelineRequest& request) {
+    const std::string listed = listed_name(request);
+    std::lock_guard<std::mutex> lock(pipelines_mutex_);
+    const bool is_new = !known_pipelines_.count(listed);
+    if (is_new) new_pipelines_.push_back(listed);
+    if (log_pipelines()) std::fprintf(stderr, "vkllm: pipeline %s%s\n", request.key().c_str(), is_new ? " (new)" : "");
+}
+
+size_t Context::pipeline_count() const {
+    std::lock_guard<std::mutex> lock(pipelines_mutex_);
+    size_t n = 0;
+    for (const auto& [key, slot] : pipelines_) n += slot->ready.load(std::memory_order_acquire) ? 1 : 0;
+    return n;
+}
+
+bool Context::created_before(const PipelineRequest& request) const {
+    return known_pipelines_.count(listed_name(request)) > 0;  // set at creation, only read after
+}
+
+bool Context::compiles_at_first_dispatch() const { return caps_.driver_name == "llvmpipe"; }
+
+ContextOptions Context::sibling_options() const {
+    ContextOptions o;
+    o.device = std::to_string(caps_.index);
+    o.validate = 0;
+    o.limits = caps_.limits_profile;
+    o.integer_dot = caps_.integer_dot_matvec ? 1 : 0;
+    o.pipeline_cache = false;
+    return o;
 }
 
 void Context::submit(const VkSubmitInfo& info, VkFence fence) {

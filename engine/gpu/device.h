@@ -17,7 +17,7 @@
 namespace vkllm::gpu {
 
 class Pipeline;
-struct PipelineKey;
+struct PipelineRequest;
 enum class ShaderId : uint16_t;  // gpu/shader_ids.h (generated from shaders/variants.cmake)
 
 // What a device can do. Ops choose their variants from this record, never from assumptions.
@@ -37,6 +37,9 @@ struct ContextOptions {
     int validate = -1;       // -1: from VKLLM_VALIDATE; 0/1 force
     std::string limits;      // empty: from VKLLM_LIMITS
     int integer_dot = -1;    // -1: from VKLLM_INTEGER_DOT, else where accelerated; 0/1 force (1: where supported)
+    // false: no pipeline cache or pipeline list is read or written (a second device that only
+    // compiles shaders into the driver's own cache, gpu/pipeline_prepare.h).
+    bool pipeline_cache = true;
 };
 
 // Lists every physical device with its capability record (no logical device created).
@@ -73,7 +76,11 @@ public:
     uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
 
     // A compute pipeline for a shader variant with specialization constants (IDs 0..n-1),
-    // created once and cached for the context's lifetime.
+    // created once and cached for the context's lifetime. Threads asking for different pipelines
+    // create them concurrently; a thread asking for one being created waits for it. While the
+    // calling thread collects (gpu/pipeline_collector.h), a pipeline not created yet is a
+    // placeholder that is noted, not created.
+    const Pipeline& pipeline(const PipelineRequest& request);
     const Pipeline& pipeline(const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
                              const std::vector<uint32_t>& spec_constants = {});
     // The same by identifier (ShaderId::matvec_q4_0_sg): what the ops call. push_bytes must equal
@@ -87,6 +94,19 @@ public:
     void submit(const VkSubmitInfo& info, VkFence fence);
     VkCommandBuffer begin_one_off();
     void end_one_off(VkCommandBuffer cb);
+
+    // Pipelines created so far.
+    size_t pipeline_count() const;
+    // Whether an earlier run on this device created this pipeline (the pipeline list), so the
+    // driver's shader cache likely holds it compiled.
+    bool created_before(const PipelineRequest& request) const;
+    // True where the driver compiles a pipeline's code at its first dispatch rather than at
+    // vkCreateComputePipelines (lavapipe: llvmpipe compiles the shader variant it launches), so
+    // compiling ahead means dispatching ahead (gpu/pipeline_prepare.h).
+    bool compiles_at_first_dispatch() const;
+    // Options that open this context's device again with the same settings (validation off, no
+    // pipeline cache files): a second device to compile on.
+    ContextOptions sibling_options() const;
 
 private:
     Context() = default;
@@ -112,8 +132,14 @@ private:
     VkPhysicalDeviceMemoryProperties memory_props_{};
     Capabilities caps_;
     bool validation_ = false;
-    std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
-    mutable std::mutex pipelines_mutex_;  // guards pipelines_ and new_pipelines_
+    // One slot per pipeline key; a slot's pipeline is created once (outside pipelines_mutex_, so
+    // different pipelines are created concurrently) and `ready` is set after.
+    struct PipelineSlot;
+    std::map<std::string, std::shared_ptr<PipelineSlot>> pipelines_;
+    // "key spirv-hash": what the pipeline list calls a pipeline.
+    static std::string listed_name(const PipelineRequest& request);
+    void note_created(const PipelineRequest& request);
+    mutable std::mutex pipelines_mutex_;  // guards pipelines_ (the map) and new_pipelines_
     std::mutex queue_mutex_;      // guards queue_ submissions
     std::mutex one_off_mutex_;    // guards the one-off command pool and fence
 };

@@ -7,8 +7,14 @@
 
 namespace vkllm::gpu {
 
+std::string PipelineRequest::key() const {
+    std::string key = shader;
+    for (uint32_t s : spec_constants) key += ":" + std::to_string(s);
+    return key;
+}
+
 Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
-                   const std::vector<uint32_t>& spec_constants)
+                   const std::vector<uint32_t>& spec_constants, bool create)
     : ctx_(ctx), name_(shader), n_buffers_(n_buffers), push_bytes_(push_bytes) {
     const EmbeddedShader* spv = find_shader(shader);
     if (!spv) throw std::logic_error("no embedded shader variant named '" + shader + "' (see shaders/variants.cmake)");
@@ -20,8 +26,9 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, 
         throw_unsupported("shader '" + shader + "' needs " + std::to_string(push_bytes) +
                           " bytes of push constants; the device allows " +
                           std::to_string(ctx.caps().max_push_constants_size));
-    VkDevice dev = ctx.device();
     written_bindings_ = spirv_written_bindings(spv->code, spv->size / 4);
+    if (!create) return;
+    VkDevice dev = ctx.device();
 
     VkShaderModuleCreateInfo module{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module.codeSize = spv->size;

@@ -18,10 +18,23 @@ class Context;
 // shader cache is cold).
 bool log_pipelines();
 
+// What Context::pipeline is asked for: a shader variant, its bindings, push constants and
+// specialization constants. key() names it in the context's table, logs and the pipeline list.
+struct PipelineRequest {
+    std::string shader;
+    uint32_t n_buffers = 0, push_bytes = 0;
+    std::vector<uint32_t> spec_constants;
+
+    std::string key() const;  // "matvec_f32_sg:8:8:0:0:0"
+};
+
 class Pipeline {
 public:
+    // create = false: the shader is found and its push constants checked as for a real one, but
+    // no Vulkan object is made (handle() is null): what a PipelineCollector hands out while a
+    // recording is only collecting the pipelines it uses (gpu/pipeline_collector.h).
     Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, uint32_t push_bytes,
-             const std::vector<uint32_t>& spec_constants);
+             const std::vector<uint32_t>& spec_constants, bool create = true);
     ~Pipeline();
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;

@@ -9,6 +9,7 @@
 #include "gpu/device.h"
 #include "gpu/error.h"
 #include "gpu/pipeline.h"
+#include "gpu/pipeline_collector.h"
 
 namespace vkllm::gpu {
 namespace {
@@ -47,7 +48,20 @@ Stream::~Stream() {
     vkDestroyCommandPool(dev, pool_, nullptr);
 }
 
+bool Stream::collecting() const { return PipelineCollector::active(ctx_) != nullptr; }
+
 void Stream::begin(bool reusable) {
+    if (collecting()) {
+        // Nothing is recorded: the command buffer keeps whatever it held, and no later
+        // resubmit_and_wait may replay it as if it were this recording.
+        dispatches_ = barriers_ = 0;
+        layer_counts_.clear();
+        labels_.clear();
+        layer_ = -1;
+        reusable_ = false;
+        submitted_ = false;
+        return;
+    }
     VK_CHECK(vkResetCommandBuffer(cb_, 0));
     for (VkDescriptorPool p : descriptor_pools_) VK_CHECK(vkResetDescriptorPool(ctx_.device(), p, 0));
     current_pool_ = 0;
@@ -106,6 +120,7 @@ void Stream::dispatch(const Pipeline& p, std::initializer_list<BufferRange> buff
     const Capabilities& caps = ctx_.caps();
     for (uint32_t g : {gx, gy, gz})
         if (g == 0) return;  // nothing to do
+    if (collecting()) return;  // the pipeline was what mattered
     if (gx > caps.max_workgroup_count[0] || gy > caps.max_workgroup_count[1] || gz > caps.max_workgroup_count[2])
         throw std::logic_error("dispatch of '" + p.name() + "' exceeds the device's workgroup count limits");
 
@@ -163,6 +178,7 @@ void Stream::note_write(VkBuffer buffer, uint64_t offset, uint64_t size) {
 }
 
 void Stream::barrier(const char*) {
+    if (collecting()) return;
     std::vector<VkBufferMemoryBarrier> named(pending_writes_.size());
     for (size_t i = 0; i < named.size(); ++i) {
         VkBufferMemoryBarrier& b = named[i];
@@ -185,7 +201,7 @@ void Stream::barrier(const char*) {
 }
 
 void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
-    if (!bytes) return;
+    if (!bytes || collecting()) return;
     VkBufferCopy region{src_offset, dst_offset, bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
     note_write(dst.handle(), dst_offset, bytes);
@@ -194,7 +210,7 @@ void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uin
 
 void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stride, const Buffer& dst,
                        uint64_t dst_offset, uint64_t dst_stride, uint64_t row_bytes, uint64_t rows) {
-    if (!rows || !row_bytes) return;
+    if (!rows || !row_bytes || collecting()) return;
     if (src_offset + (rows - 1) * src_stride + row_bytes > src.size() ||
         dst_offset + (rows - 1) * dst_stride + row_bytes > dst.size())
         throw std::logic_error("Stream::copy_rows beyond a buffer's end");
@@ -206,12 +222,14 @@ void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stri
 }
 
 void Stream::fill_zero(const Buffer& dst, uint64_t offset, uint64_t bytes) {
+    if (collecting()) return;
     vkCmdFillBuffer(cb_, dst.handle(), offset, bytes, 0);
     note_write(dst.handle(), offset, bytes);
     ++counts_here().copies;
 }
 
 void Stream::mark(const char* label) {
+    if (collecting()) return;
     if (!profiling_ || !queries_ || labels_.size() + 1 >= kMaxTimestamps) return;
     vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, uint32_t(labels_.size()));
     labels_.emplace_back(label);
@@ -220,6 +238,7 @@ void Stream::mark(const char* label) {
 }
 
 void Stream::submit_and_wait() {
+    if (collecting()) return;
     if (profiling_ && queries_ && !labels_.empty()) mark("(end)");
     VK_CHECK(vkEndCommandBuffer(cb_));
     recording_ = false;
@@ -228,6 +247,7 @@ void Stream::submit_and_wait() {
 }
 
 void Stream::resubmit_and_wait() {
+    if (collecting()) return;
     if (!reusable_ || !submitted_ || recording_)
         throw std::logic_error("Stream::resubmit_and_wait without a submitted reusable recording");
     submit_recorded_and_wait();

@@ -1,6 +1,8 @@
 // A command stream: records dispatches, barriers and timestamps into one command buffer,
 // submits it and waits. Descriptor sets come from pools owned by the stream and are recycled
-// when the stream is reset.
+// when the stream is reset. While the calling thread collects pipelines for the stream's
+// context (gpu/pipeline_collector.h), every call checks its arguments as usual but records and
+// submits nothing.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -96,6 +98,7 @@ public:
     const std::vector<Counts>& layer_counts() const { return layer_counts_; }
 
 private:
+    bool collecting() const;
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
     void note_write(VkBuffer buffer, uint64_t offset, uint64_t size);
     std::vector<WrittenRange> pending_writes_;  // since the last barrier, one entry per buffer

@@ -36,7 +36,7 @@ void add_expert_load(std::vector<ExpertLoad>& total, const std::vector<ExpertLoa
 
 }  // namespace
 
-Session::Impl::Impl(const Model& m, const SessionOptions& options) : model(m), probes(options.probes) {
+Session::Impl::Impl(const Model& m, const SessionOptions& options) : model(m), options(options), probes(options.probes) {
     if (options.n_batch <= 0) throw std::invalid_argument("batch size must be positive");
     const auto& in = m.internals();
     forward = std::make_unique<model::Forward>(in.context(), in.spec(), in.weights(), choose_context(m, options.n_ctx),

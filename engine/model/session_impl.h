@@ -17,6 +17,7 @@ struct Session::Impl {
     Impl(const Model& m, const SessionOptions& options);
 
     const Model& model;
+    SessionOptions options;  // as created (the forward pass's own choices are asked of `forward`)
     std::unique_ptr<model::Forward> forward;
     ProbeConfig probes;
     ProbeResults results;

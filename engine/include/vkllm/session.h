@@ -20,6 +20,7 @@
 #include "vkllm/generate.h"
 #include "vkllm/kv_cache_type.h"
 #include "vkllm/pooling.h"
+#include "vkllm/prepare.h"
 #include "vkllm/probe.h"
 
 namespace vkllm {
@@ -116,6 +117,15 @@ public:
     // projection, in one pass as embed() (masked-token prediction: for BERT files the
     // projection is tied to the token embeddings, see docs/architectures.md).
     std::vector<float> encode_logits(const std::vector<int32_t>& tokens);
+
+    // Compiles ahead of the first eval the GPU pipelines a first prompt of
+    // options.prompt_tokens tokens and the decode steps after it will use, with the session's
+    // probes and residual edits as they are now (an encoder: its one pass), on
+    // options.threads threads, reporting progress through `progress` (vkllm/prepare.h).
+    // Pipelines already compiled are skipped, so a warm start returns at once (total 0). It
+    // changes no result: the same pipelines are compiled earlier. Returns the last progress.
+    // Holds a second, small set of the session's buffers while it runs. Worker thread only.
+    PrepareProgress prepare(const PrepareOptions& options = {}, const PrepareCallback& progress = nullptr);
 
     // Thread-safe: asks a running generate() to stop after its current step.
     void cancel();

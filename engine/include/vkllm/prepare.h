@@ -1,0 +1,35 @@
+// Compiling a session's GPU pipelines ahead of its first answer (Session::prepare).
+//
+// A GPU driver turns each compute pipeline into machine code the first time a program uses it:
+// on a fresh machine that is seconds per pipeline on lavapipe (the CPU driver), less on GPU
+// drivers, and it would otherwise happen in the middle of the first forward pass. Preparing
+// compiles the pipelines the first prompt and the decode steps after it will use, on several
+// threads, and says how far it got; later runs find them in the drivers' caches.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace vkllm {
+
+// How far a preparation is: `done` of `total` pipelines compiled, `what` the last one finished
+// (its shader variant and specialization, "matmul_f32:64:32:32:16:4:4"; empty before the first).
+struct PrepareProgress {
+    int done = 0, total = 0;
+    std::string what;
+};
+
+// Called on the thread that runs the preparation: once before any work (done 0), after each
+// pipeline, and at least every quarter second while it waits. Throwing from it stops the
+// preparation (the exception reaches prepare's caller; what was compiled stays compiled).
+using PrepareCallback = std::function<void(const PrepareProgress&)>;
+
+struct PrepareOptions {
+    // The length of the first prompt in tokens: the matrix kernels' tiles depend on it (a
+    // prompt of a different length may need a few pipelines more, compiled when first used).
+    int prompt_tokens = 16;
+    // Threads compiling at once; 0: one per CPU core.
+    int threads = 0;
+};
+
+}  // namespace vkllm
