@@ -26,17 +26,17 @@ bool digit(char c) { return c >= '0' && c <= '9'; }
 // Whether `line` holds one of the three patterns.
 bool has_process_word(const std::string& line) {
     for (size_t i = 0; i < line.size(); ++i) {
-        // "issue N", any case.
+        // The word issue (any case), a space and a digit.
         if (i + 7 <= line.size() && (line[i] == 'i' || line[i] == 'I')) {
             std::string w = line.substr(i, 6);
             for (char& c : w) c = char(std::tolower(static_cast<unsigned char>(c)));
             if (w == "issue " && digit(line[i + 6])) return true;
         }
-        // "helper X", X an upper-case letter.
+        // The word helper, a space and an upper-case letter.
         if (line.compare(i, 7, "helper ") == 0 && i + 7 < line.size() &&
             std::isupper(static_cast<unsigned char>(line[i + 7])))
             return true;
-        // "DN" as a whole word.
+        // An upper-case D and one digit as a whole word.
         if (line[i] == 'D' && i + 1 < line.size() && digit(line[i + 1]) && (i == 0 || !word_char(line[i - 1])) &&
             (i + 2 == line.size() || !word_char(line[i + 2])))
             return true;
@@ -91,11 +91,13 @@ bool read_text(const fs::path& p, std::string* text) {
 }
 
 TEST(NoProcessWords, PatternsMatchWhatTheyShould) {
-    EXPECT_TRUE(has_process_word("see issue 28 for why"));
-    EXPECT_TRUE(has_process_word("Issue 3"));
-    EXPECT_TRUE(has_process_word("written by helper B"));
-    EXPECT_TRUE(has_process_word("(D1)"));
-    EXPECT_TRUE(has_process_word("D4"));
+    // Assembled from parts, so that this file does not match itself.
+    auto words = [](const char* a, const char* b) { return std::string(a) + b; };
+    EXPECT_TRUE(has_process_word(words("see iss", "ue 28 for why")));
+    EXPECT_TRUE(has_process_word(words("Iss", "ue 3")));
+    EXPECT_TRUE(has_process_word(words("written by hel", "per B")));
+    EXPECT_TRUE(has_process_word(words("(D", "1)")));
+    EXPECT_TRUE(has_process_word(words("D", "4")));
     EXPECT_FALSE(has_process_word("an issue with 3 parts"));
     EXPECT_FALSE(has_process_word("helper functions"));
     EXPECT_FALSE(has_process_word("D3D12, ND4, D10, 2D4"));
