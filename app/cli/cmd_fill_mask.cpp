@@ -17,6 +17,7 @@
 #include "vkllm/gguf.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
+#include "vkllm/token_probs.h"
 
 namespace vkllm::cli {
 namespace {
@@ -34,16 +35,10 @@ struct Guess {
 
 // Softmax of one row of logits, the k most probable tokens.
 std::vector<Guess> top_k(const float* logits, int n_vocab, int k) {
-    const float max = *std::max_element(logits, logits + n_vocab);
-    double sum = 0;
-    for (int v = 0; v < n_vocab; ++v) sum += std::exp(double(logits[v] - max));
-    std::vector<Guess> all(static_cast<size_t>(n_vocab));
-    for (int v = 0; v < n_vocab; ++v) all[size_t(v)] = {v, float(std::exp(double(logits[v] - max)) / sum)};
-    k = std::min(k, n_vocab);
-    std::partial_sort(all.begin(), all.begin() + k, all.end(),
-                      [](const Guess& a, const Guess& b) { return a.prob > b.prob || (a.prob == b.prob && a.id < b.id); });
-    all.resize(size_t(k));
-    return all;
+    const std::vector<double> log_probs = log_softmax(logits, n_vocab);
+    std::vector<Guess> out;
+    for (int32_t id : most_likely(log_probs, k)) out.push_back({id, float(std::exp(log_probs[size_t(id)]))});
+    return out;
 }
 
 int run(const Args& args) {

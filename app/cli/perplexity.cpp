@@ -5,18 +5,13 @@
 #include <string>
 
 #include "vkllm/session.h"
+#include "vkllm/token_probs.h"
 
 namespace vkllm::cli {
 namespace {
 
-// log softmax(logits)[token], in double.
-double log_prob(const float* logits, int n_vocab, int32_t token) {
-    float max_logit = logits[0];
-    for (int j = 1; j < n_vocab; ++j) max_logit = std::max(max_logit, logits[j]);
-    double sum = 0;
-    for (int j = 0; j < n_vocab; ++j) sum += std::exp(double(logits[j]) - max_logit);
-    return double(logits[token]) - max_logit - std::log(sum);
-}
+// log softmax(logits)[token], in double, as the engine computes it.
+double log_prob(const float* logits, int n_vocab, int32_t token) { return log_softmax(logits, n_vocab)[size_t(token)]; }
 
 }  // namespace
 

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <queue>
 #include <string>
 
+#include "core/softmax.h"
+#include "core/top_n.h"
 #include "model/probe_recorder.h"
 #include "ops/probe_ops.h"
 
@@ -294,24 +295,10 @@ void ProbeRecorder::read_residual(int T, int pos0, const ProbeConfig& probes, Pr
             r.token_max_abs.push_back(std::fabs(row[best]));
             r.token_channel.push_back(int(best));
         }
-        // The top-k |x|: a min-heap of the k largest seen (ties: the earlier entry first).
+        // The top-k |x| (ties: the earlier entry first).
         const size_t k = size_t(std::max(probes.residual_top_k, 0));
-        auto smaller = [&](size_t a, size_t b) {
-            const float fa = std::fabs(acc[a]), fb = std::fabs(acc[b]);
-            return fa > fb || (fa == fb && a < b);
-        };
-        std::priority_queue<size_t, std::vector<size_t>, decltype(smaller)> heap(smaller);
-        for (size_t i = 0; i < acc.size() && k > 0; ++i) {
-            if (heap.size() < k) heap.push(i);
-            else if (smaller(i, heap.top())) {
-                heap.pop();
-                heap.push(i);
-            }
-        }
-        std::vector<size_t> top;
-        for (; !heap.empty(); heap.pop()) top.push_back(heap.top());
-        std::reverse(top.begin(), top.end());
-        for (size_t i : top) r.top.push_back({acc[i], first_pos + int(i / E), int(i % E)});
+        for (size_t i : top_n_by(acc.size(), k, [&](size_t j) { return std::fabs(acc[j]); }))
+            r.top.push_back({acc[i], first_pos + int(i / E), int(i % E)});
         results->residual.push_back(std::move(r));
     }
 }
@@ -452,23 +439,16 @@ void ProbeRecorder::read_logit_lens(int T, int pos0, const ProbeConfig& probes, 
     for (size_t i = 0; i < lens_layers_.size(); ++i) {
         const float* logits = all + i * V;
         // Softmax over the whole vocabulary (in double), then the top N.
-        const float mx = *std::max_element(logits, logits + V);
-        double sum = 0;
-        for (size_t v = 0; v < V; ++v) sum += std::exp(double(logits[v]) - double(mx));
-        const size_t n = std::min(V, size_t(std::max(probes.logit_lens_top_n, 0)));
-        std::vector<int32_t> ids(V);
-        for (size_t v = 0; v < V; ++v) ids[v] = int32_t(v);
-        std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [&](int32_t a, int32_t b) {
-            return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-        });
+        std::vector<double> probs(logits, logits + V);
+        softmax_in_place(probs.data(), V);
         LogitLens lens;
         lens.layer = lens_layers_[i];
         lens.position = pos0 + T - 1;
-        for (size_t j = 0; j < n; ++j) {
+        for (int32_t id : top_n(logits, V, size_t(std::max(probes.logit_lens_top_n, 0)))) {
             LensToken t;
-            t.id = ids[j];
-            t.p = float(std::exp(double(logits[ids[j]]) - double(mx)) / sum);
-            if (token_text_) t.text = token_text_(ids[j]);
+            t.id = id;
+            t.p = float(probs[size_t(id)]);
+            if (token_text_) t.text = token_text_(id);
             lens.top.push_back(std::move(t));
         }
         results->logit_lens.push_back(std::move(lens));

@@ -3,39 +3,20 @@
 namespace vkllm::random_model {
 namespace {
 
-uint64_t splitmix64(uint64_t& x) {
-    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 uint64_t fnv1a64(const std::string& s) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
     return h;
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+// The stream's seed: splitmix64's first output from `seed`, xor the name's hash.
+uint64_t stream_seed(uint64_t seed, const std::string& name) { return splitmix64(seed) ^ fnv1a64(name); }
 
 }  // namespace
 
-Rng::Rng(uint64_t seed, const std::string& stream_name) {
-    uint64_t x = splitmix64(seed) ^ fnv1a64(stream_name);
-    for (uint64_t& s : s_) s = splitmix64(x);
-}
+Rng::Rng(uint64_t seed, const std::string& stream_name) : gen_(stream_seed(seed, stream_name)) {}
 
-uint64_t Rng::next_u64() {
-    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-}
+uint64_t Rng::next_u64() { return gen_.next(); }
 
 double Rng::normal() {
     const uint64_t a = next_u64(), b = next_u64();

@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "core/xoshiro.h"
+
 namespace vkllm::random_model {
 
-// xoshiro256** (Blackman & Vigna), seeded through splitmix64. Integer-only, so the same seed
-// gives the same numbers with every compiler and standard library.
+// The engine's xoshiro256** (core/xoshiro.h), seeded with splitmix64(seed) xor a hash of the
+// stream's name. Integer-only, so the same seed gives the same numbers with every compiler and
+// standard library.
 class Rng {
 public:
     Rng(uint64_t seed, const std::string& stream_name);
@@ -23,7 +26,7 @@ public:
     double normal();
 
 private:
-    uint64_t s_[4];
+    Xoshiro256 gen_;
 };
 
 // `n` values mean + std * normal().
