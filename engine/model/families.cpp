@@ -206,6 +206,15 @@ std::vector<Family> make_families() {
             .mixer = Mixer::Mamba2,
             .rope = false,
         },
+        // Mamba (llama.cpp's src/models/mamba.cpp, build_mamba_layer): every layer RMSNorm then the
+        // Mamba-1 mixer (ssm_in to x | z, the short conv1d over x, x_proj to dt | B | C, dt_proj,
+        // the selective scan with a decay per channel and state, the gate, ssm_out); no attention,
+        // no FFN, no positions. Epsilon required.
+        {
+            .arch = "mamba",
+            .mixer = Mixer::Mamba1,
+            .rope = false,
+        },
         // Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): a hybrid with one part per layer, chosen
         // from the per-layer arrays: an MLP where feed_forward_length > 0 (ungated, relu^2), else a
         // Mamba-2 mixer where head_count_kv is 0, else attention without positions (no RoPE, kq

@@ -45,6 +45,7 @@ enum class TopkNorm {
 enum class Mixer {
     Attention,  // attention only
     Mamba2,     // Mamba-2 state-space mixers (`ssm.*` keys, an SsmSpec), on the layers `layers` says
+    Mamba1,     // Mamba-1 selective-scan mixers (`ssm.*` keys without a group count), likewise
 };
 
 // Which parts each layer has (its LayerSpec's mixer and has_ffn), as llama.cpp decides per layer

@@ -82,6 +82,7 @@ inline constexpr ArchKey kSsmInnerSize{"ssm.inner_size"};
 inline constexpr ArchKey kSsmStateSize{"ssm.state_size"};
 inline constexpr ArchKey kSsmTimeStepRank{"ssm.time_step_rank"};  // Mamba-2: the SSM's heads
 inline constexpr ArchKey kSsmGroupCount{"ssm.group_count"};
+inline constexpr ArchKey kSsmDtBCRms{"ssm.dt_b_c_rms"};  // bool: Falcon-Mamba's RMS norms of dt, B and C
 
 // Granite's multipliers and RoPE switch.
 inline constexpr ArchKey kEmbeddingScale{"embedding_scale"};
@@ -107,7 +108,7 @@ inline constexpr ArchKey kArchKeys[] = {
     kExpertGatingFunc, kExpertSharedCount, kExpertGroupCount, kExpertGroupUsedCount, kLeadingDenseBlockCount,
     kInterleaveMoeLayerStep,
     kQLoraRank, kKvLoraRank, kKeyLengthMla, kValueLengthMla,
-    kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount,
+    kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount, kSsmDtBCRms,
     kEmbeddingScale, kResidualScale, kLogitScale, kAttentionScale, kRopeScalingFinetuned,
     kExpertSharedFeedForwardLength,
     kPoolingType,

@@ -109,13 +109,15 @@ MixerKind mixer_kind(model::LayerMixer m) {
     switch (m) {
         case model::LayerMixer::Attention: return MixerKind::Attention;
         case model::LayerMixer::Mamba2: return MixerKind::Mamba2;
+        case model::LayerMixer::Mamba1: return MixerKind::Mamba1;
         case model::LayerMixer::None: return MixerKind::None;
     }
     return MixerKind::Attention;
 }
 
 SsmInfo ssm_info(const model::SsmSpec& m) {
-    return {.d_conv = m.d_conv, .d_inner = m.d_inner, .d_state = m.d_state, .n_head = m.n_head, .n_group = m.n_group};
+    return {.d_conv = m.d_conv, .d_inner = m.d_inner, .d_state = m.d_state, .n_head = m.n_head, .n_group = m.n_group,
+            .dt_rank = m.dt_rank};
 }
 
 FfnInfo ffn_info(const model::LayerSpec& L) {
@@ -244,6 +246,7 @@ const char* to_string(MixerKind m) {
     switch (m) {
         case MixerKind::Attention: return "attention";
         case MixerKind::Mamba2: return "mamba-2";
+        case MixerKind::Mamba1: return "mamba-1";
         case MixerKind::None: return "none";
     }
     return "attention";
@@ -315,7 +318,7 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
         li.norm_placement = placement(L.norm_placement);
         li.mixer = mixer_kind(L.mixer);
         li.ffn = ffn_info(L);
-        if (L.mixer == model::LayerMixer::Mamba2) {
+        if (L.ssm.enabled()) {
             li.ssm = ssm_info(L.ssm);
             li.state_bytes = L.ssm.state_bytes();
             info.state_bytes_per_sequence += li.state_bytes;
@@ -406,6 +409,9 @@ std::string ModelInfo::layer_table() const {
             if (L.mixer == MixerKind::Mamba2)
                 std::snprintf(mixer, sizeof mixer, "Mamba-2 inner %d state %d heads %d groups %d conv %d", L.ssm.d_inner,
                               L.ssm.d_state, L.ssm.n_head, L.ssm.n_group, L.ssm.d_conv);
+            else if (L.mixer == MixerKind::Mamba1)
+                std::snprintf(mixer, sizeof mixer, "Mamba-1 inner %d state %d dt rank %d conv %d", L.ssm.d_inner,
+                              L.ssm.d_state, L.ssm.dt_rank, L.ssm.d_conv);
             char line[320];
             std::snprintf(line, sizeof line, "%5d  %-62s %-9s %s\n", L.index, mixer, to_string(L.norm_placement), ffn);
             s << line;

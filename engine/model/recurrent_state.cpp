@@ -13,7 +13,7 @@ constexpr uint64_t F = sizeof(float);
 }
 
 RecurrentState::RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_batch) {
-    int64_t max_in = 0, max_ch = 0, max_inner = 0;
+    int64_t max_in = 0, max_ch = 0, max_inner = 0, max_x_db = 0, max_dt = 0;
     layers_.resize(spec.layers.size());
     for (size_t l = 0; l < spec.layers.size(); ++l) {
         const SsmSpec& s = spec.layers[l].ssm;
@@ -26,12 +26,21 @@ RecurrentState::RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_b
         max_in = std::max<int64_t>(max_in, s.in_proj_rows());
         max_ch = std::max<int64_t>(max_ch, s.conv_channels());
         max_inner = std::max<int64_t>(max_inner, s.d_inner);
+        if (s.mamba1()) {
+            max_x_db = std::max<int64_t>(max_x_db, int64_t(s.dt_rank) + 2 * int64_t(s.d_state));
+            max_dt = std::max<int64_t>(max_dt, s.d_inner);
+        }
     }
     if (max_in > 0) {
         const uint64_t T = uint64_t(std::max(n_batch, 1));
         in_proj_ = gpu::Buffer(ctx, T * uint64_t(max_in) * F, gpu::Memory::Device);
         xbc_ = gpu::Buffer(ctx, T * uint64_t(max_ch) * F, gpu::Memory::Device);
         y_ = gpu::Buffer(ctx, T * uint64_t(max_inner) * F, gpu::Memory::Device);
+    }
+    if (max_x_db > 0) {
+        const uint64_t T = uint64_t(std::max(n_batch, 1));
+        x_db_ = gpu::Buffer(ctx, T * uint64_t(max_x_db) * F, gpu::Memory::Device);
+        dt_ = gpu::Buffer(ctx, T * uint64_t(max_dt) * F, gpu::Memory::Device);
     }
     zero_ = false;
     reset();
@@ -81,7 +90,8 @@ uint64_t RecurrentState::bytes() const {
 }
 
 uint64_t RecurrentState::work_bytes() const {
-    return (in_proj_.valid() ? in_proj_.size() + xbc_.size() + y_.size() : 0);
+    return (in_proj_.valid() ? in_proj_.size() + xbc_.size() + y_.size() : 0) +
+           (x_db_.valid() ? x_db_.size() + dt_.size() : 0);
 }
 
 }  // namespace vkllm::model

@@ -1,7 +1,8 @@
-// The recurrent layers' state of one session (state-space layers: Mamba-2), the sibling of the
+// The recurrent layers' state of one session (state-space layers: Mamba-2, Mamba-1), the sibling of the
 // KV cache (kv_cache.h says what such a state answers). Per layer with a state-space mixer:
 //   conv [channels][d_conv - 1]          the short convolution's last d_conv - 1 inputs,
-//   ssm  [n_head][head_dim][d_state]     the selective scan's state (ggml's layouts, f32),
+//   ssm  [n_head][head_dim][d_state]     the selective scan's state (ggml's layouts, f32;
+//                                        Mamba-1: [d_inner][d_state]),
 // a fixed size whatever the context: bytes() is the whole state of the sequence. Every step reads
 // and overwrites it, so it folds every position it has seen into one value and cannot forget
 // positions: truncate(n) holds only for n at its newest position (or 0); otherwise it returns
@@ -49,10 +50,15 @@ public:
     const gpu::Buffer& in_proj() const { return in_proj_; }  // [n_batch][max in-projection rows]
     const gpu::Buffer& xbc() const { return xbc_; }          // [n_batch][max conv channels]
     const gpu::Buffer& y() const { return y_; }              // [n_batch][max d_inner]
+    // Mamba-1 only: x_proj's outputs, dt_low [n_batch][dt_rank] then B | C [n_batch][2 d_state]
+    // (each packed), and dt [n_batch][d_inner].
+    const gpu::Buffer& x_db() const { return x_db_; }
+    const gpu::Buffer& dt() const { return dt_; }
 
 private:
     std::vector<Layer> layers_;
     gpu::Buffer in_proj_, xbc_, y_;
+    gpu::Buffer x_db_, dt_;  // Mamba-1
     int seen_ = 0;  // positions folded into the state
     bool zero_ = true;  // every state is zero (fresh or reset)
 };

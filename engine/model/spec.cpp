@@ -64,19 +64,28 @@ bool has_part(Has h, const gguf::File& f, const std::string& tensor) {
     return h == Has::Yes || (h == Has::IfTensor && has_tensor(f, tensor));
 }
 
-// A Mamba-2 layer's mixer (`ssm.*`, all required as llama.cpp's load_arch_hparams reads them).
-SsmSpec ssm_spec(const Meta& m) {
+// A state-space layer's mixer (`ssm.*`, all required as llama.cpp's load_arch_hparams reads
+// them): Mamba-2's heads and groups, or Mamba-1's dt rank.
+SsmSpec ssm_spec(const Meta& m, bool mamba1) {
     using namespace keys;
     const gguf::File& f = m.file();
     SsmSpec ssm;
     ssm.d_conv = int(m.integer(kSsmConvKernel));
     ssm.d_inner = int(m.integer(kSsmInnerSize));
     ssm.d_state = int(m.integer(kSsmStateSize));
-    ssm.n_head = int(m.integer(kSsmTimeStepRank));
-    ssm.n_group = int(m.integer(kSsmGroupCount));
     require_positive(f, kSsmConvKernel.text(), ssm.d_conv, 16);
     require_positive(f, kSsmInnerSize.text(), ssm.d_inner, 1 << 20);
     require_positive(f, kSsmStateSize.text(), ssm.d_state, 1024);
+    if (mamba1) {
+        ssm.dt_rank = int(m.integer(kSsmTimeStepRank));
+        require_positive(f, kSsmTimeStepRank.text(), ssm.dt_rank, 1 << 16);
+        ssm.n_head = ssm.d_inner;  // one channel per head
+        if (m.boolean(kSsmDtBCRms, false))
+            throw ModelError(f.path() + ": " + kSsmDtBCRms.text() + " (RMS norms of dt, B and C) is not supported yet");
+        return ssm;
+    }
+    ssm.n_head = int(m.integer(kSsmTimeStepRank));
+    ssm.n_group = int(m.integer(kSsmGroupCount));
     require_positive(f, kSsmTimeStepRank.text(), ssm.n_head, 1 << 16);
     require_positive(f, kSsmGroupCount.text(), ssm.n_group, 1 << 16);
     if (ssm.d_inner % ssm.n_head || ssm.n_head % ssm.n_group)
@@ -91,7 +100,9 @@ SsmSpec ssm_spec(const Meta& m) {
 // head_count; Nemotron-H's MLP layers are those with a feed_forward_length).
 std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l) {
     using namespace keys;
-    const LayerMixer mixer = fam.mixer == Mixer::Mamba2 ? LayerMixer::Mamba2 : LayerMixer::Attention;
+    const LayerMixer mixer = fam.mixer == Mixer::Mamba2   ? LayerMixer::Mamba2
+                             : fam.mixer == Mixer::Mamba1 ? LayerMixer::Mamba1
+                                                          : LayerMixer::Attention;
     auto no_kv_heads = [&] { return m.per_layer(kHeadCountKv, l, m.per_layer(kHeadCount, l, 0)) == 0; };
     switch (fam.layers) {
         case LayerLayout::Uniform: break;
@@ -182,8 +193,8 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec L;
         std::tie(L.mixer, L.has_ffn) = layer_parts(m, fam, l);
-        if (L.mixer == LayerMixer::Mamba2) {
-            if (!ssm) ssm = ssm_spec(m);
+        if (L.mixer == LayerMixer::Mamba2 || L.mixer == LayerMixer::Mamba1) {
+            if (!ssm) ssm = ssm_spec(m, L.mixer == LayerMixer::Mamba1);
             L.ssm = *ssm;
         } else if (L.mixer == LayerMixer::Attention) {
             read_attention(m, fam, s, l, L.attn);

@@ -107,17 +107,26 @@ struct FfnSpec {
 // z | x B C | dt, a causal conv1d of d_conv taps over x B C, the selective scan (n_head heads of
 // head_dim, scalar decay per head, B and C in n_group groups of d_state), the gate silu(z), a
 // grouped RMSNorm and the out-projection. Its state is fixed-size (RecurrentState).
+//
+// Mamba-1 (dt_rank > 0; llama.cpp's build_mamba_layer) has the same conv and state sizes with
+// one channel per "head": in-projection to x | z, the conv over x only, x_proj to dt_low | B | C
+// (one group of d_state), dt = dt_proj(dt_low) + bias per channel, a decay per channel and state
+// (ssm_a [d_inner][d_state]), no grouped norm.
 struct SsmSpec {
     int d_conv = 0;   // `ssm.conv_kernel`
     int d_inner = 0;  // `ssm.inner_size`; 0: the layer has no SSM
     int d_state = 0;  // `ssm.state_size`
-    int n_head = 0;   // `ssm.time_step_rank`
-    int n_group = 1;  // `ssm.group_count`
+    int n_head = 0;   // Mamba-2: `ssm.time_step_rank`; Mamba-1: d_inner (head_dim 1)
+    int n_group = 1;  // `ssm.group_count` (Mamba-1: 1)
+    int dt_rank = 0;  // Mamba-1: `ssm.time_step_rank`, the rank of dt's projection; 0: Mamba-2
 
     bool enabled() const { return d_inner > 0; }
+    bool mamba1() const { return dt_rank > 0; }
     int head_dim() const { return n_head > 0 ? d_inner / n_head : 0; }
-    int conv_channels() const { return d_inner + 2 * n_group * d_state; }       // x | B | C
-    int in_proj_rows() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }  // z | x B C | dt
+    // The convolved channels: x | B | C (Mamba-2), x (Mamba-1).
+    int conv_channels() const { return mamba1() ? d_inner : d_inner + 2 * n_group * d_state; }
+    // The in-projection's rows: z | x B C | dt (Mamba-2), x | z (Mamba-1).
+    int in_proj_rows() const { return mamba1() ? 2 * d_inner : 2 * d_inner + 2 * n_group * d_state + n_head; }
     // Bytes of the layer's state per sequence (f32 conv and SSM states), whatever the context.
     uint64_t state_bytes() const {
         return (uint64_t(conv_channels()) * uint64_t(d_conv - 1) + uint64_t(d_inner) * uint64_t(d_state)) * 4;
@@ -125,9 +134,9 @@ struct SsmSpec {
 };
 
 // What mixes tokens in a layer (its first block): softmax attention over a KV cache (`attn`), a
-// Mamba-2 state-space mixer over a recurrent state (`ssm`), or nothing (a layer that is an FFN
+// Mamba-2 or Mamba-1 state-space mixer over a recurrent state (`ssm`), or nothing (a layer that is an FFN
 // alone, as Nemotron-H's MLP layers). A hybrid model has several kinds (families.h, LayerLayout).
-enum class LayerMixer { Attention, Mamba2, None };
+enum class LayerMixer { Attention, Mamba2, Mamba1, None };
 
 // A layer's blocks: its mixer, then its FFN (dense or experts) where has_ffn. Only the part the
 // mixer names is filled in: a state-space layer has no attention heads (so no KV cache rows), an

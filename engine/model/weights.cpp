@@ -56,7 +56,21 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         const int64_t E = spec.n_embd;
         const std::string p = "blk." + std::to_string(l) + ".";
         LayerWeights w;
-        if (L.mixer == LayerMixer::Mamba2) {  // Mamba-2: the mixer's tensors (llama.cpp's names)
+        if (L.mixer == LayerMixer::Mamba1) {  // Mamba-1: the mixer's tensors (llama.cpp's names)
+            const SsmSpec& m = L.ssm;
+            const int64_t x_rows = int64_t(m.dt_rank) + 2 * int64_t(m.d_state);
+            w.attn_norm = vector(p + "attn_norm.weight", E);
+            w.ssm_in = matrix(p + "ssm_in.weight", E, m.in_proj_rows());
+            w.ssm_conv1d = vector(p + "ssm_conv1d.weight", int64_t(m.conv_channels()) * m.d_conv);
+            w.ssm_conv1d_b = vector(p + "ssm_conv1d.bias", m.conv_channels());
+            w.ssm_x_dt = matrix_rows(p + "ssm_x.weight", m.d_inner, x_rows, 0, m.dt_rank);
+            w.ssm_x_bc = matrix_rows(p + "ssm_x.weight", m.d_inner, x_rows, m.dt_rank, 2 * int64_t(m.d_state));
+            w.ssm_dt = matrix(p + "ssm_dt.weight", m.dt_rank, m.d_inner);
+            w.ssm_dt_b = vector(p + "ssm_dt.bias", m.d_inner);
+            w.ssm_a = vector(p + "ssm_a", int64_t(m.d_inner) * m.d_state);
+            w.ssm_d = vector(p + "ssm_d", m.d_inner);
+            w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
+        } else if (L.mixer == LayerMixer::Mamba2) {  // Mamba-2: the mixer's tensors (llama.cpp's names)
             const SsmSpec& m = L.ssm;
             w.attn_norm = vector(p + "attn_norm.weight", E);
             w.ssm_in = matrix(p + "ssm_in.weight", E, m.in_proj_rows());

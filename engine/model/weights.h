@@ -48,7 +48,11 @@ struct LayerWeights {
     // Mamba-2's mixer (SsmSpec): ssm_in {n_embd, in_proj_rows}, ssm_out {d_inner, n_embd}; f32
     // conv1d [channels][d_conv] and its bias [channels], dt bias, A and D [n_head], the grouped
     // norm [n_group][d_inner / n_group]. The pre-norm is attn_norm.
+    // Mamba-1 (SsmSpec::mamba1()): ssm_in {n_embd, 2 d_inner} (x | z); ssm_x's rows split into
+    // dt_low {d_inner, dt_rank} and B | C {d_inner, 2 d_state}; ssm_dt {dt_rank, d_inner} with
+    // its bias [d_inner]; A [d_inner][d_state] and D [d_inner]; no norm.
     ops::Weight ssm_in, ssm_out;
+    ops::Weight ssm_x_dt, ssm_x_bc, ssm_dt;
     const gpu::Buffer *ssm_conv1d = nullptr, *ssm_conv1d_b = nullptr, *ssm_dt_b = nullptr, *ssm_a = nullptr,
                       *ssm_d = nullptr, *ssm_norm = nullptr;
     // Exact super weights of ffn_down (quantize --keep-super-weights): ops::SuperCorrection [n].

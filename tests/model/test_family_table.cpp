@@ -105,7 +105,7 @@ TEST(FamilyTable, SupportedArchitecturesAreTheTableRows) {
     std::sort(rows.begin(), rows.end());
     EXPECT_EQ(std::adjacent_find(rows.begin(), rows.end()), rows.end()) << "an architecture has two rows";
     EXPECT_EQ(model::supported_architectures(), rows);
-    EXPECT_EQ(model::find_family("mamba"), nullptr);
+    EXPECT_EQ(model::find_family("rwkv7"), nullptr);
 }
 
 // Fields that only mean something together with another one.

@@ -284,7 +284,7 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
         model::ModelSpec s = model::ModelSpec::from_gguf(*model_file(c));
         EXPECT_EQ(s.arch, arch);
         ASSERT_EQ(s.layers.size(), 4u) << arch;
-        if (s.layers[0].mixer == model::LayerMixer::Mamba2) {  // a state-space mixer first (mamba2, the hybrids)
+        if (s.layers[0].ssm.enabled()) {  // a state-space mixer first (mamba, mamba2, the hybrids)
             EXPECT_EQ(s.layers[0].ssm.d_inner, 2 * c.n_embd) << arch;
             EXPECT_EQ(s.layers[0].attn.n_head_kv, 0) << arch;
             continue;

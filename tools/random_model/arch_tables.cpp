@@ -337,6 +337,31 @@ std::vector<ArchTable> make_tables() {
     mamba2.ssm = true;
     tables.push_back(mamba2);
 
+    // Mamba (Mamba-1, llama.cpp's src/models/mamba.cpp, build_mamba_layer): each layer RMSNorm
+    // (attn_norm), then ssm_in [n_embd -> x | z], the causal conv1d over x (weight and bias), x_proj
+    // (ssm_x [d_inner -> dt_rank | B | C]), dt_proj (ssm_dt weight [dt_rank -> d_inner] and bias),
+    // the scan with A [d_state, d_inner] (-exp(A_log)) and D [d_inner], the gate, ssm_out.
+    ArchTable mamba;
+    mamba.name = "mamba";
+    mamba.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    mamba.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ssm_in.weight", {D::Embd, D::SsmInnerPair}, Init::Matrix},
+        {"blk.{L}.ssm_conv1d.weight", {D::SsmConv, D::SsmInner}, Init::Matrix, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_conv1d.bias", {D::SsmInner}, Init::Bias},
+        {"blk.{L}.ssm_x.weight", {D::SsmInner, D::SsmXProj}, Init::Matrix},
+        {"blk.{L}.ssm_dt.weight", {D::SsmDtRank, D::SsmInner}, Init::Matrix},
+        {"blk.{L}.ssm_dt.bias", {D::SsmInner}, Init::SsmDtBias},
+        {"blk.{L}.ssm_a", {D::SsmState, D::SsmInner}, Init::SsmA, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_d", {D::SsmInner}, Init::Norm, Presence::Always, 1.0f, true},
+        {"blk.{L}.ssm_out.weight", {D::SsmInner, D::Embd}, Init::Matrix},
+    };
+    mamba.uses_rope = false;
+    mamba.writes_head_count_kv = false;
+    mamba.ssm = true;
+    mamba.mamba1 = true;
+    tables.push_back(mamba);
+
     // Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): one part per layer after its RMSNorm
     // (attn_norm): a Mamba-2 mixer ('M'), attention without RoPE ('*', attn_q/k/v/output), or an
     // MLP alone ('-', ffn_up and ffn_down: relu(up x)^2, no gate). The converter writes

@@ -44,6 +44,11 @@ enum class Dim {
     SsmInProj,    // 2 * d_inner + 2 * n_group * d_state + n_head: ssm_in's rows z | x B C | dt
     SsmGroupWidth,  // d_inner / n_group: one group of the gated RMSNorm
     SsmGroups,    // n_group
+    // Mamba-1 (mamba): dt's low rank (ssm.time_step_rank) and the projections around it.
+    SsmDtRank,    // dt_rank
+    SsmXProj,     // dt_rank + 2 * d_state: ssm_x's rows dt_low | B | C
+    SsmInnerPair, // 2 * d_inner: Mamba-1's ssm_in rows x | z
+    SsmState,     // d_state (ssm_a is {d_state, d_inner})
 };
 
 enum class Init {
@@ -143,6 +148,7 @@ struct ArchTable {
     // ssm.time_step_rank, ssm.group_count) instead of attention: the converter then writes
     // head_count 0 and feed_forward_length 0 ("unused, but seemingly required when loading").
     bool ssm = false;
+    bool mamba1 = false;  // the state-space layers are Mamba-1's (ssm.time_step_rank is dt's rank, no groups)
     Hybrid hybrid = Hybrid::None;
     // With experts: a shared expert n_ff wide, its width written as expert_shared_feed_forward_length (Granite).
     bool shared_expert_ff_key = false;

@@ -86,6 +86,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--ssm-head-dim") c.ssm_head_dim = parse_count(opt, val);
         else if (opt == "--ssm-groups") c.ssm_groups = parse_count(opt, val);
         else if (opt == "--layers") c.layers = val;
+        else if (opt == "--ssm-dt-rank") c.ssm_dt_rank = parse_count(opt, val);
         else if (opt == "--expert-groups") {
             const size_t colon = val.find(':');
             if (colon == std::string::npos) throw ConfigError("--expert-groups '" + val + "': expected GROUPS:USED");
@@ -154,6 +155,8 @@ std::string usage(const std::string& default_vocab) {
            "  --ssm-state N         ssm.state_size, d_state (default 16)\n"
            "  --ssm-head-dim P      SSM head size; ssm.time_step_rank = d_inner / P heads (default 16)\n"
            "  --ssm-groups G        ssm.group_count, B/C groups dividing the heads (default 1)\n"
+           "mamba (Mamba-1): --ssm-conv, --ssm-state as above, d_inner 2 * n_embd, and\n"
+           "  --ssm-dt-rank R       ssm.time_step_rank, the rank of dt's projection (default ceil(n_embd / 16))\n"
            "nemotron_h, granitehybrid (hybrids: the mamba2 options, plus attention and FFN layers):\n"
            "  --layers P            one character per layer: M Mamba-2, * attention, - an FFN alone\n"
            "                        (nemotron_h; granitehybrid has an FFN after every layer)\n"

@@ -26,6 +26,7 @@ struct Sizes {
     uint64_t q_lora, kv_lora, rope, v_head, ff_shared;  // deepseek2 (multi-head latent attention)
     uint64_t token_types;                               // bert
     uint64_t ssm_inner, ssm_head, ssm_conv, ssm_state, ssm_groups;  // mamba2
+    uint64_t ssm_dt_rank;                                            // mamba
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -58,6 +59,10 @@ struct Sizes {
             case Dim::SsmInProj: return 2 * ssm_inner + 2 * ssm_groups * ssm_state + ssm_head;
             case Dim::SsmGroupWidth: return ssm_inner / ssm_groups;
             case Dim::SsmGroups: return ssm_groups;
+            case Dim::SsmDtRank: return ssm_dt_rank;
+            case Dim::SsmXProj: return ssm_dt_rank + 2 * ssm_state;
+            case Dim::SsmInnerPair: return 2 * ssm_inner;
+            case Dim::SsmState: return ssm_state;
         }
         return 0;
     }
@@ -220,6 +225,14 @@ void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
     if (c.ssm_state == 0) c.ssm_state = 16;
     if (c.ssm_head_dim == 0) c.ssm_head_dim = 16;
     if (c.ssm_groups == 0) c.ssm_groups = 1;
+    if (arch.mamba1) {
+        require(c.ssm_groups == 1, arch.name + " has one group of B and C; drop --ssm-groups");
+        require(c.ssm_dt_rank >= 0 && c.ssm_dt_rank <= (1 << 16), "--ssm-dt-rank must be positive");
+        if (c.ssm_dt_rank == 0) c.ssm_dt_rank = (c.n_embd + 15) / 16;  // the converter's ceil(n_embd / 16)
+        require(c.ssm_inner == 2 * c.n_embd, arch.name + ": llama.cpp supports d_inner = 2 n_embd only; drop --ssm-inner");
+    } else {
+        require(c.ssm_dt_rank == 0, "--ssm-dt-rank is for mamba only, not " + arch.name);
+    }
     require(c.ssm_conv >= 2 && c.ssm_conv <= 16, "--ssm-conv must be between 2 and 16");
     require(c.ssm_inner > 0 && c.ssm_inner <= (1 << 20), "--ssm-inner must be positive");
     require(c.ssm_state > 0 && c.ssm_state <= 1024, "--ssm-state must be between 1 and 1024");
@@ -641,6 +654,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.ssm_conv = uint64_t(c.ssm_conv);
     sizes.ssm_state = uint64_t(c.ssm_state);
     sizes.ssm_groups = uint64_t(std::max(c.ssm_groups, 1));
+    sizes.ssm_dt_rank = uint64_t(c.ssm_dt_rank);
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -678,8 +692,12 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "ssm.conv_kernel", Value::from_u32(uint32_t(c.ssm_conv)));
         w.set(a + "ssm.inner_size", Value::from_u32(uint32_t(c.ssm_inner)));
         w.set(a + "ssm.state_size", Value::from_u32(uint32_t(c.ssm_state)));
-        w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_inner / c.ssm_head_dim)));
-        w.set(a + "ssm.group_count", Value::from_u32(uint32_t(c.ssm_groups)));
+        if (arch->mamba1) {  // dt's rank; no groups
+            w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_dt_rank)));
+        } else {
+            w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_inner / c.ssm_head_dim)));
+            w.set(a + "ssm.group_count", Value::from_u32(uint32_t(c.ssm_groups)));
+        }
     }
     if (arch->mla) {
         // As the converter writes them: the cached key is [latent; rope key] (kv_lora + qk_rope),

@@ -19,9 +19,9 @@ enum class AttentionKind { Global, SlidingWindow, Chunked, Nope, Mla };  // Nope
 enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
 enum class FfnKind { DenseGated, DensePlain, Moe, None };  // None: the layer has no FFN
 enum class Activation { Silu, GeluTanh, GeluErf, ReluSqr };
-// What mixes tokens in a layer: attention over a KV cache, a Mamba-2 state-space mixer over a
-// fixed-size recurrent state, or nothing (a layer that is an FFN alone).
-enum class MixerKind { Attention, Mamba2, None };
+// What mixes tokens in a layer: attention over a KV cache, a Mamba-2 or Mamba-1 state-space
+// mixer over a fixed-size recurrent state, or nothing (a layer that is an FFN alone).
+enum class MixerKind { Attention, Mamba2, Mamba1, None };
 enum class MoeGating { Softmax, Sigmoid, SoftmaxAfterTopk };
 enum class NormPlacement { Pre, Post, Sandwich, PostSum };  // PostSum (BERT): norm(x + f(x))
 enum class NormKind { RmsNorm, LayerNorm };
@@ -36,7 +36,7 @@ const char* to_string(QkNorm q);
 const char* to_string(FfnKind k);
 // "silu", "gelu_tanh", "gelu_erf", "relu_sqr"
 const char* to_string(Activation a);
-// "attention", "mamba-2", "none"
+// "attention", "mamba-2", "mamba-1", "none"
 const char* to_string(MixerKind m);
 // "softmax", "sigmoid", "softmax_after_topk"
 const char* to_string(MoeGating g);
@@ -91,9 +91,9 @@ struct FfnInfo {
     int n_group = 1, topk_group = 1;   // group-limited routing (DeepSeek V3)
 };
 
-// A Mamba-2 mixer's sizes (the file's ssm.* keys).
+// A state-space mixer's sizes (the file's ssm.* keys; Mamba-1: n_head is d_inner, dt_rank > 0).
 struct SsmInfo {
-    int d_conv = 0, d_inner = 0, d_state = 0, n_head = 0, n_group = 0;
+    int d_conv = 0, d_inner = 0, d_state = 0, n_head = 0, n_group = 0, dt_rank = 0;
 };
 
 struct TensorInfo {
@@ -108,7 +108,7 @@ struct LayerInfo {
     NormPlacement norm_placement = NormPlacement::Pre;
     MixerKind mixer = MixerKind::Attention;
     AttentionInfo attention;             // mixer Attention only
-    SsmInfo ssm;                         // mixer Mamba2 only
+    SsmInfo ssm;                         // mixers Mamba2 and Mamba1 only
     FfnInfo ffn;                         // kind None: no FFN
     uint64_t kv_bytes_per_token = 0;     // f32 cache; 0 without attention
     uint64_t state_bytes = 0;            // the recurrent state per sequence (f32), whatever the context

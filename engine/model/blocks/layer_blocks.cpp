@@ -15,6 +15,7 @@ std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
             kinds.push_back(L.attn.mla.kv_lora_rank > 0 ? BlockKind::LatentAttention : BlockKind::Attention);
             break;
         case LayerMixer::Mamba2: kinds.push_back(BlockKind::SsmMixer); break;
+        case LayerMixer::Mamba1: kinds.push_back(BlockKind::Mamba1Mixer); break;
         case LayerMixer::None: break;
     }
     if (L.has_ffn) kinds.push_back(L.ffn.moe.n_expert > 0 ? BlockKind::MoeFfn : BlockKind::DenseFfn);
@@ -28,6 +29,7 @@ std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentStat
         case BlockKind::DenseFfn: return std::make_unique<DenseFfnBlock>(layer);
         case BlockKind::MoeFfn: return std::make_unique<MoeFfnBlock>(layer);
         case BlockKind::SsmMixer: return std::make_unique<SsmMixerBlock>(layer, state);
+        case BlockKind::Mamba1Mixer: return std::make_unique<Mamba1MixerBlock>(layer, state);
     }
     return nullptr;
 }

@@ -18,6 +18,7 @@ enum class BlockKind {
     DenseFfn,         // gated or plain MLP (model/blocks/dense_ffn.h)
     MoeFfn,           // routed experts, optionally a shared one (model/blocks/moe_ffn.h)
     SsmMixer,         // Mamba-2's state-space mixer over the recurrent state (model/blocks/ssm_mixer.h)
+    Mamba1Mixer,      // Mamba-1's selective-scan mixer over the recurrent state (model/blocks/ssm_mixer.h)
 };
 
 // The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the

@@ -51,3 +51,68 @@ void SsmMixerBlock::record(Recording& r) const {
 }
 
 }  // namespace vkllm::model
+
+namespace vkllm::model {
+
+void Mamba1MixerBlock::record(Recording& r) const {
+    const int l = layer_, T = r.n_tokens;
+    const SsmSpec& S = r.spec.layers[size_t(l)].ssm;
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    const RecurrentState::Layer& st = state_.layer(l);
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    const int64_t D = S.d_inner, N = S.d_state, R = S.dt_rank;
+
+    // [x | z] = W_in norm(x) (decode's RMSNorm may run inside the matvec).
+    MatmulInputs mi = r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b, {&w.ssm_in},
+                                      "the normalised mixer input is complete before the in-projection reads it", sc.h);
+    s.mark("matmul");
+    mi.matmul(s, w.ssm_in, state_.in_proj(), 0, T);
+    s.barrier("the in-projection is complete before the convolution reads x");
+
+    // x = silu(conv1d(x, carrying the conv state) + b_conv), packed [T][d_inner].
+    ops::SsmConvArgs c;
+    c.n_tokens = T, c.channels = D, c.d_conv = S.d_conv;
+    c.x = &state_.in_proj(), c.x_offset = 0, c.x_stride = 2 * D;
+    c.state = &st.conv, c.w = w.ssm_conv1d, c.bias = w.ssm_conv1d_b;
+    c.y = &state_.xbc(), c.y_stride = D, c.silu = true;
+    s.mark("ssm_conv");
+    ops::ssm_conv(s, c);
+    s.barrier("the convolved x is complete before x_proj reads it");
+
+    // x_proj's rows in two matmuls, so each output is packed: dt_low [T][dt_rank] and B | C
+    // [T][2 d_state] (the same dot products as the one x_proj, row for row).
+    const uint64_t bc_at = uint64_t(T) * uint64_t(R);  // element where B | C start in x_db
+    MatmulInputs xi = r.prepare_inputs(state_.xbc(), 0, T, int(D), {&w.ssm_x_dt, &w.ssm_x_bc});
+    s.mark("matmul");
+    xi.matmul(s, w.ssm_x_dt, state_.x_db(), 0, T);
+    xi.matmul(s, w.ssm_x_bc, state_.x_db(), bc_at, T);
+    s.barrier("dt_low, B and C are complete before dt_proj and the scan read them");
+
+    // dt = W_dt dt_low + dt_bias, per channel.
+    MatmulInputs di = r.prepare_inputs(state_.x_db(), 0, T, int(R), {&w.ssm_dt});
+    s.mark("matmul");
+    di.matmul(s, w.ssm_dt, state_.dt(), 0, T);
+    s.barrier("dt_proj is complete before its bias");
+    s.mark("add_bias");
+    ops::add_bias(s, ops::f32_rows(state_.dt(), T, D), ops::f32_vector(*w.ssm_dt_b, D));
+    s.barrier("dt is complete before the scan reads it");
+
+    // y = (scan(x, dt, A, B, C; carrying the SSM state) + D x) * silu(z).
+    ops::SsmScanMamba1Args a;
+    a.state = ops::f32_rows(st.ssm, D, N);
+    a.x = ops::f32_rows(state_.xbc(), T, D);
+    a.dt = ops::f32_rows(state_.dt(), T, D);
+    a.b = ops::f32_rows(state_.x_db(), T, N, bc_at, 2 * N);
+    a.c = ops::f32_rows(state_.x_db(), T, N, bc_at + uint64_t(N), 2 * N);
+    a.z = ops::f32_rows(state_.in_proj(), T, D, uint64_t(D), 2 * D);
+    a.a = ops::f32_rows(*w.ssm_a, D, N);
+    a.d = ops::f32_vector(*w.ssm_d, D);
+    a.y = ops::f32_rows(state_.y(), T, D);
+    s.mark("ssm_scan");
+    ops::ssm_scan_mamba1(s, a);
+    s.barrier("the gated scan output is complete before the out-projection reads it");
+    r.add_block_output(w.ssm_out, state_.y(), int(D), nullptr, nullptr);
+}
+
+}  // namespace vkllm::model

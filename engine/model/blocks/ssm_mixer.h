@@ -22,4 +22,19 @@ private:
     const RecurrentState& state_;
 };
 
+// Mamba-1's mixer (llama.cpp's build_mamba_layer), a layer's block in place of attention:
+//   h = norm(x); [x | z] = W_in h;  x = silu(conv1d(x, carrying the conv state) + b_conv)
+//   [dt_low | B | C] = W_x x;  dt = W_dt dt_low + dt_bias
+//   y = (scan(x, dt, A, B, C; carrying the SSM state) + D x) * silu(z);  x += W_out y
+// A decays per channel and state (ssm_a [d_inner][d_state]); one group of B and C.
+class Mamba1MixerBlock : public Block {
+public:
+    Mamba1MixerBlock(int layer, const RecurrentState& state) : layer_(layer), state_(state) {}
+    void record(Recording& r) const override;
+
+private:
+    int layer_;
+    const RecurrentState& state_;
+};
+
 }  // namespace vkllm::model
