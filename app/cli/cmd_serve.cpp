@@ -27,6 +27,7 @@
 #include "server_worker.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
+#include "vkllm/tool_calls.h"
 
 namespace vkllm::cli {
 namespace {
@@ -118,6 +119,7 @@ public:
         encoder_ = !info.layers.empty() && !info.layers[0].attention.causal;
         if (model.bos() >= 0) bos_text_ = model.token_text(model.bos());
         if (model.eos() >= 0) eos_text_ = model.token_text(model.eos());
+        if (format_.templated()) tool_format_ = tool_format(info.chat_template);
     }
 
     void handle(const http::Request& req, http::Responder& res) {
@@ -184,7 +186,10 @@ private:
 
     // The prompt's tokens, or an ApiError. A chat template is rendered until the client leaves
     // or the server stops.
-    std::vector<int32_t> prompt_tokens(const CompletionRequest& r, const http::Responder& res) const {
+    // `tools_json`: the tools the template shows (empty: none); `answer_prefix`: text put after
+    // the generation prompt, which the answer continues (a forced tool call's opening).
+    std::vector<int32_t> prompt_tokens(const CompletionRequest& r, const http::Responder& res,
+                                       const std::string& tools_json = "", const std::string& answer_prefix = "") const {
         std::vector<int32_t> tokens;
         if (r.endpoint == Endpoint::Chat) {
             const auto cancelled = [&] { return stopping_.load() || res.client_gone(); };
@@ -198,11 +203,12 @@ private:
                     // The messages as JSON, so that tool calls and tool messages reach the template.
                     ChatTemplateInputs in;
                     in.messages_json = r.messages_json.dump();
+                    in.tools_json = tools_json;
                     in.add_generation_prompt = true;
                     in.bos_token = bos_text_;
                     in.eos_token = eos_text_;
                     in.cancelled = cancelled;
-                    tokens = format_.tokenize_whole(render_chat_template(model_.info().chat_template, in));
+                    tokens = format_.tokenize_whole(render_chat_template(model_.info().chat_template, in) + answer_prefix);
                 } else {
                     tokens = format_.tokenize_whole(format_.render(r.messages, /*add_generation_prompt=*/true, cancelled));
                 }
@@ -234,13 +240,34 @@ private:
         std::shared_ptr<Job> job;
         ResponseHeader head{endpoint, "", std::time(nullptr), id_};
         CompletionRequest r;
+        std::unique_ptr<ToolCallReader> tools;  // tools offered: calls are read out of the answer
         try {
             r = parse_request(endpoint, req.body, next_seed());
             check_model(r.model);
             if (encoder_)
                 throw ApiError(400, "the model '" + id_ + "' is an encoder: it embeds (POST /v1/embeddings) but does "
                                     "not generate", "model", "model_not_supported");
-            std::vector<int32_t> prompt = prompt_tokens(r, res);
+            std::string tools_json, answer_prefix;
+            if (r.tool_choice != CompletionRequest::ToolChoice::None) {
+                if (tool_format_ == ToolFormat::None)
+                    throw ApiError(400, "'tools' cannot be used with this model: its chat template has no tool-call "
+                                        "format this server reads (Hermes <tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS])",
+                                   "tools", "unsupported_parameter");
+                tools_json = r.tools.dump();
+                if (r.tool_choice == CompletionRequest::ToolChoice::Required ||
+                    r.tool_choice == CompletionRequest::ToolChoice::Named) {
+                    try {
+                        ForcedCall forced = forced_call(tool_format_, r.tools.dump(), r.tool_name);
+                        answer_prefix = forced.prefix;
+                        r.json = forced.grammar;
+                    } catch (const JsonSchemaError& e) {
+                        throw ApiError(400, std::string("'tools' parameters cannot be enforced for tool_choice: ") + e.what(),
+                                       "tools", "unsupported_schema_keyword");
+                    }
+                }
+                tools = std::make_unique<ToolCallReader>(tool_format_, answer_prefix);
+            }
+            std::vector<int32_t> prompt = prompt_tokens(r, res, tools_json, answer_prefix);
             const int room = session_n_ctx_ - int(prompt.size());
             r.options.max_tokens = r.options.max_tokens < 0 ? room : std::min(r.options.max_tokens, room);
             job = std::make_shared<Job>(std::move(prompt), r.options, r.logprobs, r.json);
@@ -253,9 +280,9 @@ private:
         head.id = (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
         const std::string echo = !r.echo ? "" : r.prompt_is_tokens ? model_.detokenize(r.prompt_tokens) : r.prompt;
         if (r.stream)
-            stream(res, head, job, r, echo);
+            stream(res, head, job, r, echo, tools.get());
         else
-            answer(res, head, job, r, echo);
+            answer(res, head, job, r, echo, tools.get());
         // A stream left early (the client went away) has cancelled its job: it ends within a step.
         std::string rest;
         while (!job->take(rest, kPoll)) rest.clear();
@@ -377,7 +404,7 @@ private:
 
     // stream: false — the whole answer once it is done.
     void answer(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job,
-                const CompletionRequest& r, const std::string& echo) {
+                const CompletionRequest& r, const std::string& echo, ToolCallReader* tools) {
         std::string text;
         std::vector<TokenLogprobs> tokens;
         while (!job->take(text, kPoll, &tokens)) {
@@ -390,6 +417,15 @@ private:
             return send_error(res, ApiError(503, "the request was cancelled (the client left or the server is stopping)",
                                             "", "cancelled", "server_error"));
         const json logprobs = r.logprobs ? logprobs_json(head.endpoint, tokens, r.top_logprobs, echo.size()) : json();
+        if (tools) {
+            std::string content = tools->push(g.text);
+            ToolCallReader::Result calls = tools->finish();
+            content += calls.content;
+            const char* finish = calls.calls.empty() ? finish_reason(g.reason) : "tool_calls";
+            return res.send(200, kJson,
+                            app::json_text(completion_json(head, content, finish, int(job->prompt.size()),
+                                                           completion_tokens(g), logprobs, calls.calls)));
+        }
         res.send(200, kJson,
                  app::json_text(completion_json(head, echo + g.text, finish_reason(g.reason), int(job->prompt.size()),
                                                 completion_tokens(g), logprobs)));
@@ -399,7 +435,7 @@ private:
     // (stream_options.include_usage) and [DONE]. Whatever goes wrong once the events have begun
     // ends this stream with an error event.
     void stream(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job,
-                const CompletionRequest& r, const std::string& echo) {
+                const CompletionRequest& r, const std::string& echo, ToolCallReader* tools) {
         const bool include_usage = r.include_usage;
         if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) return worker_.cancel(job);
         try {
@@ -420,6 +456,7 @@ private:
             for (;;) {
                 text.clear();
                 const bool done = job->take(text, kPoll, &tokens);
+                if (tools) text = tools->push(text);  // text that may be a tool call is held
                 if (!text.empty() && !res.write(sse(chunk_json(head, text, nullptr, false, logprobs()))))
                     return worker_.cancel(job);
                 if (done) break;
@@ -431,8 +468,17 @@ private:
                 res.write(sse(error_body(ApiError(500, error ? g.message : "the request was cancelled", "",
                                                   error ? "generation_failed" : "cancelled", "server_error"))));
             } else {
+                const char* finish = finish_reason(g.reason);
+                if (tools) {
+                    const ToolCallReader::Result calls = tools->finish();
+                    if (!calls.content.empty() && !res.write(sse(chunk_json(head, calls.content, nullptr)))) return;
+                    if (!calls.calls.empty()) {
+                        if (!res.write(sse(tool_calls_chunk_json(head, calls.calls)))) return;
+                        finish = "tool_calls";
+                    }
+                }
                 const json rest = tokens.empty() ? json() : logprobs();
-                if (!res.write(sse(chunk_json(head, "", finish_reason(g.reason), false, rest)))) return;
+                if (!res.write(sse(chunk_json(head, "", finish, false, rest)))) return;
                 if (include_usage &&
                     !res.write(sse(usage_chunk_json(head, int(job->prompt.size()), completion_tokens(g)))))
                     return;
@@ -467,6 +513,7 @@ private:
     const std::string id_;
     const std::string api_key_;
     bool encoder_ = false;
+    ToolFormat tool_format_ = ToolFormat::None;  // how the chat template's model writes tool calls
     std::string bos_text_, eos_text_;
     const int64_t created_ = std::time(nullptr);
     std::atomic<uint64_t> next_id_{1};

@@ -134,7 +134,7 @@ int read_template_messages(const json& list, const std::vector<ChatMessage>& mes
 const std::set<std::string> kChatFields = {
     "model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
     "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed",
-    "stop", "logprobs", "top_logprobs", "response_format"};
+    "stop", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice"};
 const std::set<std::string> kCompletionFields = {
     "model", "prompt", "n", "best_of", "echo", "stream", "stream_options", "max_tokens", "temperature", "top_p",
     "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed", "stop",
@@ -156,16 +156,14 @@ void check_other_field(Endpoint endpoint, const std::string& k, const json& v) {
         if (!v.empty()) throw unsupported(k, "the engine's sampler has no per-token bias");
         return;
     }
-    if (chat && (k == "tools" || k == "functions")) {
+    if (chat && k == "functions") {
         if (!v.is_array()) throw bad_field(k, "must be a list");
-        if (!v.empty())
-            throw unsupported(k, "tool calls are not parsed out of the model's answer; earlier tool calls and "
-                                 "tool messages are rendered through the chat template");
+        if (!v.empty()) throw unsupported(k, "the deprecated function calling is not served; send tools instead");
         return;
     }
-    if (chat && (k == "tool_choice" || k == "function_call")) {
-        if (v.is_string() && (v == "none" || v == "auto")) return;  // no tools: the same
-        throw unsupported(k, "no tools can be called (tools are not supported)");
+    if (chat && k == "function_call") {
+        if (v.is_string() && (v == "none" || v == "auto")) return;
+        throw unsupported(k, "the deprecated function calling is not served; send tool_choice instead");
     }
     if (chat && k == "modalities") {
         if (!v.is_array()) throw bad_field(k, "must be a list");
@@ -219,6 +217,54 @@ std::optional<JsonGrammar> read_response_format(const json& body) {
         throw ApiError(400, "'" + param + "' cannot be enforced: " + std::string(e.what()), param,
                        e.keyword.empty() ? "invalid_value" : "unsupported_schema_keyword");
     }
+}
+
+// tools: {"type": "function", "function": {"name", "description", "parameters", "strict"}}
+// each; tool_choice: "auto", "none", "required" or {"type": "function", "function": {"name"}}.
+void read_tools(const json& body, CompletionRequest& r) {
+    if (const json* v = field(body, "tools")) {
+        if (!v->is_array()) throw bad_field("tools", "must be a list of tools");
+        for (size_t i = 0; i < v->size(); ++i) {
+            const json& t = (*v)[i];
+            const std::string p = "tools[" + std::to_string(i) + "]";
+            if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+                throw bad_field(p, "must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}");
+            const json& f = t["function"];
+            if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+                throw bad_field(p + ".function.name", "must be a non-empty string");
+            if (f.contains("parameters") && !f["parameters"].is_null() && !f["parameters"].is_object())
+                throw bad_field(p + ".function.parameters", "must be a JSON Schema object");
+        }
+        r.tools = *v;
+    }
+    const json* c = field(body, "tool_choice");
+    if (!c) {
+        r.tool_choice = r.tools.empty() ? CompletionRequest::ToolChoice::None : CompletionRequest::ToolChoice::Auto;
+        return;
+    }
+    if (c->is_string()) {
+        const std::string s = c->get<std::string>();
+        if (s == "none") r.tool_choice = CompletionRequest::ToolChoice::None;
+        else if (s == "auto") r.tool_choice = CompletionRequest::ToolChoice::Auto;
+        else if (s == "required") r.tool_choice = CompletionRequest::ToolChoice::Required;
+        else throw ApiError(400, "'tool_choice' must be none, auto, required or a named function, got '" + s + "'",
+                            "tool_choice", "invalid_value");
+    } else if (c->is_object() && c->value("type", "") == "function" && c->contains("function") &&
+               (*c)["function"].is_object() && (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
+        r.tool_choice = CompletionRequest::ToolChoice::Named;
+        r.tool_name = (*c)["function"]["name"].get<std::string>();
+        bool found = false;
+        for (const json& t : r.tools) found = found || t["function"]["name"] == r.tool_name;
+        if (!found)
+            throw ApiError(400, "'tool_choice' names the function '" + r.tool_name + "', which 'tools' does not hold",
+                           "tool_choice", "invalid_value");
+    } else {
+        throw bad_field("tool_choice", "must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\"}}");
+    }
+    if (r.tools.empty() && r.tool_choice != CompletionRequest::ToolChoice::None &&
+        r.tool_choice != CompletionRequest::ToolChoice::Auto)
+        throw ApiError(400, "'tool_choice' asks for a call, and 'tools' is empty", "tool_choice", "invalid_value");
+    if (r.tools.empty()) r.tool_choice = CompletionRequest::ToolChoice::None;
 }
 
 void read_prompt(const json& body, CompletionRequest& r) {
@@ -303,6 +349,9 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
         r.messages = read_messages(body);
         r.tool_message = read_template_messages(body["messages"], r.messages, r.messages_json);
         r.json = read_response_format(body);
+        read_tools(body, r);
+        if (r.tool_choice != CompletionRequest::ToolChoice::None && r.json)
+            throw unsupported("response_format", "a JSON response format is not combined with tools");
     } else {
         read_prompt(body, r);
     }
@@ -319,6 +368,8 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
         r.top_logprobs = int(read_integer(body, "top_logprobs", 0, 0, 20));
         if (field(body, "top_logprobs") && !r.logprobs)
             throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+        if (r.logprobs && r.tool_choice != CompletionRequest::ToolChoice::None)
+            throw unsupported("logprobs", "log-probabilities are not served with tools (calls are read out of the text)");
     } else {
         if (read_integer(body, "best_of", 1, 1, 1000) != 1)
             throw ApiError(400, "'best_of' must be 1 (this server answers with one choice)", "best_of",
@@ -381,16 +432,44 @@ json header_json(const ResponseHeader& h, bool chunk) {
 
 }  // namespace
 
+namespace {
+
+json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+    json out = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json c = {{"id", calls[i].id},
+                  {"type", "function"},
+                  {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+        if (indexed) c["index"] = i;
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
+
 json completion_json(const ResponseHeader& h, const std::string& text, const char* finish, int prompt_tokens,
-                     int completion_tokens, const json& logprobs) {
+                     int completion_tokens, const json& logprobs, const std::vector<ToolCall>& tool_calls) {
     json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
-    if (h.endpoint == Endpoint::Chat)
+    if (h.endpoint == Endpoint::Chat) {
         choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else
+        if (!tool_calls.empty()) {
+            choice["message"]["tool_calls"] = tool_calls_json(tool_calls, false);
+            if (text.empty()) choice["message"]["content"] = nullptr;
+        }
+    } else
         choice["text"] = text;
     json out = header_json(h, false);
     out["choices"] = json::array({choice});
     out["usage"] = usage_json(prompt_tokens, completion_tokens);
+    return out;
+}
+
+json tool_calls_chunk_json(const ResponseHeader& h, const std::vector<ToolCall>& calls) {
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr},
+                   {"delta", {{"tool_calls", tool_calls_json(calls, true)}}}};
+    json out = header_json(h, true);
+    out["choices"] = json::array({choice});
     return out;
 }
 

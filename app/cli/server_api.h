@@ -13,6 +13,7 @@
 #include "vkllm/chat_template.h"
 #include "vkllm/generate.h"
 #include "vkllm/json_output.h"
+#include "vkllm/tool_calls.h"
 
 namespace vkllm::cli::server {
 
@@ -34,9 +35,12 @@ enum class Endpoint { Chat, Completion };  // /v1/chat/completions, /v1/completi
 //  - ignored: harmless to ignore, they do not change the answer (`user`, `metadata`, `store`,
 //    `service_tier`, `prompt_cache_key`, `safety_identifier`, `prediction`, `parallel_tool_calls`,
 //    llama-server's `cache_prompt`);
-//  - refused: a 400 whose message and `param` name the field (`logit_bias`, `tools`,
-//    `functions`, `audio`, `suffix`, ...), unless the value asks for nothing (`logit_bias: {}`,
-//    `tools: []`, `tool_choice: "none"`, `best_of: 1`, ...);
+//  - refused: a 400 whose message and `param` name the field (`logit_bias`, `functions`,
+//    `audio`, `suffix`, ...), unless the value asks for nothing (`logit_bias: {}`,
+//    `best_of: 1`, ...);
+//  - chat's `tools` and `tool_choice` (auto, none, required or a named function): the tools go
+//    to the chat template, calls are read back out of the answer (vkllm/tool_calls.h), and
+//    required or named force a call by constrained sampling;
 //  - chat's `response_format`: text, json_object (any JSON object) or json_schema (the values
 //    its `schema` allows, by constrained sampling); a schema keyword the grammar cannot enforce
 //    is a 400 naming it (vkllm/json_output.h);
@@ -60,6 +64,11 @@ struct CompletionRequest {
     int top_logprobs = 0;                // alternatives per token (chat: top_logprobs; completions: logprobs)
     bool echo = false;                   // completions: the prompt's text before the answer
     std::optional<JsonGrammar> json;     // response_format json_object / json_schema
+    // tools (a list of {"type": "function", "function": {"name", "description", "parameters"}})
+    // and tool_choice; with None the tools are not shown to the model.
+    nlohmann::json tools = nlohmann::json::array();
+    enum class ToolChoice { Auto, None, Required, Named } tool_choice = ToolChoice::None;
+    std::string tool_name;               // Named: the function
 };
 
 // Reads a request body. Throws ApiError (400) for text that is not JSON, a field of the wrong
@@ -109,10 +118,13 @@ struct ResponseHeader {
     std::string model;
 };
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
-// The whole answer (stream: false).
+// The whole answer (stream: false). tool_calls: the message's calls (its content null when
+// there is no text).
 nlohmann::json completion_json(const ResponseHeader& h, const std::string& text, const char* finish,
                                int prompt_tokens, int completion_tokens,
-                               const nlohmann::json& logprobs = nullptr);
+                               const nlohmann::json& logprobs = nullptr, const std::vector<ToolCall>& tool_calls = {});
+// A chat chunk whose delta carries tool calls (each whole, with its index).
+nlohmann::json tool_calls_chunk_json(const ResponseHeader& h, const std::vector<ToolCall>& calls);
 // One server-sent event's object (stream: true): `text` with finish == nullptr; the last one
 // has finish set (and no text). role_only: the chat's first chunk ({"role": "assistant"}).
 nlohmann::json chunk_json(const ResponseHeader& h, const std::string& text, const char* finish, bool role_only = false,

@@ -11,8 +11,9 @@
 //   annotations, which constrain nothing, are skipped: title, description, default, examples,
 //   $schema, $id, $comment, $defs, definitions, format, deprecated, readOnly, writeOnly
 // Bounds that keep every value finite in length: numbers have at most kMaxDigits digits in
-// each part, nesting is at most kMaxDepth deep, and at most kMaxWhitespace whitespace bytes
-// come in a row.
+// each part, nesting is at most kMaxDepth deep, and whitespace between tokens is one space, or
+// one or two newlines followed by at most kMaxWhitespace spaces or tabs (llama.cpp's JSON
+// grammars allow the same; it keeps a small model from writing blank lines forever).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@ using JsonSchemaError = vkllm::JsonSchemaError;
 
 constexpr int kMaxDigits = 16;
 constexpr int kMaxDepth = 32;
-constexpr int kMaxWhitespace = 16;
+constexpr int kMaxWhitespace = 20;
 constexpr int kMaxProperties = 64;  // properties of one object schema (a bit mask tracks them)
 
 struct JsonNode {

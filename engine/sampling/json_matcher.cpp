@@ -22,7 +22,7 @@ enum NumberState : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, k
 // expected, then its 4 digits (escape - kLowHex).
 enum Escape : uint8_t { kNone, kBackslash, kHex, kLowBackslash = kHex + 4, kLowU, kLowHex };
 
-constexpr int kMaxExponentDigits = 3;
+constexpr int kMaxExponentDigits = 2;  // 1e99 at most: every number fits a double
 constexpr size_t kMaxAlternatives = 256;
 
 bool is_space(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
@@ -252,10 +252,19 @@ void JsonMatcher::start_value(Stack& s, int node, uint8_t b, std::vector<Stack>&
 void JsonMatcher::step(Stack s, uint8_t b, std::vector<Stack>& out) const {
     if (s.frames.empty()) return;  // the document is closed
     const bool space = is_space(b);
-    if (!space) s.whitespace = 0;
-    // Whitespace where JSON allows it, at most kMaxWhitespace bytes in a row.
+    if (!space) {
+        s.space = false;
+        s.newlines = s.indent = 0;
+    }
+    // Whitespace where JSON allows it: one space, or one or two newlines then at most
+    // kMaxWhitespace spaces or tabs.
     const auto take_space = [&] {
-        if (++s.whitespace <= kMaxWhitespace) out.push_back(std::move(s));
+        const bool fresh = !s.space && s.newlines == 0;
+        if (b == ' ' && fresh) s.space = true;
+        else if (b == '\n' && !s.space && s.indent == 0 && s.newlines < 2) ++s.newlines;
+        else if ((b == ' ' || b == '\t') && s.newlines > 0 && s.indent < kMaxWhitespace) ++s.indent;
+        else return;
+        out.push_back(std::move(s));
     };
     const auto pop = [&] {
         s.frames.pop_back();

@@ -53,7 +53,9 @@ public:
     };
     struct Stack {
         std::vector<Frame> frames;
-        int whitespace = 0;  // whitespace bytes in a row just read
+        // The whitespace just read (see json_grammar.h): one space, or newlines then indentation.
+        bool space = false;
+        uint8_t newlines = 0, indent = 0;
         bool operator==(const Stack&) const = default;
     };
 

@@ -54,6 +54,7 @@ TEST(JsonMatcher, AnyObjectAcceptsJsonObjects) {
     EXPECT_TRUE(document(g, " {\"a\": 1}"));
     EXPECT_TRUE(document(g, "{\"a\": [1, -2.5e+3, true, false, null, \"x\"], \"b\": {\"c\": {}}, \"d\": []}"));
     EXPECT_TRUE(document(g, "{\n  \"k\" : \"v\"\n}"));
+    EXPECT_TRUE(document(g, "{\n\n\t\"k\": {\n\t\t\"j\": [ 1, 2 ]\n\t}\n}"));
     JsonMatcher m(g);
     ASSERT_TRUE(m.feed("{\"a\":1}"));
     EXPECT_TRUE(m.complete());
@@ -178,8 +179,15 @@ TEST(JsonMatcher, NestingAndWhitespaceAreBounded) {
     EXPECT_TRUE(prefix_ok(g, deep));
     EXPECT_FALSE(prefix_ok(g, deep + "\"a\":{"));
     EXPECT_FALSE(prefix_ok(g, deep + "\"a\":["));
-    EXPECT_TRUE(prefix_ok(g, "{" + std::string(size_t(kMaxWhitespace), ' ')));
-    EXPECT_FALSE(prefix_ok(g, "{" + std::string(size_t(kMaxWhitespace) + 1, ' ')));
+    // Whitespace: one space, or one or two newlines and an indentation of at most kMaxWhitespace.
+    EXPECT_TRUE(prefix_ok(g, "{ \"a\":"));
+    EXPECT_TRUE(prefix_ok(g, "{\n\n\t" + std::string(size_t(kMaxWhitespace) - 1, ' ')));
+    EXPECT_FALSE(prefix_ok(g, "{\n" + std::string(size_t(kMaxWhitespace) + 1, ' ')));
+    EXPECT_FALSE(prefix_ok(g, "{  "));
+    EXPECT_FALSE(prefix_ok(g, "{\n\n\n"));
+    EXPECT_FALSE(prefix_ok(g, "{\n \n"));
+    EXPECT_FALSE(prefix_ok(g, "{\r\n"));
+    EXPECT_FALSE(prefix_ok(g, "{\t"));
 }
 
 TEST(JsonMatcher, SchemaObjects) {

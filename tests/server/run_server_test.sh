@@ -5,8 +5,9 @@
 # hostile client (tests/server/hostile.mjs: invalid UTF-8, hostile templates, malformed and
 # pipelined HTTP, slow and huge clients, memory after), checks the request fields, logprobs,
 # tool messages, the routes without /v1 and /tokenize (tests/server/fields.mjs), JSON output
-# by response_format (tests/server/json_output.mjs), then stops it
-# with SIGTERM and expects exit code 0. A second server, zoo-bert with --api-key, answers
+# by response_format (tests/server/json_output.mjs), then stops it with SIGTERM and expects
+# exit code 0. Three servers of zoo-dense with real chat templates (Hermes/Qwen, Llama 3.x,
+# Mistral) answer tool calls (tests/server/tool_calls.mjs). A last server, zoo-bert with --api-key, answers
 # embeddings equal to `vkllm embed`'s, 401 without the key and /metrics
 # (tests/server/embeddings.mjs). Exit 77 (skipped) when node, curl or the npm package is
 # missing (scripts/install-deps.sh installs them).
@@ -169,8 +170,38 @@ pid=
 grep -q 'stopped' "$work/serve.log" || fail "no 'stopped' line"
 echo "the server stopped on SIGTERM with exit code 0"
 
-# An encoder with an API key (from the environment): embeddings, 401s, /metrics.
+# Tool calls: zoo-dense with a real model's chat template of each format (Hermes/Qwen, Llama
+# 3.x JSON, Mistral [TOOL_CALLS]; tests/server/tool_calls.mjs).
 cp "$work/serve.log" "$work/serve-chat.log"
+for template in Qwen-Qwen2.5-7B-Instruct meta-llama-Llama-3.1-8B-Instruct mistralai-Mistral-Nemo-Instruct-2407; do
+  "$python" - "$src/tools/zoo" "$src/assets/zoo/zoo-dense.gguf" "$work/tools.gguf" \
+    "$src/tests/golden/templates/$template.jinja" <<'PY' || fail "cannot write the model with the $template template"
+import sys
+sys.path.insert(0, sys.argv[1])
+import gguf_file
+metadata, tensors = gguf_file.read(sys.argv[2])
+metadata["tokenizer.chat_template"] = gguf_file.string(open(sys.argv[4]).read())
+gguf_file.write(sys.argv[3], metadata, tensors)
+PY
+  "$bin" serve -m "$work/tools.gguf" --port 0 -c 2048 2>"$work/serve.log" &
+  pid=$!
+  port=
+  for _ in $(seq 600); do
+    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+    [[ -n $port ]] && break
+    kill -0 "$pid" 2>/dev/null || fail "the $template server exited before listening"
+    sleep 0.1
+  done
+  [[ -n $port ]] || fail "no 'listening on' line from the $template server within 60 s"
+  BASE_URL=http://127.0.0.1:$port TEMPLATE=$template node "$here/tool_calls.mjs" || fail "the $template tool call checks failed"
+  kill -TERM "$pid"
+  code=0
+  wait "$pid" || code=$?
+  pid=
+  [[ $code == 0 ]] || fail "the $template server's exit code $code after SIGTERM"
+done
+
+# An encoder with an API key (from the environment): embeddings, 401s, /metrics.
 VKLLM_API_KEY=s3cret "$bin" serve -m "$src/assets/zoo/zoo-bert.gguf" --port 0 2>"$work/serve.log" &
 pid=$!
 port=
