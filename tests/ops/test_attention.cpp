@@ -18,6 +18,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -89,14 +90,7 @@ class Attention : public test::GpuTest {
 protected:
     template <class T>
     gpu::Buffer upload(const std::vector<T>& v) {
-        gpu::Buffer b(ctx(), std::max<size_t>(v.size(), 1) * sizeof(T), gpu::Memory::Device);
-        if (!v.empty()) b.upload(v.data(), v.size() * sizeof(T));
-        return b;
-    }
-    std::vector<float> download(const gpu::Buffer& b, size_t n) {
-        std::vector<float> v(n);
-        b.download(v.data(), n * 4);
-        return v;
+        return test::upload(ctx(), v);
     }
 
     void check(const Case& c) {
@@ -202,11 +196,11 @@ protected:
                        c.probs ? &pb : nullptr, scratch_bytes ? &scratch : nullptr);
         s.submit_and_wait();
 
-        const auto out = download(ob, ref_out.size());
+        const auto out = test::download<float>(ob, ref_out.size());
         EXPECT_LT(test::nmse(out, ref_out), 1e-9);
         EXPECT_LT(test::max_abs_diff(out, ref_out), 1e-4);
         if (!c.probs) return;
-        const auto all_probs = download(pb, ref_probs.size() + sink_rows);
+        const auto all_probs = test::download<float>(pb, ref_probs.size() + sink_rows);
         const std::vector<float> probs(all_probs.begin(), all_probs.begin() + long(ref_probs.size()));
         EXPECT_LT(test::nmse(probs, ref_probs), 1e-9);
         EXPECT_LT(test::max_abs_diff(probs, ref_probs), 1e-5);

@@ -11,6 +11,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -18,16 +19,8 @@ namespace {
 
 class Elementwise : public test::GpuTest {
 protected:
-    gpu::Buffer upload(const std::vector<float>& v) {
-        gpu::Buffer b(ctx(), v.size() * 4, gpu::Memory::Device);
-        b.upload(v.data(), v.size() * 4);
-        return b;
-    }
-    std::vector<float> download(const gpu::Buffer& b) {
-        std::vector<float> v(b.size() / 4);
-        b.download(v.data(), b.size());
-        return v;
-    }
+    gpu::Buffer upload(const std::vector<float>& v) { return test::upload(ctx(), v); }
+    static std::vector<float> download(const gpu::Buffer& b) { return test::download(b); }
     // Inputs with a few extreme values, where naive exp/tanh forms overflow.
     std::vector<float> inputs(size_t n, uint32_t seed) {
         auto v = test::random_floats(n, seed, -6.0f, 6.0f);

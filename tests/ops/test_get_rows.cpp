@@ -13,6 +13,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -20,10 +21,6 @@ namespace {
 
 using gguf::TensorType;
 
-const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                             TensorType::Q6_K, TensorType::MXFP4};
 
 std::vector<int64_t> row_lengths(TensorType t) {
     switch (gguf::type_traits(t)->block_size) {
@@ -99,7 +96,7 @@ TEST_P(GetRows, SplitsTablesLargerThanOneBinding) {
     check(n_in, n_rows, ids);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, GetRows, ::testing::ValuesIn(kTypes),
+INSTANTIATE_TEST_SUITE_P(AllTypes, GetRows, ::testing::ValuesIn(test::kGpuWeightTypes),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                              return std::string(gguf::type_traits(info.param)->name);
                          });

@@ -24,6 +24,7 @@
 #include "gpu_test.h"
 #include "ops/ops.h"
 #include "ops/weight_ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -31,10 +32,6 @@ namespace {
 
 using gguf::TensorType;
 
-const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                             TensorType::Q6_K, TensorType::MXFP4};
 
 uint32_t block_of(TensorType t) { return gguf::type_traits(t)->block_size; }
 
@@ -83,17 +80,8 @@ TestWeight make_weight(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t
     return w;
 }
 
-gpu::Buffer upload(gpu::Context& ctx, const std::vector<float>& v) {
-    gpu::Buffer b(ctx, v.size() * 4, gpu::Memory::Device);
-    b.upload(v.data(), v.size() * 4);
-    return b;
-}
-
-std::vector<float> download(const gpu::Buffer& b) {
-    std::vector<float> v(b.size() / 4);
-    b.download(v.data(), b.size());
-    return v;
-}
+using test::download;
+using test::upload;
 
 // Runs matmul with x at x_offset and y at y_offset (rows y_stride apart, 0: n_out) in buffers
 // whose other elements hold sentinels; checks against the reference and that the sentinels
@@ -244,7 +232,7 @@ TEST_P(MatmulType, MatvecRoundsActivationsAsRoundActivationsDoes) {
     s.submit_and_wait();
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(kTypes),
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulType, ::testing::ValuesIn(test::kGpuWeightTypes),
                          [](const ::testing::TestParamInfo<TensorType>& info) {
                              return std::string(gguf::type_traits(info.param)->name);
                          });

@@ -23,6 +23,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -30,19 +31,8 @@ namespace {
 
 using gguf::TensorType;
 
-template <class T>
-gpu::Buffer upload(gpu::Context& ctx, const std::vector<T>& v, size_t min_elems = 1) {
-    gpu::Buffer b(ctx, std::max(v.size(), min_elems) * 4, gpu::Memory::Device);
-    if (!v.empty()) b.upload(v.data(), v.size() * 4);
-    return b;
-}
-
-template <class T>
-std::vector<T> download(const gpu::Buffer& b, size_t n) {
-    std::vector<T> v(n);
-    if (n) b.download(v.data(), n * 4);
-    return v;
-}
+using test::download;
+using test::upload;
 
 // ---------------------------------------------------------------------------------------------
 // Routing
@@ -329,10 +319,6 @@ void check_expert_matmul(gpu::Context& ctx, const TestExperts& w, int64_t n_toke
         }
 }
 
-const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                             TensorType::Q6_K, TensorType::MXFP4};
 
 std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
     return gguf::type_traits(info.param)->name;
@@ -465,7 +451,7 @@ INSTANTIATE_TEST_SUITE_P(Types, MoeSwigluType,
                          ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_K),
                          type_name);
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MoeMatmulType, ::testing::ValuesIn(kTypes), type_name);
+INSTANTIATE_TEST_SUITE_P(AllTypes, MoeMatmulType, ::testing::ValuesIn(test::kGpuWeightTypes), type_name);
 
 class MoeMatmul : public test::GpuTest {};
 

@@ -8,6 +8,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -15,16 +16,8 @@ namespace {
 
 class Norm : public test::GpuTest {
 protected:
-    gpu::Buffer upload(const std::vector<float>& v) {
-        gpu::Buffer b(ctx(), v.size() * 4, gpu::Memory::Device);
-        b.upload(v.data(), v.size() * 4);
-        return b;
-    }
-    std::vector<float> download(const gpu::Buffer& b) {
-        std::vector<float> v(b.size() / 4);
-        b.download(v.data(), b.size());
-        return v;
-    }
+    gpu::Buffer upload(const std::vector<float>& v) { return test::upload(ctx(), v); }
+    static std::vector<float> download(const gpu::Buffer& b) { return test::download(b); }
 };
 
 TEST_F(Norm, RmsNormMatchesReferenceForOddShapes) {
