@@ -13,9 +13,17 @@
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;
+#ifdef ROWS
+// One invocation per state row instead: the row's D_STATE entries in registers (a
+// specialization constant), summed in state order by the invocation itself, so no barrier and
+// no shared memory (the same arithmetic in the same order as the workgroup form). Chosen where
+// barriers are dear (CPU drivers such as lavapipe); see ops::ssm_scan.
+layout(constant_id = 1) const uint D_STATE = 128;
+#else
 #define MAX_PER 4
 shared float sh_s[MAX_PER * WG];
 shared float sh_c[MAX_PER * WG];
+#endif
 
 layout(std430, binding = 0) buffer State { float st[]; };
 layout(std430, binding = 1) readonly buffer Xbc { float xbc[]; };
@@ -57,6 +65,44 @@ float softplus(float v) {
     return u == 1.0 ? e : log(u) * (e / (u - 1.0));
 }
 
+#ifdef ROWS
+void main() {
+    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG + gl_LocalInvocationID.x;
+    if (row >= pc.n_head * pc.head_dim) return;
+    const uint h = row / pc.head_dim;
+    const uint g = h / pc.heads_per_group;
+    const uint sb = pc.st_shift + row * D_STATE;
+    float s[D_STATE];
+    for (uint j = 0; j < D_STATE; ++j) s[j] = st[sb + j];
+    const float ah = a[pc.a_shift + h];
+    const float dtb = (pc.flags & 1u) != 0u ? dt_bias[pc.dtb_shift + h] : 0.0;
+    const float dh = (pc.flags & 2u) != 0u ? d[pc.d_shift + h] : 0.0;
+    for (uint tok = 0; tok < pc.n_tokens; ++tok) {
+        const uint xr = pc.xbc_shift + tok * pc.xbc_stride;
+        const uint zr = pc.zdt_shift + tok * pc.zdt_stride;
+        const float sp = softplus(zdt[zr + pc.dt_col + h] + dtb);
+        const float dA = exp(sp * ah);
+        const float xv = xbc[xr + row];
+        const float x_dt = xv * sp;
+        const uint br = xr + pc.b_col + g * D_STATE, cr = xr + pc.c_col + g * D_STATE;
+        float yv = 0.0;
+        for (uint j = 0; j < D_STATE; ++j) {
+            precise const float decayed = s[j] * dA;
+            precise const float added = xbc[br + j] * x_dt;
+            precise const float next = decayed + added;
+            s[j] = next;
+            yv = fma(next, xbc[cr + j], yv);
+        }
+        if ((pc.flags & 2u) != 0u) yv += xv * dh;
+        if ((pc.flags & 4u) != 0u) {
+            const float zv = zdt[zr + pc.z_col + row];
+            yv = (zv / (1.0 + exp(-zv))) * yv;
+        }
+        y[pc.y_shift + tok * pc.y_stride + row] = yv;
+    }
+    for (uint j = 0; j < D_STATE; ++j) st[sb + j] = s[j];
+}
+#else
 void main() {
     const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (row >= pc.n_head * pc.head_dim) return;  // uniform across the workgroup
@@ -112,3 +158,4 @@ void main() {
         if (j < pc.d_state) st[sb + j] = s[m];
     }
 }
+#endif

@@ -106,6 +106,7 @@ vkllm_shader(set_rows_q8_0 set_rows.comp OUT_Q8_0)
 vkllm_shader(ssm_conv    ssm_conv.comp)
 vkllm_shader(ssm_scan    ssm_scan.comp)
 vkllm_shader(ssm_scan_sg ssm_scan.comp USE_SUBGROUP)
+vkllm_shader(ssm_scan_rows ssm_scan.comp ROWS)   # one invocation per state row (CPU drivers)
 vkllm_shader(ssm_scan_mamba1 ssm_scan_mamba1.comp)   # Mamba-1: a decay per channel and state
 vkllm_shader(ssm_norm    ssm_norm.comp)
 vkllm_shader(ssm_norm_sg ssm_norm.comp USE_SUBGROUP)

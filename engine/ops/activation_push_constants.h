@@ -11,7 +11,7 @@
 namespace vkllm::ops {
 
 struct ReluSqrPush {  // relu_sqr.comp
-    uint32_t n, cols, x_shift, x_stride, y_shift, y_stride;
+    uint32_t rows, cols, x_shift, x_stride, y_shift, y_stride;
 };
 
 template <> struct PushOf<gpu::ShaderSource::relu_sqr> { using type = ReluSqrPush; };

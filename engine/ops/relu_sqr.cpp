@@ -29,10 +29,15 @@ void relu_sqr(Stream& s, const TensorView& x, const TensorView& y) {
     const detail::Window yw = detail::window(ctx, *y.buffer, yo, detail::view_span(y), op, "y");
     const uint32_t wg = detail::workgroup_size(ctx, 256);
     const auto& pipeline = ctx.pipeline(gpu::ShaderId::relu_sqr, 2, sizeof(ReluSqrPush), {wg});
-    const ReluSqrPush push{uint32_t(n), uint32_t(x.cols), xw.shift, uint32_t(x.stride()), yw.shift,
+    const ReluSqrPush push{uint32_t(x.rows), uint32_t(x.cols), xw.shift, uint32_t(x.stride()), yw.shift,
                            uint32_t(y.stride())};
-    const uint32_t groups = uint32_t(std::clamp<uint64_t>((n + wg - 1) / wg, 1, ctx.caps().max_workgroup_count[0]));
-    s.dispatch(pipeline, {xw.range, yw.range}, push, groups);
+    // Columns over x workgroups, rows over y (both loop when the grid is capped); about 2^20
+    // invocations at most, so each loops over rows of a large tensor.
+    const auto& caps = ctx.caps();
+    const uint64_t gx = std::clamp<uint64_t>((uint64_t(x.cols) + wg - 1) / wg, 1, caps.max_workgroup_count[0]);
+    const uint64_t gy = std::clamp<uint64_t>(std::min<uint64_t>(uint64_t(x.rows), (1u << 20) / (gx * wg) + 1), 1,
+                                             caps.max_workgroup_count[1]);
+    s.dispatch(pipeline, {xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
 }
 
 }  // namespace vkllm::ops

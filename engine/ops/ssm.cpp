@@ -71,9 +71,18 @@ void ssm_scan(Stream& s, const SsmScanArgs& a) {
     detail::require(ys >= d_inner, op, "y's row stride is shorter than a row");
     if (a.n_tokens == 0) return;
     gpu::Context& ctx = s.context();
-    const uint32_t wg = detail::workgroup_size(ctx, std::max<uint32_t>(32, std::min<uint32_t>(256, pow2_at_least(uint64_t(a.d_state)))));
-    detail::require(uint64_t(a.d_state) <= 4ull * wg, op,
-                    "d_state " + std::to_string(a.d_state) + " exceeds 4 x the workgroup size " + std::to_string(wg));
+    const bool rows = a.kernel == SsmScanKernel::Rows ||
+                      (a.kernel == SsmScanKernel::Auto && ctx.caps().type == "cpu" && a.d_state <= kSsmScanRowsMaxState);
+    const uint32_t wg = rows ? detail::workgroup_size(ctx, 64)
+                             : detail::workgroup_size(ctx, std::max<uint32_t>(32, std::min<uint32_t>(256, pow2_at_least(uint64_t(a.d_state)))));
+    if (rows) {
+        detail::require(a.d_state <= kSsmScanRowsMaxState, op,
+                        "d_state " + std::to_string(a.d_state) + " is over the row kernel's " +
+                            std::to_string(kSsmScanRowsMaxState));
+    } else {
+        detail::require(uint64_t(a.d_state) <= 4ull * wg, op,
+                        "d_state " + std::to_string(a.d_state) + " exceeds 4 x the workgroup size " + std::to_string(wg));
+    }
     const detail::Window sw =
         detail::window(ctx, *a.state, a.state_offset, uint64_t(d_inner) * uint64_t(a.d_state), op, "state");
     const detail::Window xw =
@@ -88,7 +97,8 @@ void ssm_scan(Stream& s, const SsmScanArgs& a) {
     const detail::Window yw = detail::window(ctx, *a.y, a.y_offset, span(a.n_tokens, ys, d_inner), op, "y");
     const gpu::SubgroupPair variants{gpu::ShaderId::ssm_scan, gpu::ShaderId::ssm_scan_sg};
     const auto& pipeline =
-        ctx.pipeline(variants.pick(ctx.caps().subgroup_arithmetic), 7, sizeof(SsmScanPush), {wg});
+        rows ? ctx.pipeline(gpu::ShaderId::ssm_scan_rows, 7, sizeof(SsmScanPush), {wg, uint32_t(a.d_state)})
+             : ctx.pipeline(variants.pick(ctx.caps().subgroup_arithmetic), 7, sizeof(SsmScanPush), {wg});
     SsmScanPush push{};
     push.n_tokens = uint32_t(a.n_tokens);
     push.n_head = uint32_t(a.n_head);
@@ -110,7 +120,7 @@ void ssm_scan(Stream& s, const SsmScanArgs& a) {
     push.y_shift = yw.shift;
     push.y_stride = uint32_t(ys);
     push.flags = (a.dt_bias ? 1u : 0u) | (a.d ? 2u : 0u) | (a.z_col >= 0 ? 4u : 0u);
-    const detail::Grid g = detail::grid_2d(ctx, uint64_t(d_inner), op);
+    const detail::Grid g = detail::grid_2d(ctx, rows ? (uint64_t(d_inner) + wg - 1) / wg : uint64_t(d_inner), op);
     s.dispatch(pipeline, {sw.range, xw.range, zw.range, bw.range, aw.range, dw.range, yw.range}, push, g.x, g.y);
 }
 

@@ -41,7 +41,12 @@ void ssm_conv(Stream& s, const SsmConvArgs& a);
 // and C are columns of one token-major buffer `xbc` (x at column 0, B at b_col, C at c_col, row
 // stride xbc_stride), dt and the optional gate z columns of `zdt`. The state
 // [n_head][head_dim][d_state] is read and written in place. dt_bias and D may be null.
-// d_state up to 4 x the workgroup size (1024 on most devices).
+// Two kernels compute it in the same order: Workgroup, one workgroup per state row (d_state up
+// to 4 x the workgroup size, 1024 on most devices), and Rows, one invocation per row with the
+// row in registers (d_state up to kSsmScanRowsMaxState; no barriers, so far faster on CPU
+// drivers). Auto takes Rows on CPU devices when d_state allows, else Workgroup.
+enum class SsmScanKernel { Auto, Workgroup, Rows };
+constexpr int64_t kSsmScanRowsMaxState = 256;
 struct SsmScanArgs {
     int64_t n_tokens = 0, n_head = 0, head_dim = 0, d_state = 0, n_group = 1;
     const Buffer* state = nullptr;
@@ -59,6 +64,7 @@ struct SsmScanArgs {
     const Buffer* y = nullptr;
     uint64_t y_offset = 0;
     int64_t y_stride = 0;  // 0: n_head * head_dim
+    SsmScanKernel kernel = SsmScanKernel::Auto;
 };
 void ssm_scan(Stream& s, const SsmScanArgs& a);
 

@@ -47,10 +47,11 @@ TEST_F(ReluSqr, OutOfPlaceMatchesReferenceOnStridedRows) {
     struct Case {
         int64_t rows, cols, x_first, x_stride, y_first, y_stride;
     };
-    // strides 0 mean packed rows; the last case needs more than one grid-stride pass on a
-    // device whose x workgroup count is small, and several workgroups everywhere.
+    // strides 0 mean packed rows; the last case has more rows than workgroup rows (each
+    // workgroup loops over several).
     const Case cases[] = {{1, 1, 0, 0, 0, 0},     {3, 7, 5, 11, 2, 9},  {17, 33, 1, 40, 0, 0},
-                          {1, 1000, 3, 0, 7, 0}, {5, 129, 0, 0, 1, 130}, {300, 513, 0, 515, 2, 0}};
+                          {1, 1000, 3, 0, 7, 0}, {5, 129, 0, 0, 1, 130}, {300, 513, 0, 515, 2, 0},
+                          {23, 70001, 4, 70003, 0, 0}};
     for (const Case& c : cases) {
         const int64_t xs = c.x_stride ? c.x_stride : c.cols, ys = c.y_stride ? c.y_stride : c.cols;
         auto x = test::random_floats(size_t(c.x_first + (c.rows - 1) * xs + c.cols), uint32_t(c.rows * 7 + c.cols),

@@ -1,6 +1,7 @@
 // The state-space kernels (ssm_conv, ssm_scan, ssm_group_rms_norm) against the CPU reference
 // (cpu/ref_ssm.h) on odd shapes, operands inside wider rows at offsets as Mamba-2 lays them out,
 // and a prompt followed by decode steps carrying the state equal to one pass over every token.
+// The scan runs under both of its kernels (one workgroup per state row; one invocation per row).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,7 +81,9 @@ struct ScanCase {
     bool gate, d, dt_bias;
 };
 
-void run_scan_case(gpu::Context& ctx, const ScanCase& c, int64_t split) {
+// Runs the case (tokens [0, split) then the rest), checks y and the state against the reference
+// and returns them (y, then the state, in one vector).
+std::vector<float> run_scan_case(gpu::Context& ctx, const ScanCase& c, int64_t split, ops::SsmScanKernel kernel) {
     const int64_t d_inner = c.n_head * c.head_dim, gs = c.n_group * c.d_state;
     const int64_t xbc_stride = d_inner + 2 * gs + 3, zdt_stride = 2 * d_inner + 2 * gs + c.n_head;
     const int64_t xbc_off = 5, zdt_off = 2;
@@ -131,6 +134,7 @@ void run_scan_case(gpu::Context& ctx, const ScanCase& c, int64_t split) {
         a.dt_col = zdt_stride - c.n_head, a.z_col = c.gate ? 0 : -1;
         a.dt_bias = c.dt_bias ? &bb : nullptr, a.a = &ab, a.d = c.d ? &db : nullptr;
         a.y = &yb, a.y_offset = uint64_t(t0 * d_inner);
+        a.kernel = kernel;
         ops::ssm_scan(s, a);
         s.barrier("the next tokens read the state");
     }
@@ -140,9 +144,12 @@ void run_scan_case(gpu::Context& ctx, const ScanCase& c, int64_t split) {
     sb.download(got_st.data(), got_st.size() * 4);
     const std::string what = std::to_string(c.n_tokens) + " tokens, " + std::to_string(c.n_head) + "x" +
                              std::to_string(c.head_dim) + " state " + std::to_string(c.d_state) + " groups " +
-                             std::to_string(c.n_group) + " split " + std::to_string(split);
+                             std::to_string(c.n_group) + " split " + std::to_string(split) +
+                             (kernel == ops::SsmScanKernel::Rows ? " (rows kernel)" : " (workgroup kernel)");
     EXPECT_LT(rel_err(got_y, ref_y), 2e-5) << what;
     EXPECT_LT(rel_err(got_st, ref_st), 2e-5) << what;
+    got_y.insert(got_y.end(), got_st.begin(), got_st.end());
+    return got_y;
 }
 
 TEST_F(Ssm, ScanMatchesReferenceForOddShapes) {
@@ -150,13 +157,24 @@ TEST_F(Ssm, ScanMatchesReferenceForOddShapes) {
                               {9, 4, 5, 33, 2, true, false, true},
                               {1, 6, 3, 130, 3, false, true, false},
                               {23, 2, 16, 16, 2, true, true, true}};
-    for (const ScanCase& c : cases) run_scan_case(ctx(), c, c.n_tokens);
+    for (const ScanCase& c : cases)
+        for (auto kernel : {ops::SsmScanKernel::Workgroup, ops::SsmScanKernel::Rows})
+            run_scan_case(ctx(), c, c.n_tokens, kernel);
 }
 
 // A prompt, then one-token decode steps carrying the state: the same as one pass.
 TEST_F(Ssm, ScanPromptThenDecodeEqualsOnePass) {
-    run_scan_case(ctx(), {12, 4, 6, 16, 2, true, true, true}, 11);
-    run_scan_case(ctx(), {12, 4, 6, 16, 2, true, true, true}, 4);
+    for (auto kernel : {ops::SsmScanKernel::Workgroup, ops::SsmScanKernel::Rows}) {
+        run_scan_case(ctx(), {12, 4, 6, 16, 2, true, true, true}, 11, kernel);
+        run_scan_case(ctx(), {12, 4, 6, 16, 2, true, true, true}, 4, kernel);
+    }
+}
+
+// The two kernels do the same arithmetic in the same order: equal bits.
+TEST_F(Ssm, ScanKernelsAgreeBitForBit) {
+    const ScanCase c{17, 3, 5, 48, 3, true, true, true};
+    EXPECT_EQ(run_scan_case(ctx(), c, 9, ops::SsmScanKernel::Rows),
+              run_scan_case(ctx(), c, 9, ops::SsmScanKernel::Workgroup));
 }
 
 TEST_F(Ssm, ConvPromptThenDecodeStepsEqualOnePass) {
