@@ -75,8 +75,9 @@ public:
     // prints them on stderr as "warning: ...".
     const std::vector<std::string>& warnings() const;
     // True once this model created a shader pipeline that no earlier run on this device did (a
-    // first run on the device, or a new kind of model): timings measured so far include shader
-    // compilation. The CLI prints a note after its timing line.
+    // first run on the device, or a new kind of model): its shaders were compiled in this run,
+    // by Session::prepare or, for what was not prepared, inside the timings of the eval that
+    // first used them. The CLI prints a note after its timing line.
     bool compiled_shaders() const;
 
     // ---- Weight interventions (the "what if" of the explorer) ----
