@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "core/router.h"
 #include "gguf/gguf.h"
 
 namespace vkllm::cpu {
@@ -179,27 +180,10 @@ void attention(const float* q, const float* k, const float* v, const int32_t* q_
 bool attention_visible(int32_t q_pos, int32_t k_pos, const AttentionParams& p);
 
 // ---------------------------------------------------------------------------------------------
-// Mixture-of-experts routing (ref_moe.cpp), as llama.cpp's build_moe_ffn:
-//   probs = softmax(logits) or sigmoid(logits)            (raw logits if softmax_after_topk)
-//   score = probs + selection_bias                        (bias only for choosing: DeepSeek V3)
-//   n_group > 1: split experts into n_group contiguous groups; a group's score is the sum of
-//                its two best scores; experts outside the best topk_group groups are dropped
-//   chosen = the top_k experts by score, in descending order of score
-//   weight = probs[chosen] (unbiased); softmax_after_topk: softmax over the chosen logits
-//   norm_topk: weight /= max(sum of chosen weights, 6.103515625e-5)
-//   weight *= weights_scale (0 is treated as 1, as llama.cpp does)
-// Ties (equal scores, equal group scores) break toward the lower expert / group index.
-struct RouterParams {
-    enum Gating { Softmax, Sigmoid };
-    int n_expert = 0;
-    int top_k = 0;
-    Gating gating = Softmax;
-    bool norm_topk = false;
+// Mixture-of-experts routing (ref_moe.cpp) by core/router.h's rule, with the selection bias on
+// the host.
+struct RouterParams : RouterRule {
     const float* selection_bias = nullptr;  // [n_expert] or null
-    int n_group = 1;
-    int topk_group = 1;
-    float weights_scale = 1.0f;
-    bool softmax_after_topk = false;  // Mixtral / gpt-oss style; overrides gating
 };
 
 // logits [n_tokens, n_expert] -> experts [n_tokens, top_k], weights [n_tokens, top_k].

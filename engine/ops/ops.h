@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "core/attention.h"
+#include "core/router.h"
 #include "gguf/gguf.h"
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
@@ -218,23 +219,10 @@ void add_bias(Stream& s, const TensorView& x, const TensorView& bias);
 //   -> swiglu over [n_tokens * top_k, n_ff] -> moe_matmul (down, x_per_pair) -> moe_combine
 // with a barrier between dependent steps. A (token, slot) pair is p = token * top_k + slot.
 
-// The router, with cpu::RouterParams's semantics (cpu::route is the reference):
-//   probs = softmax(logits) | sigmoid(logits) | the logits themselves (softmax_after_topk);
-//   score = probs + selection_bias; n_group > 1 keeps the experts of the topk_group groups whose
-//   two best scores sum highest; the top_k experts by score, best first (ties: lower index);
-//   weights = probs of the chosen (softmax over them with softmax_after_topk), divided by
-//   max(their sum, 2^-14) with norm_topk, times weights_scale (0 means 1).
-struct RouterParams {
-    enum Gating { Softmax, Sigmoid };
-    int n_expert = 0;                        // 1..kMaxExperts
-    int top_k = 0;                           // 1..n_expert
-    Gating gating = Softmax;
-    bool norm_topk = false;
+// The router: core/router.h's rule (cpu::route is the reference) for n_expert in
+// 1..kMaxExperts, with the selection bias on the GPU.
+struct RouterParams : RouterRule {
     const Buffer* selection_bias = nullptr;  // float [n_expert] or null (DeepSeek V3)
-    int n_group = 1;                         // > 1: group-limited routing (n_expert a multiple)
-    int topk_group = 1;
-    float weights_scale = 1.0f;
-    bool softmax_after_topk = false;         // Mixtral / gpt-oss; overrides gating
 };
 inline constexpr int kMaxExperts = 512;
 

@@ -76,17 +76,11 @@ cpu::RouterParams cpu_params(const RouteCase& c, const float* bias) {
     return p;
 }
 
+// The same rule (core/router.h) with the bias on the GPU.
 ops::RouterParams gpu_params(const RouteCase& c, const gpu::Buffer* bias) {
     ops::RouterParams p;
-    p.n_expert = c.n_expert;
-    p.top_k = c.top_k;
-    p.gating = c.gating == cpu::RouterParams::Sigmoid ? ops::RouterParams::Sigmoid : ops::RouterParams::Softmax;
-    p.norm_topk = c.norm_topk;
+    static_cast<RouterRule&>(p) = cpu_params(c, nullptr);
     p.selection_bias = c.bias ? bias : nullptr;
-    p.n_group = c.n_group;
-    p.topk_group = c.topk_group;
-    p.weights_scale = c.weights_scale;
-    p.softmax_after_topk = c.softmax_after_topk;
     return p;
 }
 
