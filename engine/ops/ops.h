@@ -47,8 +47,8 @@ bool gpu_supports(TensorType t);
 uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 
 // y[t, o] = sum_i W[o, i] * x[t, i]  (+ y[t, o] when accumulate: the residual add fused in).
-// x: [n_tokens, n_in] at x_offset; y: [n_tokens, y_stride] at y_offset (y_stride >= n_out,
-// 0 means n_out). One token takes the matrix-vector path; more take the tiled matrix path.
+// x: f32 [n_tokens, w.n_in] with packed rows; y: f32 [n_tokens, w.n_out], any row stride (a
+// slice of wider rows). One token takes the matrix-vector path; more take the tiled matrix path.
 // x and y must not overlap. A weight larger than one binding (maxStorageBufferRange, or
 // VKLLM_MAX_BINDING_BYTES when that is smaller: a hook for tests) is split into row windows.
 // round_x: the one-token matvec rounds x itself exactly as round_activations() with
@@ -56,7 +56,6 @@ uint64_t weight_buffer_bytes(TensorType t, int64_t n_in, int64_t n_out);
 // must be 1): decode then needs no rounding dispatch and barrier before its matmuls.
 // norm (one token only): x is the raw residual stream and the matvec reads
 // rms_norm(x) * norm->weight instead, as rms_norm would have written it (see MatvecNorm).
-// Views: x f32 [n_tokens, w.n_in] with packed rows; y f32 [n_tokens, w.n_out], any row stride.
 struct MatvecNorm;
 void matmul(Stream& s, const Weight& w, const TensorView& x, const TensorView& y, bool accumulate = false,
             bool round_x = false, const MatvecNorm* norm = nullptr);
