@@ -145,14 +145,21 @@ int32_t Sampler::sample_among(const float* logits_in, int32_t n_vocab, const std
     record.stage("penalties", candidates_);
 
     if (allowed) {
-        // Best first; the allowed ones kept, up to one (greedy) or top_k of them.
-        std::sort(candidates_.begin(), candidates_.end(), better);
+        // Best first; the allowed ones kept, up to one (greedy) or top_k of them. The order is
+        // made a window at a time (64 candidates, then 4x as many), so a constraint that agrees
+        // with the model costs a partial sort of the vocabulary, not a full one.
         const size_t want = params_.temperature <= 0.0f ? 1
                             : params_.top_k > 0        ? size_t(params_.top_k)
                                                        : candidates_.size();
-        size_t kept = 0;
-        for (size_t i = 0; i < candidates_.size() && kept < want; ++i)
-            if ((*allowed)(candidates_[i].token)) candidates_[kept++] = candidates_[i];
+        const size_t n = candidates_.size();
+        size_t kept = 0, sorted = 0;
+        while (kept < want && sorted < n) {
+            const size_t end = std::min(n, std::max<size_t>(64, sorted * 4));
+            std::partial_sort(candidates_.begin() + long(sorted), candidates_.begin() + long(end), candidates_.end(), better);
+            for (size_t i = sorted; i < end && kept < want; ++i)
+                if ((*allowed)(candidates_[i].token)) candidates_[kept++] = candidates_[i];
+            sorted = end;
+        }
         candidates_.resize(kept);
         if (candidates_.empty()) throw SamplingError("sample: the constraint allows no token");
     }
