@@ -43,6 +43,19 @@ void ssm_conv(const float* x, int64_t x_stride, float* state, const float* w, co
     }
 }
 
+void short_conv_gated(const float* b, const float* c, const float* x, int64_t stride, float* state, const float* w,
+                      float* y, int64_t y_stride, int64_t n_tokens, int64_t channels, int64_t d_conv) {
+    require(n_tokens >= 0 && channels > 0 && stride >= channels && y_stride >= channels, "short_conv_gated",
+            "needs n_tokens >= 0, channels > 0 and row strides of at least a row");
+    // bx = b * x (ggml_mul), then the plain convolution, then c * conv (ggml_mul)
+    std::vector<float> bx(static_cast<size_t>(n_tokens * channels)), conv(bx.size());
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t ch = 0; ch < channels; ++ch) bx[size_t(t * channels + ch)] = b[t * stride + ch] * x[t * stride + ch];
+    ssm_conv(bx.data(), channels, state, w, nullptr, conv.data(), channels, n_tokens, channels, d_conv, false);
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t ch = 0; ch < channels; ++ch) y[t * y_stride + ch] = c[t * stride + ch] * conv[size_t(t * channels + ch)];
+}
+
 void ssm_scan(const SsmScanRef& a) {
     require(a.n_tokens >= 0 && a.n_head > 0 && a.head_dim > 0 && a.d_state > 0 && a.n_group > 0, "ssm_scan",
             "needs positive sizes");

@@ -25,6 +25,14 @@ namespace vkllm::cpu {
 void ssm_conv(const float* x, int64_t x_stride, float* state, const float* w, const float* bias, float* y,
               int64_t y_stride, int64_t n_tokens, int64_t channels, int64_t d_conv, bool silu);
 
+// LFM2's gated short convolution, as llama.cpp's build_shortconv_block: the input is b * x, the
+// state holds those products, and the convolution's output (no bias, no activation) is
+// multiplied by c:  y[t][ch] = c[t][ch] * sum_k w[ch][k] * (b x)(t + k - (d_conv - 1), ch).
+// b, c and x are token-major rows at one stride (in_proj's row is b | c | x). y must not alias
+// the state.
+void short_conv_gated(const float* b, const float* c, const float* x, int64_t stride, float* state, const float* w,
+                      float* y, int64_t y_stride, int64_t n_tokens, int64_t channels, int64_t d_conv);
+
 // Mamba-2's selective scan over the tokens of one sequence (scalar decay per head, grouped B/C):
 // for each token t, head h (group g = h / (n_head / n_group)), row i < head_dim, state j:
 //   dt   = softplus(dt_raw[t][h] + dt_bias[h])        (softplus(v) = v above 20, as ggml)

@@ -43,13 +43,35 @@ void ssm_conv(Stream& s, const SsmConvArgs& a) {
     const detail::Window bw = a.bias ? detail::window(ctx, *a.bias, a.bias_offset, uint64_t(a.channels), op, "bias")
                                      : ww;
     const detail::Window yw = detail::window(ctx, *a.y, a.y_offset, span(a.n_tokens, ys, a.channels), op, "y");
+    const int64_t bgs = a.in_gate_stride ? a.in_gate_stride : a.channels;
+    const int64_t cgs = a.out_gate_stride ? a.out_gate_stride : a.channels;
+    detail::require(bgs >= a.channels && cgs >= a.channels, op, "gate row strides shorter than a row");
+    const detail::Window bgw =
+        a.in_gate ? detail::window(ctx, *a.in_gate, a.in_gate_offset, span(a.n_tokens, bgs, a.channels), op, "input gate")
+                  : xw;
+    const detail::Window cgw =
+        a.out_gate ? detail::window(ctx, *a.out_gate, a.out_gate_offset, span(a.n_tokens, cgs, a.channels), op, "output gate")
+                   : xw;
     const uint32_t wg = detail::workgroup_size(ctx, 64);
-    const auto& pipeline = ctx.pipeline(gpu::ShaderId::ssm_conv, 5, sizeof(SsmConvPush), {wg});
-    SsmConvPush push{uint32_t(a.n_tokens), uint32_t(a.channels), uint32_t(a.d_conv), xw.shift,  uint32_t(xs),
-                     sw.shift,             ww.shift,             a.bias ? bw.shift : 0u,  yw.shift, uint32_t(ys),
-                     (a.bias ? 1u : 0u) | (a.silu ? 2u : 0u)};
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::ssm_conv, 7, sizeof(SsmConvPush), {wg});
+    SsmConvPush push{};
+    push.n_tokens = uint32_t(a.n_tokens);
+    push.channels = uint32_t(a.channels);
+    push.d_conv = uint32_t(a.d_conv);
+    push.x_shift = xw.shift;
+    push.x_stride = uint32_t(xs);
+    push.st_shift = sw.shift;
+    push.w_shift = ww.shift;
+    push.b_shift = a.bias ? bw.shift : 0u;
+    push.y_shift = yw.shift;
+    push.y_stride = uint32_t(ys);
+    push.bg_shift = a.in_gate ? bgw.shift : 0u;
+    push.bg_stride = uint32_t(bgs);
+    push.cg_shift = a.out_gate ? cgw.shift : 0u;
+    push.cg_stride = uint32_t(cgs);
+    push.flags = (a.bias ? 1u : 0u) | (a.silu ? 2u : 0u) | (a.in_gate ? 4u : 0u) | (a.out_gate ? 8u : 0u);
     const detail::Grid g = detail::grid_2d(ctx, (uint64_t(a.channels) + wg - 1) / wg, op);
-    s.dispatch(pipeline, {xw.range, sw.range, ww.range, bw.range, yw.range}, push, g.x, g.y);
+    s.dispatch(pipeline, {xw.range, sw.range, ww.range, bw.range, yw.range, bgw.range, cgw.range}, push, g.x, g.y);
 }
 
 void ssm_scan(Stream& s, const SsmScanArgs& a) {

@@ -19,6 +19,10 @@ constexpr int64_t kSsmMaxConv = 16;
 // is updated to the last d_conv - 1 inputs. y[t][c] = act(sum_k w[c][k] in(t + k - d_conv + 1)
 // + bias[c]), act SiLU when `silu`. w: [channels][d_conv] f32; bias may be null. One token is
 // a decode step. y must not overlap the state.
+// LFM2's gated short convolution: with in_gate the input is x * in_gate (the state holds the
+// products), with out_gate the result is multiplied by out_gate, y = out_gate * conv(in_gate * x)
+// (no bias, no SiLU); the gates are token-major [n_tokens][channels] rows like x. y may be the
+// very rows of x or of a gate (same offset and stride), no other part of them.
 struct SsmConvArgs {
     int64_t n_tokens = 0, channels = 0, d_conv = 0;
     const Buffer* x = nullptr;
@@ -34,6 +38,12 @@ struct SsmConvArgs {
     uint64_t y_offset = 0;
     int64_t y_stride = 0;  // 0: channels
     bool silu = true;
+    const Buffer* in_gate = nullptr;
+    uint64_t in_gate_offset = 0;
+    int64_t in_gate_stride = 0;  // 0: channels
+    const Buffer* out_gate = nullptr;
+    uint64_t out_gate_offset = 0;
+    int64_t out_gate_stride = 0;  // 0: channels
 };
 void ssm_conv(Stream& s, const SsmConvArgs& a);
 

@@ -11,7 +11,8 @@
 namespace vkllm::ops {
 
 struct SsmConvPush {  // ssm_conv.comp
-    uint32_t n_tokens, channels, d_conv, x_shift, x_stride, st_shift, w_shift, b_shift, y_shift, y_stride, flags;
+    uint32_t n_tokens, channels, d_conv, x_shift, x_stride, st_shift, w_shift, b_shift, y_shift, y_stride, bg_shift,
+        bg_stride, cg_shift, cg_stride, flags;
 };
 
 struct SsmScanPush {  // ssm_scan.comp
