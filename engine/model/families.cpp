@@ -215,6 +215,18 @@ std::vector<Family> make_families() {
             .mixer = Mixer::Mamba1,
             .rope = false,
         },
+        // Jamba (llama.cpp's src/models/jamba.cpp): Mamba-1 where a layer's head_count_kv is 0
+        // (with RMS norms of dt, B and C, weighted by ssm_dt_norm, ssm_b_norm, ssm_c_norm), attention
+        // without positions elsewhere; then ffn_norm and a SwiGLU FFN, or on the layers whose file
+        // has a router (`ffn_gate_inp`) softmax-routed experts, not renormalised.
+        {
+            .arch = "jamba",
+            .mixer = Mixer::Mamba1,
+            .layers = LayerLayout::MixerWhereNoKvHeads,
+            .rope = false,
+            .moe = true,
+            .moe_where_router = true,
+        },
         // Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): a hybrid with one part per layer, chosen
         // from the per-layer arrays: an MLP where feed_forward_length > 0 (ungated, relu^2), else a
         // Mamba-2 mixer where head_count_kv is 0, else attention without positions (no RoPE, kq

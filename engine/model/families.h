@@ -153,6 +153,7 @@ struct Family {
     bool expert_groups_key = false;        // `expert_group_count`/`expert_group_used_count` (default 1)
     bool moe_interleave_key = false;       // `interleave_moe_layer_step` S (required): MoE when (il + 1) % S == 0
     bool leading_dense_key = false;        // `leading_dense_block_count` dense layers first (default 0)
+    bool moe_where_router = false;         // experts only on layers whose file has `ffn_gate_inp` (Jamba)
 
     // --- Multi-head latent attention ---------------------------------------------------------
     // q/kv LoRA ranks, MLA head sizes, the absorbed form (MQA over the latent) and the

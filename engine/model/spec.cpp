@@ -80,8 +80,7 @@ SsmSpec ssm_spec(const Meta& m, bool mamba1) {
         ssm.dt_rank = int(m.integer(kSsmTimeStepRank));
         require_positive(f, kSsmTimeStepRank.text(), ssm.dt_rank, 1 << 16);
         ssm.n_head = ssm.d_inner;  // one channel per head
-        if (m.boolean(kSsmDtBCRms, false))
-            throw ModelError(f.path() + ": " + kSsmDtBCRms.text() + " (RMS norms of dt, B and C) is not supported yet");
+        ssm.dt_b_c_norm = m.boolean(kSsmDtBCRms, false);
         return ssm;
     }
     ssm.n_head = int(m.integer(kSsmTimeStepRank));
@@ -196,6 +195,9 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
         if (L.mixer == LayerMixer::Mamba2 || L.mixer == LayerMixer::Mamba1) {
             if (!ssm) ssm = ssm_spec(m, L.mixer == LayerMixer::Mamba1);
             L.ssm = *ssm;
+            // Jamba's Mamba-1 layers carry weighted norms of dt, B and C.
+            if (L.ssm.mamba1() && has_tensor(f, "blk." + std::to_string(l) + ".ssm_dt_norm.weight"))
+                L.ssm.dt_b_c_norm = true;
         } else if (L.mixer == LayerMixer::Attention) {
             read_attention(m, fam, s, l, L.attn);
         }
@@ -425,7 +427,8 @@ void apply_moe(const Meta& m, const Family& fam, ModelSpec& s) {
     for (int l = 0; l < s.n_layer; ++l) {
         if (!s.layers[size_t(l)].has_ffn) continue;
         MoeSpec& moe = s.layers[size_t(l)].ffn.moe;
-        if (l < n_dense || step <= 0 || (l + 1) % step != 0) {
+        const bool routed = !fam.moe_where_router || has_tensor(f, "blk." + std::to_string(l) + ".ffn_gate_inp.weight");
+        if (l < n_dense || step <= 0 || (l + 1) % step != 0 || !routed) {
             moe = MoeSpec{};  // a dense layer
             continue;
         }

@@ -119,6 +119,9 @@ struct SsmSpec {
     int n_head = 0;   // Mamba-2: `ssm.time_step_rank`; Mamba-1: d_inner (head_dim 1)
     int n_group = 1;  // `ssm.group_count` (Mamba-1: 1)
     int dt_rank = 0;  // Mamba-1: `ssm.time_step_rank`, the rank of dt's projection; 0: Mamba-2
+    // Mamba-1: RMS norms of dt_low, B and C before their use (Jamba: weighted by ssm_dt_norm,
+    // ssm_b_norm, ssm_c_norm; Falcon-Mamba: `ssm.dt_b_c_rms`, unweighted).
+    bool dt_b_c_norm = false;
 
     bool enabled() const { return d_inner > 0; }
     bool mamba1() const { return dt_rank > 0; }

@@ -67,6 +67,9 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.ssm_x_bc = matrix_rows(p + "ssm_x.weight", m.d_inner, x_rows, m.dt_rank, 2 * int64_t(m.d_state));
             w.ssm_dt = matrix(p + "ssm_dt.weight", m.dt_rank, m.d_inner);
             w.ssm_dt_b = vector(p + "ssm_dt.bias", m.d_inner);
+            w.ssm_dt_norm = vector(p + "ssm_dt_norm.weight", m.dt_rank, /*required=*/false);
+            w.ssm_b_norm = vector(p + "ssm_b_norm.weight", m.d_state, /*required=*/false);
+            w.ssm_c_norm = vector(p + "ssm_c_norm.weight", m.d_state, /*required=*/false);
             w.ssm_a = vector(p + "ssm_a", int64_t(m.d_inner) * m.d_state);
             w.ssm_d = vector(p + "ssm_d", m.d_inner);
             w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);

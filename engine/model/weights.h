@@ -53,6 +53,7 @@ struct LayerWeights {
     // its bias [d_inner]; A [d_inner][d_state] and D [d_inner]; no norm.
     ops::Weight ssm_in, ssm_out;
     ops::Weight ssm_x_dt, ssm_x_bc, ssm_dt;
+    const gpu::Buffer *ssm_dt_norm = nullptr, *ssm_b_norm = nullptr, *ssm_c_norm = nullptr;  // Jamba [dt_rank], [d_state]
     const gpu::Buffer *ssm_conv1d = nullptr, *ssm_conv1d_b = nullptr, *ssm_dt_b = nullptr, *ssm_a = nullptr,
                       *ssm_d = nullptr, *ssm_norm = nullptr;
     // Exact super weights of ffn_down (quantize --keep-super-weights): ops::SuperCorrection [n].

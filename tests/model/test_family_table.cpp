@@ -149,7 +149,7 @@ TEST(FamilyTable, RowsAreConsistent) {
             EXPECT_EQ(f.gating, plain.gating);
             EXPECT_FALSE(f.experts_required || f.expert_width_over_topk || f.softmax_after_topk || f.router_bias ||
                          f.expert_bias || f.weight_input || f.shared_experts_key || f.selection_bias ||
-                         f.expert_groups_key || f.moe_interleave_key || f.leading_dense_key);
+                         f.expert_groups_key || f.moe_interleave_key || f.leading_dense_key || f.moe_where_router);
             EXPECT_EQ(f.shared_experts, 0);
             EXPECT_EQ(f.swiglu_alpha, 0.0f);
         }

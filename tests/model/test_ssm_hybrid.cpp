@@ -82,7 +82,7 @@ TEST_P(HybridGolden, LogitsAndGreedyTextMatchLlamaCpp) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, HybridGolden, ::testing::Values("granitehybrid", "granitehybrid-moe-q8_0"),
+INSTANTIATE_TEST_SUITE_P(Golden, HybridGolden, ::testing::Values("granitehybrid", "granitehybrid-moe-q8_0", "jamba"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (char& ch : n)
@@ -122,7 +122,7 @@ void expect_layers(const model::ModelSpec& spec, const std::vector<Parts>& parts
         const model::LayerSpec& L = spec.layers[l];
         EXPECT_EQ(L.mixer, parts[l].mixer);
         EXPECT_EQ(L.has_ffn, parts[l].ffn);
-        EXPECT_EQ(L.ssm.enabled(), L.mixer == LayerMixer::Mamba2);
+        EXPECT_EQ(L.ssm.enabled(), L.mixer == LayerMixer::Mamba2 || L.mixer == LayerMixer::Mamba1);
         EXPECT_EQ(L.attn.n_head_kv > 0, L.mixer == LayerMixer::Attention);
     }
 }
@@ -165,6 +165,23 @@ TEST(Hybrid, GraniteMoeLayersHaveRoutedAndSharedExperts) {
         EXPECT_TRUE(L.ffn.moe.norm_topk);
         EXPECT_FALSE(L.ffn.moe.sigmoid);
     }
+}
+
+TEST(Hybrid, JambaHasMamba1WithNormsAttentionAndExpertsWhereRouted) {
+    test::SsmGolden g = load_ssm_golden("jamba");
+    const model::ModelSpec& spec = g.model->internals().spec();
+    // --layers M*MM: head_count_kv [0, 2, 0, 0]; routers (ffn_gate_inp) on layers 1 and 3 only.
+    expect_layers(spec, {{LayerMixer::Mamba1, true}, {LayerMixer::Attention, true}, {LayerMixer::Mamba1, true},
+                         {LayerMixer::Mamba1, true}});
+    for (size_t l = 0; l < 4; ++l) {
+        EXPECT_EQ(spec.layers[l].ffn.moe.n_expert, l % 2 ? 4 : 0) << l;
+        EXPECT_FALSE(spec.layers[l].ffn.moe.norm_topk) << l;
+        if (spec.layers[l].ssm.enabled()) EXPECT_TRUE(spec.layers[l].ssm.dt_b_c_norm) << l;
+    }
+    EXPECT_FALSE(spec.layers[1].attn.rope.enabled);
+    EXPECT_EQ(spec.kv_bytes_per_token(), uint64_t(2 * (16 + 16) * 4));
+    // Mamba-1: conv [128 channels][3 taps kept] and SSM [128][16 states], f32, three layers.
+    EXPECT_EQ(spec.recurrent_state_bytes(), 3 * (uint64_t(128) * 3 + uint64_t(128) * 16) * 4);
 }
 
 TEST(Hybrid, NemotronHasOnePartPerLayer) {

@@ -362,6 +362,43 @@ std::vector<ArchTable> make_tables() {
     mamba.mamba1 = true;
     tables.push_back(mamba);
 
+    // Jamba (llama.cpp's src/models/jamba.cpp): attn_norm, then Mamba-1 ('M', with ssm_dt_norm,
+    // ssm_b_norm and ssm_c_norm: RMS norms of dt, B and C) or attention without RoPE ('*', q of
+    // n_embd), then ffn_norm and a SwiGLU FFN, or with --n-expert experts on every
+    // --moe-layer-step-th layer (default 2: layers 1, 3, ..., as Jamba's expert period 2, offset
+    // 1); llama.cpp finds those layers by their ffn_gate_inp, so no step key is written.
+    ArchTable jamba;
+    jamba.name = "jamba";
+    jamba.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    jamba.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ssm_in.weight", {D::Embd, D::SsmInnerPair}, Init::Matrix, Presence::SsmLayer},
+        {"blk.{L}.ssm_conv1d.weight", {D::SsmConv, D::SsmInner}, Init::Matrix, Presence::SsmLayer, 1.0f, true},
+        {"blk.{L}.ssm_conv1d.bias", {D::SsmInner}, Init::Bias, Presence::SsmLayer},
+        {"blk.{L}.ssm_x.weight", {D::SsmInner, D::SsmXProj}, Init::Matrix, Presence::SsmLayer},
+        {"blk.{L}.ssm_dt_norm.weight", {D::SsmDtRank}, Init::Norm, Presence::SsmLayer},
+        {"blk.{L}.ssm_dt.weight", {D::SsmDtRank, D::SsmInner}, Init::Matrix, Presence::SsmLayer},
+        {"blk.{L}.ssm_dt.bias", {D::SsmInner}, Init::SsmDtBias, Presence::SsmLayer},
+        {"blk.{L}.ssm_b_norm.weight", {D::SsmState}, Init::Norm, Presence::SsmLayer},
+        {"blk.{L}.ssm_c_norm.weight", {D::SsmState}, Init::Norm, Presence::SsmLayer},
+        {"blk.{L}.ssm_a", {D::SsmState, D::SsmInner}, Init::SsmA, Presence::SsmLayer, 1.0f, true},
+        {"blk.{L}.ssm_d", {D::SsmInner}, Init::Norm, Presence::SsmLayer, 1.0f, true},
+        {"blk.{L}.ssm_out.weight", {D::SsmInner, D::Embd}, Init::Matrix, Presence::SsmLayer},
+    };
+    jamba.per_layer = concat(jamba.per_layer, only_on(without_norms(attention({})), Presence::AttentionLayer));
+    jamba.per_layer = concat(jamba.per_layer, dense_or_moe_ffn());
+    jamba.uses_rope = false;
+    jamba.head_dim_free = false;
+    jamba.ssm = true;
+    jamba.mamba1 = true;
+    jamba.hybrid = Hybrid::MixerOrAttention;
+    jamba.default_layers = "M*";
+    jamba.moe = MoeSupport::Optional;
+    jamba.default_n_expert_used = 2;
+    jamba.default_moe_layer_step = 2;
+    jamba.writes_moe_layer_step = false;
+    tables.push_back(jamba);
+
     // Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): one part per layer after its RMSNorm
     // (attn_norm): a Mamba-2 mixer ('M'), attention without RoPE ('*', attn_q/k/v/output), or an
     // MLP alone ('-', ffn_up and ffn_down: relu(up x)^2, no gate). The converter writes

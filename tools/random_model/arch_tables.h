@@ -140,6 +140,7 @@ struct ArchTable {
     // > 0: the family interleaves dense and MoE layers and writes <arch>.interleave_moe_layer_step
     // (llama4): layer il is MoE when (il + 1) % step == 0 (1: every layer); this is the default step.
     int default_moe_layer_step = 0;
+    bool writes_moe_layer_step = true;    // false: the step is not written (Jamba: llama.cpp finds the routers by tensor)
     // DeepSeek-V2/V3 (deepseek2): multi-head latent attention keys (q/kv LoRA ranks, key/value
     // lengths for MLA, head_count_kv 1) and the DeepSeek MoE keys (leading dense layers, shared
     // experts, gating function, expert groups, weight norm and scale, YaRN log multiplier).

@@ -730,7 +730,8 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "expert_count", Value::from_u32(uint32_t(c.n_expert)));
         w.set(a + "expert_used_count", Value::from_u32(uint32_t(c.n_expert_used)));
         if (arch->writes_expert_ff_length) w.set(a + "expert_feed_forward_length", Value::from_u32(uint32_t(c.n_ff_exp)));
-        if (c.moe_layer_step > 0) w.set(a + "interleave_moe_layer_step", Value::from_u32(uint32_t(c.moe_layer_step)));
+        if (c.moe_layer_step > 0 && arch->writes_moe_layer_step)
+            w.set(a + "interleave_moe_layer_step", Value::from_u32(uint32_t(c.moe_layer_step)));
         if (arch->shared_expert_ff_key) w.set(a + "expert_shared_feed_forward_length", Value::from_u32(uint32_t(c.n_ff)));
     }
     if (arch->mla) {

@@ -88,6 +88,19 @@ void Mamba1MixerBlock::record(Recording& r) const {
     xi.matmul(s, w.ssm_x_dt, state_.x_db(), 0, T);
     xi.matmul(s, w.ssm_x_bc, state_.x_db(), bc_at, T);
     s.barrier("dt_low, B and C are complete before dt_proj and the scan read them");
+    if (S.dt_b_c_norm) {  // RMS norms of dt_low, B and C (weighted where the file has the weights)
+        s.mark("norm");
+        const ops::TensorView dt_low = ops::f32_rows(state_.x_db(), T, R);
+        const ops::TensorView b = ops::f32_rows(state_.x_db(), T, N, bc_at, 2 * N);
+        const ops::TensorView c = ops::f32_rows(state_.x_db(), T, N, bc_at + uint64_t(N), 2 * N);
+        // One buffer: each norm's dispatch binds it whole, so they are ordered one after another.
+        ops::rms_norm(s, dt_low, w.ssm_dt_norm, dt_low, r.spec.norm_eps);
+        s.barrier("dt_low's norm is complete before B's norm binds the same buffer");
+        ops::rms_norm(s, b, w.ssm_b_norm, b, r.spec.norm_eps);
+        s.barrier("B's norm is complete before C's norm binds the same buffer");
+        ops::rms_norm(s, c, w.ssm_c_norm, c, r.spec.norm_eps);
+        s.barrier("the normalised dt_low, B and C are complete before dt_proj and the scan read them");
+    }
 
     // dt = W_dt dt_low + dt_bias, per channel.
     MatmulInputs di = r.prepare_inputs(state_.x_db(), 0, T, int(R), {&w.ssm_dt});

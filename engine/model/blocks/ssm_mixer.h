@@ -26,7 +26,8 @@ private:
 //   h = norm(x); [x | z] = W_in h;  x = silu(conv1d(x, carrying the conv state) + b_conv)
 //   [dt_low | B | C] = W_x x;  dt = W_dt dt_low + dt_bias
 //   y = (scan(x, dt, A, B, C; carrying the SSM state) + D x) * silu(z);  x += W_out y
-// A decays per channel and state (ssm_a [d_inner][d_state]); one group of B and C.
+// A decays per channel and state (ssm_a [d_inner][d_state]); one group of B and C. Jamba and
+// Falcon-Mamba normalise dt_low, B and C (RMS) after x_proj (SsmSpec::dt_b_c_norm).
 class Mamba1MixerBlock : public Block {
 public:
     Mamba1MixerBlock(int layer, const RecurrentState& state) : layer_(layer), state_(state) {}
