@@ -3,8 +3,9 @@
 // connection's thread parses its requests, queues them and sends the text as it comes
 // (server-sent events when stream: true). A client that goes away stops its generation, and a
 // client that misbehaves (slow, huge, malformed) is answered 4xx and costs only its connection.
-// Besides chat and completions: embeddings (encoders), llama-server's /tokenize and
-// /detokenize, Prometheus /metrics, an optional API key, one log line per request.
+// Besides chat and completions: JSON output (response_format) and tool calls (tools,
+// tool_choice) by constrained sampling (docs/serve.md), embeddings (encoders), llama-server's
+// /tokenize and /detokenize, Prometheus /metrics, an optional API key, one log line per request.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -41,6 +42,7 @@ const char* kUsage =
     "  POST /v1/chat/completions, POST /v1/completions (stream: true for server-sent events),\n"
     "  POST /v1/embeddings (encoders), GET /v1/models (each also without /v1), POST /tokenize,\n"
     "  POST /detokenize, GET /metrics (Prometheus), GET /health.\n"
+    "  Chat's response_format (json_object, json_schema) and tools / tool_choice: docs/serve.md.\n"
     "  --port 0: any free port (the line \"listening on\" names it).\n"
     "  --api-key (or the environment variable VKLLM_API_KEY): every route but /health needs\n"
     "    \"Authorization: Bearer KEY\" (401 without).\n"

@@ -59,8 +59,9 @@ struct TokenBytes {
 // events, stop strings and results (options.draft must be empty). A generation that completes
 // the value ends with StopReason::EndOfGeneration (no end-of-generation token is sampled when
 // the value cannot continue); max_tokens or a stop string can still cut it short. The callback
-// is the only way to stop it early (Session::cancel() stops Session::generate only). When no
-// token of the vocabulary continues the value the result is an Error naming it.
+// is the only way to stop it early (Session::cancel() stops Session::generate only), and
+// Session::snapshot() does not show its progress. When no token of the vocabulary continues
+// the value the result is an Error naming it.
 GenerateResult generate_json(Session& session, const std::vector<int32_t>& prompt, const GenerateOptions& options,
                              const JsonGrammar& grammar, const TokenBytes& vocabulary,
                              const TokenCallback& on_token = nullptr);
