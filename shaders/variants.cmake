@@ -116,3 +116,4 @@ vkllm_shader(relu_sqr relu_sqr.comp)   # max(x, 0)^2: Nemotron-H's FFN
 
 # --- linear attention: the gated delta rule (Gated DeltaNet, KDA; engine/ops/delta_net_ops.h) ---
 vkllm_shader(delta_net delta_net.comp)
+vkllm_shader(delta_net_gates delta_net_gates.comp)   # g = softplus(alpha + dt_bias) A, beta = sigmoid(b)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/ref_ops.h"
+#include "cpu/ref_ssm.h"
 
 namespace vkllm::cpu {
 
@@ -25,6 +26,18 @@ void delta_net_l2_norm(const float* x, float* y, int64_t n, float eps) {
     const float inv = 1.0f / std::sqrt(mean + eps / float(n));
     const float post = 1.0f / std::sqrt(float(n));
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * inv) * post;
+}
+
+void delta_net_gates(const float* alpha, int64_t alpha_stride, const float* b, int64_t b_stride, const float* dt_bias,
+                     const float* a, float* g, int64_t g_stride, float* beta, int64_t beta_stride, int64_t n_tokens,
+                     int64_t n_head, int64_t hpg, int64_t group_stride) {
+    require(n_tokens >= 0 && n_head > 0 && hpg > 0, "delta_net_gates needs n_tokens >= 0, n_head > 0 and hpg > 0");
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t h = 0; h < n_head; ++h) {
+            const int64_t col = (h / hpg) * group_stride + h % hpg;
+            g[t * g_stride + h] = ssm_softplus(alpha[t * alpha_stride + col] + dt_bias[h]) * a[h];
+            beta[t * beta_stride + h] = 1.0f / (1.0f + std::exp(-b[t * b_stride + col]));
+        }
 }
 
 void gated_delta_net(const DeltaNetRef& a) {

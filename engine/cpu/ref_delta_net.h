@@ -43,6 +43,13 @@ struct DeltaNetRef {
 };
 void gated_delta_net(const DeltaNetRef& a);
 
+// The gates from the projections, llama.cpp's graph (ggml_softplus, ggml_mul, ggml_sigmoid):
+// g[t][h] = softplus(alpha[t][col(h)] + dt_bias[h]) * a[h], beta[t][h] = sigmoid(b[t][col(h)]),
+// col(h) = (h / hpg) * group_stride + h % hpg (hpg = n_head, group_stride = 0: col(h) = h).
+void delta_net_gates(const float* alpha, int64_t alpha_stride, const float* b, int64_t b_stride, const float* dt_bias,
+                     const float* a, float* g, int64_t g_stride, float* beta, int64_t beta_stride, int64_t n_tokens,
+                     int64_t n_head, int64_t hpg, int64_t group_stride);
+
 // x / sqrt(sum x^2 + eps) in llama.cpp's form: rms_norm with eps / n (the mean of squares summed in
 // double, as ggml's), then times 1 / sqrt(n). y may be x.
 void delta_net_l2_norm(const float* x, float* y, int64_t n, float eps);

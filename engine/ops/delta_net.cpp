@@ -22,8 +22,8 @@ struct Bound {
     uint32_t stride = 0;
 };
 
-Bound bind(const gpu::Context& ctx, const TensorView& v, int64_t rows, int64_t cols, const char* what) {
-    const char* op = "gated_delta_net";
+Bound bind(const gpu::Context& ctx, const TensorView& v, int64_t rows, int64_t cols, const char* what,
+           const char* op = "gated_delta_net") {
     const uint64_t first = detail::checked_f32(v, op, what);
     detail::require(v.rows == rows && v.cols == cols, op,
                     std::string(what) + " is " + shape(v.rows, v.cols) + ", expected " + shape(rows, cols));
@@ -84,6 +84,54 @@ void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a) {
     const detail::Grid grid = detail::grid_2d(ctx, (uint64_t(dv_all) + wg - 1) / wg, op);
     s.dispatch(pipeline, {st.w.range, q.w.range, k.w.range, v.w.range, g.w.range, beta.w.range, o.w.range}, push,
                grid.x, grid.y);
+}
+
+}  // namespace vkllm::ops
+
+namespace vkllm::ops {
+
+void delta_net_gates(Stream& s, const DeltaNetGatesArgs& a) {
+    const char* op = "delta_net_gates";
+    detail::require(a.n_head > 0, op, "needs n_head > 0");
+    const bool grouped = a.heads_per_group > 0;
+    const int64_t hpg = grouped ? a.heads_per_group : a.n_head, gs = grouped ? a.group_stride : 0;
+    detail::require(a.n_head % hpg == 0 && (!grouped || gs >= hpg), op,
+                    "heads_per_group " + std::to_string(hpg) + " must divide n_head " + std::to_string(a.n_head) +
+                        " and group_stride " + std::to_string(gs) + " be at least it");
+    const int64_t in_cols = grouped ? (a.n_head / hpg - 1) * gs + hpg : a.n_head;
+    detail::checked_f32(a.alpha, op, "alpha");
+    const int64_t n = a.alpha.rows;
+    gpu::Context& ctx = s.context();
+    const Bound dtb = bind(ctx, a.dt_bias, 1, a.n_head, "dt_bias", op);
+    const Bound av = bind(ctx, a.a, 1, a.n_head, "A", op);
+    if (n == 0) return;
+    const Bound al = bind(ctx, a.alpha, n, in_cols, "alpha", op);
+    const Bound bv = bind(ctx, a.b, n, in_cols, "b", op);
+    const Bound g = bind(ctx, a.g, n, a.n_head, "g", op);
+    const Bound beta = bind(ctx, a.beta, n, a.n_head, "beta", op);
+    for (const auto& [out, first, oname] : {std::tuple{&a.g, g.first, "g"}, std::tuple{&a.beta, beta.first, "beta"}})
+        for (const auto& [in, ifirst, iname] :
+             {std::tuple{&a.alpha, al.first, "alpha"}, std::tuple{&a.b, bv.first, "b"},
+              std::tuple{&a.dt_bias, dtb.first, "dt_bias"}, std::tuple{&a.a, av.first, "A"}})
+            detail::require(!detail::views_overlap(*out, first, *in, ifirst), op,
+                            std::string(oname) + " overlaps " + iname);
+    detail::require(!detail::views_overlap(a.g, g.first, a.beta, beta.first), op, "g overlaps beta");
+    detail::require(uint64_t(n) * uint64_t(a.n_head) <= 0xffffffffull, op, "too many values");
+    const uint32_t wg = detail::workgroup_size(ctx, 64);
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::delta_net_gates, 6, sizeof(DeltaNetGatesPush), {wg});
+    DeltaNetGatesPush push{};
+    push.n_tokens = uint32_t(n);
+    push.n_head = uint32_t(a.n_head);
+    push.hpg = uint32_t(hpg);
+    push.group_stride = uint32_t(gs);
+    push.alpha_shift = al.w.shift, push.alpha_stride = al.stride;
+    push.b_shift = bv.w.shift, push.b_stride = bv.stride;
+    push.dtb_shift = dtb.w.shift, push.a_shift = av.w.shift;
+    push.g_shift = g.w.shift, push.g_stride = g.stride;
+    push.beta_shift = beta.w.shift, push.beta_stride = beta.stride;
+    const detail::Grid grid = detail::grid_2d(ctx, (uint64_t(n) * uint64_t(a.n_head) + wg - 1) / wg, op);
+    s.dispatch(pipeline, {al.w.range, bv.w.range, dtb.w.range, av.w.range, g.w.range, beta.w.range}, push, grid.x,
+               grid.y);
 }
 
 }  // namespace vkllm::ops

@@ -31,4 +31,18 @@ struct GatedDeltaNetArgs {
 };
 void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a);
 
+// The gates gated_delta_net reads, from the layer's projections: g = softplus(alpha + dt_bias) * A
+// and beta = sigmoid(b), [n_tokens, n_head] each (cpu::delta_net_gates). alpha and b are views of
+// [n_tokens, n_head] columns; with heads_per_group > 0 head h's column is
+// (h / heads_per_group) * group_stride + h % heads_per_group instead (Qwen3-Next's b | alpha
+// per key head: heads_per_group = n_head_v / n_head_k, group_stride = 2 * heads_per_group, the
+// views' cols spanning the whole groups). dt_bias and a: [1, n_head]. g and beta must not
+// overlap the inputs.
+struct DeltaNetGatesArgs {
+    int64_t n_head = 0;
+    int64_t heads_per_group = 0, group_stride = 0;  // 0: plain [n_tokens, n_head] rows
+    TensorView alpha, b, dt_bias, a, g, beta;
+};
+void delta_net_gates(Stream& s, const DeltaNetGatesArgs& a);
+
 }  // namespace vkllm::ops

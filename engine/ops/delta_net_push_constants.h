@@ -1,5 +1,5 @@
-// Push-constant struct of shaders/delta_net.comp, member for member as its `Push` block, and its
-// PushOf entry (ssm_push_constants.h, which push_constants.h includes at its end, includes this
+// Push-constant structs of shaders/delta_net.comp and delta_net_gates.comp, member for member as
+// their `Push` blocks, and their PushOf entries (ssm_push_constants.h, which push_constants.h includes at its end, includes this
 // file, so tests/ops/test_shader_variants checks it).
 #pragma once
 
@@ -16,6 +16,12 @@ struct DeltaNetPush {  // delta_net.comp
     float scale, l2_eps;
 };
 
+struct DeltaNetGatesPush {  // delta_net_gates.comp
+    uint32_t n_tokens, n_head, hpg, group_stride, alpha_shift, alpha_stride, b_shift, b_stride, dtb_shift, a_shift,
+        g_shift, g_stride, beta_shift, beta_stride;
+};
+
 template <> struct PushOf<gpu::ShaderSource::delta_net> { using type = DeltaNetPush; };
+template <> struct PushOf<gpu::ShaderSource::delta_net_gates> { using type = DeltaNetGatesPush; };
 
 }  // namespace vkllm::ops

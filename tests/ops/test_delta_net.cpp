@@ -2,11 +2,13 @@
 // odd head sizes, several heads, value heads sharing key heads both ways (interleaved and tiled),
 // a decay per head or per key row, q and k L2-normalised in the kernel or before it, operands
 // inside wider rows as Qwen3-Next lays them out (q | k | v of the conv's output row), a prompt
-// followed by decode steps equal to one pass, the output written over v, and bad operands.
+// followed by decode steps equal to one pass, the output written over v, and bad operands; and
+// delta_net_gates (g and beta from the projections) on Qwen3-Next's and Qwen3.5's layouts.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/ref_delta_net.h"
@@ -167,6 +169,43 @@ TEST_F(DeltaNet, PromptThenDecodeStepsEqualOnePass) {
 }
 
 TEST_F(DeltaNet, OutputOverValues) { check({7, 2, 4, 19, 19, kI, false, true}, {5, 6, 7}, true); }
+
+// The gates from the projections: Qwen3-Next's rows [b | alpha] per key head (grouped), and
+// Qwen3.5's separate alpha and b rows, with alpha + dt_bias over softplus' threshold on some.
+TEST_F(DeltaNet, GatesMatchReference) {
+    const int64_t n = 7;
+    for (const auto& [n_head, hpg] : {std::pair<int64_t, int64_t>{6, 3}, {5, 0}}) {
+        const int64_t gs = 2 * hpg, stride = hpg ? (n_head / hpg) * gs + 1 : n_head + 2;
+        auto ba = test::random_floats(size_t(n * stride), uint32_t(n_head), -6.0f, 6.0f);
+        auto dtb = test::random_floats(size_t(n_head), 5), a_h = test::random_floats(size_t(n_head), 6, -3.0f, -0.1f);
+        // grouped: b at column 0 of each group, alpha at hpg; plain: b from column 0, alpha from 1
+        const int64_t b_first = 0, alpha_first = hpg ? hpg : 1, cols = hpg ? (n_head / hpg - 1) * gs + hpg : n_head;
+        ba[size_t(alpha_first)] = 30.0f;          // softplus(v) = v above 20
+        ba[size_t(stride + b_first)] = -40.0f;    // sigmoid near 0
+        std::vector<float> ref(size_t(n * 2 * n_head));
+        cpu::delta_net_gates(ba.data() + alpha_first, stride, ba.data() + b_first, stride, dtb.data(), a_h.data(),
+                             ref.data(), 2 * n_head, ref.data() + n_head, 2 * n_head, n, n_head, hpg ? hpg : n_head,
+                             hpg ? gs : 0);
+        gpu::Buffer bab = upload(ba), db = upload(dtb), ab = upload(a_h);
+        gpu::Buffer out(ctx(), ref.size() * 4, gpu::Memory::Device);
+        ops::DeltaNetGatesArgs g;
+        g.n_head = n_head, g.heads_per_group = hpg, g.group_stride = hpg ? gs : 0;
+        g.alpha = ops::f32_rows(bab, n, cols, uint64_t(alpha_first), stride);
+        g.b = ops::f32_rows(bab, n, cols, uint64_t(b_first), stride);
+        g.dt_bias = ops::f32_rows(db, 1, n_head);
+        g.a = ops::f32_rows(ab, 1, n_head);
+        g.g = ops::f32_rows(out, n, n_head, 0, 2 * n_head);
+        g.beta = ops::f32_rows(out, n, n_head, uint64_t(n_head), 2 * n_head);
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::delta_net_gates(s, g);
+        s.submit_and_wait();
+        EXPECT_LT(rel_err(download(out), ref), 1e-6) << n_head << " heads, " << hpg << " per group";
+        auto bad = g;
+        bad.g = ops::f32_rows(bab, n, n_head, 0, stride);  // g over the inputs
+        EXPECT_THROW(ops::delta_net_gates(s, bad), ops::ShapeError);
+    }
+}
 
 TEST_F(DeltaNet, RefusesBadOperands) {
     const Case c{3, 2, 4, 8, 8, kI, false, true};
