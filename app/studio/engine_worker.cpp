@@ -206,6 +206,7 @@ void EngineWorker::load_file(const std::string& path, const std::string& device)
             do_load([path, device] { return Model::load(path, ModelOptions{device}); }, path);
         } catch (...) {
             work_.failed_source = path;
+            work_.last_load_ok = false;
             ++work_.load_serial;
             throw;
         }

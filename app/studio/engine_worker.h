@@ -115,6 +115,7 @@ struct WorkerState {
     uint64_t returned_serial = 0;
     std::string loaded_source;   // the file (or built-in name) the model came from, once it loaded
     std::string failed_source;   // the last file that did not load
+    bool last_load_ok = true;    // whether the newest load (load_serial) opened its model
     uint64_t load_serial = 0;    // counts the loads tried, so the UI sees each outcome once
 };
 

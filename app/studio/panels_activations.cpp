@@ -6,6 +6,7 @@
 
 #include "heatmap.h"
 #include <imgui.h>
+#include "panel_frame.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
@@ -31,14 +32,14 @@ void distribution_columns(const InterventionResult& r) {
         ImGui::TableNextColumn();
         if (i < r.after.size()) ImGui::Text("%.4f", std::exp(r.after[i].logprob));
     }
-    ImGui::EndTable();
+    end_table();
 }
 
 }  // namespace
 
 void draw_activations_panel(StudioApp& app) {
-    if (!ImGui::Begin(panel_title(PanelActivations), &app.settings.open[PanelActivations])) {
-        ImGui::End();
+    if (!begin_panel(app, PanelActivations)) {
+        end_panel();
         return;
     }
     const WorkerState& s = *app.state;
@@ -46,22 +47,21 @@ void draw_activations_panel(StudioApp& app) {
     const std::vector<ActivationRow>& rows = app.vm.activations;
     if (rows.empty()) {
         ImGui::TextDisabled("Send a message: the residual stream's largest values per layer appear here.");
-        ImGui::End();
+        end_panel();
         return;
     }
     // Per layer: max |x| (log scale bars).
     std::vector<float> log_max;
     for (const ActivationRow& r : rows) log_max.push_back(std::log10(std::max(r.max_abs, 1e-6f)));
-    ImGui::PlotHistogram("log10 max|x| per layer", log_max.data(), int(log_max.size()), 0, nullptr, -1.0f,
-                         std::max(4.0f, *std::max_element(log_max.begin(), log_max.end())), ImVec2(0, ui_px(50)));
+    const float top = std::max(4.0f, *std::max_element(log_max.begin(), log_max.end()));
+    ImGui::TextDisabled("log10 max|x| per layer (bars from -1 to %.0f; embeddings first)", top);
+    ImGui::PlotHistogram("##maxabs", log_max.data(), int(log_max.size()), 0, nullptr, -1.0f, top, ImVec2(std::max(ImGui::GetContentRegionAvail().x, 1.0f), ui_px(50)));
     if (s.encoder)  // BERT normalises after each residual sum: the stream the next layer reads
         ImGui::TextDisabled("the post-norm residual stream: each layer's output after its LayerNorm(x + f(x))");
     const bool any_massive = std::any_of(rows.begin(), rows.end(), [](const ActivationRow& r) { return r.massive; });
     ImGui::TextDisabled(any_massive ? "massive activations (> 100 and > 1000x the median) in red"
                                     : "no massive activations (> 100 and > 1000x the median)");
-    if (ImGui::BeginTable("layers", 7, ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingStretchProp,
-                          ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 7))) {
-        ImGui::TableSetupScrollFreeze(0, 1);
+    if (begin_data_table("layers", 7, int(rows.size()), 6)) {
         for (const char* c : {"layer", "max |x|", "token", "channel", "median", "ratio", ""}) ImGui::TableSetupColumn(c);
         ImGui::TableHeadersRow();
         for (const ActivationRow& r : rows) {
@@ -86,7 +86,7 @@ void draw_activations_panel(StudioApp& app) {
             if (!s.busy && ImGui::SmallButton("set to mean")) app.worker.set_activation_to_mean(r.layer, r.channel);
             ImGui::PopID();
         }
-        ImGui::EndTable();
+        end_data_table();
     }
 
     // Token x channel |x| of the selected layer.
@@ -110,7 +110,7 @@ void draw_activations_panel(StudioApp& app) {
     // Super-weight candidates (Yu et al. 2024).
     if (ImGui::CollapsingHeader("Super-weight candidates (ffn_down spike pairs)", ImGuiTreeNodeFlags_DefaultOpen)) {
         if (app.vm.super_weights.empty()) ImGui::TextDisabled("no ffn_down input/output spike on one token yet");
-        else if (ImGui::BeginTable("sw", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
+        else if (begin_data_table("sw", 6, int(std::min<size_t>(app.vm.super_weights.size(), 8)), 8)) {
             for (const char* c : {"layer", "W_down[row, col]", "token", "in ratio", "out ratio", ""}) ImGui::TableSetupColumn(c);
             ImGui::TableHeadersRow();
             int shown = 0;
@@ -142,16 +142,16 @@ void draw_activations_panel(StudioApp& app) {
                 }
                 ImGui::PopID();
             }
-            ImGui::EndTable();
+            end_data_table();
         }
     }
     if (!s.interventions.empty() || s.intervention.valid) {
         ImGui::Separator();
-        for (const std::string& i : s.interventions) ImGui::BulletText("%s", i.c_str());
+        for (const std::string& i : s.interventions) bullet_text("%s", i.c_str());
         if (!s.interventions.empty() && ImGui::Button("Restore")) app.worker.restore_interventions();
         if (s.intervention.valid) distribution_columns(s.intervention);
     }
-    ImGui::End();
+    end_panel();
 }
 
 }  // namespace vkllm::studio

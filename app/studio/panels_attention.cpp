@@ -8,6 +8,7 @@
 
 #include "heatmap.h"
 #include <imgui.h>
+#include "panel_frame.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
@@ -91,8 +92,7 @@ static void draw_summary_overview(StudioApp& app) {
     app.sel_layer = std::clamp(app.sel_layer, 0, int(v.layers.size()) - 1);
     const AttentionLayerView& l = v.layers[size_t(app.sel_layer)];
     ImGui::Text("layer %d (%s): %d heads", l.layer, l.kind.c_str(), l.n_head);
-    if (ImGui::BeginTable("summary_heads", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame |
-                                                   ImGuiTableFlags_ScrollY)) {
+    if (begin_data_table("summary_heads", 4, int(l.heads.size()), 12)) {
         ImGui::TableSetupColumn("head");
         ImGui::TableSetupColumn("entropy");
         ImGui::TableSetupColumn("first-token mass");
@@ -111,25 +111,25 @@ static void draw_summary_overview(StudioApp& app) {
             ImGui::TableNextColumn();
             ImGui::Text("%.2f", st.mean_distance);
         }
-        ImGui::EndTable();
+        end_data_table();
     }
 }
 
 void draw_attention_panel(StudioApp& app) {
-    if (!ImGui::Begin(panel_title(PanelAttention), &app.settings.open[PanelAttention])) {
-        ImGui::End();
+    if (!begin_panel(app, PanelAttention)) {
+        end_panel();
         return;
     }
     const WorkerState& s = *app.state;
     const ProbeHistory& h = *s.probes;
     if (h.attention.empty() && !app.vm.attention.layers.empty()) {
         draw_summary_overview(app);
-        ImGui::End();
+        end_panel();
         return;
     }
     if (h.attention.empty() || h.attention.front().query_pos.empty()) {
         ImGui::TextDisabled("Send a message: the attention maps of every layer appear here while it answers.");
-        ImGui::End();
+        end_panel();
         return;
     }
     ImGui::Checkbox("log scale", &app.settings.log_scale);
@@ -187,6 +187,7 @@ void draw_attention_panel(StudioApp& app) {
     ImGui::SameLine();
 
     ImGui::BeginChild("large", ImVec2(0, 0), false);
+    ImGui::PushTextWrapPos(0.0f);
     const int nq = int(sel->query_pos.size()), nk = sel->n_key;
     const float side = std::max(64.0f, std::min(ImGui::GetContentRegionAvail().x - (sel->has_sinks ? 24 : 0),
                                                 ImGui::GetContentRegionAvail().y * 0.62f));
@@ -234,7 +235,7 @@ void draw_attention_panel(StudioApp& app) {
     // Per-head statistics of the selected layer.
     for (const AttentionLayerView& l : app.vm.attention.layers) {
         if (l.layer != sel->layer) continue;
-        if (ImGui::BeginTable("heads", l.sinks ? 5 : 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
+        if (begin_data_table("heads", l.sinks ? 5 : 4, int(l.heads.size()), 8)) {
             ImGui::TableSetupColumn("head");
             ImGui::TableSetupColumn("entropy");
             ImGui::TableSetupColumn("first-token mass");
@@ -258,7 +259,7 @@ void draw_attention_panel(StudioApp& app) {
                     ImGui::Text("%.3f", st.sink_mass);
                 }
             }
-            ImGui::EndTable();
+            end_data_table();
         }
     }
 
@@ -283,8 +284,9 @@ void draw_attention_panel(StudioApp& app) {
     } else {
         ImGui::TextDisabled("Click a key in the map (or hover a token in the chat) to see what attends to it.");
     }
+    ImGui::PopTextWrapPos();
     ImGui::EndChild();
-    ImGui::End();
+    end_panel();
 }
 
 }  // namespace vkllm::studio

@@ -4,21 +4,18 @@
 #include <cmath>
 #include <cstdio>
 
+#include "code_blocks.h"
 #include "heatmap.h"
+#include "legends.h"
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
 #include <imgui.h>
+#include "panel_frame.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
 
 namespace {
-
-ImU32 expert_color(int expert, int n_expert) {
-    if (expert < 0) return 0;
-    const float hue = float(expert) / float(std::max(n_expert, 1));
-    float r, g, b;
-    ImGui::ColorConvertHSVtoRGB(hue, 0.55f, 0.85f, r, g, b);
-    return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, 0.55f));
-}
 
 // The expert the token at `position` went to first at `layer` (-1 when unknown).
 int top_expert(const ProbeHistory& h, int layer, int position) {
@@ -41,7 +38,7 @@ void token_tooltip(StudioApp& app, const TokenEvent& e) {
             ImGui::TableNextColumn();
             ImGui::Text("%.4f", std::exp(a.logprob));
         }
-        ImGui::EndTable();
+        end_table();
     }
     const std::vector<std::vector<int32_t>> path = token_path(*app.state->probes, e.position);
     std::string p;
@@ -101,7 +98,7 @@ void sampler_controls(StudioApp& app) {
 void funnel_table(const TokenEvent& e) {
     ImGui::TextDisabled("sampler funnel of the newest token \"%s\" (rank %d, p %.3f when drawn):", e.piece.c_str(),
                         e.funnel.chosen_rank, e.funnel.chosen_p);
-    if (!ImGui::BeginTable("funnel", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+    if (!begin_data_table("funnel", 3, int(e.funnel.stages.size()))) return;
     ImGui::TableSetupColumn("stage");
     ImGui::TableSetupColumn("candidates");
     ImGui::TableSetupColumn("mass");
@@ -115,9 +112,9 @@ void funnel_table(const TokenEvent& e) {
         ImGui::TableNextColumn();
         char label[32];
         snprintf(label, sizeof label, "%.1f%%", f.mass * 100.0f);
-        ImGui::ProgressBar(f.mass, ImVec2(-1, 0), label);
+        ImGui::ProgressBar(f.mass, ImVec2(ui_px(110), 0), label);
     }
-    ImGui::EndTable();
+    end_data_table();
 }
 
 // An encoder's reading of the newest text: its tokens with the masked-token prediction at each
@@ -138,7 +135,7 @@ void encoder_view(const WorkerState& s) {
         dims += v;
     }
     ImGui::TextDisabled("e[0..5] = %s%s", dims.c_str(), e.embedding.size() > 6 ? ", ..." : "");
-    if (!ImGui::BeginTable("encoded", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+    if (!begin_data_table("encoded", 3, int(e.predictions.size()), 12)) return;
     ImGui::TableSetupColumn("pos");
     ImGui::TableSetupColumn("token");
     ImGui::TableSetupColumn("predicted here (masked-token head)");
@@ -161,34 +158,190 @@ void encoder_view(const WorkerState& s) {
         }
         ImGui::TextUnformatted(top.c_str());
     }
-    ImGui::EndTable();
+    end_data_table();
 }
 
 }  // namespace
 
+namespace {
+
+// A fenced code block: its language and a copy button, then the code in a framed box in the
+// monospace font, scrolled sideways rather than wrapped.
+void code_block(StudioApp& app, const std::string& code, const std::string& language, int id) {
+    ImGui::PushID(id);
+    ImGui::TextDisabled("%s", language.empty() ? "code" : language.c_str());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("copy code")) {
+        ImGui::SetClipboardText(code.c_str());
+        app.message = "copied the code block";
+    }
+    ImFont* mono = app.code_font ? app.code_font : ImGui::GetFont();
+    int lines = 1;
+    for (char c : code) lines += c == '\n';
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float h = float(std::min(lines, 30)) * mono->FontSize + st.WindowPadding.y * 2 + st.ScrollbarSize;
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::GetStyleColorVec4(ImGuiCol_FrameBg));
+    ImGui::BeginChild("code", ImVec2(0, h), true, ImGuiWindowFlags_HorizontalScrollbar);
+    ImGui::PushFont(mono);
+    ImGui::PushTextWrapPos(-1.0f);  // code keeps its lines: the box scrolls sideways
+    ImGui::TextUnformatted(code.c_str(), code.c_str() + code.size());
+    ImGui::PopTextWrapPos();
+    ImGui::PopFont();
+    ImGui::EndChild();
+    ImGui::PopStyleColor();
+    ImGui::PopID();
+}
+
+// One message: prose span by span (each token coloured and with its tooltip), code blocks apart.
+void draw_message(StudioApp& app, const ChatTurn& t, int n_expert) {
+    const WorkerState& s = *app.state;
+    // The message's text and where each token's bytes start in it.
+    std::string text;
+    std::vector<size_t> starts;
+    bool ended = false;
+    if (t.tokens.empty()) {
+        text = t.text;
+    } else {
+        for (const TokenEvent& e : t.tokens) {
+            starts.push_back(text.size());
+            text += e.text;
+            ended = ended || e.end_of_generation;
+        }
+    }
+    auto background = [&](const TokenEvent& e) -> ImU32 {
+        if (app.settings.color_mode == 1)
+            // Fainter on the light theme: dark text stays readable on the dark ramp end.
+            return ramp_color(std::min(surprisal_bits(e.logprob) / 12.0f, 1.0f), app.settings.dark ? 0.55f : 0.3f);
+        if (app.settings.color_mode == 2) return expert_color(top_expert(*s.probes, app.settings.color_layer, e.position), n_expert);
+        return 0;
+    };
+    const std::vector<TextSegment> segments = split_code_blocks(text);
+    bool line_open = false;  // a prose span left the cursor on its line
+    for (size_t k = 0; k < segments.size(); ++k) {
+        const TextSegment& seg = segments[k];
+        if (seg.code) {
+            if (line_open) ImGui::NewLine();
+            line_open = false;
+            code_block(app, text.substr(seg.begin, seg.end - seg.begin), seg.language, int(k));
+            continue;
+        }
+        if (t.tokens.empty()) {
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextUnformatted(text.c_str() + seg.begin, text.c_str() + seg.end);
+            ImGui::PopTextWrapPos();
+            continue;
+        }
+        // The tokens' parts inside this segment.
+        for (size_t i = 0; i < t.tokens.size(); ++i) {
+            const TokenEvent& e = t.tokens[i];
+            const size_t b = std::max(starts[i], seg.begin), end = std::min(starts[i] + e.text.size(), seg.end);
+            if (b >= end) continue;
+            if (wrapped_span(text.substr(b, end - b), background(e))) {
+                app.hover_pos = e.position;
+                token_tooltip(app, e);
+            }
+            line_open = true;
+        }
+    }
+    if (ended) {
+        const TokenEvent& e = t.tokens.back();
+        if (wrapped_span("[end]", background(e))) {
+            app.hover_pos = e.position;
+            token_tooltip(app, e);
+        }
+        line_open = true;
+    }
+    if (line_open) ImGui::NewLine();
+}
+
+// Up and Down in the chat box: the sent messages (InputHistory). ImGui has no history callback
+// for a multi-line box, so the callback that runs every frame looks at the arrow keys.
+int input_callback(ImGuiInputTextCallbackData* d) {
+    auto* app = static_cast<StudioApp*>(d->UserData);
+    const bool up = ImGui::IsKeyPressed(GLFW_KEY_UP), down = ImGui::IsKeyPressed(GLFW_KEY_DOWN);
+    if (!up && !down) return 0;
+    const std::string current(d->Buf, size_t(d->BufTextLen));
+    if (const auto r = app->input_history.recall(current, up)) {
+        d->DeleteChars(0, d->BufTextLen);
+        d->InsertChars(0, r->c_str());
+        d->CursorPos = d->SelectionStart = d->SelectionEnd = d->BufTextLen;
+    }
+    return 0;
+}
+
+// A row of buttons that wraps when the panel is narrow.
+bool flow_button(const char* label, bool first) {
+    const float w = ImGui::CalcTextSize(label).x + ImGui::GetStyle().FramePadding.x * 2;
+    if (!first && fits_after_last_item(w)) ImGui::SameLine();
+    return ImGui::Button(label);
+}
+
+// The context meter, and the choice when the context is full.
+float context_rows(const StudioApp& app) {
+    const bool choice = app.state->context_full && !app.context_choice_dismissed;
+    return ImGui::GetFrameHeightWithSpacing() * (choice ? 3.0f : 1.0f);
+}
+
+void context_meter(StudioApp& app) {
+    const WorkerState& s = *app.state;
+    const int used = int(s.context.size());
+    const float f = s.n_ctx > 0 ? std::min(1.0f, float(used) / float(s.n_ctx)) : 0.0f;
+    char label[64];
+    snprintf(label, sizeof label, "context %d / %d tokens", used, s.n_ctx);
+    ImGui::PushStyleColor(ImGuiCol_PlotHistogram, f >= 0.9f ? ImVec4(0.85f, 0.3f, 0.25f, 1) : f >= 0.7f ? ImVec4(0.9f, 0.65f, 0.2f, 1)
+                                                                                            : ImVec4(0.3f, 0.6f, 0.9f, 1));
+    ImGui::ProgressBar(f, ImVec2(-1, 0), label);
+    ImGui::PopStyleColor();
+    if (!s.context_full || app.context_choice_dismissed) return;
+    ImGui::TextColored(readable(ImVec4(1, 0.7f, 0.3f, 1)), "The context is full: the answer stopped.");
+    if (ImGui::Button("Drop the oldest turns and go on")) app.worker.shift_context(app.settings.generation);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Drops the oldest exchanges (the system prompt stays) until half the context is free,\n"
+                          "re-evaluates what is kept, and lets you chat on.");
+    if (flow_button("Stop here", false)) app.context_choice_dismissed = true;
+}
+
+
+}  // namespace
+
 void draw_chat_panel(StudioApp& app) {
-    if (!ImGui::Begin(panel_title(PanelChat), &app.settings.open[PanelChat])) {
-        ImGui::End();
+    if (!begin_panel(app, PanelChat)) {
+        end_panel();
         return;
     }
     const WorkerState& s = *app.state;
+    if (ImGui::CollapsingHeader("System prompt")) {
+        if (ImGui::InputTextMultiline("##system", app.system_prompt, sizeof app.system_prompt,
+                                      ImVec2(-1, ImGui::GetTextLineHeight() * 4)))
+            app.settings.generation.system = app.system_prompt;
+        ImGui::TextDisabled(s.chat_template ? "sent as the template's system message"
+                                            : "plain continuation: the text before the conversation");
+    }
     if (ImGui::CollapsingHeader("Sampler")) sampler_controls(app);
-    ImGui::SetNextItemWidth(ui_px(140));
+    ImGui::SetNextItemWidth(ui_px(120));
     ImGui::Combo("colour", &app.settings.color_mode, "plain\0surprisal\0expert\0");
     int n_expert = 0;
     if (app.settings.color_mode == 2 && s.info) {
         ImGui::SameLine();
-        ImGui::SetNextItemWidth(ui_px(100));
+        ImGui::SetNextItemWidth(ui_px(90));
         ImGui::SliderInt("MoE layer", &app.settings.color_layer, 0, std::max(0, s.info->n_layer - 1));
         app.settings.color_layer = std::clamp(app.settings.color_layer, 0, std::max(0, s.info->n_layer - 1));
         n_expert = s.info->layers.empty() ? 0 : s.info->layers[size_t(app.settings.color_layer)].ffn.n_expert;
-        if (n_expert == 0) ImGui::TextDisabled("layer %d has no experts", app.settings.color_layer);
     }
-    ImGui::SameLine();
-    ImGui::TextDisabled(s.encoder ? "(encoder)" : s.chat_template ? "(chat template)" : "(plain continuation)");
+    const char* mode = s.encoder ? "(encoder)" : s.chat_template ? "(chat template)" : "(plain continuation)";
+    if (fits_after_last_item(ImGui::CalcTextSize(mode).x)) ImGui::SameLine();
+    ImGui::TextDisabled("%s", mode);
+    // What the colours mean.
+    if (app.settings.color_mode == 1) ramp_legend("surprisal", "0", "12+ bits", app.settings.dark ? 0.55f : 0.3f);
+    else if (app.settings.color_mode == 2) {
+        if (n_expert == 0) ImGui::TextDisabled("layer %d has no experts", app.settings.color_layer);
+        else expert_legend(n_expert);
+    }
 
-    const float footer = ImGui::GetFrameHeight() * 2.5f + ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ItemSpacing.y * 2;
+    const float input_h = ImGui::GetTextLineHeight() * 3 + ImGui::GetStyle().FramePadding.y * 2;
+    const float footer = input_h + ImGui::GetFrameHeightWithSpacing() * 2 + context_rows(app) + ImGui::GetStyle().ItemSpacing.y * 2;
     ImGui::BeginChild("turns", ImVec2(0, -footer), true);
+    ImGui::PushTextWrapPos(0.0f);
     app.hover_pos = -1;
     for (int i = 0; i < int(s.messages.size()); ++i) {
         const ChatTurn& t = s.messages[size_t(i)];
@@ -200,6 +353,11 @@ void draw_chat_panel(StudioApp& app) {
             app.editing = i;
             snprintf(app.edit_buffer, sizeof app.edit_buffer, "%s", t.text.c_str());
         }
+        ImGui::SameLine();
+        if (ImGui::SmallButton("copy")) {
+            ImGui::SetClipboardText(t.text.c_str());
+            app.message = "copied message " + std::to_string(i);
+        }
         if (app.editing == i) {
             ImGui::InputTextMultiline("##edit", app.edit_buffer, sizeof app.edit_buffer, ImVec2(-1, ui_px(80)));
             if (ImGui::Button("Rerun from here")) {
@@ -208,25 +366,8 @@ void draw_chat_panel(StudioApp& app) {
             }
             ImGui::SameLine();
             if (ImGui::Button("Cancel")) app.editing = -1;
-        } else if (t.tokens.empty()) {
-            ImGui::PushTextWrapPos(0);
-            ImGui::TextUnformatted(t.text.c_str());
-            ImGui::PopTextWrapPos();
         } else {
-            for (const TokenEvent& e : t.tokens) {
-                if (e.text.empty() && !e.end_of_generation) continue;
-                ImU32 bg = 0;
-                if (app.settings.color_mode == 1)
-                    // Fainter on the light theme: dark text stays readable on the dark ramp end.
-                    bg = ramp_color(std::min(surprisal_bits(e.logprob) / 12.0f, 1.0f), app.settings.dark ? 0.55f : 0.3f);
-                else if (app.settings.color_mode == 2)
-                    bg = expert_color(top_expert(*s.probes, app.settings.color_layer, e.position), n_expert);
-                if (wrapped_span(e.end_of_generation ? "[end]" : e.text, bg)) {
-                    app.hover_pos = e.position;
-                    token_tooltip(app, e);
-                }
-            }
-            ImGui::NewLine();
+            draw_message(app, t, n_expert);
         }
         ImGui::Separator();
         ImGui::PopID();
@@ -234,16 +375,42 @@ void draw_chat_panel(StudioApp& app) {
     if (s.encoder) encoder_view(s);
     if (!s.messages.empty() && !s.messages.back().tokens.empty()) funnel_table(s.messages.back().tokens.back());
     if (s.generating && ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 40) ImGui::SetScrollHereY(1.0f);
+    ImGui::PopTextWrapPos();
     ImGui::EndChild();
-    ImGui::InputTextMultiline("##input", app.input, sizeof app.input, ImVec2(-1, ImGui::GetFrameHeight() * 2.5f));
-    if (ImGui::Button(s.encoder ? "Encode (Ctrl+Enter)" : "Send (Ctrl+Enter)")) app.send_input();
-    ImGui::SameLine();
-    if (ImGui::Button("Stop (Esc)")) app.worker.stop();
-    ImGui::SameLine();
-    if (ImGui::Button("Regenerate (Ctrl+R)")) app.worker.regenerate(app.settings.generation);
-    ImGui::SameLine();
-    if (ImGui::Button("Clear")) app.worker.clear_chat();
-    ImGui::End();
+
+    context_meter(app);
+    // The box: Enter sends, Shift+Enter (or Ctrl+Enter) starts a new line, Up in an empty box
+    // brings back the last message. ImGui's multi-line box sends on Enter with
+    // CtrlEnterForNewLine and takes Ctrl+Enter as its new line; Shift+Enter is passed to it as
+    // Ctrl+Enter for the one frame it is pressed.
+    ImGuiIO& io = ImGui::GetIO();
+    const bool enter = ImGui::IsKeyPressed(GLFW_KEY_ENTER) || ImGui::IsKeyPressed(GLFW_KEY_KP_ENTER);
+    const bool ctrl = io.KeyCtrl;
+    const ImGuiKeyModFlags mods = io.KeyMods;
+    if (enter && io.KeyShift) {
+        io.KeyCtrl = true;
+        io.KeyMods |= ImGuiKeyModFlags_Ctrl;
+    }
+    if (app.focus_input) {
+        if (!app.input_active) ImGui::SetKeyboardFocusHere();
+        app.focus_input = false;
+    }
+    const bool submitted = ImGui::InputTextMultiline(
+        "##input", app.input, sizeof app.input, ImVec2(-1, input_h),
+        ImGuiInputTextFlags_CtrlEnterForNewLine | ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackAlways,
+        input_callback, &app);
+    io.KeyCtrl = ctrl;
+    io.KeyMods = mods;
+    app.input_active = ImGui::IsItemActive();
+    if (submitted) {
+        app.send_input();
+        app.focus_input = true;  // Enter let go of the box: keep typing in it
+    }
+    if (flow_button(s.encoder ? "Encode (Enter)" : "Send (Enter)", true)) app.send_input();
+    if (flow_button("Stop (Esc)", false)) app.worker.stop();
+    if (flow_button("Regenerate (Ctrl+R)", false)) app.worker.regenerate(app.settings.generation);
+    if (flow_button("Clear", false)) app.worker.clear_chat();
+    end_panel();
 }
 
 }  // namespace vkllm::studio

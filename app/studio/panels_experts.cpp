@@ -3,16 +3,20 @@
 // the hovered token's path through the layers.
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
+#include <string>
 
 #include "heatmap.h"
+#include "legends.h"
 #include <imgui.h>
+#include "panel_frame.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
 
 void draw_experts_panel(StudioApp& app) {
-    if (!ImGui::Begin(panel_title(PanelExperts), &app.settings.open[PanelExperts])) {
-        ImGui::End();
+    if (!begin_panel(app, PanelExperts)) {
+        end_panel();
         return;
     }
     const WorkerState& s = *app.state;
@@ -22,12 +26,12 @@ void draw_experts_panel(StudioApp& app) {
         for (const LayerInfo& l : s.info->layers) moe = moe || l.ffn.kind == FfnKind::Moe;
     if (!moe) {
         ImGui::TextDisabled("This model has no mixture-of-experts layers.");
-        ImGui::End();
+        end_panel();
         return;
     }
     if (layers.empty()) {
         ImGui::TextDisabled("Send a message: each MoE layer's routing appears here.");
-        ImGui::End();
+        end_panel();
         return;
     }
     // Layer x expert heatmap of all tokens' pairs, normalised per layer.
@@ -43,9 +47,29 @@ void draw_experts_panel(StudioApp& app) {
                 float(layers[i].prompt_tokens[size_t(e)] + layers[i].generated_tokens[size_t(e)]) / float(mx);
     }
     ImGui::Text("load: MoE layers (rows) x experts (columns), each row by its busiest expert");
-    const float w = std::min(ImGui::GetContentRegionAvail().x, ui_px(28) * float(n_expert));
-    const HeatmapHover hv = draw_heatmap("load", grid.data(), int(layers.size()), n_expert,
-                                         ImVec2(w, std::min(ui_px(16) * float(layers.size()), ui_px(120))), 0.0f, 1.0f);
+    // Axes: the layer of each row on the left, expert numbers above the columns.
+    const float axis_w = ImGui::CalcTextSize("L00").x + ui_px(6);
+    const float w = std::min(ImGui::GetContentRegionAvail().x - axis_w, ui_px(28) * float(n_expert));
+    const float map_h = std::min(ui_px(16) * float(layers.size()), ui_px(120));
+    const ImVec2 corner = ImGui::GetCursorScreenPos();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImU32 ink = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    const float cell_w = w / float(std::max(n_expert, 1)), line = ImGui::GetTextLineHeight();
+    const int every = std::max(1, int(std::ceil(ImGui::CalcTextSize("000").x / std::max(cell_w, 1.0f))));
+    for (int e = 0; e < n_expert; e += every) {
+        const std::string label = std::to_string(e);
+        dl->AddText(ImVec2(corner.x + axis_w + (float(e) + 0.5f) * cell_w - ImGui::CalcTextSize(label.c_str()).x * 0.5f, corner.y),
+                    ink, label.c_str());
+    }
+    const float row_h = map_h / float(std::max<size_t>(layers.size(), 1));
+    const int row_every = std::max(1, int(std::ceil(line / std::max(row_h, 1.0f))));
+    for (size_t i = 0; i < layers.size(); i += size_t(row_every)) {
+        const std::string label = "L" + std::to_string(layers[i].layer);
+        dl->AddText(ImVec2(corner.x, corner.y + line + (float(i) + 0.5f) * row_h - line * 0.5f), ink, label.c_str());
+    }
+    ImGui::Dummy(ImVec2(axis_w + w, line));
+    ImGui::SetCursorScreenPos(ImVec2(corner.x + axis_w, corner.y + line));
+    const HeatmapHover hv = draw_heatmap("load", grid.data(), int(layers.size()), n_expert, ImVec2(w, map_h), 0.0f, 1.0f);
     if (hv.hovered()) {
         const ExpertLayerView& l = layers[size_t(hv.row)];
         ImGui::SetTooltip("layer %d expert %d: %d prompt + %d generated pairs", l.layer, hv.col,
@@ -53,8 +77,9 @@ void draw_experts_panel(StudioApp& app) {
                           hv.col < l.n_expert ? l.generated_tokens[size_t(hv.col)] : 0);
         if (ImGui::IsItemClicked()) app.sel_layer = l.layer;
     }
+    ramp_legend("pairs", "0", "busiest");
     // Balance table.
-    if (ImGui::BeginTable("balance", 6, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
+    if (begin_data_table("balance", 6, int(layers.size()), 6)) {
         for (const char* c : {"layer", "CV", "max/mean", "entropy", "idle", "shared"}) ImGui::TableSetupColumn(c);
         ImGui::TableHeadersRow();
         for (const ExpertLayerView& l : layers) {
@@ -73,7 +98,7 @@ void draw_experts_panel(StudioApp& app) {
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(l.shared_expert ? "yes" : "-");
         }
-        ImGui::EndTable();
+        end_data_table();
     }
     // The selected layer in detail.
     const ExpertLayerView* sel = &layers.front();
@@ -83,7 +108,10 @@ void draw_experts_panel(StudioApp& app) {
     const std::vector<float> prompt = as_float(sel->prompt_tokens), gen = as_float(sel->generated_tokens),
                              rolling = as_float(sel->rolling_tokens);
     ImGui::Text("layer %d%s", sel->layer, sel->shared_expert ? " (+ an always-on shared expert)" : "");
-    const ImVec2 plot(ImGui::GetContentRegionAvail().x * 0.32f, 60);
+    ImGui::TextDisabled("per expert 0..%d (bars), each plot on its own scale:", sel->n_expert - 1);
+    // Three plots a row, as wide as the row allows.
+    const float spacing = ImGui::GetStyle().ItemSpacing.x;
+    const ImVec2 plot(std::max((ImGui::GetContentRegionAvail().x - 2 * spacing) / 3.0f - 1.0f, 1.0f), ui_px(60));
     ImGui::PlotHistogram("##prompt", prompt.data(), int(prompt.size()), 0, "prompt", 0.0f, FLT_MAX, plot);
     ImGui::SameLine();
     ImGui::PlotHistogram("##gen", gen.data(), int(gen.size()), 0, "generated", 0.0f, FLT_MAX, plot);
@@ -98,11 +126,11 @@ void draw_experts_panel(StudioApp& app) {
     for (const auto* loads : {&s.probes->expert_load_prefill, &s.probes->expert_load_decode}) {
         for (const ExpertLoad& l : *loads)
             if (l.layer == sel->layer) {
-                ImGui::SameLine();
+                if (fits_after_last_item(plot.x)) ImGui::SameLine();
                 ImGui::PlotHistogram(loads == &s.probes->expert_load_prefill ? "##cp" : "##cd", l.tokens.data(),
                                      int(l.tokens.size()), 0,
                                      loads == &s.probes->expert_load_prefill ? "cumulative prompt" : "cumulative decode",
-                                     0.0f, FLT_MAX, ImVec2(plot.x * 0.5f, plot.y));
+                                     0.0f, FLT_MAX, plot);
             }
     }
     // The hovered token's path.
@@ -118,7 +146,7 @@ void draw_experts_panel(StudioApp& app) {
     } else {
         ImGui::TextDisabled("Hover a token in the chat to see its path through the experts.");
     }
-    ImGui::End();
+    end_panel();
 }
 
 }  // namespace vkllm::studio

@@ -1,16 +1,18 @@
 // Logit lens: for each layer, the most probable next tokens read from the residual stream
 // through the final norm and the output matrix, at a chosen position.
 #include <algorithm>
+#include <cstdio>
 
 #include <imgui.h>
 #include "heatmap.h"
+#include "panel_frame.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
 
 void draw_lens_panel(StudioApp& app) {
-    if (!ImGui::Begin(panel_title(PanelLens), &app.settings.open[PanelLens])) {
-        ImGui::End();
+    if (!begin_panel(app, PanelLens)) {
+        end_panel();
         return;
     }
     const ProbeHistory& h = *app.state->probes;
@@ -18,27 +20,35 @@ void draw_lens_panel(StudioApp& app) {
     if (app.state->encoder) {
         ImGui::TextWrapped("An encoder predicts no next token, so there is no lens: the chat shows its masked-token "
                            "head's predictions at every position.");
-        ImGui::End();
+        end_panel();
         return;
     }
     if (positions.empty()) {
         ImGui::TextDisabled("Send a message: each layer's guess for the next token appears here.");
-        ImGui::End();
+        end_panel();
         return;
     }
     // The position: the newest unless one is picked.
     int index = int(positions.size()) - 1;
     for (size_t i = 0; i < positions.size(); ++i)
         if (positions[i] == app.lens_position) index = int(i);
-    ImGui::SetNextItemWidth(-ui_px(120));
-    if (ImGui::SliderInt("position", &index, 0, int(positions.size()) - 1, "")) app.lens_position = positions[size_t(index)];
+    // The slider shows the position it stands on (its value is an index into the lens's positions).
+    char shown[48];
+    snprintf(shown, sizeof shown, "position %d of %d", positions[size_t(index)], positions.back());
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::SliderInt("##position", &index, 0, int(positions.size()) - 1, shown))
+        app.lens_position = positions[size_t(index)];
     if (index == int(positions.size()) - 1 && app.state->generating) app.lens_position = -1;  // follow the stream
     const int pos = positions[size_t(index)];
     ImGui::Text("after token %d \"%s\"", pos, app.token_text(pos).c_str());
     const std::vector<LensRow> rows = app.lens_position < 0 ? app.vm.lens : lens_rows(h, pos);
-    const int cols = std::clamp(int((ImGui::GetContentRegionAvail().x - ui_px(40)) / ui_px(95)), 2, 8);
-    if (ImGui::BeginTable("lens", cols + 1, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
-        ImGui::TableSetupColumn("layer", ImGuiTableColumnFlags_WidthFixed, ui_px(40));
+    // Columns as many as the lens has (at most 8), as wide as their tokens: it scrolls sideways.
+    int cols = 0;
+    for (const LensRow& r : rows) cols = std::max(cols, int(r.top.size()));
+    cols = std::clamp(cols, 1, 8);
+    ImGui::TextDisabled("each layer's most likely next tokens, cell colour by probability (0 to 1)");
+    if (begin_data_table("lens", cols + 1, int(rows.size()), 0)) {
+        ImGui::TableSetupColumn("layer");
         for (int c = 0; c < cols; ++c) ImGui::TableSetupColumn(("#" + std::to_string(c + 1)).c_str());
         ImGui::TableHeadersRow();
         for (const LensRow& r : rows) {
@@ -54,9 +64,9 @@ void draw_lens_panel(StudioApp& app) {
                 ImGui::Text("%s %.2f", t.text.c_str(), t.p);
             }
         }
-        ImGui::EndTable();
+        end_data_table();
     }
-    ImGui::End();
+    end_panel();
 }
 
 }  // namespace vkllm::studio

@@ -53,6 +53,7 @@ json settings_json(const Settings& s) {
     return {{"dark", s.dark},
             {"ui_scale", s.ui_scale},
             {"max_tokens", s.generation.max_tokens},
+            {"system_prompt", s.generation.system},
             {"sampler",
              {{"temperature", p.temperature},
               {"top_k", p.top_k},
@@ -83,6 +84,7 @@ Settings settings_from_json(const json& j) {
     get(j, "dark", s.dark);
     get(j, "ui_scale", s.ui_scale);
     get(j, "max_tokens", s.generation.max_tokens);
+    get(j, "system_prompt", s.generation.system);
     if (j.contains("sampler")) {
         const json& p = j["sampler"];
         SamplerParams& sp = s.generation.sampler;
@@ -118,6 +120,7 @@ std::string usage() {
     return "usage: vkllm-studio [-m MODEL.gguf] [--device D] [options]\n"
            "  -m, --model PATH     a GGUF model (default: the built-in model)\n"
            "  --device D           the engine's device, by index or name\n"
+           "  --ctx N              the context in tokens (default: the model's, at most 2048)\n"
            "headless proof:\n"
            "  --prompt TEXT        send TEXT once the model is loaded\n"
            "  -n N                 tokens to generate (default 32)\n"
@@ -189,6 +192,7 @@ StudioOptions parse_options(int argc, char** argv) {
         else if (a == "--device") o.device = value(i);
         else if (a == "--prompt" || a == "-p") o.prompt = value(i);
         else if (a == "-n") o.n_predict = int(integer(i, 0, kMaxPredict));
+        else if (a == "--ctx" || a == "-c") o.n_ctx = int(integer(i, 8, 1 << 20));
         else if (a == "--panels") {
             o.panels = value(i);
             parse_panels(o.panels);  // reject unknown names now

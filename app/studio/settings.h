@@ -32,6 +32,7 @@ struct StudioOptions {
     int64_t seed = -1;          // --seed (-1: the settings' value)
     std::string theme;          // --theme dark|light (empty: the settings' theme)
     float scale = 0;            // --scale S: the UI scale (0: the settings' or the monitor's)
+    int n_ctx = 0;              // --ctx: the context in tokens (0: the model's, at most 2048)
     int width = 1600, height = 1000;
     std::string config_dir;     // --config-dir (default: $XDG_CONFIG_HOME/vkllm)
 };

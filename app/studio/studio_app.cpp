@@ -18,6 +18,7 @@
 #include "json_text.h"
 #include <imgui.h>
 #include <imgui_internal.h>  // FindWindowByName: a panel's rectangle for its screenshot
+#include "panel_frame.h"
 #include "panel_json.h"
 #include "probe_json.h"
 #include "vulkan_window.h"
@@ -36,7 +37,17 @@ namespace {
 StudioApp* g_app = nullptr;  // for GLFW's drop callback
 
 void on_drop(GLFWwindow*, int count, const char** paths) {
-    if (g_app && count > 0) g_app->open_model(paths[0]);
+    if (g_app && count > 0) g_app->request_model(paths[0]);
+}
+
+// `text` cut to `width` pixels with "..." at the end (the whole text goes in a tooltip).
+std::string elide(const std::string& text, float width) {
+    if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+    const float dots = ImGui::CalcTextSize("...").x;
+    size_t n = text.size();
+    while (n > 0 && ImGui::CalcTextSize(text.c_str(), text.c_str() + n).x + dots > width) --n;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // whole UTF-8 characters
+    return text.substr(0, n) + "...";
 }
 
 std::string default_config_dir() {
@@ -66,6 +77,7 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
     if (o.seed >= 0) settings.generation.sampler.seed = uint64_t(o.seed);
     if (!o.theme.empty()) settings.dark = o.theme == "dark";
     if (o.scale > 0) settings.ui_scale = o.scale;
+    snprintf(system_prompt, sizeof system_prompt, "%s", settings.generation.system.c_str());
     const bool headless = !o.prompt.empty() || !o.script.empty();
     if (headless) settings.generation.max_tokens = std::max(o.n_predict, 0);
     if (!o.script.empty()) {
@@ -84,9 +96,14 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
     g_app = this;
     glfwSetDropCallback(window_->glfw(), on_drop);
     fs::create_directories(config_dir_);
-    ini_path_ = config_dir_ + "/imgui.ini";
-    ImGui::GetIO().IniFilename = ini_path_.c_str();
+    // The panels are tiles placed by `layout` (saved in studio.json), so ImGui keeps no
+    // window positions of its own.
+    ImGui::GetIO().IniFilename = nullptr;
     ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+    // A blinking cursor would need a frame every half second; the studio draws on events only.
+    ImGui::GetIO().ConfigInputTextCursorBlink = false;
+    worker.set_on_publish([] { VulkanWindow::wake(); });
+    if (o.n_ctx > 0) worker.set_context_length(o.n_ctx);
     apply_theme(settings.ui_scale > 0 ? settings.ui_scale : window_->content_scale());
 
     if (o.model.empty()) {
@@ -115,7 +132,12 @@ void StudioApp::load_settings() {
     std::error_code absent;
     if (!fs::exists(path, absent)) return;
     try {
-        settings = settings_from_json(json::parse(app::read_input(path, app::kSmallFileMax, "settings file")));
+        const json j = json::parse(app::read_input(path, app::kSmallFileMax, "settings file"));
+        settings = settings_from_json(j);
+        if (j.is_object() && j.contains("layout")) layout = layout_from_json(j["layout"]);
+        if (j.is_object() && j.contains("maximised") && j["maximised"].is_string())
+            for (int p = 0; p < PanelCount; ++p)
+                if (j["maximised"] == panel_name(p)) maximised = p;
     } catch (const json::exception& e) {
         message = "studio.json ignored: " + std::string(e.what());
     } catch (const app::InputError& e) {
@@ -124,8 +146,11 @@ void StudioApp::load_settings() {
 }
 
 void StudioApp::save_settings() {
+    json j = settings_json(settings);
+    j["layout"] = layout_json(layout);
+    j["maximised"] = maximised >= 0 ? json(panel_name(maximised)) : json(nullptr);
     std::ofstream out(config_dir_ + "/studio.json");
-    out << app::json_text(settings_json(settings), 2) << "\n";
+    out << app::json_text(j, 2) << "\n";
 }
 
 void StudioApp::apply_theme(float scale) {
@@ -146,6 +171,9 @@ void StudioApp::apply_theme(float scale) {
             c.SizePixels = std::round(13.0f * scale);
             io.Fonts->AddFontDefault(&c);
         }
+        // Code blocks: DejaVu Sans Mono where it is installed, else the UI font.
+        const char* mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+        code_font = fs::exists(mono) ? io.Fonts->AddFontFromFileTTF(mono, std::round(14.0f * scale)) : nullptr;
         window_->fonts_changed();
     }
     applied_scale_ = scale;
@@ -155,17 +183,89 @@ void StudioApp::apply_theme(float scale) {
 void StudioApp::open_model(const std::string& path) {
     worker.stop();
     worker.load_file(path, options.device);
-    std::erase(settings.recent_models, path);
-    settings.recent_models.insert(settings.recent_models.begin(), path);
-    if (settings.recent_models.size() > 8) settings.recent_models.resize(8);
-    message = "opening " + path;
+    message = "opening " + path;  // Recent gets it once it opened (follow_worker)
 }
 
-void StudioApp::send_input() {
-    std::string text = input;
-    if (text.empty()) return;
+void StudioApp::open_builtin_model() {
+    worker.stop();
+    const auto bytes = vkllm::cli::embedded_model();
+    worker.load_memory(bytes.data(), bytes.size(), std::string("built-in model ") + vkllm::cli::embedded_model_name(),
+                       options.device);
+}
+
+void StudioApp::request_model(const std::string& path) {
+    if (state->messages.empty()) {
+        if (path.empty()) open_builtin_model();
+        else open_model(path);
+        return;
+    }
+    pending_model = path;
+    pending_builtin = path.empty();
+    confirm_switch = true;
+}
+
+std::vector<ChatMessage> StudioApp::conversation() const {
+    std::vector<ChatMessage> out;
+    if (system_prompt[0]) out.push_back({"system", system_prompt});
+    for (const ChatTurn& t : state->messages) out.push_back({t.role, t.text});
+    return out;
+}
+
+void StudioApp::save_chat(const std::string& path) {
+    if (state->messages.empty()) throw std::runtime_error("nothing to save: the conversation is empty");
+    write_conversation(path, conversation());
+    message = "saved the conversation to " + path;
+}
+
+void StudioApp::open_chat(const std::string& path) {
+    const std::vector<ChatMessage> m = read_conversation(path);  // throws naming the file
+    std::vector<ChatTurn> turns;
+    std::string system;
+    for (const ChatMessage& c : m) {
+        if (c.role == "system") system = c.content;
+        else turns.push_back({c.role, c.content, {}});
+    }
+    worker.stop();
+    snprintf(system_prompt, sizeof system_prompt, "%s", system.c_str());
+    settings.generation.system = system_prompt;
+    worker.load_conversation(std::move(turns), settings.generation);
+    message = "opened " + path;
+}
+
+bool StudioApp::send_input() {
+    const std::string text = input;
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) return false;
+    // One answer at a time: a second Enter while one runs sends nothing (and keeps the text).
+    if (state->busy || !worker.idle()) {
+        message = "an answer is running: wait for it, or press Esc to stop it";
+        return false;
+    }
+    settings.generation.system = system_prompt;
     worker.send(text, settings.generation);
+    input_history.add(text);
     input[0] = 0;
+    context_choice_dismissed = false;
+    return true;
+}
+
+void StudioApp::follow_worker() {
+    // Recent lists the files that opened; one that failed leaves it.
+    if (state->load_serial != seen_load_serial_) {
+        seen_load_serial_ = state->load_serial;
+        if (!state->last_load_ok) {
+            std::erase(settings.recent_models, state->failed_source);
+        } else if (!state->loaded_source.empty() && state->loaded_source.rfind("built-in model", 0) != 0) {
+            const std::string path = state->loaded_source;
+            std::erase(settings.recent_models, path);
+            settings.recent_models.insert(settings.recent_models.begin(), path);
+            if (settings.recent_models.size() > 8) settings.recent_models.resize(8);
+        }
+    }
+    // A question stopped before its answer began goes back to the box (unless the box has news).
+    if (state->returned_serial != seen_returned_serial_) {
+        seen_returned_serial_ = state->returned_serial;
+        if (!input[0]) snprintf(input, sizeof input, "%s", state->returned_input.c_str());
+    }
 }
 
 void StudioApp::focus_layer(int layer) {
@@ -196,6 +296,25 @@ void StudioApp::export_to(const std::string& path) {
                    {"generating_max_ms", frame_ms_generating.empty() ? 0.0
                                                                      : *std::max_element(frame_ms_generating.begin(),
                                                                                          frame_ms_generating.end())}};
+    j["chat"] = {{"input", input},
+                 {"system", system_prompt},
+                 {"sent", input_history.sent()},
+                 {"context_used", state->context.size()},
+                 {"context_size", state->n_ctx},
+                 {"context_full", state->context_full},
+                 {"recent_models", settings.recent_models}};
+    json overflows = json::array();
+    for (const TextOverflow& o : text_fit_log().overflows)  // the newest frame's
+        overflows.push_back({{"where", o.where}, {"needed", o.needed}, {"available", o.available}});
+    j["text_fit"] = {{"windows_checked", text_fit_log().windows_checked},
+                     {"tables_checked", text_fit_log().tables_checked},
+                     {"overflows", overflows}};
+    json tiles = json::object();
+    for (int p = 0; p < PanelCount; ++p) {
+        const Rect& r = tiling.panels[size_t(p)];
+        if (!r.empty()) tiles[panel_name(p)] = {r.x, r.y, r.w, r.h};
+    }
+    j["layout"] = {{"tiles", tiles}, {"maximised", maximised >= 0 ? json(panel_name(maximised)) : json(nullptr)}};
     std::ofstream out(path);
     if (!out) throw std::runtime_error("cannot write " + path);
     out << app::dump_document(j);
@@ -288,13 +407,46 @@ void StudioApp::run_script_line(const std::string& line) {
             if (open[size_t(p)]) export_csv(p, path);
     }
     else if (cmd == "theme") settings.dark = rest != "light";
-    else throw std::runtime_error("script: unknown command '" + cmd + "'");
+    else if (cmd == "type") {  // TEXT: typed into the chat box, as keys would
+        // The box takes the keyboard a frame after it is asked to.
+        for (auto k : {SyntheticInput::Kind::FocusInput, SyntheticInput::Kind::Wait, SyntheticInput::Kind::Wait})
+            synthetic_.push_back({k});
+        synthetic_.push_back({SyntheticInput::Kind::Type, rest});
+    } else if (cmd == "key") {  // enter | shift+enter | up | down | escape: one tap
+        std::string k = rest;
+        const bool shift = k.rfind("shift+", 0) == 0;
+        if (shift) k = k.substr(6);
+        const int key = k == "enter" ? GLFW_KEY_ENTER : k == "up" ? GLFW_KEY_UP : k == "down" ? GLFW_KEY_DOWN
+                        : k == "escape" ? GLFW_KEY_ESCAPE : -1;
+        if (key < 0) throw std::runtime_error("script: key wants enter, shift+enter, up, down or escape, got '" + rest + "'");
+        for (auto k : {SyntheticInput::Kind::FocusInput, SyntheticInput::Kind::Wait, SyntheticInput::Kind::Wait})
+            synthetic_.push_back({k});
+        synthetic_.push_back({SyntheticInput::Kind::KeyDown, "", key, shift});
+        synthetic_.push_back({SyntheticInput::Kind::KeyUp, "", key, shift});
+    } else if (cmd == "system") snprintf(system_prompt, sizeof system_prompt, "%s", rest.c_str());
+    else if (cmd == "save-chat") save_chat(rest);
+    else if (cmd == "open-chat") open_chat(rest);
+    else if (cmd == "context-shift") worker.shift_context(settings.generation);
+    else if (cmd == "context-stop") context_choice_dismissed = true;
+    else if (cmd == "maximise") {  // PANEL | none
+        maximised = -1;
+        for (int p = 0; p < PanelCount; ++p)
+            if (rest == panel_name(p)) maximised = p;
+        if (maximised < 0 && rest != "none") throw std::runtime_error("script: maximise: unknown panel '" + rest + "'");
+    } else if (cmd == "reset-layout") {
+        layout = default_layout();
+        maximised = -1;
+    } else if (cmd == "drag-splitter") {  // INDEX PIXELS
+        const auto v = ints(2);
+        if (v[0] < 0 || v[0] >= int64_t(tiling.splitters.size())) throw std::runtime_error("script: no splitter " + rest);
+        drag_splitter(layout, tiling.splitters[size_t(v[0])], float(v[1]), ui_px(120));
+    } else throw std::runtime_error("script: unknown command '" + cmd + "'");
 }
 
 bool StudioApp::headless_step() {
     // Everything waits for the worker: each command runs once the previous one has finished
     // and the UI has drawn its result for a few frames.
-    if (!worker.idle() || want_screenshot) {
+    if (!worker.idle() || want_screenshot || !synthetic_.empty()) {
         settle_frames_ = 0;
         return false;
     }
@@ -329,13 +481,16 @@ bool StudioApp::headless_step() {
 void StudioApp::handle_shortcuts() {
     ImGuiIO& io = ImGui::GetIO();
     auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
-    if (io.KeyCtrl && pressed(GLFW_KEY_ENTER)) send_input();
+    // Enter sends from the chat box itself (panels_chat.cpp).
+    if (pressed(GLFW_KEY_F11)) maximised = maximised >= 0 ? -1 : focused_panel;
     if ((io.KeyCtrl && pressed(GLFW_KEY_R)) || pressed(GLFW_KEY_F5)) worker.regenerate(settings.generation);
     if (pressed(GLFW_KEY_ESCAPE) && state->generating) worker.stop();
-    if (io.KeyCtrl && pressed(GLFW_KEY_O)) file_dialog_open = true;
+    if (io.KeyCtrl && !io.KeyShift && pressed(GLFW_KEY_O)) dialog_request = FileDialog::OpenModel;
+    if (io.KeyCtrl && io.KeyShift && pressed(GLFW_KEY_O)) dialog_request = FileDialog::OpenChat;
+    if (io.KeyCtrl && io.KeyShift && pressed(GLFW_KEY_S)) dialog_request = FileDialog::SaveChat;
     if (io.KeyCtrl && pressed(GLFW_KEY_L)) worker.clear_chat();
     if (io.KeyCtrl && pressed(GLFW_KEY_T)) settings.dark = !settings.dark;
-    if (io.KeyCtrl && pressed(GLFW_KEY_S)) {
+    if (io.KeyCtrl && !io.KeyShift && pressed(GLFW_KEY_S)) {
         want_screenshot = true;
         screenshot_path = "vkllm-studio-" + std::to_string(std::time(nullptr)) + ".png";
     }
@@ -352,18 +507,19 @@ void StudioApp::handle_shortcuts() {
 void StudioApp::draw_menu() {
     if (!ImGui::BeginMainMenuBar()) return;
     if (ImGui::BeginMenu("File")) {
-        if (ImGui::MenuItem("Open model...", "Ctrl+O")) file_dialog_open = true;
-        if (ImGui::MenuItem("Built-in model")) {
-            worker.stop();
-            const auto bytes = vkllm::cli::embedded_model();
-            worker.load_memory(bytes.data(), bytes.size(),
-                               std::string("built-in model ") + vkllm::cli::embedded_model_name(), options.device);
-        }
+        if (ImGui::MenuItem("Open model...", "Ctrl+O")) dialog_request = FileDialog::OpenModel;
+        if (ImGui::MenuItem("Built-in model")) request_model("");
         if (ImGui::BeginMenu("Recent", !settings.recent_models.empty())) {
+            std::string chosen;
             for (const std::string& p : settings.recent_models)
-                if (ImGui::MenuItem(p.c_str())) open_model(p);
+                if (ImGui::MenuItem(p.c_str())) chosen = p;
             ImGui::EndMenu();
+            if (!chosen.empty()) request_model(chosen);
         }
+        ImGui::Separator();
+        if (ImGui::MenuItem("Open conversation...", "Ctrl+Shift+O")) dialog_request = FileDialog::OpenChat;
+        if (ImGui::MenuItem("Save conversation...", "Ctrl+Shift+S", false, !state->messages.empty()))
+            dialog_request = FileDialog::SaveChat;
         ImGui::Separator();
         if (ImGui::MenuItem("Screenshot (PNG)", "Ctrl+S")) {
             want_screenshot = true;
@@ -389,7 +545,7 @@ void StudioApp::draw_menu() {
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Chat")) {
-        if (ImGui::MenuItem("Send", "Ctrl+Enter")) send_input();
+        if (ImGui::MenuItem("Send", "Enter")) send_input();
         if (ImGui::MenuItem("Stop", "Esc", false, state->generating)) worker.stop();
         if (ImGui::MenuItem("Regenerate", "Ctrl+R")) worker.regenerate(settings.generation);
         if (ImGui::MenuItem("Clear", "Ctrl+L")) worker.clear_chat();
@@ -401,6 +557,13 @@ void StudioApp::draw_menu() {
             std::string label = panel_name(p);
             label[0] = char(std::toupper(label[0]));
             ImGui::MenuItem(label.c_str(), shortcut.c_str(), &settings.open[size_t(p)]);
+        }
+        ImGui::Separator();
+        if (ImGui::MenuItem("Maximise the focused panel", "F11", maximised >= 0, focused_panel >= 0 || maximised >= 0))
+            maximised = maximised >= 0 ? -1 : focused_panel;
+        if (ImGui::MenuItem("Reset layout")) {
+            layout = default_layout();
+            maximised = -1;
         }
         ImGui::Separator();
         if (ImGui::MenuItem("Dark theme", "Ctrl+T", settings.dark)) settings.dark = !settings.dark;
@@ -421,61 +584,166 @@ void StudioApp::draw_status_bar() {
     ImGui::Begin("##status", nullptr,
                  ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
                      ImGuiWindowFlags_NoNav | ImGuiWindowFlags_NoMove);
+    // One line: every part is cut with "..." to the room left (the whole line in a tooltip).
     const std::string model = state->info ? state->info->name + " (" + state->info->arch + ")" : "no model";
-    ImGui::Text("%s | %s | %s", model.c_str(), state->device.name.c_str(), state->status.c_str());
-    ImGui::SameLine();
-    ImGui::TextDisabled("| frame %.1f ms", frame_ms.empty() ? 0.0 : frame_ms.back());
-    if (!state->error.empty()) {
-        ImGui::SameLine();
-        ImGui::TextColored(readable(ImVec4(1, 0.35f, 0.3f, 1)), "| %s", state->error.c_str());
-    } else if (!state->notice.empty()) {
-        ImGui::SameLine();
-        ImGui::TextColored(readable(ImVec4(1, 0.8f, 0.3f, 1)), "| %s", state->notice.c_str());
-    } else if (!message.empty()) {
-        ImGui::SameLine();
-        ImGui::TextDisabled("| %s", message.c_str());
+    char frame[48];
+    snprintf(frame, sizeof frame, "frame %.1f ms", frame_ms.empty() ? 0.0 : frame_ms.back());
+    struct Part { std::string text; ImVec4 color; bool disabled; };
+    std::vector<Part> parts = {{model + " | " + state->device.name + " | " + state->status, {}, false},
+                               {frame, {}, true}};
+    if (!state->error.empty()) parts.push_back({state->error, readable(ImVec4(1, 0.35f, 0.3f, 1)), false});
+    else if (!state->notice.empty()) parts.push_back({state->notice, readable(ImVec4(1, 0.8f, 0.3f, 1)), false});
+    else if (!message.empty()) parts.push_back({message, {}, true});
+    std::string whole;
+    bool cut = false;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const Part& p = parts[i];
+        whole += (i ? " | " : "") + p.text;
+        if (i) {
+            ImGui::SameLine();
+            ImGui::TextDisabled("|");
+            ImGui::SameLine();
+        }
+        const float room = ImGui::GetContentRegionAvail().x;
+        if (room < ImGui::CalcTextSize("...").x) break;
+        // Leave the frame time its room when the status comes first.
+        const float keep = i == 0 ? std::min(ImGui::CalcTextSize(frame).x + ui_px(24), room * 0.3f) : 0.0f;
+        const std::string shown = elide(p.text, room - keep);
+        cut = cut || shown != p.text;
+        if (p.disabled) ImGui::TextDisabled("%s", shown.c_str());
+        else if (p.color.w > 0) ImGui::TextColored(p.color, "%s", shown.c_str());
+        else ImGui::TextUnformatted(shown.c_str());
+    }
+    if (cut && ImGui::IsWindowHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+        ImGui::TextUnformatted(whole.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
     }
     ImGui::End();
     ImGui::PopStyleVar();
 }
 
 void StudioApp::draw_file_dialog() {
-    if (file_dialog_open) {
-        ImGui::OpenPopup("Open a model");
-        file_dialog_open = false;
+    static const char* titles[] = {"", "Open a model", "Open a conversation", "Save the conversation"};
+    if (dialog_request != FileDialog::None) {
+        dialog = dialog_request;
+        dialog_request = FileDialog::None;
+        dialog_path[0] = 0;
+        if (dialog == FileDialog::SaveChat)
+            snprintf(dialog_path, sizeof dialog_path, "%s/chat-%ld.json", dialog_dir.c_str(), long(std::time(nullptr)));
+        ImGui::OpenPopup(titles[int(dialog)]);
     }
-    ImGui::SetNextWindowSize(ImVec2(ui_px(640), ui_px(440)), ImGuiCond_Appearing);
-    if (!ImGui::BeginPopupModal("Open a model")) return;
+    if (dialog == FileDialog::None) return;
+    const char* title = titles[int(dialog)];
+    const std::string extension = dialog == FileDialog::OpenModel ? ".gguf" : ".json";
+    ImGui::SetNextWindowSize(ImVec2(ui_px(720), ui_px(500)), ImGuiCond_Appearing);
+    if (!ImGui::BeginPopupModal(title)) {
+        dialog = FileDialog::None;
+        return;
+    }
     ImGui::TextWrapped("%s", dialog_dir.c_str());
     if (ImGui::Button("Up")) dialog_dir = fs::path(dialog_dir).parent_path().string();
     ImGui::SameLine();
-    ImGui::TextDisabled("GGUF files and folders; or drop a file on the window");
-    ImGui::BeginChild("files", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2), true);
+    ImGui::TextDisabled(dialog == FileDialog::OpenModel ? "GGUF files and folders; or drop a file on the window"
+                                                        : "conversations (.json, as vkllm chat's /save writes them)");
+    const bool model = dialog == FileDialog::OpenModel;
+    const float facts_h = model ? ImGui::GetTextLineHeightWithSpacing() * 9 : 0.0f;
+    ImGui::BeginChild("files", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2 - facts_h), true);
     std::error_code ec;
     std::vector<fs::directory_entry> entries;
     for (const auto& e : fs::directory_iterator(dialog_dir, fs::directory_options::skip_permission_denied, ec))
-        if (e.is_directory(ec) || e.path().extension() == ".gguf") entries.push_back(e);
+        if (e.is_directory(ec) || e.path().extension() == extension) entries.push_back(e);
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
         if (a.is_directory() != b.is_directory()) return a.is_directory();
         return a.path().filename() < b.path().filename();
     });
     if (ec) ImGui::TextDisabled("cannot list: %s", ec.message().c_str());
+    bool chosen = false;
     for (const auto& e : entries) {
         const bool dir = e.is_directory(ec);
-        const std::string name = e.path().filename().string() + (dir ? "/" : "");
-        if (ImGui::Selectable(name.c_str(), false, ImGuiSelectableFlags_AllowDoubleClick)) {
+        std::string name = e.path().filename().string() + (dir ? "/" : "");
+        if (!dir) name += "  (" + bytes_text(e.file_size(ec)) + ")";
+        if (ImGui::Selectable(name.c_str(), e.path().string() == dialog_path, ImGuiSelectableFlags_AllowDoubleClick)) {
             if (dir) dialog_dir = e.path().string();
             else snprintf(dialog_path, sizeof dialog_path, "%s", e.path().c_str());
-            if (!dir && ImGui::IsMouseDoubleClicked(0)) {
-                open_model(dialog_path);
-                ImGui::CloseCurrentPopup();
-            }
+            if (!dir && ImGui::IsMouseDoubleClicked(0)) chosen = true;
         }
     }
     ImGui::EndChild();
+    if (model) {
+        // The selected file's facts, read from its header (no GPU, nothing loaded).
+        if (facts_path != dialog_path) {
+            facts_path = dialog_path;
+            facts.clear();
+            facts_error.clear();
+            if (!facts_path.empty() && fs::is_regular_file(facts_path, ec)) {
+                try {
+                    facts = read_model_facts(facts_path);
+                } catch (const std::exception& e) {
+                    facts_error = e.what();
+                }
+            }
+        }
+        ImGui::BeginChild("facts", ImVec2(0, facts_h), false);
+        if (!facts_error.empty()) ImGui::TextColored(readable(ImVec4(1, 0.35f, 0.3f, 1)), "cannot open it: %s", facts_error.c_str());
+        else if (facts.empty()) ImGui::TextDisabled("Select a file to see its architecture, size, quantisation and context.");
+        else if (ImGui::BeginTable("facts", 2, ImGuiTableFlags_SizingFixedFit)) {
+            for (const ModelFact& f : facts) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::TextDisabled("%s", f.label.c_str());
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(f.value.c_str());
+            }
+            end_table();
+        }
+        ImGui::EndChild();
+    }
+    ImGui::SetNextItemWidth(-ui_px(60));
     ImGui::InputText("file", dialog_path, sizeof dialog_path);
-    if (ImGui::Button("Open") && dialog_path[0]) {
-        open_model(dialog_path);
+    const char* verb = dialog == FileDialog::SaveChat ? "Save" : "Open";
+    if ((ImGui::Button(verb) || chosen) && dialog_path[0]) {
+        try {
+            if (dialog == FileDialog::OpenModel) request_model(dialog_path);
+            else if (dialog == FileDialog::OpenChat) open_chat(dialog_path);
+            else save_chat(dialog_path);
+            ImGui::CloseCurrentPopup();
+            dialog = FileDialog::None;
+        } catch (const std::exception& e) {
+            message = e.what();
+        }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) {
+        ImGui::CloseCurrentPopup();
+        dialog = FileDialog::None;
+    }
+    if (!message.empty() && dialog != FileDialog::None) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("%s", elide(message, ImGui::GetContentRegionAvail().x).c_str());
+    }
+    ImGui::EndPopup();
+}
+
+void StudioApp::draw_switch_confirmation() {
+    if (confirm_switch) {
+        ImGui::OpenPopup("Switch the model?");
+        confirm_switch = false;
+    }
+    ImGui::SetNextWindowSize(ImVec2(ui_px(520), 0), ImGuiCond_Appearing);
+    if (!ImGui::BeginPopupModal("Switch the model?")) return;
+    ImGui::TextWrapped("Opening %s drops the conversation (%zu messages). Save it first to keep it.",
+                       pending_builtin ? "the built-in model" : pending_model.c_str(), state->messages.size());
+    if (ImGui::Button("Save it first...")) {
+        ImGui::CloseCurrentPopup();
+        dialog_request = FileDialog::SaveChat;
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Switch")) {
+        if (pending_builtin) open_builtin_model();
+        else open_model(pending_model);
         ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
@@ -486,33 +754,50 @@ void StudioApp::draw_file_dialog() {
 void StudioApp::draw_frame() {
     state = worker.state();
     if (vm.version != state->version) vm = compute_view_models(*state, 16);
+    if (state->version != seen_version_) {
+        seen_version_ = state->version;
+        follow_worker();
+    }
     handle_shortcuts();
     draw_menu();
-    // Default layout (first run; imgui.ini keeps the user's): chat on the left, the views around.
+    // The panels tile the space between the menu and the status bar.
     const ImGuiViewport* vp = ImGui::GetMainViewport();
-    const float top = vp->WorkPos.y, W = vp->WorkSize.x, H = vp->WorkSize.y - ImGui::GetFrameHeight();
-    struct Box { float x, y, w, h; };
-    const Box boxes[PanelCount] = {
-        {0.00f, 0.00f, 0.28f, 1.00f},  // chat
-        {0.28f, 0.00f, 0.40f, 0.62f},  // attention
-        {0.68f, 0.00f, 0.32f, 0.36f},  // activations
-        {0.68f, 0.36f, 0.32f, 0.30f},  // experts
-        {0.28f, 0.62f, 0.18f, 0.38f},  // lens
-        {0.46f, 0.62f, 0.22f, 0.38f},  // architecture
-        {0.68f, 0.66f, 0.32f, 0.34f},  // telemetry
-    };
+    const Rect area{vp->WorkPos.x, vp->WorkPos.y, vp->WorkSize.x, vp->WorkSize.y - ImGui::GetFrameHeight()};
+    if (maximised >= 0 && !settings.open[size_t(maximised)]) maximised = -1;
+    tiling = tile(layout, settings.open, maximised, area, std::round(ui_px(6)));
+    draw_splitters(*this);
     using DrawFn = void (*)(StudioApp&);
     const DrawFn draw[PanelCount] = {draw_chat_panel,  draw_attention_panel,    draw_activations_panel, draw_experts_panel,
                                      draw_lens_panel, draw_architecture_panel, draw_telemetry_panel};
-    for (int p = 0; p < PanelCount; ++p) {
-        if (!settings.open[size_t(p)]) continue;
-        const Box& b = boxes[p];
-        ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + b.x * W, top + b.y * H), ImGuiCond_FirstUseEver);
-        ImGui::SetNextWindowSize(ImVec2(b.w * W, b.h * H), ImGuiCond_FirstUseEver);
-        draw[p](*this);
-    }
+    text_fit_log().clear();
+    for (int p = 0; p < PanelCount; ++p)
+        if (settings.open[size_t(p)] && !tiling.panels[size_t(p)].empty()) draw[p](*this);
     draw_file_dialog();
+    draw_switch_confirmation();
     draw_status_bar();
+    std::vector<std::string> names{"##status"};
+    for (int p = 0; p < PanelCount; ++p) names.push_back(panel_title(p));
+    check_windows(names);
+}
+
+void StudioApp::apply_synthetic_input() {
+    ImGuiIO& io = ImGui::GetIO();
+    if (synthetic_.empty()) return;
+    const SyntheticInput in = synthetic_.front();
+    synthetic_.pop_front();
+    switch (in.kind) {
+    case SyntheticInput::Kind::FocusInput: focus_input = true; break;
+    case SyntheticInput::Kind::Wait: break;
+    case SyntheticInput::Kind::Type: io.AddInputCharactersUTF8(in.text.c_str()); break;
+    case SyntheticInput::Kind::KeyDown:
+        io.KeysDown[in.key] = true;
+        io.KeyShift = in.shift;
+        break;
+    case SyntheticInput::Kind::KeyUp:
+        io.KeysDown[in.key] = false;
+        io.KeyShift = false;
+        break;
+    }
 }
 
 const char* panel_title(int panel) {
@@ -542,9 +827,17 @@ int StudioApp::run() {
                           !options.export_json.empty();
     using Clock = std::chrono::steady_clock;
     Clock::time_point last = Clock::now();
+    int busy_frames = 3;  // frames still to draw before sleeping (ImGui settles hover and popups)
     while (!quit_ && !window_->should_close()) {
-        // Idle and nothing to drive: sleep until an event (or 50 ms, for the worker's news).
-        if (!headless && worker.idle() && !want_screenshot) glfwWaitEventsTimeout(0.05);
+        // Draw on events only: an idle studio sleeps until input, or until the worker publishes
+        // (it wakes the loop). While a command runs without publishing (a model loading), a few
+        // frames a second keep the status bar alive.
+        if (!headless && !want_screenshot && busy_frames <= 0) {
+            window_->wait_events(worker.idle() ? 0.0 : 0.25);
+            busy_frames = 2;
+        }
+        --busy_frames;
+        if (state->generating || ImGui::IsAnyMouseDown()) busy_frames = std::max(busy_frames, 1);
         const float scale = settings.ui_scale > 0 ? settings.ui_scale : window_->content_scale();
         if (scale != applied_scale_ || settings.dark != applied_dark_) apply_theme(scale);
         apply_probe_selection();
@@ -578,12 +871,12 @@ int StudioApp::run() {
         const double ms = std::chrono::duration<double, std::milli>(now - last).count();
         last = now;
         frame_ms.push_back(ms);
+        if (headless) apply_synthetic_input();
         if (state->generating) frame_ms_generating.push_back(ms);
         if (headless && headless_step()) break;
     }
     worker.stop();
     save_settings();
-    ImGui::SaveIniSettingsToDisk(ini_path_.c_str());
     if (window_->validation_messages() > 0) {
         fprintf(stderr, "vkllm-studio: %d validation messages on the drawing device\n", window_->validation_messages());
         exit_status_ = 1;

@@ -3,17 +3,25 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "conversation_file.h"
 #include "engine_worker.h"
+#include "input_history.h"
+#include "model_facts.h"
+#include "tile_layout.h"
 #include "settings.h"
 #include "studio_export.h"
+#include "text_fit.h"
 #include "view_models.h"
 #include "vulkan_window.h"
+
+struct ImFont;
 
 namespace vkllm::studio {
 
@@ -21,9 +29,16 @@ class VulkanWindow;
 // The ImGui window title of a panel.
 const char* panel_title(int panel);
 
+// Input a script feeds the UI as a person would (one step a frame): characters typed into the
+// chat box, a key tapped.
+struct SyntheticInput {
+    enum class Kind { FocusInput, Wait, Type, KeyDown, KeyUp } kind = Kind::Type;
+    std::string text;   // Type
+    int key = 0;        // GLFW key
+    bool shift = false;
+};
 
-
-
+enum class FileDialog { None, OpenModel, OpenChat, SaveChat };
 
 class StudioApp {
 public:
@@ -47,16 +62,40 @@ public:
     int screenshot_panel = -1;   // >= 0: crop the screenshot to this panel
     std::string message;         // a line for the status bar (exports, errors)
     char input[4096] = {};
+    InputHistory input_history;
+    bool focus_input = false;             // give the chat box the keyboard next frame
+    bool input_active = false;            // the chat box has the keyboard
+    ImFont* code_font = nullptr;       // monospace, for code blocks (null: the UI font)
+    char system_prompt[4096] = {};        // the box; settings.generation.system follows it
+    // Tiles
+    TileLayout layout = default_layout();
+    Tiling tiling;
+    int maximised = -1;                   // a panel filling the window, -1: tiled
+    int focused_panel = -1;
     int editing = -1;
     char edit_buffer[4096] = {};
-    bool file_dialog_open = false;
+    FileDialog dialog_request = FileDialog::None, dialog = FileDialog::None;
     std::string dialog_dir;
     char dialog_path[1024] = {};
+    std::string facts_path;               // the file whose facts the Open dialog shows
+    std::vector<ModelFact> facts;
+    std::string facts_error;
+    // A model waiting for the user to agree to drop the conversation ("" with `pending_builtin`:
+    // the built-in model).
+    std::string pending_model;
+    bool pending_builtin = false, confirm_switch = false;
+    bool context_choice_dismissed = false;  // "stop here" chosen for the current full context
     std::vector<double> frame_ms;          // every frame's time
     std::vector<double> frame_ms_generating;
 
-    void send_input();
-    void open_model(const std::string& path);
+    bool send_input();                    // false when nothing was sent (empty, or an answer running)
+    void open_model(const std::string& path);  // at once (scripts, the confirmation)
+    void open_builtin_model();
+    // Asks first when a conversation would be dropped; `path` empty: the built-in model.
+    void request_model(const std::string& path);
+    void save_chat(const std::string& path);
+    void open_chat(const std::string& path);
+    std::vector<ChatMessage> conversation() const;  // the system prompt and the turns
     void focus_layer(int layer);          // the architecture view's click
     std::string token_text(int position) const;  // the context token at a position, for labels
     void export_to(const std::string& path);
@@ -68,6 +107,9 @@ private:
     void draw_menu();
     void draw_status_bar();
     void draw_file_dialog();
+    void draw_switch_confirmation();
+    void follow_worker();        // Recent, a taken-back message, after each published state
+    void apply_synthetic_input();
     void handle_shortcuts();
     void apply_theme(float scale);
     void load_settings();
@@ -86,6 +128,8 @@ private:
     std::vector<std::string> script_;
     size_t script_pos_ = 0;
     int settle_frames_ = 0;
+    std::deque<SyntheticInput> synthetic_;
+    uint64_t seen_load_serial_ = 0, seen_returned_serial_ = 0, seen_version_ = 0;
     bool quit_ = false;
     int exit_status_ = 0;
 };

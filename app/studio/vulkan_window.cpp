@@ -39,6 +39,25 @@ bool has_layer(const char* name) {
     return false;
 }
 
+// Quick taps: a key pressed and released between two frames would never be seen down by
+// ImGui 1.86 (it reads key state, not events, at each NewFrame). A release of a key pressed
+// since the last NewFrame is held back and delivered after the frame that saw it down.
+GLFWkeyfun g_imgui_key_callback = nullptr;
+bool g_pressed_since_frame[GLFW_KEY_LAST + 1] = {};
+struct HeldRelease { GLFWwindow* window; int key, scancode, mods; };
+std::vector<HeldRelease> g_held_releases;
+
+void key_callback(GLFWwindow* window, int key, int scancode, int action, int mods) {
+    if (key >= 0 && key <= GLFW_KEY_LAST) {
+        if (action == GLFW_PRESS) g_pressed_since_frame[key] = true;
+        if (action == GLFW_RELEASE && g_pressed_since_frame[key]) {
+            g_held_releases.push_back({window, key, scancode, mods});
+            return;
+        }
+    }
+    if (g_imgui_key_callback) g_imgui_key_callback(window, key, scancode, action, mods);
+}
+
 }  // namespace
 
 VkBool32 on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
@@ -201,6 +220,7 @@ VulkanWindow::VulkanWindow(const WindowOptions& o) : options_(o) {
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();
     ImGui_ImplGlfw_InitForVulkan(window_, true);
+    g_imgui_key_callback = glfwSetKeyCallback(window_, key_callback);
     ImGui_ImplVulkan_InitInfo ii{};
     ii.Instance = instance_;
     ii.PhysicalDevice = physical_;
@@ -361,10 +381,26 @@ void VulkanWindow::begin_frame() {
     ImGui_ImplVulkan_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
+    std::fill(std::begin(g_pressed_since_frame), std::end(g_pressed_since_frame), false);
 }
+
+void VulkanWindow::deliver_held_keys() {
+    std::vector<HeldRelease> held;
+    held.swap(g_held_releases);
+    for (const HeldRelease& r : held)
+        if (g_imgui_key_callback) g_imgui_key_callback(r.window, r.key, r.scancode, GLFW_RELEASE, r.mods);
+}
+
+void VulkanWindow::wait_events(double timeout_s) {
+    if (timeout_s > 0) glfwWaitEventsTimeout(timeout_s);
+    else glfwWaitEvents();
+}
+
+void VulkanWindow::wake() { glfwPostEmptyEvent(); }
 
 void VulkanWindow::end_frame(float r, float g, float b, Image* capture) {
     ImGui::Render();
+    deliver_held_keys();  // this frame saw them down
     ImDrawData* draw = ImGui::GetDrawData();
     if (draw->DisplaySize.x <= 0 || draw->DisplaySize.y <= 0) return;  // minimised
 

@@ -42,7 +42,7 @@ namespace {
 // An X server of our own on a free display number, stopped at the end.
 class Xvfb {
 public:
-    Xvfb() {
+    explicit Xvfb(const std::string& screen = "1280x800x24") {
         for (int d = 90 + int(getpid() % 50); d < 400; ++d) {
             if (fs::exists("/tmp/.X11-unix/X" + std::to_string(d)) || fs::exists("/tmp/.X" + std::to_string(d) + "-lock"))
                 continue;
@@ -52,7 +52,7 @@ public:
         const std::string name = ":" + std::to_string(display_);
         pid_ = fork();
         if (pid_ == 0) {
-            execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp", (char*)nullptr);
+            execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", screen.c_str(), "-nolisten", "tcp", (char*)nullptr);
             _exit(127);
         }
         // Ready when its socket appears.
@@ -99,12 +99,14 @@ struct StudioRun {
 };
 
 // Runs the studio headless on `model`; `what` is either --prompt '...' -n N or --script FILE.
-StudioRun run_studio(const Xvfb& x, const std::string& model, const std::string& what, const std::string& tag) {
+StudioRun run_studio(const Xvfb& x, const std::string& model, const std::string& what, const std::string& tag,
+                     const std::string& size = "1280x800") {
     StudioRun r;
     const std::string dir = vkllm::test::temp_path("studio-" + tag);
+    fs::create_directories(dir);
     r.screenshot = dir + "/shot.png";
     const std::string cmd = "DISPLAY=" + x.display() + " '" + studio_binary() + "' -m '" + model + "' " + what +
-                            " --temp 0 --panels all --size 1280x800 --screenshot '" + r.screenshot + "' --export '" + dir +
+                            " --temp 0 --panels all --size " + size + " --screenshot '" + r.screenshot + "' --export '" + dir +
                             "/out.json' --config-dir '" + dir + "/config' --exit 2> '" + dir + "/stderr.txt'";
     const int raw = std::system(cmd.c_str());
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -485,4 +487,152 @@ TEST(StudioOptions, BadNumbersAndInputsFailBeforeAWindow) {
     EXPECT_EQ(r.code, 1) << r.out;
     EXPECT_NE(r.out.find("the limit for a script is 16 MiB"), std::string::npos) << r.out;
     std::filesystem::remove(big);
+}
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> turns_of(const json& doc) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const json& m : doc["messages"]) out.push_back({m["role"].get<std::string>(), m["text"].get<std::string>()});
+    return out;
+}
+
+// Text cut at a panel's edge or a table column's, as the studio's own check found it in the
+// exported frame; and the tiles inside the window, none over another.
+void expect_nothing_cut_or_overlapping(const json& e, int width, int height, const std::string& what, int panels = 7) {
+    ASSERT_TRUE(e.contains("text_fit")) << what;
+    EXPECT_GE(e["text_fit"]["windows_checked"].get<int>(), panels) << what;  // every panel, their children
+    EXPECT_GE(e["text_fit"]["tables_checked"].get<int>(), 1) << what;
+    EXPECT_TRUE(e["text_fit"]["overflows"].empty()) << what << ": " << e["text_fit"]["overflows"].dump(1);
+    std::vector<std::array<float, 4>> tiles;
+    for (const auto& [name, r] : e["layout"]["tiles"].items()) {
+        const std::array<float, 4> t{r[0].get<float>(), r[1].get<float>(), r[2].get<float>(), r[3].get<float>()};
+        EXPECT_GE(t[0], 0) << name;
+        EXPECT_GE(t[1], 0) << name;
+        EXPECT_LE(t[0] + t[2], float(width) + 0.5f) << what << ": " << name;
+        EXPECT_LE(t[1] + t[3], float(height) + 0.5f) << what << ": " << name;
+        for (const auto& o : tiles)
+            EXPECT_FALSE(t[0] < o[0] + o[2] && o[0] < t[0] + t[2] && t[1] < o[1] + o[3] && o[1] < t[1] + t[3])
+                << what << ": " << name << " overlaps another panel";
+        tiles.push_back(t);
+    }
+}
+
+}  // namespace
+
+// Chat as a person uses it, through the keys: Enter sends and clears the box, Shift+Enter is a
+// new line, a second Enter on an empty box sends nothing, Up brings back the last message; a
+// full context stops with the choice, the context shift drops the oldest exchange and the chat
+// goes on; the conversation is saved as `vkllm chat` saves it and opened again.
+TEST(StudioHeadless, ChatByKeysContextShiftAndSavedConversation) {
+    Xvfb x;
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string file = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
+    const std::string dir = vkllm::test::temp_path("studio-chat");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir + "/script.txt") << "tokens 12\n"
+                                          "system You tell short stories.\n"
+                                          "type Once upon a time\n"
+                                          "key shift+enter\n"
+                                          "type there was a cat\n"
+                                          "key enter\n"
+                                          "key enter\n"
+                                          "export " << dir << "/sent.json\n"
+                                          "tokens 200\n"
+                                          "type The dog\n"
+                                          "key enter\n"
+                                          "export " << dir << "/full.json\n"
+                                          "context-shift\n"
+                                          "export " << dir << "/shifted.json\n"
+                                          "tokens 6\n"
+                                          "type The end\n"
+                                          "key enter\n"
+                                          "save-chat " << dir << "/saved.json\n"
+                                          "clear\n"
+                                          "open-chat " << dir << "/saved.json\n"
+                                          "export " << dir << "/reopened.json\n"
+                                          "key up\n";
+    // A context of 64 tokens: the second answer fills it.
+    const StudioRun run = run_studio(x, file, "--ctx 64 --script '" + dir + "/script.txt'", "chat");
+    ASSERT_EQ(run.status, 0) << run.errors;
+    EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
+
+    const json sent = json::parse(read_text(dir + "/sent.json"));
+    const auto first = turns_of(sent);
+    ASSERT_EQ(first.size(), 2u) << "one question, one answer: the second Enter on the empty box sent nothing";
+    EXPECT_EQ(first[0], std::make_pair(std::string("user"), std::string("Once upon a time\nthere was a cat")));
+    EXPECT_EQ(first[1].first, "assistant");
+    EXPECT_EQ(sent["chat"]["input"].get<std::string>(), "") << "the box clears after sending";
+    EXPECT_EQ(sent["chat"]["system"].get<std::string>(), "You tell short stories.");
+
+    const json full = json::parse(read_text(dir + "/full.json"));
+    EXPECT_TRUE(full["chat"]["context_full"].get<bool>()) << full["stop_reason"];
+    EXPECT_EQ(full["stop_reason"].get<std::string>(), "context_full");
+    EXPECT_EQ(full["chat"]["context_used"].get<int>(), 64);
+    EXPECT_EQ(full["chat"]["context_size"].get<int>(), 64);
+    ASSERT_EQ(turns_of(full).size(), 4u);
+
+    const json shifted = json::parse(read_text(dir + "/shifted.json"));
+    const auto kept = turns_of(shifted);
+    ASSERT_EQ(kept.size(), 2u) << "the oldest exchange is dropped";
+    EXPECT_EQ(kept[0], std::make_pair(std::string("user"), std::string("The dog")));
+    EXPECT_FALSE(shifted["chat"]["context_full"].get<bool>());
+    EXPECT_LT(shifted["chat"]["context_used"].get<int>(), 64);
+    EXPECT_GT(shifted["chat"]["context_used"].get<int>(), 0) << "the kept turns are evaluated again";
+
+    // Saved as vkllm chat saves: a system message first, then the turns.
+    const json saved = json::parse(read_text(dir + "/saved.json"));
+    EXPECT_EQ(saved["format"], "vkllm-chat");
+    ASSERT_EQ(saved["messages"].size(), 5u);
+    EXPECT_EQ(saved["messages"][0]["role"], "system");
+    EXPECT_EQ(saved["messages"][3]["content"], "The end");
+    EXPECT_FALSE(saved["messages"][4]["content"].get<std::string>().empty()) << "the chat went on after the shift";
+    const json reopened = json::parse(read_text(dir + "/reopened.json"));
+    const auto back = turns_of(reopened);
+    ASSERT_EQ(back.size(), 4u);
+    for (size_t i = 0; i < back.size(); ++i) {
+        EXPECT_EQ(back[i].first, saved["messages"][i + 1]["role"].get<std::string>());
+        EXPECT_EQ(back[i].second, saved["messages"][i + 1]["content"].get<std::string>());
+    }
+    EXPECT_GT(reopened["chat"]["context_used"].get<int>(), 0) << "an opened conversation is evaluated";
+    // Up in the empty box: the last message sent.
+    EXPECT_EQ(run.exported["chat"]["input"].get<std::string>(), "The end");
+    expect_nothing_cut_or_overlapping(run.exported, 1280, 800, "the chat run");
+}
+
+// No text cut and no panel over another at 1280x800 and 1600x1000, for a decoder and an
+// encoder, tiled and with one panel maximised; BERT's [MASK] typed in the chat is the mask
+// token, as `vkllm fill-mask` parses it.
+TEST(StudioHeadless, LayoutHoldsAtTwoSizes) {
+    Xvfb x("1600x1000x24");
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string dir = vkllm::test::temp_path("studio-layout");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string dense = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
+    const std::string bert = vkllm::test::source_dir() + "/assets/zoo/zoo-bert.gguf";
+    for (const std::string size : {"1280x800", "1600x1000"}) {
+        const int w = std::stoi(size.substr(0, size.find('x'))), h = std::stoi(size.substr(size.find('x') + 1));
+        std::ofstream(dir + "/script.txt") << "tokens 16\nsend Once upon a time\nmaximise attention\nexport " << dir
+                                           << "/max.json\nmaximise none\nreset-layout\n";
+        const StudioRun run = run_studio(x, dense, "--script '" + dir + "/script.txt'", "layout-" + size, size);
+        ASSERT_EQ(run.status, 0) << run.errors;
+        EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
+        expect_nothing_cut_or_overlapping(run.exported, w, h, "zoo-dense at " + size);
+        EXPECT_EQ(run.exported["layout"]["tiles"].size(), 7u);
+        const json max = json::parse(read_text(dir + "/max.json"));
+        expect_nothing_cut_or_overlapping(max, w, h, "zoo-dense at " + size + ", attention maximised", 1);
+        ASSERT_EQ(max["layout"]["tiles"].size(), 1u);
+        EXPECT_EQ(max["layout"]["maximised"], "attention");
+        EXPECT_EQ(max["layout"]["tiles"]["attention"][2].get<float>(), float(w));
+
+        const StudioRun enc = run_studio(x, bert, "--prompt 'the cat sat on the [MASK] .' -n 1", "layout-bert-" + size, size);
+        ASSERT_EQ(enc.status, 0) << enc.errors;
+        expect_nothing_cut_or_overlapping(enc.exported, w, h, "zoo-bert at " + size);
+        auto model = Model::load(bert);
+        const std::vector<int32_t> ids = token_ids(enc.exported);
+        EXPECT_EQ(ids, model->tokenize("the cat sat on the [MASK] .", true, true));
+        EXPECT_NE(std::find(ids.begin(), ids.end(), model->mask_token()), ids.end()) << "[MASK] was split into pieces";
+    }
 }
