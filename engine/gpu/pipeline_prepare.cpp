@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -228,6 +229,15 @@ private:
 
 }  // namespace
 
+int idle_cores() {
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    double load = 0;
+    if (getloadavg(&load, 1) != 1) return cores;
+    // A core's worth of waiting work per unit of load: compiling on more threads than there are
+    // idle cores only makes the compilers share them (and costs a device per thread).
+    return std::clamp(int(double(cores) - load + 0.5), 1, cores);
+}
+
 void warm_pipeline(Context& ctx, const Pipeline& p) { Warmer(ctx).warm(p); }
 
 void prepare_pipelines(Context& ctx, const std::vector<PipelineRequest>& requests, int threads,
@@ -236,7 +246,7 @@ void prepare_pipelines(Context& ctx, const std::vector<PipelineRequest>& request
         if (progress) progress(PrepareStatus{});
         return;
     }
-    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    if (threads <= 0) threads = idle_cores();
     Job job(ctx, requests);
     // One thread works on the context; the others share what is not in the driver's cache yet.
     const size_t others = std::min(size_t(threads - 1), job.shared_count());

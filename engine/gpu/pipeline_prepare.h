@@ -30,8 +30,11 @@ struct PrepareStatus {
 };
 using PrepareCallback = std::function<void(const PrepareStatus&)>;
 
+// Cores not busy: the CPU count less the 1-minute load average, rounded, at least 1.
+int idle_cores();
+
 // Creates (and, where the driver compiles at first dispatch, warms) every pipeline of
-// `requests` on `ctx`. threads <= 0: std::thread::hardware_concurrency(). `progress` (may be
+// `requests` on `ctx`. threads <= 0: idle_cores(). `progress` (may be
 // empty) is called on the calling thread: once with done 0 before any work, after each pipeline
 // is compiled, and at least every `heartbeat_ms` while it waits. The first error (a shader the
 // device cannot run, ...), or an exception thrown by `progress` (a way to stop early), is

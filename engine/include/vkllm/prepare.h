@@ -28,7 +28,8 @@ struct PrepareOptions {
     // The length of the first prompt in tokens: the matrix kernels' tiles depend on it (a
     // prompt of a different length may need a few pipelines more, compiled when first used).
     int prompt_tokens = 16;
-    // Threads compiling at once; 0: one per CPU core.
+    // Threads compiling at once; 0: one per idle CPU core (the cores less the 1-minute load
+    // average, at least one: on a busy machine more threads only share the same cores).
     int threads = 0;
 };
 
