@@ -17,6 +17,7 @@
 #include "greedy.h"
 #include "model/forward.h"
 #include "ssm_golden.h"
+#include "vkllm/model_info.h"
 #include "vkllm/session.h"
 
 namespace vkllm {
@@ -202,6 +203,16 @@ TEST(Hybrid, NemotronHasOnePartPerLayer) {
     EXPECT_FLOAT_EQ(a.scale, 0.25f);  // 1/sqrt(head_dim 16)
     EXPECT_EQ(spec.kv_bytes_per_token(), uint64_t(2 * (16 + 16) * 4));
     EXPECT_EQ(spec.recurrent_state_bytes(), 2 * (uint64_t(192) * 3 + uint64_t(128) * 16) * 4);
+    // What `vkllm inspect` prints: the state per sequence beside the KV bytes per token.
+    const ModelInfo info = g.model->info();
+    EXPECT_EQ(info.state_bytes_per_sequence, spec.recurrent_state_bytes());
+    EXPECT_EQ(info.n_ssm_layers, 2);
+    EXPECT_EQ(info.layers[1].mixer, MixerKind::None);
+    EXPECT_EQ(info.layers[2].ffn.kind, FfnKind::None);
+    EXPECT_NE(info.layer_table().find("KV cache 256 bytes per token (1 attention layers), recurrent state 20992 bytes "
+                                      "per sequence (2 state-space layers)"),
+              std::string::npos)
+        << info.layer_table();
 }
 
 }  // namespace
