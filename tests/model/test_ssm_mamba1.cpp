@@ -48,12 +48,14 @@ TEST_P(Mamba1Golden, LogitsAndGreedyTextMatchLlamaCpp) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, Mamba1Golden, ::testing::Values("mamba", "mamba-q8_0"), [](const auto& info) {
-    std::string n = info.param;
-    for (char& ch : n)
-        if (ch == '-') ch = '_';
-    return n;
-});
+// mamba-dt-b-c-rms: Falcon-Mamba's unweighted RMS norms of dt, B and C (ssm.dt_b_c_rms).
+INSTANTIATE_TEST_SUITE_P(Golden, Mamba1Golden, ::testing::Values("mamba", "mamba-q8_0", "mamba-dt-b-c-rms"),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& ch : n)
+                                 if (ch == '-') ch = '_';
+                             return n;
+                         });
 
 TEST(Mamba1, DecodeOneTokenAtATimeAndTruncateMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();

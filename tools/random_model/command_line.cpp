@@ -54,6 +54,10 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
             c.tied = true;
             continue;
         }
+        if (opt == "--ssm-dt-b-c-rms") {
+            c.ssm_dt_b_c_rms = true;
+            continue;
+        }
         if (i + 1 >= args.size()) throw ConfigError(opt + " needs a value (see --help)");
         const std::string& val = args[++i];
         if (opt == "--arch") c.arch = val;
@@ -157,6 +161,7 @@ std::string usage(const std::string& default_vocab) {
            "  --ssm-groups G        ssm.group_count, B/C groups dividing the heads (default 1)\n"
            "mamba (Mamba-1): --ssm-conv, --ssm-state as above, d_inner 2 * n_embd, and\n"
            "  --ssm-dt-rank R       ssm.time_step_rank, the rank of dt's projection (default ceil(n_embd / 16))\n"
+           "  --ssm-dt-b-c-rms      ssm.dt_b_c_rms: unweighted RMS norms of dt, B and C (Falcon-Mamba)\n"
            "nemotron_h, granitehybrid (hybrids: the mamba2 options, plus attention and FFN layers):\n"
            "  --layers P            one character per layer: M Mamba-2, * attention, - an FFN alone\n"
            "                        (nemotron_h; granitehybrid has an FFN after every layer)\n"

@@ -215,9 +215,10 @@ void validate_deepseek(RandomModelConfig& c, const ArchTable& arch) {
 // Fills in and checks the Mamba-2 sizes; other families must leave them unset.
 void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
     if (!arch.ssm) {
-        require(c.ssm_conv == 0 && c.ssm_inner == 0 && c.ssm_state == 0 && c.ssm_head_dim == 0 && c.ssm_groups == 0,
-                "the state-space options (--ssm-conv, --ssm-inner, --ssm-state, --ssm-head-dim, --ssm-groups) are "
-                "for mamba2 only, not " + arch.name);
+        require(c.ssm_conv == 0 && c.ssm_inner == 0 && c.ssm_state == 0 && c.ssm_head_dim == 0 && c.ssm_groups == 0 &&
+                    c.ssm_dt_rank == 0 && !c.ssm_dt_b_c_rms,
+                "the state-space options (--ssm-conv, --ssm-inner, --ssm-state, --ssm-head-dim, --ssm-groups, "
+                "--ssm-dt-rank, --ssm-dt-b-c-rms) are for the state-space families only, not " + arch.name);
         return;
     }
     if (c.ssm_conv == 0) c.ssm_conv = 4;
@@ -230,8 +231,11 @@ void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
         require(c.ssm_dt_rank >= 0 && c.ssm_dt_rank <= (1 << 16), "--ssm-dt-rank must be positive");
         if (c.ssm_dt_rank == 0) c.ssm_dt_rank = (c.n_embd + 15) / 16;  // the converter's ceil(n_embd / 16)
         require(c.ssm_inner == 2 * c.n_embd, arch.name + ": llama.cpp supports d_inner = 2 n_embd only; drop --ssm-inner");
+        require(!c.ssm_dt_b_c_rms || arch.hybrid == Hybrid::None,
+                "--ssm-dt-b-c-rms is for mamba (Falcon-Mamba) only, not " + arch.name);
     } else {
-        require(c.ssm_dt_rank == 0, "--ssm-dt-rank is for mamba only, not " + arch.name);
+        require(c.ssm_dt_rank == 0 && !c.ssm_dt_b_c_rms,
+                "--ssm-dt-rank and --ssm-dt-b-c-rms are for mamba only, not " + arch.name);
     }
     require(c.ssm_conv >= 2 && c.ssm_conv <= 16, "--ssm-conv must be between 2 and 16");
     require(c.ssm_inner > 0 && c.ssm_inner <= (1 << 20), "--ssm-inner must be positive");
@@ -694,6 +698,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "ssm.state_size", Value::from_u32(uint32_t(c.ssm_state)));
         if (arch->mamba1) {  // dt's rank; no groups
             w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_dt_rank)));
+            if (c.ssm_dt_b_c_rms) w.set(a + "ssm.dt_b_c_rms", Value::from_bool(true));
         } else {
             w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_inner / c.ssm_head_dim)));
             w.set(a + "ssm.group_count", Value::from_u32(uint32_t(c.ssm_groups)));

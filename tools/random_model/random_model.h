@@ -80,6 +80,7 @@ struct RandomModelConfig {
     // default pattern repeated to n_layer.
     std::string layers;
     int ssm_groups = 0;
+    bool ssm_dt_b_c_rms = false;     // mamba: ssm.dt_b_c_rms, Falcon-Mamba's unweighted norms of dt, B and C
     int ssm_dt_rank = 0;             // mamba: ssm.time_step_rank, dt's projection rank; 0: ceil(n_embd / 16)              // ssm.group_count (n_group, dividing the heads); 0: 1
     // --plant-super-weight: a super weight that makes a massive activation on the BOS token
     // (plant.h; llama, qwen2, qwen3, smollm3, qwen3moe, olmoe).
