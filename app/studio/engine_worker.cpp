@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 
 #include "vkllm/chat_template.h"
@@ -251,8 +252,31 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     work_.weight_bytes = model_->weight_bytes();
     work_.chat_template = false;
     work_.encoder = is_encoder(model_->info());
+    // Compile the pipelines the first answer needs now, on every core, with the progress in the
+    // status bar (a cold start on lavapipe takes a while; a warm one returns at once).
+    const Clock::time_point t0 = Clock::now();
+    Clock::time_point shown = t0;
+    try {
+        PrepareOptions po;
+        po.prompt_tokens = 32;
+        const PrepareProgress p = session_->prepare(po, [&](const PrepareProgress& progress) {
+            if (stop_requested_) throw std::runtime_error("stopped");
+            if (progress.total == 0 || ms_since(shown) < 100) return;
+            shown = Clock::now();
+            work_.status = "preparing shaders " + std::to_string(progress.done) + "/" + std::to_string(progress.total);
+            publish();
+        });
+        work_.shaders_prepared = p.total;
+    } catch (const std::exception& e) {
+        // Not fatal: a pipeline not compiled now is compiled at its first dispatch.
+        work_.notice = std::string("shaders not prepared ahead (") + e.what() + "): the first answer compiles them";
+    }
+    work_.prepare_seconds = ms_since(t0) / 1000.0;
+    char prepared[64] = "";
+    if (work_.shaders_prepared > 0)
+        snprintf(prepared, sizeof prepared, " (prepared %d shaders in %.1f s)", work_.shaders_prepared, work_.prepare_seconds);
     work_.status = "ready: " + (model_->info().name.empty() ? what : model_->info().name) +
-                   (work_.encoder ? " (an encoder: sending a text evaluates it, nothing is generated)" : "");
+                   (work_.encoder ? " (an encoder: sending a text evaluates it, nothing is generated)" : "") + prepared;
 }
 
 // ---- Chat ----

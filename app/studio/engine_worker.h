@@ -116,6 +116,8 @@ struct WorkerState {
     std::string loaded_source;   // the file (or built-in name) the model came from, once it loaded
     std::string failed_source;   // the last file that did not load
     bool last_load_ok = true;    // whether the newest load (load_serial) opened its model
+    int shaders_prepared = 0;    // pipelines compiled ahead of the first answer at the load (0: warm)
+    double prepare_seconds = 0;
     uint64_t load_serial = 0;    // counts the loads tried, so the UI sees each outcome once
 };
 

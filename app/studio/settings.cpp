@@ -133,7 +133,7 @@ std::string usage() {
            "  --size WxH           window size (default 1600x1000)\n"
            "  --theme dark|light   the colour theme (saved, like the View menu's choice)\n"
            "  --scale S            the UI scale, 0.75 to 4 (saved; default: the monitor's)\n"
-           "  --config-dir DIR     where imgui.ini and studio.json live (default $XDG_CONFIG_HOME/vkllm)\n";
+           "  --config-dir DIR     where studio.json lives (default $XDG_CONFIG_HOME/vkllm)\n";
 }
 
 namespace {

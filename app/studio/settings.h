@@ -43,7 +43,7 @@ struct StudioOptions {
 StudioOptions parse_options(int argc, char** argv);
 std::string usage();
 
-// What the user chose: persisted in studio.json beside imgui.ini.
+// What the user chose: persisted in studio.json.
 struct Settings {
     bool dark = true;
     float ui_scale = 0;  // 0: the monitor's content scale

@@ -120,10 +120,6 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
 StudioApp::~StudioApp() {
     g_app = nullptr;
     worker.stop();
-    // ImGui keeps a pointer to ini_path_'s characters and writes the file once more when the
-    // window destroys its context; ini_path_ dies before window_ (member order), so the
-    // pointer must not outlive it.
-    if (window_ && ImGui::GetCurrentContext()) ImGui::GetIO().IniFilename = nullptr;
     window_.reset();
 }
 
@@ -302,7 +298,9 @@ void StudioApp::export_to(const std::string& path) {
                  {"context_used", state->context.size()},
                  {"context_size", state->n_ctx},
                  {"context_full", state->context_full},
-                 {"recent_models", settings.recent_models}};
+                 {"recent_models", settings.recent_models},
+                 {"shaders_prepared", state->shaders_prepared},
+                 {"prepare_seconds", state->prepare_seconds}};
     json overflows = json::array();
     for (const TextOverflow& o : text_fit_log().overflows)  // the newest frame's
         overflows.push_back({{"where", o.where}, {"needed", o.needed}, {"available", o.available}});

@@ -119,7 +119,7 @@ private:
     Image crop_to_panel(const Image& full, int panel) const;
 
     std::unique_ptr<VulkanWindow> window_;
-    std::string config_dir_, ini_path_;
+    std::string config_dir_;
     float applied_scale_ = 0;
     bool applied_dark_ = true;
     ProbeSelection applied_probes_{};
