@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "heatmap.h"
+#include "legends.h"
 #include <imgui.h>
 #include "panel_frame.h"
 #include "studio_app.h"
@@ -227,9 +228,10 @@ void draw_attention_panel(StudioApp& app) {
         draw_heatmap("sink", col.data(), nq, 1, ImVec2(ui_px(14), std::max(map_h, 32.0f)), lo, hi);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("learned sink mass per query row");
     }
-    ImGui::TextDisabled("%s%s layer%s: band = window edge; %s", sel->causal ? "" : "bidirectional ",
-                        window > 0 ? "sliding-window" : "global", window > 0 ? " (orange line)" : "",
-                        log_scale ? "log10 p from -4 to 0" : "p from 0 to 1");
+    ImGui::TextDisabled("%s%s layer%s; rows: queries, columns: keys", sel->causal ? "" : "bidirectional ",
+                        window > 0 ? "sliding-window" : "global", window > 0 ? " (orange line: the window's edge)" : "");
+    if (log_scale) ramp_legend("p", "1e-4", "1");
+    else ramp_legend("p", "0", "1");
     if (!sel->causal) ImGui::TextDisabled("an encoder's map: every query attends to the keys after it too");
 
     // Per-head statistics of the selected layer.

@@ -64,7 +64,7 @@ void draw_telemetry_panel(StudioApp& app) {
                 s.probe_bytes / mib, scratch);
     if (!t.by_op.empty()) {
         ImGui::Text("GPU time of the newest step: %.2f ms", t.step_ms);
-        if (ImGui::BeginTable("ops", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
+        if (begin_data_table("ops", 3, int(t.by_op.size()), 10)) {
             for (const char* c : {"op", "ms", "dispatches"}) ImGui::TableSetupColumn(c);
             ImGui::TableHeadersRow();
             for (const OpRow& o : t.by_op) {
@@ -72,12 +72,12 @@ void draw_telemetry_panel(StudioApp& app) {
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(o.op.c_str());
                 ImGui::TableNextColumn();
-                ImGui::ProgressBar(t.step_ms > 0 ? float(o.ms / t.step_ms) : 0.0f, ImVec2(-1, 0),
+                ImGui::ProgressBar(t.step_ms > 0 ? float(o.ms / t.step_ms) : 0.0f, ImVec2(ui_px(120), 0),
                                    (std::to_string(o.ms).substr(0, 6)).c_str());
                 ImGui::TableNextColumn();
                 ImGui::Text("%d", o.count);
             }
-            end_table();
+            end_data_table();
         }
         std::vector<float> layers(t.by_layer.begin(), t.by_layer.end());
         const float top = layers.empty() ? 1.0f : *std::max_element(layers.begin(), layers.end());
