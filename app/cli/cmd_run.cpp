@@ -1,4 +1,5 @@
-// vkllm run: generate text with Session::generate, streaming it to stdout as it is released.
+// vkllm run: generate text with Session::generate (or, with --json / --json-schema, generate_json),
+// streaming it to stdout as it is released.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,10 +10,12 @@
 #include "activation_report.h"
 #include "interrupt.h"
 #include "interventions.h"
+#include "json_option.h"
 #include "model_file.h"
 #include "options.h"
 #include "prepare_note.h"
 #include "vkllm/generate.h"
+#include "vkllm/json_output.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -23,7 +26,7 @@ const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
     "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
-    "          [--cache-type auto|f16|f32|q8_0]\n"
+    "          [--cache-type auto|f16|f32|q8_0] [--json | --json-schema SCHEMA.json]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
@@ -35,6 +38,10 @@ const char* kUsage =
     "                 the model verifies them in one pass; the output is the same as without a draft\n"
     "  --cache-type: the KV cache's element type (auto, the default: f16 where the device has 16-bit storage,\n"
     "                 else f32; f32: llama.cpp's exact mode; q8_0: 8-bit blocks of 32, rows of whole blocks)\n"
+    "  --json, --json-schema: the output is one JSON value: any object (--json), or one the JSON Schema in the\n"
+    "                 file allows (the subset of docs/serve.md; a keyword it cannot enforce is refused); stdout\n"
+    "                 has the value alone, not the prompt, and generation ends when the value is complete. A value\n"
+    "                 that -n or the context cuts short is an error (exit 1); not with --draft\n"
     "  -f FILE: the prompt from a file or pipe, up to 128 MiB (-f -: standard input); --seed -1 (the default):\n"
     "                 a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
@@ -123,8 +130,8 @@ int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
-               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type"},
-              {"--timings", "--expert-stats", "--activations"});
+               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type", "--json-schema"},
+              {"--timings", "--expert-stats", "--activations", "--json"});
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
     go.max_tokens = int(o.integer("-n", 128, 0));
@@ -132,6 +139,9 @@ int run(const Args& args) {
     const SamplerParams& sp = go.sampler;
     if (o.has("--draft-n") && !o.has("--draft")) throw UsageError("--draft-n needs --draft MODEL");
     go.draft.n_draft = int(o.integer("--draft-n", 4, 1, 64));
+    // The schema is read and compiled before the model loads: a bad one is a usage error.
+    const std::optional<JsonGrammar> grammar = json_grammar_option(o);
+    if (grammar && o.has("--draft")) throw UsageError("--json and --json-schema do not combine with --draft");
 
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // 0: the model's trained context, at most 4096
@@ -195,7 +205,10 @@ int run(const Args& args) {
         prepared.compiled += d.compiled;
         prepared.seconds += d.seconds;
     }
-    std::fputs(prompt.c_str(), stdout);
+    // JSON output: stdout has the value alone, so that it can be piped to a JSON reader.
+    std::optional<TokenBytes> vocabulary;
+    if (grammar) vocabulary.emplace(*model);
+    else std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
 
     // Each event comes after the eval that produced its logits (the prompt for the first), so
@@ -222,12 +235,14 @@ int run(const Args& args) {
     // printed, the pipeline cache saved (when the Model goes) and the exit code is 130. A
     // watcher cancels the session too, for a Ctrl-C while the prompt is evaluated.
     const InterruptWatch interrupt(session);
-    const GenerateResult result = session.generate(tokens, go, [&](const TokenEvent& ev) {
+    const TokenCallback on_token = [&](const TokenEvent& ev) {
         read_probes();
         std::fputs(ev.text.c_str(), stdout);
         std::fflush(stdout);
         return !interrupt.interrupted();
-    });
+    };
+    const GenerateResult result = grammar ? generate_json(session, tokens, go, *grammar, *vocabulary, on_token)
+                                          : session.generate(tokens, go, on_token);
     if (!prompt_probes_read) read_probes();  // -n 0: the prompt's eval alone
     std::fputs("\n", stdout);
     std::fflush(stdout);
@@ -261,6 +276,11 @@ int run(const Args& args) {
         std::fprintf(stderr, "vkllm: interrupted\n");
         return 130;  // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
     }
+    // A value generate_json completes ends with EndOfGeneration; anything else left it unfinished.
+    if (grammar && result.reason != StopReason::EndOfGeneration)
+        throw std::runtime_error("the JSON value is incomplete: generation stopped (" + std::string(to_string(result.reason)) +
+                                 ") after " + tokens_text(result.tokens.size()) + "; the output is not whole JSON" +
+                                 (result.reason == StopReason::MaxTokens ? "; allow more tokens with -n" : ""));
     return 0;
 }
 

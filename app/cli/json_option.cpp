@@ -1,0 +1,29 @@
+#include "json_option.h"
+
+#include <string>
+
+#include "input_file.h"
+
+namespace vkllm::cli {
+
+std::optional<JsonGrammar> json_grammar_option(const Options& options) {
+    const bool any = options.has("--json");
+    if (any && options.has("--json-schema")) throw UsageError("--json and --json-schema are exclusive; give one");
+    if (any) return JsonGrammar::any_object();
+    if (!options.has("--json-schema")) return std::nullopt;
+    const std::string path = options.str("--json-schema");
+    std::string text;
+    try {
+        text = app::read_input(path, app::kSmallFileMax, "JSON Schema file");
+    } catch (const app::InputError& e) {
+        throw UsageError(std::string("--json-schema: ") + e.what());
+    }
+    try {
+        return JsonGrammar::from_schema(text);
+    } catch (const JsonSchemaError& e) {
+        // The message names the keyword and where it is ("the schema's 'pattern' at #/properties/name ...").
+        throw UsageError("--json-schema " + path + ": " + e.what());
+    }
+}
+
+}  // namespace vkllm::cli
