@@ -300,6 +300,7 @@ void StudioApp::export_to(const std::string& path) {
                  {"context_full", state->context_full},
                  {"recent_models", settings.recent_models},
                  {"shaders_prepared", state->shaders_prepared},
+                 {"asking_to_switch", asking_to_switch},
                  {"prepare_seconds", state->prepare_seconds}};
     json overflows = json::array();
     for (const TextOverflow& o : text_fit_log().overflows)  // the newest frame's
@@ -425,6 +426,11 @@ void StudioApp::run_script_line(const std::string& line) {
     else if (cmd == "save-chat") save_chat(rest);
     else if (cmd == "open-chat") open_chat(rest);
     else if (cmd == "context-shift") worker.shift_context(settings.generation);
+    else if (cmd == "open-model") request_model(rest);  // as the menu: asks when a conversation would be dropped
+    else if (cmd == "switch-model") {                    // yes | no: the answer to that question
+        if (rest != "yes" && rest != "no") throw std::runtime_error("script: switch-model yes|no");
+        switch_answer = rest == "yes" ? 1 : 2;
+    }
     else if (cmd == "context-stop") context_choice_dismissed = true;
     else if (cmd == "maximise") {  // PANEL | none
         maximised = -1;
@@ -731,7 +737,10 @@ void StudioApp::draw_switch_confirmation() {
         confirm_switch = false;
     }
     ImGui::SetNextWindowSize(ImVec2(ui_px(520), 0), ImGuiCond_Appearing);
-    if (!ImGui::BeginPopupModal("Switch the model?")) return;
+    asking_to_switch = ImGui::BeginPopupModal("Switch the model?");
+    if (!asking_to_switch) return;
+    const int answer = switch_answer;
+    switch_answer = 0;
     ImGui::TextWrapped("Opening %s drops the conversation (%zu messages). Save it first to keep it.",
                        pending_builtin ? "the built-in model" : pending_model.c_str(), state->messages.size());
     if (ImGui::Button("Save it first...")) {
@@ -739,13 +748,13 @@ void StudioApp::draw_switch_confirmation() {
         dialog_request = FileDialog::SaveChat;
     }
     ImGui::SameLine();
-    if (ImGui::Button("Switch")) {
+    if (ImGui::Button("Switch") || answer == 1) {
         if (pending_builtin) open_builtin_model();
         else open_model(pending_model);
         ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) ImGui::CloseCurrentPopup();
+    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE) || answer == 2) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
 }
 

@@ -84,6 +84,8 @@ public:
     // the built-in model).
     std::string pending_model;
     bool pending_builtin = false, confirm_switch = false;
+    int switch_answer = 0;                // a script's answer to the question: 1 switch, 2 cancel
+    bool asking_to_switch = false;        // the question is on screen (this frame)
     bool context_choice_dismissed = false;  // "stop here" chosen for the current full context
     std::vector<double> frame_ms;          // every frame's time
     std::vector<double> frame_ms_generating;

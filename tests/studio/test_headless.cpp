@@ -636,3 +636,31 @@ TEST(StudioHeadless, LayoutHoldsAtTwoSizes) {
         EXPECT_NE(std::find(ids.begin(), ids.end(), model->mask_token()), ids.end()) << "[MASK] was split into pieces";
     }
 }
+
+// Switching models asks first when a conversation would be dropped (no: nothing changes; yes:
+// the new model, in Recent); a file that does not open is not listed in Recent.
+TEST(StudioHeadless, ModelSwitchAsksAndRecentListsWhatOpened) {
+    Xvfb x;
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string dense = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
+    const std::string moe = vkllm::test::source_dir() + "/assets/zoo/zoo-moe.gguf";
+    const std::string dir = vkllm::test::temp_path("studio-switch");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir + "/script.txt") << "tokens 4\nsend Once upon a time\nopen-model " << moe << "\nexport " << dir
+                                       << "/asked.json\nswitch-model no\nexport " << dir << "/kept.json\nopen-model "
+                                       << moe << "\nswitch-model yes\n";
+    const StudioRun run = run_studio(x, dense, "--script '" + dir + "/script.txt'", "switch");
+    ASSERT_EQ(run.status, 0) << run.errors;
+    const json asked = json::parse(read_text(dir + "/asked.json"));
+    EXPECT_TRUE(asked["chat"]["asking_to_switch"].get<bool>());
+    EXPECT_EQ(asked["model"]["n_embd"].get<int>(), 128) << "still zoo-dense while it asks";
+    const json kept = json::parse(read_text(dir + "/kept.json"));
+    EXPECT_FALSE(kept["chat"]["asking_to_switch"].get<bool>());
+    EXPECT_EQ(turns_of(kept).size(), 2u) << "no: the conversation stays";
+    EXPECT_TRUE(run.exported["messages"].empty()) << "yes: the new model starts a new chat";
+    EXPECT_EQ(run.exported["model"]["n_embd"].get<int>(), 96) << "zoo-moe";
+    const auto recent = run.exported["chat"]["recent_models"].get<std::vector<std::string>>();
+    ASSERT_FALSE(recent.empty());
+    EXPECT_EQ(recent.front(), moe);
+}
