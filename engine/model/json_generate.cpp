@@ -1,13 +1,17 @@
-// generate_json (vkllm/json_output.h): Session::generate's decode loop with a JsonMatcher
+// generate_json (vkllm/json_output.h) and generate_with_grammar (vkllm/grammar.h):
+// Session::generate's decode loop with a TokenConstraint (a JsonMatcher or a GbnfMatcher)
 // deciding which tokens may be sampled. It drives the session through its public eval().
 #include <algorithm>
 #include <chrono>
 
 #include "core/top_n.h"
 #include "model/stop_strings.h"
+#include "sampling/gbnf_matcher.h"
+#include "sampling/grammar_impl.h"
 #include "sampling/json_matcher.h"
 #include "sampling/json_output_impl.h"
 #include "sampling/sampler.h"
+#include "vkllm/grammar.h"
 #include "vkllm/json_output.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -31,12 +35,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
 
-class JsonGeneration {
+class ConstrainedGeneration {
 public:
-    JsonGeneration(Session& s, const GenerateOptions& o, const JsonGrammar& g, const TokenBytes& v,
-                   const TokenCallback& cb, GenerateResult& r)
-        : s_(s), o_(o), vocab_(v), callback_(cb), r_(r), stops_(o.stop), sampler_(o.sampler),
-          matcher_(g.impl().nodes), start_(Clock::now()) {}
+    // `what`: what the constraint's text is, for errors ("the JSON value").
+    ConstrainedGeneration(Session& s, const GenerateOptions& o, sampling::TokenConstraint& matcher, std::string what,
+                          const TokenBytes& v, const TokenCallback& cb, GenerateResult& r)
+        : s_(s), o_(o), vocab_(v), callback_(cb), r_(r), stops_(o.stop), sampler_(o.sampler), matcher_(matcher),
+          what_(std::move(what)), start_(Clock::now()) {}
 
     void run(const std::vector<int32_t>& prompt) {
         if (prompt.empty()) throw std::invalid_argument("generate needs a prompt of at least one token");
@@ -87,7 +92,7 @@ private:
             ev.id = id = sampler_.sample(logits.data(), n_vocab, [this](int32_t t) { return allowed(t); },
                                          o_.funnel ? &ev.funnel : nullptr);
         } catch (const sampling::SamplingError&) {
-            throw std::runtime_error("no token of the vocabulary continues the JSON value after " +
+            throw std::runtime_error("no token of the vocabulary continues " + what_ + " after " +
                                      std::to_string(r_.tokens.size()) + " generated tokens");
         }
         sampler_.accept(id);
@@ -138,15 +143,16 @@ private:
     GenerateResult& r_;
     model::StopStrings stops_;
     sampling::Sampler sampler_;
-    sampling::JsonMatcher matcher_;
+    sampling::TokenConstraint& matcher_;
+    const std::string what_;
     Utf8Decoder utf8_;
     Clock::time_point start_;
 };
 
-}  // namespace
-
-GenerateResult generate_json(Session& session, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                             const JsonGrammar& grammar, const TokenBytes& vocabulary, const TokenCallback& on_token) {
+// Checks the options, runs the loop, and turns errors into the result's reason and message.
+GenerateResult generate_constrained(Session& session, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                                    sampling::TokenConstraint& matcher, const std::string& what,
+                                    const TokenBytes& vocabulary, const TokenCallback& on_token) {
     GenerateResult r;
     try {
         validate(options.sampler);
@@ -154,8 +160,8 @@ GenerateResult generate_json(Session& session, const std::vector<int32_t>& promp
             throw std::invalid_argument("max_tokens must be >= 0, got " + std::to_string(options.max_tokens));
         if (options.top_n < 0) throw std::invalid_argument("top_n must be >= 0, got " + std::to_string(options.top_n));
         if (options.draft.session)
-            throw std::invalid_argument("speculative decoding (a draft) is not combined with JSON output");
-        JsonGeneration(session, options, grammar, vocabulary, on_token, r).run(prompt);
+            throw std::invalid_argument("speculative decoding (a draft) is not combined with constrained output");
+        ConstrainedGeneration(session, options, matcher, what, vocabulary, on_token, r).run(prompt);
     } catch (const ContextOverflow& e) {
         r.reason = StopReason::ContextFull;
         r.message = e.what();
@@ -164,6 +170,21 @@ GenerateResult generate_json(Session& session, const std::vector<int32_t>& promp
         r.message = e.what();
     }
     return r;
+}
+
+}  // namespace
+
+GenerateResult generate_json(Session& session, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                             const JsonGrammar& grammar, const TokenBytes& vocabulary, const TokenCallback& on_token) {
+    sampling::JsonMatcher matcher(grammar.impl().nodes);
+    return generate_constrained(session, prompt, options, matcher, "the JSON value", vocabulary, on_token);
+}
+
+GenerateResult generate_with_grammar(Session& session, const std::vector<int32_t>& prompt,
+                                     const GenerateOptions& options, const Grammar& grammar,
+                                     const TokenBytes& vocabulary, const TokenCallback& on_token) {
+    sampling::GbnfMatcher matcher(grammar.impl().rules);
+    return generate_constrained(session, prompt, options, matcher, "the grammar's text", vocabulary, on_token);
 }
 
 }  // namespace vkllm

@@ -18,22 +18,23 @@
 #include <vector>
 
 #include "sampling/json_grammar.h"
+#include "sampling/token_constraint.h"
 
 namespace vkllm::sampling {
 
-class JsonMatcher {
+class JsonMatcher : public TokenConstraint {
 public:
     explicit JsonMatcher(std::shared_ptr<const JsonGrammarNodes> grammar);
 
     // Advances by `bytes`. False (and the matcher unchanged) when they cannot continue the text.
-    bool feed(std::string_view bytes);
+    bool feed(std::string_view bytes) override;
     // Whether feed(bytes) would succeed; the matcher is unchanged. Cheap for most rejections:
     // the first byte is looked up in a table of the bytes that can come next.
-    bool accepts(std::string_view bytes) const;
+    bool accepts(std::string_view bytes) const override;
     // The text so far is a whole document: generation may end here.
-    bool complete() const;
+    bool complete() const override;
     // No byte can follow (the document is complete and closed): generation must end here.
-    bool closed() const;
+    bool closed() const override;
 
     // Internal: one frame of an alternative's stack (public for the implementation's helpers).
     struct Frame {
