@@ -1,11 +1,5 @@
 #include "chat_conversation.h"
 
-#include <stdexcept>
-
-#include <nlohmann/json.hpp>
-
-#include "json_text.h"
-
 namespace vkllm::cli {
 namespace {
 
@@ -117,38 +111,7 @@ ChatConversation::Mark ChatConversation::fresh(size_t n_messages) const {
     return m;
 }
 
-std::string ChatConversation::to_json() const {
-    nlohmann::json messages = nlohmann::json::array();
-    for (const ChatMessage& m : messages_) messages.push_back({{"role", m.role}, {"content", m.content}});
-    nlohmann::json doc = {{"format", "vkllm-chat"}, {"version", 1}, {"messages", messages}};
-    return app::json_text(doc, 2) + "\n";  // a model's invalid UTF-8 saved as U+FFFD
-}
-
-void ChatConversation::from_json(const std::string& text) {
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(std::string("not JSON: ") + e.what());
-    }
-    if (!doc.is_object() || doc.value("format", "") != "vkllm-chat")
-        throw std::runtime_error("not a vkllm chat conversation (no \"format\": \"vkllm-chat\")");
-    if (!doc.contains("messages") || !doc["messages"].is_array())
-        throw std::runtime_error("\"messages\" must be a list of {\"role\", \"content\"}");
-    std::vector<ChatMessage> messages;
-    for (const nlohmann::json& m : doc["messages"]) {
-        const size_t i = messages.size();
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-            !m["content"].is_string())
-            throw std::runtime_error("message " + std::to_string(i) + " is not {\"role\": text, \"content\": text}");
-        const std::string role = m["role"].get<std::string>();
-        const bool system_first = role == "system" && i == 0;
-        const std::string expected = i == 0 || messages[i - 1].role != "user" ? "user" : "assistant";
-        if (!system_first && role != expected)
-            throw std::runtime_error("message " + std::to_string(i) + " has role \"" + role + "\" where \"" + expected +
-                                     "\" belongs (a system message first, then user and assistant in turn)");
-        messages.push_back({role, m["content"].get<std::string>()});
-    }
+void ChatConversation::load(std::vector<ChatMessage> messages) {
     const Mark before = mark();
     std::vector<ChatMessage> messages_before = messages_;
     std::vector<Mark> marks_before = marks_;

@@ -35,11 +35,10 @@ public:
     const std::vector<int32_t>& tokens() const { return tokens_; }
     int turns() const { return int(marks_.size()); }
 
-    // The conversation as JSON: {"format": "vkllm-chat", "version": 1, "messages": [...]}.
-    std::string to_json() const;
-    // Replaces the conversation with one to_json wrote. Throws std::runtime_error saying what is
-    // wrong with the text (and leaves the conversation as it was).
-    void from_json(const std::string& text);
+    // Replaces the conversation with saved messages (app::read_conversation's: a system message
+    // first, then user and assistant in turn). Throws what the template throws when it cannot
+    // render them, and leaves the conversation as it was.
+    void load(std::vector<ChatMessage> messages);
 
 private:
     // What the conversation is before a turn (for undo). A mark that is not `known` holds the

@@ -16,7 +16,7 @@
 
 #include "chat_conversation.h"
 #include "chat_prompt.h"
-#include "input_file.h"
+#include "conversation_file.h"
 #include "json_text.h"
 #include "model_file.h"
 #include "options.h"
@@ -154,18 +154,25 @@ private:
                 std::fprintf(stderr, "vkllm: %s needs a file name\n", name.c_str());
             } else if (name == "/save") {
                 try {
-                    write_output_file(arg, conversation_.to_json());  // complete, or the old file kept
+                    // The CLI's rule for output files: complete or the old file kept, and a device
+                    // or pipe (/dev/stdout) written in place.
+                    write_output_file(arg, app::conversation_json(conversation_.messages()));
                     std::fprintf(stderr, "vkllm: saved %d turns to %s\n", conversation_.turns(), arg.c_str());
                 } catch (const std::exception& e) {
                     std::fprintf(stderr, "vkllm: %s\n", e.what());
                 }
             } else {
+                std::vector<ChatMessage> messages;
                 try {
-                    conversation_.from_json(app::read_input(arg, app::kConversationFileMax, "conversation"));
-                    std::fprintf(stderr, "vkllm: loaded %d turns from %s\n", conversation_.turns(), arg.c_str());
-                } catch (const app::InputError& e) {  // it names the file and why
+                    messages = app::read_conversation(arg);
+                } catch (const std::exception& e) {  // it names the file and what is wrong
                     std::fprintf(stderr, "vkllm: %s\n", e.what());
-                } catch (const std::exception& e) {
+                    return true;
+                }
+                try {
+                    conversation_.load(std::move(messages));
+                    std::fprintf(stderr, "vkllm: loaded %d turns from %s\n", conversation_.turns(), arg.c_str());
+                } catch (const std::exception& e) {  // the template cannot render it
                     std::fprintf(stderr, "vkllm: cannot load %s: %s\n", arg.c_str(), e.what());
                 }
             }

@@ -209,12 +209,12 @@ std::vector<ChatMessage> StudioApp::conversation() const {
 
 void StudioApp::save_chat(const std::string& path) {
     if (state->messages.empty()) throw std::runtime_error("nothing to save: the conversation is empty");
-    write_conversation(path, conversation());
+    app::write_conversation(path, conversation());
     message = "saved the conversation to " + path;
 }
 
 void StudioApp::open_chat(const std::string& path) {
-    const std::vector<ChatMessage> m = read_conversation(path);  // throws naming the file
+    const std::vector<ChatMessage> m = app::read_conversation(path);  // throws naming the file
     std::vector<ChatTurn> turns;
     std::string system;
     for (const ChatMessage& c : m) {

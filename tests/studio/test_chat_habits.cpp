@@ -1,5 +1,6 @@
 // The chat's habits on plain data (no window): recalling sent messages, fenced code blocks, the
-// conversation file `vkllm chat` writes, model facts and the tiled layout's geometry.
+// conversation file both front-ends read and write (app/common), model facts and the tiled
+// layout's geometry.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,10 @@
 
 using namespace vkllm;
 using namespace vkllm::studio;
+using vkllm::app::conversation_json;
+using vkllm::app::parse_conversation;
+using vkllm::app::read_conversation;
+using vkllm::app::write_conversation;
 namespace fs = std::filesystem;
 
 TEST(InputHistory, UpRecallsFromAnEmptyBoxOnly) {
@@ -95,6 +100,38 @@ TEST(ConversationFile, RoundTripsWhatVkllmChatSaves) {
     EXPECT_NE(back.out.find("loaded 1 turns"), std::string::npos) << back.out;
 }
 
+// The bytes both front-ends write, spelled out: keys in order, indented by two, a final newline,
+// escapes, UTF-8 kept and an invalid byte written as U+FFFD. Files saved before keep loading.
+TEST(ConversationFile, WritesTheDocumentByteForByte) {
+    const std::vector<ChatMessage> m = {
+        {"system", "Be brief"}, {"user", "Caf\xc3\xa9 \"q\"\n\ttab"}, {"assistant", "bad \xff byte"}};
+    const std::string expected =
+        "{\n"
+        "  \"format\": \"vkllm-chat\",\n"
+        "  \"messages\": [\n"
+        "    {\n"
+        "      \"content\": \"Be brief\",\n"
+        "      \"role\": \"system\"\n"
+        "    },\n"
+        "    {\n"
+        "      \"content\": \"Caf\xc3\xa9 \\\"q\\\"\\n\\ttab\",\n"
+        "      \"role\": \"user\"\n"
+        "    },\n"
+        "    {\n"
+        "      \"content\": \"bad \xef\xbf\xbd byte\",\n"
+        "      \"role\": \"assistant\"\n"
+        "    }\n"
+        "  ],\n"
+        "  \"version\": 1\n"
+        "}\n";
+    EXPECT_EQ(conversation_json(m), expected);
+    EXPECT_EQ(conversation_json({}), "{\n  \"format\": \"vkllm-chat\",\n  \"messages\": [],\n  \"version\": 1\n}\n");
+    const std::vector<ChatMessage> back = parse_conversation(expected);
+    ASSERT_EQ(back.size(), 3u);
+    EXPECT_EQ(back[1].content, m[1].content);
+    EXPECT_EQ(back[2].content, "bad \xef\xbf\xbd byte");
+}
+
 TEST(ConversationFile, BadDocumentsSayWhatIsWrong) {
     auto error_of = [](const std::string& text) {
         try {
@@ -112,12 +149,48 @@ TEST(ConversationFile, BadDocumentsSayWhatIsWrong) {
     EXPECT_NE(error_of("{\"format\": \"vkllm-chat\", \"messages\": [{\"role\": \"user\"}]}").find("message 0"),
               std::string::npos);
     EXPECT_EQ(error_of("{\"format\": \"vkllm-chat\", \"version\": 1, \"messages\": []}"), "no error");
+    EXPECT_NE(error_of("{\"format\": 1, \"messages\": []}").find("not a vkllm chat conversation"), std::string::npos);
+    EXPECT_NE(error_of("{\"format\": \"vkllm-chat\", \"version\": 2, \"messages\": []}").find("\"version\": 2"),
+              std::string::npos);
+    EXPECT_NE(error_of("{\"format\": \"vkllm-chat\", \"messages\": {}}").find("\"messages\" must be a list"),
+              std::string::npos);
+    EXPECT_NE(error_of("{\"format\": \"vkllm-chat\", \"messages\": [{\"role\": \"user\", \"content\": \"a\"},"
+                       " {\"role\": \"user\", \"content\": \"b\"}]}")
+                  .find("message 1 has role \"user\" where \"assistant\" belongs"),
+              std::string::npos);
+    // A question never answered is a conversation too (the last message a user's).
+    EXPECT_EQ(error_of("{\"format\": \"vkllm-chat\", \"messages\": [{\"role\": \"system\", \"content\": \"s\"},"
+                       " {\"role\": \"user\", \"content\": \"q\"}]}"),
+              "no error");
     try {
         read_conversation(test::temp_path("no-such-conversation.json"));
         FAIL() << "a missing file must throw";
     } catch (const std::runtime_error& e) {
         EXPECT_NE(std::string(e.what()).find("no-such-conversation.json"), std::string::npos) << e.what();
     }
+    // A bad file's error names it; a write that cannot happen names the target and leaves nothing.
+    const std::string dir = test::temp_path("bad-conversations");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir + "/bad.json") << "[1, 2]";
+    try {
+        read_conversation(dir + "/bad.json");
+        FAIL() << "a file that is not a conversation must throw";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot load " + dir + "/bad.json: not a vkllm chat"), std::string::npos)
+            << e.what();
+    }
+    try {
+        write_conversation(dir + "/no-such-folder/c.json", {{"user", "hi"}});
+        FAIL() << "a folder that does not exist must throw";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot write " + dir + "/no-such-folder/c.json"), std::string::npos)
+            << e.what();
+    }
+    // Over an existing file: the new document whole, and no temporary left beside it.
+    write_conversation(dir + "/bad.json", {{"user", "hi"}});
+    EXPECT_EQ(read_conversation(dir + "/bad.json").size(), 1u);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
 }
 
 TEST(ModelFacts, FromTheFileHeader) {
