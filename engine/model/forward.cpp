@@ -20,13 +20,12 @@ constexpr size_t F = sizeof(float);
 // Features of the spec this forward does not implement: refuse them up front rather than
 // compute something wrong.
 void check_supported(const ModelSpec& s) {
-    if (s.residual_scale != 1.0f || s.logit_scale != 1.0f)
-        throw ModelError("architecture '" + s.arch + "': a residual or logit multiplier is not implemented yet");
     for (const LayerSpec& L : s.layers) {
-        if (L.mixer == LayerMixer::None)
-            throw ModelError("architecture '" + s.arch + "': a layer that is an FFN alone is not implemented yet");
-        if (L.has_ffn && L.ffn.activation == Activation::ReluSqr)
-            throw ModelError("architecture '" + s.arch + "': the relu-squared FFN is not implemented yet");
+        // The routed experts' sum goes into the residual stream inside moe_combine, unscaled.
+        if (s.residual_scale != 1.0f && L.has_ffn && L.ffn.moe.n_expert > 0)
+            throw ModelError("architecture '" + s.arch + "': a residual multiplier on experts is not implemented yet");
+        if (L.ffn.gated && L.ffn.activation == Activation::ReluSqr)
+            throw ModelError("architecture '" + s.arch + "': a gated relu-squared FFN is not implemented yet");
         if (L.ffn.gated && L.ffn.activation == Activation::GeluErf)
             throw ModelError("architecture '" + s.arch + "': GEGLU with exact GELU is not implemented yet");
         if (!L.ffn.gated && L.ffn.activation == Activation::SiLU)

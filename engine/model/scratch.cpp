@@ -76,7 +76,8 @@ Scratch::Scratch(gpu::Context& ctx, const ModelSpec& spec, int n_ctx, int n_batc
     const uint64_t range = ctx.caps().max_storage_buffer_range;
     uint64_t split = 0;
     for (const LayerSpec& L : spec.layers)
-        if (!L.ssm.enabled()) split = std::max(split, ops::attention_scratch_bytes(ctx, 1, n_ctx, L.attn));
+        if (L.mixer == LayerMixer::Attention)
+            split = std::max(split, ops::attention_scratch_bytes(ctx, 1, n_ctx, L.attn));
     if (split) attn_split = gpu::Buffer(ctx, std::min(split, range), device);
 
     uint64_t widest_k = 0, widest_v = 0;

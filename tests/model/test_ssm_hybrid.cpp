@@ -1,10 +1,11 @@
 // Hybrid state-space families through the session: each layer's mixer and FFN as the file's
 // per-layer arrays say (granitehybrid: Mamba-2 where head_count_kv is 0, attention elsewhere, an
 // FFN after both; nemotron_h: one part per layer), the KV cache holding rows only for the
-// attention layers and the recurrent state only for the state-space ones, and the granitehybrid
-// golden models of tests/golden/ssm against llama.cpp: logits of every prompt position at two
-// batch sizes (the smaller carrying the KV cache and the recurrent state over 30 passes), 32
-// greedy tokens, one-token decode over two replay buckets, and truncation (re-evaluated from
+// attention layers and the recurrent state only for the state-space ones, and the hybrid golden
+// models of tests/golden/ssm (granitehybrid, jamba, nemotron_h with its FFN-only layers and
+// relu-squared MLP, granitehybrid-multipliers with Granite's residual and logit multipliers)
+// against llama.cpp: logits of every prompt position at two batch sizes (the smaller carrying the
+// KV cache and the recurrent state over 30 passes), 32 greedy tokens, one-token decode over two replay buckets, and truncation (re-evaluated from
 // position 0 because of the state) continuing as llama.cpp does.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "gpu/device.h"
 #include "greedy.h"
 #include "model/forward.h"
@@ -83,7 +85,9 @@ TEST_P(HybridGolden, LogitsAndGreedyTextMatchLlamaCpp) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, HybridGolden, ::testing::Values("granitehybrid", "granitehybrid-moe-q8_0", "jamba"),
+INSTANTIATE_TEST_SUITE_P(Golden, HybridGolden,
+                         ::testing::Values("granitehybrid", "granitehybrid-moe-q8_0", "granitehybrid-multipliers",
+                                           "jamba", "nemotron_h"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (char& ch : n)
@@ -154,6 +158,39 @@ TEST(Hybrid, GraniteLayersAndMemoryAreWhatTheFileSays) {
     }
 }
 
+TEST(Hybrid, GraniteMultipliersAreReadFromTheFile) {
+    // residual_scale 0.22 and logit_scale 6 (Granite 4.0-H's values); against the same weights
+    // without them llama.cpp's logits differ by up to 0.67 beyond the division by 6.
+    test::SsmGolden g = load_ssm_golden("granitehybrid-multipliers");
+    const model::ModelSpec& spec = g.model->internals().spec();
+    EXPECT_FLOAT_EQ(spec.residual_scale, 0.22f);
+    EXPECT_FLOAT_EQ(spec.logit_scale, 6.0f);
+    EXPECT_FLOAT_EQ(spec.embd_scale, 12.0f);
+    // The other golden models have none.
+    EXPECT_FLOAT_EQ(load_ssm_golden("granitehybrid").model->internals().spec().residual_scale, 1.0f);
+}
+
+// The routed experts' weighted sum goes into the residual stream unscaled (moe_combine), so a
+// residual multiplier on a layer with experts is refused rather than computed wrong.
+TEST(Hybrid, GraniteResidualMultiplierWithExpertsIsRefused) {
+    test::SsmGolden g = load_ssm_golden("granitehybrid-moe-q8_0");
+    const gguf::File& f = g.model->internals().file();
+    gguf::Writer w;
+    for (const std::string& k : f.keys_in_order()) w.set(k, *f.find(k));
+    w.set("granitehybrid.residual_scale", gguf::Value::from_f32(0.22f));
+    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    const std::string path = test::temp_path("granitehybrid-moe-residual-scale.gguf");
+    w.write(path);
+    auto m = Model::load(path);
+    EXPECT_FLOAT_EQ(m->internals().spec().residual_scale, 0.22f);
+    try {
+        Session s(*m, exact(8));
+        ADD_FAILURE() << "a residual multiplier on experts was accepted";
+    } catch (const model::ModelError& e) {
+        EXPECT_NE(std::string(e.what()).find("residual multiplier on experts"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Hybrid, GraniteMoeLayersHaveRoutedAndSharedExperts) {
     test::SsmGolden g = load_ssm_golden("granitehybrid-moe-q8_0");
     const model::ModelSpec& spec = g.model->internals().spec();
@@ -177,7 +214,9 @@ TEST(Hybrid, JambaHasMamba1WithNormsAttentionAndExpertsWhereRouted) {
     for (size_t l = 0; l < 4; ++l) {
         EXPECT_EQ(spec.layers[l].ffn.moe.n_expert, l % 2 ? 4 : 0) << l;
         EXPECT_FALSE(spec.layers[l].ffn.moe.norm_topk) << l;
-        if (spec.layers[l].ssm.enabled()) EXPECT_TRUE(spec.layers[l].ssm.dt_b_c_norm) << l;
+        if (spec.layers[l].ssm.enabled()) {
+            EXPECT_TRUE(spec.layers[l].ssm.dt_b_c_norm) << l;
+        }
     }
     EXPECT_FALSE(spec.layers[1].attn.rope.enabled);
     EXPECT_EQ(spec.kv_bytes_per_token(), uint64_t(2 * (16 + 16) * 4));

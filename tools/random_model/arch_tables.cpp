@@ -445,6 +445,7 @@ std::vector<ArchTable> make_tables() {
     granitehybrid.ssm = true;
     granitehybrid.hybrid = Hybrid::MixerOrAttention;
     granitehybrid.default_layers = "M*";
+    granitehybrid.granite_multipliers = true;
     granitehybrid.extra_metadata = {{"embedding_scale", gguf::Value::from_f32(12.0f)},
                                     {"attention.scale", gguf::Value::from_f32(0.0625f)}};
     tables.push_back(granitehybrid);

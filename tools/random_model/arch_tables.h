@@ -153,6 +153,8 @@ struct ArchTable {
     Hybrid hybrid = Hybrid::None;
     // With experts: a shared expert n_ff wide, its width written as expert_shared_feed_forward_length (Granite).
     bool shared_expert_ff_key = false;
+    // Granite's residual and logit multipliers may be given (--residual-scale, --logit-scale).
+    bool granite_multipliers = false;
     std::string default_layers;  // hybrids: the pattern without --layers, repeated to --n-layer
     // Metadata beyond the common set: (key without the "<arch>." prefix, value).
     std::vector<std::pair<std::string, gguf::Value>> extra_metadata;

@@ -113,6 +113,8 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--plant-super-weight") c.plant = parse_planted_super_weight(val);
         else if (opt == "--attn-softcap") c.attn_softcap = parse_number(opt, val);
         else if (opt == "--final-softcap") c.final_softcap = parse_number(opt, val);
+        else if (opt == "--residual-scale") c.residual_scale = parse_number(opt, val);
+        else if (opt == "--logit-scale") c.logit_scale = parse_number(opt, val);
         else throw ConfigError("unknown option '" + opt + "' (see --help)");
     }
     return cl;
@@ -182,6 +184,8 @@ std::string usage(const std::string& default_vocab) {
            "                        llama4: written only when given; llama.cpp chunks by 8192 whatever it is)\n"
            "  --attn-softcap C      attention-logit soft-cap (gemma2; default 50)\n"
            "  --final-softcap C     final-logit soft-cap (gemma2, default 30; gemma3, default none)\n"
+           "  --residual-scale S    granitehybrid: each block's output times S before the residual add\n"
+           "  --logit-scale S       granitehybrid: logits divided by S (both default: not written)\n"
            "  --plant-super-weight LAYER:ROW:COL[:EXPERT]\n"
            "                        plant a super weight ffn_down[ROW, COL] in LAYER (MoE: in EXPERT, default 0)\n"
            "                        that makes a massive activation in channel ROW on the BOS token\n"

@@ -349,6 +349,9 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
             arch.name + " has no attention-logit soft-capping in llama.cpp; drop --attn-softcap");
     require(c.final_softcap == 0.0f || arch.default_final_softcap != 0.0f,
             arch.name + " has no final-logit soft-capping in llama.cpp; drop --final-softcap");
+    require(c.residual_scale >= 0.0f && c.logit_scale >= 0.0f, "--residual-scale and --logit-scale must be positive");
+    require((c.residual_scale == 0.0f && c.logit_scale == 0.0f) || arch.granite_multipliers,
+            arch.name + " has no residual or logit multipliers in llama.cpp; drop --residual-scale and --logit-scale");
     validate_experts(c, arch);
     validate_deepseek(c, arch);
     validate_ssm(c, arch);
@@ -754,6 +757,8 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     if (c.sliding_window > 0) w.set(a + "attention.sliding_window", Value::from_u32(uint32_t(c.sliding_window)));
     if (c.attn_softcap > 0.0f) w.set(a + "attn_logit_softcapping", Value::from_f32(c.attn_softcap));
     if (c.final_softcap > 0.0f) w.set(a + "final_logit_softcapping", Value::from_f32(c.final_softcap));
+    if (c.residual_scale > 0.0f) w.set(a + "residual_scale", Value::from_f32(c.residual_scale));
+    if (c.logit_scale > 0.0f) w.set(a + "logit_scale", Value::from_f32(c.logit_scale));
     for (const auto& [key, value] : arch->extra_metadata) w.set(a + key, value);
     copy_tokenizer(w, vocab);
     // llama.cpp's BERT loader needs the token type count (the rows of token_types).

@@ -53,6 +53,10 @@ struct RandomModelConfig {
     int sliding_window = 0;          // 0: the architecture's default (if it has sliding windows)
     float attn_softcap = 0.0f;       // attention-logit soft-cap; 0: the architecture's default
     float final_softcap = 0.0f;      // final-logit soft-cap; 0: the architecture's default
+    // Granite's multipliers: residual_scale (each block's output times it before the residual
+    // add), logit_scale (logits divided by it); 0: not written (llama.cpp then applies neither).
+    float residual_scale = 0.0f;
+    float logit_scale = 0.0f;
     int n_expert = 0;                // experts per MoE layer; 0: the architecture's default (none for llama)
     int n_expert_used = 0;           // experts chosen per token; 0: the architecture's default
     int n_ff_exp = 0;                // one expert's FFN width (qwen3moe, gpt-oss, llama4); 0: n_ff

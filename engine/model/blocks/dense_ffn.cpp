@@ -1,5 +1,8 @@
 #include "model/blocks/dense_ffn.h"
 
+#include <stdexcept>
+
+#include "ops/activation_ops.h"
 #include "ops/ops.h"
 
 namespace vkllm::model {
@@ -54,9 +57,12 @@ void DenseFfnBlock::record(Recording& r) const {
             ops::add_bias(s, gate, ops::f32_vector(*w.b_up, L.ffn.n_ff));
             s.barrier("the up bias is added before the activation");
         }
-        s.mark("gelu");
-        if (L.ffn.activation == Activation::GeluErf) ops::gelu_erf(s, gate, gate);
-        else ops::gelu(s, gate, gate, /*fp16_table=*/r.policy.round);
+        switch (L.ffn.activation) {
+            case Activation::ReluSqr: s.mark("relu_sqr"); ops::relu_sqr(s, gate, gate); break;
+            case Activation::GeluErf: s.mark("gelu"); ops::gelu_erf(s, gate, gate); break;
+            case Activation::GeluTanh: s.mark("gelu"); ops::gelu(s, gate, gate, /*fp16_table=*/r.policy.round); break;
+            case Activation::SiLU: throw std::logic_error("DenseFfnBlock: an ungated SiLU FFN (refused by Forward)");
+        }
     }
     s.barrier("the activation is complete before the down projection reads it");
     if (probed) {

@@ -18,6 +18,11 @@ void OutputHeadBlock::record(Recording& r) const {
                           : r.prepare_inputs(sc.x, first, rows, spec.n_embd, {&w.output});
     s.mark("matmul");
     in.matmul(s, w.output, sc.logits, 0, rows);
+    if (spec.logit_scale != 1.0f) {  // Granite: logits divided by its logit multiplier
+        s.barrier("logits are complete before their scaling");
+        s.mark("scale");
+        ops::scale(s, ops::f32_rows(sc.logits, rows, spec.n_vocab), 1.0f / spec.logit_scale);
+    }
     if (spec.final_softcap > 0) {
         s.barrier("logits are complete before soft-capping");
         s.mark("softcap");

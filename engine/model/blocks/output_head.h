@@ -1,5 +1,6 @@
 // A decoder's output: the final norm (where the model has one), the vocabulary projection of
-// the last token or of every token, the final soft-cap, and the logits' checked copy to the host
+// the last token or of every token, Granite's logit multiplier (logits divided by it), the
+// final soft-cap, and the logits' checked copy to the host
 // (Scratch::logits_host, its non-finite counts in Scratch::logits_flags).
 #pragma once
 

@@ -95,8 +95,10 @@ void Recording::add_block_output(const ops::Weight& wt, const gpu::Buffer& in, i
     const int T = n_tokens;
     const gpu::Buffer& x = scratch.x;
     const gpu::Buffer& block_out = scratch.block_out;
-    // A probed projection is computed apart and then added, so its output can be copied.
-    const bool apart = post_norm || probe_out;
+    // A probed projection is computed apart and then added, so its output can be copied; so is
+    // one that Granite's residual multiplier scales before the add.
+    const bool scaled = spec.residual_scale != 1.0f;
+    const bool apart = post_norm || probe_out || scaled;
     const gpu::Buffer& out = apart ? block_out : x;
     MatmulInputs mi = prepare_inputs(in, 0, T, n_in, {&wt});
     s.mark("matmul");
@@ -111,6 +113,11 @@ void Recording::add_block_output(const ops::Weight& wt, const gpu::Buffer& in, i
     if (post_norm && !norm_after_add) {
         norm(block_out, 0, post_norm, nullptr, block_out, 0, T);
         s.barrier("the post-normalised block output is complete before the probe copy and the residual add");
+    }
+    if (scaled) {
+        s.mark("scale");
+        ops::scale(s, ops::f32_rows(block_out, T, spec.n_embd), spec.residual_scale);
+        s.barrier("the scaled block output is complete before the probe copy and the residual add");
     }
     if (probe_out) {
         // What the block adds to the residual stream (both only read block_out).

@@ -65,7 +65,8 @@ struct Recording {
     // y = norm(x) over rows of n (0: n_embd) with the model's norm kind (w, b may be null).
     void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
               uint64_t y_offset, int rows, int n = 0);
-    // x += post_norm(W in + bias): a block's last projection and its residual add. probe_out:
+    // x += residual_scale * post_norm(W in + bias): a block's last projection and its residual
+    // add (residual_scale: Granite's multiplier, the spec's, 1 for most models). probe_out:
     // also copies what the block adds to the residual stream (after bias and post-norm).
     // norm_after_add (BERT's post-norm): x = post_norm(x + W in + bias) with bias post_norm_b.
     void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
