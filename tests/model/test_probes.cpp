@@ -805,8 +805,9 @@ void expect_head_map_matches(const AttentionMap& full, const AttentionMap& one, 
             ASSERT_EQ(one.key_pos[size_t(k - k0)], k) << where;
             ASSERT_NEAR(one.at(0, i, k - k0), full.at(want.head, q, k), 1e-6) << where << " q " << q << " k " << k;
         }
-        if (!full.sink.empty())
+        if (!full.sink.empty()) {
             ASSERT_NEAR(one.sink[size_t(i)], full.sink[size_t(want.head) * size_t(full.n_query()) + size_t(q)], 1e-6);
+        }
     }
 }
 
