@@ -1,4 +1,5 @@
-// vkllm run: generate text with Session::generate (or, with --json / --json-schema, generate_json),
+// vkllm run: generate text with Session::generate (or, with --json / --json-schema, generate_json;
+// with --grammar, generate_with_grammar),
 // streaming it to stdout as it is released.
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "options.h"
 #include "prepare_note.h"
 #include "vkllm/generate.h"
+#include "vkllm/grammar.h"
 #include "vkllm/json_output.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -26,7 +28,7 @@ const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
     "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
-    "          [--cache-type auto|f16|f32|q8_0] [--json | --json-schema SCHEMA.json]\n"
+    "          [--cache-type auto|f16|f32|q8_0] [--json | --json-schema SCHEMA.json | --grammar FILE.gbnf]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
@@ -42,6 +44,9 @@ const char* kUsage =
     "                 file allows (the subset of docs/serve.md; a keyword it cannot enforce is refused); stdout\n"
     "                 has the value alone, not the prompt, and generation ends when the value is complete. A value\n"
     "                 that -n or the context cuts short is an error (exit 1); not with --draft\n"
+    "  --grammar: the output is text the GBNF grammar in FILE (llama.cpp's format) matches from its root rule;\n"
+    "                 stdout has that text alone, and generation ends when nothing more can follow. A bad grammar\n"
+    "                 is a usage error naming FILE:LINE:COLUMN; text cut short by -n is an error; not with --draft\n"
     "  -f FILE: the prompt from a file or pipe, up to 128 MiB (-f -: standard input); --seed -1 (the default):\n"
     "                 a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
@@ -130,7 +135,8 @@ int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
-               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type", "--json-schema"},
+               "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type", "--json-schema",
+               "--grammar"},
               {"--timings", "--expert-stats", "--activations", "--json"});
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
@@ -140,8 +146,11 @@ int run(const Args& args) {
     if (o.has("--draft-n") && !o.has("--draft")) throw UsageError("--draft-n needs --draft MODEL");
     go.draft.n_draft = int(o.integer("--draft-n", 4, 1, 64));
     // The schema is read and compiled before the model loads: a bad one is a usage error.
+    const std::optional<Grammar> gbnf = gbnf_grammar_option(o);  // first: it refuses --json and --json-schema
+    if (gbnf && o.has("--draft")) throw UsageError("--grammar does not combine with --draft");
     const std::optional<JsonGrammar> grammar = json_grammar_option(o);
     if (grammar && o.has("--draft")) throw UsageError("--json and --json-schema do not combine with --draft");
+    const bool constrained = grammar || gbnf;
 
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));  // 0: the model's trained context, at most 4096
@@ -207,7 +216,7 @@ int run(const Args& args) {
     }
     // JSON output: stdout has the value alone, so that it can be piped to a JSON reader.
     std::optional<TokenBytes> vocabulary;
-    if (grammar) vocabulary.emplace(*model);
+    if (constrained) vocabulary.emplace(*model);
     else std::fputs(prompt.c_str(), stdout);
     std::fflush(stdout);
 
@@ -242,6 +251,7 @@ int run(const Args& args) {
         return !interrupt.interrupted();
     };
     const GenerateResult result = grammar ? generate_json(session, tokens, go, *grammar, *vocabulary, on_token)
+                                  : gbnf  ? generate_with_grammar(session, tokens, go, *gbnf, *vocabulary, on_token)
                                           : session.generate(tokens, go, on_token);
     if (!prompt_probes_read) read_probes();  // -n 0: the prompt's eval alone
     std::fputs("\n", stdout);
@@ -277,6 +287,10 @@ int run(const Args& args) {
         return 130;  // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
     }
     // A value generate_json completes ends with EndOfGeneration; anything else left it unfinished.
+    if (gbnf && result.reason != StopReason::EndOfGeneration)
+        throw std::runtime_error("the grammar's text is incomplete: generation stopped (" +
+                                 std::string(to_string(result.reason)) + ") after " + tokens_text(result.tokens.size()) +
+                                 (result.reason == StopReason::MaxTokens ? "; allow more tokens with -n" : ""));
     if (grammar && result.reason != StopReason::EndOfGeneration)
         throw std::runtime_error("the JSON value is incomplete: generation stopped (" + std::string(to_string(result.reason)) +
                                  ") after " + tokens_text(result.tokens.size()) + "; the output is not whole JSON" +

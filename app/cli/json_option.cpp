@@ -26,4 +26,22 @@ std::optional<JsonGrammar> json_grammar_option(const Options& options) {
     }
 }
 
+std::optional<Grammar> gbnf_grammar_option(const Options& options) {
+    if (!options.has("--grammar")) return std::nullopt;
+    if (options.has("--json") || options.has("--json-schema"))
+        throw UsageError("--grammar does not combine with --json or --json-schema; give one");
+    const std::string path = options.str("--grammar");
+    std::string text;
+    try {
+        text = app::read_input(path, app::kSmallFileMax, "grammar file");
+    } catch (const app::InputError& e) {
+        throw UsageError(std::string("--grammar: ") + e.what());
+    }
+    try {
+        return Grammar::from_gbnf(text);
+    } catch (const GrammarError& e) {
+        throw UsageError("--grammar " + path + ":" + e.what());  // what(): "LINE:COLUMN: reason"
+    }
+}
+
 }  // namespace vkllm::cli
