@@ -1,5 +1,6 @@
-// State-space ops (ssm_ops.h): shaders/ssm_conv.comp, ssm_scan.comp, ssm_norm.comp.
+// Mamba-2's selective scan and grouped RMSNorm (ssm_ops.h): shaders/ssm_scan*.comp, ssm_norm.comp.
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 
 #include "gpu/device.h"
@@ -7,6 +8,7 @@
 #include "ops/dispatch_util.h"
 #include "ops/push_constants.h"
 #include "ops/ssm_ops.h"
+#include "ops/ssm_view_checks.h"
 
 namespace vkllm::ops {
 
@@ -18,144 +20,129 @@ uint32_t pow2_at_least(uint64_t n) {
     return p;
 }
 
-// Floats spanned by n_rows rows of `row` values `stride` apart.
-uint64_t span(int64_t n_rows, int64_t stride, int64_t row) {
-    return n_rows <= 0 ? 0 : uint64_t(n_rows - 1) * uint64_t(stride) + uint64_t(row);
-}
-
 }  // namespace
 
-void ssm_conv(Stream& s, const SsmConvArgs& a) {
-    const char* op = "ssm_conv";
-    detail::require(a.n_tokens >= 0 && a.channels > 0 && a.d_conv >= 1 && a.d_conv <= kSsmMaxConv, op,
-                    "needs n_tokens >= 0, channels > 0 and 1 <= d_conv <= " + std::to_string(kSsmMaxConv) +
-                        ", got " + std::to_string(a.n_tokens) + ", " + std::to_string(a.channels) + ", " +
-                        std::to_string(a.d_conv));
-    detail::require(a.x && a.state && a.w && a.y, op, "x, state, w and y are required");
-    const int64_t xs = a.x_stride ? a.x_stride : a.channels, ys = a.y_stride ? a.y_stride : a.channels;
-    detail::require(xs >= a.channels && ys >= a.channels, op, "row strides shorter than a row");
-    if (a.n_tokens == 0) return;
-    gpu::Context& ctx = s.context();
-    const uint64_t ns = uint64_t(a.d_conv - 1);
-    const detail::Window xw = detail::window(ctx, *a.x, a.x_offset, span(a.n_tokens, xs, a.channels), op, "x");
-    const detail::Window sw = detail::window(ctx, *a.state, a.state_offset, uint64_t(a.channels) * ns, op, "state");
-    const detail::Window ww = detail::window(ctx, *a.w, a.w_offset, uint64_t(a.channels * a.d_conv), op, "weight");
-    const detail::Window bw = a.bias ? detail::window(ctx, *a.bias, a.bias_offset, uint64_t(a.channels), op, "bias")
-                                     : ww;
-    const detail::Window yw = detail::window(ctx, *a.y, a.y_offset, span(a.n_tokens, ys, a.channels), op, "y");
-    const int64_t bgs = a.in_gate_stride ? a.in_gate_stride : a.channels;
-    const int64_t cgs = a.out_gate_stride ? a.out_gate_stride : a.channels;
-    detail::require(bgs >= a.channels && cgs >= a.channels, op, "gate row strides shorter than a row");
-    const detail::Window bgw =
-        a.in_gate ? detail::window(ctx, *a.in_gate, a.in_gate_offset, span(a.n_tokens, bgs, a.channels), op, "input gate")
-                  : xw;
-    const detail::Window cgw =
-        a.out_gate ? detail::window(ctx, *a.out_gate, a.out_gate_offset, span(a.n_tokens, cgs, a.channels), op, "output gate")
-                   : xw;
-    const uint32_t wg = detail::workgroup_size(ctx, 64);
-    const auto& pipeline = ctx.pipeline(gpu::ShaderId::ssm_conv, 7, sizeof(SsmConvPush), {wg});
-    SsmConvPush push{};
-    push.n_tokens = uint32_t(a.n_tokens);
-    push.channels = uint32_t(a.channels);
-    push.d_conv = uint32_t(a.d_conv);
-    push.x_shift = xw.shift;
-    push.x_stride = uint32_t(xs);
-    push.st_shift = sw.shift;
-    push.w_shift = ww.shift;
-    push.b_shift = a.bias ? bw.shift : 0u;
-    push.y_shift = yw.shift;
-    push.y_stride = uint32_t(ys);
-    push.bg_shift = a.in_gate ? bgw.shift : 0u;
-    push.bg_stride = uint32_t(bgs);
-    push.cg_shift = a.out_gate ? cgw.shift : 0u;
-    push.cg_stride = uint32_t(cgs);
-    push.flags = (a.bias ? 1u : 0u) | (a.silu ? 2u : 0u) | (a.in_gate ? 4u : 0u) | (a.out_gate ? 8u : 0u);
-    const detail::Grid g = detail::grid_2d(ctx, (uint64_t(a.channels) + wg - 1) / wg, op);
-    s.dispatch(pipeline, {xw.range, sw.range, ww.range, bw.range, yw.range, bgw.range, cgw.range}, push, g.x, g.y);
-}
-
-void ssm_scan(Stream& s, const SsmScanArgs& a) {
+void ssm_scan(Stream& s, const SsmScanArgs& p) {
     const char* op = "ssm_scan";
-    detail::require(a.n_tokens >= 0 && a.n_head > 0 && a.head_dim > 0 && a.d_state > 0 && a.n_group > 0, op,
-                    "needs positive sizes");
-    detail::require(a.n_head % a.n_group == 0, op,
-                    "n_head " + std::to_string(a.n_head) + " is not a multiple of n_group " +
-                        std::to_string(a.n_group));
-    detail::require(a.state && a.xbc && a.zdt && a.a && a.y, op, "state, xbc, zdt, a and y are required");
-    const int64_t d_inner = a.n_head * a.head_dim, gs = a.n_group * a.d_state;
-    const int64_t ys = a.y_stride ? a.y_stride : d_inner;
-    detail::require(a.b_col >= 0 && a.c_col >= 0 && a.xbc_stride >= d_inner && a.xbc_stride >= a.b_col + gs &&
-                        a.xbc_stride >= a.c_col + gs,
-                    op, "x, B and C do not fit an xbc row of " + std::to_string(a.xbc_stride));
-    detail::require(a.dt_col >= 0 && a.zdt_stride >= a.dt_col + a.n_head &&
-                        (a.z_col < 0 || a.zdt_stride >= a.z_col + d_inner),
-                    op, "dt and z do not fit a zdt row of " + std::to_string(a.zdt_stride));
-    detail::require(ys >= d_inner, op, "y's row stride is shorter than a row");
-    if (a.n_tokens == 0) return;
+    detail::checked_f32(p.x, op, "x");
+    detail::checked_f32(p.dt, op, "dt");
+    detail::checked_f32(p.state, op, "the state");
+    detail::checked_f32(p.b, op, "B");
+    const int64_t n_tokens = p.x.rows, d_inner = p.x.cols, n_head = p.dt.cols, d_state = p.state.cols;
+    const int64_t gs = p.b.cols;  // n_group * d_state
+    detail::require(d_inner > 0 && n_head > 0 && d_state > 0 && gs > 0, op,
+                    "needs positive sizes, got x " + detail::view_shape(p.x) + ", dt " + detail::view_shape(p.dt) +
+                        ", the state " + detail::view_shape(p.state) + " and B " + detail::view_shape(p.b));
+    detail::require(d_inner % n_head == 0, op,
+                    "x's " + std::to_string(d_inner) + " columns are not a multiple of dt's " + std::to_string(n_head) +
+                        " heads");
+    detail::require(gs % d_state == 0, op,
+                    "B's " + std::to_string(gs) + " columns are not groups of the state's " + std::to_string(d_state));
+    const int64_t n_group = gs / d_state;
+    detail::require(n_head % n_group == 0, op,
+                    "n_head " + std::to_string(n_head) + " is not a multiple of n_group " + std::to_string(n_group));
+    const detail::CheckedRows xv = detail::checked_rows(p.x, n_tokens, d_inner, op, "x");
+    detail::checked_rows(p.state, d_inner, d_state, op, "the state");
+    detail::require_packed(p.state, op, "the state");
+    const detail::CheckedRows bv = detail::checked_rows(p.b, n_tokens, gs, op, "B");
+    const detail::CheckedRows cv = detail::checked_rows(p.c, n_tokens, gs, op, "C");
+    // x, B and C share one binding: B and C are columns of x's rows (the shader's b_col, c_col).
+    detail::require(p.b.buffer == p.x.buffer && p.c.buffer == p.x.buffer && bv.stride == xv.stride &&
+                        cv.stride == xv.stride,
+                    op, "B and C must be views of x's buffer at x's row stride");
+    detail::require(bv.first >= xv.first && cv.first >= xv.first, op, "B and C must start at or after x's first value");
+    const detail::CheckedRows dv = detail::checked_rows(p.dt, n_tokens, n_head, op, "dt");
+    const bool has_z = p.z.buffer != nullptr, has_dtb = p.dt_bias.buffer != nullptr, has_d = p.d.buffer != nullptr;
+    const detail::CheckedRows zv = has_z ? detail::checked_rows(p.z, n_tokens, d_inner, op, "z") : dv;
+    // dt and z share one binding likewise.
+    detail::require(!has_z || (p.z.buffer == p.dt.buffer && zv.stride == dv.stride), op,
+                    "z must be a view of dt's buffer at dt's row stride");
+    detail::checked_vector(p.a, gguf::TensorType::F32, n_head, op, "A");
+    if (has_dtb) detail::checked_vector(p.dt_bias, gguf::TensorType::F32, n_head, op, "dt_bias");
+    if (has_d) detail::checked_vector(p.d, gguf::TensorType::F32, n_head, op, "D");
+    const detail::CheckedRows yv = detail::checked_rows(p.y, n_tokens, d_inner, op, "y");
+    // Workgroups read every token's x, B, C, dt and z while others write y and the state.
+    const std::initializer_list<detail::NamedView> read = {
+        {&p.x, "x"}, {&p.b, "B"}, {&p.c, "C"}, {&p.dt, "dt"}, {&p.z, "z"}, {&p.dt_bias, "dt_bias"}, {&p.a, "A"},
+        {&p.d, "D"}};
+    detail::require_disjoint(p.y, "y", read, op);
+    detail::require_disjoint(p.y, "y", {{&p.state, "the state"}}, op);
+    detail::require_disjoint(p.state, "the state", read, op);
+    if (n_tokens == 0) return;
     gpu::Context& ctx = s.context();
-    const bool rows = a.kernel == SsmScanKernel::Rows ||
-                      (a.kernel == SsmScanKernel::Auto && ctx.caps().type == "cpu" && a.d_state <= kSsmScanRowsMaxState);
+    const bool rows = p.kernel == SsmScanKernel::Rows ||
+                      (p.kernel == SsmScanKernel::Auto && ctx.caps().type == "cpu" && d_state <= kSsmScanRowsMaxState);
     const uint32_t wg = rows ? detail::workgroup_size(ctx, 64)
-                             : detail::workgroup_size(ctx, std::max<uint32_t>(32, std::min<uint32_t>(256, pow2_at_least(uint64_t(a.d_state)))));
+                             : detail::workgroup_size(ctx, std::max<uint32_t>(32, std::min<uint32_t>(256, pow2_at_least(uint64_t(d_state)))));
     if (rows) {
-        detail::require(a.d_state <= kSsmScanRowsMaxState, op,
-                        "d_state " + std::to_string(a.d_state) + " is over the row kernel's " +
+        detail::require(d_state <= kSsmScanRowsMaxState, op,
+                        "d_state " + std::to_string(d_state) + " is over the row kernel's " +
                             std::to_string(kSsmScanRowsMaxState));
     } else {
-        detail::require(uint64_t(a.d_state) <= 4ull * wg, op,
-                        "d_state " + std::to_string(a.d_state) + " exceeds 4 x the workgroup size " + std::to_string(wg));
+        detail::require(uint64_t(d_state) <= 4ull * wg, op,
+                        "d_state " + std::to_string(d_state) + " exceeds 4 x the workgroup size " + std::to_string(wg));
     }
-    const detail::Window sw =
-        detail::window(ctx, *a.state, a.state_offset, uint64_t(d_inner) * uint64_t(a.d_state), op, "state");
-    const detail::Window xw =
-        detail::window(ctx, *a.xbc, a.xbc_offset, span(a.n_tokens, a.xbc_stride, std::max({d_inner, a.b_col + gs, a.c_col + gs})),
-                       op, "xbc");
-    const detail::Window zw =
-        detail::window(ctx, *a.zdt, a.zdt_offset, span(a.n_tokens, a.zdt_stride, std::max(a.dt_col + a.n_head, a.z_col < 0 ? int64_t(0) : a.z_col + d_inner)),
-                       op, "zdt");
-    const detail::Window aw = detail::window(ctx, *a.a, 0, uint64_t(a.n_head), op, "A");
-    const detail::Window bw = a.dt_bias ? detail::window(ctx, *a.dt_bias, 0, uint64_t(a.n_head), op, "dt_bias") : aw;
-    const detail::Window dw = a.d ? detail::window(ctx, *a.d, 0, uint64_t(a.n_head), op, "D") : aw;
-    const detail::Window yw = detail::window(ctx, *a.y, a.y_offset, span(a.n_tokens, ys, d_inner), op, "y");
+    const detail::Window sw = detail::view_window(ctx, p.state, op, "state");
+    // xbc: from x's first value to the end of the furthest of x, B and C (one row stride).
+    const uint64_t xbc_end = std::max({xv.first + detail::view_span(p.x), bv.first + detail::view_span(p.b),
+                                       cv.first + detail::view_span(p.c)});
+    const detail::Window xw = detail::window(ctx, *p.x.buffer, xv.first, xbc_end - xv.first, op, "xbc");
+    // zdt: from the first of z and dt to the end of the furthest.
+    const uint64_t zdt_first = has_z ? std::min(zv.first, dv.first) : dv.first;
+    const uint64_t zdt_end = std::max(dv.first + detail::view_span(p.dt), has_z ? zv.first + detail::view_span(p.z) : 0);
+    const detail::Window zw = detail::window(ctx, *p.dt.buffer, zdt_first, zdt_end - zdt_first, op, "zdt");
+    for (uint64_t col : {bv.first - xv.first, cv.first - xv.first, dv.first - zdt_first, zv.first - zdt_first})
+        detail::require(col <= 0xffffffffull, op, "B, C, z or dt lie more than 2^32 values from their binding's start");
+    const detail::Window aw = detail::view_window(ctx, p.a, op, "A");
+    const detail::Window bw = has_dtb ? detail::view_window(ctx, p.dt_bias, op, "dt_bias") : aw;
+    const detail::Window dw = has_d ? detail::view_window(ctx, p.d, op, "D") : aw;
+    const detail::Window yw = detail::view_window(ctx, p.y, op, "y");
     const gpu::SubgroupPair variants{gpu::ShaderId::ssm_scan, gpu::ShaderId::ssm_scan_sg};
     const auto& pipeline =
-        rows ? ctx.pipeline(gpu::ShaderId::ssm_scan_rows, 7, sizeof(SsmScanPush), {wg, uint32_t(a.d_state)})
+        rows ? ctx.pipeline(gpu::ShaderId::ssm_scan_rows, 7, sizeof(SsmScanPush), {wg, uint32_t(d_state)})
              : ctx.pipeline(variants.pick(ctx.caps().subgroup_arithmetic), 7, sizeof(SsmScanPush), {wg});
     SsmScanPush push{};
-    push.n_tokens = uint32_t(a.n_tokens);
-    push.n_head = uint32_t(a.n_head);
-    push.head_dim = uint32_t(a.head_dim);
-    push.d_state = uint32_t(a.d_state);
-    push.heads_per_group = uint32_t(a.n_head / a.n_group);
+    push.n_tokens = uint32_t(n_tokens);
+    push.n_head = uint32_t(n_head);
+    push.head_dim = uint32_t(d_inner / n_head);
+    push.d_state = uint32_t(d_state);
+    push.heads_per_group = uint32_t(n_head / n_group);
     push.st_shift = sw.shift;
     push.xbc_shift = xw.shift;
-    push.xbc_stride = uint32_t(a.xbc_stride);
-    push.b_col = uint32_t(a.b_col);
-    push.c_col = uint32_t(a.c_col);
+    push.xbc_stride = xv.stride;
+    push.b_col = uint32_t(bv.first - xv.first);
+    push.c_col = uint32_t(cv.first - xv.first);
     push.zdt_shift = zw.shift;
-    push.zdt_stride = uint32_t(a.zdt_stride);
-    push.z_col = a.z_col < 0 ? 0u : uint32_t(a.z_col);
-    push.dt_col = uint32_t(a.dt_col);
-    push.dtb_shift = a.dt_bias ? bw.shift : 0u;
+    push.zdt_stride = dv.stride;
+    push.z_col = has_z ? uint32_t(zv.first - zdt_first) : 0u;
+    push.dt_col = uint32_t(dv.first - zdt_first);
+    push.dtb_shift = has_dtb ? bw.shift : 0u;
     push.a_shift = aw.shift;
-    push.d_shift = a.d ? dw.shift : 0u;
+    push.d_shift = has_d ? dw.shift : 0u;
     push.y_shift = yw.shift;
-    push.y_stride = uint32_t(ys);
-    push.flags = (a.dt_bias ? 1u : 0u) | (a.d ? 2u : 0u) | (a.z_col >= 0 ? 4u : 0u);
+    push.y_stride = yv.stride;
+    push.flags = (has_dtb ? 1u : 0u) | (has_d ? 2u : 0u) | (has_z ? 4u : 0u);
     const detail::Grid g = detail::grid_2d(ctx, rows ? (uint64_t(d_inner) + wg - 1) / wg : uint64_t(d_inner), op);
     s.dispatch(pipeline, {sw.range, xw.range, zw.range, bw.range, aw.range, dw.range, yw.range}, push, g.x, g.y);
 }
 
-void ssm_group_rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y,
-                        uint64_t y_offset, int64_t n_rows, int64_t n, int64_t n_group, float eps) {
+void ssm_group_rms_norm(Stream& s, const TensorView& x, const Buffer* w, const TensorView& y, int64_t n_group,
+                        float eps) {
     const char* op = "ssm_group_rms_norm";
-    detail::require(n > 0 && n_group > 0 && n_rows >= 0, op, "needs n > 0, n_group > 0 and n_rows >= 0");
+    detail::checked_f32(x, op, "x");
+    detail::checked_f32(y, op, "y");
+    detail::require_packed(x, op, "x");
+    detail::require_packed(y, op, "y");
+    detail::require_same_shape(x, y, op, "x and y");
+    detail::require(n_group > 0 && x.cols > 0 && x.cols % n_group == 0, op,
+                    "x's " + std::to_string(x.cols) + " columns are not " + std::to_string(n_group) + " groups");
     detail::require(eps >= 0.0f, op, "eps must be >= 0");
+    detail::require_same_or_disjoint(y, "y", x, "x", op);
+    const int64_t n_rows = x.rows, n = x.cols / n_group;
     if (n_rows == 0) return;
     gpu::Context& ctx = s.context();
-    const uint64_t total = uint64_t(n_rows) * uint64_t(n_group) * uint64_t(n);
-    const detail::Window xw = detail::window(ctx, x, x_offset, total, op, "x");
-    const detail::Window yw = detail::window(ctx, y, y_offset, total, op, "y");
+    const detail::Window xw = detail::view_window(ctx, x, op, "x");
+    const detail::Window yw = detail::view_window(ctx, y, op, "y");
     const detail::Window ww = w ? detail::window(ctx, *w, 0, uint64_t(n_group * n), op, "weight") : xw;
     const uint32_t wg = detail::workgroup_size(ctx, n >= 1024 ? 256 : 64);
     const gpu::SubgroupPair variants{gpu::ShaderId::ssm_norm, gpu::ShaderId::ssm_norm_sg};

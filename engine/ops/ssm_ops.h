@@ -1,7 +1,7 @@
 // GPU ops of state-space layers (Mamba-2): the short causal convolution with its carried state,
 // the selective scan, the grouped RMSNorm. The math and state layouts are cpu/ref_ssm.h's (and
 // ggml's); the kernels are tested against it (tests/ops/test_ssm.cpp). Like every op these
-// record a dispatch and insert no barrier. Element offsets and strides are in floats.
+// record a dispatch and insert no barrier. Operands are f32 TensorViews (tensor_view.h).
 #pragma once
 
 #include <cstdint>
@@ -14,43 +14,32 @@ namespace vkllm::ops {
 // Longest convolution ssm_conv takes (shaders/ssm_conv.comp's MAX_K).
 constexpr int64_t kSsmMaxConv = 16;
 
-// Causal depthwise conv1d over n_tokens rows of x ([n_tokens][x_stride], the channels first),
-// per channel with the state [channels][d_conv - 1] (the previous inputs, oldest first), which
-// is updated to the last d_conv - 1 inputs. y[t][c] = act(sum_k w[c][k] in(t + k - d_conv + 1)
-// + bias[c]), act SiLU when `silu`. w: [channels][d_conv] f32; bias may be null. One token is
-// a decode step. y must not overlap the state.
+// Causal depthwise conv1d over the tokens of one sequence, per channel with a carried state.
+// Shapes come from the views: x [n_tokens, channels] (rows may be strided: columns of a wider
+// projection), w [channels, d_conv] packed (d_conv <= kSsmMaxConv), state [channels, d_conv - 1]
+// packed (the previous inputs, oldest first; updated to the last d_conv - 1 inputs), bias
+// [1, channels] or no buffer, y [n_tokens, channels]. y[t][c] = act(sum_k w[c][k]
+// in(t + k - d_conv + 1) + bias[c]), act SiLU when `silu`. One token is a decode step.
 // LFM2's gated short convolution: with in_gate the input is x * in_gate (the state holds the
 // products), with out_gate the result is multiplied by out_gate, y = out_gate * conv(in_gate * x)
-// (no bias, no SiLU); the gates are token-major [n_tokens][channels] rows like x. y may be the
-// very rows of x or of a gate (same offset and stride), no other part of them.
+// (no bias, no SiLU); the gates are [n_tokens, channels] views like x, or no buffer.
+// Overlaps: y may be the very rows of x or of a gate (same buffer, offset and row stride), no
+// other part of them; neither y nor the state may overlap any other operand.
 struct SsmConvArgs {
-    int64_t n_tokens = 0, channels = 0, d_conv = 0;
-    const Buffer* x = nullptr;
-    uint64_t x_offset = 0;
-    int64_t x_stride = 0;  // 0: channels
-    const Buffer* state = nullptr;
-    uint64_t state_offset = 0;
-    const Buffer* w = nullptr;
-    uint64_t w_offset = 0;
-    const Buffer* bias = nullptr;
-    uint64_t bias_offset = 0;
-    const Buffer* y = nullptr;
-    uint64_t y_offset = 0;
-    int64_t y_stride = 0;  // 0: channels
+    TensorView x, state, w, bias, y;
     bool silu = true;
-    const Buffer* in_gate = nullptr;
-    uint64_t in_gate_offset = 0;
-    int64_t in_gate_stride = 0;  // 0: channels
-    const Buffer* out_gate = nullptr;
-    uint64_t out_gate_offset = 0;
-    int64_t out_gate_stride = 0;  // 0: channels
+    TensorView in_gate, out_gate;
 };
 void ssm_conv(Stream& s, const SsmConvArgs& a);
 
-// Mamba-2's selective scan over n_tokens tokens of one sequence (cpu::ssm_scan's math). x, B
-// and C are columns of one token-major buffer `xbc` (x at column 0, B at b_col, C at c_col, row
-// stride xbc_stride), dt and the optional gate z columns of `zdt`. The state
-// [n_head][head_dim][d_state] is read and written in place. dt_bias and D may be null.
+// Mamba-2's selective scan over the tokens of one sequence (cpu::ssm_scan's math). Shapes come
+// from the views: x [n_tokens, d_inner]; b and c [n_tokens, n_group * d_state], columns of x's
+// buffer at x's row stride, starting at or after x's first column (Mamba-2's conv output row
+// x | B | C); dt [n_tokens, n_head]; z [n_tokens, d_inner] (the gate) or no buffer, columns of
+// dt's buffer at dt's row stride (the in-projection's row z | xBC | dt); state [d_inner, d_state]
+// packed ([n_head][head_dim][d_state]), read and written in place; a [1, n_head]; dt_bias and
+// d [1, n_head] or no buffer; y [n_tokens, d_inner]. n_head divides d_inner (head_dim =
+// d_inner / n_head) and n_group divides n_head. y and the state may not overlap any operand.
 // Two kernels compute it in the same order: Workgroup, one workgroup per state row (d_state up
 // to 4 x the workgroup size, 1024 on most devices), and Rows, one invocation per row with the
 // row in registers (d_state up to kSsmScanRowsMaxState; no barriers, so far faster on CPU
@@ -58,22 +47,7 @@ void ssm_conv(Stream& s, const SsmConvArgs& a);
 enum class SsmScanKernel { Auto, Workgroup, Rows };
 constexpr int64_t kSsmScanRowsMaxState = 256;
 struct SsmScanArgs {
-    int64_t n_tokens = 0, n_head = 0, head_dim = 0, d_state = 0, n_group = 1;
-    const Buffer* state = nullptr;
-    uint64_t state_offset = 0;
-    const Buffer* xbc = nullptr;
-    uint64_t xbc_offset = 0;
-    int64_t xbc_stride = 0, b_col = 0, c_col = 0;
-    const Buffer* zdt = nullptr;
-    uint64_t zdt_offset = 0;
-    int64_t zdt_stride = 0, dt_col = 0;
-    int64_t z_col = -1;  // < 0: no gate
-    const Buffer* dt_bias = nullptr;
-    const Buffer* a = nullptr;
-    const Buffer* d = nullptr;
-    const Buffer* y = nullptr;
-    uint64_t y_offset = 0;
-    int64_t y_stride = 0;  // 0: n_head * head_dim
+    TensorView state, x, b, c, dt, z, dt_bias, a, d, y;
     SsmScanKernel kernel = SsmScanKernel::Auto;
 };
 void ssm_scan(Stream& s, const SsmScanArgs& a);
@@ -92,9 +66,11 @@ struct SsmScanMamba1Args {
 };
 void ssm_scan_mamba1(Stream& s, const SsmScanMamba1Args& a);
 
-// Grouped RMSNorm: each of n_rows rows holds n_group groups of n values, each normalised and
-// scaled by its slice of w [n_group][n] (w may be null). x and y contiguous; may be the same.
-void ssm_group_rms_norm(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer* w, const Buffer& y,
-                        uint64_t y_offset, int64_t n_rows, int64_t n, int64_t n_group, float eps);
+// Grouped RMSNorm: each row of x [n_rows, n_group * n] holds n_group groups of n values, each
+// normalised and scaled by its slice of w [n_group][n] (n_group * n values from the buffer's
+// start; w may be null). x and y f32 views of one shape with packed rows; y may be x itself (the
+// same offset), no other part of it.
+void ssm_group_rms_norm(Stream& s, const TensorView& x, const Buffer* w, const TensorView& y, int64_t n_group,
+                        float eps);
 
 }  // namespace vkllm::ops

@@ -176,9 +176,11 @@ TEST_F(SsmMamba1, ConvThenScanMatchesReference) {
     s.begin();
     for (auto [t0, t1] : {std::pair<int64_t, int64_t>{0, c.n_tokens - 1}, {c.n_tokens - 1, c.n_tokens}}) {
         ops::SsmConvArgs ca;
-        ca.n_tokens = t1 - t0, ca.channels = c.d_inner, ca.d_conv = d_conv;
-        ca.x = &xz, ca.x_offset = uint64_t(3 + t0 * o.xz_stride), ca.x_stride = o.xz_stride;
-        ca.state = &cs, ca.w = &wb, ca.bias = &bb, ca.y = &xcb, ca.y_offset = uint64_t(t0 * c.d_inner);
+        ca.x = ops::f32_rows(xz, t1 - t0, c.d_inner, uint64_t(3 + t0 * o.xz_stride), o.xz_stride);
+        ca.state = ops::f32_rows(cs, c.d_inner, d_conv - 1);
+        ca.w = ops::f32_rows(wb, c.d_inner, d_conv);
+        ca.bias = ops::f32_vector(bb, c.d_inner);
+        ca.y = ops::f32_rows(xcb, t1 - t0, c.d_inner, uint64_t(t0 * c.d_inner));
         ops::ssm_conv(s, ca);
         s.barrier("the scan reads the conv's output");
         ops::SsmScanMamba1Args sa = args(o, t0, t1, xz, xdb, dt, st, a, d, y);

@@ -48,14 +48,16 @@ protected:
         s.begin();
         int64_t t0 = 0;
         for (int64_t t1 : splits) {
-            ops::SsmConvArgs a;
-            a.n_tokens = t1 - t0, a.channels = channels, a.d_conv = d_conv;
+            const int64_t n = t1 - t0;
             const uint64_t row = uint64_t(t0 * stride);
-            a.x = &xb, a.x_offset = row + uint64_t(2 * channels), a.x_stride = stride;
-            a.in_gate = &xb, a.in_gate_offset = row, a.in_gate_stride = stride;
-            a.out_gate = &xb, a.out_gate_offset = row + uint64_t(channels), a.out_gate_stride = stride;
-            a.state = &sb, a.w = &wb, a.silu = false;
-            a.y = &yb, a.y_offset = uint64_t(t0 * channels);
+            ops::SsmConvArgs a;
+            a.x = ops::f32_rows(xb, n, channels, row + uint64_t(2 * channels), stride);
+            a.in_gate = ops::f32_rows(xb, n, channels, row, stride);
+            a.out_gate = ops::f32_rows(xb, n, channels, row + uint64_t(channels), stride);
+            a.state = ops::f32_rows(sb, channels, d_conv - 1);
+            a.w = ops::f32_rows(wb, channels, d_conv);
+            a.silu = false;
+            a.y = ops::f32_rows(yb, n, channels, uint64_t(t0 * channels));
             ops::ssm_conv(s, a);
             s.barrier("the next tokens read the state");
             t0 = t1;

@@ -21,30 +21,38 @@ void SsmMixerBlock::record(Recording& r) const {
     mi.matmul(s, w.ssm_in, state_.in_proj(), 0, T);
     s.barrier("the in-projection is complete before the convolution reads xBC");
 
+    // xBC's columns of the in-projection's rows, convolved into packed [T][channels] rows.
     ops::SsmConvArgs c;
-    c.n_tokens = T, c.channels = channels, c.d_conv = S.d_conv;
-    c.x = &state_.in_proj(), c.x_offset = uint64_t(S.d_inner), c.x_stride = in_rows;
-    c.state = &st.conv, c.w = w.ssm_conv1d, c.bias = w.ssm_conv1d_b;
-    c.y = &state_.xbc(), c.y_stride = channels, c.silu = true;
+    c.x = ops::f32_rows(state_.in_proj(), T, channels, uint64_t(S.d_inner), in_rows);
+    c.state = ops::f32_rows(st.conv, channels, S.d_conv - 1);
+    c.w = ops::f32_rows(*w.ssm_conv1d, channels, S.d_conv);
+    if (w.ssm_conv1d_b) c.bias = ops::f32_vector(*w.ssm_conv1d_b, channels);
+    c.y = ops::f32_rows(state_.xbc(), T, channels);
+    c.silu = true;
     s.mark("ssm_conv");
     ops::ssm_conv(s, c);
     s.barrier("the convolved x, B and C are complete before the scan reads them");
 
+    // x | B | C are the convolved row's columns; z and dt the in-projection's.
     ops::SsmScanArgs a;
-    a.n_tokens = T, a.n_head = S.n_head, a.head_dim = S.head_dim(), a.d_state = S.d_state, a.n_group = S.n_group;
-    a.state = &st.ssm;
-    a.xbc = &state_.xbc(), a.xbc_stride = channels, a.b_col = S.d_inner, a.c_col = S.d_inner + gs;
-    a.zdt = &state_.in_proj(), a.zdt_stride = in_rows, a.z_col = 0, a.dt_col = S.d_inner + channels;
-    a.dt_bias = w.ssm_dt_b, a.a = w.ssm_a, a.d = w.ssm_d;
-    a.y = &state_.y(), a.y_stride = S.d_inner;
+    a.state = ops::f32_rows(st.ssm, S.d_inner, S.d_state);
+    a.x = ops::f32_rows(state_.xbc(), T, S.d_inner, 0, channels);
+    a.b = ops::f32_rows(state_.xbc(), T, gs, uint64_t(S.d_inner), channels);
+    a.c = ops::f32_rows(state_.xbc(), T, gs, uint64_t(S.d_inner + gs), channels);
+    a.z = ops::f32_rows(state_.in_proj(), T, S.d_inner, 0, in_rows);
+    a.dt = ops::f32_rows(state_.in_proj(), T, S.n_head, uint64_t(S.d_inner + channels), in_rows);
+    if (w.ssm_dt_b) a.dt_bias = ops::f32_vector(*w.ssm_dt_b, S.n_head);
+    a.a = ops::f32_vector(*w.ssm_a, S.n_head);
+    if (w.ssm_d) a.d = ops::f32_vector(*w.ssm_d, S.n_head);
+    a.y = ops::f32_rows(state_.y(), T, S.d_inner);
     s.mark("ssm_scan");
     ops::ssm_scan(s, a);
     s.barrier("the gated scan output is complete before its grouped norm");
 
     if (w.ssm_norm) {
         s.mark("ssm_norm");
-        ops::ssm_group_rms_norm(s, state_.y(), 0, w.ssm_norm, state_.y(), 0, T, S.d_inner / S.n_group, S.n_group,
-                                r.spec.norm_eps);
+        const ops::TensorView y = ops::f32_rows(state_.y(), T, S.d_inner);
+        ops::ssm_group_rms_norm(s, y, w.ssm_norm, y, S.n_group, r.spec.norm_eps);
         s.barrier("the normalised mixer output is complete before the out-projection reads it");
     }
     r.add_block_output(w.ssm_out, state_.y(), S.d_inner, nullptr, nullptr);
@@ -72,10 +80,12 @@ void Mamba1MixerBlock::record(Recording& r) const {
 
     // x = silu(conv1d(x, carrying the conv state) + b_conv), packed [T][d_inner].
     ops::SsmConvArgs c;
-    c.n_tokens = T, c.channels = D, c.d_conv = S.d_conv;
-    c.x = &state_.in_proj(), c.x_offset = 0, c.x_stride = 2 * D;
-    c.state = &st.conv, c.w = w.ssm_conv1d, c.bias = w.ssm_conv1d_b;
-    c.y = &state_.xbc(), c.y_stride = D, c.silu = true;
+    c.x = ops::f32_rows(state_.in_proj(), T, D, 0, 2 * D);
+    c.state = ops::f32_rows(st.conv, D, S.d_conv - 1);
+    c.w = ops::f32_rows(*w.ssm_conv1d, D, S.d_conv);
+    if (w.ssm_conv1d_b) c.bias = ops::f32_vector(*w.ssm_conv1d_b, D);
+    c.y = ops::f32_rows(state_.xbc(), T, D);
+    c.silu = true;
     s.mark("ssm_conv");
     ops::ssm_conv(s, c);
     s.barrier("the convolved x is complete before x_proj reads it");
