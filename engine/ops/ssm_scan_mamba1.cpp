@@ -1,20 +1,19 @@
 // Mamba-1's selective scan (ssm_ops.h): shaders/ssm_scan_mamba1.comp.
 #include <algorithm>
 #include <string>
-#include <utility>
 
 #include "gpu/device.h"
 #include "gpu/shaders.h"
 #include "ops/dispatch_util.h"
 #include "ops/push_constants.h"
 #include "ops/ssm_ops.h"
-#include "ops/view_overlap.h"
+#include "ops/ssm_view_checks.h"
 
 namespace vkllm::ops {
 
 namespace {
 
-std::string shape(const TensorView& v) { return "[" + std::to_string(v.rows) + ", " + std::to_string(v.cols) + "]"; }
+using detail::view_shape;
 
 struct Bound {
     detail::Window w;
@@ -23,12 +22,8 @@ struct Bound {
 
 // The checked f32 view `v` of shape [rows, cols] as a binding window.
 Bound bind(const gpu::Context& ctx, const TensorView& v, int64_t rows, int64_t cols, const char* op, const char* what) {
-    const uint64_t first = detail::checked_f32(v, op, what);
-    detail::require(v.rows == rows && v.cols == cols, op,
-                    std::string(what) + " is " + shape(v) + ", expected [" + std::to_string(rows) + ", " +
-                        std::to_string(cols) + "]");
-    detail::require(uint64_t(v.stride()) <= 0xffffffffull, op, std::string(what) + "'s row stride is over 2^32");
-    return {detail::window(ctx, *v.buffer, first, detail::view_span(v), op, what), uint32_t(v.stride())};
+    const detail::CheckedRows r = detail::checked_rows(v, rows, cols, op, what);
+    return {detail::view_window(ctx, v, op, what), r.stride};
 }
 
 }  // namespace
@@ -40,7 +35,7 @@ void ssm_scan_mamba1(Stream& s, const SsmScanMamba1Args& a) {
     const int64_t n_tokens = a.x.rows, d_inner = a.x.cols, d_state = a.state.cols;
     detail::require(d_inner > 0 && d_state > 0 && d_state <= kSsmMamba1MaxState, op,
                     "needs d_inner > 0 and 0 < d_state <= " + std::to_string(kSsmMamba1MaxState) + ", got x " +
-                        shape(a.x) + " and state " + shape(a.state));
+                        view_shape(a.x) + " and state " + view_shape(a.state));
     gpu::Context& ctx = s.context();
     const Bound st = bind(ctx, a.state, d_inner, d_state, op, "state");
     detail::require(st.stride == uint32_t(d_state), op, "the state's rows must be packed");
@@ -63,11 +58,8 @@ void ssm_scan_mamba1(Stream& s, const SsmScanMamba1Args& a) {
     const detail::Window bcw = detail::window(ctx, *a.b.buffer, lo, hi - lo, op, "B and C");
     // Each invocation reads its channel's x, dt and z before it writes y there, so y may be any
     // of them; every invocation reads all of B and C, and the state is written at the end.
-    const uint64_t y0 = detail::checked_f32(a.y, op, "y");
-    for (const auto& [v, name] : {std::pair{&a.state, "the state"}, std::pair{&a.b, "B"}, std::pair{&a.c, "C"},
-                                  std::pair{&a.a, "A"}, std::pair{&a.d, "D"}})
-        detail::require(!v->buffer || !detail::views_overlap(a.y, y0, *v, detail::checked_f32(*v, op, name)), op,
-                        std::string("y overlaps ") + name);
+    detail::require_disjoint(a.y, "y", {{&a.state, "the state"}, {&a.b, "B"}, {&a.c, "C"}, {&a.a, "A"}, {&a.d, "D"}},
+                             op);
     const uint32_t wg = detail::workgroup_size(ctx, 64);
     const auto& pipeline = ctx.pipeline(gpu::ShaderId::ssm_scan_mamba1, 8, sizeof(SsmScanMamba1Push),
                                         {wg, uint32_t(d_state)});
