@@ -47,6 +47,7 @@ public:
         if (root == ids_.end()) fail_at(t_.size(), "no rule named 'root' (the start of the grammar)");
         g_.root = root->second;
         check_left_recursion();
+        check_productive();
         return std::move(g_);
     }
 
@@ -297,6 +298,8 @@ private:
                 merged.push_back(r);
         }
         e.ranges = std::move(merged);
+        if (!e.matches_any(0, 0xD7FF) && !e.matches_any(0xE000, 0x10FFFF))  // surrogates are not characters
+            fail_at(at, "the character class matches no character");
         return e;
     }
 
@@ -395,6 +398,31 @@ private:
         };
         for (size_t r = 0; r < n; ++r)
             if (state[r] == 0) visit(visit, int(r));
+    }
+
+    // Every rule must have a finite match: otherwise a text could reach a place from which it
+    // can never be whole, and constrained generation would run into -n there.
+    void check_productive() const {
+        const size_t n = g_.rules.size();
+        std::vector<bool> productive(n, false);
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (size_t r = 0; r < n; ++r) {
+                if (productive[r]) continue;
+                for (const GbnfSequence& seq : g_.rules[r].alternatives) {
+                    if (std::all_of(seq.begin(), seq.end(),
+                                    [&](const GbnfElement& e) { return e.rule < 0 || productive[size_t(e.rule)]; })) {
+                        productive[r] = changed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        for (size_t r = 0; r < n; ++r)
+            if (!productive[r])
+                throw GbnfError(g_.rules[r].line, g_.rules[r].column,
+                                "rule '" + g_.rules[r].name + "' never ends: every alternative refers to a rule that "
+                                "never ends (give it one that does, e.g. x ::= \"a\" x | \"a\")");
     }
 
     std::string_view t_;

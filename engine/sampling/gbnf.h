@@ -7,7 +7,9 @@
 // kGbnfMaxRepetition), and `#` comments to the end of the line. A rule ends at the end of its
 // line unless a group is open or the line ends in `|`. Refused with the line and column: an
 // undefined rule, a rule defined twice, no `root`, left recursion (direct or through rules
-// that can match nothing), llama.cpp's token references <...>, and any other syntax error.
+// that can match nothing), a rule with no finite match (root ::= "a" root), a character class
+// that matches nothing, llama.cpp's token references <...>, and any other syntax error. So
+// every text the matcher accepts can still be completed.
 //
 // Groups and repetitions become generated rules, as in llama.cpp: x* is R ::= x R | (empty),
 // x{2,4} is x x R2 with R2 ::= x R1 | (empty) and R1 ::= x | (empty).

@@ -71,11 +71,15 @@ bool GbnfMatcher::advance(State& st, uint32_t cp) const {
     return true;
 }
 
-// Whether some stack's top accepts a code point in [lo, hi].
+// Whether some stack's top accepts a character in [lo, hi] (surrogates are not characters).
 bool GbnfMatcher::possible(const State& st, uint32_t lo, uint32_t hi) const {
-    for (const Stack& s : st.stacks)
-        if (!s.empty() && top(s).matches_any(lo, hi)) return true;
-    return false;
+    auto any = [&](uint32_t a, uint32_t b) {
+        if (a > b) return false;
+        for (const Stack& s : st.stacks)
+            if (!s.empty() && top(s).matches_any(a, b)) return true;
+        return false;
+    };
+    return any(lo, std::min(hi, 0xD7FFu)) || any(std::max(lo, 0xE000u), hi);
 }
 
 bool GbnfMatcher::Utf8::push(uint8_t b, uint32_t& lo, uint32_t& hi) {

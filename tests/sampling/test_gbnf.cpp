@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,7 @@ TEST(Gbnf, Utf8Classes) {
     EXPECT_EQ(match(g, "\xD0"), Match::No);         // U+0400..: no Greek small letter starts so
     EXPECT_EQ(match(g, "\xC0\x80"), Match::No);     // overlong
     EXPECT_EQ(match(g, "α\xED\xA0\x80"), Match::No); // a surrogate
+    EXPECT_EQ(match(g, "α\xED\xA0"), Match::No);     // ... as soon as no other character can start so
     GbnfMatcher m(g);
     ASSERT_TRUE(m.feed("\xCE"));
     EXPECT_FALSE(m.complete());  // half a character is never whole
@@ -170,6 +172,11 @@ TEST(Gbnf, Errors) {
     EXPECT_EQ(error_of("root ::= \"\\q\""), "1:11: unknown escape '\\q'");
     EXPECT_EQ(error_of("root ::= <[1000]>"), "1:10: token references (<...>) are not supported; write the text as a string literal");
     EXPECT_EQ(error_of("root ::= [z-a]"), "1:14: character range with its end before its start");
+    EXPECT_EQ(error_of("root ::= \"a\" root\n"), "1:1: rule 'root' never ends: every alternative refers to a rule "
+                                                "that never ends (give it one that does, e.g. x ::= \"a\" x | \"a\")");
+    EXPECT_EQ(error_of("root ::= [^\\x00-\\U0010FFFF]"), "1:10: the character class matches no character");
+    EXPECT_EQ(error_of("root ::= []"), "1:10: the character class matches no character");
+    EXPECT_EQ(error_of("root ::= [\\uD800-\\uDFFF]"), "1:10: the character class matches no character");
     // Columns count characters, not bytes.
     EXPECT_EQ(error_of("root ::= \"é\" x"), "1:14: undefined rule 'x'");
 }
@@ -246,6 +253,30 @@ TEST(Gbnf, JsonGrammarAgreesWithJsonMatcher) {
         }
     }
     EXPECT_TRUE(whole(g, "{\"a\": [1, {\"b\": null}]}"));
+}
+
+// Random walks, a byte at a time among those accepted: the matcher never accepts a text it
+// cannot complete, so until it is closed some byte always continues it.
+TEST(Gbnf, NoDeadEnds) {
+    std::mt19937 rng(5);
+    for (const char* text : {kJsonGbnf, "root ::= item{2,4}\nitem ::= \"- \" [a-zé€]{1,3} (\" \" [0-9]+)? \"\\n\"\n",
+                             "root ::= p \".\"\np ::= \"(\" p* \")\" | [α-γ]"}) {
+        const auto g = parse(text);
+        for (int walk = 0; walk < 30; ++walk) {
+            GbnfMatcher m(g);
+            std::string fed;
+            for (int step = 0; step < 120 && !m.closed(); ++step) {
+                if (m.complete() && rng() % 8 == 0) break;
+                std::vector<std::string> next;
+                for (int b = 0; b < 256; ++b)
+                    if (m.accepts(std::string(1, char(b)))) next.push_back(std::string(1, char(b)));
+                ASSERT_FALSE(next.empty()) << "dead end after '" << fed << "'";
+                const std::string& b = next[rng() % next.size()];
+                ASSERT_TRUE(m.feed(b));
+                fed += b;
+            }
+        }
+    }
 }
 
 }  // namespace
