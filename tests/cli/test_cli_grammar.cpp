@@ -1,5 +1,5 @@
 // vkllm run --grammar FILE: stdout is text the GBNF grammar matches, for several seeds and
-// prompts, on the built-in model; bad grammar files are usage errors naming FILE:LINE:COLUMN,
+// prompts, on the built-in model (byte-level tokens) and stories260K (SentencePiece); bad grammar files are usage errors naming FILE:LINE:COLUMN,
 // and --grammar with --json or --json-schema is refused.
 #include <gtest/gtest.h>
 
@@ -75,6 +75,20 @@ item ::= "- " [a-z]{1,8} (" " [a-z]{1,8})? "\n"
     // The same seed gives the same text.
     EXPECT_EQ(generated("run --grammar " + g + " -p 'A list:' -n 300 --temp 1 --seed 7"),
               generated("run --grammar " + g + " -p 'A list:' -n 300 --temp 1 --seed 7"));
+}
+
+TEST(CliGrammar, SentenceOnStories260K) {
+    VKLLM_REQUIRE_SHARED(shared);
+    const std::string g = write_file("sentence.gbnf", R"(root ::= name " " verb " a " [a-z]{2,7} "."
+name ::= "Tom" | "Lily"
+verb ::= "had" | "saw"
+)");
+    const std::regex sentence("(Tom|Lily) (had|saw) a [a-z]{2,7}\\.");
+    for (int seed : {1, 2, 3}) {
+        const std::string out = generated("run -m " + shared + "/models/stories260K/stories260K-F32.gguf --grammar " + g +
+                                          " -p 'Once upon a time' -n 60 --temp 1 --seed " + std::to_string(seed));
+        EXPECT_TRUE(std::regex_match(out, sentence)) << "seed " << seed << ": '" << out << "'";
+    }
 }
 
 TEST(CliGrammar, TextCutShortIsAnError) {
