@@ -23,8 +23,10 @@ void GbnfMatcher::dedupe(std::vector<Stack>& stacks) const {
 GbnfMatcher::GbnfMatcher(std::shared_ptr<const GbnfGrammar> grammar, size_t max_stacks)
     : g_(std::move(grammar)), max_stacks_(max_stacks) {
     const GbnfRule& root = g_->rules[size_t(g_->root)];
-    for (size_t a = 0; a < root.alternatives.size(); ++a) expand({{g_->root, int32_t(a), 0}}, st_.stacks);
-    dedupe(st_.stacks);
+    std::vector<Stack> stacks;
+    for (size_t a = 0; a < root.alternatives.size(); ++a) expand({{g_->root, int32_t(a), 0}}, stacks);
+    dedupe(stacks);
+    st_.stacks = std::make_shared<const std::vector<Stack>>(std::move(stacks));
 }
 
 const GbnfElement& GbnfMatcher::top(const Stack& s) const {
@@ -59,7 +61,7 @@ void GbnfMatcher::expand(Stack s, std::vector<Stack>& out) const {
 
 bool GbnfMatcher::advance(State& st, uint32_t cp) const {
     std::vector<Stack> next;
-    for (const Stack& s : st.stacks) {
+    for (const Stack& s : *st.stacks) {
         if (s.empty() || !top(s).matches(cp)) continue;
         Stack t = s;
         ++t.back().elem;
@@ -67,7 +69,7 @@ bool GbnfMatcher::advance(State& st, uint32_t cp) const {
     }
     if (next.empty()) return false;
     dedupe(next);
-    st.stacks = std::move(next);
+    st.stacks = std::make_shared<const std::vector<Stack>>(std::move(next));
     return true;
 }
 
@@ -75,7 +77,7 @@ bool GbnfMatcher::advance(State& st, uint32_t cp) const {
 bool GbnfMatcher::possible(const State& st, uint32_t lo, uint32_t hi) const {
     auto any = [&](uint32_t a, uint32_t b) {
         if (a > b) return false;
-        for (const Stack& s : st.stacks)
+        for (const Stack& s : *st.stacks)
             if (!s.empty() && top(s).matches_any(a, b)) return true;
         return false;
     };
@@ -117,6 +119,7 @@ bool GbnfMatcher::feed(std::string_view bytes) {
         if (!step(st, uint8_t(c))) return false;
     st_ = std::move(st);
     next_valid_ = false;
+    after_first_.fill(nullptr);
     return true;
 }
 
@@ -133,19 +136,27 @@ const std::array<bool, 256>& GbnfMatcher::next_bytes() const {
 
 bool GbnfMatcher::accepts(std::string_view bytes) const {
     if (bytes.empty()) return true;
-    if (!next_bytes()[uint8_t(bytes[0])]) return false;
-    State st = st_;
-    for (char c : bytes)
-        if (!step(st, uint8_t(c))) return false;
+    const uint8_t first = uint8_t(bytes[0]);
+    if (!next_bytes()[first]) return false;
+    std::shared_ptr<const State>& after = after_first_[first];
+    if (!after) {
+        State st = st_;
+        // next_bytes() said a character can start (or continue) with this byte: the step succeeds.
+        if (!step(st, first)) return false;
+        after = std::make_shared<const State>(std::move(st));
+    }
+    State st = *after;
+    for (size_t i = 1; i < bytes.size(); ++i)
+        if (!step(st, uint8_t(bytes[i]))) return false;
     return true;
 }
 
 bool GbnfMatcher::complete() const {
-    return st_.utf8.need == 0 && std::any_of(st_.stacks.begin(), st_.stacks.end(), [](const Stack& s) { return s.empty(); });
+    return st_.utf8.need == 0 && std::any_of(st_.stacks->begin(), st_.stacks->end(), [](const Stack& s) { return s.empty(); });
 }
 
 bool GbnfMatcher::closed() const {
-    return st_.utf8.need == 0 && std::all_of(st_.stacks.begin(), st_.stacks.end(), [](const Stack& s) { return s.empty(); });
+    return st_.utf8.need == 0 && std::all_of(st_.stacks->begin(), st_.stacks->end(), [](const Stack& s) { return s.empty(); });
 }
 
 }  // namespace vkllm::sampling

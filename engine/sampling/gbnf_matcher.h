@@ -55,8 +55,10 @@ private:
         // [lo, hi]: the code points the sequence can still become (lo itself once whole).
         bool push(uint8_t b, uint32_t& lo, uint32_t& hi);
     };
+    // The stacks are shared: a copy of the state (one per candidate token) and a byte inside a
+    // UTF-8 sequence, which leaves them as they are, copy a pointer.
     struct State {
-        std::vector<Stack> stacks;
+        std::shared_ptr<const std::vector<Stack>> stacks;
         Utf8 utf8;
     };
     void expand(Stack s, std::vector<Stack>& out) const;
@@ -72,6 +74,9 @@ private:
     State st_;
     mutable std::array<bool, 256> next_{};  // next_bytes(), valid while next_valid_
     mutable bool next_valid_ = false;
+    // The state after each first byte, made by the first candidate token that starts with it
+    // (most tokens share their first byte with many others); cleared by feed().
+    mutable std::array<std::shared_ptr<const State>, 256> after_first_{};
 };
 
 }  // namespace vkllm::sampling
