@@ -119,7 +119,7 @@ bool GbnfMatcher::feed(std::string_view bytes) {
         if (!step(st, uint8_t(c))) return false;
     st_ = std::move(st);
     next_valid_ = false;
-    after_first_.fill(nullptr);
+    after_prefix_.clear();
     return true;
 }
 
@@ -136,18 +136,27 @@ const std::array<bool, 256>& GbnfMatcher::next_bytes() const {
 
 bool GbnfMatcher::accepts(std::string_view bytes) const {
     if (bytes.empty()) return true;
-    const uint8_t first = uint8_t(bytes[0]);
-    if (!next_bytes()[first]) return false;
-    std::shared_ptr<const State>& after = after_first_[first];
-    if (!after) {
-        State st = st_;
-        // next_bytes() said a character can start (or continue) with this byte: the step succeeds.
-        if (!step(st, first)) return false;
-        after = std::make_shared<const State>(std::move(st));
+    if (!next_bytes()[uint8_t(bytes[0])]) return false;
+    State st = st_;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        const uint8_t b = uint8_t(bytes[i]);
+        if (i + 1 == bytes.size()) {
+            // The last byte: whether some parse takes it is enough, without the stacks after it.
+            uint32_t lo = 0, hi = 0;
+            return st.utf8.push(b, lo, hi) && possible(st, lo, st.utf8.need > 0 ? hi : lo);
+        }
+        if (i >= kCachedPrefix) {
+            if (!step(st, b)) return false;
+            continue;
+        }
+        std::shared_ptr<const State>& after = after_prefix_[std::string(bytes.substr(0, i + 1))];
+        if (!after) {
+            State next = st;
+            if (!step(next, b)) return false;  // refusals are not kept; the next-bytes table catches most
+            after = std::make_shared<const State>(std::move(next));
+        }
+        st = *after;
     }
-    State st = *after;
-    for (size_t i = 1; i < bytes.size(); ++i)
-        if (!step(st, uint8_t(bytes[i]))) return false;
     return true;
 }
 

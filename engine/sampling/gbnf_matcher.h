@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sampling/gbnf.h"
@@ -74,9 +76,11 @@ private:
     State st_;
     mutable std::array<bool, 256> next_{};  // next_bytes(), valid while next_valid_
     mutable bool next_valid_ = false;
-    // The state after each first byte, made by the first candidate token that starts with it
-    // (most tokens share their first byte with many others); cleared by feed().
-    mutable std::array<std::shared_ptr<const State>, 256> after_first_{};
+    // The state after each short prefix (up to kCachedPrefix bytes) of the candidates asked
+    // about (prefixes that are refused are not kept): tokens share their first bytes with many
+    // others. Cleared by feed().
+    static constexpr size_t kCachedPrefix = 3;
+    mutable std::unordered_map<std::string, std::shared_ptr<const State>> after_prefix_;
 };
 
 }  // namespace vkllm::sampling
