@@ -21,9 +21,6 @@ constexpr size_t F = sizeof(float);
 // compute something wrong.
 void check_supported(const ModelSpec& s) {
     for (const LayerSpec& L : s.layers) {
-        // The routed experts' sum goes into the residual stream inside moe_combine, unscaled.
-        if (s.residual_scale != 1.0f && L.has_ffn && L.ffn.moe.n_expert > 0)
-            throw ModelError("architecture '" + s.arch + "': a residual multiplier on experts is not implemented yet");
         if (L.ffn.gated && L.ffn.activation == Activation::ReluSqr)
             throw ModelError("architecture '" + s.arch + "': a gated relu-squared FFN is not implemented yet");
         if (L.ffn.gated && L.ffn.activation == Activation::GeluErf)

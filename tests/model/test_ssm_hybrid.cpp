@@ -3,13 +3,16 @@
 // FFN after both; nemotron_h: one part per layer), the KV cache holding rows only for the
 // attention layers and the recurrent state only for the state-space ones, and the hybrid golden
 // models of tests/golden/ssm (granitehybrid, jamba, nemotron_h with its FFN-only layers and
-// relu-squared MLP, granitehybrid-multipliers with Granite's residual and logit multipliers)
+// relu-squared MLP, granitehybrid-multipliers with Granite's residual and logit multipliers,
+// granitehybrid-moe-multipliers with them on routed and shared experts)
 // against llama.cpp: logits of every prompt position at two batch sizes (the smaller carrying the
 // KV cache and the recurrent state over 30 passes), 32 greedy tokens, one-token decode over two replay buckets, and truncation (re-evaluated from
 // position 0 because of the state) continuing as llama.cpp does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +78,7 @@ TEST_P(HybridGolden, LogitsAndGreedyTextMatchLlamaCpp) {
         std::vector<float> logits = s.eval(g.tokens, /*all_logits=*/true);
         ASSERT_EQ(logits.size(), g.logits.size());
         const auto [over, worst] = positions_over(g, logits, q ? kRoundingCrossingBound : 1e-3);
+        std::printf("%s, batch %d: largest logit difference from llama.cpp %.3g\n", GetParam().c_str(), n_batch, worst);
         EXPECT_LE(over, q && moe ? kRoutingFlips : 0) << "largest difference " << worst;
         EXPECT_LE(worst, q && moe ? kRoutingFlipBound : q ? kRoundingCrossingBound : 1e-3);
         ASSERT_EQ(g.greedy.size(), 32u);
@@ -87,7 +91,7 @@ TEST_P(HybridGolden, LogitsAndGreedyTextMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Golden, HybridGolden,
                          ::testing::Values("granitehybrid", "granitehybrid-moe-q8_0", "granitehybrid-multipliers",
-                                           "jamba", "nemotron_h"),
+                                           "granitehybrid-moe-multipliers", "jamba", "nemotron_h"),
                          [](const auto& info) {
                              std::string n = info.param;
                              for (char& ch : n)
@@ -170,25 +174,46 @@ TEST(Hybrid, GraniteMultipliersAreReadFromTheFile) {
     EXPECT_FLOAT_EQ(load_ssm_golden("granitehybrid").model->internals().spec().residual_scale, 1.0f);
 }
 
-// The routed experts' weighted sum goes into the residual stream unscaled (moe_combine), so a
-// residual multiplier on a layer with experts is refused rather than computed wrong.
-TEST(Hybrid, GraniteResidualMultiplierWithExpertsIsRefused) {
-    test::SsmGolden g = load_ssm_golden("granitehybrid-moe-q8_0");
-    const gguf::File& f = g.model->internals().file();
-    gguf::Writer w;
-    for (const std::string& k : f.keys_in_order()) w.set(k, *f.find(k));
-    w.set("granitehybrid.residual_scale", gguf::Value::from_f32(0.22f));
-    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-    const std::string path = test::temp_path("granitehybrid-moe-residual-scale.gguf");
-    w.write(path);
-    auto m = Model::load(path);
-    EXPECT_FLOAT_EQ(m->internals().spec().residual_scale, 0.22f);
-    try {
-        Session s(*m, exact(8));
-        ADD_FAILURE() << "a residual multiplier on experts was accepted";
-    } catch (const model::ModelError& e) {
-        EXPECT_NE(std::string(e.what()).find("residual multiplier on experts"), std::string::npos) << e.what();
+// The MoE golden carries the multipliers too: llama.cpp scales the routed experts' sum plus the
+// shared expert's output by residual_scale before the residual add.
+TEST(Hybrid, GraniteMoeMultipliersGoldenHasExpertsAndMultipliers) {
+    test::SsmGolden g = load_ssm_golden("granitehybrid-moe-multipliers");
+    const model::ModelSpec& spec = g.model->internals().spec();
+    EXPECT_FLOAT_EQ(spec.residual_scale, 0.22f);
+    EXPECT_FLOAT_EQ(spec.logit_scale, 6.0f);
+    EXPECT_FALSE(test::quantised(*g.model));
+    for (const model::LayerSpec& L : spec.layers) {
+        EXPECT_EQ(L.ffn.moe.n_expert, 4);
+        EXPECT_EQ(L.ffn.moe.top_k, 2);
+        EXPECT_EQ(L.ffn.moe.n_ff_shared, 64);
     }
+}
+
+// The logit lens of the last layer is the model's own next-token distribution, so it divides by
+// Granite's logit multiplier as the output head does (undivided, its logits are 6 times as large
+// and its probabilities far sharper).
+TEST(Hybrid, GraniteLastLayerLogitLensIsTheOutputDistribution) {
+    const uint64_t errors_before = gpu::validation_error_count();
+    test::SsmGolden g = load_ssm_golden("granitehybrid-moe-multipliers");
+    const int L = g.model->internals().spec().n_layer;
+    SessionOptions so = exact(16);
+    so.probes.logit_lens_layers = {0, L - 1};
+    so.probes.logit_lens_top_n = 8;
+    Session s(*g.model, so);
+    const std::vector<float> logits = s.eval(g.tokens);
+    ASSERT_EQ(logits.size(), size_t(g.n_vocab));
+    const auto& lenses = s.probes().logit_lens;
+    const auto last = std::find_if(lenses.begin(), lenses.end(), [&](const LogitLens& l) { return l.layer == L - 1; });
+    ASSERT_NE(last, lenses.end());
+    ASSERT_EQ(last->top.size(), 8u);
+    // softmax of the session's logits
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float v : logits) sum += std::exp(double(v) - mx);
+    for (const LensToken& t : last->top)
+        EXPECT_NEAR(t.p, std::exp(double(logits[size_t(t.id)]) - mx) / sum, 1e-5) << "token " << t.id;
+    EXPECT_EQ(last->top[0].id, std::max_element(logits.begin(), logits.end()) - logits.begin());
+    EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
 TEST(Hybrid, GraniteMoeLayersHaveRoutedAndSharedExperts) {

@@ -23,6 +23,11 @@ void LogitLensBlock::record(Recording& r) const {
         in.matmul(s, r.w.output, lens.logits, uint64_t(i) * uint64_t(spec.n_vocab), 1);
         s.barrier("a lens row's projection is done before the rounded inputs are reused");
     }
+    if (spec.logit_scale != 1.0f) {  // as OutputHeadBlock: Granite divides logits by its logit multiplier
+        s.mark("scale");
+        ops::scale(s, ops::f32_rows(lens.logits, n, spec.n_vocab), 1.0f / spec.logit_scale);
+        s.barrier("scaled lens logits are complete before soft-capping or the copy");
+    }
     if (spec.final_softcap > 0) {
         s.mark("softcap");
         ops::softcap(s, ops::f32_rows(lens.logits, n, spec.n_vocab), spec.final_softcap);

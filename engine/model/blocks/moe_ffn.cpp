@@ -107,9 +107,21 @@ void MoeFfnBlock::record(Recording& r) const {
         s.mark("copy");
         s.copy(m.down, 0, r.probe.moe_out(l), 0, uint64_t(pairs) * uint64_t(E) * F);
     }
-    s.mark("moe_combine");
     ops::MoeRouting combine = routing;
     if (moe.weight_input) combine.weights = &m.ones;
+    // Granite's residual multiplier scales the routed sum before it joins the residual stream:
+    // s * sum_k w_k y_k = sum_k (s w_k) y_k, so it folds into the combine weights (read by no
+    // later op), or into the expert outputs where the weights went into the input (the shared
+    // ones). One small dispatch, none where the multiplier is 1.
+    if (r.spec.residual_scale != 1.0f) {
+        s.mark("scale");
+        if (moe.weight_input)
+            ops::scale(s, down, r.spec.residual_scale);
+        else
+            ops::scale(s, ops::f32_rows(m.weights, T, moe.top_k), r.spec.residual_scale);
+        s.barrier("the scaled combine inputs are complete before the weighted sum");
+    }
+    s.mark("moe_combine");
     ops::moe_combine(s, down, combine, ops::f32_rows(sc.x, T, E), /*accumulate=*/true);
     s.barrier("the residual stream is complete before the shared expert or the next layer reads it");
     if (moe.n_ff_shared > 0) record_shared_expert(r, *in);
