@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace vkllm::sampling {
 
@@ -52,16 +53,21 @@ public:
     }
 
 private:
-    [[noreturn]] void fail_at(size_t at, const std::string& reason) const {
+    // The line and column (from 1; columns count characters) of byte offset `at`.
+    std::pair<int, int> location(size_t at) const {
         int line = 1, column = 1;
         for (size_t i = 0; i < at && i < t_.size(); ++i) {
             if (t_[i] == '\n') {
                 ++line;
                 column = 1;
             } else if ((uint8_t(t_[i]) & 0xC0) != 0x80) {
-                ++column;  // columns count characters
+                ++column;
             }
         }
+        return {line, column};
+    }
+    [[noreturn]] void fail_at(size_t at, const std::string& reason) const {
+        const auto [line, column] = location(at);
         throw GbnfError(line, column, reason);
     }
     [[noreturn]] void fail(const std::string& reason) const { fail_at(pos_, reason); }
@@ -111,14 +117,7 @@ private:
         return id;
     }
 
-    void set_position(GbnfRule& r, size_t at) const {
-        try {
-            fail_at(at, "");
-        } catch (const GbnfError& e) {
-            r.line = e.line;
-            r.column = e.column;
-        }
-    }
+    void set_position(GbnfRule& r, size_t at) const { std::tie(r.line, r.column) = location(at); }
 
     void parse_rule() {
         const size_t start = pos_;
@@ -212,11 +211,8 @@ private:
     }
 
     std::string where(size_t at) const {
-        try {
-            fail_at(at, "");
-        } catch (const GbnfError& e) {
-            return std::to_string(e.line) + ":" + std::to_string(e.column);
-        }
+        const auto [line, column] = location(at);
+        return std::to_string(line) + ":" + std::to_string(column);
     }
 
     void parse_bounds(int& min, int& max) {

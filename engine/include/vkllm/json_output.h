@@ -6,6 +6,7 @@
 // The schema subset is listed in docs/serve.md (JSON Schema: type, properties, required,
 // additionalProperties, items, minItems/maxItems, minLength/maxLength, enum, const, anyOf,
 // oneOf, $ref to local definitions); any other keyword that constrains values is refused.
+// Output in any shape a GBNF grammar describes: vkllm/grammar.h (the same loop, TokenBytes too).
 #pragma once
 
 #include <cstdint>
