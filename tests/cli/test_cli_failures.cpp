@@ -39,23 +39,16 @@ std::string read_text(const std::string& path) {
     return s.str();
 }
 
-std::string bin() {
-    const char* b = std::getenv("VKLLM_BIN");
-    return b ? b : "vkllm";
-}
+std::string bin() { return test::vkllm_bin(); }
 
 // Runs `script` with bash, $VKLLM naming the binary; stdout and stderr are kept apart.
 Result sh(const std::string& script) {
     const std::string err_path = test::temp_path("stderr.txt");
     const std::string cmd = "VKLLM='" + bin() + "' bash -c '" + script + "' 2>" + err_path;
+    const test::ShellResult sr = test::shell(cmd);
     Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.code = sr.code;
+    r.out = sr.out;
     r.err = read_text(err_path);
     return r;
 }

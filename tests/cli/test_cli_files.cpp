@@ -19,23 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-    int code = -1;
-    std::string out;  // stdout; stderr goes to /dev/null unless asked for
-};
+using Result = test::ShellResult;
 
 Result run(const std::string& args, bool with_stderr = false) {
-    const char* bin = std::getenv("VKLLM_BIN");
-    const std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return test::shell(test::vkllm_bin() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 std::string zoo(const std::string& name) { return test::source_dir() + "/assets/zoo/" + name + ".gguf"; }

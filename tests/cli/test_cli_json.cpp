@@ -19,31 +19,14 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Result {
-    int code = -1;
-    std::string out;
-};
+using Result = test::ShellResult;
 
 // Runs vkllm with `args`; its stderr goes to `stderr_to` (a shell redirection target).
 Result run(const std::string& args, const std::string& stderr_to = "&1") {
-    const char* bin = std::getenv("VKLLM_BIN");
-    const std::string cmd = std::string(bin ? bin : "vkllm") + " " + args + " 2>" + stderr_to;
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return test::shell(test::vkllm_bin() + " " + args + " 2>" + stderr_to);
 }
 
-std::string write_file(const std::string& name, const std::string& text) {
-    const std::string path = test::temp_path(name);
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-}
+std::string write_file(const std::string& name, const std::string& bytes) { return test::write_temp_file(name, bytes); }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -46,6 +46,12 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     return m;
 }
 
+std::string write_temp_file(const std::string& name, const std::string& bytes) {
+    const std::string path = temp_path(name);
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+
 std::optional<std::string> shared_dir() {
     const char* env = std::getenv("VKLLM_SHARED_DIR");
     std::string dir = env ? env : source_dir() + "/../shared";

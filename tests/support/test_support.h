@@ -18,6 +18,8 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 // A path for a scratch file private to this test process: tests run in parallel (each GPU test
 // program twice at once), so shared names would race.
 std::string temp_path(const std::string& name);
+// Writes `bytes` to temp_path(name) and returns that path.
+std::string write_temp_file(const std::string& name, const std::string& bytes);
 
 // ../shared beside the source tree (VKLLM_SHARED_DIR), or nullopt when it is absent.
 std::optional<std::string> shared_dir();
