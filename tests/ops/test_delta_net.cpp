@@ -15,6 +15,7 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
+#include "op_test_data.h"
 #include "ops/delta_net_ops.h"
 #include "test_support.h"
 
@@ -104,16 +105,8 @@ struct Operands {
 
 class DeltaNet : public test::GpuTest {
 protected:
-    gpu::Buffer upload(const std::vector<float>& v) {
-        gpu::Buffer b(ctx(), v.size() * 4, gpu::Memory::Device);
-        b.upload(v.data(), v.size() * 4);
-        return b;
-    }
-    std::vector<float> download(const gpu::Buffer& b) {
-        std::vector<float> v(b.size() / 4);
-        b.download(v.data(), b.size());
-        return v;
-    }
+    gpu::Buffer upload(const std::vector<float>& v) { return test::upload(ctx(), v); }
+    std::vector<float> download(const gpu::Buffer& b) { return test::download(b); }
 
     // Runs the tokens in calls ending at each of `splits`, the output into its own buffer or
     // (in_place) over v, and compares the output and the final state with one reference pass.

@@ -10,6 +10,7 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
+#include "op_test_data.h"
 #include "ops/activation_ops.h"
 #include "test_support.h"
 
@@ -18,16 +19,8 @@ namespace {
 
 class ReluSqr : public test::GpuTest {
 protected:
-    gpu::Buffer upload(const std::vector<float>& v) {
-        gpu::Buffer b(ctx(), v.size() * 4, gpu::Memory::Device);
-        b.upload(v.data(), v.size() * 4);
-        return b;
-    }
-    std::vector<float> download(const gpu::Buffer& b) {
-        std::vector<float> v(b.size() / 4);
-        b.download(v.data(), b.size());
-        return v;
-    }
+    gpu::Buffer upload(const std::vector<float>& v) { return test::upload(ctx(), v); }
+    std::vector<float> download(const gpu::Buffer& b) { return test::download(b); }
     void run(const ops::TensorView& x, const ops::TensorView& y) {
         gpu::Stream s(ctx());
         s.begin();

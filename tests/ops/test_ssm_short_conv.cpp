@@ -12,6 +12,7 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
+#include "op_test_data.h"
 #include "ops/ssm_ops.h"
 #include "test_support.h"
 
@@ -20,16 +21,8 @@ namespace {
 
 class ShortConv : public test::GpuTest {
 protected:
-    gpu::Buffer upload(const std::vector<float>& v) {
-        gpu::Buffer b(ctx(), v.size() * 4, gpu::Memory::Device);
-        b.upload(v.data(), v.size() * 4);
-        return b;
-    }
-    std::vector<float> download(const gpu::Buffer& b) {
-        std::vector<float> v(b.size() / 4);
-        b.download(v.data(), b.size());
-        return v;
-    }
+    gpu::Buffer upload(const std::vector<float>& v) { return test::upload(ctx(), v); }
+    std::vector<float> download(const gpu::Buffer& b) { return test::download(b); }
 
     // Tokens in calls ending at each of `splits`; y and the final state against one reference pass.
     void check(int64_t n_tokens, int64_t channels, int64_t d_conv, const std::vector<int64_t>& splits) {
