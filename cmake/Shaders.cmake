@@ -46,6 +46,14 @@ endfunction()
 
 include(${VKLLM_SHADER_DIR}/variants.cmake)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${VKLLM_SHADER_DIR}/variants.cmake)
+# A layer kind's kernels may list their variants in a file of their own, shaders/variants_<kind>.cmake,
+# read after the main table in name order.
+file(GLOB vkllm_variant_tables CONFIGURE_DEPENDS ${VKLLM_SHADER_DIR}/variants_*.cmake)
+list(SORT vkllm_variant_tables)
+foreach(table IN LISTS vkllm_variant_tables)
+  include(${table})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${table})
+endforeach()
 
 # gpu/shader_ids.h: the identifiers. ShaderSource lists each source file once, named by its stem
 # (matvec.comp -> ShaderSource::matvec): the variants of one source share its push constants.
