@@ -67,36 +67,6 @@ void decode_mxfp4(const uint8_t* b, float* y) {
     }
 }
 
-// IQ4_NL and IQ4_XS: 4-bit indices into a fixed non-linear table of 16 values (llama.cpp's
-// kvalues_iq4nl), low nibbles first as in Q4_0.
-constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
-void decode_iq4_nl(const uint8_t* b, float* y) {
-    const float d = half_at(b);
-    const uint8_t* qs = b + 2;  // [16]
-    for (int j = 0; j < 16; ++j) {
-        y[j] = d * float(kIq4Values[qs[j] & 0xF]);
-        y[j + 16] = d * float(kIq4Values[qs[j] >> 4]);
-    }
-}
-
-// IQ4_XS: a 256-block of eight 32-element IQ4_NL-like sub-blocks, each with a 6-bit scale
-// (low 4 bits in scales_l, high 2 in scales_h) offset by 32: d, scales_h (u16), scales_l[4], qs[128].
-void decode_iq4_xs(const uint8_t* b, float* y) {
-    const float d = half_at(b);
-    const uint32_t scales_h = u16_at(b + 2);
-    const uint8_t* scales_l = b + 4;
-    const uint8_t* qs = b + 8;
-    for (int ib = 0; ib < 8; ++ib) {
-        const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | int(((scales_h >> (2 * ib)) & 3) << 4);
-        const float dl = d * float(ls - 32);
-        for (int j = 0; j < 16; ++j) {
-            y[32 * ib + j] = dl * float(kIq4Values[qs[16 * ib + j] & 0xF]);
-            y[32 * ib + j + 16] = dl * float(kIq4Values[qs[16 * ib + j] >> 4]);
-        }
-    }
-}
-
 // Q2_K and Q3_K share the 2-bit layout: element i of a 256-block lives in qs[32*(i/128) + i%32]
 // at bit 2*((i%128)/32).
 inline int two_bits(const uint8_t* qs, int i) { return (qs[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3; }
@@ -176,8 +146,6 @@ void decode_q6_k(const uint8_t* b, float* y) {
     }
 }
 
-using BlockDecoder = void (*)(const uint8_t*, float*);
-
 BlockDecoder block_decoder(TensorType t) {
     switch (t) {
         case TensorType::Q4_0: return decode_q4_0;
@@ -191,9 +159,7 @@ BlockDecoder block_decoder(TensorType t) {
         case TensorType::Q5_K: return decode_q5_k;
         case TensorType::Q6_K: return decode_q6_k;
         case TensorType::MXFP4: return decode_mxfp4;
-        case TensorType(20): return decode_iq4_nl;  // IQ4_NL
-        case TensorType(23): return decode_iq4_xs;  // IQ4_XS
-        default: return nullptr;
+        default: return iquant_block_decoder(t);
     }
 }
 
@@ -247,7 +213,8 @@ std::vector<float> dequantize_tensor(const TensorInfo& tensor) {
         return dequantize(tensor.type, tensor.data, tensor.n_elements());
     } catch (const UnsupportedType&) {
         throw UnsupportedType("tensor '" + tensor.name + "': the CPU cannot decode " + type_display_name(tensor.type) +
-                              " tensors (supported: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4 IQ4_NL IQ4_XS)");
+                              " tensors (supported: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4 IQ1_S IQ1_M "
+                              "IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ4_NL IQ4_XS TQ1_0 TQ2_0)");
     }
 }
 

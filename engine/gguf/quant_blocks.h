@@ -55,6 +55,11 @@ inline void k4_scale_min(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
     }
 }
 
+// Decodes one block of a type into block_size floats.
+using BlockDecoder = void (*)(const uint8_t*, float*);
+// The i-quant and ternary types' decoders (quant_iq.cpp); nullptr for any other type.
+BlockDecoder iquant_block_decoder(TensorType t);
+
 std::string type_display_name(TensorType t);
 // Traits of `t`, checking that it is known and that n is a whole number of blocks.
 TypeTraits checked_traits(TensorType t, size_t n, const char* operation);

@@ -38,8 +38,8 @@ TEST(Requantize, PolicyKeepsWhatLlamaQuantizeKeeps) {
     EXPECT_EQ(plan("blk.0.ffn_gate_inp.weight", TensorType::F32, {256, 8}, TensorType::Q4_K).to, TensorType::F32);
     EXPECT_EQ(plan("blk.0.attn_q.bias", TensorType::F32, {256, 2}, TensorType::Q4_K).to, TensorType::F32);
     EXPECT_EQ(plan("position_embd.weight", TensorType::F32, {256, 64}, TensorType::Q8_0).to, TensorType::F32);
-    EXPECT_EQ(plan("blk.0.attn_q.weight", static_cast<TensorType>(16), {256, 1}, TensorType::Q8_0).to,
-              static_cast<TensorType>(16));  // IQ2_XXS: cannot be decoded, copied as is
+    EXPECT_EQ(plan("blk.0.attn_q.weight", TensorType::Q8_K, {256, 1}, TensorType::Q8_0).to,
+              TensorType::Q8_K);  // cannot be decoded: copied as is
     // Row-length fallbacks, as llama.cpp's tensor_type_fallback.
     auto fb = plan("blk.0.attn_q.weight", TensorType::F32, {64, 64}, TensorType::Q4_K);
     EXPECT_EQ(fb.to, TensorType::Q5_0);
