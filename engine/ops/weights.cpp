@@ -41,6 +41,8 @@ bool gpu_format(TensorType t, Format* f) {
         case TensorType::Q5_K: *f = {256, 176, VKLLM_WEIGHT(q5_k)}; return true;
         case TensorType::Q6_K: *f = {256, 210, VKLLM_WEIGHT(q6_k)}; return true;
         case TensorType::MXFP4: *f = {32, 17, VKLLM_WEIGHT(mxfp4)}; return true;
+        case gguf::kIQ4_NL: *f = {32, 18, VKLLM_WEIGHT(iq4_nl)}; return true;
+        case gguf::kIQ4_XS: *f = {256, 136, VKLLM_WEIGHT(iq4_xs)}; return true;
         default: return false;
     }
 }
@@ -80,7 +82,7 @@ Layout checked_layout(const Weight& w, const char* op) {
     Layout l;
     require(gpu_format(w.type, &l.format), op,
             "the GPU cannot decode " + type_name(w.type) +
-                " weights (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4)");
+                " weights (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4 IQ4_NL IQ4_XS)");
     require(w.n_in > 0 && w.n_out > 0, op,
             "weight dims {" + std::to_string(w.n_in) + ", " + std::to_string(w.n_out) + "} must be positive");
     require(w.n_in % l.format.block_elems == 0, op,

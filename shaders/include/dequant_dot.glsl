@@ -188,6 +188,19 @@ float mv_dot(uint blk, uint u, vec4 xv[8]) {
     }
     return dm.x * sum - dm.y * msum;
 }
+#elif defined(IQ4_DOT)
+// IQ4_NL, IQ4_XS: unit u is a 32-element (sub-)block under one scale; word j of its qs holds
+// quads j (low nibbles) and j + 4 (high), as Q4_0's.
+#define HAS_MV_DOT 1
+const uint MV_UNITS = BLOCK_ELEMS / 32u;
+uint mv_quad_elem(uint u, uint i) { return 32u * u + 4u * i; }
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    uint q[4];
+    load_run4(iq4_sub_qs(blk, u), q);
+    float s = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) s += dot(iq4_values(q[j]), xv[j]) + dot(iq4_values(q[j] >> 4), xv[4u + j]);
+    return iq4_sub_scale(blk, u) * s;
+}
 #endif
 
 #ifndef HAS_MV_DOT
