@@ -1,8 +1,10 @@
 // Session::generate: prefix reuse, prompt evaluation, then sample -> event -> callback -> eval
-// until a stop. Every exception becomes a StopReason (see vkllm/generate.h).
+// until a stop, with or without a token constraint (JSON, JSON Schema and GBNF output sample
+// through it). Every exception becomes a StopReason (see vkllm/generate.h).
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "core/top_n.h"
@@ -11,6 +13,7 @@
 #include "model/speculative.h"
 #include "model/stop_strings.h"
 #include "sampling/sampler.h"
+#include "vkllm/json_output.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 #include "vkllm/utf8.h"
@@ -50,6 +53,8 @@ void check_options(const GenerateOptions& o) {
     if (o.top_n < 0) throw std::invalid_argument("top_n must be >= 0, got " + std::to_string(o.top_n));
     if (o.draft.session && o.draft.n_draft < 1)
         throw std::invalid_argument("draft.n_draft must be >= 1, got " + std::to_string(o.draft.n_draft));
+    if (o.draft.session && o.constraint.matcher)
+        throw std::invalid_argument("speculative decoding (a draft) is not combined with constrained output");
 }
 
 }  // namespace
@@ -58,7 +63,17 @@ void check_options(const GenerateOptions& o) {
 class Session::Impl::Generation {
 public:
     Generation(Session::Impl& s, const GenerateOptions& o, const TokenCallback& cb, GenerateResult& r)
-        : s_(s), o_(o), callback_(cb), r_(r), stops_(o.stop), sampler_(o.sampler), start_(Clock::now()) {}
+        : s_(s), o_(o), callback_(cb), r_(r), stops_(o.stop), sampler_(o.sampler), start_(Clock::now()) {
+        if (o.constraint.matcher) {
+            if (!o.constraint.vocabulary) own_bytes_.emplace(s.model);
+            bytes_ = o.constraint.vocabulary ? o.constraint.vocabulary : &*own_bytes_;
+            const size_t n_vocab = size_t(s.model.n_vocab());
+            if (bytes_->bytes.size() != n_vocab || bytes_->end_of_generation.size() != n_vocab)
+                throw std::invalid_argument("the TokenBytes are of another vocabulary (" +
+                                            std::to_string(bytes_->bytes.size()) + " tokens, the model has " +
+                                            std::to_string(n_vocab) + ")");
+        }
+    }
 
     void run(const std::vector<int32_t>& prompt) {
         if (prompt.empty()) throw std::invalid_argument("generate needs a prompt of at least one token");
@@ -178,7 +193,7 @@ private:
         const int32_t n_vocab = m.n_vocab();
         TokenEvent ev;
         const std::vector<double> log_probs = sampling::log_softmax(logits, n_vocab);
-        ev.id = id = sampler_.sample(logits, n_vocab, o_.funnel ? &ev.funnel : nullptr);
+        ev.id = id = sample(logits, n_vocab, o_.funnel ? &ev.funnel : nullptr);
         sampler_.accept(ev.id);
         ev.index = int(r_.tokens.size());
         ev.position = position;
@@ -186,6 +201,8 @@ private:
         ev.logprob = float(log_probs[size_t(ev.id)]);
         ev.top = top_alternatives(m, log_probs, o_.top_n);
         ev.end_of_generation = m.is_eog(ev.id);
+        TokenConstraint* matcher = o_.constraint.matcher;
+        if (matcher && !ev.end_of_generation) matcher->feed(bytes_->bytes[size_t(ev.id)]);
         r_.tokens.push_back(ev.id);
         if (ev.index == 0) r_.first_token_seconds = seconds(start_, Clock::now());
 
@@ -193,7 +210,7 @@ private:
         // its event can release everything still held.
         bool finished = false;
         const int n_ctx = s_.forward->n_ctx();
-        if (ev.end_of_generation) {
+        if (ev.end_of_generation || (matcher && matcher->closed())) {
             r_.reason = StopReason::EndOfGeneration;
             finished = true;
         } else if (ev.index + 1 >= o_.max_tokens) {
@@ -224,6 +241,25 @@ private:
         return !finished;
     }
 
+    // The sampler's choice; under a constraint, among the tokens that continue its text.
+    int32_t sample(const float* logits, int32_t n_vocab, SamplerFunnel* funnel) {
+        const TokenConstraint* matcher = o_.constraint.matcher;
+        if (!matcher) return sampler_.sample(logits, n_vocab, funnel);
+        // An end-of-generation token where the text is whole; any other token when its bytes
+        // continue it (a control token has none: it would leave the text where it is).
+        auto allowed = [this, matcher](int32_t t) {
+            if (bytes_->end_of_generation[size_t(t)]) return matcher->complete();
+            const std::string& b = bytes_->bytes[size_t(t)];
+            return !b.empty() && matcher->accepts(b);
+        };
+        try {
+            return sampler_.sample(logits, n_vocab, allowed, funnel);
+        } catch (const sampling::SamplingError&) {
+            throw std::runtime_error("no token of the vocabulary continues " + matcher->text_name() + " after " +
+                                     std::to_string(r_.tokens.size()) + " generated tokens");
+        }
+    }
+
     void publish(const TokenEvent& ev) {
         std::lock_guard<std::mutex> lock(s_.mutex);
         s_.published.generated.push_back(ev);
@@ -238,6 +274,8 @@ private:
     model::StopStrings stops_;
     sampling::Sampler sampler_;
     Utf8Decoder utf8_;
+    std::optional<TokenBytes> own_bytes_;  // read from the model when the options give none
+    const TokenBytes* bytes_ = nullptr;    // each token's bytes, under a constraint
     std::vector<float> logits_;  // [n_vocab] of the last token evaluated
     Clock::time_point start_, prompt_end_;
 };

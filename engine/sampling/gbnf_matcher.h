@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "sampling/gbnf.h"
-#include "sampling/token_constraint.h"
+#include "vkllm/generate.h"
 
 namespace vkllm::sampling {
 
@@ -39,6 +39,7 @@ public:
     bool accepts(std::string_view bytes) const override;
     bool complete() const override;
     bool closed() const override;
+    std::string text_name() const override { return "the grammar's text"; }
 
     // Internal: a place in the grammar, and a parse's stack of them (the top is the back).
     struct Position {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "sampling/json_grammar.h"
-#include "sampling/token_constraint.h"
+#include "vkllm/generate.h"
 
 namespace vkllm::sampling {
 
@@ -35,6 +35,7 @@ public:
     bool complete() const override;
     // No byte can follow (the document is complete and closed): generation must end here.
     bool closed() const override;
+    std::string text_name() const override { return "the JSON value"; }
 
     // Internal: one frame of an alternative's stack (public for the implementation's helpers).
     struct Frame {

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vkllm {
 
 class Model;
 class Session;
+struct TokenBytes;  // vkllm/json_output.h
 
 // Applied per token in this order (llama.cpp's rules):
 //  1. penalties on tokens accepted within the last repeat_last_n (prompt included): a token
@@ -99,6 +101,35 @@ struct DraftOptions {
 // size, or the text of the first token id whose texts differ), naming both.
 void check_draft_vocabulary(const Model& target, const Model& draft);
 
+// What constrained sampling asks of a grammar's matcher (JsonGrammar's and Grammar's implement
+// it: vkllm/json_output.h, vkllm/grammar.h). The generation asks for each candidate token
+// whether its bytes continue the text (accepts), feeds the chosen token's bytes (feed), allows
+// an end-of-generation token only where the text is whole (complete) and ends where nothing
+// more can follow (closed).
+class TokenConstraint {
+public:
+    virtual ~TokenConstraint() = default;
+    // Advances by `bytes`. False (and the matcher unchanged) when they cannot continue the text.
+    virtual bool feed(std::string_view bytes) = 0;
+    // Whether feed(bytes) would succeed; the matcher is unchanged.
+    virtual bool accepts(std::string_view bytes) const = 0;
+    // The text so far is whole: generation may end here.
+    virtual bool complete() const = 0;
+    // No byte can follow: generation must end here.
+    virtual bool closed() const = 0;
+    // What the text is, for errors ("the JSON value").
+    virtual std::string text_name() const { return "the constrained text"; }
+};
+
+// Output constrained by a TokenConstraint: a token is sampled only when its bytes continue the
+// text (a control token, which has none, never is); an end-of-generation token only where the
+// text is complete; generation ends with StopReason::EndOfGeneration when the matcher is closed.
+// When no token of the vocabulary continues the text the result is an Error naming it.
+struct ConstrainedOutput {
+    TokenConstraint* matcher = nullptr;      // null: unconstrained. Fed by the generation: one per call
+    const TokenBytes* vocabulary = nullptr;  // the model's token bytes (null: read for this call)
+};
+
 struct GenerateOptions {
     SamplerParams sampler;
     int max_tokens = 128;               // generated tokens at most (0: only evaluate the prompt)
@@ -108,6 +139,7 @@ struct GenerateOptions {
     // Tokens the penalties count as already seen: by default the whole prompt.
     bool penalize_prompt = true;
     DraftOptions draft;                 // speculative decoding (see DraftOptions)
+    ConstrainedOutput constraint;       // constrained sampling (not combined with a draft)
 };
 
 enum class StopReason {
