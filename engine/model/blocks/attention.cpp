@@ -22,15 +22,15 @@ void AttentionBlock::record(Recording& r) const {
     bool kv_in_cache = false;
 
     // Decode's RMSNorm runs inside the projections' matvecs (normed_inputs).
-    MatmulInputs mi = w.attn_norm ? r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b,
+    MatmulInputs mi = w.attn_norm ? r.normed_inputs(r.residual(T), w.attn_norm, w.attn_norm_b,
                                                     {&w.wq, &w.wk, &w.wv},
                                                     "the normalised block input is complete before the projections read it",
-                                                    sc.h)
-                                  : r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, {&w.wq, &w.wk, &w.wv});
+                                                    ops::f32_rows(sc.h, T, r.spec.n_embd))
+                                  : r.prepare_inputs(r.residual(T), {&w.wq, &w.wk, &w.wv});
     s.mark("matmul");
-    mi.matmul(s, w.wq, sc.q, 0, T);
-    mi.matmul(s, w.wk, sc.k_new, 0, T);
-    mi.matmul(s, w.wv, sc.v_new, 0, T);
+    mi.matmul(s, w.wq, ops::f32_rows(sc.q, T, w.wq.n_out));
+    mi.matmul(s, w.wk, ops::f32_rows(sc.k_new, T, w.wk.n_out));
+    mi.matmul(s, w.wv, ops::f32_rows(sc.v_new, T, w.wv.n_out));
     s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
     if (w.bq) {
         s.mark("add_bias");
@@ -93,7 +93,7 @@ void AttentionBlock::record(Recording& r) const {
         s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
     }
     record_attend(r, l, kv_in_cache);
-    r.add_block_output(w.wo, sc.attn, a.n_head * a.head_dim_v, w.bo, w.post_attn_norm, nullptr, w.post_attn_norm_b,
+    r.add_block_output(w.wo, ops::f32_rows(sc.attn, T, int64_t(a.n_head) * a.head_dim_v), w.bo, w.post_attn_norm, nullptr, w.post_attn_norm_b,
                        L.norm_placement == NormPlacement::PostResidual);
 }
 

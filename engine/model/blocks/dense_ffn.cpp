@@ -22,10 +22,10 @@ void DenseFfnBlock::record(Recording& r) const {
 
     // Decode's RMSNorm runs inside the gate/up (or up) matvecs (normed_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
-        return w.ffn_norm ? r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.ffn_norm, w.ffn_norm_b, ws,
+        return w.ffn_norm ? r.normed_inputs(r.residual(T), w.ffn_norm, w.ffn_norm_b, ws,
                                             "the normalised FFN input is complete before the gate/up projections read it",
-                                            sc.h)
-                          : r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, ws);
+                                            ops::f32_rows(sc.h, T, r.spec.n_embd))
+                          : r.prepare_inputs(r.residual(T), ws);
     };
     if (L.ffn.gated) {
         MatmulInputs mi = inputs({&w.gate, &w.up});
@@ -34,13 +34,13 @@ void DenseFfnBlock::record(Recording& r) const {
             // Decode: gate, up and the gated activation in one dispatch (as the ops below would
             // compute it, bit for bit); the gate and up rows never reach memory.
             s.mark(silu ? "matvec_swiglu" : "matvec_geglu");
-            mi.matvec_swiglu(s, w.gate, w.up, sc.gate,
+            mi.matvec_swiglu(s, w.gate, w.up, ops::f32_rows(sc.gate, 1, w.gate.n_out),
                              silu ? ops::GluActivation::SiLU
                                   : r.policy.round ? ops::GluActivation::GeluFp16Table : ops::GluActivation::Gelu);
         } else {
             s.mark("matmul");
-            mi.matmul(s, w.gate, sc.gate, 0, T);
-            mi.matmul(s, w.up, sc.up, 0, T);
+            mi.matmul(s, w.gate, ops::f32_rows(sc.gate, T, w.gate.n_out));
+            mi.matmul(s, w.up, ops::f32_rows(sc.up, T, w.up.n_out));
             s.barrier("gate and up are complete before the gated activation combines them");
             s.mark(silu ? "swiglu" : "geglu");
             const ops::TensorView up = ops::f32_rows(sc.up, T, L.ffn.n_ff);
@@ -50,7 +50,7 @@ void DenseFfnBlock::record(Recording& r) const {
     } else {
         MatmulInputs mi = inputs({&w.up});
         s.mark("matmul");
-        mi.matmul(s, w.up, sc.gate, 0, T);
+        mi.matmul(s, w.up, ops::f32_rows(sc.gate, T, w.up.n_out));
         s.barrier("the up projection is complete before its bias and activation");
         if (w.b_up) {
             s.mark("add_bias");
@@ -69,7 +69,7 @@ void DenseFfnBlock::record(Recording& r) const {
         s.mark("copy");
         s.copy(sc.gate, 0, r.probe.ffn_in(l), 0, uint64_t(n) * F);
     }
-    r.add_block_output(w.down, sc.gate, L.ffn.n_ff, w.b_down, w.post_ffn_norm, probed ? &r.probe.ffn_out(l) : nullptr,
+    r.add_block_output(w.down, gate, w.b_down, w.post_ffn_norm, probed ? &r.probe.ffn_out(l) : nullptr,
                        w.post_ffn_norm_b, L.norm_placement == NormPlacement::PostResidual);
     if (w.down_super) {  // exact super weights (quantize --keep-super-weights): x += delta * a[col] at row
         s.mark("super_correction");

@@ -32,7 +32,7 @@ void EmbeddingBlock::record(Recording& r) const {
         s.barrier("token + position embeddings are complete before layer 0 reads them");
     }
     if (r.w.embd_norm) {
-        r.norm(sc.x, 0, r.w.embd_norm, r.w.embd_norm_b, sc.x, 0, T);
+        r.norm(x, r.w.embd_norm, r.w.embd_norm_b, x);
         s.barrier("the normalised embeddings are complete before layer 0 reads them");
     }
 }

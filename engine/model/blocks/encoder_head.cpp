@@ -39,9 +39,9 @@ void EncoderHeadBlock::record(Recording& r) const {
                         sc.embd_flags);
     if (logits_) {
         // Every token's logits through the (tied) output projection.
-        MatmulInputs in = r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, {&r.w.output});
+        MatmulInputs in = r.prepare_inputs(r.residual(T), {&r.w.output});
         s.mark("matmul");
-        in.matmul(s, r.w.output, sc.logits, 0, T);
+        in.matmul(s, r.w.output, ops::f32_rows(sc.logits, T, r.w.output.n_out));
         s.barrier("logits are complete before the checked copy to host memory");
         r.read_back_checked(ops::f32_rows(sc.logits, T, r.spec.n_vocab), sc.logits_host, sc.logits_flags);
     }

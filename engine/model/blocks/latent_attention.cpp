@@ -16,15 +16,15 @@ void LatentAttentionBlock::record(Recording& r) const {
     const int T = r.n_tokens;
     // Decode's RMSNorm runs inside the q (or q_a) and kv_a matvecs (normed_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
-        return w.attn_norm ? r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b, ws,
+        return w.attn_norm ? r.normed_inputs(r.residual(T), w.attn_norm, w.attn_norm_b, ws,
                                              "the normalised block input is complete before the projections read it",
-                                             sc.h)
-                           : r.prepare_inputs(sc.x, 0, T, r.spec.n_embd, ws);
+                                             ops::f32_rows(sc.h, T, r.spec.n_embd))
+                           : r.prepare_inputs(r.residual(T), ws);
     };
     record_qkv(r, w.wq_a.buffer ? inputs({&w.wq_a, &w.wkv_a}) : inputs({&w.wq, &w.wkv_a}));
     record_attend(r, layer_, /*kv_in_cache=*/false);
     record_output(r);
-    r.add_block_output(w.wo, sc.mla.out, a.n_head * a.mla.v_head, w.bo, w.post_attn_norm);
+    r.add_block_output(w.wo, ops::f32_rows(sc.mla.out, T, int64_t(a.n_head) * a.mla.v_head), w.bo, w.post_attn_norm);
 }
 
 void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) const {
@@ -43,18 +43,19 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     // q (through the low-rank q_a when present) and [c | kr].
     if (w.wq_a.buffer) {
         s.mark("matmul");
-        in.matmul(s, w.wq_a, sc.mla.qa, 0, T);
-        in.matmul(s, w.wkv_a, sc.k_new, 0, T);
+        in.matmul(s, w.wq_a, ops::f32_rows(sc.mla.qa, T, w.wq_a.n_out));
+        in.matmul(s, w.wkv_a, ops::f32_rows(sc.k_new, T, w.wkv_a.n_out));
         s.barrier("q_a and [c | kr] are complete before their norms");
         // q_a's norm, in place (or, decoding, inside W_qb's matvec).
-        const MatmulInputs mi = r.normed_inputs(sc.mla.qa, 0, T, mla.q_lora_rank, w.q_a_norm, nullptr, {&w.wq},
-                                                "the normalised q_a is complete before W_qb reads it", sc.mla.qa);
+        const ops::TensorView qa = ops::f32_rows(sc.mla.qa, T, mla.q_lora_rank);
+        const MatmulInputs mi = r.normed_inputs(qa, w.q_a_norm, nullptr, {&w.wq},
+                                                "the normalised q_a is complete before W_qb reads it", qa);
         s.mark("matmul");
-        mi.matmul(s, w.wq, sc.mla.q, 0, T);
+        mi.matmul(s, w.wq, ops::f32_rows(sc.mla.q, T, w.wq.n_out));
     } else {
         s.mark("matmul");
-        in.matmul(s, w.wq, sc.mla.q, 0, T);
-        in.matmul(s, w.wkv_a, sc.k_new, 0, T);
+        in.matmul(s, w.wq, ops::f32_rows(sc.mla.q, T, w.wq.n_out));
+        in.matmul(s, w.wkv_a, ops::f32_rows(sc.k_new, T, w.wkv_a.n_out));
     }
     s.barrier("q and [c | kr] are complete before the latent norm and RoPE");
     s.mark("norm");
@@ -82,9 +83,10 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
     const ops::Weight kb_key = rounding_key(w.k_b);
     // by_head has no sort: the expert matvec, which rounds each head's row itself.
-    MatmulInputs mi = r.prepare_inputs(sc.mla.qn, 0, int(heads), mla.qk_nope, {&kb_key}, RoundAt::ExpertMatvec);
+    MatmulInputs mi = r.prepare_inputs(ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope), {&kb_key},
+                                       RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
-    ops::moe_matmul(s, w.k_b, mi.expert_input(w.k_b, int(heads)), /*x_per_pair=*/true, by_head,
+    ops::moe_matmul(s, w.k_b, mi.expert_input(w.k_b), /*x_per_pair=*/true, by_head,
                     ops::f32_rows(sc.mla.qabs, int64_t(heads), mla.kv_lora_rank), mi.rounds_in_matvec(kb_key.type));
     s.barrier("absorbed queries are complete before they are assembled with the rotated part");
     // Attention queries [q_abs | q_rope] per head.
@@ -104,10 +106,10 @@ void LatentAttentionBlock::record_output(Recording& r) const {
     const int heads = T * a.n_head;
     ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
     const ops::Weight vb_key = rounding_key(w.v_b);
-    MatmulInputs mi = r.prepare_inputs(sc.attn, 0, heads, a.mla.kv_lora_rank, {&vb_key}, RoundAt::ExpertMatvec);
+    MatmulInputs mi = r.prepare_inputs(ops::f32_rows(sc.attn, heads, a.mla.kv_lora_rank), {&vb_key}, RoundAt::ExpertMatvec);
     s.mark("moe_matmul");
     // Scratch::attn is [T, n_head, kv_lora]: one latent row per (token, head) pair.
-    ops::moe_matmul(s, w.v_b, mi.expert_input(w.v_b, heads), /*x_per_pair=*/true, by_head,
+    ops::moe_matmul(s, w.v_b, mi.expert_input(w.v_b), /*x_per_pair=*/true, by_head,
                     ops::f32_rows(sc.mla.out, heads, a.mla.v_head), mi.rounds_in_matvec(vb_key.type));
     s.barrier("each head's value output is complete before the output projection reads it");
 }

@@ -15,12 +15,13 @@ void LogitLensBlock::record(Recording& r) const {
     const ModelSpec& spec = r.spec;
     const int n = int(layers.size());
     s.barrier("the lens rows are copied before their norm");
-    r.norm(lens.x, 0, r.w.output_norm, r.w.output_norm_b, lens.h, 0, n);
+    r.norm(ops::f32_rows(lens.x, n, spec.n_embd), r.w.output_norm, r.w.output_norm_b, ops::f32_rows(lens.h, n, spec.n_embd));
     s.barrier("the normalised lens rows are complete before the output projection");
     for (int i = 0; i < n; ++i) {
-        MatmulInputs in = r.prepare_inputs(lens.h, uint64_t(i) * uint64_t(spec.n_embd), 1, spec.n_embd, {&r.w.output});
+        MatmulInputs in = r.prepare_inputs(ops::f32_rows(lens.h, 1, spec.n_embd, uint64_t(i) * uint64_t(spec.n_embd)),
+                                           {&r.w.output});
         s.mark("matmul");
-        in.matmul(s, r.w.output, lens.logits, uint64_t(i) * uint64_t(spec.n_vocab), 1);
+        in.matmul(s, r.w.output, ops::f32_rows(lens.logits, 1, r.w.output.n_out, uint64_t(i) * uint64_t(spec.n_vocab)));
         s.barrier("a lens row's projection is done before the rounded inputs are reused");
     }
     if (spec.logit_scale != 1.0f) {  // as OutputHeadBlock: Granite divides logits by its logit multiplier

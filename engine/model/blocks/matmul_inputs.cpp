@@ -24,34 +24,20 @@ ActivationPolicy ActivationPolicy::for_device(const gpu::Context& ctx, bool roun
     return p;
 }
 
-const gpu::Buffer& MatmulInputs::of(const ops::Weight& w) const {
+ops::TensorView MatmulInputs::input(const ops::Weight& w) const {
     const gpu::Buffer* r = rounded[size_t(ops::activation_rounding(w.type))];
-    return r ? *r : *plain;
+    return r ? ops::f32_rows(*r, x.rows, x.cols) : x;
 }
 
-uint64_t MatmulInputs::offset_of(const ops::Weight& w) const {
-    return rounded[size_t(ops::activation_rounding(w.type))] ? 0 : offset;
+ops::TensorView MatmulInputs::expert_input(const ops::ExpertWeights& e) const { return input(rounding_key(e)); }
+
+void MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const ops::TensorView& y, bool accumulate) const {
+    ops::matmul(s, w, input(w), y, accumulate, rounds_in_matvec(w.type), norm.weight ? &norm : nullptr);
 }
 
-ops::TensorView MatmulInputs::input(const ops::Weight& w, int n_tokens) const {
-    return ops::f32_rows(of(w), n_tokens, w.n_in, offset_of(w));
-}
-
-ops::TensorView MatmulInputs::expert_input(const ops::ExpertWeights& e, int rows) const {
-    const ops::Weight key = rounding_key(e);
-    return ops::f32_rows(of(key), rows, e.n_in, offset_of(key));
-}
-
-void MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
-                          bool accumulate) const {
-    ops::matmul(s, w, input(w, n_tokens), ops::f32_rows(y, n_tokens, w.n_out, y_offset), accumulate,
-                rounds_in_matvec(w.type), norm.weight ? &norm : nullptr);
-}
-
-void MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y,
-                                 ops::GluActivation act) const {
-    ops::matvec_swiglu(s, gate, up, input(gate, 1), ops::f32_rows(y, 1, gate.n_out), rounds_in_matvec(gate.type), act,
-                       norm.weight ? &norm : nullptr);
+void MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up,
+                                 const ops::TensorView& y, ops::GluActivation act) const {
+    ops::matvec_swiglu(s, gate, up, input(gate), y, rounds_in_matvec(gate.type), act, norm.weight ? &norm : nullptr);
 }
 
 bool MatmulInputs::rounds_in_matvec(ops::TensorType weight_type) const {

@@ -39,22 +39,18 @@ enum class RoundAt { Matvec, ExpertMatvec, Dispatch };
 
 // The activations a group of matmuls reads: x itself, or x rounded per weight type.
 struct MatmulInputs {
-    const gpu::Buffer* plain = nullptr;
-    uint64_t offset = 0;
-    const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding
+    ops::TensorView x;                   // the activations as given: f32 [rows, n]
+    const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding: x rounded, packed from element 0
     bool in_matvec[5] = {};              // by ops::ActRounding: the one-token matvec rounds x itself
-    ops::MatvecNorm norm;                // weight set: plain is un-normalised, the matvecs normalise it
-    const gpu::Buffer& of(const ops::Weight& w) const;
-    uint64_t offset_of(const ops::Weight& w) const;
-    // The input of w for n_tokens tokens: f32 [n_tokens, w.n_in] of of(w) from offset_of(w).
-    ops::TensorView input(const ops::Weight& w, int n_tokens) const;
-    // The input of experts e for `rows` rows (tokens, or pairs): f32 [rows, e.n_in].
-    ops::TensorView expert_input(const ops::ExpertWeights& e, int rows) const;
-    // ops::matmul of w with these inputs (rounded as w's type needs) into y.
-    void matmul(gpu::Stream& s, const ops::Weight& w, const gpu::Buffer& y, uint64_t y_offset, int n_tokens,
-                bool accumulate = false) const;
-    // One token: y = act(gate x) * (up x) in one dispatch (ops::matvec_swiglu).
-    void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const gpu::Buffer& y,
+    ops::MatvecNorm norm;                // weight set: x is un-normalised, the matvecs normalise it
+    // The input of w: x, or its copy rounded as w's type needs (f32 [rows, n]).
+    ops::TensorView input(const ops::Weight& w) const;
+    // The input of experts e (rows: tokens, or pairs): as input(), by e's type.
+    ops::TensorView expert_input(const ops::ExpertWeights& e) const;
+    // y = w x with these inputs (rounded as w's type needs); y: f32 [rows, w.n_out].
+    void matmul(gpu::Stream& s, const ops::Weight& w, const ops::TensorView& y, bool accumulate = false) const;
+    // One token: y = act(gate x) * (up x) in one dispatch (ops::matvec_swiglu); y: f32 [1, gate.n_out].
+    void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const ops::TensorView& y,
                        ops::GluActivation act) const;
     // True when the consumer of w's input rounds it itself (pass as round_x).
     bool rounds_in_matvec(ops::TensorType weight_type) const;

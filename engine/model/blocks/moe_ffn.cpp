@@ -19,15 +19,16 @@ void MoeFfnBlock::record(Recording& r) const {
     const ops::TensorView router_logits = ops::f32_rows(m.router_logits, T, moe.n_expert);
 
     // The norm stays a dispatch: the router, the experts and the shared expert all read it.
-    const gpu::Buffer* in = &sc.x;
+    ops::TensorView in = r.residual(T);
     if (w.ffn_norm) {
-        r.norm(sc.x, 0, w.ffn_norm, w.ffn_norm_b, sc.h, 0, T);
+        const ops::TensorView h = ops::f32_rows(sc.h, T, E);
+        r.norm(in, w.ffn_norm, w.ffn_norm_b, h);
         s.barrier("the normalised FFN input is complete before the gate/up projections read it");
-        in = &sc.h;
+        in = h;
     }
-    MatmulInputs mi = r.prepare_inputs(*in, 0, T, E, {&w.router});
+    MatmulInputs mi = r.prepare_inputs(in, {&w.router});
     s.mark("matmul");
-    mi.matmul(s, w.router, m.router_logits, 0, T);
+    mi.matmul(s, w.router, router_logits);
     s.barrier("router logits are complete before their bias or routing");
     if (w.router_bias) {
         s.mark("add_bias");
@@ -60,29 +61,27 @@ void MoeFfnBlock::record(Recording& r) const {
     const ops::Weight gate_key = rounding_key(w.gate_exps), up_key = rounding_key(w.up_exps);
     const ops::TensorView gate = ops::f32_rows(m.gate, pairs, moe.n_ff_expert);
     // Llama 4 scales each expert's input by its weight, and sums the outputs unweighted.
-    const gpu::Buffer* expert_in = in;
-    int in_rows = T;
+    ops::TensorView expert_in = in;
     if (moe.weight_input) {
+        expert_in = ops::f32_rows(m.input, pairs, E);
         s.mark("moe_input");
-        ops::moe_weighted_input(s, ops::f32_rows(*in, T, E), routing, ops::f32_rows(m.input, pairs, E));
+        ops::moe_weighted_input(s, in, routing, expert_in);
         s.barrier("weighted expert inputs are complete before the expert matmuls read them");
-        expert_in = &m.input;
-        in_rows = int(pairs);
     }
     // Decode (no sort): the expert matvecs round x themselves, and gate, up and SwiGLU are one
     // dispatch where gate and up share a buffer (no expert bias, not gpt-oss's clamped form).
     const RoundAt at = routing.sorted ? RoundAt::Dispatch : RoundAt::ExpertMatvec;
-    mi = r.prepare_inputs(*expert_in, 0, in_rows, E, {&gate_key, &up_key}, at);
+    mi = r.prepare_inputs(expert_in, {&gate_key, &up_key}, at);
     if (T == 1 && moe.swiglu_alpha <= 0 && ops::moe_matvec_swiglu_fits(r.ctx, w.gate_exps, w.up_exps)) {
         s.mark("moe_matvec_swiglu");
-        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.expert_input(w.gate_exps, in_rows), moe.weight_input,
+        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.expert_input(w.gate_exps), moe.weight_input,
                                routing, gate, mi.rounds_in_matvec(gate_key.type));
     } else {
         s.mark("moe_matmul");
         const ops::TensorView up = ops::f32_rows(m.up, pairs, moe.n_ff_expert);
-        ops::moe_matmul(s, w.gate_exps, mi.expert_input(w.gate_exps, in_rows), moe.weight_input, routing, gate,
+        ops::moe_matmul(s, w.gate_exps, mi.expert_input(w.gate_exps), moe.weight_input, routing, gate,
                         mi.rounds_in_matvec(gate_key.type));
-        ops::moe_matmul(s, w.up_exps, mi.expert_input(w.up_exps, in_rows), moe.weight_input, routing, up,
+        ops::moe_matmul(s, w.up_exps, mi.expert_input(w.up_exps), moe.weight_input, routing, up,
                         mi.rounds_in_matvec(up_key.type));
         s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
         s.mark("swiglu");
@@ -97,10 +96,10 @@ void MoeFfnBlock::record(Recording& r) const {
         s.copy(m.gate, 0, r.probe.moe_in(l), 0, uint64_t(pairs) * uint64_t(moe.n_ff_expert) * F);
     }
     const ops::Weight down_key = rounding_key(w.down_exps);
-    mi = r.prepare_inputs(m.gate, 0, int(pairs), moe.n_ff_expert, {&down_key}, at);
+    mi = r.prepare_inputs(gate, {&down_key}, at);
     s.mark("moe_matmul");
     const ops::TensorView down = ops::f32_rows(m.down, pairs, E);
-    ops::moe_matmul(s, w.down_exps, mi.expert_input(w.down_exps, int(pairs)), /*x_per_pair=*/true, routing, down,
+    ops::moe_matmul(s, w.down_exps, mi.expert_input(w.down_exps), /*x_per_pair=*/true, routing, down,
                     mi.rounds_in_matvec(down_key.type));
     s.barrier("the experts' outputs are complete before their weighted sum");
     if (r.probes.ffn_down) {
@@ -124,20 +123,20 @@ void MoeFfnBlock::record(Recording& r) const {
     s.mark("moe_combine");
     ops::moe_combine(s, down, combine, ops::f32_rows(sc.x, T, E), /*accumulate=*/true);
     s.barrier("the residual stream is complete before the shared expert or the next layer reads it");
-    if (moe.n_ff_shared > 0) record_shared_expert(r, *in);
+    if (moe.n_ff_shared > 0) record_shared_expert(r, in);
 }
 
-void MoeFfnBlock::record_shared_expert(Recording& r, const gpu::Buffer& in) const {
+void MoeFfnBlock::record_shared_expert(Recording& r, const ops::TensorView& in) const {
     const int l = layer_, T = r.n_tokens;
     const MoeSpec& moe = r.spec.layers[size_t(l)].ffn.moe;
     const LayerWeights& w = r.w.layers[size_t(l)];
     gpu::Stream& s = r.s;
     Scratch& sc = r.scratch;
     // Every token, unweighted.
-    MatmulInputs mi = r.prepare_inputs(in, 0, T, r.spec.n_embd, {&w.gate_sh, &w.up_sh});
+    MatmulInputs mi = r.prepare_inputs(in, {&w.gate_sh, &w.up_sh});
     s.mark("matmul");
-    mi.matmul(s, w.gate_sh, sc.gate, 0, T);
-    mi.matmul(s, w.up_sh, sc.up, 0, T);
+    mi.matmul(s, w.gate_sh, ops::f32_rows(sc.gate, T, w.gate_sh.n_out));
+    mi.matmul(s, w.up_sh, ops::f32_rows(sc.up, T, w.up_sh.n_out));
     s.barrier("the shared expert's gate and up are complete before SwiGLU");
     s.mark("swiglu");
     const ops::TensorView gate = ops::f32_rows(sc.gate, T, moe.n_ff_shared);
@@ -147,7 +146,7 @@ void MoeFfnBlock::record_shared_expert(Recording& r, const gpu::Buffer& in) cons
         s.mark("copy");
         s.copy(sc.gate, 0, r.probe.ffn_in(l), 0, uint64_t(T) * uint64_t(moe.n_ff_shared) * F);
     }
-    r.add_block_output(w.down_sh, sc.gate, moe.n_ff_shared, nullptr, nullptr,
+    r.add_block_output(w.down_sh, gate, nullptr, nullptr,
                        r.probes.ffn_down ? &r.probe.ffn_out(l) : nullptr);
 }
 

@@ -17,7 +17,7 @@ public:
 
 private:
     // x += the shared expert of input `in`: down_sh(silu(gate_sh in) * up_sh in).
-    void record_shared_expert(Recording& r, const gpu::Buffer& in) const;
+    void record_shared_expert(Recording& r, const ops::TensorView& in) const;
     int layer_;
 };
 

@@ -10,14 +10,15 @@ void OutputHeadBlock::record(Recording& r) const {
     const ModelSpec& spec = r.spec;
     const Weights& w = r.w;
     const int rows = r.all_logits ? r.n_tokens : 1;
-    const uint64_t first = r.all_logits ? 0 : uint64_t(r.n_tokens - 1) * uint64_t(spec.n_embd);
+    const ops::TensorView x = r.residual(rows, r.all_logits ? 0 : r.n_tokens - 1);
     // Without a final norm (BERT) the projection reads the residual stream itself.
     MatmulInputs in = spec.final_norm
-                          ? r.normed_inputs(sc.x, first, rows, spec.n_embd, w.output_norm, w.output_norm_b, {&w.output},
-                                            "the final norm is complete before the output projection reads it", sc.h)
-                          : r.prepare_inputs(sc.x, first, rows, spec.n_embd, {&w.output});
+                          ? r.normed_inputs(x, w.output_norm, w.output_norm_b, {&w.output},
+                                            "the final norm is complete before the output projection reads it",
+                                            ops::f32_rows(sc.h, rows, spec.n_embd))
+                          : r.prepare_inputs(x, {&w.output});
     s.mark("matmul");
-    in.matmul(s, w.output, sc.logits, 0, rows);
+    in.matmul(s, w.output, ops::f32_rows(sc.logits, rows, w.output.n_out));
     if (spec.logit_scale != 1.0f) {  // Granite: logits divided by its logit multiplier
         s.barrier("logits are complete before their scaling");
         s.mark("scale");

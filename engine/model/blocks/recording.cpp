@@ -27,25 +27,24 @@ ops::KvView Recording::v_cache(int l) const {
     return {&c.v, c.slots, int64_t(a.n_head_kv) * a.value_dim(), kv.type()};
 }
 
-MatmulInputs Recording::prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                       std::initializer_list<const ops::Weight*> weights, RoundAt at) {
+MatmulInputs Recording::prepare_inputs(const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights,
+                                       RoundAt at) {
     MatmulInputs in;
-    in.plain = &x;
-    in.offset = offset;
+    in.x = x;
     if (!policy.round) return in;
     bool any = false;
     for (const ops::Weight* wt : weights) {
         ops::ActRounding mode = ops::activation_rounding(wt->type);
         if (mode == ops::ActRounding::None || in.rounded[size_t(mode)] || in.in_matvec[size_t(mode)]) continue;
         // Rows that are not whole blocks cannot be quantised (llama.cpp then keeps F16 weights).
-        if (n % ops::rounding_block(mode)) continue;
-        if (!needs_rounding_dispatch(*wt, rows, n, at)) {
+        if (x.cols % ops::rounding_block(mode)) continue;
+        if (!needs_rounding_dispatch(*wt, x.rows, x.cols, at)) {
             in.in_matvec[size_t(mode)] = true;
             continue;
         }
         const gpu::Buffer& dst = scratch.rounded[size_t(mode)];
         s.mark("round_act");
-        ops::round_activations(s, ops::f32_rows(x, rows, n, offset), ops::f32_rows(dst, rows, n), mode);
+        ops::round_activations(s, x, ops::f32_rows(dst, x.rows, x.cols), mode);
         in.rounded[size_t(mode)] = &dst;
         any = true;
     }
@@ -53,7 +52,7 @@ MatmulInputs Recording::prepare_inputs(const gpu::Buffer& x, uint64_t offset, in
     return in;
 }
 
-bool Recording::needs_rounding_dispatch(const ops::Weight& wt, int rows, int n, RoundAt at) const {
+bool Recording::needs_rounding_dispatch(const ops::Weight& wt, int64_t rows, int64_t n, RoundAt at) const {
     const ops::ActRounding mode = ops::activation_rounding(wt.type);
     if (!policy.round || mode == ops::ActRounding::None || n % ops::rounding_block(mode)) return false;
     const bool matvec_rounds =
@@ -61,75 +60,74 @@ bool Recording::needs_rounding_dispatch(const ops::Weight& wt, int rows, int n, 
     return !(matvec_rounds && ops::matvec_rounds_activations(wt.type));
 }
 
-MatmulInputs Recording::normed_inputs(const gpu::Buffer& x, uint64_t x_offset, int rows, int n,
-                                      const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
+MatmulInputs Recording::normed_inputs(const ops::TensorView& x, const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
                                       std::initializer_list<const ops::Weight*> weights, const char* why,
-                                      const gpu::Buffer& out) {
-    bool fuse = policy.norm_in_matvec && rows == 1 && spec.norm == NormKind::RMSNorm && norm_w && !norm_b;
-    for (const ops::Weight* wt : weights) fuse = fuse && !needs_rounding_dispatch(*wt, rows, n, RoundAt::Matvec);
+                                      const ops::TensorView& out) {
+    bool fuse = policy.norm_in_matvec && x.rows == 1 && spec.norm == NormKind::RMSNorm && norm_w && !norm_b;
+    for (const ops::Weight* wt : weights) fuse = fuse && !needs_rounding_dispatch(*wt, x.rows, x.cols, RoundAt::Matvec);
     if (!fuse) {
-        norm(x, x_offset, norm_w, norm_b, out, 0, rows, n);
+        norm(x, norm_w, norm_b, out);
         s.barrier(why);
-        return prepare_inputs(out, 0, rows, n, weights);
+        return prepare_inputs(out, weights);
     }
-    MatmulInputs in = prepare_inputs(x, x_offset, rows, n, weights);  // records nothing (checked above)
+    MatmulInputs in = prepare_inputs(x, weights);  // records nothing (checked above)
     in.norm = ops::MatvecNorm{norm_w, 0, spec.norm_eps};
     return in;
 }
 
-void Recording::norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* nw, const gpu::Buffer* nb,
-                     const gpu::Buffer& y, uint64_t y_offset, int rows, int n) {
-    if (n == 0) n = spec.n_embd;
+void Recording::norm(const ops::TensorView& x, const gpu::Buffer* nw, const gpu::Buffer* nb, const ops::TensorView& y) {
     s.mark("norm");
-    const ops::TensorView in = ops::f32_rows(x, rows, n, x_offset), out = ops::f32_rows(y, rows, n, y_offset);
     if (spec.norm == NormKind::RMSNorm)
-        ops::rms_norm(s, in, nw, out, spec.norm_eps);
+        ops::rms_norm(s, x, nw, y, spec.norm_eps);
     else
-        ops::layer_norm(s, in, nw, nb, out, spec.norm_eps);
+        ops::layer_norm(s, x, nw, nb, y, spec.norm_eps);
+}
+
+ops::TensorView Recording::residual(int64_t rows, int64_t first) const {
+    return ops::f32_rows(scratch.x, rows, spec.n_embd, uint64_t(first) * uint64_t(spec.n_embd));
 }
 
 // Without a post-norm the add is fused into the matmul (accumulate).
-void Recording::add_block_output(const ops::Weight& wt, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
+void Recording::add_block_output(const ops::Weight& wt, const ops::TensorView& in, const gpu::Buffer* bias,
                                  const gpu::Buffer* post_norm, const gpu::Buffer* probe_out,
                                  const gpu::Buffer* post_norm_b, bool norm_after_add) {
     const int T = n_tokens;
-    const gpu::Buffer& x = scratch.x;
-    const gpu::Buffer& block_out = scratch.block_out;
+    const ops::TensorView x = residual(T);
+    const ops::TensorView block_out = ops::f32_rows(scratch.block_out, T, spec.n_embd);
     // A probed projection is computed apart and then added, so its output can be copied; so is
     // one that Granite's residual multiplier scales before the add.
     const bool scaled = spec.residual_scale != 1.0f;
     const bool apart = post_norm || probe_out || scaled;
-    const gpu::Buffer& out = apart ? block_out : x;
-    MatmulInputs mi = prepare_inputs(in, 0, T, n_in, {&wt});
+    const ops::TensorView& out = apart ? block_out : x;
+    MatmulInputs mi = prepare_inputs(in, {&wt});
     s.mark("matmul");
-    mi.matmul(s, wt, out, 0, T, /*accumulate=*/!apart);
+    mi.matmul(s, wt, out, /*accumulate=*/!apart);
     s.barrier("the block's projection is complete before its bias, its post-norm or the next layer");
     if (bias) {
         s.mark("add_bias");
-        ops::add_bias(s, ops::f32_rows(out, T, spec.n_embd), ops::f32_vector(*bias, spec.n_embd));
+        ops::add_bias(s, out, ops::f32_vector(*bias, spec.n_embd));
         s.barrier("the block's bias is added before its post-norm or the next layer");
     }
     if (!apart) return;
     if (post_norm && !norm_after_add) {
-        norm(block_out, 0, post_norm, nullptr, block_out, 0, T);
+        norm(block_out, post_norm, nullptr, block_out);
         s.barrier("the post-normalised block output is complete before the probe copy and the residual add");
     }
     if (scaled) {
         s.mark("scale");
-        ops::scale(s, ops::f32_rows(block_out, T, spec.n_embd), spec.residual_scale);
+        ops::scale(s, block_out, spec.residual_scale);
         s.barrier("the scaled block output is complete before the probe copy and the residual add");
     }
     if (probe_out) {
         // What the block adds to the residual stream (both only read block_out).
         s.mark("copy");
-        s.copy(block_out, 0, *probe_out, 0, uint64_t(T) * uint64_t(spec.n_embd) * F);
+        s.copy(scratch.block_out, 0, *probe_out, 0, uint64_t(T) * uint64_t(spec.n_embd) * F);
     }
     s.mark("add");
-    const ops::TensorView residual = ops::f32_rows(x, T, spec.n_embd);
-    ops::add(s, residual, ops::f32_rows(block_out, T, spec.n_embd), residual);
+    ops::add(s, x, block_out, x);
     s.barrier("the residual stream is updated before the next block reads it");
     if (post_norm && norm_after_add) {
-        norm(x, 0, post_norm, post_norm_b, x, 0, T);
+        norm(x, post_norm, post_norm_b, x);
         s.barrier("the normalised residual sum is complete before the next block reads it");
     }
 }

@@ -47,29 +47,30 @@ struct Recording {
     ops::KvView k_cache(int l) const;
     ops::KvView v_cache(int l) const;
 
-    // Rounds x ([rows, n] at offset) once per rounding mode the weights need, with a barrier
-    // after when anything was rounded, except where `at` leaves the rounding to a matvec that can
-    // do it (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations).
-    MatmulInputs prepare_inputs(const gpu::Buffer& x, uint64_t offset, int rows, int n,
-                                std::initializer_list<const ops::Weight*> weights, RoundAt at = RoundAt::Matvec);
+    // Rounds x (f32 [rows, n]) once per rounding mode the weights need, with a barrier after when
+    // anything was rounded, except where `at` leaves the rounding to a matvec that can do it
+    // (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations).
+    MatmulInputs prepare_inputs(const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights,
+                                RoundAt at = RoundAt::Matvec);
     // True when w's input (rows of n) must be rounded by a dispatch before w's matmul reads it.
-    bool needs_rounding_dispatch(const ops::Weight& w, int rows, int n, RoundAt at) const;
-    // The inputs of the matmuls after a norm of x (rows of n from element x_offset, weight
-    // norm_w, bias norm_b): decode's RMSNorm (one row, no bias, no rounding dispatch) goes into
-    // the matvecs themselves (ops::MatvecNorm) when the policy says so; otherwise the norm is
-    // recorded into `out` (from element 0; it may be x itself) with a barrier (`why`) and the
-    // inputs are out's.
-    MatmulInputs normed_inputs(const gpu::Buffer& x, uint64_t x_offset, int rows, int n, const gpu::Buffer* norm_w,
-                               const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
-                               const char* why, const gpu::Buffer& out);
-    // y = norm(x) over rows of n (0: n_embd) with the model's norm kind (w, b may be null).
-    void norm(const gpu::Buffer& x, uint64_t x_offset, const gpu::Buffer* w, const gpu::Buffer* b, const gpu::Buffer& y,
-              uint64_t y_offset, int rows, int n = 0);
+    bool needs_rounding_dispatch(const ops::Weight& w, int64_t rows, int64_t n, RoundAt at) const;
+    // The inputs of the matmuls after a norm of x (f32 [rows, n], weight norm_w, bias norm_b):
+    // decode's RMSNorm (one row, no bias, no rounding dispatch) goes into the matvecs themselves
+    // (ops::MatvecNorm) when the policy says so; otherwise the norm is recorded into `out` (x's
+    // shape; it may be x itself) with a barrier (`why`) and the inputs are out's.
+    MatmulInputs normed_inputs(const ops::TensorView& x, const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
+                               std::initializer_list<const ops::Weight*> weights, const char* why,
+                               const ops::TensorView& out);
+    // y = norm(x) with the model's norm kind (w, b may be null); x and y f32 [rows, n].
+    void norm(const ops::TensorView& x, const gpu::Buffer* w, const gpu::Buffer* b, const ops::TensorView& y);
+    // The residual stream's first `rows` rows from row `first` (f32 [rows, n_embd] of scratch.x).
+    ops::TensorView residual(int64_t rows, int64_t first = 0) const;
     // x += residual_scale * post_norm(W in + bias): a block's last projection and its residual
-    // add (residual_scale: Granite's multiplier, the spec's, 1 for most models). probe_out:
-    // also copies what the block adds to the residual stream (after bias and post-norm).
-    // norm_after_add (BERT's post-norm): x = post_norm(x + W in + bias) with bias post_norm_b.
-    void add_block_output(const ops::Weight& w, const gpu::Buffer& in, int n_in, const gpu::Buffer* bias,
+    // add (in: f32 [n_tokens, W's n_in]; residual_scale: Granite's multiplier, the spec's, 1 for
+    // most models). probe_out: also copies what the block adds to the residual stream (after bias
+    // and post-norm). norm_after_add (BERT's post-norm): x = post_norm(x + W in + bias) with bias
+    // post_norm_b.
+    void add_block_output(const ops::Weight& w, const ops::TensorView& in, const gpu::Buffer* bias,
                           const gpu::Buffer* post_norm, const gpu::Buffer* probe_out = nullptr,
                           const gpu::Buffer* post_norm_b = nullptr, bool norm_after_add = false);
     // Records the checked copy of src (f32 [rows, n], packed) into host memory dst (from its

@@ -4,38 +4,52 @@
 
 namespace vkllm::model {
 
+void StateSpaceMixer::record_in_projection(Recording& r, const char* why) const {
+    const LayerWeights& w = weights(r);
+    MatmulInputs mi = r.normed_inputs(r.residual(r.n_tokens), w.attn_norm, w.attn_norm_b, {&w.ssm_in},
+                                      "the normalised mixer input is complete before the in-projection reads it",
+                                      ops::f32_rows(r.scratch.h, r.n_tokens, r.spec.n_embd));
+    r.s.mark("matmul");
+    mi.matmul(r.s, w.ssm_in, ops::f32_rows(state_.in_proj(), r.n_tokens, w.ssm_in.n_out));
+    r.s.barrier(why);
+}
+
+void StateSpaceMixer::record_conv(Recording& r, const ops::TensorView& x, const char* why) const {
+    const SsmSpec& S = spec(r);
+    const LayerWeights& w = weights(r);
+    const int64_t channels = x.cols;
+    ops::SsmConvArgs c;
+    c.x = x;
+    c.state = ops::f32_rows(state_.layer(layer_).conv, channels, S.d_conv - 1);
+    c.w = ops::f32_rows(*w.ssm_conv1d, channels, S.d_conv);
+    if (w.ssm_conv1d_b) c.bias = ops::f32_vector(*w.ssm_conv1d_b, channels);
+    c.y = ops::f32_rows(state_.xbc(), r.n_tokens, channels);
+    c.silu = true;
+    r.s.mark("ssm_conv");
+    ops::ssm_conv(r.s, c);
+    r.s.barrier(why);
+}
+
+void StateSpaceMixer::record_output(Recording& r) const {
+    r.add_block_output(weights(r).ssm_out, ops::f32_rows(state_.y(), r.n_tokens, spec(r).d_inner), nullptr, nullptr);
+}
+
 void SsmMixerBlock::record(Recording& r) const {
-    const int l = layer_, T = r.n_tokens;
-    const SsmSpec& S = r.spec.layers[size_t(l)].ssm;
-    const LayerWeights& w = r.w.layers[size_t(l)];
-    const RecurrentState::Layer& st = state_.layer(l);
+    const int T = r.n_tokens;
+    const SsmSpec& S = spec(r);
+    const LayerWeights& w = weights(r);
     gpu::Stream& s = r.s;
-    Scratch& sc = r.scratch;
     const int64_t in_rows = S.in_proj_rows(), channels = S.conv_channels();
     const int64_t gs = int64_t(S.n_group) * S.d_state;
 
-    // [z | xBC | dt] = W_in norm(x) (decode's RMSNorm may run inside the matvec).
-    MatmulInputs mi = r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b, {&w.ssm_in},
-                                      "the normalised mixer input is complete before the in-projection reads it", sc.h);
-    s.mark("matmul");
-    mi.matmul(s, w.ssm_in, state_.in_proj(), 0, T);
-    s.barrier("the in-projection is complete before the convolution reads xBC");
-
-    // xBC's columns of the in-projection's rows, convolved into packed [T][channels] rows.
-    ops::SsmConvArgs c;
-    c.x = ops::f32_rows(state_.in_proj(), T, channels, uint64_t(S.d_inner), in_rows);
-    c.state = ops::f32_rows(st.conv, channels, S.d_conv - 1);
-    c.w = ops::f32_rows(*w.ssm_conv1d, channels, S.d_conv);
-    if (w.ssm_conv1d_b) c.bias = ops::f32_vector(*w.ssm_conv1d_b, channels);
-    c.y = ops::f32_rows(state_.xbc(), T, channels);
-    c.silu = true;
-    s.mark("ssm_conv");
-    ops::ssm_conv(s, c);
-    s.barrier("the convolved x, B and C are complete before the scan reads them");
+    // [z | xBC | dt] = W_in norm(x); xBC's columns convolved into packed [T][channels] rows.
+    record_in_projection(r, "the in-projection is complete before the convolution reads xBC");
+    record_conv(r, ops::f32_rows(state_.in_proj(), T, channels, uint64_t(S.d_inner), in_rows),
+                "the convolved x, B and C are complete before the scan reads them");
 
     // x | B | C are the convolved row's columns; z and dt the in-projection's.
     ops::SsmScanArgs a;
-    a.state = ops::f32_rows(st.ssm, S.d_inner, S.d_state);
+    a.state = ops::f32_rows(state_.layer(layer_).ssm, S.d_inner, S.d_state);
     a.x = ops::f32_rows(state_.xbc(), T, S.d_inner, 0, channels);
     a.b = ops::f32_rows(state_.xbc(), T, gs, uint64_t(S.d_inner), channels);
     a.c = ops::f32_rows(state_.xbc(), T, gs, uint64_t(S.d_inner + gs), channels);
@@ -55,48 +69,27 @@ void SsmMixerBlock::record(Recording& r) const {
         ops::ssm_group_rms_norm(s, y, w.ssm_norm, y, S.n_group, r.spec.norm_eps);
         s.barrier("the normalised mixer output is complete before the out-projection reads it");
     }
-    r.add_block_output(w.ssm_out, state_.y(), S.d_inner, nullptr, nullptr);
+    record_output(r);
 }
 
-}  // namespace vkllm::model
-
-namespace vkllm::model {
-
 void Mamba1MixerBlock::record(Recording& r) const {
-    const int l = layer_, T = r.n_tokens;
-    const SsmSpec& S = r.spec.layers[size_t(l)].ssm;
-    const LayerWeights& w = r.w.layers[size_t(l)];
-    const RecurrentState::Layer& st = state_.layer(l);
+    const int T = r.n_tokens;
+    const SsmSpec& S = spec(r);
+    const LayerWeights& w = weights(r);
     gpu::Stream& s = r.s;
-    Scratch& sc = r.scratch;
     const int64_t D = S.d_inner, N = S.d_state, R = S.dt_rank;
 
-    // [x | z] = W_in norm(x) (decode's RMSNorm may run inside the matvec).
-    MatmulInputs mi = r.normed_inputs(sc.x, 0, T, r.spec.n_embd, w.attn_norm, w.attn_norm_b, {&w.ssm_in},
-                                      "the normalised mixer input is complete before the in-projection reads it", sc.h);
-    s.mark("matmul");
-    mi.matmul(s, w.ssm_in, state_.in_proj(), 0, T);
-    s.barrier("the in-projection is complete before the convolution reads x");
-
-    // x = silu(conv1d(x, carrying the conv state) + b_conv), packed [T][d_inner].
-    ops::SsmConvArgs c;
-    c.x = ops::f32_rows(state_.in_proj(), T, D, 0, 2 * D);
-    c.state = ops::f32_rows(st.conv, D, S.d_conv - 1);
-    c.w = ops::f32_rows(*w.ssm_conv1d, D, S.d_conv);
-    if (w.ssm_conv1d_b) c.bias = ops::f32_vector(*w.ssm_conv1d_b, D);
-    c.y = ops::f32_rows(state_.xbc(), T, D);
-    c.silu = true;
-    s.mark("ssm_conv");
-    ops::ssm_conv(s, c);
-    s.barrier("the convolved x is complete before x_proj reads it");
+    // [x | z] = W_in norm(x); x = silu(conv1d(x, carrying the conv state) + b_conv), packed [T][d_inner].
+    record_in_projection(r, "the in-projection is complete before the convolution reads x");
+    record_conv(r, ops::f32_rows(state_.in_proj(), T, D, 0, 2 * D), "the convolved x is complete before x_proj reads it");
 
     // x_proj's rows in two matmuls, so each output is packed: dt_low [T][dt_rank] and B | C
     // [T][2 d_state] (the same dot products as the one x_proj, row for row).
     const uint64_t bc_at = uint64_t(T) * uint64_t(R);  // element where B | C start in x_db
-    MatmulInputs xi = r.prepare_inputs(state_.xbc(), 0, T, int(D), {&w.ssm_x_dt, &w.ssm_x_bc});
+    MatmulInputs xi = r.prepare_inputs(ops::f32_rows(state_.xbc(), T, D), {&w.ssm_x_dt, &w.ssm_x_bc});
     s.mark("matmul");
-    xi.matmul(s, w.ssm_x_dt, state_.x_db(), 0, T);
-    xi.matmul(s, w.ssm_x_bc, state_.x_db(), bc_at, T);
+    xi.matmul(s, w.ssm_x_dt, ops::f32_rows(state_.x_db(), T, w.ssm_x_dt.n_out));
+    xi.matmul(s, w.ssm_x_bc, ops::f32_rows(state_.x_db(), T, w.ssm_x_bc.n_out, bc_at));
     s.barrier("dt_low, B and C are complete before dt_proj and the scan read them");
     if (S.dt_b_c_norm) {  // RMS norms of dt_low, B and C (weighted where the file has the weights)
         s.mark("norm");
@@ -113,9 +106,9 @@ void Mamba1MixerBlock::record(Recording& r) const {
     }
 
     // dt = W_dt dt_low + dt_bias, per channel.
-    MatmulInputs di = r.prepare_inputs(state_.x_db(), 0, T, int(R), {&w.ssm_dt});
+    MatmulInputs di = r.prepare_inputs(ops::f32_rows(state_.x_db(), T, R), {&w.ssm_dt});
     s.mark("matmul");
-    di.matmul(s, w.ssm_dt, state_.dt(), 0, T);
+    di.matmul(s, w.ssm_dt, ops::f32_rows(state_.dt(), T, w.ssm_dt.n_out));
     s.barrier("dt_proj is complete before its bias");
     s.mark("add_bias");
     ops::add_bias(s, ops::f32_rows(state_.dt(), T, D), ops::f32_vector(*w.ssm_dt_b, D));
@@ -123,7 +116,7 @@ void Mamba1MixerBlock::record(Recording& r) const {
 
     // y = (scan(x, dt, A, B, C; carrying the SSM state) + D x) * silu(z).
     ops::SsmScanMamba1Args a;
-    a.state = ops::f32_rows(st.ssm, D, N);
+    a.state = ops::f32_rows(state_.layer(layer_).ssm, D, N);
     a.x = ops::f32_rows(state_.xbc(), T, D);
     a.dt = ops::f32_rows(state_.dt(), T, D);
     a.b = ops::f32_rows(state_.x_db(), T, N, bc_at, 2 * N);
@@ -135,7 +128,7 @@ void Mamba1MixerBlock::record(Recording& r) const {
     s.mark("ssm_scan");
     ops::ssm_scan_mamba1(s, a);
     s.barrier("the gated scan output is complete before the out-projection reads it");
-    r.add_block_output(w.ssm_out, state_.y(), int(D), nullptr, nullptr);
+    record_output(r);
 }
 
 }  // namespace vkllm::model
