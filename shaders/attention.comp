@@ -8,7 +8,7 @@
 // A workgroup owns R = BQ * GB "rows": BQ consecutive queries times GB query heads that share
 // one kv head (GQA/MQA: the K and V rows it reads serve all of them). It walks its key range in
 // tiles of BK keys; per tile:
-//   scores  S[r][c] = scale * q_r . k_c (soft-capped), masked by positions      -> s_sh
+//   scores  S[r][c] = scale * q_r . k_c (soft-capped, ALiBi), masked by positions -> s_sh
 //   stats   m_r' = max(m_r, max_c S[r][c]), alpha_r = exp(m_r - m_r')
 //   probs   P[r][c] = exp(S[r][c] - m_r')                                       -> s_sh
 //   output  O_r = alpha_r O_r + sum_c P[r][c] v_c,  l_r = alpha_r l_r + sum_c P[r][c]
@@ -20,6 +20,10 @@
 // Masks are computed from positions: a key slot with a negative position is empty; causal hides
 // keys after the query; window W hides keys at positions <= q_pos - W; chunk C hides keys in
 // another chunk (pos / C). Masked keys are never read.
+//
+// ALiBi (Press et al. 2022): with ALIBI_MAX_BIAS > 0 each visible score gets
+// -slope_h * |q_pos - k_pos| after the soft-cap, slope_h as core/attention.h's alibi_slope. It is a
+// specialization constant (one value per model), so models without it compile no ALiBi code.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;
@@ -29,6 +33,7 @@ layout(constant_id = 3) const uint GB = 1;    // query heads per workgroup
 layout(constant_id = 4) const uint BQ = 1;    // queries per workgroup
 layout(constant_id = 5) const uint BK = 128;  // keys per tile; divides WG
 layout(constant_id = 6) const uint TD = 64;   // invocations along DV in the output phase; divides WG
+layout(constant_id = 7) const float ALIBI_MAX_BIAS = 0.0;  // > 0: ALiBi with this max bias
 
 const uint R = BQ * GB;                 // rows per workgroup, row r = query r / GB, head r % GB
 const uint NRG = WG / BK;               // score phase: invocation t owns key t % BK, rows t / BK + k NRG
@@ -109,6 +114,7 @@ shared float m_sh[R];       // running max per row
 shared float l_sh[R];       // sum of exp(score - max) per row (PROBS pass 1)
 shared float alpha_sh[R];   // rescale of the running output for this tile
 shared int qpos_sh[R];      // the row's query position; -1: the row does not exist
+shared float slope_sh[R];   // the row's head's ALiBi slope (0 without ALiBi)
 shared uint vis_sh[2];      // "some score in the tile is visible", double-buffered by tile parity
 
 bool visible(int qp, int kp) {
@@ -117,6 +123,15 @@ bool visible(int qp, int kp) {
     if (pc.window > 0 && kp <= qp - pc.window) return false;
     if (pc.chunk > 0 && kp / pc.chunk != qp / pc.chunk) return false;
     return true;
+}
+
+// ALiBi's slope of query head h (core/attention.h: AttentionParams::alibi_slope): with n the
+// largest power of two <= n_head and b the max bias, 2^(-b (h + 1) / n) for the first n heads,
+// 2^(-b (2 (h - n) + 1) / (2 n)) for the rest.
+float alibi_slope(uint h) {
+    const float n = float(1u << findMSB(pc.n_head));
+    return float(h) < n ? exp2(-ALIBI_MAX_BIAS * float(h + 1u) / n)
+                        : exp2(-ALIBI_MAX_BIAS * (2.0 * (float(h) - n) + 1.0) / (2.0 * n));
 }
 
 // Scores of this invocation's key (tile start kt) against its rows; true if any is visible.
@@ -150,6 +165,10 @@ bool tile_scores(uint kt, uint k_end, uint hk, out float sv[RPT]) {
         float s = sv[a];
         // softcap * tanh(s / softcap) (Gemma 2); the clamp keeps tanh's exp form finite.
         if (pc.softcap > 0.0) s = pc.softcap * tanh(clamp(s / pc.softcap, -15.0, 15.0));
+        if (ALIBI_MAX_BIAS > 0.0) {
+            const uint r = min(rg + a * NRG, R - 1);
+            s -= slope_sh[r] * abs(float(qpos_sh[r]) - float(kp));
+        }
         sv[a] = vis[a] ? s : NEG;
     }
     return any;
@@ -185,6 +204,7 @@ void main() {
     }
     for (uint r = t; r < R; r += WG) {
         qpos_sh[r] = ROW_OK(r) ? q_pos[ROW_Q(r)] : -1;
+        slope_sh[r] = ALIBI_MAX_BIAS > 0.0 && ROW_OK(r) ? alibi_slope(ROW_HEAD(r)) : 0.0;
         m_sh[r] = NEG;
         l_sh[r] = 0.0;
         alpha_sh[r] = 1.0;

@@ -1,5 +1,6 @@
 // Reference scaled dot-product attention (Vaswani et al. 2017) with GQA, causal, sliding
-// window and chunked masks, logit soft-capping (Gemma 2) and attention sinks (gpt-oss).
+// window and chunked masks, logit soft-capping (Gemma 2), ALiBi distance penalties (Jais) and
+// attention sinks (gpt-oss).
 // Everything is computed in double from the float inputs.
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,7 @@ void check_attention(const AttentionParams& p) {
                          std::to_string(p.n_head_kv));
     if (p.window < 0 || p.chunk < 0) throw ShapeError("attention: window and chunk must be >= 0");
     if (p.softcap < 0.0f) throw ShapeError("attention: softcap must be >= 0");
+    if (!(p.max_alibi_bias >= 0.0f)) throw ShapeError("attention: max_alibi_bias must be >= 0");
 }
 
 }  // namespace
@@ -50,6 +52,7 @@ void attention(const float* q, const float* k, const float* v, const int32_t* q_
         for (int h = 0; h < p.n_head; ++h) {
             const int hk = h / group;
             const float* qh = q + (i * p.n_head + h) * p.head_dim;
+            const double slope = p.alibi_slope(h);
 
             double max_logit = sinks ? static_cast<double>(sinks[h]) : neg_inf;
             for (int64_t j = 0; j < n_kv; ++j) {
@@ -62,6 +65,7 @@ void attention(const float* q, const float* k, const float* v, const int32_t* q_
                 for (int d = 0; d < p.head_dim; ++d) dot += static_cast<double>(qh[d]) * kh[d];
                 double s = dot * p.scale;
                 if (p.softcap > 0.0f) s = p.softcap * std::tanh(s / p.softcap);
+                s -= slope * std::abs(static_cast<double>(q_pos[i]) - k_pos[j]);
                 logits[j] = s;
                 max_logit = std::max(max_logit, s);
             }

@@ -5,6 +5,7 @@
 // row blocks; decode has a single query, so with a scratch buffer the keys are also split into
 // ranges (split-K, "flash decoding") whose partial results a second pass combines.
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "gpu/device.h"
@@ -56,8 +57,8 @@ void check_params(int64_t n_q, int64_t n_kv, const AttentionParams& p) {
     detail::require(p.n_head % p.n_head_kv == 0, op,
                     "n_head " + std::to_string(p.n_head) + " is not a multiple of n_head_kv " +
                         std::to_string(p.n_head_kv));
-    detail::require(p.window >= 0 && p.chunk >= 0 && p.softcap >= 0.0f, op,
-                    "window, chunk and softcap must be >= 0");
+    detail::require(p.window >= 0 && p.chunk >= 0 && p.softcap >= 0.0f && p.max_alibi_bias >= 0.0f, op,
+                    "window, chunk, softcap and max_alibi_bias must be >= 0");
     detail::require(n_q >= 0 && n_kv >= 0 && n_q <= 0x7fffffff && n_kv <= 0x7fffffff, op,
                     "n_q and n_kv must be in [0, 2^31), got " + std::to_string(n_q) + " and " + std::to_string(n_kv));
 }
@@ -78,14 +79,14 @@ Plan make_plan(const gpu::Context& ctx, int64_t n_q, int64_t n_kv, const Attenti
     // One query (decode) gets its own shape; any other count shares the prefill one, which keeps
     // the number of pipeline variants (and their compile time) small.
     plan.bq = n_q == 1 ? 1 : std::max<uint32_t>(1, kRowsPerBlock / plan.gb);
-    // Shared memory: queries [R][D padded to vec4s], tile scores [R][BK], four words per row, two flags.
+    // Shared memory: queries [R][D padded to vec4s], tile scores [R][BK], five words per row, two flags.
     for (;;) {
         const uint32_t rows = plan.gb * plan.bq;
         // Tiles of about 512 scores: few rows (decode) take long tiles, so each invocation scores
         // one key against all rows and every K row is loaded once.
         plan.bk = std::min(plan.wg, std::max<uint32_t>(32, 512 / rows));
         const uint64_t d_padded = (plan.d + 3) / 4 * 4;
-        const uint64_t bytes = 4ull * (rows * d_padded + uint64_t(rows) * plan.bk + 4ull * rows + 2);
+        const uint64_t bytes = 4ull * (rows * d_padded + uint64_t(rows) * plan.bk + 5ull * rows + 2);
         if (bytes <= caps.max_shared_memory) break;
         if (plan.bq > 1) {
             plan.bq /= 2;
@@ -198,8 +199,11 @@ void attention(Stream& s, const TensorView& q_view, const TensorView& q_pos_view
     const gpu::ShaderId shader = cache == KvCacheType::F16    ? gpu::ShaderId::attention_f16_kv
                                  : cache == KvCacheType::Q8_0 ? gpu::ShaderId::attention_q8_0_kv
                                                             : gpu::ShaderId::attention;
-    const auto& pipeline =
-        ctx.pipeline(shader, 8, sizeof(AttentionPush), {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td});
+    // ALiBi's max bias is a specialization constant (a float, passed as its bits): one value per
+    // model, and no ALiBi code in the pipelines of models without it.
+    const uint32_t alibi = std::bit_cast<uint32_t>(p.max_alibi_bias);
+    const auto& pipeline = ctx.pipeline(shader, 8, sizeof(AttentionPush),
+                                        {plan.wg, plan.d, plan.dv, plan.gb, plan.bq, plan.bk, plan.td, alibi});
     s.dispatch(pipeline, {qw.range, qpw.range, kw.range, vw.range, kpw.range, split ? partw.range : ow.range, sw.range,
                           pw.range},
                push, plan.n_splits, uint32_t(p.n_head_kv) * plan.head_blocks, plan.q_blocks);

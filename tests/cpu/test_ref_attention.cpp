@@ -1,5 +1,5 @@
 // Reference attention: hand-computed cases, masks (causal, window, chunk), GQA head mapping,
-// soft-capping, sinks, and invariants of the softmax probabilities.
+// soft-capping, sinks, ALiBi, and invariants of the softmax probabilities.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -203,6 +203,27 @@ TEST(Attention, QueryThatSeesNothingGetsZeros) {
     const auto r = run(p, {1, 1}, {1, 1, 1, 1}, {3, 3, 3, 3}, {0}, {1, 2});  // both keys in the future
     EXPECT_EQ(r.out, (std::vector<float>{0, 0}));
     EXPECT_EQ(r.probs, (std::vector<float>{0, 0}));
+}
+
+// ALiBi: with equal logits, each key's weight is exp(-slope * distance); 3 heads (not a power of
+// two) take slopes 2^-4, 2^-8 (the first two) and 2^-2 (the odd term of the 4-head sequence).
+TEST(Attention, AlibiPenalisesDistancePerHead) {
+    const int n_head = 3, n_kv = 4;
+    AttentionParams p = params(n_head, 1, 2, 2, false);
+    p.max_alibi_bias = 8.0f;
+    EXPECT_DOUBLE_EQ(p.alibi_slope(0), 1.0 / 16);
+    EXPECT_DOUBLE_EQ(p.alibi_slope(1), 1.0 / 256);
+    EXPECT_DOUBLE_EQ(p.alibi_slope(2), 1.0 / 4);
+    const std::vector<float> q(n_head * 2, 0.0f), k(n_kv * 2, 1.0f), v(n_kv * 2, 1.0f);
+    const auto r = run(p, q, k, v, {2}, iota_pos(n_kv));  // distances 2, 1, 0, 1 (non-causal: both sides)
+    for (int h = 0; h < n_head; ++h) {
+        const double s = p.alibi_slope(h);
+        const double w[4] = {std::exp(-2 * s), std::exp(-s), 1.0, std::exp(-s)};
+        const double sum = w[0] + w[1] + w[2] + w[3];
+        for (int j = 0; j < n_kv; ++j) EXPECT_NEAR(r.probs[h * n_kv + j], w[j] / sum, 1e-7) << "head " << h;
+    }
+    p.max_alibi_bias = -1.0f;
+    EXPECT_THROW(run(p, q, k, v, {2}, iota_pos(n_kv)), cpu::ShapeError);
 }
 
 TEST(Attention, MlaShapesAndNullProbs) {
