@@ -66,6 +66,7 @@ void ProbeRecorder::read(int T, int pos0, const ProbeConfig& probes, ProbeResult
     read_attention(T, pos0, probes, results, first_pass);
     read_head_maps(T, pos0, probes, results);
     read_summary(T, results, first_pass);
+    read_detail(T, pos0, results, first_pass);
     read_residual(T, pos0, probes, results, first_pass);
     if (probes.ffn_down) read_ffn_down(T, pos0, results);
     if (probes.routing) read_routing(T, pos0, results, first_pass);

@@ -93,7 +93,8 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
     }
     const uint64_t B = uint64_t(n_batch_), E = uint64_t(spec_.n_embd);
     // Attention summaries and single-head maps share a block buffer of at most kBlockBytes.
-    const bool summarize = probes.attention_summary || !probes.attention_heads.empty();
+    const bool summarize = probes.attention_summary || !probes.attention_heads.empty() ||
+                           probes.attention_top_k > 0 || probes.attention_thumbnail > 0;
     if (!summarize) {
         sum_pos_ = gpu::Buffer();
         sum_out_ = gpu::Buffer();
@@ -117,6 +118,7 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
         sum_probs_ = gpu::Buffer(ctx_, std::max<uint64_t>(uint64_t(sum_rows_) * row_probs * F, F), gpu::Memory::Device);
     }
     summary_ = probes.attention_summary;
+    configure_detail(probes);
     if (!summary_) {
         stats_ = gpu::Buffer();
         stats_host_ = gpu::Buffer();
@@ -192,6 +194,8 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
 uint64_t ProbeRecorder::bytes() const {
     uint64_t n = residual_host_.size() + lens_.x.size() + lens_.h.size() + lens_.logits.size() + lens_.host.size();
     n += sum_pos_.size() + sum_out_.size() + sum_probs_.size() + stats_.size() + stats_host_.size();
+    n += top_.size() + top_host_.size() + thumb_.size() + thumb_host_.size();
+    for (const ThumbAcc& t : thumb_acc_) n += t.v.size() * F;
     for (const auto* v : {&probs_, &probs_host_, &head_host_, &ffn_in_host_, &ffn_out_host_, &moe_in_host_, &moe_out_host_,
                           &routing_host_})
         for (const gpu::Buffer& b : *v) n += b.size();
@@ -227,6 +231,7 @@ uint64_t ProbeRecorder::host_bytes(const ProbeConfig& probes) const {
         for (const LayerSpec& L : spec_.layers) heads = std::max(heads, uint64_t(std::max(L.attn.n_head, 0)));
         n += uint64_t(spec_.n_layer) * B * heads * ops::kAttentionStats * F;
     }
+    n += detail_host_bytes(probes, keys);
     if (probes.residual_stats || !probes.residual_full_layers.empty())
         n += uint64_t(spec_.n_layer + 1) * B * E * F;
     if (probes.residual_stats) n += uint64_t(spec_.n_layer + 1) * keys * E * F;
@@ -310,8 +315,9 @@ void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, 
     std::vector<size_t> heads;  // attention_heads of this layer
     for (size_t j = 0; j < heads_.size(); ++j)
         if (heads_[j].layer == l) heads.push_back(j);
-    if (!summary_ && heads.empty()) return;
+    if (!summary_ && !detail() && heads.empty()) return;
     if (summary_) summarized_[size_t(l)] = 1;
+    if (detail()) begin_detail(s, l, p.n_head, positions, T);
     const uint64_t H = uint64_t(p.n_head), K = uint64_t(n_kv), slots = uint64_t(kv_.layer(l).slots);
     const uint64_t qd = H * uint64_t(p.head_dim);
     const int first_kept = T - attn_rows_;  // the newest rows go to the head maps
@@ -319,7 +325,7 @@ void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, 
     for (int c0 = 0; c0 < T; c0 += sum_rows_) {
         const int n = std::min(sum_rows_, T - c0);
         const int r0 = std::max(c0, first_kept);  // kept rows of this block: r0..c0+n-1
-        if (!summary_ && r0 >= c0 + n) continue;
+        if (!summary_ && !detail() && r0 >= c0 + n) continue;
         s.mark("copy");
         s.copy(positions, uint64_t(c0) * 4, sum_pos_, 0, uint64_t(n) * 4);
         s.barrier("the block's positions are in place before the probes' attention reads them");
@@ -336,6 +342,7 @@ void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, 
                 ops::f32_rows(stats_, n, int64_t(H) * ops::kAttentionStats, stats_base + uint64_t(c0) * H * ops::kAttentionStats),
                 p.n_head);
         }
+        if (detail()) record_detail(s, l, c0, n, n_kv, p.n_head);
         if (r0 < c0 + n && !heads.empty()) {
             s.mark("copy");
             const uint64_t rows = uint64_t(c0 + n - r0);
@@ -356,6 +363,7 @@ void ProbeRecorder::summarize_attention(gpu::Stream& s, int l, int T, int n_kv, 
         const uint64_t bytes = uint64_t(T) * H * ops::kAttentionStats * F;
         s.copy(stats_, stats_base * F, stats_host_, stats_base * F, bytes);
     }
+    if (detail()) copy_detail(s, l, T, p.n_head);
 }
 
 }  // namespace vkllm::model

@@ -83,6 +83,15 @@ private:
     void read_residual(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
     void read_head_maps(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
     void read_summary(int n_tokens, ProbeResults* results, bool first_pass);
+    // Top keys and thumbnails (probe_detail.cpp): the buffers, the dispatch of each block of
+    // query rows, the copies after a layer and the read after a pass.
+    void configure_detail(const ProbeConfig& probes);
+    bool detail() const { return top_k_ > 0 || cells_ > 0; }
+    void begin_detail(gpu::Stream& s, int l, int n_head, const gpu::Buffer& positions, int n_tokens) const;
+    void record_detail(gpu::Stream& s, int l, int c0, int n, int n_kv, int n_head) const;
+    void copy_detail(gpu::Stream& s, int l, int n_tokens, int n_head) const;
+    void read_detail(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
+    uint64_t detail_host_bytes(const ProbeConfig& probes, uint64_t keys) const;
     // Host bytes the probes may copy and keep over one eval (ProbeConfig::max_bytes).
     uint64_t host_bytes(const ProbeConfig& probes) const;
     void read_ffn_down(int n_tokens, int pos0, ProbeResults* results);
@@ -115,6 +124,20 @@ private:
         int rows = 0;
     };
     std::vector<std::vector<HeadSums>> sums_;  // [layer][head] over the eval
+    // Top keys and thumbnails (ProbeConfig::attention_top_k, attention_thumbnail).
+    int top_k_ = 0, cells_ = 0;
+    gpu::Buffer top_, top_host_;      // int32 [n_layer, n_batch, max_head_, top_k_, 2] (ops::attention_detail)
+    gpu::Buffer thumb_, thumb_host_;  // int32 [n_layer, max_head_, cells_, cells_]: float bits
+    mutable std::vector<char> detailed_;  // per layer: the recording computes its detail
+    mutable int thumb_cell_ = 1;          // the pass's thumbnail cell (positions)
+    mutable int thumb_row0_ = 0;          // and the cell of its first position
+    // A layer's thumbnails over the eval so far: [n_head][cells_][cells_] at `cell` positions
+    // per cell, row 0 the cell of query position `first` (the eval's first).
+    struct ThumbAcc {
+        int cell = 0, first = 0, newest = 0;
+        std::vector<float> v;
+    };
+    std::vector<ThumbAcc> thumb_acc_;
     gpu::Buffer residual_host_;            // [n_layer + 1, n_batch, n_embd]
     std::vector<std::vector<float>> residual_acc_;  // [n_layer + 1][eval tokens * n_embd] (residual_stats)
     std::vector<gpu::Buffer> ffn_in_host_, ffn_out_host_;  // per layer: dense or shared expert [n_batch, n_ff], [n_batch, n_embd]

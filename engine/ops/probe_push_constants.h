@@ -1,6 +1,7 @@
-// Push-constant struct of the probes' shader (shaders/attention_summary.comp), member for member
-// as its `Push` block, and its PushOf entry (push_constants.h includes this file at its end, so
-// tests/ops/test_shader_variants checks it with every other source's).
+// Push-constant structs of the probes' shaders (shaders/attention_summary.comp,
+// attention_detail.comp), member for member as their `Push` blocks, and their PushOf entries
+// (push_constants.h includes this file at its end, so tests/ops/test_shader_variants checks them
+// with every other source's).
 #pragma once
 
 #include <cstdint>
@@ -16,5 +17,13 @@ struct AttentionSummaryPush {  // attention_summary.comp
 };
 
 template <> struct PushOf<gpu::ShaderSource::attention_summary> { using type = AttentionSummaryPush; };
+
+struct AttentionDetailPush {  // attention_detail.comp
+    uint32_t n_q, n_head, n_kv, top_k;
+    uint32_t cells, cell, query_cell0;
+    uint32_t p_shift, qp_shift, kp_shift, t_shift, m_shift;
+};
+
+template <> struct PushOf<gpu::ShaderSource::attention_detail> { using type = AttentionDetailPush; };
 
 }  // namespace vkllm::ops

@@ -33,6 +33,12 @@ struct ProbeConfig {
     // Statistics of every attention layer and head (AttentionSummary), computed on the GPU from
     // the probabilities a block of query rows at a time: a few floats per row leave the GPU.
     bool attention_summary = false;
+    // Each query row's attention_top_k most probable keys, per attention layer and head
+    // (AttentionTopK; 0: off, at most 16), over every row of the eval.
+    int attention_top_k = 0;
+    // Each attention layer and head's map max-pooled to at most attention_thumbnail cells a side
+    // (AttentionThumbnail; 0: off, at most 256), over every row of the eval.
+    int attention_thumbnail = 0;
     // The most bytes of probe results one eval may copy to the host and keep: attention maps
     // (the host rows of each pass and the eval's map), summaries, residual copies and the logit
     // lens, counted at the session's largest key count. Session creation or eval throws
@@ -53,7 +59,8 @@ struct ProbeConfig {
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
     bool any() const {
-        return !attention_layers.empty() || !attention_heads.empty() || attention_summary || residual_stats ||
+        return !attention_layers.empty() || !attention_heads.empty() || attention_summary || attention_top_k > 0 ||
+               attention_thumbnail > 0 || residual_stats ||
                !residual_full_layers.empty() || ffn_down || routing || !logit_lens_layers.empty() || timings ||
                expert_load;
     }
@@ -98,6 +105,39 @@ struct AttentionSummary {
     int head = 0;
     int rows = 0;
     float entropy = 0, sink_mass = 0, mean_distance = 0, max_prob = 0;
+};
+
+// The most attended keys of each query row of one head over the eval's rows
+// (ProbeConfig::attention_top_k), computed on the GPU from the same probabilities as the maps.
+struct AttentionTopK {
+    int layer = 0;
+    int head = 0;
+    int k = 0;
+    std::vector<int> query_pos;  // [n_query]
+    // [n_query][k]: most probable first, equal probabilities in key-position order; a row that
+    // sees fewer than k keys (probability > 0) ends in key -1, probability 0. A learned sink is
+    // not a key.
+    std::vector<int> key_pos;
+    std::vector<float> probs;
+    int n_query() const { return int(query_pos.size()); }
+};
+
+// One head's map over the eval, max-pooled into square cells of `cell` positions
+// (ProbeConfig::attention_thumbnail = S): cell is the smallest power of two that puts the keys
+// 0..newest query position into at most S columns, so a long context gives S x S whatever its
+// length. Rows cover the eval's query positions from query_first (a multiple of cell):
+//   max_prob[r][c] = max p(query q, key k) over the eval's queries q in
+//                    [query_first + r cell, query_first + (r + 1) cell) and keys k in
+//                    [c cell, (c + 1) cell)
+// (0 where no query sees a key there; a learned sink is not a key).
+struct AttentionThumbnail {
+    int layer = 0;
+    int head = 0;
+    int cell = 1;
+    int query_first = 0;
+    int rows = 0, cols = 0;
+    std::vector<float> max_prob;  // [rows][cols]
+    float at(int r, int c) const { return max_prob[size_t(r) * size_t(cols) + size_t(c)]; }
 };
 
 // The residual stream after a layer (layer -1: after the embeddings) over the eval's tokens.
@@ -185,6 +225,8 @@ struct ExpertLoad {
 struct ProbeResults {
     std::vector<AttentionMap> attention;  // attention_layers' maps, then attention_heads'
     std::vector<AttentionSummary> attention_summary;  // by layer, then head
+    std::vector<AttentionTopK> attention_top_k;       // by layer, then head
+    std::vector<AttentionThumbnail> attention_thumbnails;  // by layer, then head
     std::vector<ResidualStat> residual;          // layer -1 (embeddings), 0, 1, ...
     std::vector<ResidualTensor> residual_full;
     std::vector<FfnDownStat> ffn_down;
