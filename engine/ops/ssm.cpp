@@ -1,5 +1,6 @@
 // Mamba-2's selective scan and grouped RMSNorm (ssm_ops.h): shaders/ssm_scan*.comp, ssm_norm.comp.
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 
@@ -20,7 +21,25 @@ uint32_t pow2_at_least(uint64_t n) {
     return p;
 }
 
+// VKLLM_SSM_SCAN=chunked|rows|workgroup replaces Auto's choice (for measuring the kernels on a
+// new device with `vkllm bench`); unset or "auto" leaves it.
+SsmScanKernel forced_scan_kernel(SsmScanKernel k) {
+    const char* v = std::getenv("VKLLM_SSM_SCAN");
+    if (k != SsmScanKernel::Auto || !v || !*v || std::string(v) == "auto") return k;
+    const std::string name(v);
+    if (name == "chunked") return SsmScanKernel::Chunked;
+    if (name == "rows") return SsmScanKernel::Rows;
+    if (name == "workgroup") return SsmScanKernel::Workgroup;
+    throw ShapeError("ssm_scan: VKLLM_SSM_SCAN=" + name + " is not auto, chunked, rows or workgroup");
+}
+
 }  // namespace
+
+uint32_t ssm_scan_chunk(gpu::Context& ctx) {
+    // shaders/ssm_scan_chunked.comp's shared memory: the chunk's matrix and three vectors.
+    auto bytes = [](uint64_t chunk) { return 4 * (chunk * chunk + 3 * chunk); };
+    return bytes(64) <= ctx.caps().max_shared_memory ? 64u : 32u;
+}
 
 void ssm_scan(Stream& s, const SsmScanArgs& p) {
     const char* op = "ssm_scan";
@@ -70,15 +89,23 @@ void ssm_scan(Stream& s, const SsmScanArgs& p) {
     detail::require_disjoint(p.state, "the state", read, op);
     if (n_tokens == 0) return;
     gpu::Context& ctx = s.context();
-    const bool rows = p.kernel == SsmScanKernel::Rows ||
-                      (p.kernel == SsmScanKernel::Auto && ctx.caps().type == "cpu" && d_state <= kSsmScanRowsMaxState);
-    const uint32_t wg = rows ? detail::workgroup_size(ctx, 64)
-                             : detail::workgroup_size(ctx, std::max<uint32_t>(32, std::min<uint32_t>(256, pow2_at_least(uint64_t(d_state)))));
+    const bool cpu_device = ctx.caps().type == "cpu";
+    // A forced kernel applies to prompts; decode steps keep the one-step kernels.
+    const SsmScanKernel kernel = n_tokens >= kSsmScanChunkedMinTokens ? forced_scan_kernel(p.kernel) : p.kernel;
+    const bool chunked = kernel == SsmScanKernel::Chunked ||
+                         (kernel == SsmScanKernel::Auto && !cpu_device && n_tokens >= kSsmScanChunkedMinTokens);
+    const bool rows = kernel == SsmScanKernel::Rows ||
+                      (kernel == SsmScanKernel::Auto && !chunked && cpu_device && d_state <= kSsmScanRowsMaxState);
+    const uint32_t wg =
+        chunked ? detail::workgroup_size(ctx, 128)
+        : rows  ? detail::workgroup_size(ctx, 64)
+                : detail::workgroup_size(ctx, std::max<uint32_t>(32, std::min<uint32_t>(256, pow2_at_least(uint64_t(d_state)))));
+    // The chunked kernel (one workgroup per head) takes any d_state: the state stays in its buffer.
     if (rows) {
         detail::require(d_state <= kSsmScanRowsMaxState, op,
                         "d_state " + std::to_string(d_state) + " is over the row kernel's " +
                             std::to_string(kSsmScanRowsMaxState));
-    } else {
+    } else if (!chunked) {
         detail::require(uint64_t(d_state) <= 4ull * wg, op,
                         "d_state " + std::to_string(d_state) + " exceeds 4 x the workgroup size " + std::to_string(wg));
     }
@@ -99,8 +126,9 @@ void ssm_scan(Stream& s, const SsmScanArgs& p) {
     const detail::Window yw = detail::view_window(ctx, p.y, op, "y");
     const gpu::SubgroupPair variants{gpu::ShaderId::ssm_scan, gpu::ShaderId::ssm_scan_sg};
     const auto& pipeline =
-        rows ? ctx.pipeline(gpu::ShaderId::ssm_scan_rows, 7, sizeof(SsmScanPush), {wg, uint32_t(d_state)})
-             : ctx.pipeline(variants.pick(ctx.caps().subgroup_arithmetic), 7, sizeof(SsmScanPush), {wg});
+        chunked ? ctx.pipeline(gpu::ShaderId::ssm_scan_chunked, 7, sizeof(SsmScanPush), {wg, ssm_scan_chunk(ctx)})
+        : rows  ? ctx.pipeline(gpu::ShaderId::ssm_scan_rows, 7, sizeof(SsmScanPush), {wg, uint32_t(d_state)})
+                : ctx.pipeline(variants.pick(ctx.caps().subgroup_arithmetic), 7, sizeof(SsmScanPush), {wg});
     SsmScanPush push{};
     push.n_tokens = uint32_t(n_tokens);
     push.n_head = uint32_t(n_head);
@@ -122,7 +150,8 @@ void ssm_scan(Stream& s, const SsmScanArgs& p) {
     push.y_shift = yw.shift;
     push.y_stride = yv.stride;
     push.flags = (has_dtb ? 1u : 0u) | (has_d ? 2u : 0u) | (has_z ? 4u : 0u);
-    const detail::Grid g = detail::grid_2d(ctx, rows ? (uint64_t(d_inner) + wg - 1) / wg : uint64_t(d_inner), op);
+    const uint64_t groups = chunked ? uint64_t(n_head) : rows ? (uint64_t(d_inner) + wg - 1) / wg : uint64_t(d_inner);
+    const detail::Grid g = detail::grid_2d(ctx, groups, op);
     s.dispatch(pipeline, {sw.range, xw.range, zw.range, bw.range, aw.range, dw.range, yw.range}, push, g.x, g.y);
 }
 

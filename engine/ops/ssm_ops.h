@@ -40,12 +40,21 @@ void ssm_conv(Stream& s, const SsmConvArgs& a);
 // packed ([n_head][head_dim][d_state]), read and written in place; a [1, n_head]; dt_bias and
 // d [1, n_head] or no buffer; y [n_tokens, d_inner]. n_head divides d_inner (head_dim =
 // d_inner / n_head) and n_group divides n_head. y and the state may not overlap any operand.
-// Two kernels compute it in the same order: Workgroup, one workgroup per state row (d_state up
-// to 4 x the workgroup size, 1024 on most devices), and Rows, one invocation per row with the
-// row in registers (d_state up to kSsmScanRowsMaxState; no barriers, so far faster on CPU
-// drivers). Auto takes Rows on CPU devices when d_state allows, else Workgroup.
-enum class SsmScanKernel { Auto, Workgroup, Rows };
+// Two kernels compute it token after token in the same order: Workgroup, one workgroup per state
+// row (d_state up to 4 x the workgroup size, 1024 on most devices), and Rows, one invocation per
+// row with the row in registers (d_state up to kSsmScanRowsMaxState; no barriers, so far faster
+// on CPU drivers). Chunked, for prompts, is the state-space dual form: one workgroup per head,
+// chunks of ssm_scan_chunk(ctx) tokens in order, each a decay-masked (C B^T) matrix times the
+// chunk's x plus the carried state's part, then the state updated in one go, parallel over the
+// chunk's tokens (shaders/ssm_scan_chunked.comp; equal to the others up to rounding). Auto takes
+// Chunked for prompts of at least kSsmScanChunkedMinTokens tokens on GPUs, else Rows on CPU
+// devices when d_state allows, else Workgroup.
+enum class SsmScanKernel { Auto, Workgroup, Rows, Chunked };
 constexpr int64_t kSsmScanRowsMaxState = 256;
+constexpr int64_t kSsmScanChunkedMinTokens = 16;
+// The chunked kernel's tokens per chunk on this device: 64, or 32 where the device's shared
+// memory cannot hold the chunk's 64 x 64 matrix.
+uint32_t ssm_scan_chunk(gpu::Context& ctx);
 struct SsmScanArgs {
     TensorView state, x, b, c, dt, z, dt_bias, a, d, y;
     SsmScanKernel kernel = SsmScanKernel::Auto;

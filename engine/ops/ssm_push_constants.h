@@ -15,7 +15,7 @@ struct SsmConvPush {  // ssm_conv.comp
         bg_stride, cg_shift, cg_stride, flags;
 };
 
-struct SsmScanPush {  // ssm_scan.comp
+struct SsmScanPush {  // ssm_scan.comp and ssm_scan_chunked.comp
     uint32_t n_tokens, n_head, head_dim, d_state, heads_per_group, st_shift, xbc_shift, xbc_stride, b_col, c_col,
         zdt_shift, zdt_stride, z_col, dt_col, dtb_shift, a_shift, d_shift, y_shift, y_stride, flags;
 };
@@ -32,6 +32,7 @@ struct SsmNormPush {  // ssm_norm.comp
 
 template <> struct PushOf<gpu::ShaderSource::ssm_conv> { using type = SsmConvPush; };
 template <> struct PushOf<gpu::ShaderSource::ssm_scan> { using type = SsmScanPush; };
+template <> struct PushOf<gpu::ShaderSource::ssm_scan_chunked> { using type = SsmScanPush; };
 template <> struct PushOf<gpu::ShaderSource::ssm_scan_mamba1> { using type = SsmScanMamba1Push; };
 template <> struct PushOf<gpu::ShaderSource::ssm_norm> { using type = SsmNormPush; };
 
