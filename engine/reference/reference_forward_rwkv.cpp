@@ -65,7 +65,30 @@ std::vector<float> project(const gguf::File& f, const std::string& name, const f
     if (!t || t->dims.size() != 2) throw ModelError("reference forward: missing 2-D tensor '" + name + "'");
     const cpu::WeightView w{t->type, t->data, int64_t(t->dims[0]), int64_t(t->dims[1])};
     std::vector<float> y(size_t(n * w.n_out));
-    cpu::matmul(w, x, y.data(), n);
+    // llama.cpp's CPU backend rounds a quantised matmul's activations to 8-bit blocks (of 32, or
+    // 256 for the K-quants) and an F16/BF16 matmul's to that type; so does the reference.
+    int block = 0;
+    switch (w.type) {
+        case gguf::TensorType::Q4_0: case gguf::TensorType::Q4_1: case gguf::TensorType::Q5_0:
+        case gguf::TensorType::Q5_1: case gguf::TensorType::Q8_0: case gguf::TensorType::MXFP4: block = 32; break;
+        case gguf::TensorType::Q2_K: case gguf::TensorType::Q3_K: case gguf::TensorType::Q4_K:
+        case gguf::TensorType::Q5_K: case gguf::TensorType::Q6_K: block = 256; break;
+        default: break;
+    }
+    const bool half = w.type == gguf::TensorType::F16 || w.type == gguf::TensorType::BF16;
+    if (!half && (block == 0 || w.n_in % block)) {
+        cpu::matmul(w, x, y.data(), n);
+        return y;
+    }
+    std::vector<float> rounded(size_t(n * w.n_in));
+    if (half) {
+        for (size_t i = 0; i < rounded.size(); ++i)
+            rounded[i] = w.type == gguf::TensorType::F16 ? gguf::fp16_to_fp32(gguf::fp32_to_fp16(x[i]))
+                                                         : gguf::bf16_to_fp32(gguf::fp32_to_bf16(x[i]));
+    } else {
+        cpu::round_activations(x, rounded.data(), int64_t(rounded.size()), block);
+    }
+    cpu::matmul(w, rounded.data(), y.data(), n);
     return y;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/quant.h"
 #include "random_model/random_weights.h"
 
 namespace vkllm::random_model {
@@ -17,19 +18,24 @@ void require(bool ok, const std::string& message) {
     if (!ok) throw ConfigError(message);
 }
 
-// Adds one F32 tensor of `dims` (ggml order) whose values are mean + std * normal().
+// Adds one tensor of `dims` (ggml order) whose values are mean + std * normal(), stored in `type`.
 void add_normal(gguf::Writer& w, uint64_t seed, const std::string& name, std::vector<uint64_t> dims, double mean,
-                double std) {
+                double std, gguf::TensorType type = gguf::TensorType::F32) {
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
     Rng rng(seed, name);
-    w.add_tensor_f32(name, std::move(dims), normal_values(rng, size_t(n), mean, std));
+    const std::vector<float> values = normal_values(rng, size_t(n), mean, std);
+    if (type == gguf::TensorType::F32)
+        w.add_tensor_f32(name, std::move(dims), values);
+    else
+        w.add_tensor(name, type, std::move(dims), gguf::quantize(type, values.data(), values.size()));
 }
 
 // A projection {n_in, n_out}: std 1 / sqrt(n_in) keeps its output's variance at its input's.
+// Stored in `type` where its rows take the type's blocks (matrix_storage_type's fallbacks).
 void add_matrix(gguf::Writer& w, uint64_t seed, const std::string& name, uint64_t n_in, uint64_t n_out,
-                double gain = 1.0) {
-    add_normal(w, seed, name, {n_in, n_out}, 0.0, gain / std::sqrt(double(n_in)));
+                gguf::TensorType type = gguf::TensorType::F32) {
+    add_normal(w, seed, name, {n_in, n_out}, 0.0, 1.0 / std::sqrt(double(n_in)), matrix_storage_type(type, n_in));
 }
 
 // A LayerNorm's weight (near 1) and bias (near 0).
@@ -41,7 +47,7 @@ void add_layer_norm(gguf::Writer& w, uint64_t seed, const std::string& name, uin
 }  // namespace
 
 gguf::Writer build_rwkv7_model(const RandomModelConfig& c, const Rwkv7Sizes& s, const gguf::File& vocab) {
-    require(c.type == gguf::TensorType::F32, "--arch rwkv7: only --type f32 is written");
+    require(gguf::can_quantize(c.type), "--arch rwkv7: --type names a type this generator cannot write");
     require(c.n_embd > 0 && c.n_layer > 0 && c.n_ff > 0, "--arch rwkv7: --n-embd, --n-layer and --n-ff must be positive");
     require(s.head_size > 0 && c.n_embd % s.head_size == 0,
             "--arch rwkv7: --n-embd " + std::to_string(c.n_embd) + " is not a multiple of the head size " +
@@ -51,6 +57,9 @@ gguf::Writer build_rwkv7_model(const RandomModelConfig& c, const Rwkv7Sizes& s, 
     const auto tokens = vocab.get_strings("tokenizer.ggml.tokens");
     require(tokens && !tokens->empty(), vocab.path() + ": no tokenizer.ggml.tokens: not a vocabulary file (--vocab-from)");
     const uint64_t E = uint64_t(c.n_embd), V = tokens->size(), F = uint64_t(c.n_ff), seed = c.seed;
+    // The large matrices take --type; the loras, lerps and per-channel vectors stay F32, as
+    // llama.cpp's quantizer leaves "RWKV's small yet 2D weights" (llama-quant.cpp).
+    const gguf::TensorType q = c.type;
 
     gguf::Writer w;
     const std::string a = "rwkv7.";
@@ -73,10 +82,10 @@ gguf::Writer build_rwkv7_model(const RandomModelConfig& c, const Rwkv7Sizes& s, 
     for (const std::string& key : vocab.keys_in_order())
         if (key.rfind("tokenizer.", 0) == 0) w.set(key, *vocab.find(key));
 
-    add_normal(w, seed, "token_embd.weight", {E, V}, 0.0, 1.0 / std::sqrt(double(E)));
+    add_normal(w, seed, "token_embd.weight", {E, V}, 0.0, 1.0 / std::sqrt(double(E)), matrix_storage_type(q, E));
     add_layer_norm(w, seed, "token_embd_norm", E);
     add_layer_norm(w, seed, "output_norm", E);
-    add_matrix(w, seed, "output.weight", E, V);
+    add_matrix(w, seed, "output.weight", E, V, q);
     for (int il = 0; il < c.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         add_layer_norm(w, seed, p + "attn_norm", E);
@@ -100,14 +109,14 @@ gguf::Writer build_rwkv7_model(const RandomModelConfig& c, const Rwkv7Sizes& s, 
         add_normal(w, seed, p + "time_mix_k_k.weight", {E}, 1.0, 0.2);
         add_normal(w, seed, p + "time_mix_k_a.weight", {E}, 1.0, 0.2);
         add_normal(w, seed, p + "time_mix_r_k.weight", {E}, 0.0, 0.5);
-        add_matrix(w, seed, p + "time_mix_key.weight", E, E);
-        add_matrix(w, seed, p + "time_mix_value.weight", E, E);
-        add_matrix(w, seed, p + "time_mix_receptance.weight", E, E);
+        add_matrix(w, seed, p + "time_mix_key.weight", E, E, q);
+        add_matrix(w, seed, p + "time_mix_value.weight", E, E, q);
+        add_matrix(w, seed, p + "time_mix_receptance.weight", E, E, q);
         add_layer_norm(w, seed, p + "time_mix_ln", E);
-        add_matrix(w, seed, p + "time_mix_output.weight", E, E);
+        add_matrix(w, seed, p + "time_mix_output.weight", E, E, q);
         add_normal(w, seed, p + "channel_mix_lerp_k.weight", {E, 1, 1}, 0.5, 0.2);
-        add_matrix(w, seed, p + "channel_mix_key.weight", E, F);
-        add_matrix(w, seed, p + "channel_mix_value.weight", F, E);
+        add_matrix(w, seed, p + "channel_mix_key.weight", E, F, q);
+        add_matrix(w, seed, p + "channel_mix_value.weight", F, E, q);
     }
     return w;
 }

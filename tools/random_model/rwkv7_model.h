@@ -22,9 +22,11 @@ struct Rwkv7Sizes {
     int gate_rank = 20;        // attention.gate_lora_rank (time_mix_g1/g2)
 };
 
-// The model in memory; the tokenizer is copied from `vocab`. Matrices are F32 (config.type must
-// be F32). Throws ConfigError when n_embd is not a multiple of the head size or a size is not
-// positive.
+// The model in memory; the tokenizer is copied from `vocab`. The large matrices (receptance, key,
+// value, output, the channel mix's, token_embd, output) take config.type where their rows allow
+// it (matrix_storage_type); the loras and vectors stay F32, as llama.cpp's quantizer leaves them.
+// Throws ConfigError when n_embd is not a multiple of the head size, a size is not positive or
+// the type cannot be written.
 gguf::Writer build_rwkv7_model(const RandomModelConfig& config, const Rwkv7Sizes& sizes, const gguf::File& vocab);
 
 }  // namespace vkllm::random_model
