@@ -3,9 +3,13 @@
 // streaming it to stdout as it is released.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "activation_report.h"
@@ -27,7 +31,7 @@ namespace {
 const char* kUsage =
     "vkllm run [-m MODEL.gguf] [-p PROMPT | -f FILE] [-n N] [-c CTX] [--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "          [--repeat-penalty R] [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty F]\n"
-    "          [--seed S] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
+    "          [--seed S] [--logit-bias ID=BIAS,...] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
     "          [--cache-type auto|f16|f32|q8_0] [--json | --json-schema SCHEMA.json | --grammar FILE.gbnf]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
@@ -47,9 +51,36 @@ const char* kUsage =
     "  --grammar: the output is text the GBNF grammar in FILE (llama.cpp's format) matches from its root rule;\n"
     "                 stdout has that text alone, and generation ends when nothing more can follow. A bad grammar\n"
     "                 is a usage error naming FILE:LINE:COLUMN; text cut short by -n is an error; not with --draft\n"
+    "  --logit-bias: BIAS (in [-100, 100]) added to token ID's logit before sampling, greedy included;\n"
+    "                 -100 bans the token\n"
     "  -f FILE: the prompt from a file or pipe, up to 128 MiB (-f -: standard input); --seed -1 (the default):\n"
     "                 a random seed\n"
     "  without -m: the small model built into vkllm (`vkllm inspect` shows it)";
+
+// --logit-bias ID=BIAS,...: the ids and biases, each bias in [-100, 100] (the ids are checked
+// against the vocabulary once the model is loaded).
+std::map<int32_t, float> parse_logit_bias(const std::string& text) {
+    std::map<int32_t, float> out;
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t end = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, end - at);
+        const size_t eq = item.find('=');
+        char* id_end = nullptr;
+        char* bias_end = nullptr;
+        const long long id = eq == std::string::npos ? -1 : std::strtoll(item.c_str(), &id_end, 10);
+        const float bias = eq == std::string::npos ? 0.0f : std::strtof(item.c_str() + eq + 1, &bias_end);
+        if (eq == std::string::npos || eq == 0 || id_end != item.c_str() + eq || id < 0 || id > INT32_MAX ||
+            eq + 1 == item.size() || *bias_end != '\0')
+            throw UsageError("--logit-bias takes ID=BIAS[,ID=BIAS...] with a token id and a number, got '" + item + "'");
+        if (!(bias >= -100.0f && bias <= 100.0f))
+            throw UsageError("--logit-bias: the bias of token " + std::to_string(id) + " must be in [-100, 100], got " +
+                             item.substr(eq + 1));
+        out[int32_t(id)] = bias;
+        at = end + 1;
+    }
+    return out;
+}
 
 // Per MoE layer: how evenly the router spread the (token, slot) pairs over the experts.
 void print_expert_stats(const char* phase, const std::vector<ExpertLoad>& loads) {
@@ -136,12 +167,13 @@ int run(const Args& args) {
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
                "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type", "--json-schema",
-               "--grammar"},
+               "--grammar", "--logit-bias"},
               {"--timings", "--expert-stats", "--activations", "--json"});
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
     go.max_tokens = int(o.integer("-n", 128, 0));
     go.sampler = sampler_params(o);
+    if (o.has("--logit-bias")) go.sampler.logit_bias = parse_logit_bias(o.str("--logit-bias"));
     const SamplerParams& sp = go.sampler;
     if (o.has("--draft-n") && !o.has("--draft")) throw UsageError("--draft-n needs --draft MODEL");
     go.draft.n_draft = int(o.integer("--draft-n", 4, 1, 64));
@@ -163,6 +195,9 @@ int run(const Args& args) {
     if (!o.has("-m")) std::fprintf(stderr, "vkllm: no -m given; using %s\n", builtin_model_description().c_str());
     auto model = Model::load(*file, mo);
     print_warnings(model->warnings());
+    if (!sp.logit_bias.empty() && sp.logit_bias.rbegin()->first >= model->n_vocab())
+        throw UsageError("--logit-bias: token " + std::to_string(sp.logit_bias.rbegin()->first) +
+                         " is outside the vocabulary (" + std::to_string(model->n_vocab()) + " tokens)");
     for (const WeightRef& w : parse_zero_weights(o.str("--zero-weight"))) {
         const float old = model->set_weight(w, 0.0f);  // std::invalid_argument names what is out of range
         std::fprintf(stderr, "vkllm: zeroed layer %d %s[%lld, %lld]%s (was %g)\n", w.layer, w.tensor.c_str(),

@@ -47,8 +47,8 @@ std::vector<TokenAlternative> top_alternatives(const Model& m, const std::vector
     return out;
 }
 
-void check_options(const GenerateOptions& o) {
-    validate(o.sampler);
+void check_options(const GenerateOptions& o, int32_t n_vocab) {
+    validate(o.sampler, n_vocab);
     if (o.max_tokens < 0) throw std::invalid_argument("max_tokens must be >= 0, got " + std::to_string(o.max_tokens));
     if (o.top_n < 0) throw std::invalid_argument("top_n must be >= 0, got " + std::to_string(o.top_n));
     if (o.draft.session && o.draft.n_draft < 1)
@@ -293,7 +293,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const Gener
     }
     GenerateResult r;
     try {
-        check_options(options);
+        check_options(options, s.model.n_vocab());
         if (options.draft.session == this)
             throw std::invalid_argument("the draft session must be another Session than the one generating");
         if (options.draft.session) check_draft_vocabulary(s.model, options.draft.session->model());

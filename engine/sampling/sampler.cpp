@@ -1,4 +1,4 @@
-// Token sampler: penalties -> top-k -> top-p -> min-p -> temperature -> draw (see sampler.h).
+// Token sampler: logit bias -> penalties -> top-k -> top-p -> min-p -> temperature -> draw (see sampler.h).
 #include "sampling/sampler.h"
 
 #include <algorithm>
@@ -101,6 +101,17 @@ void Sampler::reset() {
     rng_ = Rng(params_.seed);
 }
 
+void Sampler::apply_bias(std::vector<float>& logits) const {
+    for (const auto& [token, bias] : params_.logit_bias) {
+        if (token >= int32_t(logits.size()))
+            throw SamplingError("logit_bias names token id " + std::to_string(token) + ", outside the vocabulary of " +
+                                std::to_string(logits.size()) + " tokens");
+        // -100 bans (OpenAI: "should result in a ban"); a plain sum would leave the token
+        // possible wherever every other logit is lower still.
+        logits[size_t(token)] = bias <= -100.0f ? -std::numeric_limits<float>::infinity() : logits[size_t(token)] + bias;
+    }
+}
+
 void Sampler::apply_penalties(std::vector<float>& logits) const {
     if (history_.empty()) return;
     if (params_.repeat_penalty == 1.0f && params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f)
@@ -136,6 +147,7 @@ int32_t Sampler::sample_among(const float* logits_in, int32_t n_vocab, const std
             if (usable(logits[t])) candidates_.push_back({t, logits[t], 0.0f});
         record.stage("vocabulary", candidates_);
     }
+    apply_bias(logits);
     apply_penalties(logits);
 
     candidates_.clear();

@@ -1,4 +1,4 @@
-// Token sampling from logits: repetition penalties, top-k, top-p (nucleus), min-p,
+// Token sampling from logits: a per-token bias, repetition penalties, top-k, top-p (nucleus), min-p,
 // temperature, then a draw from a self-contained PRNG, so a seed gives the same tokens on
 // every platform and standard library. The parameters and the funnel record are the public
 // ones (vkllm/generate.h).
@@ -37,14 +37,15 @@ struct TokenProb {
 std::vector<double> log_softmax(const float* logits, int32_t n_vocab);
 
 // Per token, in this order (llama.cpp's rules; see vkllm::SamplerParams):
+//  0. logit_bias added (-100: the token is banned, its logit -inf)
 //  1. penalties on tokens accepted within the last repeat_last_n
 //  2. top-k: the k highest logits (ties toward the lower token id)
 //  3. top-p: softmax (temperature 1) over what is left; the shortest prefix, by descending
 //     probability, whose cumulative probability reaches top_p (at least one token)
 //  4. min-p: drop tokens whose probability is below min_p times the largest
 //  5. temperature: logits / temperature, softmax over the survivors, one draw
-// temperature <= 0 is greedy: the argmax after penalties (lowest id on ties); top-k, top-p and
-// min-p are not applied then. NaN and -inf logits are never chosen.
+// temperature <= 0 is greedy: the argmax after the bias and penalties (lowest id on ties);
+// top-k, top-p and min-p are not applied then. NaN and -inf logits are never chosen.
 class Sampler {
 public:
     // Throws std::invalid_argument for parameters out of range (vkllm::validate).
@@ -54,7 +55,8 @@ public:
     // funnel: when given, filled with every stage's survivors (count and mass under
     // softmax(logits)); in greedy mode the filter stages show the penalties' survivors
     // unchanged and the temperature stage the argmax alone.
-    // Throws SamplingError when n_vocab <= 0 or no logit is finite.
+    // Throws SamplingError when n_vocab <= 0, no logit is finite or a logit_bias id is not below
+    // n_vocab.
     int32_t sample(const float* logits, int32_t n_vocab, SamplerFunnel* funnel = nullptr);
     // Constrained sampling: as sample(), among the tokens `allowed` accepts. Candidates are
     // asked in descending order of their logit after penalties, and the asking stops at the
@@ -74,6 +76,7 @@ public:
     const std::vector<TokenProb>& last_candidates() const { return candidates_; }
 
 private:
+    void apply_bias(std::vector<float>& logits) const;
     void apply_penalties(std::vector<float>& logits) const;
     int32_t sample_among(const float* logits, int32_t n_vocab, const std::function<bool(int32_t)>* allowed,
                          SamplerFunnel* funnel);

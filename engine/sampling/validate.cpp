@@ -24,6 +24,20 @@ void validate(const SamplerParams& p) {
         bad("repeat_penalty", p.repeat_penalty, "it must be a finite number > 0 (1: off)");
     if (!std::isfinite(p.presence_penalty)) bad("presence_penalty", p.presence_penalty, "it must be a finite number");
     if (!std::isfinite(p.frequency_penalty)) bad("frequency_penalty", p.frequency_penalty, "it must be a finite number");
+    for (const auto& [id, bias] : p.logit_bias) {
+        if (id < 0) throw std::invalid_argument("sampler parameter logit_bias names token id " + std::to_string(id) +
+                                                ", which is negative");
+        if (!(bias >= -100.0f && bias <= 100.0f))
+            bad("logit_bias[" + std::to_string(id) + "]", bias, "it must be in [-100, 100] (-100: banned)");
+    }
+}
+
+void validate(const SamplerParams& p, int32_t n_vocab) {
+    validate(p);
+    if (!p.logit_bias.empty() && p.logit_bias.rbegin()->first >= n_vocab)
+        throw std::invalid_argument("sampler parameter logit_bias names token id " +
+                                    std::to_string(p.logit_bias.rbegin()->first) + ", outside the vocabulary of " +
+                                    std::to_string(n_vocab) + " tokens");
 }
 
 }  // namespace vkllm

@@ -1,16 +1,19 @@
 // Session::generate through the public API: greedy tokens against llama.cpp's goldens, stop
 // strings, every stop reason, prefix reuse, truncation (sliding-window rings included), the
-// sampler funnel and the per-token alternatives.
+// sampler funnel, the per-token alternatives, a token constraint of the caller's and the logit
+// bias.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu_test.h"
 #include "test_support.h"
 #include "vkllm/generate.h"
+#include "vkllm/json_output.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -434,6 +437,94 @@ TEST_F(Generate, FunnelStagesAreMonotone) {
             }
         }
     }
+}
+
+// A constraint of the caller's: one to three ASCII digits (complete after one, closed after three).
+class Digits : public TokenConstraint {
+public:
+    bool feed(std::string_view b) override {
+        if (!accepts(b)) return false;
+        text_ += b;
+        return true;
+    }
+    bool accepts(std::string_view b) const override {
+        return text_.size() + b.size() <= 3 && std::all_of(b.begin(), b.end(), [](char c) { return c >= '0' && c <= '9'; });
+    }
+    bool complete() const override { return !text_.empty(); }
+    bool closed() const override { return text_.size() == 3; }
+    std::string text_name() const override { return "the digits"; }
+
+private:
+    std::string text_;
+};
+
+// Accepts nothing: no token can be sampled.
+class Nothing : public Digits {
+public:
+    bool accepts(std::string_view) const override { return false; }
+    bool complete() const override { return false; }
+};
+
+TEST_F(Generate, TheConstraintDecidesEveryToken) {
+    const Model& m = dense();
+    const std::vector<int32_t> prompt = m.tokenize(prompts()[0], true);
+    const TokenBytes bytes(m);
+    for (uint64_t seed : {1, 2}) {
+        Session session(m);
+        Digits digits;
+        GenerateOptions o = greedy(10);
+        o.sampler.temperature = 1.0f;
+        o.sampler.seed = seed;
+        o.constraint = {&digits, seed == 1 ? &bytes : nullptr};  // the bytes read from the model when not given
+        std::vector<TokenEvent> events;
+        const GenerateResult r = session.generate(prompt, o, [&](const TokenEvent& e) {
+            events.push_back(e);
+            return true;
+        });
+        ASSERT_EQ(r.reason, StopReason::EndOfGeneration) << r.message;
+        ASSERT_TRUE(r.text.size() >= 1 && r.text.size() <= 3) << r.text;
+        for (char c : r.text) EXPECT_TRUE(c >= '0' && c <= '9') << r.text;
+        EXPECT_EQ(concat_texts(events), r.text);
+        // Ended on a closed matcher, or on an end-of-generation token where it was complete.
+        EXPECT_TRUE(r.text.size() == 3 || m.is_eog(r.tokens.back())) << r.text;
+    }
+    Session session(m);
+    Nothing nothing;
+    GenerateOptions o = greedy(4);
+    o.constraint.matcher = &nothing;
+    GenerateResult r = session.generate(prompt, o);
+    EXPECT_EQ(r.reason, StopReason::Error);
+    EXPECT_NE(r.message.find("no token of the vocabulary continues the digits"), std::string::npos) << r.message;
+    Session draft(m);
+    Digits digits;
+    o.constraint.matcher = &digits;
+    o.draft.session = &draft;
+    r = session.generate(prompt, o);
+    EXPECT_EQ(r.reason, StopReason::Error);
+    EXPECT_NE(r.message.find("not combined with constrained output"), std::string::npos) << r.message;
+}
+
+TEST_F(Generate, LogitBiasBansAndForcesTokens) {
+    const Model& m = dense();
+    const std::vector<int32_t> prompt = m.tokenize(prompts()[0], true);
+    Session session(m);
+    const GenerateResult plain = session.generate(prompt, greedy(3));
+    ASSERT_EQ(plain.tokens.size(), 3u);
+    GenerateOptions o = greedy(3);
+    o.sampler.logit_bias[plain.tokens[0]] = -100.0f;
+    const GenerateResult banned = session.generate(prompt, o);
+    ASSERT_FALSE(banned.tokens.empty()) << banned.message;
+    EXPECT_NE(banned.tokens[0], plain.tokens[0]);
+    for (int32_t t : banned.tokens) EXPECT_NE(t, plain.tokens[0]);
+    // Forced under sampling: every token is the biased one.
+    o = greedy(3);
+    o.sampler.temperature = 1.0f;
+    o.sampler.logit_bias[plain.tokens[1]] = 100.0f;
+    EXPECT_EQ(session.generate(prompt, o).tokens, std::vector<int32_t>(3, plain.tokens[1]));
+    o.sampler.logit_bias[m.n_vocab()] = 1.0f;
+    const GenerateResult outside = session.generate(prompt, o);
+    EXPECT_EQ(outside.reason, StopReason::Error);
+    EXPECT_NE(outside.message.find("logit_bias"), std::string::npos) << outside.message;
 }
 
 TEST(GenerateNames, StopReasonsHaveNames) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@ class Session;
 struct TokenBytes;  // vkllm/json_output.h
 
 // Applied per token in this order (llama.cpp's rules):
+//  0. logit_bias: bias added to each listed token's logit (-100: the token is never chosen)
 //  1. penalties on tokens accepted within the last repeat_last_n (prompt included): a token
 //     seen c times gets logit / repeat_penalty if logit > 0 else logit * repeat_penalty, then
 //     - c * frequency_penalty - presence_penalty
@@ -23,7 +25,8 @@ struct TokenBytes;  // vkllm/json_output.h
 //     probability whose cumulative probability reaches top_p
 //  4. min-p: drop tokens below min_p times the largest probability
 //  5. temperature: logits / temperature, softmax over the survivors, one draw
-// temperature <= 0 is greedy (argmax after penalties). NaN and -inf logits are never chosen.
+// temperature <= 0 is greedy (argmax after the bias and penalties). NaN and -inf logits are
+// never chosen.
 struct SamplerParams {
     float temperature = 0.8f;
     int top_k = 40;                 // <= 0 or >= n_vocab: off
@@ -34,10 +37,16 @@ struct SamplerParams {
     float frequency_penalty = 0.0f;
     int repeat_last_n = 64;         // 0: off, < 0: every accepted token
     uint64_t seed = 0;
+    // OpenAI's logit_bias: token id -> bias in [-100, 100], added to the model's logit before
+    // everything else; -100 bans the token. Ids must be in the model's vocabulary.
+    std::map<int32_t, float> logit_bias;
 };
 // Throws std::invalid_argument naming the first parameter out of its range (NaN temperature,
-// top_p outside [0, 1], min_p outside [0, 1], repeat_penalty <= 0, ...).
+// top_p outside [0, 1], min_p outside [0, 1], repeat_penalty <= 0, a logit bias outside
+// [-100, 100] or for a negative id, ...).
 void validate(const SamplerParams& p);
+// As validate(p), and every logit_bias id must be below n_vocab.
+void validate(const SamplerParams& p, int32_t n_vocab);
 
 // One sampling stage's survivors: how many candidates are left after it and the probability
 // mass they hold under the model's own distribution (softmax of the raw logits).
