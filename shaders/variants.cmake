@@ -35,9 +35,13 @@ vkllm_shader(attention_combine  attention_combine.comp)
 vkllm_shader(attention_summary    attention_summary.comp)  # probes: per-row entropy, sink, distance
 vkllm_shader(attention_summary_sg attention_summary.comp USE_SUBGROUP)
 
+# The weight types the GPU decodes (shaders/include/dequant*.glsl).
+set(VKLLM_WEIGHT_TYPES f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4
+    iq4_nl iq4_xs tq1_0 tq2_0)
+
 # --- Weight ops (matvec, matmul, get_rows): one variant per weight type, named
 # <op>_<type>; matvec_<type>_sg reduces with subgroupAdd (chosen when subgroup arithmetic is on).
-foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4 iq4_nl iq4_xs)
+foreach(wtype ${VKLLM_WEIGHT_TYPES})
   string(TOUPPER ${wtype} WTYPE)
   vkllm_shader(matvec_${wtype}    matvec.comp   WTYPE_${WTYPE})
   vkllm_shader(matvec_${wtype}_sg matvec.comp   WTYPE_${WTYPE} USE_SUBGROUP)
@@ -76,7 +80,7 @@ vkllm_shader(moe_route   moe_route.comp)
 vkllm_shader(moe_sort    moe_sort.comp)
 vkllm_shader(moe_combine moe_combine.comp)
 vkllm_shader(moe_load    moe_load.comp)
-foreach(wtype f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k mxfp4 iq4_nl iq4_xs)
+foreach(wtype ${VKLLM_WEIGHT_TYPES})
   string(TOUPPER ${wtype} WTYPE)
   vkllm_shader(moe_matvec_${wtype}    moe_matvec.comp WTYPE_${WTYPE})
   vkllm_shader(moe_matvec_${wtype}_sg moe_matvec.comp WTYPE_${WTYPE} USE_SUBGROUP)

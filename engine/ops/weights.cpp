@@ -43,6 +43,8 @@ bool gpu_format(TensorType t, Format* f) {
         case TensorType::MXFP4: *f = {32, 17, VKLLM_WEIGHT(mxfp4)}; return true;
         case gguf::kIQ4_NL: *f = {32, 18, VKLLM_WEIGHT(iq4_nl)}; return true;
         case gguf::kIQ4_XS: *f = {256, 136, VKLLM_WEIGHT(iq4_xs)}; return true;
+        case gguf::kTQ1_0: *f = {256, 54, VKLLM_WEIGHT(tq1_0)}; return true;
+        case gguf::kTQ2_0: *f = {256, 66, VKLLM_WEIGHT(tq2_0)}; return true;
         default: return false;
     }
 }
@@ -72,6 +74,15 @@ uint64_t env_limit(const char* name, uint64_t fallback) {
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 
+// " F32 F16 ...": the names of the types gpu_format takes, in GGUF's numbering.
+std::string supported_types() {
+    std::string names;
+    Format f;
+    for (uint32_t t = 0; t < 64; ++t)
+        if (gpu_format(TensorType(t), &f)) names += " " + type_name(TensorType(t));
+    return names;
+}
+
 }  // namespace
 
 void require(bool ok, const char* op, const std::string& message) {
@@ -82,7 +93,7 @@ Layout checked_layout(const Weight& w, const char* op) {
     Layout l;
     require(gpu_format(w.type, &l.format), op,
             "the GPU cannot decode " + type_name(w.type) +
-                " weights (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4 IQ4_NL IQ4_XS)");
+                " weights (supported:" + supported_types() + ")");
     require(w.n_in > 0 && w.n_out > 0, op,
             "weight dims {" + std::to_string(w.n_in) + ", " + std::to_string(w.n_out) + "} must be positive");
     require(w.n_in % l.format.block_elems == 0, op,
