@@ -25,7 +25,8 @@ namespace {
 
 const char* kUsage =
     "vkllm probe [-m MODEL.gguf] (-p PROMPT | -f FILE) [-n N] [--attention all|L,L..|L:H,L:H..]\n"
-    "            [--tile Q0-Q1,K0-K1] [--attention-summary] [--max-bytes N[K|M|G]] [--npy]\n"
+    "            [--tile Q0-Q1,K0-K1] [--attention-summary] [--top-keys K] [--thumbnail S]\n"
+    "            [--max-bytes N[K|M|G]] [--npy]\n"
     "            [--residual] [--ffn-down] [--routing] [--logit-lens all|L,L..] [--lens-top K]\n"
     "            [--timings] [--exact] [--device D] [--cache-type auto|f16|f32|q8_0]\n"
     "            -o OUT.json\n"
@@ -37,11 +38,16 @@ const char* kUsage =
     "      (inclusive; 'all' for either axis)\n"
     "  --attention-summary: entropy, sink mass, mean distance and largest probability of every\n"
     "      layer and head, computed on the GPU (attention_summary)\n"
+    "  --top-keys K: each query row's K (1..16) most probable keys of every layer and head,\n"
+    "      computed on the GPU (attention_top_k)\n"
+    "  --thumbnail S: every layer and head's map max-pooled on the GPU into at most S x S cells\n"
+    "      (1..256; attention_thumbnails)\n"
     "  --max-bytes: what the probes may copy to the host per evaluation (default 256M); asking\n"
     "      for more is an error that says how much\n"
     "  --npy: every attention map's probabilities go to OUT.attention-L<l>[-H<h>].npy (NumPy\n"
-    "      float32 [n_head][query][key]) and the JSON names the file (probs_npy); maps of over\n"
-    "      2^20 values go there without it\n"
+    "      float32 [n_head][query][key]) and the JSON names the file (probs_npy), the top keys\n"
+    "      and thumbnails to OUT.attention-top-k-E<eval>-keys/-probs.npy and\n"
+    "      OUT.attention-thumbnails-E<eval>.npy; tensors of over 2^20 values go there without it\n"
     "  without -m: the small model built into vkllm";
 
 constexpr uint64_t kSidecarValues = uint64_t(1) << 20;
@@ -149,7 +155,7 @@ int32_t argmax(const std::vector<float>& logits) {
 int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-f", "-n", "-o", "--attention", "--tile", "--max-bytes", "--logit-lens", "--lens-top",
-               "--device", "--cache-type"},
+               "--device", "--cache-type", "--top-keys", "--thumbnail"},
               {"--residual", "--ffn-down", "--routing", "--timings", "--exact", "--attention-summary", "--npy"});
     const std::optional<std::string> text = prompt_text(o);
     if (!text || !o.has("-o")) throw UsageError("-p PROMPT (or -f FILE) and -o are required");
@@ -160,6 +166,10 @@ int run(const Args& args) {
     const KvCacheType kv_cache = cache_type(o);
     const int n_generate = int(o.integer("-n", 0, 0));
     const int lens_top = int(o.integer("--lens-top", 10, 1));
+    const int top_keys = int(o.integer("--top-keys", 0, 1));
+    const int thumbnail = int(o.integer("--thumbnail", 0, 1));
+    if (top_keys > 16) throw UsageError("--top-keys: at most 16 keys per row; got " + std::to_string(top_keys));
+    if (thumbnail > 256) throw UsageError("--thumbnail: at most 256 cells a side; got " + std::to_string(thumbnail));
     if (o.has("-m") && o.str("-m").empty()) throw UsageError("-m names no file");
 
     // Opened first: an output that cannot be written is reported before the model loads.
@@ -190,6 +200,8 @@ int run(const Args& args) {
     }
     pc.attention_max_rows = int(prompt.size());  // every prompt row
     pc.attention_summary = o.has("--attention-summary");
+    pc.attention_top_k = top_keys;
+    pc.attention_thumbnail = thumbnail;
     pc.max_bytes = max_bytes;
     pc.residual_stats = o.has("--residual");
     pc.ffn_down = o.has("--ffn-down");

@@ -1,6 +1,7 @@
 #include "probe_json.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "json_text.h"
 
@@ -164,6 +165,8 @@ void ProbeDocument::add(const ProbeResults& r, int eval) {
         for (const LensToken& t : l.top) top.push_back({{"id", t.id}, {"text", t.text}, {"p", t.p}});
         logit_lens_.push_back({{"eval", eval}, {"layer", l.layer}, {"position", l.position}, {"top", top}});
     }
+    if (!r.attention_top_k.empty() || !r.attention_thumbnails.empty())
+        detail_.push_back({eval, r.attention_top_k, r.attention_thumbnails});
     timings_.insert(timings_.end(), r.timings.begin(), r.timings.end());
     passes_ += r.passes;
     dispatches_ += r.dispatches;
@@ -192,6 +195,8 @@ json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentTok
                                             {"mean_distance", float(s.mean_distance / n)},
                                             {"max_prob", float(s.max_prob / n)}});
     }
+    doc["attention_top_k"] = detail_json(sidecar, sidecar_min_values, "attention_top_k");
+    doc["attention_thumbnails"] = detail_json(sidecar, sidecar_min_values, "attention_thumbnails");
     doc["residual"] = residual_;
     doc["ffn_down"] = ffn_down_;
     doc["routing"] = json::array();
@@ -208,6 +213,88 @@ json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentTok
                       {"total_ms", total_ms}, {"by_op", by_op},
                       {"by_layer", timings_.empty() ? json::array() : json(timings_by_layer(timings_, info.n_layer))}};
     return doc;
+}
+
+namespace {
+
+// [n0][n1][n2] nested arrays of a flat row-major vector.
+template <typename T>
+json nested3(const std::vector<T>& flat, size_t n1, size_t n2) {
+    json out = json::array();
+    for (size_t i = 0; n1 * n2 > 0 && i + n1 * n2 <= flat.size(); i += n1 * n2) {
+        json rows = json::array();
+        for (size_t r = 0; r < n1; ++r)
+            rows.push_back(std::vector<T>(flat.begin() + long(i + r * n2), flat.begin() + long(i + (r + 1) * n2)));
+        out.push_back(std::move(rows));
+    }
+    return out;
+}
+
+// One tensor of the detail: inline, or in the sidecar (as float32) when it is large enough.
+template <typename T>
+void put_tensor(json& j, const char* field, const std::vector<T>& flat, size_t n0, size_t n1, size_t n2,
+                const SidecarWriter& sidecar, uint64_t sidecar_min_values, const std::string& name) {
+    const std::string npy = std::string(field) + "_npy";
+    if (sidecar && flat.size() >= sidecar_min_values) {
+        j[field] = nullptr;
+        j[npy] = sidecar(name, {n0, n1, n2}, std::vector<float>(flat.begin(), flat.end()));
+    } else {
+        j[field] = nested3(flat, n1, n2);
+        j[npy] = nullptr;
+    }
+}
+
+}  // namespace
+
+// Every eval's heads in one entry each (the probes give every head of an eval the same query
+// rows, and the same cells).
+json ProbeDocument::detail_json(const SidecarWriter& sidecar, uint64_t sidecar_min_values, const char* field) const {
+    json out = json::array();
+    const bool top = std::string(field) == "attention_top_k";
+    for (const Detail& d : detail_) {
+        json heads = json::array();
+        json j = {{"eval", d.eval}};
+        const std::string name = std::string(top ? "attention-top-k" : "attention-thumbnails") + "-E" + std::to_string(d.eval);
+        if (top) {
+            if (d.top_k.empty()) continue;
+            const AttentionTopK& first = d.top_k.front();
+            std::vector<int> keys;
+            std::vector<float> probs;
+            for (const AttentionTopK& t : d.top_k) {
+                if (t.query_pos != first.query_pos || t.k != first.k)
+                    throw std::logic_error("probe document: the heads of one eval have different top-k rows");
+                heads.push_back({{"layer", t.layer}, {"head", t.head}});
+                keys.insert(keys.end(), t.key_pos.begin(), t.key_pos.end());
+                probs.insert(probs.end(), t.probs.begin(), t.probs.end());
+            }
+            j["k"] = first.k;
+            j["query_pos"] = first.query_pos;
+            j["heads"] = heads;
+            const size_t n0 = d.top_k.size(), n1 = first.query_pos.size(), n2 = size_t(first.k);
+            put_tensor(j, "keys", keys, n0, n1, n2, sidecar, sidecar_min_values, name + "-keys");
+            put_tensor(j, "probs", probs, n0, n1, n2, sidecar, sidecar_min_values, name + "-probs");
+        } else {
+            if (d.thumbnails.empty()) continue;
+            const AttentionThumbnail& first = d.thumbnails.front();
+            std::vector<float> cells;
+            for (const AttentionThumbnail& t : d.thumbnails) {
+                if (t.cell != first.cell || t.query_first != first.query_first || t.rows != first.rows ||
+                    t.cols != first.cols)
+                    throw std::logic_error("probe document: the heads of one eval have different thumbnail cells");
+                heads.push_back({{"layer", t.layer}, {"head", t.head}});
+                cells.insert(cells.end(), t.max_prob.begin(), t.max_prob.end());
+            }
+            j["cell"] = first.cell;
+            j["query_first"] = first.query_first;
+            j["rows"] = first.rows;
+            j["cols"] = first.cols;
+            j["heads"] = heads;
+            put_tensor(j, "max_prob", cells, d.thumbnails.size(), size_t(first.rows), size_t(first.cols), sidecar,
+                       sidecar_min_values, name);
+        }
+        out.push_back(std::move(j));
+    }
+    return out;
 }
 
 std::string dump_document(const json& doc) { return json_text(doc) + "\n"; }

@@ -13,6 +13,14 @@
 //   attention_summary [{layer, head, rows, entropy, sink_mass, mean_distance, max_prob}]: per
 //                 layer and head, each the mean over the `rows` query rows of every eval
 //                 (vkllm/probe.h AttentionSummary)
+//   attention_top_k [{eval, k, query_pos[], heads[{layer, head}], keys[head][query][k] or null,
+//                 probs[head][query][k] or null, keys_npy, probs_npy}]: per eval, each query
+//                 row's k most probable keys of every listed head (vkllm/probe.h AttentionTopK:
+//                 key -1, probability 0 past a row's visible keys); keys_npy and probs_npy, when
+//                 not null, name NumPy files (float32 [head][query][k]) holding them instead
+//   attention_thumbnails [{eval, cell, query_first, rows, cols, heads[{layer, head}],
+//                 max_prob[head][row][col] or null, max_prob_npy}]: per eval, every listed
+//                 head's map max-pooled into cells of `cell` positions (AttentionThumbnail)
 //   residual    [{eval, layer, max_abs, position, channel, median_abs, token_max_abs[],
 //                 token_channel[], top[{value, position, channel}]}] per eval (eval 0: the
 //                 prompt, eval i: the i-th evaluation after it)
@@ -84,6 +92,15 @@ private:
     nlohmann::json residual_ = nlohmann::json::array(), ffn_down_ = nlohmann::json::array(),
                    logit_lens_ = nlohmann::json::array();
     std::map<int, nlohmann::json> routing_;  // by layer
+    // Top keys and thumbnails of each eval, as the probes gave them (written in to_json, where
+    // the sidecar is known).
+    struct Detail {
+        int eval = 0;
+        std::vector<AttentionTopK> top_k;
+        std::vector<AttentionThumbnail> thumbnails;
+    };
+    std::vector<Detail> detail_;
+    nlohmann::json detail_json(const SidecarWriter& sidecar, uint64_t sidecar_min_values, const char* field) const;
     std::vector<OpTiming> timings_;
     int passes_ = 0, dispatches_ = 0, barriers_ = 0;
 };

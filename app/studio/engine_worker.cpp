@@ -33,7 +33,10 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_c
             c.attention_layers = all_layers;
             c.attention_max_rows = 1024;
         } else {
+            // Too large for maps: summaries, each row's top keys and every head's thumbnail.
             c.attention_summary = true;
+            c.attention_top_k = 4;
+            c.attention_thumbnail = 32;
         }
     }
     if (s.activations) {

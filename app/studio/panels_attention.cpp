@@ -3,9 +3,12 @@
 // "what attends to this token" across layers.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <string>
 #include <tuple>
 
+#include "head_detail.h"
 #include "heatmap.h"
 #include "legends.h"
 #include <imgui.h>
@@ -49,6 +52,38 @@ void cell_tooltip(StudioApp& app, const AttentionHistory& a, int head, int q, in
 }
 
 }  // namespace
+
+// The selected head's thumbnail (max-pooled on the GPU) and its newest query's top keys.
+static void draw_head_detail(StudioApp& app, int layer, int head) {
+    const HeadDetailView d = head_detail(*app.state->probes, layer, head);
+    if (d.has_top) {
+        std::string keys;
+        for (const auto& [k, p] : d.top) {
+            char text[96];
+            std::snprintf(text, sizeof text, "%s%d \"%s\" %.3f", keys.empty() ? "" : ",  ", k,
+                          short_text(app.token_text(k)).c_str(), p);
+            keys += text;
+        }
+        ImGui::TextWrapped("head %d, query %d \"%s\" attends most to: %s", head, d.query_pos,
+                           short_text(app.token_text(d.query_pos)).c_str(), keys.c_str());
+    }
+    if (!d.has_thumbnail) return;
+    const AttentionThumbnail& t = d.thumbnail;
+    ImGui::TextDisabled("thumbnail: each cell the largest p over %d x %d positions (queries from %d, keys from 0)", t.cell,
+                        t.cell, t.query_first);
+    float hi = 1e-6f;
+    for (float x : t.max_prob) hi = std::max(hi, x);
+    const float side = std::min(ImGui::GetContentRegionAvail().x, ui_px(320));
+    const float cell = side / float(std::max(t.cols, 1));
+    const HeatmapHover hv = draw_heatmap("thumbnail", t.max_prob.data(), t.rows, t.cols,
+                                         ImVec2(cell * float(t.cols), cell * float(t.rows)), 0.0f, hi);
+    if (hv.hovered() && hv.row < t.rows && hv.col < t.cols) {
+        const int q0 = t.query_first + hv.row * t.cell, k0 = hv.col * t.cell;
+        ImGui::SetTooltip("queries %d..%d \"%s\"...\nkeys %d..%d \"%s\"...\nlargest p %.4f", q0, q0 + t.cell - 1,
+                          short_text(app.token_text(q0)).c_str(), k0, k0 + t.cell - 1,
+                          short_text(app.token_text(k0)).c_str(), t.at(hv.row, hv.col));
+    }
+}
 
 // Models whose maps do not fit the probe budget: the layer x head overview from the GPU's
 // summaries (entropy, first-token mass or mean distance per cell) and the selected layer's table.
@@ -114,6 +149,7 @@ static void draw_summary_overview(StudioApp& app) {
         }
         end_data_table();
     }
+    draw_head_detail(app, l.layer, std::clamp(app.sel_head, 0, std::max(l.n_head - 1, 0)));
 }
 
 void draw_attention_panel(StudioApp& app) {

@@ -194,6 +194,15 @@ ProbeEval truncated_eval(const ProbeEval& e, int n) {
         p.weights.resize(k * size_t(p.top_k));
     }
     std::erase_if(r.logit_lens, [n](const LogitLens& l) { return l.position >= n; });
+    for (AttentionTopK& a : r.attention_top_k) {
+        const size_t q = count_before(a.query_pos, n);
+        a.query_pos.resize(q);
+        a.key_pos.resize(q * size_t(a.k));
+        a.probs.resize(q * size_t(a.k));
+    }
+    std::erase_if(r.attention_top_k, [](const AttentionTopK& a) { return a.query_pos.empty(); });
+    // A thumbnail's cells pool several rows: one that held a dropped row cannot be cut exactly.
+    if (n < e.first_pos + e.n_tokens) r.attention_thumbnails.clear();
     t.n_tokens = int(keep);
     return t;
 }

@@ -1,7 +1,9 @@
 // vkllm probe on a model with many heads: every head's summary and one head's full map in a
-// small JSON document, the map's NumPy sidecar, tiles, the byte budget and its errors.
+// small JSON document, the map's NumPy sidecar, every head's top keys and thumbnail against the
+// full map, tiles, the byte budget and its errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -130,6 +132,94 @@ TEST(ProbeScale, EveryHeadsSummaryAndOneMapStaySmall) {
     std::remove(out2.c_str());
 }
 
+// The float32 values of a NumPy file after its header, and the header's dictionary.
+std::vector<float> npy_values(const std::string& path, std::string* dict) {
+    const std::string npy = read_bytes(path);
+    EXPECT_EQ(npy.substr(0, 6), "\x93NUMPY") << path;
+    const size_t header = size_t(uint8_t(npy[8])) | size_t(uint8_t(npy[9])) << 8;
+    *dict = npy.substr(10, header);
+    std::vector<float> v((npy.size() - 10 - header) / 4);
+    std::memcpy(v.data(), npy.data() + 10 + header, v.size() * 4);
+    return v;
+}
+
+TEST(ProbeScale, EveryHeadsTopKeysAndThumbnailAgreeWithAFullMap) {
+    const std::string out = test::temp_path("probe-wide-detail.json");
+    const std::string prompt = prompt_file();
+    Result r = vkllm("probe -m " + wide_model() + " -f " + prompt + " -n 1 --attention 2:5 --top-keys 3 --thumbnail 16 -o " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const json doc = read_json(out);
+    const int T = int(doc["tokens"].size()) - 1;  // the prompt's
+    const json& map = doc["attention"][0]["probs"][0];  // layer 2 head 5, every row of both evals
+    ASSERT_EQ(doc["attention_top_k"].size(), 2u);      // the prompt and the generated token
+    ASSERT_EQ(doc["attention_thumbnails"].size(), 2u);
+    const json& top = doc["attention_top_k"][0];
+    EXPECT_EQ(int(top["eval"]), 0);
+    EXPECT_EQ(int(top["k"]), 3);
+    ASSERT_EQ(top["heads"].size(), size_t(kLayers * kHeads));
+    ASSERT_EQ(top["query_pos"].size(), size_t(T));
+    const size_t h25 = 2 * kHeads + 5;
+    EXPECT_EQ(int(top["heads"][h25]["layer"]), 2);
+    EXPECT_EQ(int(top["heads"][h25]["head"]), 5);
+    for (size_t q = 0; q < size_t(T); q += 13) {
+        const json& keys = top["keys"][h25][q];
+        const json& probs = top["probs"][h25][q];
+        float best = 0;
+        for (float p : map[q]) best = std::max(best, p);
+        EXPECT_NEAR(float(probs[0]), best, 1e-6) << "row " << q;
+        for (size_t i = 0; i < 3; ++i) {
+            const int key = keys[i].get<int>();
+            if (key < 0) {  // row q sees q + 1 keys
+                EXPECT_GT(i, q) << "row " << q;
+                EXPECT_EQ(float(probs[i]), 0.0f) << "row " << q;
+                continue;
+            }
+            ASSERT_LE(key, int(q)) << "row " << q;
+            EXPECT_NEAR(map[q][size_t(key)].get<float>(), float(probs[i]), 1e-6) << "row " << q;
+            if (i > 0) EXPECT_LE(float(probs[i]), float(probs[i - 1])) << "row " << q;
+        }
+    }
+    const json& th = doc["attention_thumbnails"][0];
+    const int cell = th["cell"], rows = th["rows"], cols = th["cols"];
+    EXPECT_LE(cols, 16);
+    EXPECT_GT(cols, 8);  // the smallest power of two that fits
+    EXPECT_EQ(rows, (T - 1) / cell + 1);
+    const json& cells = th["max_prob"][h25];
+    for (int rr = 0; rr < rows; ++rr)
+        for (int c = 0; c < cols; ++c) {
+            float want = 0;
+            for (int q = rr * cell; q < std::min(T, (rr + 1) * cell); ++q)
+                for (int k = c * cell; k < std::min(int(map[q].size()), (c + 1) * cell); ++k) want = std::max(want, float(map[q][k]));
+            EXPECT_NEAR(float(cells[rr][c]), want, 1e-6) << "cell " << rr << "," << c;
+        }
+    EXPECT_EQ(int(doc["attention_thumbnails"][1]["rows"]), 1);  // the generated token's row
+    EXPECT_LT(std::filesystem::file_size(out), uint64_t(10) << 20);
+
+    // In NumPy files: the same values.
+    const std::string out2 = test::temp_path("probe-wide-detail-npy.json");
+    r = vkllm("probe -m " + wide_model() + " -f " + prompt + " --top-keys 3 --thumbnail 16 --npy -o " + out2);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const json doc2 = read_json(out2);
+    const json& top2 = doc2["attention_top_k"][0];
+    ASSERT_TRUE(top2["keys"].is_null());
+    const std::string dir = std::filesystem::path(out2).parent_path();
+    std::string dict;
+    const std::vector<float> keys = npy_values(dir + "/" + std::string(top2["keys_npy"]), &dict);
+    EXPECT_NE(dict.find("(" + std::to_string(kLayers * kHeads) + ", " + std::to_string(T) + ", 3)"), std::string::npos) << dict;
+    ASSERT_EQ(keys.size(), size_t(kLayers * kHeads) * size_t(T) * 3);
+    for (size_t q = 0; q < size_t(T); q += 13)
+        EXPECT_EQ(int(keys[(h25 * size_t(T) + q) * 3]), int(top["keys"][h25][q][0])) << "row " << q;
+    const json& th2 = doc2["attention_thumbnails"][0];
+    ASSERT_TRUE(th2["max_prob"].is_null());
+    const std::vector<float> cells2 = npy_values(dir + "/" + std::string(th2["max_prob_npy"]), &dict);
+    ASSERT_EQ(cells2.size(), size_t(kLayers * kHeads) * size_t(rows) * size_t(cols));
+    EXPECT_FLOAT_EQ(cells2[(h25 * size_t(rows) + size_t(rows - 1)) * size_t(cols)], float(cells[rows - 1][0]));
+    for (const char* f : {"keys_npy", "probs_npy"}) std::remove((dir + "/" + std::string(top2[f])).c_str());
+    std::remove((dir + "/" + std::string(th2["max_prob_npy"])).c_str());
+    std::remove(out.c_str());
+    std::remove(out2.c_str());
+}
+
 TEST(ProbeScale, TilesAndTheBudget) {
     const std::string out = test::temp_path("probe-wide-tile.json");
     const std::string prompt = prompt_file();
@@ -165,6 +255,8 @@ TEST(ProbeScale, TilesAndTheBudget) {
              {m + " --attention 1:1 --tile 5-3,all", "ends before it starts"},
              {m + " --attention 1:1 --tile 5", "--tile expects Q0-Q1,K0-K1"},
              {m + " --max-bytes 12X", "--max-bytes expects a positive size"},
+             {m + " --top-keys 17", "--top-keys: at most 16"},
+             {m + " --thumbnail 257", "--thumbnail: at most 256"},
              {m + " -f " + prompt, "not both"},
          }) {
         const std::string args = c.message.find("--tile needs") != std::string::npos ? c.args + " --tile all,all" : c.args;

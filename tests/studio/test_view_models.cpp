@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "head_detail.h"
 #include "probe_history.h"
 #include "studio_app.h"
 #include "view_models.h"
@@ -318,3 +319,62 @@ TEST(ViewModels, SummaryOverviewWeightsEvalsByRows) {
     EXPECT_NEAR(v.layers[0].heads[0].entropy, 1.0, 1e-6);
     EXPECT_EQ(v.layers[0].n_query, 3);
 }
+
+namespace vkllm::studio {
+namespace {
+
+// The selected head's GPU detail: the thumbnail of the eval with the most rows, the newest row's
+// top keys (empty places left out), and a truncation that cuts an eval drops its thumbnails and
+// its rows' top keys past the cut.
+TEST(ViewModels, HeadDetailTakesThePromptsThumbnailAndTheNewestTopKeys) {
+    auto top = [](int first, int rows, int key) {
+        AttentionTopK t;
+        t.layer = 1;
+        t.head = 2;
+        t.k = 2;
+        for (int q = 0; q < rows; ++q) {
+            t.query_pos.push_back(first + q);
+            t.key_pos.insert(t.key_pos.end(), {key + q, -1});
+            t.probs.insert(t.probs.end(), {0.75f, 0.0f});
+        }
+        return t;
+    };
+    auto thumb = [](int first, int rows, float v) {
+        AttentionThumbnail t;
+        t.layer = 1;
+        t.head = 2;
+        t.cell = 2;
+        t.query_first = first;
+        t.rows = rows;
+        t.cols = 3;
+        t.max_prob.assign(size_t(rows) * 3, v);
+        return t;
+    };
+    ProbeHistory h;
+    ProbeResults prompt;
+    prompt.attention_top_k = {top(0, 5, 0)};
+    prompt.attention_thumbnails = {thumb(0, 3, 0.5f)};
+    h.add_step(prompt, 0, 5, true);
+    ProbeResults step;
+    step.attention_top_k = {top(5, 1, 3)};
+    step.attention_thumbnails = {thumb(4, 1, 0.25f)};
+    h.add_step(step, 5, 1, false);
+    HeadDetailView d = head_detail(h, 1, 2);
+    ASSERT_TRUE(d.has_thumbnail);
+    EXPECT_EQ(d.thumbnail.rows, 3);
+    EXPECT_EQ(d.thumbnail.at(2, 2), 0.5f);
+    ASSERT_TRUE(d.has_top);
+    EXPECT_EQ(d.query_pos, 5);
+    ASSERT_EQ(d.top.size(), 1u);
+    EXPECT_EQ(d.top[0].first, 3);
+    EXPECT_FALSE(head_detail(h, 0, 2).has_top);
+    h.truncate(3);  // inside the prompt
+    d = head_detail(h, 1, 2);
+    EXPECT_FALSE(d.has_thumbnail);
+    ASSERT_TRUE(d.has_top);
+    EXPECT_EQ(d.query_pos, 2);
+    EXPECT_EQ(d.top[0].first, 2);
+}
+
+}  // namespace
+}  // namespace vkllm::studio
