@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <pthread.h>
 #include <random>
 #include <string>
@@ -242,10 +243,11 @@ private:
         std::shared_ptr<Job> job;
         ResponseHeader head{endpoint, "", std::time(nullptr), id_};
         CompletionRequest r;
-        std::unique_ptr<ToolCallReader> tools;  // tools offered: calls are read out of the answer
+        std::optional<ToolCallReader> tools;  // tools offered: calls are read out of each choice's answer
         try {
             r = parse_request(endpoint, req.body, next_seed());
             check_model(r.model);
+            check_logit_bias(r, model_.n_vocab());
             if (encoder_)
                 throw ApiError(400, "the model '" + id_ + "' is an encoder: it embeds (POST /v1/embeddings) but does "
                                     "not generate", "model", "model_not_supported");
@@ -267,12 +269,12 @@ private:
                                        "tools", "unsupported_schema_keyword");
                     }
                 }
-                tools = std::make_unique<ToolCallReader>(tool_format_, answer_prefix);
+                tools.emplace(tool_format_, answer_prefix);
             }
             std::vector<int32_t> prompt = prompt_tokens(r, res, tools_json, answer_prefix);
             const int room = session_n_ctx_ - int(prompt.size());
             r.options.max_tokens = r.options.max_tokens < 0 ? room : std::min(r.options.max_tokens, room);
-            job = std::make_shared<Job>(std::move(prompt), r.options, r.logprobs, r.json);
+            job = std::make_shared<Job>(std::move(prompt), r.options, r.logprobs, r.json, r.n);
             if (!worker_.submit(job))
                 throw ApiError(503, "the server is busy: " + std::to_string(worker_.waiting()) +
                                         " requests are waiting; try again shortly", "", "queue_full", "server_error");
@@ -281,21 +283,30 @@ private:
         }
         head.id = (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
         const std::string echo = !r.echo ? "" : r.prompt_is_tokens ? model_.detokenize(r.prompt_tokens) : r.prompt;
+        const ToolCallReader* tool_reader = tools ? &*tools : nullptr;
         if (r.stream)
-            stream(res, head, job, r, echo, tools.get());
+            stream(res, head, job, r, echo, tool_reader);
         else
-            answer(res, head, job, r, echo, tools.get());
+            answer(res, head, job, r, echo, tool_reader);
         // A stream left early (the client went away) has cancelled its job: it ends within a step.
-        std::string rest;
-        while (!job->take(rest, kPoll)) rest.clear();
-        const GenerateResult& g = job->result();
-        metrics.generation(int(job->prompt.size()), g.n_prompt_evaluated, completion_tokens(g), g.prompt_seconds,
-                           g.decode_seconds);
-        char note[160];
-        const int n = completion_tokens(g);
-        std::snprintf(note, sizeof note, "prompt %zu tokens (%d evaluated), %d generated (%s), first token %.3f s, %.4f s/token",
-                      job->prompt.size(), g.n_prompt_evaluated, n, to_string(g.reason), g.first_token_seconds,
-                      n > 0 ? g.decode_seconds / n : 0.0);
+        int n = 0, evaluated = 0;
+        double prompt_seconds = 0, decode_seconds = 0;
+        for (int i = 0; i < job->n_choices; ++i) {
+            std::string rest;
+            while (!job->take(rest, kPoll, nullptr, i)) rest.clear();
+            const GenerateResult& g = job->result(i);
+            n += completion_tokens(g);
+            evaluated += g.n_prompt_evaluated;
+            prompt_seconds += g.prompt_seconds;
+            decode_seconds += g.decode_seconds;
+        }
+        const GenerateResult& g = job->result(job->n_choices - 1);
+        metrics.generation(int(job->prompt.size()), evaluated, n, prompt_seconds, decode_seconds);
+        const std::string choices = job->n_choices > 1 ? " in " + std::to_string(job->n_choices) + " choices" : "";
+        char note[200];
+        std::snprintf(note, sizeof note, "prompt %zu tokens (%d evaluated), %d generated%s (%s), first token %.3f s, %.4f s/token",
+                      job->prompt.size(), evaluated, n, choices.c_str(), to_string(g.reason),
+                      job->result(0).first_token_seconds, n > 0 ? decode_seconds / n : 0.0);
         res.note = note;
     }
 
@@ -404,87 +415,66 @@ private:
         res.send(200, kJson, app::json_text(json{{"content", model_.detokenize(ids, /*render_special=*/true)}}));
     }
 
-    // stream: false — the whole answer once it is done.
+    // stream: false — the whole answer once every choice is done.
     void answer(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job,
-                const CompletionRequest& r, const std::string& echo, ToolCallReader* tools) {
-        std::string text;
-        std::vector<TokenLogprobs> tokens;
-        while (!job->take(text, kPoll, &tokens)) {
-            if (res.client_gone()) worker_.cancel(job);  // keeps waiting for the worker to let go of it
+                const CompletionRequest& r, const std::string& echo, const ToolCallReader* tools) {
+        json out;
+        int generated = 0;
+        for (int i = 0; i < job->n_choices; ++i) {
+            std::string text;
+            std::vector<TokenLogprobs> tokens;
+            while (!job->take(text, kPoll, &tokens, i)) {
+                if (res.client_gone()) worker_.cancel(job);  // keeps waiting for the worker to let go of it
+            }
+            const GenerateResult& g = job->result(i);
+            const bool failed =
+                g.reason == StopReason::Error || g.reason == StopReason::Cancelled || g.reason == StopReason::Callback;
+            if (failed) worker_.cancel(job);  // the later choices are not generated
+            if (g.reason == StopReason::Error)
+                return send_error(res, ApiError(500, g.message, "", "generation_failed", "server_error"));
+            if (g.reason == StopReason::Cancelled || g.reason == StopReason::Callback)
+                return send_error(res, ApiError(503, "the request was cancelled (the client left or the server is stopping)",
+                                                "", "cancelled", "server_error"));
+            ResponseHeader h = head;
+            h.choice = i;
+            const json logprobs = r.logprobs ? logprobs_json(head.endpoint, tokens, r.top_logprobs, echo.size()) : json();
+            json one;
+            if (tools) {
+                ToolCallReader reader = *tools;  // each choice read from the start
+                std::string content = reader.push(g.text);
+                ToolCallReader::Result calls = reader.finish();
+                content += calls.content;
+                const char* finish = calls.calls.empty() ? finish_reason(g.reason) : "tool_calls";
+                one = completion_json(h, content, finish, 0, 0, logprobs, calls.calls);
+            } else {
+                one = completion_json(h, echo + g.text, finish_reason(g.reason), 0, 0, logprobs);
+            }
+            generated += completion_tokens(g);
+            if (i == 0) out = std::move(one);
+            else out["choices"].push_back(std::move(one["choices"][0]));
         }
-        const GenerateResult& g = job->result();
-        if (g.reason == StopReason::Error)
-            return send_error(res, ApiError(500, g.message, "", "generation_failed", "server_error"));
-        if (g.reason == StopReason::Cancelled || g.reason == StopReason::Callback)
-            return send_error(res, ApiError(503, "the request was cancelled (the client left or the server is stopping)",
-                                            "", "cancelled", "server_error"));
-        const json logprobs = r.logprobs ? logprobs_json(head.endpoint, tokens, r.top_logprobs, echo.size()) : json();
-        if (tools) {
-            std::string content = tools->push(g.text);
-            ToolCallReader::Result calls = tools->finish();
-            content += calls.content;
-            const char* finish = calls.calls.empty() ? finish_reason(g.reason) : "tool_calls";
-            return res.send(200, kJson,
-                            app::json_text(completion_json(head, content, finish, int(job->prompt.size()),
-                                                           completion_tokens(g), logprobs, calls.calls)));
-        }
-        res.send(200, kJson,
-                 app::json_text(completion_json(head, echo + g.text, finish_reason(g.reason), int(job->prompt.size()),
-                                                completion_tokens(g), logprobs)));
+        out["usage"] = usage_json(int(job->prompt.size()), generated);
+        res.send(200, kJson, app::json_text(out));
     }
 
-    // stream: true — one server-sent event per piece of text, then the finish reason, the usage
+    // stream: true — per choice in turn, one server-sent event per piece of text, then its finish
+    // reason (each event's choice carries its index); then the usage of all choices
     // (stream_options.include_usage) and [DONE]. Whatever goes wrong once the events have begun
     // ends this stream with an error event.
     void stream(http::Responder& res, const ResponseHeader& head, const std::shared_ptr<Job>& job,
-                const CompletionRequest& r, const std::string& echo, ToolCallReader* tools) {
-        const bool include_usage = r.include_usage;
+                const CompletionRequest& r, const std::string& echo, const ToolCallReader* tools) {
         if (!res.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) return worker_.cancel(job);
         try {
-            if (head.endpoint == Endpoint::Chat && !res.write(sse(chunk_json(head, "", nullptr, true))))
-                return worker_.cancel(job);
-            if (!echo.empty() && !res.write(sse(chunk_json(head, echo, nullptr)))) return worker_.cancel(job);
-            std::string text;
-            std::vector<TokenLogprobs> tokens;  // taken, not yet sent
-            size_t offset = echo.size();        // completions' text_offset of the next token
-            // The tokens taken so far, as a chunk's logprobs (then forgotten).
-            const auto logprobs = [&] {
-                if (!r.logprobs) return json();
-                json out = logprobs_json(head.endpoint, tokens, r.top_logprobs, offset);
-                for (const TokenLogprobs& t : tokens) offset += t.piece.size();
-                tokens.clear();
-                return out;
-            };
-            for (;;) {
-                text.clear();
-                const bool done = job->take(text, kPoll, &tokens);
-                if (tools) text = tools->push(text);  // text that may be a tool call is held
-                if (!text.empty() && !res.write(sse(chunk_json(head, text, nullptr, false, logprobs()))))
-                    return worker_.cancel(job);
-                if (done) break;
-                if (res.client_gone()) return worker_.cancel(job);
+            int generated = 0;
+            for (int i = 0; i < job->n_choices; ++i) {
+                ResponseHeader h = head;
+                h.choice = i;
+                std::optional<ToolCallReader> reader;
+                if (tools) reader.emplace(*tools);
+                if (!stream_choice(res, h, job, r, echo, reader ? &*reader : nullptr)) return;
+                generated += completion_tokens(job->result(i));
             }
-            const GenerateResult& g = job->result();
-            if (g.reason == StopReason::Error || g.reason == StopReason::Cancelled || g.reason == StopReason::Callback) {
-                const bool error = g.reason == StopReason::Error;
-                res.write(sse(error_body(ApiError(500, error ? g.message : "the request was cancelled", "",
-                                                  error ? "generation_failed" : "cancelled", "server_error"))));
-            } else {
-                const char* finish = finish_reason(g.reason);
-                if (tools) {
-                    const ToolCallReader::Result calls = tools->finish();
-                    if (!calls.content.empty() && !res.write(sse(chunk_json(head, calls.content, nullptr)))) return;
-                    if (!calls.calls.empty()) {
-                        if (!res.write(sse(tool_calls_chunk_json(head, calls.calls)))) return;
-                        finish = "tool_calls";
-                    }
-                }
-                const json rest = tokens.empty() ? json() : logprobs();
-                if (!res.write(sse(chunk_json(head, "", finish, false, rest)))) return;
-                if (include_usage &&
-                    !res.write(sse(usage_chunk_json(head, int(job->prompt.size()), completion_tokens(g)))))
-                    return;
-            }
+            if (r.include_usage && !res.write(sse(usage_chunk_json(head, int(job->prompt.size()), generated)))) return;
         } catch (const std::exception& e) {
             worker_.cancel(job);
             res.write(sse(error_body(ApiError(500, std::string("the answer could not be sent: ") + e.what(), "",
@@ -492,6 +482,65 @@ private:
         }
         res.write("data: [DONE]\n\n");
         res.end_stream();
+    }
+
+    // One choice's events (h.choice). False when the stream must end here: the client left (the
+    // job is cancelled; nothing more is written) or the choice failed (its error event written).
+    bool stream_choice(http::Responder& res, const ResponseHeader& h, const std::shared_ptr<Job>& job,
+                       const CompletionRequest& r, const std::string& echo, ToolCallReader* tools) {
+        const int choice = h.choice;
+        if (h.endpoint == Endpoint::Chat && !res.write(sse(chunk_json(h, "", nullptr, true)))) {
+            worker_.cancel(job);
+            return false;
+        }
+        if (!echo.empty() && !res.write(sse(chunk_json(h, echo, nullptr)))) {
+            worker_.cancel(job);
+            return false;
+        }
+        std::string text;
+        std::vector<TokenLogprobs> tokens;  // taken, not yet sent
+        size_t offset = echo.size();        // completions' text_offset of the next token
+        // The tokens taken so far, as a chunk's logprobs (then forgotten).
+        const auto logprobs = [&] {
+            if (!r.logprobs) return json();
+            json out = logprobs_json(h.endpoint, tokens, r.top_logprobs, offset);
+            for (const TokenLogprobs& t : tokens) offset += t.piece.size();
+            tokens.clear();
+            return out;
+        };
+        for (;;) {
+            text.clear();
+            const bool done = job->take(text, kPoll, &tokens, choice);
+            if (tools) text = tools->push(text);  // text that may be a tool call is held
+            if (!text.empty() && !res.write(sse(chunk_json(h, text, nullptr, false, logprobs())))) {
+                worker_.cancel(job);
+                return false;
+            }
+            if (done) break;
+            if (res.client_gone()) {
+                worker_.cancel(job);
+                return false;
+            }
+        }
+        const GenerateResult& g = job->result(choice);
+        if (g.reason == StopReason::Error || g.reason == StopReason::Cancelled || g.reason == StopReason::Callback) {
+            const bool error = g.reason == StopReason::Error;
+            worker_.cancel(job);  // the later choices are not generated
+            res.write(sse(error_body(ApiError(500, error ? g.message : "the request was cancelled", "",
+                                              error ? "generation_failed" : "cancelled", "server_error"))));
+            return false;
+        }
+        const char* finish = finish_reason(g.reason);
+        if (tools) {
+            const ToolCallReader::Result calls = tools->finish();
+            if (!calls.content.empty() && !res.write(sse(chunk_json(h, calls.content, nullptr)))) return false;
+            if (!calls.calls.empty()) {
+                if (!res.write(sse(tool_calls_chunk_json(h, calls.calls)))) return false;
+                finish = "tool_calls";
+            }
+        }
+        const json rest = tokens.empty() ? json() : logprobs();
+        return res.write(sse(chunk_json(h, "", finish, false, rest)));
     }
 
     // A different seed for every request that gives none (splitmix64 of a counter).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace vkllm::cli::server {
@@ -134,11 +135,11 @@ int read_template_messages(const json& list, const std::vector<ChatMessage>& mes
 const std::set<std::string> kChatFields = {
     "model", "messages", "n", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature",
     "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed",
-    "stop", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice"};
+    "stop", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "logit_bias"};
 const std::set<std::string> kCompletionFields = {
     "model", "prompt", "n", "best_of", "echo", "stream", "stream_options", "max_tokens", "temperature", "top_p",
     "top_k", "min_p", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "seed", "stop",
-    "logprobs"};
+    "logprobs", "logit_bias"};
 // Harmless to ignore: they do not change the answer.
 const std::set<std::string> kIgnoredFields = {"user",     "metadata",       "store",        "service_tier",
                                               "prompt_cache_key", "safety_identifier", "prediction",
@@ -151,11 +152,6 @@ ApiError unsupported(const std::string& field, const std::string& why) {
 // A field that is neither read nor ignored: accepted only when its value asks for nothing.
 void check_other_field(Endpoint endpoint, const std::string& k, const json& v) {
     const bool chat = endpoint == Endpoint::Chat;
-    if (k == "logit_bias") {
-        if (!v.is_object()) throw bad_field(k, "must be an object of token ids to biases");
-        if (!v.empty()) throw unsupported(k, "the engine's sampler has no per-token bias");
-        return;
-    }
     if (chat && k == "functions") {
         if (!v.is_array()) throw bad_field(k, "must be a list");
         if (!v.empty()) throw unsupported(k, "the deprecated function calling is not served; send tools instead");
@@ -181,6 +177,45 @@ void check_other_field(Endpoint endpoint, const std::string& k, const json& v) {
                             " that this server knows (it refuses unknown fields rather than ignore them)",
                    k, "unknown_parameter");
 }
+
+// logit_bias: {"token id": bias in [-100, 100]} (ids as decimal strings, as JSON object keys
+// are). Ids are checked against the vocabulary by check_logit_bias.
+std::map<int32_t, float> read_logit_bias(const json& body) {
+    std::map<int32_t, float> out;
+    const json* v = field(body, "logit_bias");
+    if (!v) return out;
+    if (!v->is_object()) throw bad_field("logit_bias", "must be an object of token ids to biases");
+    for (auto it = v->begin(); it != v->end(); ++it) {
+        const std::string& key = it.key();
+        const bool digits = !key.empty() && key.size() <= 10 &&
+                            std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const int64_t id = digits ? std::stoll(key) : -1;
+        if (id < 0 || id > std::numeric_limits<int32_t>::max())
+            throw ApiError(400, "'logit_bias' keys must be token ids (non-negative integers), got '" + key + "'",
+                           "logit_bias", "invalid_value");
+        if (!it->is_number())
+            throw ApiError(400, "'logit_bias' values must be numbers, got " + it->dump() + " for token " + key,
+                           "logit_bias", "invalid_type");
+        const double bias = it->get<double>();
+        if (!(bias >= -100 && bias <= 100))
+            throw ApiError(400, "'logit_bias' values must be between -100 and 100, got " + it->dump() + " for token " + key,
+                           "logit_bias", "invalid_value");
+        out[int32_t(id)] = float(bias);
+    }
+    return out;
+}
+
+}  // namespace
+
+void check_logit_bias(const CompletionRequest& r, int32_t n_vocab) {
+    if (r.options.sampler.logit_bias.empty()) return;
+    const int32_t last = r.options.sampler.logit_bias.rbegin()->first;
+    if (last >= n_vocab)
+        throw ApiError(400, "'logit_bias' names token " + std::to_string(last) + ", outside the vocabulary (" +
+                                std::to_string(n_vocab) + " tokens)", "logit_bias", "invalid_value");
+}
+
+namespace {
 
 // response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
 // "json_schema": {"name", "schema", "strict", "description"}}. Null when text.
@@ -356,8 +391,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
         read_prompt(body, r);
     }
 
-    if (read_integer(body, "n", 1, 1, 1000) != 1)
-        throw ApiError(400, "'n' must be 1 (this server answers with one choice)", "n", "unsupported_parameter");
+    r.n = int(read_integer(body, "n", 1, 1, kMaxChoices));
     r.stream = read_bool(body, "stream", false);
     if (const json* so = field(body, "stream_options")) {
         if (!so->is_object()) throw bad_field("stream_options", "must be an object");
@@ -371,8 +405,9 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
         if (r.logprobs && r.tool_choice != CompletionRequest::ToolChoice::None)
             throw unsupported("logprobs", "log-probabilities are not served with tools (calls are read out of the text)");
     } else {
-        if (read_integer(body, "best_of", 1, 1, 1000) != 1)
-            throw ApiError(400, "'best_of' must be 1 (this server answers with one choice)", "best_of",
+        // best_of > n asks for candidates ranked by likelihood, of which n are returned.
+        if (read_integer(body, "best_of", r.n, 1, kMaxChoices) != r.n)
+            throw ApiError(400, "'best_of' must equal 'n' (this server returns every choice it generates)", "best_of",
                            "unsupported_parameter");
         r.logprobs = field(body, "logprobs") != nullptr;
         r.top_logprobs = int(read_integer(body, "logprobs", 0, 0, 20));
@@ -399,6 +434,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& body_text,
     s.seed = uint64_t(read_integer(body, "seed", int64_t(seed & uint64_t(std::numeric_limits<int64_t>::max())),
                                    std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
     o.stop = read_stop(body);
+    s.logit_bias = read_logit_bias(body);
     try {
         validate(s);
     } catch (const std::invalid_argument& e) {
@@ -450,7 +486,7 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
 
 json completion_json(const ResponseHeader& h, const std::string& text, const char* finish, int prompt_tokens,
                      int completion_tokens, const json& logprobs, const std::vector<ToolCall>& tool_calls) {
-    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
+    json choice = {{"index", h.choice}, {"logprobs", logprobs}, {"finish_reason", finish}};
     if (h.endpoint == Endpoint::Chat) {
         choice["message"] = {{"role", "assistant"}, {"content", text}};
         if (!tool_calls.empty()) {
@@ -466,7 +502,7 @@ json completion_json(const ResponseHeader& h, const std::string& text, const cha
 }
 
 json tool_calls_chunk_json(const ResponseHeader& h, const std::vector<ToolCall>& calls) {
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr},
+    json choice = {{"index", h.choice}, {"logprobs", nullptr}, {"finish_reason", nullptr},
                    {"delta", {{"tool_calls", tool_calls_json(calls, true)}}}};
     json out = header_json(h, true);
     out["choices"] = json::array({choice});
@@ -475,7 +511,7 @@ json tool_calls_chunk_json(const ResponseHeader& h, const std::vector<ToolCall>&
 
 json chunk_json(const ResponseHeader& h, const std::string& text, const char* finish, bool role_only,
                 const json& logprobs) {
-    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish ? json(finish) : json()}};
+    json choice = {{"index", h.choice}, {"logprobs", logprobs}, {"finish_reason", finish ? json(finish) : json()}};
     if (h.endpoint == Endpoint::Chat) {
         json delta = json::object();
         if (role_only) delta = {{"role", "assistant"}, {"content", ""}};

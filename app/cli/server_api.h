@@ -35,9 +35,11 @@ enum class Endpoint { Chat, Completion };  // /v1/chat/completions, /v1/completi
 //  - ignored: harmless to ignore, they do not change the answer (`user`, `metadata`, `store`,
 //    `service_tier`, `prompt_cache_key`, `safety_identifier`, `prediction`, `parallel_tool_calls`,
 //    llama-server's `cache_prompt`);
-//  - refused: a 400 whose message and `param` name the field (`logit_bias`, `functions`,
-//    `audio`, `suffix`, ...), unless the value asks for nothing (`logit_bias: {}`,
-//    `best_of: 1`, ...);
+//  - refused: a 400 whose message and `param` name the field (`functions`, `audio`, `suffix`,
+//    `best_of` other than `n`, ...), unless the value asks for nothing (`functions: []`, ...);
+//  - `logit_bias`: token id -> bias in [-100, 100] (SamplerParams::logit_bias; -100 bans);
+//  - `n`: n choices of one prompt, generated one after another; choice i samples with the
+//    request's seed + i;
 //  - chat's `tools` and `tool_choice` (auto, none, required or a named function): the tools go
 //    to the chat template, calls are read back out of the answer (vkllm/tool_calls.h), and
 //    required or named force a call by constrained sampling;
@@ -58,6 +60,7 @@ struct CompletionRequest {
     std::vector<int32_t> prompt_tokens;  // Completion, as token ids (prompt_is_tokens)
     bool prompt_is_tokens = false;
     GenerateOptions options;             // max_tokens is -1 when the request leaves it open
+    int n = 1;                           // choices
     bool stream = false;
     bool include_usage = false;          // stream_options.include_usage
     bool logprobs = false;               // chat: logprobs; completions: logprobs given (0..20)
@@ -71,10 +74,15 @@ struct CompletionRequest {
     std::string tool_name;               // Named: the function
 };
 
+// The most choices (`n`) a request may ask for (OpenAI's limit).
+constexpr int kMaxChoices = 128;
+
 // Reads a request body. Throws ApiError (400) for text that is not JSON, a field of the wrong
 // type or out of its range, missing messages or prompt, a refused or unknown field (see above).
 // Sampling defaults are the engine's (SamplerParams); `seed` when not given.
 CompletionRequest parse_request(Endpoint endpoint, const std::string& body, uint64_t seed);
+// A 400 naming logit_bias when it names a token outside a vocabulary of n_vocab tokens.
+void check_logit_bias(const CompletionRequest& r, int32_t n_vocab);
 
 // The body of a request as a JSON object, or an ApiError (400, invalid_json).
 nlohmann::json parse_body(const std::string& body);
@@ -116,6 +124,7 @@ struct ResponseHeader {
     std::string id;     // "chatcmpl-..." / "cmpl-..."
     int64_t created = 0;
     std::string model;
+    int choice = 0;     // the choice an answer or chunk is of (its "index")
 };
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens);
 // The whole answer (stream: false). tool_calls: the message's calls (its content null when

@@ -6,30 +6,32 @@
 
 namespace vkllm::cli::server {
 
-bool Job::take(std::string& text, std::chrono::milliseconds timeout, std::vector<TokenLogprobs>* tokens) {
+bool Job::take(std::string& text, std::chrono::milliseconds timeout, std::vector<TokenLogprobs>* tokens, int choice) {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return !text_.empty() || !tokens_.empty() || done_; });
-    text += text_;
-    text_.clear();
-    if (tokens) tokens->insert(tokens->end(), tokens_.begin(), tokens_.end());
-    tokens_.clear();
-    return done_;
+    Choice& c = choices_.at(size_t(choice));
+    changed_.wait_for(lock, timeout, [&] { return !c.text.empty() || !c.tokens.empty() || c.done; });
+    text += c.text;
+    c.text.clear();
+    if (tokens) tokens->insert(tokens->end(), c.tokens.begin(), c.tokens.end());
+    c.tokens.clear();
+    return c.done;
 }
 
-void Job::add_text(const std::string& text, const TokenEvent* event) {
+void Job::add_text(int choice, const std::string& text, const TokenEvent* event) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        text_ += text;
-        if (event) tokens_.push_back({event->id, event->piece, event->logprob, event->top});
+        Choice& c = choices_[size_t(choice)];
+        c.text += text;
+        if (event) c.tokens.push_back({event->id, event->piece, event->logprob, event->top});
     }
     changed_.notify_all();
 }
 
-void Job::finish(GenerateResult result) {
+void Job::finish(int choice, GenerateResult result) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        result_ = std::move(result);
-        done_ = true;
+        choices_[size_t(choice)].result = std::move(result);
+        choices_[size_t(choice)].done = true;
     }
     changed_.notify_all();
 }
@@ -116,7 +118,7 @@ void Worker::embed(Job& job) {
         job.embed_error_ = ApiError(500, e.what(), "", "embedding_failed", "server_error");
     }
     if (result.reason == StopReason::Error) result.message = job.embed_error_.what();
-    job.finish(std::move(result));
+    job.finish(0, std::move(result));
 }
 
 void Worker::run() {
@@ -131,7 +133,6 @@ void Worker::run() {
             running_ = job;
             running_since_ = std::chrono::steady_clock::now();
         }
-        GenerateResult result;
         if (job->embeds() && !job->cancelled()) {
             embed(*job);
             std::lock_guard<std::mutex> lock(mutex_);
@@ -140,27 +141,34 @@ void Worker::run() {
             completed_.fetch_add(1);
             continue;
         }
-        if (job->cancelled()) {
-            result.reason = StopReason::Cancelled;
-        } else {
-            // A cancel() between the check above and generate() is seen by the callback at the
-            // first token (generate() starts with no cancel pending).
-            const bool logprobs = job->logprobs;
-            const TokenCallback on_token = [&](const TokenEvent& ev) {
-                const bool token = logprobs && !ev.end_of_generation;
-                if (!ev.text.empty() || token) job->add_text(ev.text, token ? &ev : nullptr);
-                return !job->cancelled();
-            };
-            result = job->json ? generate_json(session_, job->prompt, job->options, *job->json, vocabulary_, on_token)
-                               : session_.generate(job->prompt, job->options, on_token);
+        bool cancelled = false;
+        for (int i = 0; i < job->n_choices; ++i) {
+            GenerateResult result;
+            if (job->cancelled()) {
+                result.reason = StopReason::Cancelled;
+            } else {
+                // A cancel() between the check above and generate() is seen by the callback at the
+                // first token (generate() starts with no cancel pending).
+                const bool logprobs = job->logprobs;
+                const TokenCallback on_token = [&](const TokenEvent& ev) {
+                    const bool token = logprobs && !ev.end_of_generation;
+                    if (!ev.text.empty() || token) job->add_text(i, ev.text, token ? &ev : nullptr);
+                    return !job->cancelled();
+                };
+                GenerateOptions options = job->options;
+                options.sampler.seed += uint64_t(i);  // each choice its own random stream
+                result = job->json ? generate_json(session_, job->prompt, options, *job->json, vocabulary_, on_token)
+                                   : session_.generate(job->prompt, options, on_token);
+            }
+            cancelled = cancelled || result.reason == StopReason::Cancelled || result.reason == StopReason::Callback;
+            if (i + 1 == job->n_choices) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                busy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - running_since_).count();
+                running_.reset();
+            }
+            job->finish(i, std::move(result));
         }
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            busy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - running_since_).count();
-            running_.reset();
-        }
-        if (result.reason == StopReason::Cancelled || result.reason == StopReason::Callback) cancelled_.fetch_add(1);
-        job->finish(std::move(result));
+        if (cancelled) cancelled_.fetch_add(1);
         completed_.fetch_add(1);
     }
 }

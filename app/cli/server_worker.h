@@ -1,12 +1,14 @@
 // The server's one generating thread: it owns the Session and runs jobs first come, first
 // served from a bounded queue. HTTP threads submit jobs and read their text as it comes.
-// A job generates (a prompt) or embeds (Session::embed of one or more token lists).
+// A job generates (a prompt, one or more choices) or embeds (Session::embed of one or more
+// token lists).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -26,26 +28,33 @@ namespace vkllm::cli::server {
 class Job {
 public:
     // A generation; `logprobs`: keep each generated token's log-probabilities (take());
-    // `json`: the text must be what the grammar allows (constrained sampling).
+    // `json`: the text must be what the grammar allows (constrained sampling). n_choices
+    // generations of the prompt, one after another (the later ones find the prompt in the
+    // cache); choice i samples with the seed options.sampler.seed + i.
     Job(std::vector<int32_t> prompt, GenerateOptions options, bool logprobs = false,
-        std::optional<JsonGrammar> json = std::nullopt)
-        : prompt(std::move(prompt)), options(std::move(options)), logprobs(logprobs), json(std::move(json)) {}
+        std::optional<JsonGrammar> json = std::nullopt, int n_choices = 1)
+        : prompt(std::move(prompt)), options(std::move(options)), logprobs(logprobs), json(std::move(json)),
+          n_choices(std::max(n_choices, 1)), choices_(size_t(this->n_choices)) {}
     // An embedding of each token list (the model's pooling).
     explicit Job(std::vector<std::vector<int32_t>> embed_inputs)
-        : logprobs(false), json(std::nullopt), embed_inputs(std::move(embed_inputs)) {}
+        : logprobs(false), json(std::nullopt), n_choices(1), embed_inputs(std::move(embed_inputs)), choices_(1) {}
 
     const std::vector<int32_t> prompt;
     const GenerateOptions options;
     const bool logprobs;
     const std::optional<JsonGrammar> json;
+    const int n_choices;
     const std::vector<std::vector<int32_t>> embed_inputs;  // non-empty: an embedding job
     bool embeds() const { return !embed_inputs.empty(); }
 
-    // Waits until new text, the end, or `timeout`; appends the text released since the last call
-    // to `text` (and with logprobs the tokens generated since, an end-of-generation token left
-    // out, to `tokens`). True once the job is done (then result() is final).
-    bool take(std::string& text, std::chrono::milliseconds timeout, std::vector<TokenLogprobs>* tokens = nullptr);
-    const GenerateResult& result() const { return result_; }  // after take() returned true
+    // Waits until new text of choice `choice`, its end, or `timeout`; appends the text released
+    // since the last call to `text` (and with logprobs the tokens generated since, an
+    // end-of-generation token left out, to `tokens`). True once the choice is done (then
+    // result(choice) is final). Choices are generated in order.
+    bool take(std::string& text, std::chrono::milliseconds timeout, std::vector<TokenLogprobs>* tokens = nullptr,
+              int choice = 0);
+    // After take() returned true for the choice.
+    const GenerateResult& result(int choice = 0) const { return choices_[size_t(choice)].result; }
     // An embedding job's rows, one per input, after take() returned true. When it failed:
     // result().reason is Error and embed_error() is the answer's error.
     const std::vector<std::vector<float>>& embeddings() const { return embeddings_; }
@@ -54,15 +63,18 @@ public:
 
 private:
     friend class Worker;
-    void add_text(const std::string& text, const TokenEvent* event);
-    void finish(GenerateResult result);
+    void add_text(int choice, const std::string& text, const TokenEvent* event);
+    void finish(int choice, GenerateResult result);
 
+    struct Choice {
+        std::string text;                   // released, not yet taken
+        std::vector<TokenLogprobs> tokens;  // generated, not yet taken
+        bool done = false;
+        GenerateResult result;
+    };
     std::mutex mutex_;
     std::condition_variable changed_;
-    std::string text_;  // released, not yet taken
-    std::vector<TokenLogprobs> tokens_;  // generated, not yet taken
-    bool done_ = false;
-    GenerateResult result_;
+    std::vector<Choice> choices_;
     std::vector<std::vector<float>> embeddings_;
     ApiError embed_error_{500, ""};
     std::atomic<bool> cancelled_{false};

@@ -30,7 +30,6 @@ const messages = [{ role: 'user', content: 'Once upon a time' }];
 
 // ---- refused fields: 400, the field in `param` and in the message ----
 const refusedChat = [
-  ['logit_bias', { logit_bias: { 5: 10 } }],
   ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }],
   ['tool_choice', { tool_choice: 'required' }],
   ['tool_choice', { tool_choice: { type: 'function', function: { name: 'f' } } }],
@@ -41,7 +40,6 @@ const refusedChat = [
   ['reasoning_effort', { reasoning_effort: 'high' }],
   ['web_search_options', { web_search_options: {} }],
   ['verbosity', { verbosity: 'low' }],
-  ['n', { n: 2 }],
   ['top_logprobs', { top_logprobs: 2 }],
   ['top_logprobs', { logprobs: true, top_logprobs: 21 }],
   ['logprobs', { logprobs: 1 }],
@@ -55,12 +53,10 @@ for (const [param, extra] of refusedChat) {
     `chat: ${JSON.stringify(extra)} is refused naming ${param}`);
 }
 const refusedCompletion = [
-  ['logit_bias', { logit_bias: { 5: -100 } }],
   ['suffix', { suffix: ' and they lived happily' }],
   ['best_of', { best_of: 3 }],
   ['echo', { echo: true, logprobs: 1 }],
   ['logprobs', { logprobs: 21 }],
-  ['n', { n: 3 }],
   ['messages', { messages }],
   ['response_format', { response_format: { type: 'json_object' } }],
   ['mirostat', { mirostat: 2 }],

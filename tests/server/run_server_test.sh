@@ -5,7 +5,8 @@
 # hostile client (tests/server/hostile.mjs: invalid UTF-8, hostile templates, malformed and
 # pipelined HTTP, slow and huge clients, memory after), checks the request fields, logprobs,
 # tool messages, the routes without /v1 and /tokenize (tests/server/fields.mjs), JSON output
-# by response_format (tests/server/json_output.mjs), then stops it with SIGTERM and expects
+# by response_format (tests/server/json_output.mjs), n choices and logit_bias
+# (tests/server/choices_and_bias.mjs), then stops it with SIGTERM and expects
 # exit code 0. Three servers of zoo-dense with real chat templates (Hermes/Qwen, Llama 3.x,
 # Mistral) answer tool calls (tests/server/tool_calls.mjs). A last server, zoo-bert with --api-key, answers
 # embeddings equal to `vkllm embed`'s, 401 without the key and /metrics
@@ -160,6 +161,7 @@ BASE_URL=$url/v1 SERVER_PID=$pid node "$here/openai_client.mjs" || fail "the ope
 BASE_URL=$url SERVER_PID=$pid node "$here/hostile.mjs" || fail "the hostile client checks failed"
 BASE_URL=$url MODEL_FILE=$work/zoo-chat.gguf VKLLM_BIN=$bin node "$here/fields.mjs" || fail "the request field checks failed"
 BASE_URL=$url node "$here/json_output.mjs" || fail "the response_format checks failed"
+BASE_URL=$url MODEL_FILE=$work/zoo-chat.gguf VKLLM_BIN=$bin node "$here/choices_and_bias.mjs" || fail "the n and logit_bias checks failed"
 grep -q 'POST /v1/completions 200 [0-9.]* s: prompt [0-9]* tokens' "$work/serve.log" || fail "no request log line with timing"
 
 kill -TERM "$pid"

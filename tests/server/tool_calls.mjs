@@ -1,7 +1,8 @@
 // tools and tool_choice through the official `openai` npm client, on zoo-dense given a real
 // model's chat template (TEMPLATE names it: a Hermes/Qwen, Llama 3.x or Mistral one): a
 // required and a named call are parsed into tool_calls whose arguments validate against the
-// function's parameters, whole and streamed, with finish_reason "tool_calls"; "auto" answers;
+// function's parameters, whole and streamed (and two choices streamed), with finish_reason
+// "tool_calls"; "auto" answers;
 // a conversation with an assistant's calls and the tool's answers is rendered back.
 // Run by run_server_test.sh with BASE_URL=http://127.0.0.1:PORT and TEMPLATE.
 import assert from 'node:assert/strict';
@@ -76,6 +77,24 @@ assert.equal(calls[0].function.name, 'add');
 checkArguments(calls[0]);
 assert.equal(content, '', 'a forced call has no content');
 log('named, streamed:', calls[0].function.arguments);
+
+// ---- two choices, streamed: each choice's call under its own index ----
+const perChoice = [[], []];
+const finishes = [null, null];
+for await (const chunk of await client.chat.completions.create({
+  model, messages, tools, tool_choice: { type: 'function', function: { name: 'add' } }, temperature: 0.7, seed: 6,
+  max_tokens: 120, stream: true, n: 2 })) {
+  for (const c of chunk.choices) {
+    for (const t of c.delta?.tool_calls ?? []) perChoice[c.index][t.index] = { ...t, function: { ...t.function } };
+    finishes[c.index] = c.finish_reason ?? finishes[c.index];
+  }
+}
+assert.deepEqual(finishes, ['tool_calls', 'tool_calls']);
+for (const choiceCalls of perChoice) {
+  assert.equal(choiceCalls.length, 1);
+  checkArguments(choiceCalls[0]);
+}
+log('n: 2, streamed:', perChoice.map((c) => c[0].function.arguments).join(' '));
 
 // ---- auto: the model may answer in text (a small story model does) ----
 const auto = await client.chat.completions.create({ model, messages, tools, temperature: 0, max_tokens: 8 });
