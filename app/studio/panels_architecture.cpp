@@ -1,6 +1,7 @@
 // Architecture: the loaded model drawn from ModelInfo as a stack of blocks: norm placement,
-// attention kind and window, GQA groups, MLA latent, dense or MoE FFN, shapes and quant types,
-// KV bytes per token. Clicking a block opens that layer in the other views.
+// attention kind and window, GQA groups, MLA latent, ALiBi slopes, dense or MoE FFN, the parallel
+// block (attention and FFN side by side on one input), shapes and quant types, KV bytes per
+// token. Clicking a block opens that layer in the other views.
 #include <algorithm>
 #include <cstdio>
 
@@ -71,11 +72,28 @@ void draw_architecture_panel(StudioApp& app) {
         // it and the block is as tall as the longer half, so no text is cut at any width.
         const float half = w * 0.5f;
         const float wrap_l = std::max(half - 12, 1.0f), wrap_r = std::max(w - half - 10, 1.0f);
-        char head[64];
-        snprintf(head, sizeof head, "L%d  %s-norm", b.layer, b.norm == "post-sum" ? "post" : b.norm.c_str());
-        const std::string left = std::string(head) + "\n" + b.attention + "\nKV " + bytes_text(b.kv_bytes_per_token) +
-                                 "/token f32";
-        const std::string right = std::string(b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN") + "\n" + b.ffn + "\n" +
+        const LayerInfo* li = b.layer >= 0 && b.layer < int(m.layers.size()) ? &m.layers[size_t(b.layer)] : nullptr;
+        const bool parallel = li && li->parallel;
+        char head[96];
+        if (parallel)  // both halves read the layer input and add into the residual together
+            snprintf(head, sizeof head, "L%d  parallel: %s | %s of one input", b.layer, li->attn_norm.c_str(),
+                     li->ffn_norm.c_str());
+        else
+            snprintf(head, sizeof head, "L%d  %s-norm", b.layer, b.norm == "post-sum" ? "post" : b.norm.c_str());
+        std::string alibi;
+        if (li && li->attention.max_alibi_bias > 0 && !li->attention.alibi_slopes.empty()) {
+            // The distance penalty per head: -slope * |q_pos - k_pos|, steepest for head 0.
+            char t[96];
+            const std::vector<float>& sl = li->attention.alibi_slopes;
+            snprintf(t, sizeof t, "\nALiBi (no positions): slopes %.3g .. %.3g over %zu heads",
+                     double(*std::max_element(sl.begin(), sl.end())), double(*std::min_element(sl.begin(), sl.end())),
+                     sl.size());
+            alibi = t;
+        }
+        const std::string left = std::string(head) + "\n" + b.attention + alibi + "\nKV " +
+                                 bytes_text(b.kv_bytes_per_token) + "/token f32";
+        const std::string right = std::string(b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN") +
+                                  (parallel ? " (beside attention)" : "") + "\n" + b.ffn + "\n" +
                                   bytes_text(b.weight_bytes) + " " + b.weight_types;
         const float h = std::max(ImGui::CalcTextSize(left.c_str(), nullptr, false, wrap_l).y,
                                  ImGui::CalcTextSize(right.c_str(), nullptr, false, wrap_r).y) + line * 0.4f;

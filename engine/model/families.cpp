@@ -34,6 +34,34 @@ std::vector<Family> make_families() {
             .gated = false,
             .ffn_bias = Has::Yes,
         },
+        // Falcon (7B/40B/180B): LayerNorm with bias, the parallel block (attention and the MLP read
+        // one normed input and add into the residual together; 40B's attention has its own norm,
+        // attn_norm_2), fused QKV without biases, multi-query (or grouped) attention, NeoX RoPE,
+        // a plain GELU MLP without biases; the output tied to token_embd without output.weight.
+        {
+            .arch = "falcon",
+            .norm = NormKind::LayerNorm,
+            .parallel = true,
+            .attn_norm_2 = Has::IfTensor,
+            .fused_qkv = true,
+            .rope_neox = true,
+            .activation = Activation::GeluTanh,
+            .gated = false,
+        },
+        // Jais: LayerNorm with bias, fused QKV with biases, ALiBi instead of any position encoding
+        // (`attention.max_alibi_bias`; llama.cpp reads no position_embd), kq scale 1/head_dim,
+        // SwiGLU with biases on gate, up and down.
+        {
+            .arch = "jais",
+            .norm = NormKind::LayerNorm,
+            .fused_qkv = true,
+            .bias_qkv = Has::Yes,
+            .bias_o = Has::Yes,
+            .alibi_key = true,
+            .kq_scale_inverse_head_dim = true,
+            .rope = false,
+            .ffn_bias = Has::Yes,
+        },
         // Qwen2: Llama with q/k/v biases and NeoX RoPE.
         {
             .arch = "qwen2",

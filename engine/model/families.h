@@ -75,6 +75,12 @@ struct Family {
     double norm_eps = 1e-5;
     NormPlacement placement = NormPlacement::Pre;
     std::string_view ffn_norm_tensor = "ffn_norm";  // the norm before the FFN (gpt-oss: post_attention_norm)
+    // The parallel block: attention and the FFN read the same layer input and both add into the
+    // residual stream (LayerSpec::parallel; Falcon).
+    bool parallel = false;
+    // IfTensor: where layer 0 has `attn_norm_2`, attention reads its own norm of the layer input
+    // (attn_norm_2) and the FFN reads attn_norm (Falcon-40B's two-norm parallel block).
+    Has attn_norm_2 = Has::No;
 
     // --- Embeddings and output ---------------------------------------------------------------
     bool embd_scale_sqrt_n_embd = false;  // token embeddings times sqrt(n_embd) (Gemma)
@@ -102,6 +108,10 @@ struct Family {
     bool sinks = false;  // learned per-head sink logits (`attn_sinks`)
     // `attn_logit_softcapping` with this default; nullopt: not read (no soft-cap).
     std::optional<double> attn_softcap;
+    // `attention.max_alibi_bias` read (default 0: no ALiBi): ALiBi's distance penalty per head.
+    bool alibi_key = false;
+    // The kq scale is 1/head_dim instead of 1/sqrt(head_dim) (Jais, muP-style).
+    bool kq_scale_inverse_head_dim = false;
 
     // --- Positions -----------------------------------------------------------------------------
     bool rope = true;         // false: no RoPE on any layer

@@ -27,6 +27,16 @@ void check_supported(const ModelSpec& s) {
             throw ModelError("architecture '" + s.arch + "': GEGLU with exact GELU is not implemented yet");
         if (!L.ffn.gated && L.ffn.activation == Activation::SiLU)
             throw ModelError("architecture '" + s.arch + "': an ungated SiLU FFN is not implemented yet");
+        if (L.parallel && (L.mixer != LayerMixer::Attention || L.attn.mla.kv_lora_rank > 0 || !L.has_ffn ||
+                           L.ffn.moe.n_expert > 0 || L.norm_placement != NormPlacement::Pre))
+            throw ModelError("architecture '" + s.arch +
+                             "': a parallel block is implemented for pre-norm attention and a dense FFN only");
+        // The weight loader reads attn_norm for attention and no ffn_gate.bias (model/weights.cpp).
+        if (L.attn_norm_tensor != "attn_norm")
+            throw ModelError("architecture '" + s.arch + "': attention normalised by '" + L.attn_norm_tensor +
+                             "' (Falcon-40B's two-norm block) is not implemented yet");
+        if (L.ffn.gated && L.ffn.bias && L.ffn.moe.n_expert == 0)
+            throw ModelError("architecture '" + s.arch + "': a gated FFN with biases (ffn_gate.bias) is not implemented yet");
     }
 }
 

@@ -44,6 +44,7 @@ inline constexpr ArchKey kSlidingWindowPattern{"attention.sliding_window_pattern
 inline constexpr ArchKey kCausal{"attention.causal"};
 inline constexpr ArchKey kAttnSoftcap{"attn_logit_softcapping"};
 inline constexpr ArchKey kFinalSoftcap{"final_logit_softcapping"};
+inline constexpr ArchKey kMaxAlibiBias{"attention.max_alibi_bias"};  // ALiBi's b: slopes 2^(-b h / n)
 
 // RoPE.
 inline constexpr ArchKey kRopeDimensionCount{"rope.dimension_count"};
@@ -101,7 +102,7 @@ inline constexpr std::string_view kGeneralKeys[] = {kArchitecture, kName, kToken
 inline constexpr ArchKey kArchKeys[] = {
     kBlockCount, kEmbeddingLength, kContextLength, kFeedForwardLength,
     kHeadCount, kHeadCountKv, kKeyLength, kValueLength, kLayerNormRmsEps, kLayerNormEps, kSlidingWindow,
-    kSlidingWindowPattern, kCausal, kAttnSoftcap, kFinalSoftcap,
+    kSlidingWindowPattern, kCausal, kAttnSoftcap, kFinalSoftcap, kMaxAlibiBias,
     kRopeDimensionCount, kRopeFreqBase, kRopeFreqBaseSwa, kRopeScalingType, kRopeScalingFactor, kRopeScalingOrigCtx,
     kRopeScalingAttnFactor, kRopeYarnBetaFast, kRopeYarnBetaSlow, kRopeYarnLogMultiplier,
     kExpertCount, kExpertUsedCount, kExpertFeedForwardLength, kExpertWeightsScale, kExpertWeightsNorm,

@@ -85,6 +85,9 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
     i.sinks = a.sinks;
     i.softcap = a.softcap;
     i.scale = a.scale;
+    i.max_alibi_bias = a.max_alibi_bias;
+    if (a.max_alibi_bias > 0.0f)
+        for (int h = 0; h < a.n_head; ++h) i.alibi_slopes.push_back(float(a.alibi_slope(h)));
     i.qk_norm = qk_norm(a.qk_norm);
     i.bias_qkv = a.bias_qkv;
     i.bias_o = a.bias_o;
@@ -316,6 +319,9 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
         LayerInfo li;
         li.index = int(l);
         li.norm_placement = placement(L.norm_placement);
+        li.parallel = L.parallel;
+        li.attn_norm = L.attn_norm_tensor;
+        li.ffn_norm = L.ffn_norm_tensor;
         li.mixer = mixer_kind(L.mixer);
         li.ffn = ffn_info(L);
         if (L.ssm.enabled()) {
@@ -392,7 +398,8 @@ std::string ModelInfo::layer_table() const {
         if (a.window > 0) std::snprintf(attn, sizeof attn, "window %d", a.window);
         else if (a.chunk > 0) std::snprintf(attn, sizeof attn, "chunk %d", a.chunk);
         else std::snprintf(attn, sizeof attn, a.causal ? "global" : "bidirectional");
-        if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
+        if (!a.rope.enabled && a.max_alibi_bias > 0) std::snprintf(rope, sizeof rope, "ALiBi, max bias %g", double(a.max_alibi_bias));
+        else if (!a.rope.enabled) std::snprintf(rope, sizeof rope, "none (NoPE)");
         else
             std::snprintf(rope, sizeof rope, "%s %d base %g%s", a.rope.neox ? "neox" : "norm", a.rope.n_dims,
                           double(a.rope.freq_base), table_scaling(a.rope.scaling));
@@ -419,8 +426,12 @@ std::string ModelInfo::layer_table() const {
         }
         const char* qk = a.qk_norm == QkNorm::None ? "" : a.qk_norm == QkNorm::PerHead ? ", qk-norm" : ", qk-norm (full)";
         char line[320];
+        // A parallel block's attention and FFN read the same input: "parallel" in the norm column,
+        // "par-2norm" with Falcon-40B's second norm (attn_norm_2) for attention.
+        const char* norm_col = !L.parallel ? to_string(L.norm_placement)
+                               : L.attn_norm == L.ffn_norm ? "parallel" : "par-2norm";
         std::snprintf(line, sizeof line, "%5d  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", L.index, heads, a.head_dim, attn,
-                      rope, to_string(L.norm_placement), ffn, qk, a.softcap > 0 ? ", softcap" : "");
+                      rope, norm_col, ffn, qk, a.softcap > 0 ? ", softcap" : "");
         s << line;
     }
     return s.str();

@@ -302,6 +302,10 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
     const bool chunked = fam.chunk > 0 && m.integer(kSlidingWindow, 1) != 0;
     const bool rope = fam.rope && (!fam.rope_switch_key || m.boolean(kRopeScalingFinetuned, true));
     const double attention_scale = fam.granite_multipliers ? m.real(kAttentionScale, 0.0) : 0.0;
+    const float max_alibi_bias = fam.alibi_key ? float(m.real(kMaxAlibiBias, 0.0)) : 0.0f;
+    if (!(max_alibi_bias >= 0.0f))
+        throw ModelError(f.path() + ": " + kMaxAlibiBias.in(s.arch) + " must be >= 0");
+    const bool attn_norm_2 = has_part(fam.attn_norm_2, f, "blk.0.attn_norm_2.weight");
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec& L = s.layers[size_t(l)];
         AttentionSpec& a = L.attn;
@@ -313,6 +317,13 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
         L.ffn.fused_gate_up = fam.fused_gate_up;
         L.ffn.bias = ffn_bias;
         if (L.mixer != LayerMixer::Attention) continue;
+        if (fam.parallel) {
+            L.parallel = true;
+            L.ffn_norm_tensor = "attn_norm";  // the FFN reads attn_norm of the layer input ...
+            if (attn_norm_2) L.attn_norm_tensor = "attn_norm_2";  // ... and attention its own norm
+        }
+        a.max_alibi_bias = max_alibi_bias;
+        if (fam.kq_scale_inverse_head_dim) a.scale = 1.0f / float(a.head_dim);
         a.causal = causal;
         a.fused_qkv = fam.fused_qkv;
         a.bias_qkv = bias_qkv;

@@ -152,6 +152,12 @@ struct LayerSpec {
     SsmSpec ssm;
     NormPlacement norm_placement = NormPlacement::Pre;
     std::string ffn_norm_tensor = "ffn_norm";  // gpt-oss calls its pre-FFN norm post_attention_norm
+    // The parallel block (GPT-J, Falcon): attention and the FFN both read the layer's input x and
+    // both add into it, x += attn(norm(x)) + ffn(norm'(x)), instead of the FFN reading x + attn.
+    // Falcon-7B's two use one norm (ffn_norm_tensor "attn_norm"); Falcon-40B's attention has its
+    // own (attn_norm_tensor "attn_norm_2").
+    bool parallel = false;
+    std::string attn_norm_tensor = "attn_norm";
 };
 
 struct ModelSpec {

@@ -28,13 +28,14 @@ void check_supported(const ModelSpec& s) {
         const AttentionSpec& a = L.attn;
         no(L.norm_placement == NormPlacement::Post || L.norm_placement == NormPlacement::PostResidual,
            "post-norm placement");
-        no(a.fused_qkv, "a fused attn_qkv projection");
         no(a.temperature_floor > 0, "NoPE attention temperature");
         no(a.qk_norm == QkNorm::L2AfterRope, "L2 QK-norm after RoPE");
         no(!a.causal, "bidirectional attention");
         no(a.rope.longrope, "LongRoPE");
         no(a.mla.kv_lora_rank > 0 && (a.bias_qkv || a.qk_norm != QkNorm::None), "MLA with biases or QK-norm");
-        no(!L.ffn.gated || L.ffn.fused_gate_up || L.ffn.bias, "a plain, fused or biased FFN");
+        no(L.ffn.fused_gate_up, "a fused gate/up FFN");
+        no(!L.ffn.gated && L.ffn.activation != Activation::GeluTanh, "a plain FFN other than GELU");
+        no(L.ffn.moe.n_expert > 0 && (L.ffn.bias || L.parallel), "experts with biases or in a parallel block");
         no(L.ffn.moe.swiglu_alpha > 0 || L.ffn.moe.weight_input || L.ffn.moe.expert_bias,
            "clamped SwiGLU, weighted expert inputs or expert biases");
     }
@@ -77,6 +78,16 @@ cpu::WeightView ReferenceForward::weight(const std::string& name) const {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (!t || t->dims.size() != 2) throw ModelError("reference forward: missing 2-D tensor '" + name + "'");
     return {t->type, t->data, int64_t(t->dims[0]), int64_t(t->dims[1])};
+}
+
+cpu::WeightView ReferenceForward::weight_rows(const std::string& name, int64_t first, int64_t n) const {
+    cpu::WeightView w = weight(name);
+    if (first < 0 || n < 0 || first + n > w.n_out)
+        throw ModelError("reference forward: rows " + std::to_string(first) + ".." + std::to_string(first + n) + " of '" +
+                         name + "' are out of range");
+    w.data += size_t(first) * cpu::weight_row_bytes(w);
+    w.n_out = n;
+    return w;
 }
 
 // A 3-D tensor {n_in, n_out, n} holds n matrices one after another; matrix e of it.
@@ -197,9 +208,20 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         const LayerSpec& L = spec_.layers[size_t(l)];
         const std::string p = "blk." + std::to_string(l) + ".";
         const bool sandwich = L.norm_placement == NormPlacement::Sandwich;
-        // Pre: x += f(norm(x)). Sandwich: x += post_norm(f(norm(x))).
-        norm(p + "attn_norm", x.data(), h.data(), T);
+        // Pre: x += f(norm(x)). Sandwich: x += post_norm(f(norm(x))). Parallel: both blocks read
+        // the layer input, x += attn(norm(x)) + ffn(norm'(x)).
+        norm(p + L.attn_norm_tensor, x.data(), h.data(), T);
         std::vector<float> o = attention_block(l, h.data(), T, probs_layer, probs);
+        if (L.parallel) {
+            norm(p + L.ffn_norm_tensor, x.data(), h.data(), T);
+            std::vector<float> f = ffn_block(l, h.data(), T);
+            ffn_out[size_t(l)] = f;
+            cpu::add(o.data(), f.data(), o.data(), int64_t(o.size()));
+            cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
+            apply_edits(l, x.data(), T);
+            residual.push_back(x);
+            continue;
+        }
         if (sandwich) norm(p + "post_attention_norm", o.data(), o.data(), T);
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
 

@@ -30,9 +30,9 @@ namespace vkllm::model {
 class ReferenceForward {
 public:
     // round_activations: quantised matmuls see activations rounded as llama.cpp's CPU backend
-    // rounds them (cpu::round_activations), as the GPU forward does by default. (Not modelled:
-    // the fp16 GELU table the GPU uses in that mode, and MLA's absorbed matmuls, which the
-    // reference does not run; compare those with rounding off.)
+    // rounds them (cpu::round_activations), as the GPU forward does by default, and a plain GELU
+    // MLP goes through ggml's fp16 GELU table. (Not modelled: that table in GeGLU, and MLA's
+    // absorbed matmuls, which the reference does not run; compare those with rounding off.)
     // cache: keys and values are rounded as they enter a cache of that type (F16: to fp16; Q8_0:
     // to ggml's 8-bit blocks of 32 along each row); F32 and Auto keep them exact.
     ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations = true,
@@ -91,6 +91,8 @@ private:
 
     cpu::WeightView weight(const std::string& name) const;
     cpu::WeightView expert(const std::string& name, int e) const;  // one expert's (or MLA head's) matrix
+    // Rows [first, first + n) of a matrix (one projection of a fused attn_qkv).
+    cpu::WeightView weight_rows(const std::string& name, int64_t first, int64_t n) const;
     std::vector<float> values(const std::string& name) const;  // a whole tensor, dequantized
     bool has(const std::string& name) const;
     // y = x W^T (+ bias), x rounded as llama.cpp rounds it for W's type when round_activations.
@@ -108,8 +110,12 @@ private:
                       std::vector<float>* probs, const float* sinks);
     // What the FFN block adds to the residual stream [n_tokens, n_embd] (before its post-norm).
     std::vector<float> ffn_block(int l, const float* h, int n_tokens);
+    // Biases (ffn_gate.bias, ffn_up.bias, ffn_down.bias) are added where `bias` says.
     std::vector<float> gated_ffn(const std::string& gate, const std::string& up, const std::string& down,
-                                 Activation act, const float* h, int n_tokens, int n_ff, std::vector<float>* hidden) const;
+                                 Activation act, const float* h, int n_tokens, int n_ff, std::vector<float>* hidden,
+                                 bool bias = false) const;
+    // down(act(up h + b_up)) + b_down: GELU MLPs without a gate (GPT-2, Falcon).
+    std::vector<float> plain_ffn(int l, const float* h, int n_tokens);
     std::vector<float> moe_ffn(int l, const float* h, int n_tokens);
     void apply_edits(int layer, float* x, int n_tokens);
 };

@@ -75,16 +75,26 @@ std::vector<float> ReferenceForward::attention_block(int l, const float* h, int 
         const size_t qd = size_t(a.n_head * a.head_dim), kd = size_t(a.n_head_kv * a.head_dim);
         const size_t vd = size_t(a.n_head_kv * a.head_dim_v);
         std::vector<float> q(size_t(T) * qd), bq, bk, bv;
-        if (a.bias_qkv) {
+        if (a.bias_qkv && a.fused_qkv) {  // one bias of rows [q; k; v]
+            const std::vector<float> b = values(p + "attn_qkv.bias");
+            if (b.size() != qd + kd + vd) throw ModelError("reference forward: " + p + "attn_qkv.bias has the wrong size");
+            bq.assign(b.begin(), b.begin() + long(qd));
+            bk.assign(b.begin() + long(qd), b.begin() + long(qd + kd));
+            bv.assign(b.begin() + long(qd + kd), b.end());
+        } else if (a.bias_qkv) {
             bq = values(p + "attn_q.bias");
             bk = values(p + "attn_k.bias");
             bv = values(p + "attn_v.bias");
         }
         float* k = k_[size_t(l)].data() + size_t(n_past_) * kd;
         float* v = v_[size_t(l)].data() + size_t(n_past_) * vd;
-        matmul(weight(p + "attn_q.weight"), h, q.data(), T, bq.empty() ? nullptr : bq.data());
-        matmul(weight(p + "attn_k.weight"), h, k, T, bk.empty() ? nullptr : bk.data());
-        matmul(weight(p + "attn_v.weight"), h, v, T, bv.empty() ? nullptr : bv.data());
+        const std::string qkv = p + "attn_qkv.weight";
+        matmul(a.fused_qkv ? weight_rows(qkv, 0, int64_t(qd)) : weight(p + "attn_q.weight"), h, q.data(), T,
+               bq.empty() ? nullptr : bq.data());
+        matmul(a.fused_qkv ? weight_rows(qkv, int64_t(qd), int64_t(kd)) : weight(p + "attn_k.weight"), h, k, T,
+               bk.empty() ? nullptr : bk.data());
+        matmul(a.fused_qkv ? weight_rows(qkv, int64_t(qd + kd), int64_t(vd)) : weight(p + "attn_v.weight"), h, v, T,
+               bv.empty() ? nullptr : bv.data());
         if (a.qk_norm == QkNorm::PerHead || a.qk_norm == QkNorm::FullWidth) {
             // RMSNorm of each head (rows of head_dim) or of the whole projection (one row per token).
             const bool per_head = a.qk_norm == QkNorm::PerHead;

@@ -1,19 +1,41 @@
-// The reference forward's FFN block: a dense gated FFN, or a mixture of experts (router, top-k,
-// each chosen expert's gated FFN weighted by its gate, and the shared expert).
+// The reference forward's FFN block: a dense gated FFN (with biases or without), a plain GELU MLP,
+// or a mixture of experts (router, top-k, each chosen expert's gated FFN weighted by its gate,
+// and the shared expert).
 #include <algorithm>
 #include <map>
 
+#include "gguf/quant.h"
 #include "reference/reference_forward.h"
 
 namespace vkllm::model {
+namespace {
+
+// GELU as ggml's CPU backend computes it (GGML_GELU_FP16): through an fp16 table,
+// y = fp16(gelu(fp16(x))) for -10 < x < 10, 0 below, x above.
+void gelu_fp16_table(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (x[i] <= -10.0f) {
+            x[i] = 0.0f;
+        } else if (x[i] < 10.0f) {
+            float v = gguf::fp16_to_fp32(gguf::fp32_to_fp16(x[i]));
+            cpu::gelu(&v, &v, 1);
+            x[i] = gguf::fp16_to_fp32(gguf::fp32_to_fp16(v));
+        }
+    }
+}
+
+}  // namespace
 
 // down(act(gate h) * up h); *hidden gets the down projection's input [n_tokens, n_ff].
 std::vector<float> ReferenceForward::gated_ffn(const std::string& gate, const std::string& up, const std::string& down,
                                                Activation act, const float* h, int T, int n_ff,
-                                               std::vector<float>* hidden) const {
+                                               std::vector<float>* hidden, bool bias) const {
     std::vector<float> g(size_t(T) * size_t(n_ff)), u(g.size()), o(size_t(T) * size_t(spec_.n_embd));
-    matmul(gate, h, g.data(), T);
-    matmul(up, h, u.data(), T);
+    // "blk.N.ffn_gate.weight" -> "blk.N.ffn_gate.bias"
+    auto bias_of = [&](const std::string& w) { return bias ? values(w.substr(0, w.rfind('.')) + ".bias") : std::vector<float>{}; };
+    const std::vector<float> bg = bias_of(gate), bu = bias_of(up), bd = bias_of(down);
+    matmul(weight(gate), h, g.data(), T, bg.empty() ? nullptr : bg.data());
+    matmul(weight(up), h, u.data(), T, bu.empty() ? nullptr : bu.data());
     if (act == Activation::SiLU) {
         cpu::swiglu(g.data(), u.data(), g.data(), T, n_ff);
     } else if (act == Activation::GeluTanh) {
@@ -22,17 +44,34 @@ std::vector<float> ReferenceForward::gated_ffn(const std::string& gate, const st
         cpu::gelu_erf(g.data(), g.data(), int64_t(g.size()));
         cpu::mul(g.data(), u.data(), g.data(), int64_t(g.size()));
     }
-    matmul(down, g.data(), o.data(), T);
+    matmul(weight(down), g.data(), o.data(), T, bd.empty() ? nullptr : bd.data());
     if (hidden) *hidden = std::move(g);
+    return o;
+}
+
+std::vector<float> ReferenceForward::plain_ffn(int l, const float* h, int T) {
+    const FfnSpec& f = spec_.layers[size_t(l)].ffn;
+    const std::string p = "blk." + std::to_string(l) + ".";
+    std::vector<float> u(size_t(T) * size_t(f.n_ff)), o(size_t(T) * size_t(spec_.n_embd)), bu, bd;
+    if (f.bias) {
+        bu = values(p + "ffn_up.bias");
+        bd = values(p + "ffn_down.bias");
+    }
+    matmul(weight(p + "ffn_up.weight"), h, u.data(), T, bu.empty() ? nullptr : bu.data());
+    if (round_activations_) gelu_fp16_table(u.data(), int64_t(u.size()));
+    else cpu::gelu(u.data(), u.data(), int64_t(u.size()));
+    matmul(weight(p + "ffn_down.weight"), u.data(), o.data(), T, bd.empty() ? nullptr : bd.data());
+    ffn_in[size_t(l)] = std::move(u);
     return o;
 }
 
 std::vector<float> ReferenceForward::ffn_block(int l, const float* h, int T) {
     const FfnSpec& f = spec_.layers[size_t(l)].ffn;
     if (f.moe.n_expert > 0) return moe_ffn(l, h, T);
+    if (!f.gated) return plain_ffn(l, h, T);
     const std::string p = "blk." + std::to_string(l) + ".";
     return gated_ffn(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", f.activation, h, T, f.n_ff,
-                     &ffn_in[size_t(l)]);
+                     &ffn_in[size_t(l)], f.bias);
 }
 
 // out_t = sum over the chosen experts e_k of w_k down_e(silu(gate_e h_t) * up_e h_t)

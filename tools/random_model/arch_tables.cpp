@@ -603,6 +603,64 @@ std::vector<ArchTable> make_tables() {
     deepseek2.writes_expert_ff_length = true;
     tables.push_back(deepseek2);
 
+    // Falcon: LayerNorm, the parallel block (attention and MLP read the same normed input; with
+    // --two-norms attention reads its own attn_norm_2, Falcon-40B), fused QKV and output without
+    // biases, NeoX RoPE, a plain GELU MLP without biases, output tied unless output.weight.
+    ArchTable falcon;
+    falcon.name = "falcon";
+    falcon.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output_norm.bias", {D::Embd}, Init::Bias},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
+    };
+    falcon.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_norm_2.weight", {D::Embd}, Init::Norm, Presence::TwoNorms},
+        {"blk.{L}.attn_norm_2.bias", {D::Embd}, Init::Bias, Presence::TwoNorms},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+    };
+    falcon.norm = NormKind::LayerNorm;
+    falcon.head_dim_free = false;  // llama.cpp: wo is {n_embd, n_embd}
+    tables.push_back(falcon);
+
+    // Jais: LayerNorm, fused QKV with biases, ALiBi (attention.max_alibi_bias 8) and no position
+    // encoding, SwiGLU with biases, an output.weight always.
+    ArchTable jais;
+    jais.name = "jais";
+    jais.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output_norm.bias", {D::Embd}, Init::Bias},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix},
+    };
+    jais.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_qkv.bias", {D::QkvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_gate.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
+    };
+    jais.norm = NormKind::LayerNorm;
+    jais.uses_rope = false;
+    jais.head_dim_free = false;  // llama.cpp: wo is {n_embd, n_embd}
+    jais.never_tied = true;
+    jais.extra_metadata = {{"attention.max_alibi_bias", gguf::Value::from_f32(8.0f)}};
+    tables.push_back(jais);
+
     return tables;
 }
 

@@ -78,6 +78,7 @@ enum class Presence {
     SsmLayer,        // 'M': a Mamba-2 mixer
     AttentionLayer,  // '*': attention
     FfnAloneLayer,   // '-': an FFN alone (nemotron_h)
+    TwoNorms,        // --two-norms: Falcon-40B's second norm of the layer input (attn_norm_2)
 };
 
 // How a hybrid family's layers differ, as the --layers pattern gives them (one character per

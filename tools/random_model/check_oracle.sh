@@ -60,6 +60,10 @@ check exaone           --arch exaone --seed 13
 check exaone-q8_0      --arch exaone --seed 13 --type Q8_0 --tied --rope-scaling llama3:8:1:4:64
 check mamba2           --arch mamba2 --seed 14
 check mamba2-q8_0      --arch mamba2 --seed 14 --type Q8_0 --tied --ssm-groups 2 --ssm-state 32 --ssm-conv 3
+check falcon           --arch falcon --seed 17 --n-head-kv 1 --tied
+check falcon-40b-q8_0  --arch falcon --seed 17 --two-norms --type Q8_0
+check jais             --arch jais --seed 18 --n-head 8 --n-head-kv 2
+check jais-f16         --arch jais --seed 18 --n-embd 48 --n-head 3 --n-head-kv 3 --type F16
 
 if [ "$failures" -gt 0 ]; then echo "$failures model(s) failed"; exit 1; fi
 echo "all models load and run in llama.cpp"

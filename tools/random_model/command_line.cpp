@@ -54,6 +54,10 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
             c.tied = true;
             continue;
         }
+        if (opt == "--two-norms") {
+            c.two_norms = true;
+            continue;
+        }
         if (opt == "--ssm-dt-b-c-rms") {
             c.ssm_dt_b_c_rms = true;
             continue;
@@ -176,6 +180,8 @@ std::string usage(const std::string& default_vocab) {
            "  --vocab-from FILE     GGUF whose tokenizer.* metadata is copied\n"
            "                        (default " + default_vocab + ")\n"
            "  --tied                no output.weight: logits use token_embd\n"
+           "  --two-norms           falcon: Falcon-40B's block (attention reads attn_norm_2 of the\n"
+           "                        layer input, the MLP attn_norm; default the 7B's one norm)\n"
            "  --threads N           tensors drawn and encoded at once (default 0: one per core;\n"
            "                        the file is byte-identical for any N)\n"
            "  --rope-freq-base B    (default: the architecture's usual base)\n"

@@ -352,6 +352,8 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     require(c.residual_scale >= 0.0f && c.logit_scale >= 0.0f, "--residual-scale and --logit-scale must be positive");
     require((c.residual_scale == 0.0f && c.logit_scale == 0.0f) || arch.granite_multipliers,
             arch.name + " has no residual or logit multipliers in llama.cpp; drop --residual-scale and --logit-scale");
+    require(!c.two_norms || arch.has_presence(Presence::TwoNorms),
+            arch.name + " has no second layer norm in llama.cpp; drop --two-norms");
     validate_experts(c, arch);
     validate_deepseek(c, arch);
     validate_ssm(c, arch);
@@ -430,6 +432,7 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
         case Presence::SsmLayer: return layer >= 0 && c.layers[size_t(layer)] == 'M';
         case Presence::AttentionLayer: return layer >= 0 && c.layers[size_t(layer)] == '*';
         case Presence::FfnAloneLayer: return layer >= 0 && c.layers[size_t(layer)] == '-';
+        case Presence::TwoNorms: return c.two_norms;
     }
     return false;
 }

@@ -84,6 +84,7 @@ struct RandomModelConfig {
     // default pattern repeated to n_layer.
     std::string layers;
     int ssm_groups = 0;
+    bool two_norms = false;          // falcon: Falcon-40B's block, attention normalised by its own attn_norm_2
     bool ssm_dt_b_c_rms = false;     // mamba: ssm.dt_b_c_rms, Falcon-Mamba's unweighted norms of dt, B and C
     int ssm_dt_rank = 0;             // mamba: ssm.time_step_rank, dt's projection rank; 0: ceil(n_embd / 16)              // ssm.group_count (n_group, dividing the heads); 0: 1
     // --plant-super-weight: a super weight that makes a massive activation on the BOS token
@@ -96,7 +97,7 @@ struct RandomModelConfig {
 float longrope_attn_factor(int n_ctx, int original_context);
 
 // Architectures this generator knows: llama, qwen2, qwen3, gemma2, gemma3, gpt2, bert, olmo2, phi3, smollm3,
-// qwen3moe, olmoe, gpt-oss, llama4, deepseek2, mamba2.
+// qwen3moe, olmoe, gpt-oss, llama4, deepseek2, mamba2, falcon, jais (and the others arch_tables.cpp lists).
 std::vector<std::string> architectures();
 
 // The storage type of a matrix with rows of `row_length` elements when `requested` is asked for:

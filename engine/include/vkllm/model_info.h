@@ -68,6 +68,10 @@ struct AttentionInfo {
     bool sinks = false;        // learned per-head sink logits
     float softcap = 0.0f;      // > 0: attention-logit soft-cap
     float scale = 0.0f;        // logit scale
+    // ALiBi (Jais): each logit gets -alibi_slopes[h] * |q_pos - k_pos| (max_alibi_bias > 0);
+    // the slopes per query head, empty without ALiBi.
+    float max_alibi_bias = 0.0f;
+    std::vector<float> alibi_slopes;
     QkNorm qk_norm = QkNorm::None;
     bool bias_qkv = false, bias_o = false;
     bool fused_qkv = false;
@@ -106,6 +110,11 @@ struct TensorInfo {
 struct LayerInfo {
     int index = 0;
     NormPlacement norm_placement = NormPlacement::Pre;
+    // The parallel block (Falcon): attention and the FFN both read the layer's input and add into
+    // the residual stream together; attn_norm names attention's norm ("attn_norm", Falcon-40B's
+    // "attn_norm_2"), ffn_norm the FFN's ("attn_norm" in a parallel block).
+    bool parallel = false;
+    std::string attn_norm = "attn_norm", ffn_norm = "ffn_norm";
     MixerKind mixer = MixerKind::Attention;
     AttentionInfo attention;             // mixer Attention only
     SsmInfo ssm;                         // mixers Mamba2 and Mamba1 only

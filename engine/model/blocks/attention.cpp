@@ -93,6 +93,16 @@ void AttentionBlock::record(Recording& r) const {
         s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
     }
     record_attend(r, l, kv_in_cache);
+    if (!with_output_) return;
+    AttentionOutputBlock(l).record(r);
+}
+
+void AttentionOutputBlock::record(Recording& r) const {
+    const int l = layer_, T = r.n_tokens;
+    const LayerSpec& L = r.spec.layers[size_t(l)];
+    const AttentionSpec& a = L.attn;
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    Scratch& sc = r.scratch;
     r.add_block_output(w.wo, ops::f32_rows(sc.attn, T, int64_t(a.n_head) * a.head_dim_v), w.bo, w.post_attn_norm, nullptr, w.post_attn_norm_b,
                        L.norm_placement == NormPlacement::PostResidual);
 }

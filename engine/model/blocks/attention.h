@@ -2,6 +2,10 @@
 // from norm(x) (Pre/Sandwich) or x itself (Post), shaped by the layer's spec (fused or biased
 // projections, per-head or full-width QK-norm, RoPE or none, window, soft-cap, sinks); Post and
 // Sandwich placements normalise the block's output before the residual add.
+//
+// A parallel layer (LayerSpec::parallel: Falcon) splits the block in two: AttentionBlock leaves
+// the attention output in Scratch::attn, the FFN block reads and adds to the unchanged layer
+// input, then AttentionOutputBlock adds Wo · attn, so both read the same x.
 #pragma once
 
 #include "model/blocks/block.h"
@@ -10,7 +14,21 @@ namespace vkllm::model {
 
 class AttentionBlock : public Block {
 public:
-    explicit AttentionBlock(int layer) : layer_(layer) {}
+    // with_output false: the output projection and residual add are left to an
+    // AttentionOutputBlock after the layer's FFN (the parallel block).
+    explicit AttentionBlock(int layer, bool with_output = true) : layer_(layer), with_output_(with_output) {}
+    void record(Recording& r) const override;
+
+private:
+    int layer_;
+    bool with_output_;
+};
+
+// x += Wo · Scratch::attn (+ bias, post-norm): the attention output a parallel layer's
+// AttentionBlock left, added after the FFN.
+class AttentionOutputBlock : public Block {
+public:
+    explicit AttentionOutputBlock(int layer) : layer_(layer) {}
     void record(Recording& r) const override;
 
 private:

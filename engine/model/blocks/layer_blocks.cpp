@@ -10,6 +10,8 @@ namespace vkllm::model {
 
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
     std::vector<BlockKind> kinds;
+    if (L.parallel)  // Forward refuses parallel layers of any other mixer or with experts
+        return {BlockKind::ParallelAttention, BlockKind::DenseFfn, BlockKind::AttentionOutput};
     switch (L.mixer) {
         case LayerMixer::Attention:
             kinds.push_back(L.attn.mla.kv_lora_rank > 0 ? BlockKind::LatentAttention : BlockKind::Attention);
@@ -25,6 +27,8 @@ std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
 std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state) {
     switch (kind) {
         case BlockKind::Attention: return std::make_unique<AttentionBlock>(layer);
+        case BlockKind::ParallelAttention: return std::make_unique<AttentionBlock>(layer, /*with_output=*/false);
+        case BlockKind::AttentionOutput: return std::make_unique<AttentionOutputBlock>(layer);
         case BlockKind::LatentAttention: return std::make_unique<LatentAttentionBlock>(layer);
         case BlockKind::DenseFfn: return std::make_unique<DenseFfnBlock>(layer);
         case BlockKind::MoeFfn: return std::make_unique<MoeFfnBlock>(layer);

@@ -14,6 +14,8 @@ namespace vkllm::model {
 
 enum class BlockKind {
     Attention,        // softmax attention over a KV cache (model/blocks/attention.h)
+    ParallelAttention,  // the same, its output projection left to AttentionOutput (parallel layers)
+    AttentionOutput,  // a parallel layer's attention output projection and residual add, after its FFN
     LatentAttention,  // DeepSeek's multi-head latent attention (model/blocks/latent_attention.h)
     DenseFfn,         // gated or plain MLP (model/blocks/dense_ffn.h)
     MoeFfn,           // routed experts, optionally a shared one (model/blocks/moe_ffn.h)
@@ -22,7 +24,8 @@ enum class BlockKind {
 };
 
 // The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the
-// LayerSpec says); each adds its output to the residual stream.
+// LayerSpec says); each adds its output to the residual stream. A parallel layer runs attention,
+// its FFN on the unchanged layer input, then attention's output projection.
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L);
 // The block of `kind` for layer `layer`; a state-space mixer reads and writes `state`.
 std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state);
