@@ -3,7 +3,6 @@
 // "what attends to this token" across layers.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <tuple>
@@ -53,36 +52,39 @@ void cell_tooltip(StudioApp& app, const AttentionHistory& a, int head, int q, in
 
 }  // namespace
 
-// The selected head's thumbnail (max-pooled on the GPU) and its newest query's top keys.
+// The selected head's thumbnail (max-pooled on the GPU) and, beside it, its newest query's top
+// keys.
 static void draw_head_detail(StudioApp& app, int layer, int head) {
     const HeadDetailView d = head_detail(*app.state->probes, layer, head);
-    if (d.has_top) {
-        std::string keys;
-        for (const auto& [k, p] : d.top) {
-            char text[96];
-            std::snprintf(text, sizeof text, "%s%d \"%s\" %.3f", keys.empty() ? "" : ",  ", k,
-                          short_text(app.token_text(k)).c_str(), p);
-            keys += text;
+    if (!d.has_top && !d.has_thumbnail) return;
+    ImGui::Text("layer %d head %d", layer, head);
+    if (d.has_thumbnail) {
+        const AttentionThumbnail& t = d.thumbnail;
+        float hi = 1e-6f;
+        for (float x : t.max_prob) hi = std::max(hi, x);
+        const float side = std::min(ImGui::GetContentRegionAvail().x * 0.4f, ui_px(200));
+        const float cell = side / float(std::max(t.cols, 1));
+        const HeatmapHover hv = draw_heatmap("thumbnail", t.max_prob.data(), t.rows, t.cols,
+                                             ImVec2(cell * float(t.cols), cell * float(t.rows)), 0.0f, hi);
+        if (hv.hovered() && hv.row < t.rows && hv.col < t.cols) {
+            const int q0 = t.query_first + hv.row * t.cell, k0 = hv.col * t.cell;
+            ImGui::SetTooltip("queries %d..%d \"%s\"...\nkeys %d..%d \"%s\"...\nlargest p %.4f", q0,
+                              q0 + t.cell - 1, short_text(app.token_text(q0)).c_str(), k0, k0 + t.cell - 1,
+                              short_text(app.token_text(k0)).c_str(), t.at(hv.row, hv.col));
         }
-        ImGui::TextWrapped("head %d, query %d \"%s\" attends most to: %s", head, d.query_pos,
-                           short_text(app.token_text(d.query_pos)).c_str(), keys.c_str());
+        ImGui::SameLine();
     }
-    if (!d.has_thumbnail) return;
-    const AttentionThumbnail& t = d.thumbnail;
-    ImGui::TextDisabled("thumbnail: each cell the largest p over %d x %d positions (queries from %d, keys from 0)", t.cell,
-                        t.cell, t.query_first);
-    float hi = 1e-6f;
-    for (float x : t.max_prob) hi = std::max(hi, x);
-    const float side = std::min(ImGui::GetContentRegionAvail().x, ui_px(320));
-    const float cell = side / float(std::max(t.cols, 1));
-    const HeatmapHover hv = draw_heatmap("thumbnail", t.max_prob.data(), t.rows, t.cols,
-                                         ImVec2(cell * float(t.cols), cell * float(t.rows)), 0.0f, hi);
-    if (hv.hovered() && hv.row < t.rows && hv.col < t.cols) {
-        const int q0 = t.query_first + hv.row * t.cell, k0 = hv.col * t.cell;
-        ImGui::SetTooltip("queries %d..%d \"%s\"...\nkeys %d..%d \"%s\"...\nlargest p %.4f", q0, q0 + t.cell - 1,
-                          short_text(app.token_text(q0)).c_str(), k0, k0 + t.cell - 1,
-                          short_text(app.token_text(k0)).c_str(), t.at(hv.row, hv.col));
+    ImGui::BeginGroup();
+    if (d.has_thumbnail)
+        ImGui::TextWrapped("thumbnail of the prompt's map, computed on the GPU: each cell the largest p over %d "
+                           "queries x %d keys (queries from %d, keys from 0); hover a cell",
+                           d.thumbnail.cell, d.thumbnail.cell, d.thumbnail.query_first);
+    if (d.has_top) {
+        ImGui::Text("query %d \"%s\" attends most to:", d.query_pos, short_text(app.token_text(d.query_pos)).c_str());
+        for (const auto& [k, p] : d.top)
+            ImGui::BulletText("%d \"%s\"  %.3f", k, short_text(app.token_text(k)).c_str(), p);
     }
+    ImGui::EndGroup();
 }
 
 // Models whose maps do not fit the probe budget: the layer x head overview from the GPU's
@@ -127,6 +129,7 @@ static void draw_summary_overview(StudioApp& app) {
     }
     app.sel_layer = std::clamp(app.sel_layer, 0, int(v.layers.size()) - 1);
     const AttentionLayerView& l = v.layers[size_t(app.sel_layer)];
+    draw_head_detail(app, l.layer, std::clamp(app.sel_head, 0, std::max(l.n_head - 1, 0)));
     ImGui::Text("layer %d (%s): %d heads", l.layer, l.kind.c_str(), l.n_head);
     if (begin_data_table("summary_heads", 4, int(l.heads.size()), 12)) {
         ImGui::TableSetupColumn("head");
@@ -149,7 +152,6 @@ static void draw_summary_overview(StudioApp& app) {
         }
         end_data_table();
     }
-    draw_head_detail(app, l.layer, std::clamp(app.sel_head, 0, std::max(l.n_head - 1, 0)));
 }
 
 void draw_attention_panel(StudioApp& app) {
