@@ -101,8 +101,9 @@ void Weights::attention_weights(const ModelSpec& spec, const LayerSpec& L, const
     const int64_t qd = int64_t(a.n_head) * a.head_dim, kd = int64_t(a.n_head_kv) * a.head_dim;
     const int64_t vd = int64_t(a.n_head_kv) * a.head_dim_v;
     const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
-    if (pre) w.attn_norm = vector(p + "attn_norm.weight", E);
-    if (pre && layer_norm) w.attn_norm_b = vector(p + "attn_norm.bias", E);
+    // Falcon-40B's attention has its own norm (attn_norm_2); every other layer's is attn_norm.
+    if (pre) w.attn_norm = vector(p + L.attn_norm_tensor + ".weight", E);
+    if (pre && layer_norm) w.attn_norm_b = vector(p + L.attn_norm_tensor + ".bias", E);
     if (a.mla.kv_lora_rank > 0) {
         const MlaSpec& mla = a.mla;
         const int64_t q_width = int64_t(a.n_head) * (mla.qk_nope + mla.qk_rope);
@@ -196,6 +197,8 @@ void Weights::ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::
     if (L.ffn.bias) {
         w.b_up = vector(p + "ffn_up.bias", ff);
         w.b_down = vector(p + "ffn_down.bias", E);
+        // A gated FFN with biases (Jais): gate and up each carry one, added before the activation.
+        if (L.ffn.gated && !L.ffn.fused_gate_up && L.ffn.moe.n_expert == 0) w.b_gate = vector(p + "ffn_gate.bias", ff);
     }
 }
 

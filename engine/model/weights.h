@@ -32,6 +32,7 @@ struct LayerWeights {
     const gpu::Buffer* ffn_norm_b = nullptr;
     ops::Weight gate, up, down;                   // gate/up: {n_embd, n_ff}; down: {n_ff, n_embd}
     const gpu::Buffer *b_up = nullptr, *b_down = nullptr;
+    const gpu::Buffer* b_gate = nullptr;          // [n_ff] a gated FFN's gate bias (Jais)
     // MoE: the router {n_embd, n_expert} and the experts' 3-D tensors.
     ops::Weight router;
     const gpu::Buffer* router_bias = nullptr;     // [n_expert]

@@ -30,7 +30,10 @@ void DenseFfnBlock::record(Recording& r) const {
     if (L.ffn.gated) {
         MatmulInputs mi = inputs({&w.gate, &w.up});
         const bool silu = L.ffn.activation == Activation::SiLU;
-        if (T == 1 && ops::matvec_swiglu_fits(r.ctx, w.gate, w.up)) {
+        // Biases (Jais) are added to gate and up before the activation, so the fused decode
+        // matvec, which never writes them, is taken only without them.
+        const bool biased = w.b_gate || w.b_up;
+        if (T == 1 && !biased && ops::matvec_swiglu_fits(r.ctx, w.gate, w.up)) {
             // Decode: gate, up and the gated activation in one dispatch (as the ops below would
             // compute it, bit for bit); the gate and up rows never reach memory.
             s.mark(silu ? "matvec_swiglu" : "matvec_geglu");
@@ -42,8 +45,14 @@ void DenseFfnBlock::record(Recording& r) const {
             mi.matmul(s, w.gate, ops::f32_rows(sc.gate, T, w.gate.n_out));
             mi.matmul(s, w.up, ops::f32_rows(sc.up, T, w.up.n_out));
             s.barrier("gate and up are complete before the gated activation combines them");
-            s.mark(silu ? "swiglu" : "geglu");
             const ops::TensorView up = ops::f32_rows(sc.up, T, L.ffn.n_ff);
+            if (biased) {
+                s.mark("add_bias");
+                if (w.b_gate) ops::add_bias(s, gate, ops::f32_vector(*w.b_gate, L.ffn.n_ff));
+                if (w.b_up) ops::add_bias(s, up, ops::f32_vector(*w.b_up, L.ffn.n_ff));
+                s.barrier("the gate and up biases are added before the gated activation");
+            }
+            s.mark(silu ? "swiglu" : "geglu");
             if (silu) ops::swiglu(s, gate, up, gate);
             else ops::geglu(s, gate, up, gate, /*fp16_table=*/r.policy.round);
         }
