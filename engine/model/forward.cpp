@@ -31,12 +31,6 @@ void check_supported(const ModelSpec& s) {
                            L.ffn.moe.n_expert > 0 || L.norm_placement != NormPlacement::Pre))
             throw ModelError("architecture '" + s.arch +
                              "': a parallel block is implemented for pre-norm attention and a dense FFN only");
-        // The weight loader reads attn_norm for attention and no ffn_gate.bias (model/weights.cpp).
-        if (L.attn_norm_tensor != "attn_norm")
-            throw ModelError("architecture '" + s.arch + "': attention normalised by '" + L.attn_norm_tensor +
-                             "' (Falcon-40B's two-norm block) is not implemented yet");
-        if (L.ffn.gated && L.ffn.bias && L.ffn.moe.n_expert == 0)
-            throw ModelError("architecture '" + s.arch + "': a gated FFN with biases (ffn_gate.bias) is not implemented yet");
     }
 }
 
