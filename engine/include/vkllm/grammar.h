@@ -1,8 +1,9 @@
 // Output constrained by a GBNF grammar (llama.cpp's format; docs/serve.md lists what is
 // supported): generation whose text the grammar's `root` rule matches, on any vocabulary. It is
-// generate_json's loop (vkllm/json_output.h) with a GBNF matcher deciding which tokens may be
-// sampled: a token is allowed when its bytes continue a match, an end-of-generation token only
-// where the text is a whole match, and generation ends when nothing more can follow.
+// Session::generate's loop with a GBNF matcher as GenerateOptions::constraint deciding which
+// tokens may be sampled: a token is allowed when its bytes continue a match, an
+// end-of-generation token only where the text is a whole match, and generation ends when
+// nothing more can follow.
 #pragma once
 
 #include <cstdint>

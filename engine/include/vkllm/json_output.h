@@ -56,13 +56,12 @@ struct TokenBytes {
     std::vector<bool> end_of_generation;
 };
 
-// Session::generate's loop with the grammar's constraint: the same prompt reuse, sampler,
-// events, stop strings and results (options.draft must be empty). A generation that completes
-// the value ends with StopReason::EndOfGeneration (no end-of-generation token is sampled when
-// the value cannot continue); max_tokens or a stop string can still cut it short. The callback
-// is the only way to stop it early (Session::cancel() stops Session::generate only), and
-// Session::snapshot() does not show its progress. When no token of the vocabulary continues
-// the value the result is an Error naming it.
+// Session::generate with the grammar as GenerateOptions::constraint: the same loop, prompt
+// reuse, sampler, events, stop strings and results (options.draft must be empty). A generation
+// that completes the value ends with StopReason::EndOfGeneration (no end-of-generation token is
+// sampled when the value cannot continue); max_tokens or a stop string can still cut it short.
+// The callback or Session::cancel() stops it early, and Session::snapshot() shows its progress.
+// When no token of the vocabulary continues the value the result is an Error naming it.
 GenerateResult generate_json(Session& session, const std::vector<int32_t>& prompt, const GenerateOptions& options,
                              const JsonGrammar& grammar, const TokenBytes& vocabulary,
                              const TokenCallback& on_token = nullptr);
