@@ -5,12 +5,18 @@
 
 #if defined(WTYPE_IQ4_NL) || defined(WTYPE_IQ4_XS)
 #define IQ4_DOT 1
-const float IQ4_VALUES[16] = float[16](-127., -104., -83., -65., -49., -35., -22., -10.,
-                                       1., 13., 25., 38., 53., 69., 89., 113.);
+// The table as int8 bytes, four per word (value n is byte n % 4 of word n / 4). Selecting the
+// word with comparisons keeps the lookup in registers: an indexed constant array is a memory
+// load per element on some drivers (lavapipe: a scalar loop over the lanes).
+const uint IQ4_WORD0 = 0xbfad9881u, IQ4_WORD1 = 0xf6eaddcfu, IQ4_WORD2 = 0x26190d01u, IQ4_WORD3 = 0x71594535u;
 // The table values of the low nibbles of a word's four bytes (byte 0 first).
 vec4 iq4_values(uint w) {
-    return vec4(IQ4_VALUES[w & 0xFu], IQ4_VALUES[(w >> 8) & 0xFu], IQ4_VALUES[(w >> 16) & 0xFu],
-                IQ4_VALUES[(w >> 24) & 0xFu]);
+    const uvec4 n = uvec4(w, w >> 8, w >> 16, w >> 24) & 0xFu;
+    const uvec4 lo = mix(uvec4(IQ4_WORD0), uvec4(IQ4_WORD1), greaterThanEqual(n, uvec4(4u)));
+    const uvec4 hi = mix(uvec4(IQ4_WORD2), uvec4(IQ4_WORD3), greaterThanEqual(n, uvec4(12u)));
+    const uvec4 word = mix(lo, hi, greaterThanEqual(n, uvec4(8u)));
+    // byte n % 4 of the word, sign-extended
+    return vec4(ivec4(word << (24u - 8u * (n & 3u))) >> 24);
 }
 #endif
 

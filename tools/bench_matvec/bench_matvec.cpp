@@ -125,6 +125,13 @@ std::vector<uint8_t> quantize_rows(TensorType type, const std::vector<float>& va
                                  " is not a multiple of the block");
     const size_t row_bytes = size_t(sh.n_in) / traits->block_size * traits->type_size;
     std::vector<uint8_t> out(row_bytes * size_t(sh.n_out));
+    if (!gguf::can_quantize(type)) {
+        // A type the CPU cannot encode (the i-quants): random bytes. The kernels read and decode
+        // every block alike whatever its bits, so the timing is that of real weights.
+        std::mt19937 rng(7);
+        for (uint8_t& b : out) b = uint8_t(rng());
+        return out;
+    }
     parallel_ranges(size_t(sh.n_out), threads, [&](size_t r0, size_t r1) {
         const auto part = gguf::quantize(type, values.data() + r0 * size_t(sh.n_in), (r1 - r0) * size_t(sh.n_in));
         std::memcpy(out.data() + r0 * row_bytes, part.data(), part.size());
