@@ -24,6 +24,7 @@
 #include "model/rwkv_weights.h"
 #include "model/spec.h"
 #include "ops/ops.h"
+#include "random_model/random_model.h"
 #include "reference/reference_forward_rwkv.h"
 #include "test_support.h"
 
@@ -65,6 +66,19 @@ TEST(Rwkv7Reference, MatchesLlamaCppAsOnePromptAndAsSteps) {
     }
     EXPECT_LT(max_diff(got, g.logits), 1e-4);
     EXPECT_EQ(steps.state(0).size(), size_t(2 * 128 + 128 * 64));
+}
+
+TEST(Rwkv7Reference, GoldenModelIsReproducible) {
+    const auto shared = test::shared_dir();
+    if (!shared) GTEST_SKIP() << "no shared data (the stories260K vocabulary)";
+    random_model::RandomModelConfig c;
+    c.arch = "rwkv7", c.seed = 701, c.n_embd = 128, c.n_layer = 3, c.n_ff = 128;
+    const auto vocab = gguf::File::open(*shared + "/models/stories260K/stories260K-F32.gguf");
+    const std::vector<uint8_t> bytes = random_model::build_random_model(c, *vocab).to_bytes();
+    EXPECT_TRUE(bytes == test::read_file(test::source_dir() + "/tests/golden/rwkv7/rwkv7.gguf"))
+        << "vkllm-random-model --arch rwkv7 --seed 701 --n-embd 128 --n-layer 3 --n-ff 128 writes the golden";
+    c.n_embd = 96;  // not a multiple of the head size
+    EXPECT_THROW(random_model::build_random_model(c, *vocab), random_model::ConfigError);
 }
 
 // The GPU forward of the golden model, made of the blocks' recordings.

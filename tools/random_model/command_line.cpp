@@ -134,6 +134,7 @@ std::vector<std::string> split_words(const std::string& line) {
 std::string usage(const std::string& default_vocab) {
     std::string archs;
     for (const auto& a : architectures()) archs += (archs.empty() ? "" : ", ") + a;
+    archs += ", rwkv7 (RWKV-7: wkv heads of 64, lora ranks 16/12/8/20; --n-embd a multiple of 64)";
     return "usage: vkllm-random-model --out FILE.gguf [options]\n"
            "Writes a random-weight model with llama.cpp's tensor names and metadata.\n"
            "  --arch A              " + archs + " (default llama)\n"

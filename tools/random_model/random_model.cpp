@@ -12,6 +12,7 @@
 #include "gguf/quant.h"
 #include "random_model/arch_tables.h"
 #include "random_model/random_weights.h"
+#include "random_model/rwkv7_model.h"
 
 namespace vkllm::random_model {
 
@@ -630,11 +631,13 @@ uint32_t file_type_of(TensorType type) {
 }
 
 gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::File& vocab, int threads) {
+    // RWKV-7 has no attention: its own writer (rwkv7_model.h), not a table.
+    if (config.arch == "rwkv7") return build_rwkv7_model(config, Rwkv7Sizes{}, vocab);
     const ArchTable* arch = find_arch_table(config.arch);
     if (!arch) {
         std::string list;
         for (const auto& n : architectures()) list += (list.empty() ? "" : ", ") + n;
-        throw ConfigError("--arch '" + config.arch + "' is not known (known: " + list + ")");
+        throw ConfigError("--arch '" + config.arch + "' is not known (known: " + list + ", rwkv7)");
     }
     const RandomModelConfig c = validated(config, *arch);
     const auto tokens = vocab.get_strings("tokenizer.ggml.tokens");
