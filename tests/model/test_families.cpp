@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 
 #include "gguf/gguf.h"
 #include "gpu/device.h"
@@ -26,15 +25,6 @@
 
 namespace vkllm {
 namespace {
-
-// Goldens whose families the GPU forward refuses for now, each with the refusal's words: the weight
-// loader (engine/model/weights.cpp) reads no attn_norm_2 for attention and no ffn_gate.bias. The
-// CPU reference forward runs them (ReferenceMatchesLlamaCppOnTheParallelAndAlibiFamilies).
-const std::map<std::string, std::string> kRefusedOnTheGpu = {
-    {"parallel_alibi/falcon-40b", "attn_norm_2"},
-    {"parallel_alibi/jais", "ffn_gate.bias"},
-};
-
 
 // "families/gemma2", "moe/mixtral", ...: the dense families and the mixture-of-experts ones.
 std::vector<std::string> golden_models() {
@@ -79,16 +69,6 @@ class Family : public ::testing::TestWithParam<std::string> {};
 TEST_P(Family, LogitsAndGreedyTextMatchLlamaCpp) {
     const std::string base = test::source_dir() + "/tests/golden/" + GetParam();
     const uint64_t errors_before = gpu::validation_error_count();
-    if (auto refused = kRefusedOnTheGpu.find(GetParam()); refused != kRefusedOnTheGpu.end()) {
-        auto model = Model::load(base + ".gguf");
-        try {
-            Session session(*model, SessionOptions{});
-            FAIL() << GetParam() << " runs on the GPU now: compare it with llama.cpp here (drop it from kRefusedOnTheGpu)";
-        } catch (const std::exception& e) {
-            EXPECT_NE(std::string(e.what()).find(refused->second), std::string::npos) << e.what();
-        }
-        return;
-    }
     auto model = Model::load(base + ".gguf");
     const int n_vocab = model->internals().spec().n_vocab;
     std::vector<int32_t> tokens = test::read_ids(base + ".tokens.txt");
