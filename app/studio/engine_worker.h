@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "probe_history.h"
+#include "text_effect.h"
 #include "vkllm/generate.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -58,6 +59,7 @@ struct InterventionResult {
     std::string description;   // "zero W_down[3, 17] of layer 1" ...
     std::vector<TokenAlternative> before, after;  // top tokens, most likely first
     float kl = 0;              // KL(before || after) over the whole vocabulary, nats
+    TextEffect text;           // every position of the conversation before and after
     bool valid = false;
 };
 
@@ -171,7 +173,7 @@ private:
     void prefill(const GenerationSettings& g);  // evaluates the conversation, no answer
     void take_back_user_turn();                 // the newest user message back to the box
     void sync_context();
-    std::vector<float> eval_context_quietly();  // logits of the last token, probes off
+    std::vector<float> eval_context_quietly();  // logits of every token, [tokens][n_vocab], probes off
     void do_intervention(const std::string& what, const std::function<void()>& apply);
 
     // Worker-thread state

@@ -3,6 +3,8 @@
 // super-weight candidates, and interventions with the next-token distribution before/after.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "heatmap.h"
 #include <imgui.h>
@@ -13,8 +15,40 @@ namespace vkllm::studio {
 
 namespace {
 
-void distribution_columns(const InterventionResult& r) {
-    ImGui::TextWrapped("%s: KL(before || after) = %.4f nats", r.description.c_str(), r.kl);
+// The edit over the whole conversation: per-position KL, the text's perplexity before and
+// after, and the positions that moved most (or that nothing moved).
+void text_effect_lines(const StudioApp& app, const TextEffect& e) {
+    if (e.positions == 0) return;
+    if (e.no_effect()) {
+        ImGui::TextWrapped("no effect over %d tokens (every position's KL below %.0e nats; perplexity %.4f)", e.positions,
+                           double(TextEffect::kNoEffect), e.perplexity_before);
+        return;
+    }
+    ImGui::TextWrapped("over %d tokens: KL mean %.4f, max %.4f nats; perplexity of the text %.4f -> %.4f (%+.2f%%)",
+                       e.positions, e.mean_kl, e.max_kl, e.perplexity_before, e.perplexity_after,
+                       e.perplexity_before > 0 ? 100.0 * (e.perplexity_after / e.perplexity_before - 1.0) : 0.0);
+    std::string moved;
+    for (const PositionShift& p : e.moved) {
+        std::string piece = app.token_text(p.position);
+        std::replace(piece.begin(), piece.end(), '\n', ' ');
+        if (piece.size() > 12) piece = piece.substr(0, 12) + "...";
+        char text[96];
+        std::snprintf(text, sizeof text, "%s%d \"%s\" %.3f", moved.empty() ? "" : ",  ", p.position, piece.c_str(), p.kl);
+        moved += text;
+    }
+    ImGui::TextWrapped("moved most (position, token, KL): %s", moved.c_str());
+    // Per-position KL as a strip, one cell per token.
+    const float w = ImGui::GetContentRegionAvail().x;
+    const HeatmapHover hv = draw_heatmap("text_kl", e.kl.data(), 1, e.positions, ImVec2(w, ui_px(12)), 0.0f,
+                                         std::max(e.max_kl, 1e-6f));
+    if (hv.hovered() && hv.col < e.positions)
+        ImGui::SetTooltip("position %d \"%s\": KL %.5f nats", hv.col, app.token_text(hv.col).c_str(),
+                          e.kl[size_t(hv.col)]);
+}
+
+void distribution_columns(const StudioApp& app, const InterventionResult& r) {
+    ImGui::TextWrapped("%s: next token KL(before || after) = %.4f nats", r.description.c_str(), r.kl);
+    text_effect_lines(app, r.text);
     if (!ImGui::BeginTable("before_after", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
     ImGui::TableSetupColumn("before");
     ImGui::TableSetupColumn("p");
@@ -149,7 +183,7 @@ void draw_activations_panel(StudioApp& app) {
         ImGui::Separator();
         for (const std::string& i : s.interventions) bullet_text("%s", i.c_str());
         if (!s.interventions.empty() && ImGui::Button("Restore")) app.worker.restore_interventions();
-        if (s.intervention.valid) distribution_columns(s.intervention);
+        if (s.intervention.valid) distribution_columns(app, s.intervention);
     }
     end_panel();
 }

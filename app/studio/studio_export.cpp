@@ -76,10 +76,18 @@ json export_json(const WorkerState& s, const ViewModels& v) {
         for (const TokenAlternative& t : v) a.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
         return a;
     };
-    if (s.intervention.valid)
+    if (s.intervention.valid) {
+        const TextEffect& t = s.intervention.text;
+        nlohmann::json moved = nlohmann::json::array();
+        for (const PositionShift& m : t.moved) moved.push_back({{"position", m.position}, {"kl", m.kl}});
         j["intervention"] = {{"description", s.intervention.description}, {"before", tops(s.intervention.before)},
                              {"after", tops(s.intervention.after)}, {"kl", s.intervention.kl},
-                             {"in_force", s.interventions}};
+                             {"in_force", s.interventions},
+                             {"text", {{"positions", t.positions}, {"kl", t.kl}, {"mean_kl", t.mean_kl},
+                                       {"max_kl", t.max_kl}, {"perplexity_before", t.perplexity_before},
+                                       {"perplexity_after", t.perplexity_after}, {"moved", moved},
+                                       {"no_effect", t.no_effect()}}}};
+    }
     if (s.probe_cost.valid)
         j["probe_cost"] = {{"prompt_tokens", s.probe_cost.prompt_tokens}, {"prompt_ms_off", s.probe_cost.prompt_ms_off},
                            {"prompt_ms_on", s.probe_cost.prompt_ms_on}, {"decode_ms_off", s.probe_cost.decode_ms_off},

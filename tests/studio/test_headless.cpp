@@ -338,8 +338,10 @@ void expect_top(const json& column, const std::vector<float>& p, const std::stri
 
 }  // namespace
 
-// A residual edit from the activations panel, then Restore: the studio's before/after columns
-// are the engine's next-token distributions without and with the same edit.
+// A residual edit from the activations panel, then Restore twice: the studio's before/after
+// columns are the engine's next-token distributions without and with the same edit, its
+// per-position KL and perplexities over the text are the engine's, and the second Restore has
+// no effect over the text.
 TEST(StudioHeadless, InterventionAndRestore) {
     Xvfb x;
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
@@ -348,7 +350,7 @@ TEST(StudioHeadless, InterventionAndRestore) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir + "/script.txt") << "tokens 4\nsend Once upon a time\nmean 2 34\nexport " << dir
-                                       << "/edited.json\nrestore\n";
+                                       << "/edited.json\nrestore\nrestore\n";
     const StudioRun run = run_studio(x, file, "--script '" + dir + "/script.txt'", "edit");
     ASSERT_EQ(run.status, 0) << run.errors;
     EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
@@ -367,9 +369,30 @@ TEST(StudioHeadless, InterventionAndRestore) {
     expect_top(edited["intervention"]["before"], plain, "before the edit");
     expect_top(edited["intervention"]["after"], with_edit, "with the edit");
     EXPECT_GT(edited["intervention"]["kl"].get<float>(), 0.0f);
-    // Restore: back to the plain distribution.
+    // Over the whole text: every position's KL and the perplexity, as the engine's logits of
+    // every position give them.
+    session.reset();
+    session.set_residual_edits({});
+    const std::vector<float> all_plain = session.eval(tokens, true);
+    session.reset();
+    session.set_residual_edits({{2, 34, ResidualEdit::Mode::Mean, 0.0f}});
+    const std::vector<float> all_edited = session.eval(tokens, true);
+    const TextEffect want = text_effect(all_plain, all_edited, tokens, model->info().n_vocab);
+    const json& text = edited["intervention"]["text"];
+    ASSERT_EQ(text["positions"].get<int>(), int(tokens.size()));
+    for (size_t i = 0; i < tokens.size(); ++i)
+        EXPECT_NEAR(text["kl"][i].get<float>(), want.kl[i], 1e-4 + 1e-3 * want.kl[i]) << "position " << i;
+    EXPECT_NEAR(text["perplexity_before"].get<double>(), want.perplexity_before, 1e-3 * want.perplexity_before);
+    EXPECT_NEAR(text["perplexity_after"].get<double>(), want.perplexity_after, 1e-3 * want.perplexity_after);
+    EXPECT_FALSE(text["no_effect"].get<bool>());
+    ASSERT_FALSE(text["moved"].empty());
+    EXPECT_EQ(text["moved"][0]["position"].get<int>(), want.moved[0].position);
+    // Restore: back to the plain distribution; restoring again changes nothing over the text.
     expect_top(restored["intervention"]["after"], plain, "after restore");
     EXPECT_TRUE(restored["intervention"]["in_force"].empty());
+    EXPECT_TRUE(restored["intervention"]["text"]["no_effect"].get<bool>());
+    EXPECT_EQ(restored["intervention"]["text"]["positions"].get<int>(), int(tokens.size()));
+    EXPECT_TRUE(restored["intervention"]["text"]["moved"].empty());
 }
 
 // An encoder (a random BERT): sending evaluates the text in one bidirectional pass and

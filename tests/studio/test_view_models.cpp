@@ -7,6 +7,7 @@
 #include "head_detail.h"
 #include "probe_history.h"
 #include "studio_app.h"
+#include "text_effect.h"
 #include "view_models.h"
 
 using namespace vkllm;
@@ -374,6 +375,44 @@ TEST(ViewModels, HeadDetailTakesThePromptsThumbnailAndTheNewestTopKeys) {
     ASSERT_TRUE(d.has_top);
     EXPECT_EQ(d.query_pos, 2);
     EXPECT_EQ(d.top[0].first, 2);
+}
+
+}  // namespace
+}  // namespace vkllm::studio
+
+namespace vkllm::studio {
+namespace {
+
+// Per-position KL and the text's perplexity: an edit that changes one position's logits moves
+// that position alone; identical logits are "no effect"; bad sizes are refused.
+TEST(TextEffect, PerPositionKlPerplexityAndNoEffect) {
+    const int V = 3;
+    const std::vector<int32_t> tokens = {0, 1, 2, 1};
+    std::vector<float> before = {0, 0, 0, 1, 2, 0, 0, 0, 3, 0, 1, 0};
+    std::vector<float> after = before;
+    TextEffect same = text_effect(before, after, tokens, V);
+    EXPECT_EQ(same.positions, 4);
+    EXPECT_TRUE(same.no_effect());
+    EXPECT_TRUE(same.moved.empty());
+    EXPECT_DOUBLE_EQ(same.perplexity_before, same.perplexity_after);
+    // Perplexity: exp(mean -log p(next)) over tokens 1..3 (rows 0..2).
+    auto lp = [](const std::vector<float>& row, int v) {
+        double z = 0;
+        for (float x : row) z += std::exp(double(x));
+        return double(row[size_t(v)]) - std::log(z);
+    };
+    const double nll = -(lp({0, 0, 0}, 1) + lp({1, 2, 0}, 2) + lp({0, 0, 3}, 1)) / 3;
+    EXPECT_NEAR(same.perplexity_before, std::exp(nll), 1e-9);
+    after[2 * V + 1] = 4;  // position 2 now favours token 1, the text's next token
+    TextEffect e = text_effect(before, after, tokens, V);
+    EXPECT_FALSE(e.no_effect());
+    ASSERT_EQ(e.moved.size(), 1u);
+    EXPECT_EQ(e.moved[0].position, 2);
+    EXPECT_GT(e.kl[2], 0.1f);
+    EXPECT_EQ(e.kl[0], 0.0f);
+    EXPECT_LT(e.perplexity_after, e.perplexity_before);
+    EXPECT_NEAR(e.mean_kl, e.kl[2] / 4, 1e-7);
+    EXPECT_THROW(text_effect(before, std::vector<float>(3), tokens, V), std::invalid_argument);
 }
 
 }  // namespace
