@@ -2,7 +2,7 @@
 # Decode speed against context length: a pure Mamba-2 model (a recurrent state of fixed size)
 # against an attention model (a KV cache that grows with the context), both random-weight
 # models of about the same size written by vkllm-random-model, measured with
-# `vkllm bench -d N` (decode after N tokens of context; each repeat fills it with a prompt pass)
+# `vkllm bench -d N` (decode after N tokens of context, filled once by an untimed prompt pass)
 # at two depths. Prints a Markdown table: tokens/s at each depth and the ratio far/near.
 #
 #   scripts/bench-context.sh [BUILD_DIR]     (default: build)
