@@ -426,14 +426,14 @@ TEST(RandomModel, WritesAFileWithTheSharedVocabulary) {
     std::filesystem::remove(out);
 }
 
-// The committed golden models (tests/golden/families and tests/golden/moe, made by
-// scripts/make-golden-families.sh and make-golden-moe.sh from models.txt) are what the generator
+// The committed golden models (tests/golden/families, moe and parallel_alibi, made by
+// scripts/make-golden-*.sh from each directory's models.txt) are what the generator
 // writes today: if this fails, the generator changed and the golden logits no longer describe the
 // files it makes; rerun the script.
 TEST(RandomModel, GoldenFamilyModelsAreReproducible) {
     VKLLM_REQUIRE_SHARED(shared);
     auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
-    for (const auto& [subdir, expected_models] : {std::pair{"families", 13}, std::pair{"moe", 7}}) {
+    for (const auto& [subdir, expected_models] : {std::pair{"families", 13}, std::pair{"moe", 7}, std::pair{"parallel_alibi", 3}}) {
         SCOPED_TRACE(subdir);
         const std::string dir = test::source_dir() + "/tests/golden/" + subdir;
         std::ifstream table(dir + "/models.txt");
