@@ -5,7 +5,7 @@
 // Q8_32 types take whole blocks of 32 per unit, so a thread rounds its own block; F16 and BF16
 // round each element. Other types (Q8_K's blocks of 256 span threads) are rounded beforehand.
 #if defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1) || defined(WTYPE_Q5_0) || defined(WTYPE_Q5_1) || \
-    defined(WTYPE_Q8_0) || defined(WTYPE_MXFP4)
+    defined(WTYPE_Q8_0) || defined(WTYPE_MXFP4) || defined(WTYPE_IQ4_NL)
 #define X_ROUND_Q8_32 1
 #elif defined(WTYPE_F16)
 #define X_ROUND_F16 1
