@@ -167,3 +167,5 @@ VKLLM_PUSH_OF(set_rows, SetRowsPush);
 #include "ops/ssm_push_constants.h"
 // The probes' shader's, likewise.
 #include "ops/probe_push_constants.h"
+// RWKV-7's, likewise.
+#include "ops/rwkv_push_constants.h"
