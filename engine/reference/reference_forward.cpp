@@ -108,14 +108,19 @@ std::vector<float> ReferenceForward::values(const std::string& name) const {
 }
 
 void ReferenceForward::matmul(const cpu::WeightView& w, const float* x, float* y, int n_tokens, const float* bias) const {
+    // The block ggml's CPU backend rounds the activations to before its dot products with a
+    // weight of this type (the type's vec_dot_type: Q8_0 for 32, Q8_K for 256).
     int block = 0;
     switch (w.type) {
         case gguf::TensorType::Q4_0: case gguf::TensorType::Q4_1: case gguf::TensorType::Q5_0:
         case gguf::TensorType::Q5_1: case gguf::TensorType::Q8_0: case gguf::TensorType::MXFP4:
+        case gguf::kIQ4_NL:
             block = 32;
             break;
         case gguf::TensorType::Q2_K: case gguf::TensorType::Q3_K: case gguf::TensorType::Q4_K:
         case gguf::TensorType::Q5_K: case gguf::TensorType::Q6_K:
+        case gguf::kIQ2_XXS: case gguf::kIQ2_XS: case gguf::kIQ2_S: case gguf::kIQ3_XXS: case gguf::kIQ3_S:
+        case gguf::kIQ1_S: case gguf::kIQ1_M: case gguf::kIQ4_XS: case gguf::kTQ1_0: case gguf::kTQ2_0:
             block = 256;
             break;
         default:
