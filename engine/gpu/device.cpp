@@ -8,9 +8,11 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 
 #include <unistd.h>
 
+#include "gpu/buffer.h"
 #include "gpu/error.h"
 #include "gpu/pipeline.h"
 #include "gpu/pipeline_collector.h"
@@ -491,6 +493,7 @@ Context::~Context() {
     if (device_) {
         vkDeviceWaitIdle(device_);
         pipelines_.clear();
+        constants_.clear();
         save_pipeline_cache();
         if (pipeline_cache_) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
         if (one_off_fence_) vkDestroyFence(device_, one_off_fence_, nullptr);
@@ -503,6 +506,35 @@ Context::~Context() {
         if (destroy) destroy(instance_, messenger_, nullptr);
     }
     if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+struct Context::ConstantSlot {
+    std::vector<uint8_t> bytes;
+    Buffer buffer;
+};
+
+const Buffer& Context::constant_buffer(const std::string& key, std::span<const uint8_t> bytes) {
+    if (bytes.empty()) throw std::invalid_argument("constant buffer '" + key + "' is empty");
+    std::lock_guard<std::mutex> lock(constants_mutex_);
+    auto it = constants_.find(key);
+    if (it != constants_.end()) {
+        const ConstantSlot& slot = *it->second;
+        if (!std::equal(bytes.begin(), bytes.end(), slot.bytes.begin(), slot.bytes.end()))
+            throw std::invalid_argument("constant buffer '" + key + "' was created with other bytes (" +
+                                        std::to_string(slot.bytes.size()) + " then " +
+                                        std::to_string(bytes.size()) + ")");
+        return slot.buffer;
+    }
+    auto slot = std::make_unique<ConstantSlot>();
+    slot->bytes.assign(bytes.begin(), bytes.end());
+    // Storage bindings are read in whole 32-bit words: the buffer is zero-padded to one.
+    std::vector<uint8_t> padded((bytes.size() + 3) / 4 * 4, 0);
+    std::copy(bytes.begin(), bytes.end(), padded.begin());
+    slot->buffer = Buffer(*this, padded.size(), Memory::Device);
+    slot->buffer.upload(padded.data(), padded.size());
+    const Buffer& b = slot->buffer;
+    constants_.emplace(key, std::move(slot));
+    return b;
 }
 
 uint32_t Context::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 namespace vkllm::gpu {
 
+class Buffer;
 class Pipeline;
 struct PipelineRequest;
 enum class ShaderId : uint16_t;  // gpu/shader_ids.h (generated from shaders/variants.cmake)
@@ -95,6 +97,12 @@ public:
     VkCommandBuffer begin_one_off();
     void end_one_off(VkCommandBuffer cb);
 
+    // A device-local buffer holding `bytes` (read-only tables a shader binds, such as the
+    // i-quants' codebooks), uploaded on the first call with `key` and kept for the context's
+    // lifetime; later calls with the same key return the same buffer. Thread-safe. Throws when a
+    // key comes back with bytes of another size or content (one key names one table).
+    const Buffer& constant_buffer(const std::string& key, std::span<const uint8_t> bytes);
+
     // Pipelines created so far.
     size_t pipeline_count() const;
     // Whether an earlier run on this device created this pipeline (the pipeline list), so the
@@ -140,6 +148,10 @@ private:
     static std::string listed_name(const PipelineRequest& request);
     void note_created(const PipelineRequest& request);
     mutable std::mutex pipelines_mutex_;  // guards pipelines_ (the map) and new_pipelines_
+    // constant_buffer's tables by key, with a copy of their bytes to check a repeated key against.
+    struct ConstantSlot;
+    std::map<std::string, std::unique_ptr<ConstantSlot>> constants_;
+    std::mutex constants_mutex_;  // guards constants_
     std::mutex queue_mutex_;      // guards queue_ submissions
     std::mutex one_off_mutex_;    // guards the one-off command pool and fence
 };
