@@ -301,4 +301,41 @@ TEST_P(IquantOps, ExpertFusedSwigluEqualsTheUnfusedPath) {
     EXPECT_LT(test::nmse(got, ref), 1e-7) << name_of(t.type);
 }
 
+// x is rounded as llama.cpp's CPU backend rounds it for the type (its vec_dot_type: Q8_0's blocks
+// of 32 for IQ4_NL, Q8_K's of 256 for the others). Where the decode matvec rounds x itself, it
+// gives what round_activations and then a plain matvec give; elsewhere it refuses to.
+TEST_P(IquantOps, ActivationsRoundedAsLlamaCppsCpuBackend) {
+    const IquantType& t = GetParam();
+    const ops::ActRounding mode = ops::activation_rounding(t.type);
+    EXPECT_EQ(mode, block_elems(t.type) == 32 ? ops::ActRounding::Q8_32 : ops::ActRounding::Q8_256) << name_of(t.type);
+    const int64_t n_in = row_lengths(t.type).back(), n_out = 13;
+    const TestWeight w = make_weight(ctx(), t, n_in, n_out, 91);
+    auto xv = test::random_floats(size_t(n_in), 17, -3.0f, 3.0f);
+    xv[size_t(n_in / 3)] = 250.0f;  // one block scaled by a large value
+    gpu::Buffer x = upload(ctx(), xv), rounded(ctx(), size_t(n_in) * 4, gpu::Memory::Device);
+    gpu::Buffer fused(ctx(), size_t(n_out) * 4, gpu::Memory::Device), plain(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
+    const ops::TensorView xr = ops::f32_rows(x, 1, n_in), rr = ops::f32_rows(rounded, 1, n_in);
+    gpu::Stream s(ctx());
+    if (!ops::matvec_rounds_activations(t.type)) {
+        s.begin();
+        EXPECT_THROW(ops::matmul(s, w.gpu(), xr, ops::f32_rows(fused, 1, n_out), false, true), ops::ShapeError);
+        s.submit_and_wait();
+        return;
+    }
+    s.begin();
+    ops::round_activations(s, xr, rr, mode);
+    ops::matmul(s, w.gpu(), xr, ops::f32_rows(fused, 1, n_out), false, /*round_x=*/true);
+    s.barrier("rounded x is complete before the plain matvec reads it");
+    ops::matmul(s, w.gpu(), rr, ops::f32_rows(plain, 1, n_out));
+    s.submit_and_wait();
+    const std::vector<float> a = download(fused), b = download(plain);
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << "row " << i;
+    // Rounding matters: the product with x unrounded differs.
+    gpu::Buffer exact(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
+    s.begin();
+    ops::matmul(s, w.gpu(), xr, ops::f32_rows(exact, 1, n_out));
+    s.submit_and_wait();
+    EXPECT_NE(download(exact), b);
+}
+
 }  // namespace vkllm::test::iquant
