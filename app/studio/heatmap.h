@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include <imgui.h>
 
@@ -24,9 +25,25 @@ struct HeatmapHover {
     bool hovered() const { return row >= 0; }
 };
 
+// Text for the cells along an axis (a token's text, a layer's name); empty: no labels there.
+struct MapLabels {
+    std::function<std::string(int)> row, col;
+    // The number shown where the text does not fit (a query row's position); empty: the index.
+    std::function<int(int)> row_number;
+};
+
 // Draws values[row * cols + col] scaled from [lo, hi] into a size-pixel box at the cursor and
-// advances the cursor. `overlay` draws on top (bands, marks) given the box's corner and cell size.
+// advances the cursor. `overlay` draws on top (bands, marks) given the corner of the whole map
+// (outside the box when zoomed) and the cell size; it is clipped to the box. Every map zooms and
+// pans (map_view.h): the wheel zooms around the cursor, a drag pans, a double-click resets; the
+// state is kept per id. With labels, a margin left of and below the box names the visible rows
+// and columns: their text where it fits (cut with an ellipsis), else their index every few cells.
 HeatmapHover draw_heatmap(const char* id, const float* values, int rows, int cols, ImVec2 size, float lo, float hi,
-                          const std::function<void(ImDrawList*, ImVec2 origin, ImVec2 cell)>& overlay = nullptr);
+                          const std::function<void(ImDrawList*, ImVec2 origin, ImVec2 cell)>& overlay = nullptr,
+                          const MapLabels& labels = {});
+
+// Sets the zoom of the map drawn with `id` on its next frame, as fractions of its columns
+// [x0, x1) and rows [y0, y1) (a script's "zoom" command; clamped as the wheel is).
+void request_map_zoom(const std::string& id, double x0, double x1, double y0, double y1);
 
 }  // namespace vkllm::studio

@@ -132,9 +132,13 @@ void draw_activations_panel(StudioApp& app) {
         for (size_t i = 0; i < a.size(); ++i) mx = std::max(mx, a[i] = std::fabs(t.values[i]));
         ImGui::Text("layer %d: |x| tokens (rows, positions %d..%d) x channels (%d), max %.2f", t.layer, t.positions.front(),
                     t.positions.back(), t.n_embd, mx);
-        const HeatmapHover hv = draw_heatmap("tokch", a.data(), n, t.n_embd,
-                                             ImVec2(ImGui::GetContentRegionAvail().x, std::clamp(4.0f * n, 40.0f, 160.0f)),
-                                             0.0f, std::max(mx, 1e-6f));
+        // Rows named by their tokens, columns by channel index (heatmap.h's labels).
+        const HeatmapHover hv = draw_heatmap(
+            "tokch", a.data(), n, t.n_embd,
+            ImVec2(ImGui::GetContentRegionAvail().x - ui_px(72), std::clamp(4.0f * n, 40.0f, 160.0f)), 0.0f,
+            std::max(mx, 1e-6f), nullptr,
+            MapLabels{[&](int r) { return app.token_text(t.positions[size_t(r)]); }, [](int c) { return std::to_string(c); },
+                      [&](int r) { return t.positions[size_t(r)]; }});
         if (hv.hovered())
             ImGui::SetTooltip("token %d \"%s\" channel %d: %.3f", t.positions[size_t(hv.row)],
                               app.token_text(t.positions[size_t(hv.row)]).c_str(), hv.col,

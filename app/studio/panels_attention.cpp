@@ -10,6 +10,7 @@
 #include "head_detail.h"
 #include "heatmap.h"
 #include "legends.h"
+#include "linked_text.h"
 #include <imgui.h>
 #include "panel_frame.h"
 #include "studio_app.h"
@@ -51,6 +52,89 @@ void cell_tooltip(StudioApp& app, const AttentionHistory& a, int head, int q, in
 }
 
 }  // namespace
+
+// The linked text view (bertviz-style): the text as it flows; hovering a token draws a line to
+// each key it attends (the selected head's weights or their mean over the layer's heads), the
+// line's width and the key's shading by the weight relative to the row's largest.
+namespace {
+struct LinkedText {
+    bool mean_heads = false;
+    int pinned = -1;     // a clicked token, shown while no other is hovered
+    bool open = false;   // set by a script: open the view on the next frame
+};
+LinkedText g_linked;
+}  // namespace
+
+void pin_linked_token(int position, bool mean_heads) {
+    g_linked.pinned = position;
+    g_linked.mean_heads = mean_heads;
+    g_linked.open = true;
+}
+
+static void draw_linked_text(StudioApp& app, const AttentionHistory& a) {
+    bool& mean_heads = g_linked.mean_heads;
+    ImGui::Checkbox("mean over heads", &mean_heads);
+    ImGui::SameLine();
+    ImGui::TextDisabled("hover or click a token: lines to the tokens it attends (layer %d, %s)", a.layer,
+                        mean_heads ? "every head" : ("head " + std::to_string(app.sel_head)).c_str());
+    ImGui::Dummy(ImVec2(0, ui_px(20)));  // room for the arcs above the first line
+    const int n = a.n_key;
+    const float avail = ImGui::GetContentRegionAvail().x, line = ImGui::GetTextLineHeight() * 1.8f;
+    const ImVec2 start = ImGui::GetCursorScreenPos();
+    std::vector<ImVec2> box_lo(size_t(std::max(n, 0))), box_hi(box_lo.size());
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->ChannelsSplit(2);  // 0: shading under the text, 1: the text
+    dl->ChannelsSetCurrent(1);
+    float x = 0, y = 0;
+    int hovered = -1;
+    for (int k = 0; k < n; ++k) {
+        const std::string piece = short_text(app.token_text(k));
+        const float w = std::max(ImGui::CalcTextSize(piece.c_str()).x, ui_px(4));
+        if (x > 0 && x + w > avail) x = 0, y += line;
+        box_lo[size_t(k)] = ImVec2(start.x + x, start.y + y);
+        box_hi[size_t(k)] = ImVec2(start.x + x + w, start.y + y + ImGui::GetTextLineHeight());
+        ImGui::SetCursorScreenPos(box_lo[size_t(k)]);
+        ImGui::TextUnformatted(piece.c_str());
+        if (ImGui::IsItemHovered()) hovered = k;
+        if (ImGui::IsItemClicked()) g_linked.pinned = g_linked.pinned == k ? -1 : k;
+        x += w + ui_px(2);
+    }
+    const bool pinned = hovered < 0 && g_linked.pinned >= 0 && g_linked.pinned < n;
+    if (pinned) hovered = g_linked.pinned;
+    dl->ChannelsSetCurrent(0);
+    std::vector<float> wts = hovered >= 0 ? attention_from_query(a, mean_heads ? -1 : app.sel_head, hovered) : std::vector<float>{};
+    float top = 1e-9f;
+    for (float v : wts) top = std::max(top, v);
+    for (size_t k = 0; k < wts.size(); ++k)
+        if (wts[k] / top > 0.02f)
+            dl->AddRectFilled(box_lo[k], box_hi[k], IM_COL32(80, 160, 255, int(40 + 160 * wts[k] / top)), 2.0f);
+    dl->ChannelsMerge();
+    if (hovered >= 0) {
+        const ImVec2 from((box_lo[size_t(hovered)].x + box_hi[size_t(hovered)].x) * 0.5f, box_lo[size_t(hovered)].y);
+        dl->AddRect(box_lo[size_t(hovered)], box_hi[size_t(hovered)], IM_COL32(255, 90, 90, 255), 2.0f);
+        for (size_t k = 0; k < wts.size(); ++k) {
+            const float r = wts[k] / top;
+            if (r <= 0.02f || int(k) == hovered) continue;
+            const ImVec2 to((box_lo[k].x + box_hi[k].x) * 0.5f, box_lo[k].y);
+            // An arc above the text: both ends at the tokens' tops, the control points raised.
+            const float lift = std::min(ui_px(20), 8.0f + std::fabs(to.x - from.x) * 0.15f + std::fabs(to.y - from.y) * 0.3f);
+            dl->AddBezierCubic(from, ImVec2(from.x, std::min(from.y, to.y) - lift), ImVec2(to.x, std::min(from.y, to.y) - lift),
+                               to, IM_COL32(255, 170, 60, int(60 + 195 * r)), 1.0f + 3.0f * r);
+        }
+        if (pinned) {
+            // No tooltip for a pinned token: it stays while the mouse is elsewhere.
+        } else if (wts.empty()) {
+            ImGui::SetTooltip("position %d has no query row in this map", hovered);
+        } else {
+            const int best = int(std::max_element(wts.begin(), wts.end()) - wts.begin());
+            ImGui::SetTooltip("%d \"%s\" attends most to %d \"%s\" (%.3f)", hovered,
+                              short_text(app.token_text(hovered)).c_str(), best, short_text(app.token_text(best)).c_str(),
+                              wts[size_t(best)]);
+        }
+    }
+    ImGui::SetCursorScreenPos(ImVec2(start.x, start.y + y + line));
+    ImGui::Dummy(ImVec2(0, 0));
+}
 
 // The selected head's thumbnail (max-pooled on the GPU) and, beside it, its newest query's top
 // keys.
@@ -228,7 +312,8 @@ void draw_attention_panel(StudioApp& app) {
     ImGui::BeginChild("large", ImVec2(0, 0), false);
     ImGui::PushTextWrapPos(0.0f);
     const int nq = int(sel->query_pos.size()), nk = sel->n_key;
-    const float side = std::max(64.0f, std::min(ImGui::GetContentRegionAvail().x - (sel->has_sinks ? 24 : 0),
+    // The map's width leaves room for the row labels (heatmap.h) and the sink column.
+    const float side = std::max(64.0f, std::min(ImGui::GetContentRegionAvail().x - ui_px(72) - (sel->has_sinks ? 24 : 0),
                                                 ImGui::GetContentRegionAvail().y * 0.62f));
     const std::vector<float>& m = g_cache.get(*sel, app.sel_head, log_scale, s.version);
     const float map_h = side * std::min(1.0f, float(nq) / float(std::max(nk, 1)) * 1.0f + 0.0f);
@@ -250,7 +335,10 @@ void draw_attention_panel(StudioApp& app) {
                                            dl->AddLine(ImVec2(x, o.y), ImVec2(x, o.y + float(nq) * cell.y),
                                                        IM_COL32(255, 60, 60, 160), 1.0f);
                                        }
-                                   });
+                                   },
+                                   MapLabels{[&](int q) { return app.token_text(qpos[size_t(q)]); },
+                                             [&](int k) { return app.token_text(k); },
+                                             [&](int q) { return qpos[size_t(q)]; }});
     if (hv.hovered()) {
         cell_tooltip(app, *sel, app.sel_head, hv.row, hv.col);
         if (ImGui::IsItemClicked()) app.picked_key = hv.col;
@@ -271,6 +359,8 @@ void draw_attention_panel(StudioApp& app) {
     if (log_scale) ramp_legend("p", "1e-4", "1");
     else ramp_legend("p", "0", "1");
     if (!sel->causal) ImGui::TextDisabled("an encoder's map: every query attends to the keys after it too");
+    if (g_linked.open) ImGui::SetNextItemOpen(true), g_linked.open = false;
+    if (ImGui::CollapsingHeader("Linked text view")) draw_linked_text(app, *sel);
 
     // Per-head statistics of the selected layer.
     for (const AttentionLayerView& l : app.vm.attention.layers) {

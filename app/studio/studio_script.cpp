@@ -10,6 +10,7 @@
 
 #include <imgui.h>
 #include "heatmap.h"
+#include "linked_text.h"
 #include "studio_app.h"
 
 namespace vkllm::studio {
@@ -115,6 +116,24 @@ void StudioApp::run_script_line(const std::string& line) {
         const auto v = ints(2);
         if (v[0] < 0 || v[0] >= int64_t(tiling.splitters.size())) throw std::runtime_error("script: no splitter " + rest);
         drag_splitter(layout, tiling.splitters[size_t(v[0])], float(v[1]), ui_px(120));
+    } else if (cmd == "zoom") {  // MAP X0 X1 Y0 Y1: the visible fractions of a map's columns and rows
+        std::stringstream in(rest);
+        std::string map;
+        double x0, x1, y0, y1;
+        if (!(in >> map >> x0 >> x1 >> y0 >> y1) || !(x0 < x1 && y0 < y1 && x0 >= 0 && y0 >= 0 && x1 <= 1 && y1 <= 1))
+            throw std::runtime_error("script: zoom MAP X0 X1 Y0 Y1 with 0 <= X0 < X1 <= 1 and 0 <= Y0 < Y1 <= 1");
+        request_map_zoom(map, x0, x1, y0, y1);
+    } else if (cmd == "link") {  // POSITION [mean] | none: pin the linked text view on a token
+        std::stringstream in(rest);
+        std::string what, mean;
+        in >> what >> mean;
+        if (what == "none") pin_linked_token(-1, false);
+        else {
+            int pos = -1;
+            try { pos = std::stoi(what); } catch (const std::exception&) {}
+            if (pos < 0 || (!mean.empty() && mean != "mean")) throw std::runtime_error("script: link POSITION [mean] | none");
+            pin_linked_token(pos, mean == "mean");
+        }
     } else throw std::runtime_error("script: unknown command '" + cmd + "'");
 }
 

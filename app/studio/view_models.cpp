@@ -345,4 +345,16 @@ TelemetryView telemetry_view(const ProbeHistory& h, const GenerateResult& last, 
 
 float surprisal_bits(float logprob) { return float(-logprob / std::log(2.0)); }
 
+std::vector<float> attention_from_query(const AttentionHistory& a, int head, int query_pos) {
+    const auto it = std::find(a.query_pos.begin(), a.query_pos.end(), query_pos);
+    if (it == a.query_pos.end() || head >= a.n_head || a.n_head <= 0) return {};
+    const int q = int(it - a.query_pos.begin());
+    std::vector<float> w(size_t(a.n_key), 0.0f);
+    const int first = head < 0 ? 0 : head, last = head < 0 ? a.n_head : head + 1;
+    for (int hh = first; hh < last; ++hh)
+        for (int k = 0; k < a.n_key; ++k) w[size_t(k)] += a.at(hh, q, k);
+    for (float& x : w) x /= float(last - first);
+    return w;
+}
+
 }  // namespace vkllm::studio

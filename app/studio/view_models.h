@@ -48,6 +48,10 @@ std::vector<float> attention_matrix(const AttentionHistory& a, int head, bool lo
 // at positions > key_pos (a bidirectional layer: every other query; the query at key_pos
 // itself excluded); [layer][head].
 std::vector<std::vector<float>> attention_to_key(const ProbeHistory& h, int key_pos);
+// The linked text view: what the query at position `query_pos` attends, per key position
+// (n_key values), for one head or, with head < 0, the mean over the layer's heads. Empty when
+// that position has no query row in the map.
+std::vector<float> attention_from_query(const AttentionHistory& a, int head, int query_pos);
 
 // ---- Activations ----
 struct ActivationRow {

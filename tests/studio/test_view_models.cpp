@@ -417,3 +417,22 @@ TEST(TextEffect, PerPositionKlPerplexityAndNoEffect) {
 
 }  // namespace
 }  // namespace vkllm::studio
+
+// The linked text view's weights: one head's row, or the mean over heads, zero past the query.
+TEST(ViewModels, AttentionFromQuery) {
+    AttentionHistory a;
+    a.n_head = 2;
+    a.query_pos = {1, 2};
+    a.n_key = 3;
+    a.rows = {{0.25f, 0.75f, /* head 1 */ 1.0f, 0.0f}, {0.5f, 0.25f, 0.25f, /* head 1 */ 0.0f, 0.0f, 1.0f}};
+    const std::vector<float> h1 = attention_from_query(a, 1, 2);
+    ASSERT_EQ(h1.size(), 3u);
+    EXPECT_FLOAT_EQ(h1[2], 1.0f);
+    const std::vector<float> mean = attention_from_query(a, -1, 1);
+    ASSERT_EQ(mean.size(), 3u);
+    EXPECT_FLOAT_EQ(mean[0], 0.625f);
+    EXPECT_FLOAT_EQ(mean[1], 0.375f);
+    EXPECT_FLOAT_EQ(mean[2], 0.0f);  // a causal row has no key after its query
+    EXPECT_TRUE(attention_from_query(a, 0, 0).empty());  // position 0 has no row in this map
+    EXPECT_TRUE(attention_from_query(a, 2, 1).empty());  // no head 2
+}
