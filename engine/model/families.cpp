@@ -282,6 +282,21 @@ std::vector<Family> make_families() {
             .topk_norm = TopkNorm::Yes,
             .shared_expert_width_key = true,
         },
+        // RWKV-7 "Goose" (llama.cpp's src/models/rwkv7.cpp): LayerNorm of the embeddings (ln0:
+        // token_embd_norm with its bias), then every layer LayerNorm and the time mix (token shift,
+        // the four loras, the generalized delta rule over a wkv state per head), attn_norm_2 and
+        // the channel mix (token shift, relu(W_key x)^2, W_value) as its FFN; LayerNorm with bias
+        // before the head. No attention, no positions; the state is RecurrentState's.
+        {
+            .arch = "rwkv7",
+            .mixer = Mixer::Rwkv7,
+            .norm = NormKind::LayerNorm,
+            .ffn_norm_tensor = "attn_norm_2",
+            .embd_norm = true,
+            .rope = false,
+            .activation = Activation::ReluSqr,
+            .gated = false,
+        },
         // BERT, bge, MiniLM (llama.cpp's `bert`), the encoder: learned absolute positions plus
         // token type 0, LayerNorm of the embeddings, bidirectional attention (attention.causal,
         // default false), biased projections where the file has them, post-norm of each residual

@@ -46,6 +46,8 @@ enum class Mixer {
     Attention,  // attention only
     Mamba2,     // Mamba-2 state-space mixers (`ssm.*` keys, an SsmSpec), on the layers `layers` says
     Mamba1,     // Mamba-1 selective-scan mixers (`ssm.*` keys without a group count), likewise
+    Rwkv7,      // RWKV-7's time mix (`wkv.head_size`, the lora ranks: an RwkvSpec) and its channel
+                // mix as every layer's FFN
 };
 
 // Which parts each layer has (its LayerSpec's mixer and has_ffn), as llama.cpp decides per layer

@@ -61,7 +61,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
     body_.push_back({-1, std::make_unique<EmbeddingBlock>()});
     body_.push_back({-1, std::make_unique<ResidualTap>(-1)});
     for (int l = 0; l < spec.n_layer; ++l) {
-        for (BlockKind kind : layer_block_kinds(spec.layers[size_t(l)])) body_.push_back({l, make_block(kind, l, recurrent_)});
+        for (BlockKind kind : layer_block_kinds(spec.layers[size_t(l)])) body_.push_back({l, make_block(kind, l, spec, weights, recurrent_)});
         body_.push_back({l, std::make_unique<ResidualTap>(l)});
     }
     head_.push_back({-1, std::make_unique<LogitLensBlock>()});

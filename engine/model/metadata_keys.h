@@ -85,6 +85,13 @@ inline constexpr ArchKey kSsmTimeStepRank{"ssm.time_step_rank"};  // Mamba-2: th
 inline constexpr ArchKey kSsmGroupCount{"ssm.group_count"};
 inline constexpr ArchKey kSsmDtBCRms{"ssm.dt_b_c_rms"};  // bool: Falcon-Mamba's RMS norms of dt, B and C
 
+// RWKV-7: the wkv heads' size and the time mix's four low-rank projections.
+inline constexpr ArchKey kWkvHeadSize{"wkv.head_size"};
+inline constexpr ArchKey kDecayLoraRank{"attention.decay_lora_rank"};
+inline constexpr ArchKey kIclrLoraRank{"attention.iclr_lora_rank"};
+inline constexpr ArchKey kValueResidualMixLoraRank{"attention.value_residual_mix_lora_rank"};
+inline constexpr ArchKey kGateLoraRank{"attention.gate_lora_rank"};
+
 // Granite's multipliers and RoPE switch.
 inline constexpr ArchKey kEmbeddingScale{"embedding_scale"};
 inline constexpr ArchKey kResidualScale{"residual_scale"};
@@ -110,6 +117,7 @@ inline constexpr ArchKey kArchKeys[] = {
     kInterleaveMoeLayerStep,
     kQLoraRank, kKvLoraRank, kKeyLengthMla, kValueLengthMla,
     kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount, kSsmDtBCRms,
+    kWkvHeadSize, kDecayLoraRank, kIclrLoraRank, kValueResidualMixLoraRank, kGateLoraRank,
     kEmbeddingScale, kResidualScale, kLogitScale, kAttentionScale, kRopeScalingFinetuned,
     kExpertSharedFeedForwardLength,
     kPoolingType,

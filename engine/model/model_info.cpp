@@ -113,6 +113,7 @@ MixerKind mixer_kind(model::LayerMixer m) {
         case model::LayerMixer::Attention: return MixerKind::Attention;
         case model::LayerMixer::Mamba2: return MixerKind::Mamba2;
         case model::LayerMixer::Mamba1: return MixerKind::Mamba1;
+        case model::LayerMixer::Rwkv7: return MixerKind::Rwkv7;
         case model::LayerMixer::None: return MixerKind::None;
     }
     return MixerKind::Attention;
@@ -250,6 +251,7 @@ const char* to_string(MixerKind m) {
         case MixerKind::Attention: return "attention";
         case MixerKind::Mamba2: return "mamba-2";
         case MixerKind::Mamba1: return "mamba-1";
+        case MixerKind::Rwkv7: return "rwkv-7";
         case MixerKind::None: return "none";
     }
     return "attention";
@@ -330,6 +332,14 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
             info.state_bytes_per_sequence += li.state_bytes;
             info.n_ssm_layers++;
         }
+        if (L.rwkv.enabled()) {
+            const model::RwkvSpec& r = L.rwkv;
+            li.rwkv = {int(r.n_head()), int(r.head_size), int(r.n_ff), int(r.decay_rank), int(r.iclr_rank),
+                       int(r.value_rank), int(r.gate_rank)};
+            li.state_bytes = uint64_t(r.state_floats()) * sizeof(float);
+            info.state_bytes_per_sequence += li.state_bytes;
+            info.n_rwkv_layers++;
+        }
         if (L.mixer != model::LayerMixer::Attention) {
             info.layers.push_back(std::move(li));
             continue;
@@ -388,6 +398,9 @@ std::string ModelInfo::layer_table() const {
         s << "; KV cache " << kv_bytes_per_token_global + kv_bytes_per_token_local << " bytes per token ("
           << n_global_layers + n_local_layers << " attention layers), recurrent state " << state_bytes_per_sequence
           << " bytes per sequence (" << n_ssm_layers << " state-space layers)";
+    } else if (n_rwkv_layers > 0) {  // no KV cache at all: the token shifts and wkv states only
+        s << "; no KV cache, recurrent state " << state_bytes_per_sequence << " bytes per sequence ("
+          << n_rwkv_layers << " RWKV-7 layers)";
     }
     s << "\n";
     s << "layer  heads(q/kv) head_dim  attention        rope                     norm      ffn\n";
@@ -419,6 +432,10 @@ std::string ModelInfo::layer_table() const {
             else if (L.mixer == MixerKind::Mamba1)
                 std::snprintf(mixer, sizeof mixer, "Mamba-1 inner %d state %d dt rank %d conv %d", L.ssm.d_inner,
                               L.ssm.d_state, L.ssm.dt_rank, L.ssm.d_conv);
+            else if (L.mixer == MixerKind::Rwkv7)
+                std::snprintf(mixer, sizeof mixer, "RWKV-7 wkv %d x %d, loras %d/%d/%d/%d, state %llu B",
+                              L.rwkv.n_head, L.rwkv.head_size, L.rwkv.decay_rank, L.rwkv.iclr_rank,
+                              L.rwkv.value_rank, L.rwkv.gate_rank, (unsigned long long)L.state_bytes);
             char line[320];
             std::snprintf(line, sizeof line, "%5d  %-62s %-9s %s\n", L.index, mixer, to_string(L.norm_placement), ffn);
             s << line;

@@ -42,6 +42,12 @@ RecurrentState::RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_b
         x_db_ = gpu::Buffer(ctx, T * uint64_t(max_x_db) * F, gpu::Memory::Device);
         dt_ = gpu::Buffer(ctx, T * uint64_t(max_dt) * F, gpu::Memory::Device);
     }
+    // RWKV-7: every layer has the time mix (one spec for the model).
+    for (const LayerSpec& L : spec.layers)
+        if (L.mixer == LayerMixer::Rwkv7) {
+            rwkv_ = RwkvState(ctx, L.rwkv, int(spec.layers.size()), n_batch);
+            break;
+        }
     zero_ = false;
     reset();
 }
@@ -54,6 +60,7 @@ void RecurrentState::reset() {
             L.ssm.fill_zero();
         }
     }
+    rwkv_.reset();
     zero_ = true;
     seen_ = 0;
 }
@@ -67,9 +74,11 @@ void RecurrentState::begin_pass(int pos0, int n_tokens) {
     }
     if (n_tokens > 0) zero_ = false;
     seen_ = pos0 + n_tokens;
+    if (!rwkv_.empty()) rwkv_.begin_pass(pos0, n_tokens);
 }
 
 bool RecurrentState::truncate(int n) {
+    if (!rwkv_.empty()) rwkv_.truncate(n);  // the same rule as below: its answer is this one's
     if (n == seen_ || empty()) {
         seen_ = n;
         return true;
@@ -86,12 +95,12 @@ uint64_t RecurrentState::bytes() const {
     uint64_t n = 0;
     for (const Layer& L : layers_)
         if (L.present) n += L.conv.size() + L.ssm.size();
-    return n;
+    return n + (rwkv_.empty() ? 0 : rwkv_.bytes());
 }
 
 uint64_t RecurrentState::work_bytes() const {
     return (in_proj_.valid() ? in_proj_.size() + xbc_.size() + y_.size() : 0) +
-           (x_db_.valid() ? x_db_.size() + dt_.size() : 0);
+           (x_db_.valid() ? x_db_.size() + dt_.size() : 0) + (rwkv_.empty() ? 0 : rwkv_.work_bytes());
 }
 
 }  // namespace vkllm::model

@@ -8,13 +8,15 @@
 // positions: truncate(n) holds only for n at its newest position (or 0); otherwise it returns
 // false and the session re-evaluates the kept tokens from position 0, where begin_pass zeroes
 // the state. Also here, sized for a pass of n_batch tokens: the mixer's work buffers (the
-// in-projection's rows, the convolved channels, the scan's output).
+// in-projection's rows, the convolved channels, the scan's output). RWKV-7's layers keep theirs
+// in an RwkvState (rwkv_state.h) owned here, which passes, truncation and bytes() cover alike.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "gpu/buffer.h"
+#include "model/rwkv_state.h"
 #include "model/spec.h"
 
 namespace vkllm::gpu { class Context; }
@@ -41,7 +43,8 @@ public:
     // True when nothing is lost: n is 0 or the number of positions seen. False otherwise (the
     // caller re-evaluates from position 0); the state is then stale until begin_pass(0, ...).
     bool truncate(int n);
-    // State bytes of the sequence (conv + ssm over layers), constant in the context length.
+    // State bytes of the sequence (conv + ssm over layers, RWKV's shifts and wkv states),
+    // constant in the context length.
     uint64_t bytes() const;
     // The work buffers' bytes (counted with the scratch).
     uint64_t work_bytes() const;
@@ -54,11 +57,14 @@ public:
     // (each packed), and dt [n_batch][d_inner].
     const gpu::Buffer& x_db() const { return x_db_; }
     const gpu::Buffer& dt() const { return dt_; }
+    // RWKV-7's layers' state and work buffers (empty without RWKV layers).
+    const RwkvState& rwkv() const { return rwkv_; }
 
 private:
     std::vector<Layer> layers_;
     gpu::Buffer in_proj_, xbc_, y_;
     gpu::Buffer x_db_, dt_;  // Mamba-1
+    RwkvState rwkv_;
     int seen_ = 0;  // positions folded into the state
     bool zero_ = true;  // every state is zero (fresh or reset)
 };

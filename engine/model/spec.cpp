@@ -94,6 +94,32 @@ SsmSpec ssm_spec(const Meta& m, bool mamba1) {
     return ssm;
 }
 
+// RWKV-7's sizes (llama.cpp's load_arch_hparams for LLM_ARCH_RWKV7 requires every key): the wkv
+// heads of wkv.head_size channels, which must tile n_embd, the four lora ranks and the channel
+// mix's width.
+RwkvSpec rwkv_spec(const Meta& m, int n_embd) {
+    using namespace keys;
+    const gguf::File& f = m.file();
+    RwkvSpec r;
+    r.n_embd = n_embd;
+    r.head_size = m.integer(kWkvHeadSize);
+    r.n_ff = m.integer(kFeedForwardLength);
+    r.decay_rank = m.integer(kDecayLoraRank);
+    r.iclr_rank = m.integer(kIclrLoraRank);
+    r.value_rank = m.integer(kValueResidualMixLoraRank);
+    r.gate_rank = m.integer(kGateLoraRank);
+    require_positive(f, kWkvHeadSize.text(), r.head_size, 1024);
+    require_positive(f, kFeedForwardLength.text(), r.n_ff, 1 << 20);
+    require_positive(f, kDecayLoraRank.text(), r.decay_rank, 1 << 16);
+    require_positive(f, kIclrLoraRank.text(), r.iclr_rank, 1 << 16);
+    require_positive(f, kValueResidualMixLoraRank.text(), r.value_rank, 1 << 16);
+    require_positive(f, kGateLoraRank.text(), r.gate_rank, 1 << 16);
+    if (n_embd % r.head_size)
+        throw ModelError(f.path() + ": " + kWkvHeadSize.text() + " = " + std::to_string(r.head_size) +
+                         " does not divide " + kEmbeddingLength.text() + " = " + std::to_string(n_embd));
+    return r;
+}
+
 // A layer's mixer and whether an FFN follows it, as the family's layout reads the per-layer
 // arrays (llama.cpp: a layer is recurrent when its head_count_kv is 0, which defaults to its
 // head_count; Nemotron-H's MLP layers are those with a feed_forward_length).
@@ -101,6 +127,7 @@ std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l)
     using namespace keys;
     const LayerMixer mixer = fam.mixer == Mixer::Mamba2   ? LayerMixer::Mamba2
                              : fam.mixer == Mixer::Mamba1 ? LayerMixer::Mamba1
+                             : fam.mixer == Mixer::Rwkv7  ? LayerMixer::Rwkv7
                                                           : LayerMixer::Attention;
     auto no_kv_heads = [&] { return m.per_layer(kHeadCountKv, l, m.per_layer(kHeadCount, l, 0)) == 0; };
     switch (fam.layers) {
@@ -110,7 +137,9 @@ std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l)
             if (m.per_layer(kFeedForwardLength, l, 0) > 0) return {LayerMixer::None, true};
             return {no_kv_heads() ? mixer : LayerMixer::Attention, false};
     }
-    return {mixer, mixer == LayerMixer::Attention};
+    // Every layer alike: attention or RWKV's time mix then an FFN (RWKV: the channel mix), or a
+    // state-space mixer alone.
+    return {mixer, mixer == LayerMixer::Attention || mixer == LayerMixer::Rwkv7};
 }
 
 // An attention layer's heads, head sizes and RoPE.
@@ -189,6 +218,7 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
     s.tied_embeddings = !has_tensor(f, "output.weight");
 
     std::optional<SsmSpec> ssm;  // every state-space layer has the same sizes (read once)
+    std::optional<RwkvSpec> rwkv;  // likewise every RWKV layer
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec L;
         std::tie(L.mixer, L.has_ffn) = layer_parts(m, fam, l);
@@ -198,6 +228,9 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
             // Jamba's Mamba-1 layers carry weighted norms of dt, B and C.
             if (L.ssm.mamba1() && has_tensor(f, "blk." + std::to_string(l) + ".ssm_dt_norm.weight"))
                 L.ssm.dt_b_c_norm = true;
+        } else if (L.mixer == LayerMixer::Rwkv7) {
+            if (!rwkv) rwkv = rwkv_spec(m, s.n_embd);
+            L.rwkv = *rwkv;
         } else if (L.mixer == LayerMixer::Attention) {
             read_attention(m, fam, s, l, L.attn);
         }
@@ -498,6 +531,7 @@ uint64_t ModelSpec::recurrent_state_bytes() const {
     uint64_t total = 0;
     for (const auto& L : layers)
         if (L.ssm.enabled()) total += L.ssm.state_bytes();
+        else if (L.rwkv.enabled()) total += uint64_t(L.rwkv.state_floats()) * sizeof(float);
     return total;
 }
 

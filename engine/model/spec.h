@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "model/rwkv_spec.h"
 #include "vkllm/pooling.h"
 
 namespace vkllm::gguf {
@@ -137,9 +138,11 @@ struct SsmSpec {
 };
 
 // What mixes tokens in a layer (its first block): softmax attention over a KV cache (`attn`), a
-// Mamba-2 or Mamba-1 state-space mixer over a recurrent state (`ssm`), or nothing (a layer that is an FFN
-// alone, as Nemotron-H's MLP layers). A hybrid model has several kinds (families.h, LayerLayout).
-enum class LayerMixer { Attention, Mamba2, Mamba1, None };
+// Mamba-2 or Mamba-1 state-space mixer over a recurrent state (`ssm`), RWKV-7's time mix over its
+// recurrent state (`rwkv`; the layer's FFN is then RWKV's channel mix), or nothing (a layer that
+// is an FFN alone, as Nemotron-H's MLP layers). A hybrid model has several kinds (families.h,
+// LayerLayout).
+enum class LayerMixer { Attention, Mamba2, Mamba1, Rwkv7, None };
 
 // A layer's blocks: its mixer, then its FFN (dense or experts) where has_ffn. Only the part the
 // mixer names is filled in: a state-space layer has no attention heads (so no KV cache rows), an
@@ -150,6 +153,7 @@ struct LayerSpec {
     AttentionSpec attn;
     FfnSpec ffn;
     SsmSpec ssm;
+    RwkvSpec rwkv;  // mixer Rwkv7: the time and channel mixes' sizes
     NormPlacement norm_placement = NormPlacement::Pre;
     std::string ffn_norm_tensor = "ffn_norm";  // gpt-oss calls its pre-FFN norm post_attention_norm
     // The parallel block (GPT-J, Falcon): attention and the FFN both read the layer's input x and
@@ -189,7 +193,8 @@ struct ModelSpec {
     static ModelSpec from_gguf(const gguf::File& f);
     // KV-cache bytes per token summed over the attention layers (f32 cache).
     uint64_t kv_bytes_per_token() const;
-    // Recurrent-state bytes per sequence summed over the state-space layers (constant in context).
+    // Recurrent-state bytes per sequence summed over the state-space and RWKV layers (constant in
+    // context).
     uint64_t recurrent_state_bytes() const;
 };
 

@@ -51,6 +51,14 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         rope_short = vector("rope_factors_short.weight", spec.layers[0].attn.rope.n_dims / 2);
     }
 
+    for (const LayerSpec& L : spec.layers)
+        if (L.mixer == LayerMixer::Rwkv7) {  // every layer of an RWKV-7 model: one spec
+            rwkv = std::make_unique<RwkvWeights>(ctx, file);
+            rwkv->load_layers(L.rwkv, spec.n_layer);
+            bytes_ += rwkv->bytes();
+            break;
+        }
+
     for (int l = 0; l < spec.n_layer; ++l) {
         const LayerSpec& L = spec.layers[size_t(l)];
         const int64_t E = spec.n_embd;
@@ -84,10 +92,14 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.ssm_d = vector(p + "ssm_d", m.n_head);
             w.ssm_norm = vector(p + "ssm_norm.weight", m.d_inner, /*required=*/false);
             w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
+        } else if (L.mixer == LayerMixer::Rwkv7) {  // the mixes' tensors are rwkv's; the norms also here
+            const RwkvLayerWeights& r = rwkv->layers[size_t(l)];
+            w.attn_norm = r.attn_norm, w.attn_norm_b = r.attn_norm_b;
+            w.ffn_norm = r.ffn_norm, w.ffn_norm_b = r.ffn_norm_b;
         } else if (L.mixer == LayerMixer::Attention) {
             attention_weights(spec, L, p, w);
         }
-        if (L.has_ffn) ffn_weights(spec, L, p, w);
+        if (L.has_ffn && L.mixer != LayerMixer::Rwkv7) ffn_weights(spec, L, p, w);
         layers.push_back(w);
     }
     super_corrections(spec);

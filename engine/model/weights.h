@@ -9,6 +9,7 @@
 
 #include "gguf/gguf.h"
 #include "gpu/buffer.h"
+#include "model/rwkv_weights.h"
 #include "model/spec.h"
 #include "ops/ops.h"
 
@@ -97,6 +98,9 @@ public:
     const gpu::Buffer* rope_long = nullptr;   // [n_rot/2] LongRoPE factors or null
     const gpu::Buffer* rope_short = nullptr;
     std::vector<LayerWeights> layers;
+    // RWKV-7's layers' tensors (its time and channel mixes) or null; their LayerWeights hold the
+    // norms only.
+    std::unique_ptr<RwkvWeights> rwkv;
 
     uint64_t bytes() const { return bytes_; }
     // The uploaded matrix with this file name ("blk.3.attn_qkv.weight"); null when none was

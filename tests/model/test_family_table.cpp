@@ -105,7 +105,7 @@ TEST(FamilyTable, SupportedArchitecturesAreTheTableRows) {
     std::sort(rows.begin(), rows.end());
     EXPECT_EQ(std::adjacent_find(rows.begin(), rows.end()), rows.end()) << "an architecture has two rows";
     EXPECT_EQ(model::supported_architectures(), rows);
-    EXPECT_EQ(model::find_family("rwkv7"), nullptr);
+    EXPECT_EQ(model::find_family("rwkv6"), nullptr);
 }
 
 // Fields that only mean something together with another one.
@@ -172,7 +172,7 @@ TEST(FamilyTable, RowsAreConsistent) {
 // Every architecture in the table has a random-weight model with llama.cpp's logits.
 TEST(FamilyTable, EveryRowHasAGoldenModel) {
     std::set<std::string> golden;
-    for (const char* sub : {"families", "moe", "bert", "ssm", "parallel_alibi"}) {
+    for (const char* sub : {"families", "moe", "bert", "ssm", "parallel_alibi", "rwkv7"}) {
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(test::source_dir() + "/tests/golden/" + sub, ec)) {
             if (e.path().extension() != ".gguf") continue;
@@ -182,7 +182,7 @@ TEST(FamilyTable, EveryRowHasAGoldenModel) {
     }
     for (const model::Family& f : model::families())
         EXPECT_TRUE(golden.count(std::string(f.arch)))
-            << "no golden model of architecture " << f.arch << " in tests/golden/{families,moe,bert,ssm,parallel_alibi}";
+            << "no golden model of architecture " << f.arch << " in tests/golden/{families,moe,bert,ssm,parallel_alibi,rwkv7}";
 }
 
 // No architecture name in a string literal of engine/ outside the family table (the tokenizer's

@@ -20,8 +20,9 @@ enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
 enum class FfnKind { DenseGated, DensePlain, Moe, None };  // None: the layer has no FFN
 enum class Activation { Silu, GeluTanh, GeluErf, ReluSqr };
 // What mixes tokens in a layer: attention over a KV cache, a Mamba-2 or Mamba-1 state-space
-// mixer over a fixed-size recurrent state, or nothing (a layer that is an FFN alone).
-enum class MixerKind { Attention, Mamba2, Mamba1, None };
+// mixer or RWKV-7's time mix over a fixed-size recurrent state, or nothing (a layer that is an
+// FFN alone).
+enum class MixerKind { Attention, Mamba2, Mamba1, Rwkv7, None };
 enum class MoeGating { Softmax, Sigmoid, SoftmaxAfterTopk };
 enum class NormPlacement { Pre, Post, Sandwich, PostSum };  // PostSum (BERT): norm(x + f(x))
 enum class NormKind { RmsNorm, LayerNorm };
@@ -36,7 +37,7 @@ const char* to_string(QkNorm q);
 const char* to_string(FfnKind k);
 // "silu", "gelu_tanh", "gelu_erf", "relu_sqr"
 const char* to_string(Activation a);
-// "attention", "mamba-2", "mamba-1", "none"
+// "attention", "mamba-2", "mamba-1", "rwkv-7", "none"
 const char* to_string(MixerKind m);
 // "softmax", "sigmoid", "softmax_after_topk"
 const char* to_string(MoeGating g);
@@ -100,6 +101,12 @@ struct SsmInfo {
     int d_conv = 0, d_inner = 0, d_state = 0, n_head = 0, n_group = 0, dt_rank = 0;
 };
 
+// RWKV-7's time-mix sizes (wkv.head_size, the four lora ranks) and its channel mix's width.
+struct RwkvInfo {
+    int n_head = 0, head_size = 0, n_ff = 0;
+    int decay_rank = 0, iclr_rank = 0, value_rank = 0, gate_rank = 0;
+};
+
 struct TensorInfo {
     std::string name;              // llama.cpp's name, "blk.3.ffn_down.weight"
     std::string type;              // "F32", "Q4_K", ...
@@ -118,6 +125,7 @@ struct LayerInfo {
     MixerKind mixer = MixerKind::Attention;
     AttentionInfo attention;             // mixer Attention only
     SsmInfo ssm;                         // mixers Mamba2 and Mamba1 only
+    RwkvInfo rwkv;                       // mixer Rwkv7 only (its FFN is the channel mix)
     FfnInfo ffn;                         // kind None: no FFN
     uint64_t kv_bytes_per_token = 0;     // f32 cache; 0 without attention
     uint64_t state_bytes = 0;            // the recurrent state per sequence (f32), whatever the context
@@ -158,10 +166,11 @@ struct ModelInfo {
     uint64_t kv_bytes_per_token_global = 0;
     uint64_t kv_bytes_per_token_local = 0;
     int n_global_layers = 0, n_local_layers = 0;
-    // State-space layers' recurrent state per sequence (f32 conv and SSM states): constant in the
-    // context length, the reason these layers exist.
+    // State-space and RWKV-7 layers' recurrent state per sequence (f32 conv and SSM states; RWKV's
+    // token shifts and wkv states): constant in the context length, the reason these layers exist.
     uint64_t state_bytes_per_sequence = 0;
     int n_ssm_layers = 0;
+    int n_rwkv_layers = 0;
 
     // One row per layer, as `vkllm inspect` prints it.
     std::string layer_table() const;

@@ -1,9 +1,13 @@
 #include "model/blocks/layer_blocks.h"
 
+#include <stdexcept>
+
 #include "model/blocks/attention.h"
 #include "model/blocks/dense_ffn.h"
 #include "model/blocks/latent_attention.h"
 #include "model/blocks/moe_ffn.h"
+#include "model/blocks/rwkv_channel_mix.h"
+#include "model/blocks/rwkv_time_mix.h"
 #include "model/blocks/ssm_mixer.h"
 
 namespace vkllm::model {
@@ -18,13 +22,22 @@ std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
             break;
         case LayerMixer::Mamba2: kinds.push_back(BlockKind::SsmMixer); break;
         case LayerMixer::Mamba1: kinds.push_back(BlockKind::Mamba1Mixer); break;
+        case LayerMixer::Rwkv7:  // the time mix, then the channel mix in the FFN's place
+            kinds.push_back(BlockKind::RwkvTimeMix);
+            if (L.has_ffn) kinds.push_back(BlockKind::RwkvChannelMix);
+            return kinds;
         case LayerMixer::None: break;
     }
     if (L.has_ffn) kinds.push_back(L.ffn.moe.n_expert > 0 ? BlockKind::MoeFfn : BlockKind::DenseFfn);
     return kinds;
 }
 
-std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state) {
+std::unique_ptr<Block> make_block(BlockKind kind, int layer, const ModelSpec& spec, const Weights& weights,
+                                  const RecurrentState& state) {
+    auto rwkv_weights = [&]() -> const RwkvWeights& {
+        if (!weights.rwkv) throw std::logic_error("make_block: an RWKV block without RWKV weights");
+        return *weights.rwkv;
+    };
     switch (kind) {
         case BlockKind::Attention: return std::make_unique<AttentionBlock>(layer);
         case BlockKind::ParallelAttention: return std::make_unique<AttentionBlock>(layer, /*with_output=*/false);
@@ -34,6 +47,12 @@ std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentStat
         case BlockKind::MoeFfn: return std::make_unique<MoeFfnBlock>(layer);
         case BlockKind::SsmMixer: return std::make_unique<SsmMixerBlock>(layer, state);
         case BlockKind::Mamba1Mixer: return std::make_unique<Mamba1MixerBlock>(layer, state);
+        case BlockKind::RwkvTimeMix:
+            return std::make_unique<RwkvTimeMixBlock>(layer, spec.layers[size_t(layer)].rwkv, rwkv_weights(),
+                                                      state.rwkv());
+        case BlockKind::RwkvChannelMix:
+            return std::make_unique<RwkvChannelMixBlock>(layer, spec.layers[size_t(layer)].rwkv, rwkv_weights(),
+                                                         state.rwkv());
     }
     return nullptr;
 }

@@ -9,6 +9,7 @@
 #include "model/blocks/block.h"
 #include "model/recurrent_state.h"
 #include "model/spec.h"
+#include "model/weights.h"
 
 namespace vkllm::model {
 
@@ -21,13 +22,18 @@ enum class BlockKind {
     MoeFfn,           // routed experts, optionally a shared one (model/blocks/moe_ffn.h)
     SsmMixer,         // Mamba-2's state-space mixer over the recurrent state (model/blocks/ssm_mixer.h)
     Mamba1Mixer,      // Mamba-1's selective-scan mixer over the recurrent state (model/blocks/ssm_mixer.h)
+    RwkvTimeMix,      // RWKV-7's time mix over the recurrent state's RwkvState (model/blocks/rwkv_time_mix.h)
+    RwkvChannelMix,   // RWKV-7's channel mix, the layer's FFN (model/blocks/rwkv_channel_mix.h)
 };
 
 // The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the
 // LayerSpec says); each adds its output to the residual stream. A parallel layer runs attention,
 // its FFN on the unchanged layer input, then attention's output projection.
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L);
-// The block of `kind` for layer `layer`; a state-space mixer reads and writes `state`.
-std::unique_ptr<Block> make_block(BlockKind kind, int layer, const RecurrentState& state);
+// The block of `kind` for layer `layer` of `spec`; a state-space mixer or RWKV's mixes read and
+// write `state`, and RWKV's mixes read their tensors from `weights.rwkv`. The block keeps
+// references to all three.
+std::unique_ptr<Block> make_block(BlockKind kind, int layer, const ModelSpec& spec, const Weights& weights,
+                                  const RecurrentState& state);
 
 }  // namespace vkllm::model

@@ -1,0 +1,121 @@
+// RWKV-7 (llama.cpp's `rwkv7`) through the public model and session API against llama.cpp on the
+// golden random model (tests/golden/rwkv7): the logits of every prompt position in passes of 256
+// and of 4 tokens (the token shifts and wkv states carried over 30 passes), llama.cpp's 32 greedy
+// tokens from one-token steps (the matvec path and decode's replayed recording), truncation that
+// keeps the newest position or re-evaluates from position 0, and the state's fixed size with no
+// KV cache. CTest runs it natively and under VKLLM_LIMITS=mobile.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "greedy.h"
+#include "model/forward.h"
+#include "model/model_internal.h"
+#include "test_support.h"
+#include "vkllm/model.h"
+#include "vkllm/model_info.h"
+#include "vkllm/session.h"
+
+namespace vkllm {
+namespace {
+
+struct Golden {
+    std::unique_ptr<Model> model;
+    std::vector<int32_t> tokens, greedy;
+    std::vector<float> logits;  // llama.cpp's [tokens][n_vocab]
+    size_t n_vocab = 0;
+};
+
+Golden load_golden() {
+    const std::string base = test::source_dir() + "/tests/golden/rwkv7/rwkv7";
+    Golden g;
+    g.model = Model::load(base + ".gguf");
+    g.tokens = test::read_ids(base + ".tokens.txt");
+    g.greedy = test::read_ids(base + ".greedy.txt");
+    g.logits = test::read_f32(base + ".logits.f32");
+    g.n_vocab = size_t(g.model->internals().spec().n_vocab);
+    return g;
+}
+
+// Largest |logit - llama.cpp's| over `rows` positions from `from` (row 0 of `got` = position from).
+double max_diff(const Golden& g, const std::vector<float>& got, size_t from, size_t rows) {
+    EXPECT_GE(got.size(), rows * g.n_vocab);
+    double m = 0;
+    for (size_t i = 0; i < rows * g.n_vocab && i < got.size(); ++i)
+        m = std::max(m, double(std::fabs(got[i] - g.logits[from * g.n_vocab + i])));
+    return m;
+}
+
+TEST(Rwkv7, EveryPositionAndGreedyTextMatchLlamaCppAtBatches256And4) {
+    const uint64_t errors_before = gpu::validation_error_count();
+    const Golden g = load_golden();
+    for (const int n_batch : {256, 4}) {
+        SCOPED_TRACE("batch " + std::to_string(n_batch));
+        SessionOptions so;
+        so.n_batch = n_batch;
+        Session s(*g.model, so);
+        const std::vector<float> logits = s.eval(g.tokens, /*all_logits=*/true);
+        ASSERT_EQ(logits.size(), g.logits.size());
+        EXPECT_LT(max_diff(g, logits, 0, g.tokens.size()), 1e-3);
+        ASSERT_EQ(g.greedy.size(), 32u);
+        EXPECT_EQ(test::greedy_continuation(s, std::vector<float>(logits.end() - long(g.n_vocab), logits.end()),
+                                            g.greedy.size()),
+                  g.greedy);
+    }
+    EXPECT_EQ(gpu::validation_error_count(), errors_before);
+}
+
+TEST(Rwkv7, OneTokenStepsAndTruncationMatchLlamaCpp) {
+    const uint64_t errors_before = gpu::validation_error_count();
+    const Golden g = load_golden();
+    SessionOptions so;
+    so.n_batch = 8;
+    Session s(*g.model, so);
+    // A prompt of 9 (two passes), then one token per eval: decode over two replay buckets.
+    const std::vector<float> first = s.eval(std::vector<int32_t>(g.tokens.begin(), g.tokens.begin() + 9), true);
+    double worst = max_diff(g, first, 0, 9);
+    for (size_t p = 9; p < g.tokens.size(); ++p) worst = std::max(worst, max_diff(g, s.eval({g.tokens[p]}), p, 1));
+    EXPECT_LT(worst, 1e-3);
+    // The state folds every position in: back to 60 tokens re-evaluates them from position 0.
+    const size_t n = g.tokens.size();
+    s.truncate(60);
+    const std::vector<float> rest = s.eval(std::vector<int32_t>(g.tokens.begin() + 60, g.tokens.end()), true);
+    EXPECT_LT(max_diff(g, rest, 60, n - 60), 1e-3);
+    EXPECT_EQ(gpu::validation_error_count(), errors_before);
+}
+
+TEST(Rwkv7, StateIsFixedPerSequenceWithNoKvCache) {
+    const Golden g = load_golden();
+    const auto& in = g.model->internals();
+    const model::ModelSpec& spec = in.spec();
+    ASSERT_EQ(spec.n_layer, 3);
+    for (const model::LayerSpec& L : spec.layers) {
+        EXPECT_EQ(L.mixer, model::LayerMixer::Rwkv7);
+        EXPECT_TRUE(L.has_ffn);
+        EXPECT_EQ(L.rwkv.n_head(), 2);
+        EXPECT_EQ(L.rwkv.decay_rank, 16);
+        EXPECT_EQ(L.rwkv.iclr_rank, 12);
+        EXPECT_EQ(L.rwkv.value_rank, 8);
+        EXPECT_EQ(L.rwkv.gate_rank, 20);
+    }
+    // Per layer two token shifts [128] and the wkv state, two heads of [64][64], f32.
+    const uint64_t per_layer = (2 * 128 + 128 * 64) * 4;
+    EXPECT_EQ(spec.recurrent_state_bytes(), 3 * per_layer);
+    EXPECT_EQ(spec.kv_bytes_per_token(), 0u);
+    for (const int n_ctx : {256, 4096}) {
+        model::Forward f(in.context(), spec, in.weights(), n_ctx, /*n_batch=*/8);
+        EXPECT_EQ(f.recurrent_bytes(), 3 * per_layer) << n_ctx;
+        EXPECT_EQ(f.kv_bytes(), 0u) << n_ctx;
+    }
+    const ModelInfo info = g.model->info();
+    EXPECT_EQ(info.n_rwkv_layers, 3);
+    EXPECT_EQ(info.state_bytes_per_sequence, 3 * per_layer);
+    EXPECT_EQ(info.layers[1].mixer, MixerKind::Rwkv7);
+    EXPECT_EQ(info.layers[1].rwkv.head_size, 64);
+    EXPECT_NE(info.layer_table().find("RWKV-7 wkv 2 x 64"), std::string::npos) << info.layer_table();
+}
+
+}  // namespace
+}  // namespace vkllm
