@@ -625,7 +625,7 @@ TEST(StudioHeadless, ChatByKeysContextShiftAndSavedConversation) {
 }
 
 // No text cut and no panel over another at 1280x800 and 1600x1000, for a decoder and an
-// encoder, tiled and with one panel maximised; BERT's [MASK] typed in the chat is the mask
+// encoder, tiled and with one panel maximised (its map zoomed, the linked text view open); BERT's [MASK] typed in the chat is the mask
 // token, as `vkllm fill-mask` parses it.
 TEST(StudioHeadless, LayoutHoldsAtTwoSizes) {
     Xvfb x("1600x1000x24");
@@ -637,7 +637,8 @@ TEST(StudioHeadless, LayoutHoldsAtTwoSizes) {
     const std::string bert = vkllm::test::source_dir() + "/assets/zoo/zoo-bert.gguf";
     for (const std::string size : {"1280x800", "1600x1000"}) {
         const int w = std::stoi(size.substr(0, size.find('x'))), h = std::stoi(size.substr(size.find('x') + 1));
-        std::ofstream(dir + "/script.txt") << "tokens 16\nsend Once upon a time\nmaximise attention\nexport " << dir
+        std::ofstream(dir + "/script.txt") << "tokens 16\nsend Once upon a time\nmaximise attention\nzoom big 0.2 0.6 0.3 0.7\n"
+                                           << "link 3 mean\nexport " << dir
                                            << "/max.json\nmaximise none\nreset-layout\n";
         const StudioRun run = run_studio(x, dense, "--script '" + dir + "/script.txt'", "layout-" + size, size);
         ASSERT_EQ(run.status, 0) << run.errors;
