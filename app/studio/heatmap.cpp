@@ -140,7 +140,10 @@ HeatmapHover draw_heatmap(const char* id, const float* values, int rows, int col
     }
     const ImGuiIO& io = ImGui::GetIO();
     const ImVec2 m = ImGui::GetMousePos();
-    if (ImGui::IsItemHovered()) {
+    // A small map (a grid's thumbnail) zooms on Ctrl+wheel only, so the plain wheel still
+    // scrolls the grid it sits in.
+    const bool small = std::min(size.x, size.y) < ui_px(96);
+    if (ImGui::IsItemHovered() && (!small || io.KeyCtrl)) {
         ImGui::SetItemUsingMouseWheel();  // the wheel zooms the map instead of scrolling the panel
         if (io.MouseWheel != 0.0f)
             v.zoom_at((m.x - box.x) / size.x, (m.y - box.y) / size.y, std::pow(1.25, double(io.MouseWheel)), rows, cols);

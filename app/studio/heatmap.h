@@ -35,8 +35,8 @@ struct MapLabels {
 // Draws values[row * cols + col] scaled from [lo, hi] into a size-pixel box at the cursor and
 // advances the cursor. `overlay` draws on top (bands, marks) given the corner of the whole map
 // (outside the box when zoomed) and the cell size; it is clipped to the box. Every map zooms and
-// pans (map_view.h): the wheel zooms around the cursor, a drag pans, a double-click resets; the
-// state is kept per id. With labels, a margin left of and below the box names the visible rows
+// pans (map_view.h): the wheel zooms around the cursor (Ctrl+wheel on a map under 96 pixels, so
+// a grid of thumbnails still scrolls), a drag pans, a double-click resets; the state is kept per id. With labels, a margin left of and below the box names the visible rows
 // and columns: their text where it fits (cut with an ellipsis), else their index every few cells.
 HeatmapHover draw_heatmap(const char* id, const float* values, int rows, int cols, ImVec2 size, float lo, float hi,
                           const std::function<void(ImDrawList*, ImVec2 origin, ImVec2 cell)>& overlay = nullptr,
