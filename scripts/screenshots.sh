@@ -23,15 +23,18 @@ mkdir -p "$out"
 
 # shoot MODEL.gguf NAME PANEL...: one conversation, then the window and each listed panel. The
 # prompt is longer than zoo-swa's window (32), so its local layers show the band. $extra holds
-# more studio options (--theme light, --scale 2); full=no skips the whole window.
+# more studio options (--theme light, --scale 2); full=no skips the whole window; $before holds
+# script lines run before the screenshots (zoom, link), one per line.
 prompt="Once upon a time, there was a little girl named Lily. Lily had a red ball. One day, Lily went to the park"
 extra=""
+before=""
 shoot() {
   local model=$1 name=$2
   shift 2
   {
     echo "tokens 24"
     echo "send $prompt"
+    [[ -n $before ]] && printf '%s\n' "$before"
     [[ ${full:-yes} == yes ]] && echo "screenshot $out/$name.png"
     for panel in "$@"; do echo "screenshot $out/$name-$panel.png $panel"; done
   } > "$work/$name.script"
@@ -47,6 +50,9 @@ shoot "$zoo/zoo-swa.gguf" zoo-swa attention architecture
 shoot "$zoo/zoo-moe.gguf" zoo-moe experts architecture
 shoot "$zoo/zoo-mla.gguf" zoo-mla experts architecture attention
 full=no shoot "$zoo/zoo-deep.gguf" zoo-deep activations
+# The selected head's map zoomed to its first 15% (token labels on both axes) and the linked text
+# view pinned on position 40, averaged over heads.
+full=no before=$'zoom big 0 0.15 0 0.15\nlink 40 mean' shoot "$zoo/zoo-dense.gguf" zoo-dense-zoomed attention
 extra="--theme light --size 1280x800" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
 # An encoder: zoo-bert when it is there, else a random BERT (vkllm-random-model).
 bert=$zoo/zoo-bert.gguf
