@@ -1,12 +1,14 @@
 // Files written by llama.cpp's own quantizer in every i-quant and ternary type, and in a few of
 // llama-quantize's mixes (tests/golden/iquant, scripts/make-golden-iquant.sh), against llama.cpp's
 // CPU backend: the logits of every prompt position (one batch) and of each greedy step (decoded a
-// token at a time through the KV cache), and the greedy text. The bound is how far llama.cpp's own
-// Vulkan backend is from its CPU backend on these files (the largest in vulkan.txt: 0.09 - 0.145
-// per file): llama.cpp's CPU rounds a matmul's activations to 8 bits for these types, its Vulkan
-// backend and vkllm's i-quant kernels do not. Greedy choices must equal llama.cpp's wherever its
-// top two logits are more than twice the bound apart; at a closer tie, llama.cpp's choice must be
-// within twice the bound of vkllm's best.
+// token at a time through the KV cache), and the greedy text. llama.cpp's CPU rounds a matmul's
+// activations to 8 bits for these types (Q8_0 or Q8_K blocks), and so does vkllm (its Vulkan
+// backend does not): a file in one type must be within 1e-3 of llama.cpp. A mix may be further,
+// where one 8-bit rounding of a K-quant's activations falls the other way (mix-q3_k_m: 0.066), but
+// no further than llama.cpp's own Vulkan backend is from its CPU backend on these files (the
+// largest in vulkan.txt: 0.09 - 0.145 per file). Greedy choices must equal llama.cpp's wherever
+// its top two logits are more than twice the bound apart; at a closer tie, llama.cpp's choice must
+// be within twice the bound of vkllm's best.
 // A file holding a type the GPU kernels do not support yet must be refused with the type named.
 #include <gtest/gtest.h>
 
@@ -99,7 +101,7 @@ TEST_P(IquantModel, LogitsAndGreedyTextMatchLlamaCpp) {
         GTEST_SKIP() << "the GPU kernels do not support " << list << " yet: " << name << " is refused";
     }
 
-    const double bound = logit_bound();
+    const double bound = name.rfind("mix-", 0) == 0 ? logit_bound() : 1e-3;
     const uint64_t errors_before = gpu::validation_error_count();
     auto model = Model::load(base + ".gguf");
     const size_t n_vocab = size_t(model->internals().spec().n_vocab);
