@@ -10,6 +10,7 @@
 #include "cpu/ref_ops.h"
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
+#include "reference/reference_forward_rwkv.h"
 
 namespace vkllm::model {
 namespace {
@@ -46,6 +47,15 @@ void check_supported(const ModelSpec& s) {
 ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations,
                                    KvCacheType cache)
     : file_(file), spec_(spec), n_ctx_(n_ctx), round_activations_(round_activations), cache_(cache) {
+    const bool rwkv = std::any_of(spec.layers.begin(), spec.layers.end(),
+                                  [](const LayerSpec& L) { return L.mixer == LayerMixer::Rwkv7; });
+    if (rwkv) {  // RWKV-7 has its own walk; it has no KV cache to size
+        if (!std::all_of(spec.layers.begin(), spec.layers.end(),
+                         [](const LayerSpec& L) { return L.mixer == LayerMixer::Rwkv7 && L.has_ffn; }))
+            throw ModelError("reference forward: " + spec.arch + ": RWKV-7 layers mixed with others are not supported");
+        rwkv_ = std::make_unique<Rwkv7ReferenceForward>(file);
+        return;
+    }
     check_supported(spec);
     for (const LayerSpec& L : spec.layers) {
         const AttentionSpec& a = L.attn;
@@ -58,6 +68,9 @@ ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec
         }
     }
 }
+
+ReferenceForward::ReferenceForward(ReferenceForward&&) noexcept = default;
+ReferenceForward::~ReferenceForward() = default;
 
 void ReferenceForward::store_in_cache(float* p, size_t rows, size_t n) const {
     if (cache_ == KvCacheType::F16) {
@@ -190,6 +203,14 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
     const int T = int(tokens.size());
     const int E = spec_.n_embd;
     if (n_past_ + T > n_ctx_) throw std::out_of_range("reference forward: context full");
+    if (rwkv_) {
+        if (probs_layer >= 0 || !edits_.empty())
+            throw ModelError("reference forward: " + spec_.arch +
+                             ": attention probabilities and residual edits are not supported");
+        std::vector<float> logits = rwkv_->eval(tokens);
+        n_past_ += T;
+        return logits;
+    }
     pos_.resize(size_t(T));
     for (int i = 0; i < T; ++i) pos_[size_t(i)] = n_past_ + i;
     kv_pos_.resize(size_t(n_past_ + T));

@@ -11,11 +11,15 @@
 // plain (unabsorbed) textbook form: per-head keys and values are expanded from the cached latent,
 // so it checks the GPU's absorbed form rather than repeating it. Anything else in a spec
 // (fused projections, post-norm placements, plain FFNs, Llama 4's NoPE temperature / L2 norm /
-// weighted expert inputs, gpt-oss's clamped SwiGLU) is a ModelError naming the feature.
+// weighted expert inputs, gpt-oss's clamped SwiGLU) is a ModelError naming the feature. An RWKV-7
+// spec is walked by Rwkv7ReferenceForward (reference_forward_rwkv.h), to which eval() hands the
+// tokens (logits only: no attention probabilities, residuals or edits; its quantised matmuls'
+// activations are always rounded as llama.cpp's CPU backend rounds them).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,8 @@ namespace vkllm::gguf { class File; }
 
 namespace vkllm::model {
 
+class Rwkv7ReferenceForward;
+
 class ReferenceForward {
 public:
     // round_activations: quantised matmuls see activations rounded as llama.cpp's CPU backend
@@ -37,6 +43,8 @@ public:
     // to ggml's 8-bit blocks of 32 along each row); F32 and Auto keep them exact.
     ReferenceForward(const gguf::File& file, const ModelSpec& spec, int n_ctx, bool round_activations = true,
                      KvCacheType cache = KvCacheType::F32);
+    ReferenceForward(ReferenceForward&&) noexcept;
+    ~ReferenceForward();
 
     // Appends `tokens` at positions n_past().. and returns their logits [n_tokens, n_vocab].
     // probs_layer >= 0 records that layer's attention probabilities of the last token
@@ -76,6 +84,7 @@ private:
     int n_past_ = 0;
     bool round_activations_;
     KvCacheType cache_;
+    std::unique_ptr<Rwkv7ReferenceForward> rwkv_;  // an RWKV-7 spec's walk, else null
     // Rounds `rows` rows of n values at p as the cache stores them.
     void store_in_cache(float* p, size_t rows, size_t n) const;
     // Per layer, the cached keys and values of every position so far: [n_ctx, n_head_kv * head_dim]

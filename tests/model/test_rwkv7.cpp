@@ -1,5 +1,7 @@
-// RWKV-7 (llama.cpp's `rwkv7`) through the public model and session API against llama.cpp on the
-// golden random model (tests/golden/rwkv7): the logits of every prompt position in passes of 256
+// RWKV-7 (llama.cpp's `rwkv7`) against llama.cpp on the golden random model (tests/golden/rwkv7):
+// the CPU reference forward (through ReferenceForward, as one prompt and as a prompt then single
+// tokens), the golden's reproducibility from vkllm-random-model's options, and through the public
+// model and session API the logits of every prompt position in passes of 256
 // and of 4 tokens (the token shifts and wkv states carried over 30 passes), llama.cpp's 32 greedy
 // tokens from one-token steps (the matvec path and decode's replayed recording), truncation that
 // keeps the newest position or re-evaluates from position 0, and the state's fixed size with no
@@ -13,6 +15,8 @@
 #include "greedy.h"
 #include "model/forward.h"
 #include "model/model_internal.h"
+#include "random_model/random_model.h"
+#include "reference/reference_forward.h"
 #include "test_support.h"
 #include "vkllm/model.h"
 #include "vkllm/model_info.h"
@@ -46,6 +50,37 @@ double max_diff(const Golden& g, const std::vector<float>& got, size_t from, siz
     for (size_t i = 0; i < rows * g.n_vocab && i < got.size(); ++i)
         m = std::max(m, double(std::fabs(got[i] - g.logits[from * g.n_vocab + i])));
     return m;
+}
+
+TEST(Rwkv7Reference, MatchesLlamaCppAsOnePromptAndAsSteps) {
+    const Golden g = load_golden();
+    const auto& in = g.model->internals();
+    model::ReferenceForward one(in.file(), in.spec(), 256);
+    EXPECT_LT(max_diff(g, one.eval(g.tokens), 0, g.tokens.size()), 1e-4);
+    // a prompt of 50, then one token at a time: the state carries everything
+    model::ReferenceForward steps(in.file(), in.spec(), 256);
+    std::vector<float> got = steps.eval(std::vector<int32_t>(g.tokens.begin(), g.tokens.begin() + 50));
+    for (size_t t = 50; t < g.tokens.size(); ++t) {
+        const std::vector<float> row = steps.eval({g.tokens[t]});
+        got.insert(got.end(), row.begin(), row.end());
+    }
+    EXPECT_LT(max_diff(g, got, 0, g.tokens.size()), 1e-4);
+    EXPECT_EQ(steps.n_past(), int(g.tokens.size()));
+    std::vector<float> probs;
+    EXPECT_THROW(steps.eval({g.tokens[0]}, /*probs_layer=*/0, &probs), model::ModelError) << "no attention to probe";
+}
+
+TEST(Rwkv7Reference, GoldenModelIsReproducible) {
+    const auto shared = test::shared_dir();
+    if (!shared) GTEST_SKIP() << "no shared data (the stories260K vocabulary)";
+    random_model::RandomModelConfig c;
+    c.arch = "rwkv7", c.seed = 701, c.n_embd = 128, c.n_layer = 3, c.n_ff = 128;
+    const auto vocab = gguf::File::open(*shared + "/models/stories260K/stories260K-F32.gguf");
+    const std::vector<uint8_t> bytes = random_model::build_random_model(c, *vocab).to_bytes();
+    EXPECT_TRUE(bytes == test::read_file(test::source_dir() + "/tests/golden/rwkv7/rwkv7.gguf"))
+        << "vkllm-random-model --arch rwkv7 --seed 701 --n-embd 128 --n-layer 3 --n-ff 128 writes the golden";
+    c.n_embd = 96;  // not a multiple of the head size
+    EXPECT_THROW(random_model::build_random_model(c, *vocab), random_model::ConfigError);
 }
 
 TEST(Rwkv7, EveryPositionAndGreedyTextMatchLlamaCppAtBatches256And4) {
