@@ -1,7 +1,8 @@
 // Architecture: the loaded model drawn from ModelInfo as a stack of blocks: norm placement,
 // attention kind and window, GQA groups, MLA latent, ALiBi slopes, dense or MoE FFN, the parallel
-// block (attention and FFN side by side on one input), shapes and quant types, KV bytes per
-// token. Clicking a block opens that layer in the other views.
+// block (attention and FFN side by side on one input), RWKV-7's time and channel mixes over
+// their state, shapes and quant types, KV bytes per token and recurrent state bytes per
+// sequence. Clicking a block opens that layer in the other views.
 #include <algorithm>
 #include <cstdio>
 
@@ -41,6 +42,9 @@ void draw_architecture_panel(StudioApp& app) {
     ImGui::TextDisabled("KV per token (f32 cache; f16 halves it): global %s (%d layers), sliding %s (%d layers)",
                         bytes_text(m.kv_bytes_per_token_global).c_str(), m.n_global_layers,
                         bytes_text(m.kv_bytes_per_token_local).c_str(), m.n_local_layers);
+    if (m.state_bytes_per_sequence > 0)  // fixed whatever the context (state-space and RWKV layers)
+        ImGui::TextDisabled("recurrent state per sequence (f32): %s over %d state-space and %d RWKV-7 layers",
+                            bytes_text(m.state_bytes_per_sequence).c_str(), m.n_ssm_layers, m.n_rwkv_layers);
     ImGui::TextDisabled("tokenizer %s%s", m.tokenizer.c_str(), m.chat_template.empty() ? "" : ", chat template");
     if (s.encoder) {
         // What sets an encoder (BERT) apart from the decoders the other blocks describe.
@@ -90,9 +94,17 @@ void draw_architecture_panel(StudioApp& app) {
                      sl.size());
             alibi = t;
         }
-        const std::string left = std::string(head) + "\n" + b.attention + alibi + "\nKV " +
-                                 bytes_text(b.kv_bytes_per_token) + "/token f32";
-        const std::string right = std::string(b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN") +
+        const bool rwkv = li && li->mixer == MixerKind::Rwkv7;
+        std::string left = std::string(head) + "\n" + b.attention + alibi + "\nKV " +
+                           bytes_text(b.kv_bytes_per_token) + "/token f32";
+        if (rwkv) {  // no attention: the time mix over the layer's state (two token shifts, wkv per head)
+            char t[160];
+            snprintf(t, sizeof t, "\nRWKV-7 time mix: %d wkv heads of %d, loras %d/%d/%d/%d\nstate %s/sequence f32",
+                     li->rwkv.n_head, li->rwkv.head_size, li->rwkv.decay_rank, li->rwkv.iclr_rank,
+                     li->rwkv.value_rank, li->rwkv.gate_rank, bytes_text(li->state_bytes).c_str());
+            left = std::string(head) + t;
+        }
+        const std::string right = std::string(rwkv ? "RWKV-7 channel mix" : b.ffn_kind == "moe" ? "MoE FFN" : "dense FFN") +
                                   (parallel ? " (beside attention)" : "") + "\n" + b.ffn + "\n" +
                                   bytes_text(b.weight_bytes) + " " + b.weight_types;
         const float h = std::max(ImGui::CalcTextSize(left.c_str(), nullptr, false, wrap_l).y,
