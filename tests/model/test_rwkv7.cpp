@@ -1,11 +1,12 @@
-// RWKV-7 (llama.cpp's `rwkv7`) against llama.cpp on the golden random model (tests/golden/rwkv7):
-// the CPU reference forward (through ReferenceForward, as one prompt and as a prompt then single
-// tokens), the golden's reproducibility from vkllm-random-model's options, and through the public
-// model and session API the logits of every prompt position in passes of 256
-// and of 4 tokens (the token shifts and wkv states carried over 30 passes), llama.cpp's 32 greedy
-// tokens from one-token steps (the matvec path and decode's replayed recording), truncation that
-// keeps the newest position or re-evaluates from position 0, and the state's fixed size with no
-// KV cache. CTest runs it natively and under VKLLM_LIMITS=mobile.
+// RWKV-7 (llama.cpp's `rwkv7`) against llama.cpp on two golden random models (tests/golden/rwkv7:
+// 3 layers, two wkv heads; tests/golden/rwkv7-3head: 2 layers, three heads, another seed): the
+// CPU reference forward (through ReferenceForward, as one prompt and as a prompt then single
+// tokens), the goldens' reproducibility from vkllm-random-model's options, and through the public
+// model and session API the logits of every prompt position in passes of 256 and of 4 tokens (the
+// token shifts and wkv states carried over 30 passes) and llama.cpp's 32 greedy tokens; on the
+// first, one-token steps (the matvec path and decode's replayed recording), truncation that
+// re-evaluates from position 0, and the state's fixed size with no KV cache. CTest runs it
+// natively and under VKLLM_LIMITS=mobile.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -32,8 +33,10 @@ struct Golden {
     size_t n_vocab = 0;
 };
 
-Golden load_golden() {
-    const std::string base = test::source_dir() + "/tests/golden/rwkv7/rwkv7";
+// The goldens: "rwkv7" (3 layers, two heads, seed 701) and "rwkv7-3head" (2 layers, three heads,
+// n_ff 224, seed 977), each in its folder of tests/golden.
+Golden load_golden(const std::string& name = "rwkv7") {
+    const std::string base = test::source_dir() + "/tests/golden/" + name + "/" + name;
     Golden g;
     g.model = Model::load(base + ".gguf");
     g.tokens = test::read_ids(base + ".tokens.txt");
@@ -52,8 +55,10 @@ double max_diff(const Golden& g, const std::vector<float>& got, size_t from, siz
     return m;
 }
 
-TEST(Rwkv7Reference, MatchesLlamaCppAsOnePromptAndAsSteps) {
-    const Golden g = load_golden();
+class Rwkv7Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Rwkv7Golden, ReferenceMatchesLlamaCppAsOnePromptAndAsSteps) {
+    const Golden g = load_golden(GetParam());
     const auto& in = g.model->internals();
     model::ReferenceForward one(in.file(), in.spec(), 256);
     EXPECT_LT(max_diff(g, one.eval(g.tokens), 0, g.tokens.size()), 1e-4);
@@ -70,7 +75,7 @@ TEST(Rwkv7Reference, MatchesLlamaCppAsOnePromptAndAsSteps) {
     EXPECT_THROW(steps.eval({g.tokens[0]}, /*probs_layer=*/0, &probs), model::ModelError) << "no attention to probe";
 }
 
-TEST(Rwkv7Reference, GoldenModelIsReproducible) {
+TEST(Rwkv7Reference, GoldenModelsAreReproducible) {
     const auto shared = test::shared_dir();
     if (!shared) GTEST_SKIP() << "no shared data (the stories260K vocabulary)";
     random_model::RandomModelConfig c;
@@ -79,13 +84,17 @@ TEST(Rwkv7Reference, GoldenModelIsReproducible) {
     const std::vector<uint8_t> bytes = random_model::build_random_model(c, *vocab).to_bytes();
     EXPECT_TRUE(bytes == test::read_file(test::source_dir() + "/tests/golden/rwkv7/rwkv7.gguf"))
         << "vkllm-random-model --arch rwkv7 --seed 701 --n-embd 128 --n-layer 3 --n-ff 128 writes the golden";
+    c.seed = 977, c.n_embd = 192, c.n_layer = 2, c.n_ff = 224;
+    EXPECT_TRUE(random_model::build_random_model(c, *vocab).to_bytes() ==
+                test::read_file(test::source_dir() + "/tests/golden/rwkv7-3head/rwkv7-3head.gguf"))
+        << "vkllm-random-model --arch rwkv7 --seed 977 --n-embd 192 --n-layer 2 --n-ff 224 writes the golden";
     c.n_embd = 96;  // not a multiple of the head size
     EXPECT_THROW(random_model::build_random_model(c, *vocab), random_model::ConfigError);
 }
 
-TEST(Rwkv7, EveryPositionAndGreedyTextMatchLlamaCppAtBatches256And4) {
+TEST_P(Rwkv7Golden, EveryPositionAndGreedyTextMatchLlamaCppAtBatches256And4) {
     const uint64_t errors_before = gpu::validation_error_count();
-    const Golden g = load_golden();
+    const Golden g = load_golden(GetParam());
     for (const int n_batch : {256, 4}) {
         SCOPED_TRACE("batch " + std::to_string(n_batch));
         SessionOptions so;
@@ -101,6 +110,13 @@ TEST(Rwkv7, EveryPositionAndGreedyTextMatchLlamaCppAtBatches256And4) {
     }
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
+
+INSTANTIATE_TEST_SUITE_P(Golden, Rwkv7Golden, ::testing::Values("rwkv7", "rwkv7-3head"), [](const auto& info) {
+    std::string n = info.param;
+    for (char& ch : n)
+        if (ch == '-') ch = '_';
+    return n;
+});
 
 TEST(Rwkv7, OneTokenStepsAndTruncationMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();
