@@ -19,6 +19,7 @@ ImU32 attention_color(const std::string& kind) {
     if (kind == "sliding_window" || kind == "chunked") return IM_COL32(60, 150, 90, 255);
     if (kind == "mla") return IM_COL32(140, 80, 170, 255);
     if (kind == "nope") return IM_COL32(120, 120, 60, 255);
+    if (kind == "mamba-2" || kind == "mamba-1" || kind == "rwkv-7") return IM_COL32(40, 130, 140, 255);  // a state
     return IM_COL32(60, 100, 170, 255);
 }
 
@@ -95,8 +96,10 @@ void draw_architecture_panel(StudioApp& app) {
             alibi = t;
         }
         const bool rwkv = li && li->mixer == MixerKind::Rwkv7;
-        std::string left = std::string(head) + "\n" + b.attention + alibi + "\nKV " +
-                           bytes_text(b.kv_bytes_per_token) + "/token f32";
+        const bool ssm = li && (li->mixer == MixerKind::Mamba2 || li->mixer == MixerKind::Mamba1);
+        std::string left = std::string(head) + "\n" + b.attention + alibi +
+                           (ssm ? "\nstate " + bytes_text(li->state_bytes) + "/sequence f32"
+                                : "\nKV " + bytes_text(b.kv_bytes_per_token) + "/token f32");
         if (rwkv) {  // no attention: the time mix over the layer's state (two token shifts, wkv per head)
             char t[160];
             snprintf(t, sizeof t, "\nRWKV-7 time mix: %d wkv heads of %d, loras %d/%d/%d/%d\nstate %s/sequence f32",

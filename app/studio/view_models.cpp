@@ -310,6 +310,26 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
         if (a.qk_norm != QkNorm::None) att += ", QK-norm";
         if (!a.rope.enabled && !info.learned_positions) att += ", NoPE";
         if (!a.causal) att = "bidirectional " + att;  // an encoder's: keys after the query too
+        // A layer whose token mixer is not attention says what it is instead (its AttentionInfo is
+        // empty): the state-space and RWKV-7 mixers keep a fixed state per sequence.
+        const SsmInfo& m = l.ssm;
+        switch (l.mixer) {
+            case MixerKind::Attention: break;
+            case MixerKind::Mamba2:
+            case MixerKind::Mamba1:
+                att = std::string(l.mixer == MixerKind::Mamba2 ? "Mamba-2" : "Mamba-1") + " state-space, d_inner " +
+                      std::to_string(m.d_inner) + ", d_state " + std::to_string(m.d_state) + ", conv " +
+                      std::to_string(m.d_conv);
+                if (l.mixer == MixerKind::Mamba2)
+                    att += ", " + std::to_string(m.n_head) + " heads, " + std::to_string(m.n_group) + " groups";
+                break;
+            case MixerKind::Rwkv7:
+                att = "RWKV-7 time mix, " + std::to_string(l.rwkv.n_head) + " heads of " +
+                      std::to_string(l.rwkv.head_size);
+                break;
+            case MixerKind::None: att = "no token mixer"; break;
+        }
+        if (l.mixer != MixerKind::Attention) b.attention_kind = to_string(l.mixer);
         b.attention = att;
         const FfnInfo& f = l.ffn;
         b.ffn_kind = to_string(f.kind);
@@ -317,6 +337,8 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
             b.ffn = "MoE " + std::to_string(f.n_expert) + " experts top-" + std::to_string(f.top_k) + " x " +
                     std::to_string(f.n_ff_expert);
             if (f.n_shared_expert_ff > 0) b.ffn += " + shared " + std::to_string(f.n_shared_expert_ff);
+        } else if (l.mixer == MixerKind::Rwkv7) {
+            b.ffn = "channel mix " + std::to_string(l.rwkv.n_ff);
         } else {
             b.ffn = "dense " + activation_name(f) + " " + std::to_string(f.n_ff);
         }
