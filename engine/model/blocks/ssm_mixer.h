@@ -34,6 +34,8 @@ protected:
 //   y = grouped RMSNorm(y) * ssm_norm;  x += W_out y
 // The conv and SSM states are the session's RecurrentState; each pass reads and overwrites them
 // (a decode step is the same dispatches with one token, so a replayed recording serves it).
+// Falcon-H1 runs this block unchanged beside attention: both read the layer input normalised by
+// attn_norm, and attention's output projection is added after it (layer_blocks.h).
 class SsmMixerBlock : public StateSpaceMixer {
 public:
     SsmMixerBlock(int layer, const RecurrentState& state) : StateSpaceMixer(layer, state) {}
