@@ -27,3 +27,6 @@ struct AttentionDetailPush {  // attention_detail.comp
 template <> struct PushOf<gpu::ShaderSource::attention_detail> { using type = AttentionDetailPush; };
 
 }  // namespace vkllm::ops
+
+// The state probes' shaders keep theirs in a file of their own.
+#include "ops/state_probe_push_constants.h"

@@ -58,16 +58,34 @@ struct ProbeConfig {
     int logit_lens_top_n = 10;
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
+    // The recurrent state of state-space (Mamba-1, Mamba-2) and RWKV-7 layers (StateProbe): per
+    // layer, head and token the state's norm and the decay. `state`: every such layer;
+    // state_layers: these (each must be one). Recomputed on the GPU from the scan's own inputs.
+    bool state = false;
+    std::vector<int> state_layers;
+    // Mamba-2 heads' token-to-token mixing maps (AttentionMap of kind StateMixing; tiles as for
+    // attention_heads), over positions 0..state_map_positions - 1 of the session.
+    std::vector<AttentionHead> state_maps;
+    int state_map_positions = 1024;
     bool any() const {
         return !attention_layers.empty() || !attention_heads.empty() || attention_summary || attention_top_k > 0 ||
                attention_thumbnail > 0 || residual_stats ||
                !residual_full_layers.empty() || ffn_down || routing || !logit_lens_layers.empty() || timings ||
-               expert_load;
+               expert_load || state || !state_layers.empty() || !state_maps.empty();
     }
 };
 // The same options under the name the documentation of budgets uses.
 using ProbeOptions = ProbeConfig;
 
+
+// What a map holds: attention probabilities, or a state-space head's implicit mixing weights
+// (ProbeConfig::state_maps): the weight M[t][s] with which token s's input enters token t's
+// output through the recurrent state. For Mamba-2's head h (its scalar decay dA_r = exp(dt_r A),
+// dt_r = softplus(dt + dt_bias) of token r, B and C of the head's group), the dual form of the scan:
+//     y_t = sum_{s <= t} M[t][s] x_s (+ D x_t),  M[t][s] = (C_t . B_s) prod_{s < r <= t} dA_r dt_s
+// Not probabilities: signed, rows do not sum to 1, no sinks. Keys before the first position the
+// probe saw of the state (it was turned on after them) hold 0.
+enum class MapKind { Attention, StateMixing };
 
 // Attention probabilities of one layer over the eval's query rows (every chunk of a long
 // prompt, not only its last; at most attention_max_rows, the newest).
@@ -76,6 +94,7 @@ using ProbeOptions = ProbeConfig;
 //     sum_k probs[h][q][k] + sink[h][q] == 1
 // where sink is the probability mass of the learned sink (gpt-oss), 0 for models without.
 struct AttentionMap {
+    MapKind kind = MapKind::Attention;
     int layer = 0;
     int n_head = 0;
     int head = -1;              // >= 0: one head's map (ProbeConfig::attention_heads; n_head 1)
@@ -222,6 +241,23 @@ struct ExpertLoad {
     std::vector<float> weight_sum;   // [n_expert]
 };
 
+// The recurrent state of one head of a state-space or RWKV-7 layer over the eval's tokens
+// (ProbeConfig::state, state_layers), recomputed on the GPU from the scan's own inputs:
+//   norm[t]   the Frobenius norm of the head's state after token t: Mamba-2 head h's
+//             [head_dim][d_state] block, RWKV-7's [head_size][head_size] matrix, Mamba-1's whole
+//             [d_inner][d_state] state (Mamba-1 has one head: its decay is per channel)
+//   decay[t]  the factor the state is multiplied by at token t (its forget gate): Mamba-2
+//             exp(dt A), dt = softplus(dt + dt_bias); Mamba-1 the mean over channels and states
+//             of exp(dt_c A[c][n]); RWKV-7 the mean of w over the head's channels
+struct StateProbe {
+    int layer = 0;
+    int head = 0;
+    std::string kind;            // "mamba2", "mamba1", "rwkv7"
+    std::vector<int> positions;  // [n_tokens]
+    std::vector<float> norm;     // [n_tokens]
+    std::vector<float> decay;    // [n_tokens]
+};
+
 struct ProbeResults {
     std::vector<AttentionMap> attention;  // attention_layers' maps, then attention_heads'
     std::vector<AttentionSummary> attention_summary;  // by layer, then head
@@ -240,6 +276,8 @@ struct ProbeResults {
     // steps (evals of one token) since it began or was reset.
     std::vector<ExpertLoad> expert_load_prefill, expert_load_decode;
     std::vector<ExpertLoad> expert_load_step;  // of the last forward pass alone
+    std::vector<StateProbe> state;             // by layer, then head
+    std::vector<AttentionMap> state_maps;      // ProbeConfig::state_maps' maps, in its order
 };
 
 }  // namespace vkllm
