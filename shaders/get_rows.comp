@@ -7,6 +7,7 @@
 
 layout(local_size_x_id = 0) in;
 
+#define IQ_GRID_BINDING 3  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the table words (this dispatch's row window)
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };    // [n]
 layout(std430, binding = 2) writeonly buffer Out { float o[]; };  // [n, n_in] from out_base

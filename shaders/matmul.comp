@@ -15,6 +15,7 @@ layout(constant_id = 3) const uint BK = 16u;         // elements of K per step (
 layout(constant_id = 4) const uint TM = 4u;          // rows per thread (a multiple of 4)
 layout(constant_id = 5) const uint TN = 4u;          // tokens per thread (a multiple of 4)
 
+#define IQ_GRID_BINDING 3  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
 layout(std430, binding = 1) readonly buffer X { float x[]; };    // [n_tokens, n_in] from x_base
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };   // the same, as vec4

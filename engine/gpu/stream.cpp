@@ -109,8 +109,8 @@ VkDescriptorSet Stream::allocate_set(VkDescriptorSetLayout layout) {
     }
 }
 
-void Stream::dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const void* push,
-                      uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+void Stream::dispatch_bindings(const Pipeline& p, std::span<const BufferRange> buffers, const void* push,
+                               uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
     if (buffers.size() != p.n_buffers() || buffers.size() > kMaxBindingsPerSet)
         throw std::logic_error("dispatch of '" + p.name() + "' with " + std::to_string(buffers.size()) +
                                " buffers; the pipeline has " + std::to_string(p.n_buffers()));

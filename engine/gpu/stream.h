@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +36,12 @@ public:
     void begin(bool reusable = false);
     // Binds `buffers` to bindings 0..n-1 and dispatches `groups` workgroups.
     void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const void* push,
-                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
+                  uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1) {
+        dispatch_bindings(p, std::span<const BufferRange>(buffers.begin(), buffers.size()), push, push_bytes, gx, gy, gz);
+    }
+    // The same with a binding list built at run time (a weight op appends a codebook binding).
+    void dispatch_bindings(const Pipeline& p, std::span<const BufferRange> buffers, const void* push,
+                           uint32_t push_bytes, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1);
     template <class Push>
     void dispatch(const Pipeline& p, std::initializer_list<BufferRange> buffers, const Push& push, uint32_t gx,
                   uint32_t gy = 1, uint32_t gz = 1) {

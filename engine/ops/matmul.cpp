@@ -207,10 +207,11 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                                       : uint64_t(lim.max_groups[0]) * tiles.bm;
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const gpu::Pipeline* pipe =
-        single ? &ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w.type, round_x), 4,
+        single ? &ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w.type, round_x),
+                               layout.format.bindings(4),
                                sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u})
-               : &ctx.pipeline(layout.format.shaders.matmul, 3, sizeof(MatmulPush),
+               : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
@@ -240,13 +241,14 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                 const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
                 const uint64_t gy = (groups + gx - 1) / gx;
                 require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-                s.dispatch(*pipe, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx), uint32_t(gy));
+                weights::dispatch(s, *pipe, layout.format, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx),
+                                  uint32_t(gy));
             } else {
                 const MatmulPush push{uint32_t(n_in), uint32_t(rows), uint32_t(nt),      ww.shift,
                                       uint32_t(row_bytes), x_base, yw.shift / 4, uint32_t(stride),
                                       accumulate ? 1u : 0u, x_vec4};
                 const uint64_t gx = (rows + tiles.bm - 1) / tiles.bm, gy = (nt + tiles.bn - 1) / tiles.bn;
-                s.dispatch(*pipe, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
+                weights::dispatch(s, *pipe, layout.format, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
             }
         }
     }
@@ -318,7 +320,8 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
     const uint32_t x_vec4 = x_base % 4 == 0 && n_in % 4 == 0 && nb.vec4_ok ? 1u : 0u;
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
     const gpu::Pipeline& pipe =
-        ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MatvecSwiglu, gate.type, round_x), 4,
+        ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MatvecSwiglu, gate.type, round_x),
+                     layout.format.bindings(4),
                      sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
@@ -327,7 +330,7 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
     const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
     const uint64_t gy = (groups + gx - 1) / gx;
     require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-    s.dispatch(pipe, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx), uint32_t(gy));
+    weights::dispatch(s, pipe, layout.format, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx), uint32_t(gy));
 }
 
 }  // namespace vkllm::ops

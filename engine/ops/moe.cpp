@@ -223,9 +223,10 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);  // as matvec's
     const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
     const gpu::Pipeline& pipe =
-        tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, 5, sizeof(MoeMatmulPush),
+        tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, layout.format.bindings(5), sizeof(MoeMatmulPush),
                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
-              : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x), 5,
+              : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x),
+                             layout.format.bindings(5),
                              sizeof(MoeMatvecPush), {mv_threads, mv_rows, round_x ? 1u : 0u});
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
@@ -269,8 +270,8 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
                                              uint32_t(r.top_k), x_per_pair ? 1u : 0u, x_vec4,
                                              uint32_t(t0),    w.bias ? 1u : 0u,   bias_base,
                                              uint32_t(n_out)};
-                    s.dispatch(pipe, {ww.range, xw.range, yw.range, sort_w.range, bias_range}, push, uint32_t(gx),
-                               uint32_t(gy));
+                    weights::dispatch(s, pipe, layout.format, {ww.range, xw.range, yw.range, sort_w.range, bias_range},
+                                      push, uint32_t(gx), uint32_t(gy));
                 }
             } else {
                 const uint64_t gx = (nr + mv_rows - 1) / mv_rows;
@@ -283,8 +284,8 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
                                              uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
                                              x_vec4,          w.bias ? 1u : 0u,   bias_base,
                                              uint32_t(n_out), 0u};
-                    s.dispatch(pipe, {ww.range, xw.range, yw.range, ids_w.range, bias_range}, push, uint32_t(gx),
-                               uint32_t(gy));
+                    weights::dispatch(s, pipe, layout.format, {ww.range, xw.range, yw.range, ids_w.range, bias_range},
+                                      push, uint32_t(gx), uint32_t(gy));
                 }
             }
         }
@@ -325,7 +326,8 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     gpu::Context& ctx = s.context();
     require(gate.n_expert >= 1 && gate.n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(gate.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
-    weights::checked_layout(Weight{gate.type, gate.buffer, gate.n_in, gate.n_out * gate.n_expert, gate.offset}, op);
+    const weights::Layout layout =
+        weights::checked_layout(Weight{gate.type, gate.buffer, gate.n_in, gate.n_out * gate.n_expert, gate.offset}, op);
     weights::checked_layout(Weight{up.type, up.buffer, up.n_in, up.n_out * up.n_expert, up.offset}, op);
     require(moe_matvec_swiglu_fits(ctx, gate, up), op,
             "gate and up must be one type and shape without bias in one buffer (gate first), within one binding");
@@ -342,7 +344,8 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     const weights::Window ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
     const gpu::Pipeline& pipe =
-        ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvecSwiglu, gate.type, round_x), 5,
+        ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvecSwiglu, gate.type, round_x),
+                     layout.format.bindings(5),
                      sizeof(MoeMatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
     const uint64_t gx = (n_out + mv.rows - 1) / mv.rows;
     for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
@@ -354,7 +357,8 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
                                  0u,                  0u,               0u,
                                  uint32_t(up.offset - gate.offset)};
         // Binding 4 (the bias) is unused: the weight window stands in, read-only.
-        s.dispatch(pipe, {ww.range, act.x.range, act.y.range, ids_w.range, ww.range}, push, uint32_t(gx), uint32_t(gy));
+        weights::dispatch(s, pipe, layout.format, {ww.range, act.x.range, act.y.range, ids_w.range, ww.range}, push,
+                          uint32_t(gx), uint32_t(gy));
     }
 }
 

@@ -5,12 +5,15 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
+#include "gguf/iq_grids.h"
 #include "gpu/buffer.h"
 #include "gpu/device.h"
 #include "gpu/shaders.h"
+#include "gpu/stream.h"
 #include "ops/ops.h"
 
 namespace vkllm::ops::weights {
@@ -36,6 +39,12 @@ struct Format {
     uint32_t block_elems = 1;  // elements per ggml block (1 for float types: any row length)
     uint32_t block_bytes = 4;
     WeightShaders shaders;
+    // The grid i-quants: the codebook their variants read from one binding after the op's own
+    // (shaders/include/dequant_iq_grid.glsl), which no other type's variants declare.
+    std::optional<gguf::IqGridId> grid;
+
+    // Bindings of a pipeline of this type for an op of `own` bindings.
+    uint32_t bindings(uint32_t own) const { return own + (grid ? 1u : 0u); }
 };
 
 // False for a type the shaders do not decode.
@@ -91,6 +100,16 @@ gpu::ShaderId matvec_shader(const gpu::Capabilities& caps, MatvecOp op, TensorTy
 // The same variant's name, for an op named by its variant prefix ("matvec_", "matvec_swiglu_",
 // "moe_matvec_", "moe_matvec_swiglu_"; std::logic_error for another).
 std::string matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x);
+
+// Records a weight op's dispatch: `buffers` (the op's own bindings), then the format's grid when
+// it has one (uploaded once per context, Context::constant_buffer).
+void dispatch(Stream& s, const gpu::Pipeline& p, const Format& f, std::initializer_list<gpu::BufferRange> buffers,
+              const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy = 1);
+template <class Push>
+void dispatch(Stream& s, const gpu::Pipeline& p, const Format& f, std::initializer_list<gpu::BufferRange> buffers,
+              const Push& push, uint32_t gx, uint32_t gy = 1) {
+    dispatch(s, p, f, buffers, &push, sizeof(Push), gx, gy);
+}
 
 // Throws ShapeError("<op>: <message>") unless `ok`.
 void require(bool ok, const char* op, const std::string& message);

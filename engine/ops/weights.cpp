@@ -1,6 +1,7 @@
 // Weight formats the GPU decodes, and the dispatch planning shared by matmul and get_rows.
 #include <algorithm>
 #include <cstdlib>
+#include <span>
 #include <string>
 
 #include "gguf/quant.h"
@@ -45,6 +46,13 @@ bool gpu_format(TensorType t, Format* f) {
         case gguf::kIQ4_XS: *f = {256, 136, VKLLM_WEIGHT(iq4_xs)}; return true;
         case gguf::kTQ1_0: *f = {256, 54, VKLLM_WEIGHT(tq1_0)}; return true;
         case gguf::kTQ2_0: *f = {256, 66, VKLLM_WEIGHT(tq2_0)}; return true;
+        case gguf::kIQ2_XXS: *f = {256, 66, VKLLM_WEIGHT(iq2_xxs), gguf::IqGridId::IQ2_XXS}; return true;
+        case gguf::kIQ2_XS: *f = {256, 74, VKLLM_WEIGHT(iq2_xs), gguf::IqGridId::IQ2_XS}; return true;
+        case gguf::kIQ2_S: *f = {256, 82, VKLLM_WEIGHT(iq2_s), gguf::IqGridId::IQ2_S}; return true;
+        case gguf::kIQ3_XXS: *f = {256, 98, VKLLM_WEIGHT(iq3_xxs), gguf::IqGridId::IQ3_XXS}; return true;
+        case gguf::kIQ3_S: *f = {256, 110, VKLLM_WEIGHT(iq3_s), gguf::IqGridId::IQ3_S}; return true;
+        case gguf::kIQ1_S: *f = {256, 50, VKLLM_WEIGHT(iq1_s), gguf::IqGridId::IQ1_S}; return true;
+        case gguf::kIQ1_M: *f = {256, 56, VKLLM_WEIGHT(iq1_m), gguf::IqGridId::IQ1_S}; return true;
         default: return false;
     }
 }
@@ -138,6 +146,32 @@ Window window(const Buffer& b, uint64_t begin, uint64_t end, const Limits& lim, 
     w.range = gpu::BufferRange(b, start, stop - start);
     w.shift = uint32_t(begin - start);
     return w;
+}
+
+namespace {
+
+// The grid as the shaders read it: coordinate j of point i is byte i * dim + j (int8 as a byte).
+const gpu::Buffer& grid_buffer(gpu::Context& ctx, gguf::IqGridId id) {
+    const gguf::IqGrid& g = gguf::iq_grid(id);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(g.values);
+    return ctx.constant_buffer(std::string("iq_grid.") + g.name,
+                               std::span<const uint8_t>(bytes, size_t(g.points) * g.dim));
+}
+
+}  // namespace
+
+void dispatch(Stream& s, const gpu::Pipeline& p, const Format& f, std::initializer_list<gpu::BufferRange> buffers,
+              const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy) {
+    if (!f.grid) {
+        s.dispatch(p, buffers, push, push_bytes, gx, gy);
+        return;
+    }
+    constexpr size_t kMax = 8;
+    require(buffers.size() < kMax, "weight ops", "too many bindings");
+    gpu::BufferRange all[kMax];
+    std::copy(buffers.begin(), buffers.end(), all);
+    all[buffers.size()] = gpu::BufferRange(grid_buffer(s.context(), *f.grid));
+    s.dispatch_bindings(p, std::span<const gpu::BufferRange>(all, buffers.size() + 1), push, push_bytes, gx, gy);
 }
 
 }  // namespace weights

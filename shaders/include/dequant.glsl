@@ -7,8 +7,9 @@
 //   vec4 dequant4(blk, q)      elements 4q..4q+3 of the block at byte address blk
 // Float types also give w_elem(row_base, e) for the elements of a row past its last full
 // block (F32/F16/BF16 rows may have any length). dequant_dot.glsl adds matvec's fused dots;
-// dequant_k.glsl, dequant_iq4.glsl and dequant_tq.glsl hold the super-block, MXFP4, IQ4 and
-// ternary formats.
+// dequant_k.glsl, dequant_iq4.glsl, dequant_tq.glsl and dequant_iq_grid.glsl hold the super-block,
+// MXFP4, IQ4, ternary and grid i-quant formats (the last read their grid from a binding of the
+// includer's choosing, IQ_GRID_BINDING).
 //
 // Blocks sit at any even byte address (Q4_0 blocks are 18 bytes, Q6_K 210; MXFP4's 17-byte
 // blocks at any address), so multi-byte fields are assembled from the word stream by byte
@@ -115,4 +116,5 @@ vec4 dequant4(uint blk, uint q) {
 #include "dequant_k.glsl"
 #include "dequant_iq4.glsl"
 #include "dequant_tq.glsl"
+#include "dequant_iq_grid.glsl"
 
