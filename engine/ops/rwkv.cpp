@@ -1,5 +1,6 @@
 // RWKV-7's mixing kernels (rwkv_ops.h): shaders/rwkv_*.comp and rwkv7_*.comp.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "gpu/device.h"
@@ -51,7 +52,30 @@ uint32_t u32(int64_t v, const char* op, const char* what) {
     return uint32_t(v);
 }
 
+// VKLLM_WKV7=chunked|sequential replaces Auto's choice; unset or "auto" leaves it.
+Wkv7Kernel forced_wkv7_kernel(Wkv7Kernel k) {
+    const char* v = std::getenv("VKLLM_WKV7");
+    if (k != Wkv7Kernel::Auto || !v || !*v || std::string(v) == "auto") return k;
+    const std::string name(v);
+    if (name == "chunked") return Wkv7Kernel::Chunked;
+    if (name == "sequential") return Wkv7Kernel::Sequential;
+    throw ShapeError("rwkv_wkv7: VKLLM_WKV7=" + name + " is not auto, chunked or sequential");
+}
+
 }  // namespace
+
+uint32_t rwkv_wkv7_chunk(const gpu::Context& ctx, int64_t head_size) {
+    // rwkv_wkv7_chunked.comp's shared memory: four [L][N] operand blocks, four L x L token
+    // products, and two [N] vectors.
+    auto bytes = [&](uint64_t L) { return 4 * (4 * L * uint64_t(head_size) + 4 * L * L + 2 * uint64_t(head_size)); };
+    for (uint32_t L : {16u, 8u})
+        if (bytes(L) <= ctx.caps().max_shared_memory) return L;
+    require(bytes(4) <= ctx.caps().max_shared_memory, "rwkv_wkv7",
+            "head size " + std::to_string(head_size) + " needs " + std::to_string(bytes(4)) +
+                " bytes of shared memory for the chunked kernel, over the device's " +
+                std::to_string(ctx.caps().max_shared_memory));
+    return 4;
+}
 
 void rwkv_shift_mix(Stream& s, const TensorView& x, const TensorView& shift, const TensorView& mix,
                     const TensorView& out) {
@@ -102,7 +126,14 @@ void rwkv_wkv7(Stream& s, const RwkvWkv7Args& a) {
     detail::require_disjoint(a.state, "the state",
                              {{&a.r, "r"}, {&a.w, "w"}, {&a.k, "k"}, {&a.v, "v"}, {&a.a, "a"}, {&a.b, "b"}}, op);
     u32(n * std::max(o.rows.stride, r.rows.stride), op, "the token rows' span");
-    const auto& pipeline = ctx.pipeline(gpu::ShaderId::rwkv_wkv7, 8, sizeof(RwkvWkv7Push), {uint32_t(N)});
+    // A forced kernel applies to calls of more than one token; a decode step keeps Sequential.
+    const Wkv7Kernel kernel = n > 1 ? forced_wkv7_kernel(a.kernel) : a.kernel;
+    const bool chunked = kernel == Wkv7Kernel::Chunked ||
+                         (kernel == Wkv7Kernel::Auto && ctx.caps().type != "cpu" && n >= kRwkvWkv7ChunkedMinTokens);
+    const auto& pipeline =
+        chunked ? ctx.pipeline(gpu::ShaderId::rwkv_wkv7_chunked, 8, sizeof(RwkvWkv7Push),
+                               {uint32_t(N), rwkv_wkv7_chunk(ctx, N)})
+                : ctx.pipeline(gpu::ShaderId::rwkv_wkv7, 8, sizeof(RwkvWkv7Push), {uint32_t(N)});
     const RwkvWkv7Push push{uint32_t(n), st.w.shift, r.w.shift, r.rows.stride, w.w.shift, w.rows.stride,
                             k.w.shift,   k.rows.stride, v.w.shift, v.rows.stride, av.w.shift, av.rows.stride,
                             b.w.shift,   b.rows.stride, o.w.shift, o.rows.stride};

@@ -34,11 +34,25 @@ void rwkv_shift_mix(Stream& s, const TensorView& x, const TensorView& shift, con
 //   S = S diag(w) + v k^T + (S a) b^T,  out = S r.
 // r, w, k, v, a, b, out: [n, C], any row stride; state: [n_head * head_size, head_size], packed
 // (ggml's layout: row i of each head's S contiguous). out must not overlap the others.
+//
+// Two kernels compute it: Sequential (shaders/rwkv_wkv7.comp, token after token) and Chunked
+// (rwkv_wkv7_chunked.comp, the tokens of each chunk of rwkv_wkv7_chunk() at once). Auto takes
+// Chunked for prompts of at least kRwkvWkv7ChunkedMinTokens tokens on GPUs and Sequential
+// elsewhere: on a CPU driver (lavapipe) the sequential kernel is the faster one at every length.
+// VKLLM_WKV7=chunked|sequential replaces Auto's choice for calls of more than one token (for
+// measuring either on a device, and for tests); a decode step keeps Sequential.
+enum class Wkv7Kernel { Auto, Sequential, Chunked };
+constexpr int64_t kRwkvWkv7ChunkedMinTokens = 16;
 struct RwkvWkv7Args {
     int64_t n_head = 0, head_size = 0;
     TensorView state, r, w, k, v, a, b, out;
+    Wkv7Kernel kernel = Wkv7Kernel::Auto;
 };
 void rwkv_wkv7(Stream& s, const RwkvWkv7Args& a);
+
+// Tokens per chunk of the chunked wkv7 kernel for a head size on this device: 16, or 8 or 4
+// where the device's shared memory is too small for the chunk's operands.
+uint32_t rwkv_wkv7_chunk(const gpu::Context& ctx, int64_t head_size);
 
 // wkv7's operands from the time mix's projections, in place (cpu::rwkv7_wkv_inputs): w (the w2
 // lora's output) becomes the decay exp(-0.606531 sigmoid(w0 + w)), k the modified key, a (the a2

@@ -13,7 +13,7 @@ struct RwkvShiftMixPush {  // rwkv_shift_mix.comp
     uint32_t n_tokens, C, n_mix, x_shift, x_stride, shift_shift, mix_shift, out_shift;
 };
 
-struct RwkvWkv7Push {  // rwkv_wkv7.comp
+struct RwkvWkv7Push {  // rwkv_wkv7.comp and rwkv_wkv7_chunked.comp
     uint32_t n_tokens, st_shift, r_shift, r_stride, w_shift, w_stride, k_shift, k_stride, v_shift, v_stride, a_shift,
         a_stride, b_shift, b_stride, o_shift, o_stride;
 };
@@ -35,6 +35,7 @@ struct RwkvElementwisePush {  // rwkv_elementwise.comp
 
 template <> struct PushOf<gpu::ShaderSource::rwkv_shift_mix> { using type = RwkvShiftMixPush; };
 template <> struct PushOf<gpu::ShaderSource::rwkv_wkv7> { using type = RwkvWkv7Push; };
+template <> struct PushOf<gpu::ShaderSource::rwkv_wkv7_chunked> { using type = RwkvWkv7Push; };
 template <> struct PushOf<gpu::ShaderSource::rwkv7_inputs> { using type = Rwkv7InputsPush; };
 template <> struct PushOf<gpu::ShaderSource::rwkv7_output> { using type = Rwkv7OutputPush; };
 template <> struct PushOf<gpu::ShaderSource::rwkv_elementwise> { using type = RwkvElementwisePush; };

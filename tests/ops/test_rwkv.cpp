@@ -14,16 +14,15 @@
 #include "gpu_test.h"
 #include "op_test_data.h"
 #include "ops/rwkv_ops.h"
+#include "rwkv_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
 namespace {
 
-double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
-    double m = 1.0;
-    for (float r : ref) m = std::max(m, double(std::fabs(r)));
-    return test::max_abs_diff(got, ref) / m;
-}
+using test::describe;
+using test::Heads;
+using test::rel_err;
 
 class Rwkv : public test::GpuTest {
 protected:
@@ -36,92 +35,18 @@ protected:
     }
 };
 
-struct Heads {
-    int64_t n_head, head_size;
-    int64_t C() const { return n_head * head_size; }
-};
-std::string describe(const Heads& h, int64_t n) {
-    return std::to_string(n) + " tokens, " + std::to_string(h.n_head) + " heads of " + std::to_string(h.head_size);
-}
-
-// wkv7's operands as one projection row per token: [pad | r | w | k | v | a | b | pad], with w a
-// decay in (0.55, 1), a = -kk and b = kk * ag for a unit kk per head (what the time mix feeds it).
-struct WkvOperands {
-    Heads h;
-    int64_t n, stride;
-    std::vector<float> rows, state;
-    WkvOperands(Heads hs, int64_t n_tokens) : h(hs), n(n_tokens), stride(6 * hs.C() + 3) {
-        const int64_t C = h.C(), N = h.head_size;
-        rows = test::random_floats(size_t(n * stride), uint32_t(n * 13 + C), -1.0f, 1.0f);
-        const auto ag = test::random_floats(size_t(n * C), uint32_t(C + 5), 0.0f, 1.0f);
-        for (int64_t t = 0; t < n; ++t) {
-            float* row = rows.data() + t * stride;
-            for (int64_t c = 0; c < C; ++c) row[col(1) + c] = 0.55f + 0.45f * (0.5f + 0.5f * row[col(1) + c]);
-            for (int64_t hd = 0; hd < h.n_head; ++hd) {
-                float* kk = row + col(4) + hd * N;
-                double sum = 0.0;
-                for (int64_t j = 0; j < N; ++j) sum += double(kk[j]) * kk[j];
-                const float inv = float(1.0 / std::sqrt(sum));
-                for (int64_t j = 0; j < N; ++j) {
-                    const float u = kk[j] * inv;
-                    kk[j] = -u;
-                    row[col(5) + hd * N + j] = u * ag[size_t(t * C + hd * N + j)];
-                }
-            }
-        }
-        state = test::random_floats(size_t(C * N), uint32_t(C * 3 + 1), -0.5f, 0.5f);
-    }
-    int64_t col(int which) const { return 1 + which * h.C(); }  // r, w, k, v, a, b
-    const float* at(int which, int64_t t) const { return rows.data() + t * stride + col(which); }
-
-    // The reference over tokens [t0, t1) with `st` carried; out rows [n][C] packed.
-    void reference(std::vector<float>& st, std::vector<float>& out) const {
-        cpu::Wkv7Ref p;
-        p.n_tokens = n, p.n_head = h.n_head, p.head_size = h.head_size, p.state = st.data();
-        p.r = at(0, 0), p.w = at(1, 0), p.k = at(2, 0), p.v = at(3, 0), p.a = at(4, 0), p.b = at(5, 0);
-        p.r_stride = p.w_stride = p.k_stride = p.v_stride = p.a_stride = p.b_stride = stride;
-        out.assign(size_t(n * h.C()), 0.0f);
-        p.out = out.data(), p.out_stride = h.C();
-        cpu::rwkv_wkv7(p);
-    }
-};
-
 TEST_F(Rwkv, Wkv7MatchesReferenceAndStepsEqualOnePass) {
     for (const Heads h : {Heads{3, 64}, Heads{5, 7}}) {
-        const int64_t n = 37, C = h.C(), N = h.head_size, out_stride = C + 2, st_first = 5;
-        const WkvOperands ops_in(h, n);
-        std::vector<float> ref_state = ops_in.state, ref_out;
-        ops_in.reference(ref_state, ref_out);
-
-        gpu::Buffer rows = upload(ops_in.rows);
-        std::vector<float> st0(size_t(st_first + C * N + 3), 9.0f);
-        std::copy(ops_in.state.begin(), ops_in.state.end(), st0.begin() + st_first);
-        for (const int64_t first_chunk : {n, int64_t(30)}) {  // one pass; a prompt of 30 then 7 single steps
-            gpu::Buffer st = upload(st0), out = upload(std::vector<float>(size_t(1 + n * out_stride), 0.0f));
-            auto view = [&](int which, int64_t t0, int64_t len) {
-                return ops::f32_rows(rows, len, C, uint64_t(t0 * ops_in.stride + ops_in.col(which)), ops_in.stride);
-            };
-            int64_t t0 = 0;
-            while (t0 < n) {
-                const int64_t len = t0 == 0 ? first_chunk : 1;
-                ops::RwkvWkv7Args a;
-                a.n_head = h.n_head, a.head_size = N;
-                a.state = ops::f32_rows(st, C, N, st_first);
-                a.r = view(0, t0, len), a.w = view(1, t0, len), a.k = view(2, t0, len), a.v = view(3, t0, len);
-                a.a = view(4, t0, len), a.b = view(5, t0, len);
-                a.out = ops::f32_rows(out, len, C, uint64_t(1 + t0 * out_stride), out_stride);
-                run([&](gpu::Stream& s) { ops::rwkv_wkv7(s, a); });
-                t0 += len;
-            }
-            const auto got_all = test::download(out), got_st_all = test::download(st);
-            std::vector<float> got(size_t(n * C)), got_st(got_st_all.begin() + st_first,
-                                                          got_st_all.begin() + st_first + C * N);
-            for (int64_t t = 0; t < n; ++t)
-                for (int64_t c = 0; c < C; ++c) got[size_t(t * C + c)] = got_all[size_t(1 + t * out_stride + c)];
-            EXPECT_LT(rel_err(got, ref_out), 2e-5) << describe(h, n) << ", first chunk " << first_chunk;
-            EXPECT_LT(rel_err(got_st, ref_state), 2e-5) << describe(h, n) << ", first chunk " << first_chunk;
-            EXPECT_EQ(got_st_all[st_first - 1], 9.0f) << "outside the state";
-            EXPECT_EQ(got_st_all[size_t(st_first + C * N)], 9.0f) << "outside the state";
+        const int64_t n = 37;
+        const test::WkvOperands in(h, n);
+        std::vector<float> ref_state = in.state, ref_out;
+        in.reference(ref_state, ref_out);
+        // one pass; a prompt of 30 then 7 single steps
+        for (const std::vector<int64_t>& calls : {std::vector<int64_t>{n}, std::vector<int64_t>{30, 1, 1, 1, 1, 1, 1, 1}}) {
+            const test::WkvResult got = test::run_wkv7(ctx(), in, calls, ops::Wkv7Kernel::Sequential);
+            EXPECT_LT(rel_err(got.out, ref_out), 2e-5) << describe(h, n) << ", first call " << calls[0];
+            EXPECT_LT(rel_err(got.state, ref_state), 2e-5) << describe(h, n) << ", first call " << calls[0];
+            EXPECT_TRUE(got.guards_kept) << "written outside the state";
         }
     }
 }
