@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "activation_report.h"
+#include "input_file.h"
 #include "interrupt.h"
 #include "interventions.h"
 #include "json_option.h"
@@ -34,12 +35,16 @@ const char* kUsage =
     "          [--seed S] [--logit-bias ID=BIAS,...] [--device D] [--timings] [--expert-stats] [--activations] [--draft MODEL.gguf [--draft-n K]]\n"
     "          [--cache-type auto|f16|f32|q8_0] [--json | --json-schema SCHEMA.json | --grammar FILE.gbnf]\n"
     "          [--zero-weight LAYER:TENSOR:ROW:COL[:EXPERT],...] [--set-activation LAYER:CHANNEL=VALUE|mean,...]\n"
+    "          [--effect-text FILE]\n"
     "  --activations: after the prompt, the residual stream's largest value per layer (token, channel,\n"
     "                 ratio to the median), massive activations flagged (Sun et al. 2024)\n"
     "  --zero-weight: sets weight[ROW, COL] of blk.LAYER.TENSOR to 0 (ROW the output channel, as PyTorch's\n"
     "                 down_proj.weight[row, col]; `vkllm inspect --super` finds super weights)\n"
     "  --set-activation: sets residual channel CHANNEL after LAYER (-1: the embeddings) to VALUE, or to its\n"
     "                 running mean over the tokens evaluated, for every token\n"
+    "  --effect-text: before generating, those edits judged over FILE's text (up to 128 MiB, from position 0):\n"
+    "                 each position's KL(before || after), the text's perplexity before and after and the\n"
+    "                 positions that moved most, on stderr\n"
     "  --draft: speculative decoding: MODEL (same tokenizer, smaller) proposes K tokens (default 4) per step,\n"
     "                 the model verifies them in one pass; the output is the same as without a draft\n"
     "  --cache-type: the KV cache's element type (auto, the default: f16 where the device has 16-bit storage,\n"
@@ -167,7 +172,7 @@ int run(const Args& args) {
               {"-m", "-p", "-n", "-c", "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty",
                "--repeat-last-n", "--presence-penalty", "--frequency-penalty", "--seed", "--device", "-b",
                "--zero-weight", "--set-activation", "-f", "--draft", "--draft-n", "--cache-type", "--json-schema",
-               "--grammar", "--logit-bias"},
+               "--grammar", "--logit-bias", "--effect-text"},
               {"--timings", "--expert-stats", "--activations", "--json"});
     GenerateOptions go;
     // Every number is range-checked here, before the model loads (a usage error, exit 2).
@@ -221,7 +226,16 @@ int run(const Args& args) {
         draft_session = std::make_unique<Session>(*draft_model, dso);
         go.draft.session = draft_session.get();
     }
-    if (o.has("--set-activation")) session.set_residual_edits(parse_set_activations(o.str("--set-activation")));
+    const std::vector<ResidualEdit> residual_edits = parse_set_activations(o.str("--set-activation"));
+    if (o.has("--set-activation")) session.set_residual_edits(residual_edits);
+    if (o.has("--effect-text")) {
+        const std::string path = o.str("--effect-text");
+        std::vector<int32_t> effect_tokens;
+        const app::TextEffect e = judge_over_text(*model, app::read_input(path, app::kPromptFileMax, "text file"),
+                                                  parse_zero_weights(o.str("--zero-weight")), residual_edits, so,
+                                                  &effect_tokens);
+        print_effect(stderr, *model, effect_tokens, e, path);
+    }
 
     const std::string prompt = prompt_text(o).value_or("");
     const std::vector<int32_t> tokens = model->tokenize(prompt, /*add_special=*/true);

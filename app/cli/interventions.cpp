@@ -80,4 +80,63 @@ std::vector<ResidualEdit> parse_set_activations(const std::string& text) {
     return edits;
 }
 
+app::TextEffect judge_over_text(Model& model, const std::string& text, const std::vector<WeightRef>& zeroed,
+                                const std::vector<ResidualEdit>& residual, SessionOptions options,
+                                std::vector<int32_t>* tokens_out) {
+    if (zeroed.empty() && residual.empty())
+        throw UsageError("--effect-text judges an intervention: give --zero-weight or --set-activation");
+    const std::vector<int32_t> tokens = model.tokenize(text, /*add_special=*/true, /*parse_special=*/false);
+    if (tokens.size() < 2)
+        throw UsageError("--effect-text: the text is " + std::to_string(tokens.size()) +
+                         " token(s); the text's perplexity needs at least 2");
+    app::InterventionState plain, edited;
+    for (const WeightRef& w : zeroed) edited.weights.emplace_back(w, 0.0f);
+    edited.residual = residual;
+    options.n_ctx = int(tokens.size());
+    options.probes = {};
+    Session before(model, options), after(model, options);
+    app::TextEffect e = app::text_effect_streamed(model, before, after, tokens, plain, edited, /*n_moved=*/5);
+    if (tokens_out) *tokens_out = tokens;
+    return e;
+}
+
+nlohmann::json effect_json(const Model& model, const std::vector<int32_t>& tokens, const app::TextEffect& e,
+                           const std::string& path) {
+    nlohmann::json moved = nlohmann::json::array();
+    for (const app::PositionShift& s : e.moved) {
+        const size_t p = size_t(s.position);
+        moved.push_back({{"position", s.position},
+                         {"kl", s.kl},
+                         {"token", model.piece(tokens[p])},
+                         {"next", p + 1 < tokens.size() ? nlohmann::json(model.piece(tokens[p + 1])) : nlohmann::json()}});
+    }
+    return {{"text", path},
+            {"positions", e.positions},
+            {"perplexity_before", e.perplexity_before},
+            {"perplexity_after", e.perplexity_after},
+            {"mean_kl", e.mean_kl},
+            {"max_kl", e.max_kl},
+            {"no_effect", e.no_effect()},
+            {"kl", e.kl},
+            {"moved", moved}};
+}
+
+void print_effect(std::FILE* out, const Model& model, const std::vector<int32_t>& tokens, const app::TextEffect& e,
+                  const std::string& path) {
+    std::fprintf(out, "vkllm: the intervention over %s (%d tokens): perplexity %.4f -> %.4f", path.c_str(), e.positions,
+                 e.perplexity_before, e.perplexity_after);
+    if (e.no_effect()) {
+        std::fprintf(out, "; no effect over %d tokens (every position's KL below %g nats)\n", e.positions,
+                     double(app::TextEffect::kNoEffect));
+        return;
+    }
+    std::fprintf(out, "; KL(before || after) per position: mean %.6g, max %.6g nats\n", double(e.mean_kl), double(e.max_kl));
+    for (const app::PositionShift& s : e.moved) {
+        const size_t p = size_t(s.position);
+        const std::string next = p + 1 < tokens.size() ? model.piece(tokens[p + 1]) : "(the next token)";
+        std::fprintf(out, "  position %5d  KL %.6g  after '%s', predicting '%s'\n", s.position, double(s.kl),
+                     model.piece(tokens[p]).c_str(), next.c_str());
+    }
+}
+
 }  // namespace vkllm::cli

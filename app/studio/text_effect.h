@@ -1,35 +1,34 @@
-// An intervention judged over a whole text rather than the next token alone: the model's
-// distribution at every position of the conversation before and after the edit compared
-// position by position, and the perplexity of the text itself under both. Pure (no GPU, no
-// ImGui), so tests check the arithmetic.
+// The studio's interventions judged over the whole conversation (app/common/text_effect.h holds
+// the arithmetic and the streamed evaluation, shared with `vkllm run --effect-text`).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "intervention_effect.h"  // app/common
+
 namespace vkllm::studio {
 
-struct PositionShift {
-    int position = 0;  // the prediction made at this position (of the token after it)
-    float kl = 0;      // KL(before || after), nats
-};
+using app::InterventionState;
+using app::PositionShift;
+using app::TextEffect;
+using app::text_effect;
 
-struct TextEffect {
-    int positions = 0;             // predictions compared (every token of the text)
-    std::vector<float> kl;         // [positions] KL(before || after) at each position, nats
-    float mean_kl = 0, max_kl = 0;
-    // exp of the mean negative log-likelihood of tokens 1..n-1 given those before them (0 with
-    // fewer than two tokens).
-    double perplexity_before = 0, perplexity_after = 0;
-    std::vector<PositionShift> moved;  // the positions whose KL is largest, largest first
-    // Every position's KL below kNoEffect: the edit changes nothing the text can show.
-    static constexpr float kNoEffect = 1e-6f;
-    bool no_effect() const { return max_kl < kNoEffect; }
+// An edit judged over the session's text without keeping any position's logits: the text is
+// evaluated before the edit in a second session (`scratch_options`: the studio's session's
+// context and passes) and after it in `session`, one forward pass at a time in turn. `before`
+// and `after` are the weight and residual edits in force on either side; the studio's weight
+// edits are zeros (the Activations panel's "zero" button), so weights_zeroed() makes a state
+// from the model's edit list. Leaves `session` holding the text under `after`, its probes as
+// they were, and fills the next token's logits (the last position) on both sides.
+struct TextJudgement {
+    TextEffect text;
+    std::vector<float> next_before, next_after;  // [n_vocab] logits of the last position
 };
+TextJudgement judge_over_text(Model& model, Session& session, const SessionOptions& scratch_options,
+                              const InterventionState& before, const InterventionState& after);
 
-// before and after: logits [tokens.size()][n_vocab] of the same text (Session::eval with
-// all_logits), row i predicting tokens[i + 1]. Throws std::invalid_argument on mismatched sizes.
-TextEffect text_effect(const std::vector<float>& before, const std::vector<float>& after,
-                       const std::vector<int32_t>& tokens, int n_vocab, int n_moved = 5);
+// The model's weight edits in force as a state whose every edit is a zero, with these residual edits.
+InterventionState weights_zeroed(const Model& model, const std::vector<ResidualEdit>& residual);
 
 }  // namespace vkllm::studio
