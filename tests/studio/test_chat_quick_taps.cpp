@@ -1,0 +1,141 @@
+// Quick taps into the chat box: under Xvfb, vkllm-studio --script gives the box the keyboard;
+// then key taps come from the X server as a keyboard's do, a press and its release each, all
+// within one of the studio's frames (as a fast typist's on a slow frame, while an answer is drawn
+// on a CPU driver). After the script's long answer its Enter sends the box: the message must hold
+// every letter, space and digit tapped, in order, after what the script typed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "x_keyboard.h"  // last: Xlib's macros (None, Bool, True) stay out of the headers above
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// An X server of our own on a free display number, stopped at the end.
+class Xvfb {
+public:
+    Xvfb() {
+        for (int d = 300 + int(getpid() % 50); d < 500; ++d) {
+            if (fs::exists("/tmp/.X11-unix/X" + std::to_string(d)) || fs::exists("/tmp/.X" + std::to_string(d) + "-lock"))
+                continue;
+            display_ = d;
+            break;
+        }
+        pid_ = fork();
+        if (pid_ == 0) {
+            const std::string name = display();
+            execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp", (char*)nullptr);
+            _exit(127);
+        }
+        for (int i = 0; i < 100 && !fs::exists(socket()); ++i) {
+            int status = 0;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    }
+    ~Xvfb() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);
+            waitpid(pid_, nullptr, 0);
+        }
+    }
+    bool running() const { return pid_ > 0 && fs::exists(socket()); }
+    std::string display() const { return ":" + std::to_string(display_); }
+
+private:
+    std::string socket() const { return "/tmp/.X11-unix/X" + std::to_string(display_); }
+    int display_ = 299;
+    pid_t pid_ = -1;
+};
+
+// vkllm-studio: $VKLLM_STUDIO_BIN, else beside the vkllm binary under test.
+std::string studio_binary() {
+    if (const char* bin = std::getenv("VKLLM_STUDIO_BIN")) return bin;
+    return (fs::path(vkllm::test::vkllm_bin()).parent_path() / "vkllm-studio").string();
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Waits up to `seconds` for `path` to appear.
+bool wait_for_file(const std::string& path, double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!fs::exists(path)) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST(StudioChat, QuickTapsWithinOneFrameAreAllKept) {
+    const std::string studio = studio_binary();
+    if (!fs::exists(studio)) GTEST_SKIP() << "no " << studio << " (build vkllm-studio)";
+    Xvfb x;
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string dir = vkllm::test::temp_path("studio-quick-taps");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    // ready.json: the box has the keyboard and "Hi"; the taps arrive a frame or so later, while
+    // the script goes on to an answer of up to 200 tokens; the Enter after it sends the box.
+    std::ofstream(dir + "/script.txt") << "tokens 200\n"
+                                          "type Hi\n"
+                                          "export " << dir << "/ready.json\n"
+                                          "send Once upon a time\n"
+                                          "key enter\n"
+                                          "export " << dir << "/sent.json\n";
+    const std::string model = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
+    const std::string cmd = "DISPLAY=" + x.display() + " '" + studio + "' -m '" + model + "' --script '" + dir +
+                            "/script.txt' --temp 0 --config-dir '" + dir + "/config' --exit 2> '" + dir + "/stderr.txt'";
+    int status = -1;
+    std::thread run([&] { status = std::system(cmd.c_str()); });
+
+    std::string typed_error;
+    if (wait_for_file(dir + "/ready.json", 120)) {
+        try {
+            vkllm::test::XKeyboard keys(x.display());
+            const Window w = keys.find_window("vkllm studio");
+            if (!w) throw std::runtime_error("no window named vkllm studio");
+            keys.tap(w, {"space", "t", "h", "e", "r", "e", "space", "4", "2", "space", "z", "o", "o"});
+        } catch (const std::exception& e) {
+            typed_error = e.what();
+        }
+    }
+    run.join();
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(dir + "/stderr.txt");
+    ASSERT_TRUE(typed_error.empty()) << typed_error;
+    ASSERT_TRUE(fs::exists(dir + "/sent.json")) << read_text(dir + "/stderr.txt");
+
+    const json sent = json::parse(read_text(dir + "/sent.json"));
+    std::vector<std::string> user;
+    for (const json& m : sent["messages"])
+        if (m["role"] == "user") user.push_back(m["text"].get<std::string>());
+    ASSERT_EQ(user.size(), 2u) << sent["messages"].dump(1);
+    EXPECT_EQ(user[0], "Once upon a time");
+    EXPECT_EQ(user[1], "Hi there 42 zoo") << "every tap, in order";
+    EXPECT_EQ(sent["chat"]["input"].get<std::string>(), "") << "the box clears after sending";
+}
