@@ -17,6 +17,7 @@
 #include "options.h"
 #include "output_file.h"
 #include "probe_json.h"
+#include "probe_state_json.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 
@@ -28,6 +29,7 @@ const char* kUsage =
     "            [--tile Q0-Q1,K0-K1] [--attention-summary] [--top-keys K] [--thumbnail S]\n"
     "            [--max-bytes N[K|M|G]] [--npy]\n"
     "            [--residual] [--ffn-down] [--routing] [--logit-lens all|L,L..] [--lens-top K]\n"
+    "            [--state] [--state-map L:H,L:H..]\n"
     "            [--timings] [--exact] [--device D] [--cache-type auto|f16|f32|q8_0]\n"
     "            -o OUT.json\n"
     "  runs PROMPT (or the text of FILE) and N greedy tokens after it (stopping at an\n"
@@ -48,6 +50,10 @@ const char* kUsage =
     "      float32 [n_head][query][key]) and the JSON names the file (probs_npy), the top keys\n"
     "      and thumbnails to OUT.attention-top-k-E<eval>-keys/-probs.npy and\n"
     "      OUT.attention-thumbnails-E<eval>.npy; tensors of over 2^20 values go there without it\n"
+    "  --state: every state-space (Mamba) and RWKV-7 layer's state norm and decay per head and\n"
+    "      token (the document's state; OUT.state-norm.npy and -decay.npy with --npy or past 2^20)\n"
+    "  --state-map L:H,..: those Mamba-2 heads' token-to-token mixing maps (state_maps;\n"
+    "      OUT.state-map-L<l>-H<h>.npy with --npy or past 2^20 values)\n"
     "  without -m: the small model built into vkllm";
 
 constexpr uint64_t kSidecarValues = uint64_t(1) << 20;
@@ -88,6 +94,23 @@ std::vector<int> parse_layers(const std::string& option, const std::string& text
         if (std::find(layers.begin(), layers.end(), int(v)) == layers.end()) layers.push_back(int(v));
     }
     return layers;
+}
+
+// L:H,L:H..: Mamba-2 heads for --state-map; the engine checks the layer's kind and head count.
+std::vector<AttentionHead> parse_state_maps(const std::string& text, const ModelInfo& info) {
+    std::vector<AttentionHead> heads;
+    for (const std::string& item : split(text, ',')) {
+        const std::vector<std::string> lh = split(item, ':');
+        if (lh.size() != 2) throw UsageError("--state-map expects heads such as 0:3,5:1; got '" + text + "'");
+        AttentionHead h;
+        h.layer = parse_int("--state-map", lh[0], text);
+        h.head = parse_int("--state-map", lh[1], text);
+        if (h.layer >= info.n_layer)
+            throw UsageError("--state-map: layer " + lh[0] + " is out of range (the model has " +
+                             std::to_string(info.n_layer) + " layers)");
+        heads.push_back(h);
+    }
+    return heads;
 }
 
 // L:H,L:H..: heads of layers, each checked against the model.
@@ -155,8 +178,9 @@ int32_t argmax(const std::vector<float>& logits) {
 int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-f", "-n", "-o", "--attention", "--tile", "--max-bytes", "--logit-lens", "--lens-top",
-               "--device", "--cache-type", "--top-keys", "--thumbnail"},
-              {"--residual", "--ffn-down", "--routing", "--timings", "--exact", "--attention-summary", "--npy"});
+               "--device", "--cache-type", "--top-keys", "--thumbnail", "--state-map"},
+              {"--residual", "--ffn-down", "--routing", "--timings", "--exact", "--attention-summary", "--npy",
+               "--state"});
     const std::optional<std::string> text = prompt_text(o);
     if (!text || !o.has("-o")) throw UsageError("-p PROMPT (or -f FILE) and -o are required");
     if (o.str("-o").empty()) throw UsageError("-o names no file");
@@ -209,10 +233,14 @@ int run(const Args& args) {
     if (o.has("--logit-lens")) pc.logit_lens_layers = parse_layers("--logit-lens", o.str("--logit-lens"), info.n_layer);
     pc.logit_lens_top_n = lens_top;
     pc.timings = o.has("--timings");
+    pc.state = o.has("--state");
+    if (o.has("--state-map")) pc.state_maps = parse_state_maps(o.str("--state-map"), info);
+    pc.state_map_positions = so.n_ctx;
     Session session(*model, so);
 
     // The prompt, then greedy tokens, each evaluated so that its own rows are probed too.
     app::ProbeDocument probes;
+    StateDocument state;
     std::vector<int32_t> tokens = prompt;
     std::vector<float> logits;
     try {
@@ -223,12 +251,14 @@ int run(const Args& args) {
         throw std::runtime_error(what + " (here: --max-bytes)");
     }
     probes.add(session.probes(), 0);
+    state.add(session.probes());
     for (int i = 0; i < n_generate; ++i) {
         const int32_t next = argmax(logits);
         if (model->is_eog(next)) break;
         tokens.push_back(next);
         logits = session.eval({next});
         probes.add(session.probes(), i + 1);
+        state.add(session.probes());
     }
 
     std::vector<app::DocumentToken> rows;
@@ -247,7 +277,10 @@ int run(const Args& args) {
         const size_t slash = path.find_last_of('/');
         return slash == std::string::npos ? path : path.substr(slash + 1);
     };
-    out.write(app::dump_document(probes.to_json(info, rows, sidecar, o.has("--npy") ? 0 : kSidecarValues)));
+    const uint64_t sidecar_min = o.has("--npy") ? 0 : kSidecarValues;
+    nlohmann::json doc = probes.to_json(info, rows, sidecar, sidecar_min);
+    if (pc.state || !pc.state_maps.empty()) state.write(doc, sidecar, sidecar_min);
+    out.write(app::dump_document(doc));
     for (auto& f : sidecars) f->commit();
     out.commit();
     std::fprintf(stderr, "vkllm: probed %zu tokens (%zu generated) and wrote %s\n", tokens.size(),

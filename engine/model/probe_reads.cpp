@@ -71,6 +71,7 @@ void ProbeRecorder::read(int T, int pos0, const ProbeConfig& probes, ProbeResult
     if (probes.ffn_down) read_ffn_down(T, pos0, results);
     if (probes.routing) read_routing(T, pos0, results, first_pass);
     read_logit_lens(T, pos0, probes, results);
+    state_.read(T, pos0, results, first_pass);
     results->expert_load_step.clear();
     if (probes.expert_load) {
         // Counted this step; the session sums steps into its prefill and decode totals.

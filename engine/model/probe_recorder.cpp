@@ -27,7 +27,7 @@ bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.
 
 ProbeRecorder::ProbeRecorder(gpu::Context& ctx, const ModelSpec& spec, const Weights& w, const KvCache& kv,
                              int n_batch)
-    : ctx_(ctx), spec_(spec), w_(w), kv_(kv), n_batch_(n_batch) {
+    : ctx_(ctx), spec_(spec), w_(w), kv_(kv), n_batch_(n_batch), state_(ctx, spec, n_batch) {
     for (const LayerSpec& L : spec.layers) {
         expert_load_.emplace_back();
         if (L.ffn.moe.n_expert > 0)
@@ -59,6 +59,7 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
     }
     if ((!probes.attention_heads.empty()) && probes.attention_max_rows < 1)
         throw std::invalid_argument("attention_max_rows must be at least 1");
+    state_.check(probes);
     if (const uint64_t need = host_bytes(probes); need > probes.max_bytes) {
         auto mib = [](uint64_t b) {
             char text[64];
@@ -72,8 +73,10 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
                                     "the budget of " + mib(probes.max_bytes) +
                                     " (ProbeConfig::max_bytes): probe fewer attention layers (single heads, "
                                     "attention_heads, or the attention summary), fewer rows (attention_max_rows) "
-                                    "or a smaller tile, turn off ffn_down, or raise the budget");
+                                    "or a smaller tile, fewer state maps (state_map_positions), turn off "
+                                    "ffn_down, or raise the budget");
     }
+    state_.configure(probes);
     const int rows_cap = std::min(n_batch_, std::max(probes.attention_max_rows, 1));
     if (probes.attention_layers != probed_layers_ || rows_cap != attn_rows_cap_) {
         head_host_.clear();
@@ -202,7 +205,7 @@ uint64_t ProbeRecorder::bytes() const {
     for (const auto& layer : residual_acc_) n += layer.size() * F;
     for (const auto& layer : down_acc_)
         for (const auto& [e, d] : layer) n += sizeof(DownSummary) + d.in.bytes() + d.out.bytes();
-    return n;
+    return n + state_.bytes();
 }
 
 // Counted at the largest key count of the cache (a map's key axis and an eval's rows are
@@ -232,6 +235,7 @@ uint64_t ProbeRecorder::host_bytes(const ProbeConfig& probes) const {
         n += uint64_t(spec_.n_layer) * B * heads * ops::kAttentionStats * F;
     }
     n += detail_host_bytes(probes, keys);
+    n += state_.host_bytes(probes);
     if (probes.residual_stats || !probes.residual_full_layers.empty())
         n += uint64_t(spec_.n_layer + 1) * B * E * F;
     if (probes.residual_stats) n += uint64_t(spec_.n_layer + 1) * keys * E * F;

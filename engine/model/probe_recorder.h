@@ -13,6 +13,7 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "model/kv_cache.h"
+#include "model/probe_state.h"
 #include "model/spec.h"
 #include "model/weights.h"
 #include "ops/ops.h"
@@ -65,6 +66,8 @@ public:
     };
     const std::vector<int>& lens_layers() const { return lens_layers_; }
     const Lens& lens() const { return lens_; }
+    // The state probes of recurrent layers: the taps their blocks call before the scan.
+    const StateProbeRecorder& state() const { return state_; }
 
     // After the pass (probe_reads.cpp): its copies into results. first_pass starts a new eval;
     // s is the stream the pass ran on (its counts and timings).
@@ -172,6 +175,7 @@ private:
     std::vector<std::map<int, DownSummary>> down_acc_;
     std::vector<int> lens_layers_;
     Lens lens_;
+    StateProbeRecorder state_;
     std::function<std::string(int32_t)> token_text_;
     int eval_tokens_ = 0;  // tokens of the current eval so far
 };

@@ -58,7 +58,8 @@ struct ProbeConfig {
     int logit_lens_top_n = 10;
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
-    // The recurrent state of state-space (Mamba-1, Mamba-2) and RWKV-7 layers (StateProbe): per
+    // The recurrent state of state-space (Mamba-1, Mamba-2, also beside attention as in
+    // Falcon-H1) and RWKV-7 layers (StateProbe): per
     // layer, head and token the state's norm and the decay. `state`: every such layer;
     // state_layers: these (each must be one). Recomputed on the GPU from the scan's own inputs.
     bool state = false;

@@ -10,7 +10,8 @@ enum ProjCol { R = 0, W, K, V, A, B, G, kProjCols };
 }  // namespace
 
 void record_rwkv7_time_mix(gpu::Stream& s, const RwkvSpec& spec, const RwkvLayerWeights& w, const RwkvState& state,
-                           int layer, const ops::TensorView& h, const RwkvMatmul& matmul) {
+                           int layer, const ops::TensorView& h, const RwkvMatmul& matmul,
+                           const StateProbeRecorder* probe) {
     const int64_t T = h.rows, C = spec.n_embd;
     const uint64_t TC = uint64_t(T) * uint64_t(C);
     const gpu::Buffer& shift = state.layer(layer).shift;
@@ -67,12 +68,13 @@ void record_rwkv7_time_mix(gpu::Stream& s, const RwkvSpec& spec, const RwkvLayer
     ops::rwkv7_wkv_inputs(s, in);
     s.barrier("wkv7's operands are complete before the delta rule reads them");
 
-    s.mark("rwkv_wkv7");
     ops::RwkvWkv7Args a;
     a.n_head = spec.n_head(), a.head_size = spec.head_size;
     a.state = ops::f32_rows(state.layer(layer).wkv, C, spec.head_size);
     a.r = col(R), a.w = col(W), a.k = col(K), a.v = v, a.a = col(A), a.b = col(B);
     a.out = ops::f32_rows(state.out(), T, C);
+    if (probe) probe->tap_rwkv7(s, layer, a);
+    s.mark("rwkv_wkv7");
     ops::rwkv_wkv7(s, a);
     s.barrier("the delta rule's output is complete before its group norm");
 
@@ -99,7 +101,7 @@ void RwkvTimeMixBlock::record(Recording& r) const {
     const ops::TensorView h = ops::f32_rows(r.scratch.h, r.n_tokens, spec_.n_embd);
     r.norm(r.residual(r.n_tokens), w.attn_norm, w.attn_norm_b, h);
     r.s.barrier("the normalised time-mix input is complete before the token shift reads it");
-    record_rwkv7_time_mix(r.s, spec_, w, state_, layer_, h, recording_matmul(r));
+    record_rwkv7_time_mix(r.s, spec_, w, state_, layer_, h, recording_matmul(r), &r.probe.state());
     r.add_block_output(w.output, ops::f32_rows(state_.out(), r.n_tokens, spec_.n_embd), nullptr, nullptr);
 }
 

@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "model/blocks/block.h"
+#include "model/probe_state.h"
 #include "model/rwkv_spec.h"
 #include "model/rwkv_state.h"
 #include "model/rwkv_weights.h"
@@ -30,8 +31,10 @@ using RwkvMatmul =
 // The time mix from the normed input h (f32 [n_tokens, n_embd], packed) to o, written to
 // state.out() [n_tokens, n_embd], ending with a barrier; the caller adds W_o o to the residual
 // stream. Layer 0 writes its values to state.v_first(), which later layers of the pass read.
+// With `probe`, its state tap records before wkv7 (nothing when the layer is not probed).
 void record_rwkv7_time_mix(gpu::Stream& s, const RwkvSpec& spec, const RwkvLayerWeights& w, const RwkvState& state,
-                           int layer, const ops::TensorView& h, const RwkvMatmul& matmul);
+                           int layer, const ops::TensorView& h, const RwkvMatmul& matmul,
+                           const StateProbeRecorder* probe = nullptr);
 
 class RwkvTimeMixBlock : public Block {
 public:

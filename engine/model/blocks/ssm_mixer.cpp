@@ -59,6 +59,7 @@ void SsmMixerBlock::record(Recording& r) const {
     a.a = ops::f32_vector(*w.ssm_a, S.n_head);
     if (w.ssm_d) a.d = ops::f32_vector(*w.ssm_d, S.n_head);
     a.y = ops::f32_rows(state_.y(), T, S.d_inner);
+    r.probe.state().tap_mamba2(s, layer_, r.pos0, a);  // records nothing unless the layer is probed
     s.mark("ssm_scan");
     ops::ssm_scan(s, a);
     s.barrier("the gated scan output is complete before its grouped norm");
@@ -125,6 +126,7 @@ void Mamba1MixerBlock::record(Recording& r) const {
     a.a = ops::f32_rows(*w.ssm_a, D, N);
     a.d = ops::f32_vector(*w.ssm_d, D);
     a.y = ops::f32_rows(state_.y(), T, D);
+    r.probe.state().tap_mamba1(s, layer_, a);  // records nothing unless the layer is probed
     s.mark("ssm_scan");
     ops::ssm_scan_mamba1(s, a);
     s.barrier("the gated scan output is complete before the out-projection reads it");

@@ -1,5 +1,7 @@
 // The state-space mixers, a layer's block in place of attention: Mamba-2 and Mamba-1 over the
 // session's RecurrentState.
+// With the state probes on, each block hands its scan's operands to the probe recorder's tap
+// (probe_state.h) just before the scan; a layer not probed records nothing.
 #pragma once
 
 #include "model/blocks/block.h"

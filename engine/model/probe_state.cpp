@@ -1,0 +1,306 @@
+// The state probes' buffers, taps and reads (probe_state.h).
+#include "model/probe_state.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "ops/state_probe_ops.h"
+
+namespace vkllm::model {
+namespace {
+
+constexpr uint64_t F = sizeof(float);
+
+// A layer with a recurrent state: a Mamba-2 or Mamba-1 mixer (alone, or beside attention as in
+// Falcon-H1), or RWKV-7's time mix.
+bool rwkv(const LayerSpec& L) { return L.mixer == LayerMixer::Rwkv7; }
+bool mamba2(const LayerSpec& L) { return !rwkv(L) && L.ssm.enabled() && !L.ssm.mamba1(); }
+bool recurrent(const LayerSpec& L) { return rwkv(L) || L.ssm.enabled(); }
+
+int probed_heads(const LayerSpec& L) {
+    if (rwkv(L)) return int(L.rwkv.n_head());
+    if (!L.ssm.enabled()) return 0;
+    return L.ssm.mamba1() ? 1 : L.ssm.n_head;  // Mamba-1's decay is per channel: one head over the state
+}
+
+const char* kind_name(const LayerSpec& L) { return rwkv(L) ? "rwkv7" : mamba2(L) ? "mamba2" : "mamba1"; }
+
+// Floats of the state a layer's work buffer copies.
+int64_t state_floats(const LayerSpec& L) {
+    if (rwkv(L)) return L.rwkv.n_embd * L.rwkv.head_size;
+    return int64_t(L.ssm.d_inner) * L.ssm.d_state;
+}
+
+// The layers a configuration probes, in layer order: (layer, reported in ProbeResults::state).
+std::vector<std::pair<int, bool>> planned_layers(const ModelSpec& spec, const ProbeConfig& p) {
+    std::vector<std::pair<int, bool>> out;
+    for (int l = 0; l < spec.n_layer; ++l) {
+        const bool report = recurrent(spec.layers[size_t(l)]) &&
+                            (p.state || std::find(p.state_layers.begin(), p.state_layers.end(), l) != p.state_layers.end());
+        const bool mapped = std::any_of(p.state_maps.begin(), p.state_maps.end(),
+                                        [&](const AttentionHead& h) { return h.layer == l; });
+        if (report || mapped) out.emplace_back(l, report);
+    }
+    return out;
+}
+
+}  // namespace
+
+void StateProbeRecorder::check(const ProbeConfig& probes) const {
+    for (int l : probes.state_layers) {
+        if (l < 0 || l >= spec_.n_layer)
+            throw std::invalid_argument("state probe layer " + std::to_string(l) + " is outside 0.." +
+                                        std::to_string(spec_.n_layer - 1));
+        if (!recurrent(spec_.layers[size_t(l)]))
+            throw std::invalid_argument("state probe layer " + std::to_string(l) +
+                                        " has no recurrent state (not a Mamba or RWKV-7 layer)");
+    }
+    for (const AttentionHead& h : probes.state_maps) {
+        const std::string name = "state map " + std::to_string(h.layer) + ":" + std::to_string(h.head);
+        if (h.layer < 0 || h.layer >= spec_.n_layer)
+            throw std::invalid_argument(name + ": layer is outside 0.." + std::to_string(spec_.n_layer - 1));
+        const LayerSpec& L = spec_.layers[size_t(h.layer)];
+        if (!mamba2(L))
+            throw std::invalid_argument(name + ": only Mamba-2 layers (a scalar decay per head) have a mixing map");
+        if (h.head < 0 || h.head >= L.ssm.n_head)
+            throw std::invalid_argument(name + ": head is outside 0.." + std::to_string(L.ssm.n_head - 1));
+        if (h.query_first < 0 || h.query_count < 0 || h.key_first < 0 || h.key_count < 0)
+            throw std::invalid_argument(name + ": a tile's first positions and counts must be >= 0");
+    }
+    if (!probes.state_maps.empty() && probes.state_map_positions < 1)
+        throw std::invalid_argument("state_map_positions must be at least 1");
+}
+
+void StateProbeRecorder::configure(const ProbeConfig& probes) {
+    const auto plan = planned_layers(spec_, probes);
+    std::vector<int> ids;
+    for (const auto& p : plan) ids.push_back(p.first);
+    const bool same_maps =
+        map_positions_ == probes.state_map_positions && map_heads_.size() == probes.state_maps.size() &&
+        std::equal(map_heads_.begin(), map_heads_.end(), probes.state_maps.begin(),
+                   [](const AttentionHead& a, const AttentionHead& b) { return a.layer == b.layer && a.head == b.head; });
+    if (ids == layer_ids_ && same_maps) {
+        for (size_t i = 0; i < plan.size(); ++i) layers_[i].report = plan[i].second;
+        for (size_t i = 0; i < maps_.size(); ++i) maps_[i].head = probes.state_maps[i];  // tiles may change
+        return;
+    }
+    layer_ids_ = ids;
+    map_heads_ = probes.state_maps;
+    map_positions_ = probes.state_map_positions;
+    layers_.clear();
+    maps_.clear();
+    const uint64_t B = uint64_t(n_batch_);
+    for (const auto& [l, report] : plan) {
+        const LayerSpec& S = spec_.layers[size_t(l)];
+        Layer L;
+        L.layer = l, L.n_head = probed_heads(S), L.report = report;
+        const bool mapped = std::any_of(map_heads_.begin(), map_heads_.end(),
+                                        [&](const AttentionHead& h) { return h.layer == l; });
+        L.key_rows = mapped ? map_positions_ : 0;
+        const uint64_t out = B * uint64_t(L.n_head) * 2 * F;
+        L.out = gpu::Buffer(ctx_, out, gpu::Memory::Device);
+        L.out_host = gpu::Buffer(ctx_, out, gpu::Memory::Host);
+        const int64_t gs = int64_t(S.ssm.n_group) * S.ssm.d_state;
+        L.work = gpu::Buffer(ctx_, ops::state_work_floats(state_floats(S), L.n_head, gs, L.key_rows) * F,
+                             gpu::Memory::Device);
+        layers_.push_back(std::move(L));
+    }
+    for (const AttentionHead& h : map_heads_) {
+        Map m;
+        m.head = h;
+        m.layer_index = size_t(std::find(layer_ids_.begin(), layer_ids_.end(), h.layer) - layer_ids_.begin());
+        const uint64_t rows = B * uint64_t(map_positions_) * F;
+        m.rows = gpu::Buffer(ctx_, rows, gpu::Memory::Device);
+        m.rows_host = gpu::Buffer(ctx_, rows, gpu::Memory::Host);
+        maps_.push_back(std::move(m));
+    }
+}
+
+uint64_t StateProbeRecorder::host_bytes(const ProbeConfig& probes) const {
+    uint64_t n = 0;
+    for (const auto& [l, report] : planned_layers(spec_, probes))
+        n += uint64_t(n_batch_) * uint64_t(probed_heads(spec_.layers[size_t(l)])) * 2 * F;
+    const uint64_t P = uint64_t(std::max(probes.state_map_positions, 1));
+    // Per map: a pass's rows, and the eval's map of at most P x P positions.
+    n += uint64_t(probes.state_maps.size()) * (uint64_t(n_batch_) * P + P * P) * F;
+    return n;
+}
+
+uint64_t StateProbeRecorder::bytes() const {
+    uint64_t n = 0;
+    for (const Layer& L : layers_) n += L.out.size() + L.out_host.size() + L.work.size();
+    for (const Map& m : maps_) n += m.rows.size() + m.rows_host.size() + m.values.size() * F;
+    return n;
+}
+
+const StateProbeRecorder::Layer* StateProbeRecorder::find(int layer) const {
+    for (const Layer& L : layers_)
+        if (L.layer == layer) return &L;
+    return nullptr;
+}
+
+void StateProbeRecorder::copy_out(gpu::Stream& s, const Layer& L, int n_tokens) const {
+    s.copy(L.out, 0, L.out_host, 0, uint64_t(n_tokens) * uint64_t(L.n_head) * 2 * F);
+    L.tokens = n_tokens;
+}
+
+void StateProbeRecorder::tap_mamba2(gpu::Stream& s, int layer, int pos0, const ops::SsmScanArgs& scan) const {
+    const Layer* found = find(layer);
+    if (!found) return;
+    const Layer& L = *found;
+    const SsmSpec& S = spec_.layers[size_t(layer)].ssm;
+    const int T = int(scan.x.rows);
+    ops::SsmStateScanArgs a;
+    a.n_head = S.n_head, a.n_group = S.n_group;
+    a.state = scan.state, a.x = scan.x, a.b = scan.b, a.dt = scan.dt, a.dt_bias = scan.dt_bias, a.a = scan.a;
+    a.out = ops::f32_rows(L.out, T, int64_t(L.n_head) * 2);
+    const int64_t gs = int64_t(S.n_group) * S.d_state;
+    const int64_t work = int64_t(ops::state_work_floats(state_floats(spec_.layers[size_t(layer)]), L.n_head, gs, L.key_rows));
+    a.work = ops::f32_rows(L.work, 1, work);
+    L.map_rows = 0;
+    if (L.key_rows > 0) {
+        // Key rows continue while the passes do; a jump (or position 0) starts them over, and a
+        // truncated session overwrites the rows past its new end.
+        if (pos0 == 0 || pos0 < L.key_base || pos0 > L.key_next) {
+            L.key_base = pos0;
+            L.key_filled = 0;
+        }
+        L.key_filled = std::min(L.key_filled, pos0 - L.key_base);
+        L.key_next = pos0 + T;
+        const int first = pos0 - L.key_base;
+        if (first < L.key_rows) {
+            a.keys = {L.key_rows, first, first > 0};
+            L.map_first = first;
+            L.map_rows = std::min(T, L.key_rows - first);
+            L.key_filled = first + L.map_rows;
+        }
+    }
+    s.mark("state_probe");
+    ops::ssm_state_scan(s, a);
+    s.barrier("the state probe has read the state and written its keys before the scan and the maps");
+    if (L.map_rows > 0) {
+        for (const Map& m : maps_) {
+            if (m.head.layer != layer) continue;
+            ops::SsmMixMapArgs mm;
+            mm.n_head = S.n_head, mm.n_group = S.n_group, mm.d_state = S.d_state;
+            mm.state_floats = state_floats(spec_.layers[size_t(layer)]);
+            mm.head = m.head.head;
+            mm.c = scan.c;
+            mm.c.rows = L.map_rows;
+            mm.work = a.work;
+            mm.map = ops::f32_rows(m.rows, L.map_rows, L.key_rows);
+            mm.keys = a.keys;
+            ops::ssm_mix_map(s, mm);
+        }
+        s.barrier("the mixing maps are complete before their copies");
+        for (const Map& m : maps_)
+            if (m.head.layer == layer)
+                s.copy(m.rows, 0, m.rows_host, 0, uint64_t(L.map_rows) * uint64_t(L.key_rows) * F);
+    }
+    copy_out(s, L, T);
+}
+
+void StateProbeRecorder::tap_mamba1(gpu::Stream& s, int layer, const ops::SsmScanMamba1Args& scan) const {
+    const Layer* found = find(layer);
+    if (!found) return;
+    const Layer& L = *found;
+    const int T = int(scan.x.rows);
+    ops::SsmStateScanArgs a;
+    a.mamba1 = true;
+    a.state = scan.state, a.x = scan.x, a.b = scan.b, a.dt = scan.dt, a.a = scan.a;
+    a.out = ops::f32_rows(L.out, T, 2);
+    a.work = ops::f32_rows(L.work, 1, state_floats(spec_.layers[size_t(layer)]));
+    s.mark("state_probe");
+    ops::ssm_state_scan(s, a);
+    s.barrier("the state probe has read the state before the scan overwrites it");
+    copy_out(s, L, T);
+}
+
+void StateProbeRecorder::tap_rwkv7(gpu::Stream& s, int layer, const ops::RwkvWkv7Args& wkv) const {
+    const Layer* found = find(layer);
+    if (!found) return;
+    const Layer& L = *found;
+    const int T = int(wkv.w.rows);
+    ops::Rwkv7StateScanArgs a;
+    a.n_head = wkv.n_head, a.head_size = wkv.head_size;
+    a.state = wkv.state, a.w = wkv.w, a.k = wkv.k, a.v = wkv.v, a.a = wkv.a, a.b = wkv.b;
+    a.out = ops::f32_rows(L.out, T, int64_t(L.n_head) * 2);
+    a.work = ops::f32_rows(L.work, 1, state_floats(spec_.layers[size_t(layer)]));
+    s.mark("state_probe");
+    ops::rwkv7_state_scan(s, a);
+    s.barrier("the state probe has read the state before wkv7 overwrites it");
+    copy_out(s, L, T);
+}
+
+void StateProbeRecorder::read(int T, int pos0, ProbeResults* results, bool first_pass) {
+    if (first_pass) {
+        results->state.clear();
+        results->state_maps.clear();
+        for (Map& m : maps_) {
+            m.query_pos.clear();
+            m.values.clear();
+        }
+    }
+    for (const Layer& L : layers_) {
+        if (!L.report || L.tokens != T) continue;
+        const float* v = static_cast<const float*>(L.out_host.mapped());
+        const char* kind = kind_name(spec_.layers[size_t(L.layer)]);
+        for (int h = 0; h < L.n_head; ++h) {
+            auto it = std::find_if(results->state.begin(), results->state.end(),
+                                   [&](const StateProbe& p) { return p.layer == L.layer && p.head == h; });
+            if (it == results->state.end()) {
+                StateProbe p;
+                p.layer = L.layer, p.head = h, p.kind = kind;
+                it = results->state.insert(results->state.end(), std::move(p));
+            }
+            for (int t = 0; t < T; ++t) {
+                it->positions.push_back(pos0 + t);
+                it->norm.push_back(v[(size_t(t) * size_t(L.n_head) + size_t(h)) * 2]);
+                it->decay.push_back(v[(size_t(t) * size_t(L.n_head) + size_t(h)) * 2 + 1]);
+            }
+        }
+    }
+    for (Map& m : maps_) {
+        const Layer& L = layers_[m.layer_index];
+        if (L.map_rows > 0 && L.tokens == T) {
+            if (m.query_pos.empty() || m.base != L.key_base) {
+                m.query_pos.clear();
+                m.values.clear();
+                m.base = L.key_base;
+            }
+            const float* v = static_cast<const float*>(m.rows_host.mapped());
+            for (int t = 0; t < L.map_rows; ++t) m.query_pos.push_back(L.key_base + L.map_first + t);
+            m.values.insert(m.values.end(), v, v + size_t(L.map_rows) * size_t(L.key_rows));
+        }
+    }
+    results->state_maps.resize(maps_.size());
+    for (size_t i = 0; i < maps_.size(); ++i) build_map(maps_[i], results->state_maps[i]);
+    for (const Layer& L : layers_) L.tokens = 0, L.map_rows = 0;
+}
+
+// The map cut to its tile: rows of the query positions in the tile, keys from key_first to the
+// newest row's position (at most key_count); keys outside the stored rows hold 0.
+void StateProbeRecorder::build_map(const Map& m, AttentionMap& out) const {
+    const Layer& L = layers_[m.layer_index];
+    const AttentionHead& h = m.head;
+    out = AttentionMap();
+    out.kind = MapKind::StateMixing;
+    out.layer = h.layer, out.n_head = 1, out.head = h.head, out.causal = true;
+    if (m.query_pos.empty()) return;
+    const int newest = m.query_pos.back();
+    const int k0 = h.key_first;
+    const int k1 = std::max(k0, h.key_count > 0 ? std::min(newest + 1, k0 + h.key_count) : newest + 1);
+    for (int k = k0; k < k1; ++k) out.key_pos.push_back(k);
+    for (size_t r = 0; r < m.query_pos.size(); ++r) {
+        const int q = m.query_pos[r];
+        if (q < h.query_first || (h.query_count > 0 && q >= h.query_first + h.query_count)) continue;
+        out.query_pos.push_back(q);
+        for (int k = k0; k < k1; ++k) {
+            const int s = k - m.base;
+            out.probs.push_back(s >= 0 && s < L.key_rows ? m.values[r * size_t(L.key_rows) + size_t(s)] : 0.0f);
+        }
+    }
+}
+
+}  // namespace vkllm::model
