@@ -24,6 +24,18 @@ bool attention_maps_fit(const ModelInfo& info, int n_ctx) {
     return attention_map_bytes(info, n_ctx) <= ProbeConfig().max_bytes * 3 / 4;
 }
 
+bool has_state(const LayerInfo& l) {
+    return l.mixer == MixerKind::Rwkv7 || l.ssm.d_inner > 0;
+}
+
+bool has_state_map(const LayerInfo& l) { return l.mixer != MixerKind::Rwkv7 && l.ssm.d_inner > 0 && l.ssm.dt_rank == 0; }
+
+int state_map_heads(const LayerInfo& l, int n_batch) {
+    if (!has_state_map(l)) return 0;
+    const uint64_t P = kStateMapPositions, per_map = (uint64_t(n_batch) * P + P * P) * sizeof(float);
+    return int(std::min<uint64_t>(uint64_t(l.ssm.n_head), ProbeConfig().max_bytes / 8 / per_map));
+}
+
 ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_ctx) {
     ProbeConfig c;
     std::vector<int> all_layers;
@@ -56,6 +68,12 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_c
         c.logit_lens_top_n = 10;  // `vkllm probe`'s default: the same command line, the same document
     }
     c.timings = s.timings;
+    c.state = s.state;
+    if (s.state_map_layer >= 0 && s.state_map_layer < info.n_layer) {
+        const LayerInfo& l = info.layers[size_t(s.state_map_layer)];
+        for (int h = 0; h < state_map_heads(l); ++h) c.state_maps.push_back({s.state_map_layer, h});
+        c.state_map_positions = std::min(n_ctx, kStateMapPositions);
+    }
     return c;
 }
 

@@ -36,6 +36,8 @@ struct ProbeSelection {
     bool lens = true;
     bool timings = true;
     int residual_full_layer = -2;  // < -1: none; else the token x channel map of this layer
+    bool state = false;            // the recurrent layers' state norms and decays
+    int state_map_layer = -1;      // >= 0: the mixing maps of this Mamba-2 layer's heads
     bool operator==(const ProbeSelection&) const = default;
 };
 // The Attention panel's probes: every layer's full maps while they fit three quarters of the
@@ -46,6 +48,13 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_c
 // Host bytes of every layer's full maps (a pass's rows and the eval's, at most 1024).
 uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx);
 bool attention_maps_fit(const ModelInfo& info, int n_ctx);
+// Layers with a recurrent state (Mamba-1, Mamba-2, RWKV-7), and those whose heads have a mixing
+// map (Mamba-2: a scalar decay per head, alone or beside attention).
+bool has_state(const LayerInfo& l);
+bool has_state_map(const LayerInfo& l);
+// Positions a studio state map covers, and how many heads of a layer fit an eighth of the budget.
+constexpr int kStateMapPositions = 512;
+int state_map_heads(const LayerInfo& l, int n_batch = 512);
 
 struct GenerationSettings {
     std::string system;   // the system prompt (empty: none), the conversation's first message

@@ -102,6 +102,29 @@ void add_attention(AttentionHistory& h, const AttentionMap& m) {
     h.n_key = key_count(h);
 }
 
+void truncate_state(StateHistory& s, int n) {
+    const size_t keep = count_before(s.positions, n);
+    s.positions.resize(keep);
+    s.norm.resize(keep);
+    s.decay.resize(keep);
+}
+
+void add_state(std::vector<StateHistory>& all, const StateProbe& p) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const StateHistory& s) { return s.layer == p.layer && s.head == p.head; });
+    if (it == all.end()) {
+        StateHistory s;
+        s.layer = p.layer, s.head = p.head, s.kind = p.kind;
+        all.push_back(std::move(s));
+        std::sort(all.begin(), all.end(),
+                  [](const StateHistory& a, const StateHistory& b) { return std::pair(a.layer, a.head) < std::pair(b.layer, b.head); });
+        it = std::find_if(all.begin(), all.end(), [&](const StateHistory& s) { return s.layer == p.layer && s.head == p.head; });
+    }
+    if (!p.positions.empty()) truncate_state(*it, p.positions.front());
+    it->positions.insert(it->positions.end(), p.positions.begin(), p.positions.end());
+    it->norm.insert(it->norm.end(), p.norm.begin(), p.norm.end());
+    it->decay.insert(it->decay.end(), p.decay.begin(), p.decay.end());
+}
+
 void add_residual(ResidualHistory& h, const ResidualStat& s, int first_pos) {
     truncate_residual(h, first_pos);
     for (size_t i = 0; i < s.token_max_abs.size(); ++i) {
@@ -214,6 +237,17 @@ void ProbeHistory::add_step(const ProbeResults& step, int first_pos, int n_token
     for (const RoutingProbe& r : step.routing) add_routing(layer_entry(routing, r.layer), r, is_prompt || n_tokens > 1);
     for (const FfnDownStat& f : step.ffn_down) add_ffn_down(ffn_down, f);
     for (const ResidualTensor& t : step.residual_full) add_residual_full(layer_entry(residual_full, t.layer), t);
+    for (const StateProbe& p : step.state) add_state(state, p);
+    for (const AttentionMap& m : step.state_maps) {
+        size_t i = 0;
+        while (i < state_maps.size() && !(state_maps[i].layer == m.layer && state_map_heads[i] == m.head)) ++i;
+        if (i == state_maps.size()) {
+            state_maps.push_back(AttentionHistory{});
+            state_maps.back().layer = m.layer;
+            state_map_heads.push_back(m.head);
+        }
+        add_attention(state_maps[i], m);
+    }
     if (!step.logit_lens.empty()) {
         logit_lens = step.logit_lens;
         lens_history.insert(lens_history.end(), step.logit_lens.begin(), step.logit_lens.end());
@@ -232,6 +266,8 @@ void ProbeHistory::truncate(int n) {
     for (ResidualHistory& r : residual) truncate_residual(r, n);
     for (RoutingHistory& r : routing) truncate_routing(r, n);
     for (ResidualTensor& t : residual_full) truncate_residual_full(t, n);
+    for (StateHistory& s : state) truncate_state(s, n);
+    for (AttentionHistory& a : state_maps) truncate_attention(a, n);
     std::erase_if(lens_history, [n](const LogitLens& l) { return l.position >= n; });
     std::erase_if(ffn_down, [n](const FfnDownStat& f) { return f.in_token >= n || f.out_token >= n; });
     std::erase_if(evals, [n](const auto& e) { return e->first_pos >= n; });
@@ -287,6 +323,12 @@ ProbeResults ProbeHistory::as_results() const {
 const AttentionHistory* ProbeHistory::attention_layer(int layer) const {
     for (const AttentionHistory& a : attention)
         if (a.layer == layer) return &a;
+    return nullptr;
+}
+
+const AttentionHistory* ProbeHistory::state_map(int layer, int head) const {
+    for (size_t i = 0; i < state_maps.size(); ++i)
+        if (state_maps[i].layer == layer && state_map_heads[i] == head) return &state_maps[i];
     return nullptr;
 }
 

@@ -52,6 +52,15 @@ struct RoutingHistory {
     std::vector<bool> prompt;      // [n] the token was part of a prompt (not generated)
 };
 
+// One head of a state-space or RWKV-7 layer over the conversation (vkllm/probe.h StateProbe):
+// its state's norm and its decay at every kept position.
+struct StateHistory {
+    int layer = 0, head = 0;
+    std::string kind;  // mamba2, mamba1, rwkv7
+    std::vector<int> positions;
+    std::vector<float> norm, decay;
+};
+
 // One evaluation's probes as the Session gave them: the export writes these, eval by eval, the
 // way `vkllm probe` does (app/common/probe_json.h).
 struct ProbeEval {
@@ -75,6 +84,11 @@ struct ProbeHistory {
     std::vector<OpTiming> timings;                  // of the newest step
     std::vector<OpTiming> prompt_timings;           // of the newest prompt step (more than one token)
     std::vector<ExpertLoad> expert_load_prefill, expert_load_decode, expert_load_step;
+    std::vector<StateHistory> state;                // by layer, then head
+    // Mamba-2 heads' token-to-token mixing maps (MapKind::StateMixing), one entry per map with
+    // n_head 1, by layer then head: drawn as the attention maps are.
+    std::vector<AttentionHistory> state_maps;
+    std::vector<int> state_map_heads;               // the head of each state_maps entry
     // Every kept eval, in order (shared: the worker publishes a copy of the history per token).
     std::vector<std::shared_ptr<const ProbeEval>> evals;
     int steps = 0;
@@ -93,6 +107,7 @@ struct ProbeHistory {
 
     const AttentionHistory* attention_layer(int layer) const;
     const RoutingHistory* routing_layer(int layer) const;
+    const AttentionHistory* state_map(int layer, int head) const;
 };
 
 }  // namespace vkllm::studio

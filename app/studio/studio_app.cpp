@@ -334,6 +334,11 @@ void StudioApp::apply_probe_selection() {
     s.lens = settings.open[PanelLens];
     s.timings = settings.open[PanelTelemetry];
     s.residual_full_layer = settings.open[PanelActivations] ? sel_layer : -2;
+    s.state = state_open;
+    s.state_map_layer = -1;
+    if (state_open && state->info && state_layer >= 0 && state_layer < int(state->info->layers.size()) &&
+        has_state_map(state->info->layers[size_t(state_layer)]))
+        s.state_map_layer = state_layer;
     if (!probes_sent_ || !(s == applied_probes_)) {
         worker.set_probes(s);
         applied_probes_ = s;
@@ -421,6 +426,7 @@ void StudioApp::draw_menu() {
             label[0] = char(std::toupper(label[0]));
             ImGui::MenuItem(label.c_str(), shortcut.c_str(), &settings.open[size_t(p)]);
         }
+        ImGui::MenuItem("State (recurrent layers)", nullptr, &state_open);
         ImGui::Separator();
         if (ImGui::MenuItem("Maximise the focused panel", "F11", maximised >= 0, focused_panel >= 0 || maximised >= 0))
             maximised = maximised >= 0 ? -1 : focused_panel;
@@ -638,11 +644,13 @@ void StudioApp::draw_frame() {
     text_fit_log().clear();
     for (int p = 0; p < PanelCount; ++p)
         if (settings.open[size_t(p)] && !tiling.panels[size_t(p)].empty()) draw[p](*this);
+    if (state_open) draw_state_panel(*this);
     draw_file_dialog();
     draw_switch_confirmation();
     draw_status_bar();
     std::vector<std::string> names{"##status"};
     for (int p = 0; p < PanelCount; ++p) names.push_back(panel_title(p));
+    if (state_open) names.push_back(kStatePanelTitle);
     check_windows(names);
 }
 
@@ -652,7 +660,7 @@ const char* panel_title(int panel) {
 }
 
 Image StudioApp::crop_to_panel(const Image& full, int panel) const {
-    const ImGuiWindow* w = ImGui::FindWindowByName(panel_title(panel));
+    const ImGuiWindow* w = ImGui::FindWindowByName(panel == kStatePanel ? kStatePanelTitle : panel_title(panel));
     if (!w) return full;
     const float scale = ImGui::GetIO().DisplayFramebufferScale.x;
     const int x0 = std::clamp(int(w->Pos.x * scale), 0, full.width - 1), y0 = std::clamp(int(w->Pos.y * scale), 0, full.height - 1);
@@ -735,3 +743,7 @@ int StudioApp::run() {
 }
 
 }  // namespace vkllm::studio
+
+// The State window's drawing lives in panels_state.cpp, compiled as part of this file until
+// app/studio/CMakeLists.txt lists it with the other panels (then this include goes).
+#include "panels_state.cpp"

@@ -57,6 +57,9 @@ public:
     int hover_pos = -1;          // a token hovered in the chat (the expert path, attention to it)
     int picked_key = -1;         // "what attends to this token"
     int lens_position = -1;
+    // The State window (panels_state.cpp), over the tiles: the recurrent layers' state.
+    bool state_open = false;
+    int state_layer = -1, state_head = 0;
     bool want_screenshot = false;
     std::string screenshot_path;
     int screenshot_panel = -1;   // >= 0: crop the screenshot to this panel
@@ -144,5 +147,10 @@ void draw_experts_panel(StudioApp& app);
 void draw_lens_panel(StudioApp& app);
 void draw_architecture_panel(StudioApp& app);
 void draw_telemetry_panel(StudioApp& app);
+// The State window: a window of its own over the tiles (View > State), its screenshot panel name
+// "state" (screenshot_panel kStatePanel).
+void draw_state_panel(StudioApp& app);
+inline constexpr const char* kStatePanelTitle = "State";
+inline constexpr int kStatePanel = PanelCount;
 
 }  // namespace vkllm::studio

@@ -44,6 +44,16 @@ void StudioApp::run_script_line(const std::string& line) {
     else if (cmd == "tokens") settings.generation.max_tokens = int(ints(1)[0]);
     else if (cmd == "panels") settings.open = parse_panels(rest);
     else if (cmd == "layer") sel_layer = int(ints(1)[0]);
+    else if (cmd == "state") {  // on | off | LAYER [HEAD]: the State window, its layer and map head
+        if (rest == "on" || rest == "off") {
+            state_open = rest == "on";
+        } else {
+            std::stringstream in(rest);
+            if (!(in >> state_layer)) throw std::runtime_error("script: state on|off|LAYER [HEAD]");
+            in >> state_head;
+            state_open = true;
+        }
+    }
     else if (cmd == "head") sel_head = int(ints(1)[0]);
     else if (cmd == "zero-weight") {  // LAYER ROW COL [EXPERT]
         std::stringstream in(rest);
@@ -65,8 +75,9 @@ void StudioApp::run_script_line(const std::string& line) {
         screenshot_panel = panel.empty() ? -1 : -2;
         for (int p = 0; p < PanelCount; ++p)
             if (panel == panel_name(p)) screenshot_panel = p;
+        if (panel == "state") screenshot_panel = kStatePanel, state_open = true;
         if (screenshot_panel == -2) throw std::runtime_error("script: screenshot: unknown panel '" + panel + "'");
-        if (screenshot_panel >= 0) settings.open[size_t(screenshot_panel)] = true;
+        if (screenshot_panel >= 0 && screenshot_panel < PanelCount) settings.open[size_t(screenshot_panel)] = true;
         want_screenshot = true;
     } else if (cmd == "export") export_to(rest);
     else if (cmd == "export-csv") {  // PANEL PATH
