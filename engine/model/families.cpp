@@ -282,6 +282,34 @@ std::vector<Family> make_families() {
             .topk_norm = TopkNorm::Yes,
             .shared_expert_width_key = true,
         },
+        // Falcon-H1 (llama.cpp's src/models/falcon-h1.cpp): every layer has attention (NeoX RoPE,
+        // kq scale 1/sqrt(head_dim), biases where the file has them) and a Mamba-2 mixer side by
+        // side, both reading the layer input normalised by attn_norm, their outputs added to it;
+        // then ffn_norm (the tensor `blk.N.ffn_norm`, no `.weight`) and a SwiGLU FFN. The converter folds Falcon-H1's muP multipliers into the
+        // weights, so the file carries none.
+        {
+            .arch = "falcon-h1",
+            .mixer = Mixer::Mamba2,
+            .layers = LayerLayout::MixerBesideAttention,
+            .ffn_norm_unsuffixed = true,
+            .bias_qkv = Has::IfTensor,
+            .bias_o = Has::IfTensor,
+            .rope_neox = true,
+            .ffn_bias = Has::IfTensor,
+        },
+        // LFM2 (llama.cpp's src/models/lfm2.cpp): a gated short convolution where a layer's
+        // head_count_kv is 0, attention elsewhere (RMS QK-norm per head, NeoX RoPE, GQA, a sliding
+        // window on the attention layers when `attention.sliding_window` is > 0); then ffn_norm and
+        // a SwiGLU FFN on every layer. The final norm is the file's `token_embd_norm`.
+        {
+            .arch = "lfm2",
+            .mixer = Mixer::ShortConv,
+            .layers = LayerLayout::MixerWhereNoKvHeads,
+            .output_norm_tensor = "token_embd_norm",
+            .qk_norm = QkNorm::PerHead,
+            .rope_neox = true,
+            .windows = WindowRule::EveryLayer,
+        },
         // RWKV-7 "Goose" (llama.cpp's src/models/rwkv7.cpp): LayerNorm of the embeddings (ln0:
         // token_embd_norm with its bias), then every layer LayerNorm and the time mix (token shift,
         // the four loras, the generalized delta rule over a wkv state per head), attn_norm_2 and

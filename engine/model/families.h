@@ -48,6 +48,8 @@ enum class Mixer {
     Mamba1,     // Mamba-1 selective-scan mixers (`ssm.*` keys without a group count), likewise
     Rwkv7,      // RWKV-7's time mix (`wkv.head_size`, the lora ranks: an RwkvSpec) and its channel
                 // mix as every layer's FFN
+    ShortConv,  // LFM2's gated short convolutions (`shortconv.l_cache`: a ShortConvSpec), on the
+                // layers `layers` says
 };
 
 // Which parts each layer has (its LayerSpec's mixer and has_ffn), as llama.cpp decides per layer
@@ -63,6 +65,10 @@ enum class LayerLayout {
     // family's mixer where its head_count_kv is 0, else attention (nemotron_h). Every layer's
     // norm is attn_norm.
     OnePartPerLayer,
+    // Every layer has attention and the family's mixer side by side, both reading the layer
+    // input normalised by attn_norm and both adding into it, then an FFN (falcon-h1; the mixer
+    // is LayerSpec::ssm with ssm_beside_attention).
+    MixerBesideAttention,
 };
 
 struct Family {
@@ -77,6 +83,9 @@ struct Family {
     double norm_eps = 1e-5;
     NormPlacement placement = NormPlacement::Pre;
     std::string_view ffn_norm_tensor = "ffn_norm";  // the norm before the FFN (gpt-oss: post_attention_norm)
+    // The norm before the FFN is the tensor `blk.N.<ffn_norm_tensor>` itself, without `.weight`
+    // (Falcon-H1: llama.cpp and its converter name it so).
+    bool ffn_norm_unsuffixed = false;
     // The parallel block: attention and the FFN read the same layer input and both add into the
     // residual stream (LayerSpec::parallel; Falcon).
     bool parallel = false;
@@ -95,6 +104,9 @@ struct Family {
     bool embd_norm = false;               // LayerNorm of the summed embeddings (`token_embd_norm`)
     Has token_types = Has::No;            // token type 0's row (`token_types`) added to every token
     bool final_norm = true;               // false: the vocabulary projection reads the residual stream
+    // The final norm's tensor: LFM2's converter writes it as `token_embd_norm` (llama.cpp's
+    // LLM_TENSOR_OUTPUT_NORM_LFM2), every other family as `output_norm`.
+    std::string_view output_norm_tensor = "output_norm";
     bool pooling_key = false;             // `pooling_type` read (default 0, none)
     // `final_logit_softcapping` with this default; nullopt: not read (no soft-cap).
     std::optional<double> final_softcap;

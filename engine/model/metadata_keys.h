@@ -84,6 +84,7 @@ inline constexpr ArchKey kSsmStateSize{"ssm.state_size"};
 inline constexpr ArchKey kSsmTimeStepRank{"ssm.time_step_rank"};  // Mamba-2: the SSM's heads
 inline constexpr ArchKey kSsmGroupCount{"ssm.group_count"};
 inline constexpr ArchKey kSsmDtBCRms{"ssm.dt_b_c_rms"};  // bool: Falcon-Mamba's RMS norms of dt, B and C
+inline constexpr ArchKey kShortconvLCache{"shortconv.l_cache"};  // LFM2: the short convolution's taps
 
 // RWKV-7: the wkv heads' size and the time mix's four low-rank projections.
 inline constexpr ArchKey kWkvHeadSize{"wkv.head_size"};
@@ -116,7 +117,7 @@ inline constexpr ArchKey kArchKeys[] = {
     kExpertGatingFunc, kExpertSharedCount, kExpertGroupCount, kExpertGroupUsedCount, kLeadingDenseBlockCount,
     kInterleaveMoeLayerStep,
     kQLoraRank, kKvLoraRank, kKeyLengthMla, kValueLengthMla,
-    kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount, kSsmDtBCRms,
+    kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount, kSsmDtBCRms, kShortconvLCache,
     kWkvHeadSize, kDecayLoraRank, kIclrLoraRank, kValueResidualMixLoraRank, kGateLoraRank,
     kEmbeddingScale, kResidualScale, kLogitScale, kAttentionScale, kRopeScalingFinetuned,
     kExpertSharedFeedForwardLength,

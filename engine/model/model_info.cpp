@@ -114,6 +114,7 @@ MixerKind mixer_kind(model::LayerMixer m) {
         case model::LayerMixer::Mamba2: return MixerKind::Mamba2;
         case model::LayerMixer::Mamba1: return MixerKind::Mamba1;
         case model::LayerMixer::Rwkv7: return MixerKind::Rwkv7;
+        case model::LayerMixer::ShortConv: return MixerKind::ShortConv;
         case model::LayerMixer::None: return MixerKind::None;
     }
     return MixerKind::Attention;
@@ -252,6 +253,7 @@ const char* to_string(MixerKind m) {
         case MixerKind::Mamba2: return "mamba-2";
         case MixerKind::Mamba1: return "mamba-1";
         case MixerKind::Rwkv7: return "rwkv-7";
+        case MixerKind::ShortConv: return "short-conv";
         case MixerKind::None: return "none";
     }
     return "attention";
@@ -326,6 +328,13 @@ ModelInfo detail::model_info(const gguf::File& file, const model::ModelSpec& spe
         li.ffn_norm = L.ffn_norm_tensor;
         li.mixer = mixer_kind(L.mixer);
         li.ffn = ffn_info(L);
+        li.ssm_beside_attention = L.ssm_beside_attention;
+        if (L.shortconv.enabled()) {
+            li.shortconv = {L.shortconv.l_cache, L.shortconv.channels};
+            li.state_bytes = L.shortconv.state_bytes();
+            info.state_bytes_per_sequence += li.state_bytes;
+            info.n_shortconv_layers++;
+        }
         if (L.ssm.enabled()) {
             li.ssm = ssm_info(L.ssm);
             li.state_bytes = L.ssm.state_bytes();
@@ -392,12 +401,15 @@ std::string ModelInfo::layer_table() const {
       << (tied_embeddings ? ", tied embeddings" : "") << (learned_positions ? ", learned positions" : "");
     if (embd_scale != 1.0f) s << ", embedding scale " << embd_scale;
     if (final_softcap > 0) s << ", final soft-cap " << final_softcap;
-    if (n_ssm_layers > 0) {
+    if (n_ssm_layers > 0 || n_shortconv_layers > 0) {
         // What a sequence costs: the attention layers' cache grows with every token, the
-        // state-space layers' state does not.
+        // state-space and short-convolution layers' state does not.
         s << "; KV cache " << kv_bytes_per_token_global + kv_bytes_per_token_local << " bytes per token ("
           << n_global_layers + n_local_layers << " attention layers), recurrent state " << state_bytes_per_sequence
-          << " bytes per sequence (" << n_ssm_layers << " state-space layers)";
+          << " bytes per sequence (";
+        if (n_ssm_layers > 0) s << n_ssm_layers << " state-space layers" << (n_shortconv_layers > 0 ? ", " : "");
+        if (n_shortconv_layers > 0) s << n_shortconv_layers << " short-convolution layers";
+        s << ")";
     } else if (n_rwkv_layers > 0) {  // no KV cache at all: the token shifts and wkv states only
         s << "; no KV cache, recurrent state " << state_bytes_per_sequence << " bytes per sequence ("
           << n_rwkv_layers << " RWKV-7 layers)";
@@ -436,6 +448,9 @@ std::string ModelInfo::layer_table() const {
                 std::snprintf(mixer, sizeof mixer, "RWKV-7 wkv %d x %d, loras %d/%d/%d/%d, state %llu B",
                               L.rwkv.n_head, L.rwkv.head_size, L.rwkv.decay_rank, L.rwkv.iclr_rank,
                               L.rwkv.value_rank, L.rwkv.gate_rank, (unsigned long long)L.state_bytes);
+            else if (L.mixer == MixerKind::ShortConv)
+                std::snprintf(mixer, sizeof mixer, "short conv %d taps x %d channels, state %llu B",
+                              L.shortconv.l_cache, L.shortconv.channels, (unsigned long long)L.state_bytes);
             char line[320];
             std::snprintf(line, sizeof line, "%5d  %-62s %-9s %s\n", L.index, mixer, to_string(L.norm_placement), ffn);
             s << line;
@@ -447,9 +462,14 @@ std::string ModelInfo::layer_table() const {
         // "par-2norm" with Falcon-40B's second norm (attn_norm_2) for attention.
         const char* norm_col = !L.parallel ? to_string(L.norm_placement)
                                : L.attn_norm == L.ffn_norm ? "parallel" : "par-2norm";
-        std::snprintf(line, sizeof line, "%5d  %-11s %-9d %-16s %-24s %-9s %s%s%s\n", L.index, heads, a.head_dim, attn,
+        std::snprintf(line, sizeof line, "%5d  %-11s %-9d %-16s %-24s %-9s %s%s%s", L.index, heads, a.head_dim, attn,
                       rope, norm_col, ffn, qk, a.softcap > 0 ? ", softcap" : "");
         s << line;
+        if (L.ssm_beside_attention)  // Falcon-H1: the Mamba-2 mixer beside attention
+            s << "; beside it Mamba-2 inner " << L.ssm.d_inner << " state " << L.ssm.d_state << " heads "
+              << L.ssm.n_head << " groups " << L.ssm.n_group << " conv " << L.ssm.d_conv << ", state "
+              << L.state_bytes << " B";
+        s << "\n";
     }
     return s.str();
 }

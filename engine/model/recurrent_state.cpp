@@ -16,6 +16,15 @@ RecurrentState::RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_b
     int64_t max_in = 0, max_ch = 0, max_inner = 0, max_x_db = 0, max_dt = 0;
     layers_.resize(spec.layers.size());
     for (size_t l = 0; l < spec.layers.size(); ++l) {
+        if (const ShortConvSpec& c = spec.layers[l].shortconv; c.enabled()) {  // LFM2: a conv state only
+            Layer& L = layers_[l];
+            L.present = true;
+            L.conv = gpu::Buffer(ctx, uint64_t(c.channels) * uint64_t(c.l_cache - 1) * F, gpu::Memory::Device);
+            max_in = std::max<int64_t>(max_in, c.in_proj_rows());
+            max_ch = std::max<int64_t>(max_ch, c.channels);
+            max_inner = std::max<int64_t>(max_inner, c.channels);
+            continue;
+        }
         const SsmSpec& s = spec.layers[l].ssm;
         if (!s.enabled()) continue;
         Layer& L = layers_[l];
@@ -57,7 +66,7 @@ void RecurrentState::reset() {
         for (Layer& L : layers_) {
             if (!L.present) continue;
             L.conv.fill_zero();
-            L.ssm.fill_zero();
+            if (L.ssm.valid()) L.ssm.fill_zero();
         }
     }
     rwkv_.reset();

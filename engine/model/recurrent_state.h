@@ -1,8 +1,11 @@
-// The recurrent layers' state of one session (state-space layers: Mamba-2, Mamba-1), the sibling of the
-// KV cache (kv_cache.h says what such a state answers). Per layer with a state-space mixer:
+// The recurrent layers' state of one session (state-space layers: Mamba-2, Mamba-1, Falcon-H1's
+// Mamba-2 beside attention; LFM2's short convolutions), the sibling of the KV cache (kv_cache.h
+// says what such a state answers). Per layer with a state-space mixer:
 //   conv [channels][d_conv - 1]          the short convolution's last d_conv - 1 inputs,
 //   ssm  [n_head][head_dim][d_state]     the selective scan's state (ggml's layouts, f32;
 //                                        Mamba-1: [d_inner][d_state]),
+// and per LFM2 short-convolution layer the conv state alone, [n_embd][l_cache - 1] (the last
+// products B * u),
 // a fixed size whatever the context: bytes() is the whole state of the sequence. Every step reads
 // and overwrites it, so it folds every position it has seen into one value and cannot forget
 // positions: truncate(n) holds only for n at its newest position (or 0); otherwise it returns
@@ -26,9 +29,9 @@ namespace vkllm::model {
 class RecurrentState {
 public:
     struct Layer {
-        bool present = false;  // the layer has a state-space mixer
+        bool present = false;  // the layer has a state-space mixer or a short convolution
         gpu::Buffer conv;      // [conv_channels][d_conv - 1] f32
-        gpu::Buffer ssm;       // [n_head][head_dim][d_state] f32
+        gpu::Buffer ssm;       // [n_head][head_dim][d_state] f32; none for a short convolution
     };
 
     RecurrentState() = default;  // no recurrent layers
@@ -52,7 +55,7 @@ public:
     const Layer& layer(int l) const { return layers_[size_t(l)]; }
     const gpu::Buffer& in_proj() const { return in_proj_; }  // [n_batch][max in-projection rows]
     const gpu::Buffer& xbc() const { return xbc_; }          // [n_batch][max conv channels]
-    const gpu::Buffer& y() const { return y_; }              // [n_batch][max d_inner]
+    const gpu::Buffer& y() const { return y_; }              // [n_batch][max d_inner or short-conv channels]
     // Mamba-1 only: x_proj's outputs, dt_low [n_batch][dt_rank] then B | C [n_batch][2 d_state]
     // (each packed), and dt [n_batch][d_inner].
     const gpu::Buffer& x_db() const { return x_db_; }

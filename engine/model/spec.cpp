@@ -94,6 +94,19 @@ SsmSpec ssm_spec(const Meta& m, bool mamba1) {
     return ssm;
 }
 
+// LFM2's short convolution: `shortconv.l_cache` taps (required; llama.cpp asserts more than one)
+// over n_embd channels, within what ops::ssm_conv takes.
+ShortConvSpec shortconv_spec(const Meta& m, int n_embd) {
+    using namespace keys;
+    ShortConvSpec c;
+    c.l_cache = int(m.integer(kShortconvLCache));
+    c.channels = n_embd;
+    if (c.l_cache < 2 || c.l_cache > 16)
+        throw ModelError(m.file().path() + ": " + kShortconvLCache.text() + " = " + std::to_string(c.l_cache) +
+                         " is out of range (2 to 16 taps)");
+    return c;
+}
+
 // RWKV-7's sizes (llama.cpp's load_arch_hparams for LLM_ARCH_RWKV7 requires every key): the wkv
 // heads of wkv.head_size channels, which must tile n_embd, the four lora ranks and the channel
 // mix's width.
@@ -125,10 +138,11 @@ RwkvSpec rwkv_spec(const Meta& m, int n_embd) {
 // head_count; Nemotron-H's MLP layers are those with a feed_forward_length).
 std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l) {
     using namespace keys;
-    const LayerMixer mixer = fam.mixer == Mixer::Mamba2   ? LayerMixer::Mamba2
-                             : fam.mixer == Mixer::Mamba1 ? LayerMixer::Mamba1
-                             : fam.mixer == Mixer::Rwkv7  ? LayerMixer::Rwkv7
-                                                          : LayerMixer::Attention;
+    const LayerMixer mixer = fam.mixer == Mixer::Mamba2      ? LayerMixer::Mamba2
+                             : fam.mixer == Mixer::Mamba1    ? LayerMixer::Mamba1
+                             : fam.mixer == Mixer::Rwkv7     ? LayerMixer::Rwkv7
+                             : fam.mixer == Mixer::ShortConv ? LayerMixer::ShortConv
+                                                             : LayerMixer::Attention;
     auto no_kv_heads = [&] { return m.per_layer(kHeadCountKv, l, m.per_layer(kHeadCount, l, 0)) == 0; };
     switch (fam.layers) {
         case LayerLayout::Uniform: break;
@@ -136,6 +150,7 @@ std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l)
         case LayerLayout::OnePartPerLayer:
             if (m.per_layer(kFeedForwardLength, l, 0) > 0) return {LayerMixer::None, true};
             return {no_kv_heads() ? mixer : LayerMixer::Attention, false};
+        case LayerLayout::MixerBesideAttention: return {LayerMixer::Attention, true};  // the mixer: common_spec
     }
     // Every layer alike: attention or RWKV's time mix then an FFN (RWKV: the channel mix), or a
     // state-space mixer alone.
@@ -222,7 +237,16 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
     for (int l = 0; l < s.n_layer; ++l) {
         LayerSpec L;
         std::tie(L.mixer, L.has_ffn) = layer_parts(m, fam, l);
-        if (L.mixer == LayerMixer::Mamba2 || L.mixer == LayerMixer::Mamba1) {
+        if (fam.layers == LayerLayout::MixerBesideAttention) {  // attention (below) and the mixer
+            if (fam.mixer != Mixer::Mamba2)
+                throw std::logic_error("family table: a mixer beside attention is Mamba-2's only");
+            if (!ssm) ssm = ssm_spec(m, /*mamba1=*/false);
+            L.ssm = *ssm;
+            L.ssm_beside_attention = true;
+        }
+        if (L.mixer == LayerMixer::ShortConv) {
+            L.shortconv = shortconv_spec(m, s.n_embd);
+        } else if (L.mixer == LayerMixer::Mamba2 || L.mixer == LayerMixer::Mamba1) {
             if (!ssm) ssm = ssm_spec(m, L.mixer == LayerMixer::Mamba1);
             L.ssm = *ssm;
             // Jamba's Mamba-1 layers carry weighted norms of dt, B and C.
@@ -305,6 +329,7 @@ void apply_model(const Meta& m, const Family& fam, ModelSpec& s) {
     s.embd_norm = fam.embd_norm;
     s.token_types = has_part(fam.token_types, f, "token_types.weight");
     s.final_norm = fam.final_norm;
+    s.output_norm_tensor = std::string(fam.output_norm_tensor);
     if (fam.final_softcap) s.final_softcap = float(m.real(kFinalSoftcap, *fam.final_softcap));
     if (fam.pooling_key) {
         const int64_t pooling = m.integer(kPoolingType, 0);
@@ -345,6 +370,7 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
         L.norm_placement = fam.placement;
         // A layer that is an FFN alone is normalised by its attn_norm (Nemotron-H).
         L.ffn_norm_tensor = L.mixer == LayerMixer::None ? "attn_norm" : std::string(fam.ffn_norm_tensor);
+        L.ffn_norm_unsuffixed = fam.ffn_norm_unsuffixed && L.mixer != LayerMixer::None;
         L.ffn.activation = fam.activation;
         L.ffn.gated = fam.gated;
         L.ffn.fused_gate_up = fam.fused_gate_up;
@@ -532,6 +558,7 @@ uint64_t ModelSpec::recurrent_state_bytes() const {
     for (const auto& L : layers)
         if (L.ssm.enabled()) total += L.ssm.state_bytes();
         else if (L.rwkv.enabled()) total += uint64_t(L.rwkv.state_floats()) * sizeof(float);
+        else if (L.shortconv.enabled()) total += L.shortconv.state_bytes();
     return total;
 }
 

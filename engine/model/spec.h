@@ -137,25 +137,46 @@ struct SsmSpec {
     }
 };
 
+// LFM2's short convolution (llama.cpp's build_shortconv_block), a layer's mixer in place of
+// attention:
+//   h = norm(x); [B | C | u] = W_in h  (n_embd each);  y = C * conv1d(B * u);  x += W_out y
+// conv1d is causal and depthwise, l_cache taps per channel, no bias and no activation; it carries
+// the last l_cache - 1 products B * u per channel from pass to pass (RecurrentState).
+struct ShortConvSpec {
+    int l_cache = 0;   // `shortconv.l_cache`; 0: the layer has no short convolution
+    int channels = 0;  // n_embd
+
+    bool enabled() const { return l_cache > 0; }
+    int in_proj_rows() const { return 3 * channels; }  // B | C | u
+    // Bytes of the layer's state per sequence (f32), whatever the context.
+    uint64_t state_bytes() const { return uint64_t(channels) * uint64_t(l_cache - 1) * 4; }
+};
+
 // What mixes tokens in a layer (its first block): softmax attention over a KV cache (`attn`), a
 // Mamba-2 or Mamba-1 state-space mixer over a recurrent state (`ssm`), RWKV-7's time mix over its
-// recurrent state (`rwkv`; the layer's FFN is then RWKV's channel mix), or nothing (a layer that
-// is an FFN alone, as Nemotron-H's MLP layers). A hybrid model has several kinds (families.h,
-// LayerLayout).
-enum class LayerMixer { Attention, Mamba2, Mamba1, Rwkv7, None };
+// recurrent state (`rwkv`; the layer's FFN is then RWKV's channel mix), LFM2's gated short
+// convolution over its conv state (`shortconv`), or nothing (a layer that is an FFN alone, as
+// Nemotron-H's MLP layers). A hybrid model has several kinds (families.h, LayerLayout).
+enum class LayerMixer { Attention, Mamba2, Mamba1, Rwkv7, ShortConv, None };
 
 // A layer's blocks: its mixer, then its FFN (dense or experts) where has_ffn. Only the part the
 // mixer names is filled in: a state-space layer has no attention heads (so no KV cache rows), an
-// attention layer a disabled `ssm` (no recurrent state).
+// attention layer a disabled `ssm` (no recurrent state), except where ssm_beside_attention.
 struct LayerSpec {
     LayerMixer mixer = LayerMixer::Attention;
     bool has_ffn = true;
     AttentionSpec attn;
     FfnSpec ffn;
     SsmSpec ssm;
-    RwkvSpec rwkv;  // mixer Rwkv7: the time and channel mixes' sizes
+    RwkvSpec rwkv;            // mixer Rwkv7: the time and channel mixes' sizes
+    ShortConvSpec shortconv;  // mixer ShortConv: the gated short convolution's sizes
+    // Falcon-H1: an attention layer with a Mamba-2 mixer (`ssm`) beside its attention; both read
+    // the layer input normalised by attn_norm and both outputs are added to it, then the FFN
+    // follows: x += attn(norm(x)) + mamba2(norm(x)); x += ffn(ffn_norm(x)).
+    bool ssm_beside_attention = false;
     NormPlacement norm_placement = NormPlacement::Pre;
     std::string ffn_norm_tensor = "ffn_norm";  // gpt-oss calls its pre-FFN norm post_attention_norm
+    bool ffn_norm_unsuffixed = false;          // the tensor is `blk.N.<ffn_norm_tensor>`, no `.weight` (Falcon-H1)
     // The parallel block (GPT-J, Falcon): attention and the FFN both read the layer's input x and
     // both add into it, x += attn(norm(x)) + ffn(norm'(x)), instead of the FFN reading x + attn.
     // Falcon-7B's two use one norm (ffn_norm_tensor "attn_norm"); Falcon-40B's attention has its
@@ -181,6 +202,7 @@ struct ModelSpec {
     bool embd_norm = false;
     bool token_types = false;
     bool final_norm = true;
+    std::string output_norm_tensor = "output_norm";  // the final norm's tensor (LFM2: token_embd_norm)
     Pooling pooling = Pooling::None;  // the file's (`<arch>.pooling_type`); never Pooling::Model
     // Granite's multipliers besides embd_scale: each block's output is scaled by residual_scale
     // before its residual add, and the logits are divided by logit_scale.
@@ -193,8 +215,8 @@ struct ModelSpec {
     static ModelSpec from_gguf(const gguf::File& f);
     // KV-cache bytes per token summed over the attention layers (f32 cache).
     uint64_t kv_bytes_per_token() const;
-    // Recurrent-state bytes per sequence summed over the state-space and RWKV layers (constant in
-    // context).
+    // Recurrent-state bytes per sequence summed over the state-space, short-convolution and RWKV
+    // layers (constant in context).
     uint64_t recurrent_state_bytes() const;
 };
 

@@ -30,8 +30,8 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
         position_embd = matrix("position_embd.weight", spec.n_embd, int64_t(t->dims[1]));
     }
     if (spec.final_norm) {
-        output_norm = vector("output_norm.weight", spec.n_embd);
-        if (layer_norm) output_norm_b = vector("output_norm.bias", spec.n_embd);
+        output_norm = vector(spec.output_norm_tensor + ".weight", spec.n_embd);
+        if (layer_norm) output_norm_b = vector(spec.output_norm_tensor + ".bias", spec.n_embd);
     }
     if (spec.embd_norm) {
         embd_norm = vector("token_embd_norm.weight", spec.n_embd);
@@ -81,28 +81,40 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.ssm_a = vector(p + "ssm_a", int64_t(m.d_inner) * m.d_state);
             w.ssm_d = vector(p + "ssm_d", m.d_inner);
             w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
-        } else if (L.mixer == LayerMixer::Mamba2) {  // Mamba-2: the mixer's tensors (llama.cpp's names)
-            const SsmSpec& m = L.ssm;
+        } else if (L.mixer == LayerMixer::Mamba2) {
             w.attn_norm = vector(p + "attn_norm.weight", E);
-            w.ssm_in = matrix(p + "ssm_in.weight", E, m.in_proj_rows());
-            w.ssm_conv1d = vector(p + "ssm_conv1d.weight", int64_t(m.conv_channels()) * m.d_conv);
-            w.ssm_conv1d_b = vector(p + "ssm_conv1d.bias", m.conv_channels());
-            w.ssm_dt_b = vector(p + "ssm_dt.bias", m.n_head);
-            w.ssm_a = vector(p + "ssm_a", m.n_head);
-            w.ssm_d = vector(p + "ssm_d", m.n_head);
-            w.ssm_norm = vector(p + "ssm_norm.weight", m.d_inner, /*required=*/false);
-            w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
+            mamba2_weights(spec, L, p, w);
+        } else if (L.mixer == LayerMixer::ShortConv) {  // LFM2 (llama.cpp's names)
+            const ShortConvSpec& c = L.shortconv;
+            w.attn_norm = vector(p + "attn_norm.weight", E);
+            w.shortconv_in = matrix(p + "shortconv.in_proj.weight", E, c.in_proj_rows());
+            w.shortconv_conv = vector(p + "shortconv.conv.weight", int64_t(c.channels) * c.l_cache);
+            w.shortconv_out = matrix(p + "shortconv.out_proj.weight", c.channels, E);
         } else if (L.mixer == LayerMixer::Rwkv7) {  // the mixes' tensors are rwkv's; the norms also here
             const RwkvLayerWeights& r = rwkv->layers[size_t(l)];
             w.attn_norm = r.attn_norm, w.attn_norm_b = r.attn_norm_b;
             w.ffn_norm = r.ffn_norm, w.ffn_norm_b = r.ffn_norm_b;
         } else if (L.mixer == LayerMixer::Attention) {
             attention_weights(spec, L, p, w);
+            if (L.ssm_beside_attention) mamba2_weights(spec, L, p, w);  // Falcon-H1: the same attn_norm
         }
         if (L.has_ffn && L.mixer != LayerMixer::Rwkv7) ffn_weights(spec, L, p, w);
         layers.push_back(w);
     }
     super_corrections(spec);
+}
+
+// A Mamba-2 mixer's tensors (llama.cpp's names); its norm is the layer's attn_norm, loaded by the caller.
+void Weights::mamba2_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w) {
+    const SsmSpec& m = L.ssm;
+    w.ssm_in = matrix(p + "ssm_in.weight", spec.n_embd, m.in_proj_rows());
+    w.ssm_conv1d = vector(p + "ssm_conv1d.weight", int64_t(m.conv_channels()) * m.d_conv);
+    w.ssm_conv1d_b = vector(p + "ssm_conv1d.bias", m.conv_channels());
+    w.ssm_dt_b = vector(p + "ssm_dt.bias", m.n_head);
+    w.ssm_a = vector(p + "ssm_a", m.n_head);
+    w.ssm_d = vector(p + "ssm_d", m.n_head);
+    w.ssm_norm = vector(p + "ssm_norm.weight", m.d_inner, /*required=*/false);
+    w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, spec.n_embd);
 }
 
 // An attention layer's norm, projections, biases, QK-norms and post-norms.
@@ -177,7 +189,7 @@ void Weights::ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::
     const bool layer_norm = spec.norm == NormKind::LayerNorm;
     const int64_t E = spec.n_embd;
     const bool pre = L.norm_placement == NormPlacement::Pre || L.norm_placement == NormPlacement::Sandwich;
-    if (pre) w.ffn_norm = vector(p + L.ffn_norm_tensor + ".weight", E);
+    if (pre) w.ffn_norm = vector(p + L.ffn_norm_tensor + (L.ffn_norm_unsuffixed ? "" : ".weight"), E);
     if (pre && layer_norm) w.ffn_norm_b = vector(p + L.ffn_norm_tensor + ".bias", E);
     const int64_t ff = L.ffn.n_ff;
     if (L.ffn.moe.n_expert > 0) {

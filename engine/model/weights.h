@@ -58,6 +58,10 @@ struct LayerWeights {
     const gpu::Buffer *ssm_dt_norm = nullptr, *ssm_b_norm = nullptr, *ssm_c_norm = nullptr;  // Jamba [dt_rank], [d_state]
     const gpu::Buffer *ssm_conv1d = nullptr, *ssm_conv1d_b = nullptr, *ssm_dt_b = nullptr, *ssm_a = nullptr,
                       *ssm_d = nullptr, *ssm_norm = nullptr;
+    // LFM2's short convolution (ShortConvSpec): in_proj {n_embd, 3 n_embd} (B | C | u), the f32
+    // depthwise kernel [n_embd][l_cache], out_proj {n_embd, n_embd}. The pre-norm is attn_norm.
+    ops::Weight shortconv_in, shortconv_out;
+    const gpu::Buffer* shortconv_conv = nullptr;
     // Exact super weights of ffn_down (quantize --keep-super-weights): ops::SuperCorrection [n].
     const gpu::Buffer* down_super = nullptr;
     int n_down_super = 0;
@@ -137,6 +141,8 @@ private:
     // Layer parts: an attention mixer's tensors, an FFN's (dense or experts); p is "blk.N.".
     void attention_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
     void ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
+    // A Mamba-2 mixer's tensors (a Mamba-2 layer's, or Falcon-H1's beside attention).
+    void mamba2_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
 
     gpu::Context& ctx_;
     const gguf::File& file_;

@@ -26,6 +26,8 @@ void check_supported(const ModelSpec& s) {
     no(s.residual_scale != 1.0f || s.logit_scale != 1.0f, "residual or logit multipliers");
     for (const LayerSpec& L : s.layers) {
         no(L.mixer != LayerMixer::Attention || !L.has_ffn, "a layer without attention or without an FFN");
+        no(L.ssm_beside_attention, "a state-space mixer beside attention");
+        no(L.ffn_norm_unsuffixed, "an FFN norm without its .weight suffix");
         const AttentionSpec& a = L.attn;
         no(L.norm_placement == NormPlacement::Post || L.norm_placement == NormPlacement::PostResidual,
            "post-norm placement");

@@ -427,6 +427,53 @@ std::vector<ArchTable> make_tables() {
     // SwiGLU FFN, or with --n-expert softmax-routed experts plus a shared expert
     // (`expert_shared_feed_forward_length`, here n_ff). Granite's embedding multiplier and
     // attention scale are written (Granite 4.0's 12 and 1/head_dim-like 0.0625).
+    // Falcon-H1 (llama.cpp's src/models/falcon-h1.cpp): every layer has attention (NeoX RoPE) and
+    // the Mamba-2 mixer side by side, both after attn_norm, then a SwiGLU FFN after ffn_norm,
+    // which llama.cpp (and the converter) names `blk.N.ffn_norm` without `.weight`. The muP
+    // multipliers are folded into the weights by the converter, so none is written.
+    ArchTable falcon_h1;
+    falcon_h1.name = "falcon-h1";
+    falcon_h1.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    falcon_h1.per_layer = concat(attention({}), mamba2_mixer(Presence::Always));
+    falcon_h1.per_layer = concat(falcon_h1.per_layer, {
+        {"blk.{L}.ffn_norm", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+    });
+    falcon_h1.always_write_head_dims = true;  // the converter writes key_length and value_length
+    falcon_h1.ssm = true;
+    falcon_h1.ssm_beside_attention = true;
+    tables.push_back(falcon_h1);
+
+    // LFM2 (llama.cpp's src/models/lfm2.cpp): layers 'C' (a gated short convolution:
+    // shortconv.in_proj to B | C | u, the depthwise conv of l_cache taps, kept F32, out_proj) or
+    // '*' (attention with per-head q/k RMSNorms, NeoX RoPE), both after attn_norm, then a SwiGLU
+    // FFN after ffn_norm on every layer. head_count_kv per layer marks the attention layers (0
+    // elsewhere); the final norm is written as token_embd_norm (llama.cpp's name for it).
+    ArchTable lfm2;
+    lfm2.name = "lfm2";
+    lfm2.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"token_embd_norm.weight", {D::Embd}, Init::Norm},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
+    };
+    lfm2.per_layer = concat({{"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm}},
+                            only_on(without_norms(attention({})), Presence::AttentionLayer));
+    lfm2.per_layer = concat(lfm2.per_layer, {
+        {"blk.{L}.attn_q_norm.weight", {D::HeadDim}, Init::Norm, Presence::AttentionLayer},
+        {"blk.{L}.attn_k_norm.weight", {D::HeadDim}, Init::Norm, Presence::AttentionLayer},
+        {"blk.{L}.shortconv.conv.weight", {D::ConvLCache, D::Embd}, Init::Matrix, Presence::ConvLayer, 1.0f, true},
+        {"blk.{L}.shortconv.in_proj.weight", {D::Embd, D::EmbdTriple}, Init::Matrix, Presence::ConvLayer},
+        {"blk.{L}.shortconv.out_proj.weight", {D::Embd, D::Embd}, Init::Matrix, Presence::ConvLayer},
+    });
+    lfm2.per_layer = concat(lfm2.per_layer, gated_ffn(false));
+    lfm2.rope_freq_base = 1000000.0f;
+    lfm2.hybrid = Hybrid::ConvOrAttention;
+    lfm2.default_layers = "CC*";
+    lfm2.shortconv = true;
+    tables.push_back(lfm2);
+
     ArchTable granitehybrid;
     granitehybrid.name = "granitehybrid";
     granitehybrid.globals = without(embeddings_and_head(), Presence::Llama3Rope);

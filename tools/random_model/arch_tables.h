@@ -49,6 +49,9 @@ enum class Dim {
     SsmXProj,     // dt_rank + 2 * d_state: ssm_x's rows dt_low | B | C
     SsmInnerPair, // 2 * d_inner: Mamba-1's ssm_in rows x | z
     SsmState,     // d_state (ssm_a is {d_state, d_inner})
+    // LFM2's short convolution (shortconv.l_cache).
+    ConvLCache,   // l_cache: the short convolution's taps
+    EmbdTriple,   // 3 * n_embd: shortconv.in_proj's rows B | C | u
 };
 
 enum class Init {
@@ -78,6 +81,7 @@ enum class Presence {
     SsmLayer,        // 'M': a Mamba-2 mixer
     AttentionLayer,  // '*': attention
     FfnAloneLayer,   // '-': an FFN alone (nemotron_h)
+    ConvLayer,       // 'C': a short convolution (lfm2)
     TwoNorms,        // --two-norms: Falcon-40B's second norm of the layer input (attn_norm_2)
 };
 
@@ -88,6 +92,7 @@ enum class Hybrid {
     None,              // every layer alike
     MixerOrAttention,  // 'M' a Mamba-2 mixer or '*' attention, an FFN after either (granitehybrid)
     OnePartPerLayer,   // 'M' a Mamba-2 mixer, '*' attention or '-' an FFN alone (nemotron_h)
+    ConvOrAttention,   // 'C' a short convolution or '*' attention, an FFN after either (lfm2)
 };
 
 // Whether a family's FFN is a mixture of experts.
@@ -151,6 +156,10 @@ struct ArchTable {
     // head_count 0 and feed_forward_length 0 ("unused, but seemingly required when loading").
     bool ssm = false;
     bool mamba1 = false;  // the state-space layers are Mamba-1's (ssm.time_step_rank is dt's rank, no groups)
+    // Every layer has attention and the Mamba-2 mixer side by side (falcon-h1): the attention
+    // keys are written as for a transformer, the ssm.* keys beside them.
+    bool ssm_beside_attention = false;
+    bool shortconv = false;  // LFM2's short convolutions: shortconv.l_cache written
     Hybrid hybrid = Hybrid::None;
     // With experts: a shared expert n_ff wide, its width written as expert_shared_feed_forward_length (Granite).
     bool shared_expert_ff_key = false;

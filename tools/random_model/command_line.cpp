@@ -94,6 +94,7 @@ CommandLine parse_command_line(const std::vector<std::string>& args, const std::
         else if (opt == "--ssm-head-dim") c.ssm_head_dim = parse_count(opt, val);
         else if (opt == "--ssm-groups") c.ssm_groups = parse_count(opt, val);
         else if (opt == "--layers") c.layers = val;
+        else if (opt == "--conv-l-cache") c.conv_l_cache = parse_count(opt, val);
         else if (opt == "--ssm-dt-rank") c.ssm_dt_rank = parse_count(opt, val);
         else if (opt == "--expert-groups") {
             const size_t colon = val.find(':');
@@ -173,6 +174,11 @@ std::string usage(const std::string& default_vocab) {
            "  --layers P            one character per layer: M Mamba-2, * attention, - an FFN alone\n"
            "                        (nemotron_h; granitehybrid has an FFN after every layer)\n"
            "                        (default nemotron_h M*-M, granitehybrid M*M, repeated to --n-layer)\n"
+           "falcon-h1 (attention and the Mamba-2 mixer side by side in every layer): the mamba2 options\n"
+           "lfm2 (short convolutions and attention):\n"
+           "  --layers P            one character per layer: C a short convolution, * attention\n"
+           "                        (an FFN after every layer; default CC*, repeated to --n-layer)\n"
+           "  --conv-l-cache L      shortconv.l_cache, the short convolution's taps (default 3)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
            "                        (default F32; rows the block does not divide fall back\n"

@@ -28,6 +28,7 @@ struct Sizes {
     uint64_t token_types;                               // bert
     uint64_t ssm_inner, ssm_head, ssm_conv, ssm_state, ssm_groups;  // mamba2
     uint64_t ssm_dt_rank;                                            // mamba
+    uint64_t conv_l_cache;                                           // lfm2
 
     uint64_t of(Dim d) const {
         switch (d) {
@@ -64,6 +65,8 @@ struct Sizes {
             case Dim::SsmXProj: return ssm_dt_rank + 2 * ssm_state;
             case Dim::SsmInnerPair: return 2 * ssm_inner;
             case Dim::SsmState: return ssm_state;
+            case Dim::ConvLCache: return conv_l_cache;
+            case Dim::EmbdTriple: return 3 * embd;
         }
         return 0;
     }
@@ -253,7 +256,16 @@ void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
 // Fills in and checks a hybrid family's layer pattern; other families must leave it unset.
 void validate_layers(RandomModelConfig& c, const ArchTable& arch) {
     if (arch.hybrid == Hybrid::None) {
-        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid), not " + arch.name);
+        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid, lfm2), not " + arch.name);
+        return;
+    }
+    if (arch.hybrid == Hybrid::ConvOrAttention) {
+        if (c.layers.empty())
+            for (int l = 0; l < c.n_layer; ++l) c.layers += arch.default_layers[size_t(l) % arch.default_layers.size()];
+        require(int(c.layers.size()) == c.n_layer, "--layers '" + c.layers + "' has " + std::to_string(c.layers.size()) +
+                                                       " characters for --n-layer " + std::to_string(c.n_layer));
+        require(c.layers.find_first_not_of("C*") == std::string::npos,
+                "--layers '" + c.layers + "': " + arch.name + " layers are C (a short convolution) or * (attention)");
         return;
     }
     if (c.layers.empty())
@@ -277,7 +289,8 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     in_range("--n-embd", c.n_embd, kMaxSize);
     in_range("--n-layer", c.n_layer, 4096);
     in_range("--n-head", c.n_head, 4096);
-    if (arch.ssm && arch.hybrid == Hybrid::None) c.n_head_kv = c.n_head;  // no attention: the head options are unused
+    if (arch.ssm && arch.hybrid == Hybrid::None && !arch.ssm_beside_attention)
+        c.n_head_kv = c.n_head;  // no attention: the head options are unused
     in_range("--n-head-kv", c.n_head_kv, c.n_head);
     in_range("--n-ff", c.n_ff, kMaxSize);
     in_range("--n-ctx", c.n_ctx, 1 << 24);
@@ -359,6 +372,11 @@ RandomModelConfig validated(RandomModelConfig c, const ArchTable& arch) {
     validate_deepseek(c, arch);
     validate_ssm(c, arch);
     validate_layers(c, arch);
+    require(c.conv_l_cache == 0 || arch.shortconv, "--conv-l-cache is for lfm2 only, not " + arch.name);
+    if (arch.shortconv) {
+        if (c.conv_l_cache == 0) c.conv_l_cache = 3;
+        require(c.conv_l_cache >= 2 && c.conv_l_cache <= 16, "--conv-l-cache must be between 2 and 16");
+    }
     require(c.moe_layer_step >= 0, "--moe-layer-step must be positive");
     if (arch.default_moe_layer_step == 0)
         require(c.moe_layer_step == 0, arch.name + " does not interleave dense and MoE layers; drop --moe-layer-step");
@@ -433,6 +451,7 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
         case Presence::SsmLayer: return layer >= 0 && c.layers[size_t(layer)] == 'M';
         case Presence::AttentionLayer: return layer >= 0 && c.layers[size_t(layer)] == '*';
         case Presence::FfnAloneLayer: return layer >= 0 && c.layers[size_t(layer)] == '-';
+        case Presence::ConvLayer: return layer >= 0 && c.layers[size_t(layer)] == 'C';
         case Presence::TwoNorms: return c.two_norms;
     }
     return false;
@@ -668,6 +687,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     sizes.ssm_state = uint64_t(c.ssm_state);
     sizes.ssm_groups = uint64_t(std::max(c.ssm_groups, 1));
     sizes.ssm_dt_rank = uint64_t(c.ssm_dt_rank);
+    sizes.conv_l_cache = uint64_t(c.conv_l_cache);
 
     gguf::Writer w;
     const std::string a = arch->name + ".";
@@ -682,7 +702,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     // Mamba-2's converter writes 0 for both ("unused, but seemingly required when loading").
     // The hybrids' converters write per layer: key/value heads on attention layers only (0 marks
     // the others), an FFN width where an FFN stands alone (nemotron_h) or once (granitehybrid).
-    const bool pure_ssm = arch->ssm && arch->hybrid == Hybrid::None;
+    const bool pure_ssm = arch->ssm && arch->hybrid == Hybrid::None && !arch->ssm_beside_attention;
     std::vector<int32_t> kv_per_layer, ff_per_layer;
     for (char part : c.layers) {
         kv_per_layer.push_back(part == '*' ? c.n_head_kv : 0);
@@ -701,6 +721,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         w.set(a + "rope.freq_base", Value::from_f32(c.rope_freq_base));
         w.set(a + "rope.dimension_count", Value::from_u32(uint32_t(c.rope_dims)));
     }
+    if (arch->shortconv) w.set(a + "shortconv.l_cache", Value::from_u32(uint32_t(c.conv_l_cache)));
     if (arch->ssm) {
         w.set(a + "ssm.conv_kernel", Value::from_u32(uint32_t(c.ssm_conv)));
         w.set(a + "ssm.inner_size", Value::from_u32(uint32_t(c.ssm_inner)));

@@ -86,6 +86,7 @@ struct RandomModelConfig {
     int ssm_groups = 0;
     bool two_norms = false;          // falcon: Falcon-40B's block, attention normalised by its own attn_norm_2
     bool ssm_dt_b_c_rms = false;     // mamba: ssm.dt_b_c_rms, Falcon-Mamba's unweighted norms of dt, B and C
+    int conv_l_cache = 0;            // lfm2: shortconv.l_cache, the short convolution's taps; 0: 3
     int ssm_dt_rank = 0;             // mamba: ssm.time_step_rank, dt's projection rank; 0: ceil(n_embd / 16)              // ssm.group_count (n_group, dividing the heads); 0: 1
     // --plant-super-weight: a super weight that makes a massive activation on the BOS token
     // (plant.h; llama, qwen2, qwen3, smollm3, qwen3moe, olmoe).

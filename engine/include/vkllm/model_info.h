@@ -20,9 +20,10 @@ enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
 enum class FfnKind { DenseGated, DensePlain, Moe, None };  // None: the layer has no FFN
 enum class Activation { Silu, GeluTanh, GeluErf, ReluSqr };
 // What mixes tokens in a layer: attention over a KV cache, a Mamba-2 or Mamba-1 state-space
-// mixer or RWKV-7's time mix over a fixed-size recurrent state, or nothing (a layer that is an
-// FFN alone).
-enum class MixerKind { Attention, Mamba2, Mamba1, Rwkv7, None };
+// mixer, RWKV-7's time mix or LFM2's gated short convolution over a fixed-size recurrent state,
+// or nothing (a layer that is an FFN alone). Falcon-H1's layers are attention with a Mamba-2
+// mixer beside it (LayerInfo::ssm_beside_attention).
+enum class MixerKind { Attention, Mamba2, Mamba1, Rwkv7, ShortConv, None };
 enum class MoeGating { Softmax, Sigmoid, SoftmaxAfterTopk };
 enum class NormPlacement { Pre, Post, Sandwich, PostSum };  // PostSum (BERT): norm(x + f(x))
 enum class NormKind { RmsNorm, LayerNorm };
@@ -37,7 +38,7 @@ const char* to_string(QkNorm q);
 const char* to_string(FfnKind k);
 // "silu", "gelu_tanh", "gelu_erf", "relu_sqr"
 const char* to_string(Activation a);
-// "attention", "mamba-2", "mamba-1", "rwkv-7", "none"
+// "attention", "mamba-2", "mamba-1", "rwkv-7", "short-conv", "none"
 const char* to_string(MixerKind m);
 // "softmax", "sigmoid", "softmax_after_topk"
 const char* to_string(MoeGating g);
@@ -101,6 +102,11 @@ struct SsmInfo {
     int d_conv = 0, d_inner = 0, d_state = 0, n_head = 0, n_group = 0, dt_rank = 0;
 };
 
+// LFM2's short convolution: l_cache taps over `channels` (n_embd) channels.
+struct ShortConvInfo {
+    int l_cache = 0, channels = 0;
+};
+
 // RWKV-7's time-mix sizes (wkv.head_size, the four lora ranks) and its channel mix's width.
 struct RwkvInfo {
     int n_head = 0, head_size = 0, n_ff = 0;
@@ -124,8 +130,12 @@ struct LayerInfo {
     std::string attn_norm = "attn_norm", ffn_norm = "ffn_norm";
     MixerKind mixer = MixerKind::Attention;
     AttentionInfo attention;             // mixer Attention only
-    SsmInfo ssm;                         // mixers Mamba2 and Mamba1 only
+    SsmInfo ssm;                         // mixers Mamba2 and Mamba1, and ssm_beside_attention
     RwkvInfo rwkv;                       // mixer Rwkv7 only (its FFN is the channel mix)
+    ShortConvInfo shortconv;             // mixer ShortConv only
+    // Falcon-H1: attention and a Mamba-2 mixer (`ssm`) side by side, both reading the normalised
+    // layer input, both added to it; the layer has KV bytes per token and state bytes.
+    bool ssm_beside_attention = false;
     FfnInfo ffn;                         // kind None: no FFN
     uint64_t kv_bytes_per_token = 0;     // f32 cache; 0 without attention
     uint64_t state_bytes = 0;            // the recurrent state per sequence (f32), whatever the context
@@ -166,11 +176,14 @@ struct ModelInfo {
     uint64_t kv_bytes_per_token_global = 0;
     uint64_t kv_bytes_per_token_local = 0;
     int n_global_layers = 0, n_local_layers = 0;
-    // State-space and RWKV-7 layers' recurrent state per sequence (f32 conv and SSM states; RWKV's
-    // token shifts and wkv states): constant in the context length, the reason these layers exist.
+    // State-space, short-convolution and RWKV-7 layers' recurrent state per sequence (f32 conv and
+    // SSM states; LFM2's conv states; RWKV's token shifts and wkv states): constant in the context
+    // length, the reason these layers exist. n_ssm_layers counts Falcon-H1's layers too (attention
+    // with a Mamba-2 mixer beside it).
     uint64_t state_bytes_per_sequence = 0;
     int n_ssm_layers = 0;
     int n_rwkv_layers = 0;
+    int n_shortconv_layers = 0;
 
     // One row per layer, as `vkllm inspect` prints it.
     std::string layer_table() const;

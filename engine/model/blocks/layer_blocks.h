@@ -24,11 +24,14 @@ enum class BlockKind {
     Mamba1Mixer,      // Mamba-1's selective-scan mixer over the recurrent state (model/blocks/ssm_mixer.h)
     RwkvTimeMix,      // RWKV-7's time mix over the recurrent state's RwkvState (model/blocks/rwkv_time_mix.h)
     RwkvChannelMix,   // RWKV-7's channel mix, the layer's FFN (model/blocks/rwkv_channel_mix.h)
+    ShortConv,        // LFM2's gated short convolution over the recurrent state (model/blocks/short_conv.h)
 };
 
 // The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the
 // LayerSpec says); each adds its output to the residual stream. A parallel layer runs attention,
-// its FFN on the unchanged layer input, then attention's output projection.
+// its FFN on the unchanged layer input, then attention's output projection; a layer with a Mamba-2
+// mixer beside attention (Falcon-H1) runs attention, the mixer on the unchanged layer input,
+// attention's output projection, then its FFN.
 std::vector<BlockKind> layer_block_kinds(const LayerSpec& L);
 // The block of `kind` for layer `layer` of `spec`; a state-space mixer or RWKV's mixes read and
 // write `state`, and RWKV's mixes read their tensors from `weights.rwkv`. The block keeps
