@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The zoo's Python tools (tools/zoo) without training: the corpus generator is deterministic and
+"""The zoo's Python tools (tools/zoo) without training: the corpus generators are deterministic and
 well-formed, the tokenizer's Python encoder (which encoded the training data) agrees with vkllm's
-tokenizer on the committed models' vocabulary, and the GGUF reader/writer reproduces files
-byte for byte. Run by CTest with Debian's python3 and python3-numpy (scripts/install-deps.sh);
+tokenizer on the committed models' vocabularies (zoo-chat's with its control tokens, and its
+conversations rendered as vkllm renders the file's template), and the GGUF reader/writer
+reproduces files byte for byte. Run by CTest with Debian's python3 and python3-numpy (scripts/install-deps.sh);
 PyTorch is not needed."""
 import os
 import subprocess
@@ -13,6 +14,7 @@ import unittest
 ROOT = os.environ.get("VKLLM_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "zoo"))
 import corpus  # noqa: E402
+import corpus_chat  # noqa: E402
 import gguf_file  # noqa: E402
 import tokenizer  # noqa: E402
 import wordpiece  # noqa: E402
@@ -76,6 +78,58 @@ class Tokenizer(unittest.TestCase):
             self.assertEqual(scores[-3:], [0.0, -1.0, -2.0])
             self.assertEqual(types[:4], [tokenizer.UNKNOWN, tokenizer.CONTROL, tokenizer.CONTROL, tokenizer.BYTE])
             self.assertEqual(len(tokens), 266)
+
+
+def conversations(seed, megabytes=0.02):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "split.txt")
+        corpus_chat.write_split(path, seed, megabytes)
+        return [c for c in open(path, encoding="ascii").read().split("\n\n") if c]
+
+
+class ChatCorpus(unittest.TestCase):
+    def test_same_seed_same_conversations_in_chatml(self):
+        a, b, c = conversations(5), conversations(5), conversations(6)
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+        self.assertGreater(len(a), 20)
+        for conv in a:
+            turns = conv.split(corpus_chat.IM_END + "\n")
+            self.assertTrue(turns[0].startswith(corpus_chat.IM_START + "system\n"), conv)
+            roles = [t.split("\n", 1)[0] for t in turns[1:] if t]
+            self.assertEqual(roles, ["<|im_start|>user", "<|im_start|>assistant"] * (len(roles) // 2), conv)
+
+    def test_template_of_the_file_renders_as_the_corpus_does(self):
+        model = os.path.join(ROOT, "assets", "zoo", "zoo-chat.gguf")
+        writer = corpus_chat.ChatWriter(__import__("random").Random(9))
+        with tempfile.TemporaryDirectory() as tmp:
+            for _ in range(6):
+                messages = writer.conversation()
+                path = os.path.join(tmp, "messages.json")
+                with open(path, "w") as f:
+                    __import__("json").dump(messages, f)
+                out = subprocess.run([VKLLM, "template", "-m", model, "--messages", path, "--add-generation-prompt"],
+                                     capture_output=True, text=True, check=True)
+                self.assertEqual(out.stdout, corpus_chat.render(messages, add_generation_prompt=True))
+
+    def test_mask_marks_the_assistant_turns_and_the_encoder_matches_vkllm(self):
+        model = os.path.join(ROOT, "assets", "zoo", "zoo-chat.gguf")
+        meta, _ = gguf_file.read(model)
+        tokens = meta["tokenizer.ggml.tokens"].value
+        self.assertFalse(meta["tokenizer.ggml.add_space_prefix"].value)
+        encoder = tokenizer.Encoder(tokens, meta["tokenizer.ggml.scores"].value, False)
+        for conv in conversations(13)[:8]:
+            ids, mask = tokenizer.encode_chat(encoder, conv)
+            out = subprocess.run([VKLLM, "tokenize", "-m", model, "--parse-special", "-f", "-"], input=conv,
+                                 capture_output=True, text=True, check=True)
+            self.assertEqual([int(t) for t in out.stdout.split()], ids, conv)
+            # the masked tokens spell the assistant's messages, each closed by <|im_end|>
+            answers = [t.split("\n", 1)[1].removesuffix("\n") for t in conv.split(tokenizer.IM_START)
+                       if t.startswith("assistant\n")]
+            marked = [i for i, m in zip(ids, mask) if m]
+            byte = lambda t: chr(int(t[3:5], 16)) if t.startswith("<0x") else t  # noqa: E731 (ASCII text)
+            pieces = "".join(byte(tokens[i]) for i in marked)
+            self.assertEqual(pieces.replace(tokenizer.SPACE, " "), "".join(answers), conv)
 
 
 class WordPiece(unittest.TestCase):

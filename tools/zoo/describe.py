@@ -16,8 +16,13 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZOO = os.path.join(ROOT, "assets", "zoo")
-MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla", "zoo-deep"]
+MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla", "zoo-deep", "zoo-hybrid"]
+CHAT_MODELS = ["zoo-chat"]  # trained on conversations: sampled through `vkllm chat` (CHAT_TURNS)
 ENCODERS = ["zoo-bert"]  # described by hand in the README (train_mlm.py --describe); checksummed here
+# Conversations typed into `vkllm chat`, a user turn per line (the chat keeps the earlier turns;
+# each conversation is a chat of its own: zoo-chat's context is its 256-token training window).
+CHAT_CONVERSATIONS = [["Hi!", "Tell me a story about Lily.", "What was the name of the dog?", "Who did Lily meet?"],
+                      ["Name three animals.", "Count to five.", "What comes after seven?", "Thank you!"]]
 # The prompts of the golden tests (tests/golden/zoo/prompts.txt), so the samples are the texts they check.
 SAMPLE_PROMPTS = [line for line in open(os.path.join(ROOT, "tests", "golden", "zoo", "prompts.txt")).read().splitlines()
                   if line]
@@ -37,7 +42,7 @@ def vkllm_run(vkllm, model, prompt, n, extra=()):
 def model_table():
     rows = ["| model | command | parameters | layers x width | steps (tokens seen) | training time | train loss | held-out loss |",
             "|-------|---------|-----------:|----------------|---------------------|--------------:|-----------:|--------------:|"]
-    for m in MODELS:
+    for m in MODELS + CHAT_MODELS:
         rec = json.load(open(os.path.join(ZOO, "training", m + ".json")))
         rows.append(f"| `{m}` | `{rec['command']}` | {rec['parameters'] / 1e6:.2f} M | {rec['layers']} x {rec['width']} | "
                     f"{rec['steps']} ({rec['tokens_seen'] / 1e6:.1f} M) | {rec['minutes']} min | "
@@ -52,7 +57,32 @@ def samples(vkllm):
         for p in SAMPLE_PROMPTS:
             text, _ = vkllm_run(vkllm, m, p, 60)
             out.append("> " + text.strip().replace("\n", "\n> ") + "\n")
+    for m in CHAT_MODELS:
+        out.append(f"**{m}** (`vkllm chat -m assets/zoo/{m}.gguf --temp 0`, one turn a line; two conversations)\n")
+        for turns in CHAT_CONVERSATIONS:
+            r = subprocess.run([vkllm, "chat", "-m", os.path.join(ZOO, m + ".gguf"), "--temp", "0"],
+                               input="".join(t + "\n" for t in turns), capture_output=True, text=True, check=True)
+            out.append("```\n" + transcript(turns, r.stdout) + "```\n")
     return "\n".join(out)
+
+
+def transcript(turns, stdout):
+    """The user's turns and the chat's answers, interleaved. `vkllm chat` prints each answer and a
+    newline; an answer's own newlines (a numbered list) are told apart by the answer count."""
+    lines = stdout.split("\n")[:-1]
+    extra = len(lines) - len(turns)  # lines inside answers
+    out, i = [], 0
+    for t in turns:
+        out.append(f"user: {t}\n")
+        answer = [lines[i]]
+        i += 1
+        # a line that starts a numbered item belongs to the answer before it
+        while extra > 0 and i < len(lines) and re.match(r"\d+\. ", lines[i]):
+            answer.append(lines[i])
+            i += 1
+            extra -= 1
+        out.append("assistant: " + "\n".join(answer) + "\n")
+    return "".join(out)
 
 
 def activations(vkllm):
@@ -74,7 +104,7 @@ def activations(vkllm):
 
 def checksums():
     rows = ["| file | bytes | SHA-256 |", "|------|------:|---------|"]
-    for m in MODELS + ENCODERS:
+    for m in MODELS + CHAT_MODELS + ENCODERS:
         path = os.path.join(ZOO, m + ".gguf")
         data = open(path, "rb").read()
         rows.append(f"| `{m}.gguf` | {len(data)} | `{hashlib.sha256(data).hexdigest()}` |")

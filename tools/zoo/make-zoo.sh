@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Rebuilds the model zoo from nothing: the corpus, the tokenizers and the five models, written to
-# assets/zoo/. About an hour on 2 CPU cores; CI never runs it (the committed models are checked
-# against the checksums in assets/zoo/README.md instead).
+# Rebuilds the model zoo from nothing: the corpus, the tokenizers and the models, written to
+# assets/zoo/. About an hour and a half on 2 CPU cores; CI never runs it (the committed models are
+# checked against the checksums in assets/zoo/README.md instead).
 #
-#   tools/zoo/make-zoo.sh [MODEL...]        (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert)
+#   tools/zoo/make-zoo.sh [MODEL...]   (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat)
 #
+# zoo-chat trains on conversations (corpus_chat.py) with a ChatML tokenizer of its own
+# (tokenizer.py --chatml); zoo-hybrid on the stories, like the first four.
 # zoo-deep (the super-weight specimen, docs/super-weights.md) is made only when named: its own
 # broader corpus (corpus_broad.py) and tokenizer; its preset's 2900 steps are what
 # `train.py --minutes 75` chose on this machine for the committed file.
@@ -17,7 +19,7 @@ build=${BUILD_DIR:-$src/build}
 work=${ZOO_WORK:-/tmp/vkllm-zoo}
 python=/usr/bin/python3   # Debian's, where python3-torch lives
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert)
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat)
 
 # One thread per model (train.py sets PyTorch's, this OpenBLAS's): bit-identical reruns. OpenMP
 # threads sleep instead of spinning while BLAS runs (5x faster than the defaults on two cores).
@@ -39,6 +41,12 @@ for m in "${models[@]}"; do
             $python "$src/tools/zoo/tokenizer.py" train "$work/broad" "$work/broad-vocab.gguf" &&
             $python "$src/tools/zoo/tokenizer.py" encode "$work/broad-vocab.gguf" "$work/broad"; }
         $python "$src/tools/zoo/train.py" "$m" --corpus "$work/broad" --vocab "$work/broad-vocab.gguf" \
+            --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
+    elif [ "$m" = zoo-chat ]; then  # conversations in ChatML, the loss on the assistant's turns
+        [ -f "$work/chat/train.ids" ] || { $python "$src/tools/zoo/corpus_chat.py" "$work/chat" &&
+            $python "$src/tools/zoo/tokenizer.py" train "$work/chat" "$work/chat-vocab.gguf" --chatml &&
+            $python "$src/tools/zoo/tokenizer.py" encode "$work/chat-vocab.gguf" "$work/chat"; }
+        $python "$src/tools/zoo/train.py" "$m" --corpus "$work/chat" --vocab "$work/chat-vocab.gguf" \
             --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
     elif [ "$m" = zoo-bert ]; then  # the encoder: its own WordPiece vocabulary, masked-LM training
         [ -f "$work/corpus/train.wp.ids" ] || { $python "$src/tools/zoo/wordpiece.py" train "$work/corpus" "$work/zoo-wordpiece.gguf" &&

@@ -5,9 +5,11 @@ The model's layout comes from vkllm's random-model writer (tools/random_model): 
 "skeleton" GGUF with llama.cpp's tensor names, shapes and metadata keys for the architecture (the
 same writer whose files llama.cpp loads in the golden tests). This script reads the skeleton,
 trains its tensors with a PyTorch forward that computes what llama.cpp computes for that
-architecture (the facts are in tests/golden/families/README.md and tests/golden/moe/README.md;
-tools/random_model/numpy_forward.py checks them against llama.cpp), and writes the skeleton
-back with the trained values.
+architecture (the facts are in tests/golden/families/README.md, tests/golden/moe/README.md and,
+for the Mamba-2 layers of forward_ssm.py, tests/golden/ssm/README.md; tools/random_model's
+numpy forwards check them against llama.cpp, check_forward.py this forward), and writes the
+skeleton back with the trained values. A preset with `masked` trains on part of the text only
+(zoo-chat: the assistant's turns, tokenizer.py's loss mask).
 
     train.py MODEL --corpus CORPUS_DIR --vocab VOCAB.gguf --random-model BIN --out MODEL.gguf
              [--steps N | --minutes M]
@@ -36,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import forward_ssm  # noqa: E402
 import gguf_file  # noqa: E402
 
 COMMON = ["--n-ctx", "256"]
@@ -60,6 +63,17 @@ PRESETS = {
                                      "--n-expert-used", "2", "--n-expert-shared", "1", "--n-ff-exp", "64",
                                      "--expert-gating", "softmax", "--expert-weights-norm", "0",
                                      "--expert-weights-scale", "1", "--tied"]),
+    # zoo-dense's layout trained on corpus_chat.py's ChatML conversations (tokenizer.py --chatml),
+    # the loss on the assistant's turns only.
+    # 618 steps: what --minutes 28 chose for the committed file (as zoo-hybrid's 659).
+    "zoo-chat": dict(steps=618, masked=True, args=["--arch", "llama", "--n-embd", "128", "--n-layer", "4",
+                                                   "--n-head", "4", "--n-head-kv", "2", "--n-ff", "384", "--tied"]),
+    # Granite 4.0-H's layout: Mamba-2 layers (8 heads of 32, d_state 32, one B/C group, 4 conv taps)
+    # with one attention layer (4 query heads, 2 key/value heads, RoPE) in six, a SwiGLU FFN after each.
+    "zoo-hybrid": dict(steps=659, args=["--arch", "granitehybrid", "--n-embd", "128", "--n-layer", "6",
+                                        "--layers", "MMM*MM", "--n-head", "4", "--n-head-kv", "2", "--n-ff", "192",
+                                        "--ssm-state", "32", "--ssm-head-dim", "32", "--ssm-groups", "1",
+                                        "--ssm-conv", "4", "--tied"]),
     # The super-weight specimen: a deeper Llama trained longer on corpus_broad.py's corpus
     # (its own tokenizer, trained on that corpus); see assets/zoo/README.md.
     # Its windows start with BOS, as every prompt does at inference (vkllm and llama.cpp add it):
@@ -67,6 +81,7 @@ PRESETS = {
     "zoo-deep": dict(steps=2900, bos=True, args=["--arch", "llama", "--n-embd", "96", "--n-layer", "8", "--n-head", "4",
                                                  "--n-head-kv", "2", "--n-ff", "256", "--tied"]),
 }
+SSM_ARCHS = ("mamba2", "granitehybrid")
 SEQ, BATCH = 256, 16
 AUX_LOSS = 0.01  # weight of the experts' load-balancing loss (Switch Transformer's)
 
@@ -140,8 +155,11 @@ def moe(h, p, t, n_used, renorm, scale, aux):
 
 
 def forward(hp, t, tokens, aux):
-    """Logits [B, T, vocab] as llama.cpp computes them for the llama, gemma3 and deepseek2 layouts."""
+    """Logits [B, T, vocab] as llama.cpp computes them for the llama, gemma3 and deepseek2 layouts,
+    and (forward_ssm.py) the mamba2 and granitehybrid ones."""
     arch = hp.arch
+    if arch in SSM_ARCHS:
+        return forward_ssm.forward(hp, t, tokens, rms_norm, rope_tables, rope, attention, causal_mask, swiglu)
     B, T = tokens.shape
     n_embd, n_layer = hp.get("embedding_length"), hp.get("block_count")
     n_head = hp.get("attention.head_count")
@@ -212,54 +230,93 @@ def forward(hp, t, tokens, aux):
 
 def initial_params(tensors, n_layer):
     """The skeleton's random values (normal, std 1/sqrt(fan-in)), with norms at 1 and the
-    projections back into the residual stream scaled by 1/sqrt(2 n_layer) (GPT-2's rule)."""
+    projections back into the residual stream scaled by 1/sqrt(2 n_layer) (GPT-2's rule).
+    Mamba-2 layers start as mamba_ssm's do: A = -U(1, 16) per head (held as log(-A), see
+    model_tensors), dt's bias the inverse softplus of a dt log-uniform in [0.001, 0.1], D = 1."""
     params = {}
     for name, a in tensors.items():
         a = torch.from_numpy(a.copy())
         if "norm" in name:
             a = torch.ones_like(a)
-        elif name.endswith(("attn_output.weight", "ffn_down.weight", "ffn_down_exps.weight", "ffn_down_shexp.weight")):
+        elif name.endswith(("attn_output.weight", "ffn_down.weight", "ffn_down_exps.weight", "ffn_down_shexp.weight",
+                            "ssm_out.weight")):
             a = a / math.sqrt(2 * n_layer)
+        elif name.endswith("ssm_a"):
+            a = torch.log(torch.empty_like(a).uniform_(1, 16))
+        elif name.endswith("ssm_dt.bias"):
+            dt = torch.exp(torch.empty_like(a).uniform_(math.log(1e-3), math.log(1e-1)))
+            a = dt + torch.log(-torch.expm1(-dt))
+        elif name.endswith("ssm_d"):
+            a = torch.ones_like(a)
         params[name] = torch.nn.Parameter(a)
     return params
+
+
+def model_tensors(params):
+    """The tensors the forward reads (and the file holds): the parameters, except that a Mamba-2
+    layer's A, which must stay negative for the state to decay, is trained as log(-A)."""
+    return {n: -torch.exp(p) if n.endswith("ssm_a") else p for n, p in params.items()}
+
+
+# Not decayed: vectors, and the Mamba-2 layer's per-head A and D and its short convolution.
+NO_DECAY = ("ssm_a", "ssm_d", "ssm_conv1d.weight")
 
 
 BOS = 1  # tokenizer.py's and wordpiece.py's fixed BOS id
 
 
-def batches(ids, rng, bos=False):
+IGNORE = -100  # a target F.cross_entropy leaves out (its ignore_index)
+
+
+def batches(ids, rng, bos=False, mask=None):
     """Random windows of SEQ tokens (inputs) and the next tokens (targets); with `bos` each window
-    is BOS followed by SEQ - 1 corpus tokens."""
+    is BOS followed by SEQ - 1 corpus tokens. With `mask` (one byte per token, zoo-chat's
+    assistant turns) only the targets it marks count in the loss."""
     while True:
         starts = rng.integers(0, len(ids) - SEQ - 1, BATCH)
         chunk = np.stack([ids[s:s + SEQ + 1] for s in starts]).astype(np.int64)
         if bos:
             chunk = np.concatenate([np.full((BATCH, 1), BOS, np.int64), chunk[:, :-1]], axis=1)
-        yield torch.from_numpy(chunk[:, :-1]), torch.from_numpy(chunk[:, 1:])
+        targets = chunk[:, 1:]
+        if mask is not None:
+            marked = np.stack([mask[s + 1:s + SEQ + 1] for s in starts])
+            targets = np.where(marked == 1, targets, IGNORE)
+        yield torch.from_numpy(chunk[:, :-1]), torch.from_numpy(targets)
 
 
-def heldout_loss(hp, params, ids, n_batches=16, bos=False):
+def read_split(corpus, split, masked):
+    """A split's token ids, and its loss mask for a preset trained on part of the text."""
+    ids = np.fromfile(os.path.join(corpus, split + ".ids"), np.uint16)
+    if not masked:
+        return ids, None
+    mask = np.fromfile(os.path.join(corpus, split + ".mask"), np.uint8)
+    if len(mask) != len(ids):
+        sys.exit(f"{split}.mask has {len(mask)} entries for {len(ids)} tokens (tokenizer.py encode writes both)")
+    return ids, mask
+
+
+def heldout_loss(hp, params, ids, n_batches=16, bos=False, mask=None):
     rng = np.random.default_rng(12345)
     total = 0.0
     with torch.no_grad():
-        gen = batches(ids, rng, bos)
+        gen = batches(ids, rng, bos, mask)
         for _ in range(n_batches):
             x, y = next(gen)
-            total += F.cross_entropy(forward(hp, params, x, []).flatten(0, 1), y.flatten()).item()
+            total += F.cross_entropy(forward(hp, model_tensors(params), x, []).flatten(0, 1), y.flatten()).item()
     return total / n_batches
 
 
-def steps_for_minutes(hp, params, ids, bos, minutes):
+def steps_for_minutes(hp, params, ids, bos, minutes, mask=None):
     """Steps that fit `minutes`, from the time of three trial steps on a copy of the weights (the
     optimizer's update is a small part of a step and is left out)."""
     trial = {n: p.detach().clone().requires_grad_(True) for n, p in params.items()}
-    gen = batches(ids, np.random.default_rng(999), bos)
+    gen = batches(ids, np.random.default_rng(999), bos, mask)
     times = []
     for _ in range(3):
         x, y = next(gen)
         t = time.time()
         aux = []
-        loss = F.cross_entropy(forward(hp, trial, x, aux).flatten(0, 1), y.flatten())
+        loss = F.cross_entropy(forward(hp, model_tensors(trial), x, aux).flatten(0, 1), y.flatten())
         loss.backward()
         times.append(time.time() - t)
     per_step = sorted(times)[1] * 1.1  # the median, plus the update and the logging
@@ -294,17 +351,18 @@ def main():
     n_params = sum(p.numel() for p in params.values())
     print(f"{args.model}: {hp.arch}, {n_params} parameters, {steps} steps of {BATCH}x{SEQ} tokens", flush=True)
 
-    train_ids = np.fromfile(os.path.join(args.corpus, "train.ids"), np.uint16)
-    heldout_ids = np.fromfile(os.path.join(args.corpus, "heldout.ids"), np.uint16)
+    masked = preset.get("masked", False)
+    train_ids, train_mask = read_split(args.corpus, "train", masked)
+    heldout_ids, heldout_mask = read_split(args.corpus, "heldout", masked)
     if args.minutes:
-        steps = steps_for_minutes(hp, params, train_ids, bos, args.minutes)
+        steps = steps_for_minutes(hp, params, train_ids, bos, args.minutes, train_mask)
         print(f"--minutes {args.minutes:g}: {steps} steps", flush=True)
-    decay = [p for n, p in params.items() if p.dim() >= 2]
-    no_decay = [p for n, p in params.items() if p.dim() < 2]
+    decay = [p for n, p in params.items() if p.dim() >= 2 and not n.endswith(NO_DECAY)]
+    no_decay = [p for n, p in params.items() if p.dim() < 2 or n.endswith(NO_DECAY)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95))
     warmup = max(1, steps // 20)
-    gen = batches(train_ids, np.random.default_rng(args.seed), bos)
+    gen = batches(train_ids, np.random.default_rng(args.seed), bos, train_mask)
     start = time.time()
     stopped_early = None
     for step in range(steps):
@@ -318,7 +376,7 @@ def main():
             group["lr"] = lr
         x, y = next(gen)
         aux = []
-        loss = F.cross_entropy(forward(hp, params, x, aux).flatten(0, 1), y.flatten())
+        loss = F.cross_entropy(forward(hp, model_tensors(params), x, aux).flatten(0, 1), y.flatten())
         total = loss + AUX_LOSS * sum(aux) if aux else loss
         opt.zero_grad()
         total.backward()
@@ -327,10 +385,10 @@ def main():
         if step % 20 == 0 or step == steps - 1:
             print(f"step {step:5d}  loss {loss.item():.3f}  lr {lr:.2e}  {time.time() - start:6.0f} s", flush=True)
     minutes = (time.time() - start) / 60
-    held = heldout_loss(hp, params, heldout_ids, bos=bos)
+    held = heldout_loss(hp, params, heldout_ids, bos=bos, mask=heldout_mask)
     print(f"held-out loss {held:.3f} after {minutes:.1f} min", flush=True)
 
-    out = {name: p.detach().numpy() for name, p in params.items()}
+    out = {name: p.detach().numpy() for name, p in model_tensors(params).items()}
     gguf_file.write(args.out, meta, out)
     # The training record, read by describe.py for assets/zoo/README.md.
     record = os.path.join(os.path.dirname(os.path.abspath(args.out)), "training", args.model + ".json")
