@@ -24,6 +24,11 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& r
     return max_abs_diff(got, ref) / m;
 }
 
+// Whether every value is finite (max_abs_diff passes NaNs by: they compare false).
+inline bool all_finite(const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
 struct Heads {
     int64_t n_head, head_size;
     int64_t C() const { return n_head * head_size; }

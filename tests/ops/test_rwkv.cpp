@@ -46,6 +46,7 @@ TEST_F(Rwkv, Wkv7MatchesReferenceAndStepsEqualOnePass) {
             const test::WkvResult got = test::run_wkv7(ctx(), in, calls, ops::Wkv7Kernel::Sequential);
             EXPECT_LT(rel_err(got.out, ref_out), 2e-5) << describe(h, n) << ", first call " << calls[0];
             EXPECT_LT(rel_err(got.state, ref_state), 2e-5) << describe(h, n) << ", first call " << calls[0];
+            EXPECT_TRUE(test::all_finite(got.out) && test::all_finite(got.state));
             EXPECT_TRUE(got.guards_kept) << "written outside the state";
         }
     }

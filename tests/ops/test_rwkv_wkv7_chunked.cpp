@@ -1,5 +1,5 @@
 // wkv7's chunked prompt kernel (shaders/rwkv_wkv7_chunked.comp) against the CPU reference and
-// the sequential kernel: head sizes 64 and 7 over several heads, prompts that are not a multiple
+// the sequential kernel: head sizes 64, 7 and 128 over several heads, prompts that are not a multiple
 // of the chunk followed by decode steps, decays small enough that a chunk runs token by token
 // amid chunks that do not, and VKLLM_WKV7's choice.
 #include <gtest/gtest.h>
@@ -21,7 +21,8 @@ using test::rel_err;
 class Wkv7Chunked : public test::GpuTest {};
 
 TEST_F(Wkv7Chunked, MatchesReferenceAndSequentialOverChunksAndSteps) {
-    for (const Heads h : {Heads{3, 64}, Heads{5, 7}}) {
+    // the largest head size too: its shorter chunk (shared memory), a state row of 128 registers
+    for (const Heads h : {Heads{3, 64}, Heads{5, 7}, Heads{1, 128}}) {
         const int64_t chunk = ops::rwkv_wkv7_chunk(ctx(), h.head_size);
         const int64_t n = 2 * chunk + 7;  // two whole chunks and a part
         const test::WkvOperands in(h, n);
@@ -40,6 +41,7 @@ TEST_F(Wkv7Chunked, MatchesReferenceAndSequentialOverChunksAndSteps) {
             EXPECT_LT(rel_err(got.state, ref_state), 2e-5) << what;
             EXPECT_LT(rel_err(got.out, seq.out), 2e-5) << what << ", against the sequential kernel";
             EXPECT_LT(rel_err(got.state, seq.state), 2e-5) << what << ", against the sequential kernel";
+            EXPECT_TRUE(test::all_finite(got.out) && test::all_finite(got.state)) << what;
             EXPECT_TRUE(got.guards_kept) << "written outside the state";
         }
     }
@@ -49,13 +51,15 @@ TEST_F(Wkv7Chunked, DecaysNearZeroRunTheirChunkTokenByToken) {
     const Heads h{5, 7};
     const int64_t chunk = ops::rwkv_wkv7_chunk(ctx(), h.head_size), n = 3 * chunk + 2;
     test::WkvOperands in(h, n);
-    // the second chunk: a decay of 1e-30 (its log past the kernel's range) and one of exactly 0;
-    // the other chunks stay on the chunked path
-    in.decay(chunk + 2, 3) = 1e-30f;
-    in.decay(chunk + 5, 11) = 0.0f;
+    // the second chunk: decays of 1e-30 on three tokens of one channel (1 / g would be e^207,
+    // past float's range) and one of exactly 0; the other chunks stay on the chunked path
+    for (int64_t t = chunk; t < chunk + 3; ++t) in.decay(t, 3) = 1e-30f;
+    in.decay(chunk + 1, 11) = 0.0f;
     std::vector<float> ref_state = in.state, ref_out;
     in.reference(ref_state, ref_out);
+    ASSERT_TRUE(test::all_finite(ref_out) && test::all_finite(ref_state));
     const test::WkvResult got = test::run_wkv7(ctx(), in, {n}, ops::Wkv7Kernel::Chunked);
+    EXPECT_TRUE(test::all_finite(got.out) && test::all_finite(got.state)) << describe(h, n);
     EXPECT_LT(rel_err(got.out, ref_out), 2e-5) << describe(h, n);
     EXPECT_LT(rel_err(got.state, ref_state), 2e-5) << describe(h, n);
 }
