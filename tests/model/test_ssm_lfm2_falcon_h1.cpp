@@ -5,6 +5,8 @@
 // against llama.cpp through the session: logits of every prompt position at batches 256 and 4
 // (the smaller carrying the conv and SSM states and the KV cache over 30 passes), 32 greedy
 // tokens, truncation (re-evaluated from position 0); each file's layer parts, blocks and bytes.
+// lfm2-window adds a sliding window (16) on its attention layer, whose ring-buffer cache wraps at
+// batch 4, and a 4-tap convolution over 48 channels.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,7 +59,7 @@ TEST_P(ConvAndSideBySideGolden, LogitsAndGreedyTextMatchLlamaCpp) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, ConvAndSideBySideGolden, ::testing::Values("lfm2", "falcon-h1"),
+INSTANTIATE_TEST_SUITE_P(Golden, ConvAndSideBySideGolden, ::testing::Values("lfm2", "lfm2-window", "falcon-h1"),
                          [](const auto& info) {
                              std::string n = info.param;
                              std::replace(n.begin(), n.end(), '-', '_');
@@ -107,6 +109,12 @@ TEST(ConvAndSideBySide, Lfm2LayersStateAndInfoAreWhatTheFileSays) {
     EXPECT_TRUE(a.rope.neox);
     EXPECT_EQ(a.n_head_kv, 2);
     EXPECT_EQ(spec.output_norm_tensor, "token_embd_norm");
+    EXPECT_EQ(a.window, 0);  // no attention.sliding_window: global attention
+    // lfm2-window: `attention.sliding_window` 16 windows the attention layer; 4 taps over 48 channels.
+    test::SsmGolden w = load_ssm_golden("lfm2-window");
+    EXPECT_EQ(w.model->internals().spec().layers[1].attn.window, 16);
+    EXPECT_EQ(w.model->internals().spec().layers[0].shortconv.l_cache, 4);
+    EXPECT_EQ(w.model->internals().spec().recurrent_state_bytes(), 2 * uint64_t(48) * 3 * 4);
     // One attention layer of 2 kv heads of 16 (keys and values, f32); three conv states of
     // [64 channels][2 taps kept].
     EXPECT_EQ(spec.kv_bytes_per_token(), uint64_t(2 * (16 + 16) * 4));

@@ -123,5 +123,5 @@ TEST(RandomModel, GoldenSsmModelsAreReproducible) {
         EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
         ++models;
     }
-    EXPECT_EQ(models, 13);
+    EXPECT_EQ(models, 14);
 }

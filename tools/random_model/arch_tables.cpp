@@ -472,6 +472,7 @@ std::vector<ArchTable> make_tables() {
     lfm2.hybrid = Hybrid::ConvOrAttention;
     lfm2.default_layers = "CC*";
     lfm2.shortconv = true;
+    lfm2.optional_sliding_window = true;  // attention.sliding_window only when given: a window on the attention layers
     tables.push_back(lfm2);
 
     ArchTable granitehybrid;
