@@ -112,11 +112,26 @@ void request_map_zoom(const std::string& id, double x0, double x1, double y0, do
     zoom_requests()[id] = v;
 }
 
+void map_axis_titles(const char* row_title, const char* col_title, float row_margin) {
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const ImU32 ink = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const std::string row = fit_label(row_title, row_margin - 4);
+    dl->AddText(ImVec2(at.x + row_margin - 4 - ImGui::CalcTextSize(row.c_str()).x, at.y), ink, row.c_str());
+    const std::string col = std::string(col_title) + " \xE2\x86\x92";  // an arrow along the columns
+    const bool arrow = ImGui::GetFont()->FindGlyphNoFallback(0x2192) != nullptr;
+    const std::string shown = arrow ? col : std::string(col_title) + " ->";
+    dl->AddText(ImVec2(at.x + row_margin, at.y), ink, shown.c_str());
+    ImGui::Dummy(ImVec2(row_margin + ImGui::CalcTextSize(shown.c_str()).x, ImGui::GetTextLineHeight()));
+}
+
+bool map_zoom_pending(const std::string& id) { return zoom_requests().count(id) > 0; }
+
 HeatmapHover draw_heatmap(const char* id, const float* values, int rows, int cols, ImVec2 size, float lo, float hi,
                           const std::function<void(ImDrawList*, ImVec2, ImVec2)>& overlay, const MapLabels& labels) {
     HeatmapHover hover;
     size = ImVec2(std::max(size.x, 1.0f), std::max(size.y, 1.0f));
-    const float left_margin = labels.row ? ui_px(72) : 0.0f;
+    const float left_margin = labels.row ? (labels.row_margin > 0 ? labels.row_margin : ui_px(72)) : 0.0f;
     const float bottom_margin = labels.col ? ImGui::GetTextLineHeight() + 2 : 0.0f;
     if (labels.row || labels.col) {
         // The margins take layout space in the same line, so the box stays the last item (callers

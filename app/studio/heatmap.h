@@ -30,7 +30,13 @@ struct MapLabels {
     std::function<std::string(int)> row, col;
     // The number shown where the text does not fit (a query row's position); empty: the index.
     std::function<int(int)> row_number;
+    // The row labels' margin in pixels (0: room for a token's text, 72 at scale 1).
+    float row_margin = 0;
 };
+
+// An axis title line above a labelled map: `row_title` over the row labels' margin (`row_margin`
+// pixels, as MapLabels has it), `col_title` over the columns. Shortens the margin's title to fit.
+void map_axis_titles(const char* row_title, const char* col_title, float row_margin);
 
 // Draws values[row * cols + col] scaled from [lo, hi] into a size-pixel box at the cursor and
 // advances the cursor. `overlay` draws on top (bands, marks) given the corner of the whole map
@@ -45,5 +51,7 @@ HeatmapHover draw_heatmap(const char* id, const float* values, int rows, int col
 // Sets the zoom of the map drawn with `id` on its next frame, as fractions of its columns
 // [x0, x1) and rows [y0, y1) (a script's "zoom" command; clamped as the wheel is).
 void request_map_zoom(const std::string& id, double x0, double x1, double y0, double y1);
+// Whether a zoom is waiting for the map `id` (a view that may be hidden shows itself for it).
+bool map_zoom_pending(const std::string& id);
 
 }  // namespace vkllm::studio

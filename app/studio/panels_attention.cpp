@@ -3,6 +3,7 @@
 // "what attends to this token" across layers.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <tuple>
@@ -195,22 +196,36 @@ static void draw_summary_overview(StudioApp& app) {
             hi = std::max(hi, x);
         }
     if (metric == 1) hi = 1.0f;
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float cell = std::clamp((avail - ui_px(40)) / float(std::max(n_head, 1)), ui_px(4), ui_px(28));
+    static const char* const kMetric[] = {"entropy (nats)", "first-token mass", "mean distance (positions)"};
+    // Rows are layers ("L12" beside each row where a line fits, the number every few rows
+    // otherwise), columns heads (numbered below where they fit); both follow the zoom.
+    MapLabels labels;
+    labels.row = [&v](int i) { return "L" + std::to_string(v.layers[size_t(i)].layer); };
+    labels.row_number = [&v](int i) { return v.layers[size_t(i)].layer; };
+    labels.col = [](int i) { return std::to_string(i); };
+    labels.row_margin = ImGui::CalcTextSize("layer").x + ui_px(8);
+    const float avail = ImGui::GetContentRegionAvail().x - labels.row_margin;
+    const float cell = std::clamp((avail - ui_px(8)) / float(std::max(n_head, 1)), ui_px(4), ui_px(28));
     const float cell_h = std::clamp(cell, ui_px(6), ui_px(20));
-    ImGui::TextDisabled("rows: layers 0..%d; columns: heads 0..%d; colour 0..%.3g", int(v.layers.size()) - 1, n_head - 1,
-                        hi);
+    map_axis_titles("layer", "head", labels.row_margin);
     const HeatmapHover hv = draw_heatmap("summary", grid.data(), int(v.layers.size()), n_head,
-                                         ImVec2(cell * float(n_head), cell_h * float(v.layers.size())), 0.0f, hi);
+                                         ImVec2(cell * float(n_head), cell_h * float(v.layers.size())), 0.0f, hi,
+                                         nullptr, labels);
     if (hv.hovered() && hv.row < int(v.layers.size())) {
         const AttentionLayerView& l = v.layers[size_t(hv.row)];
         if (hv.col < int(l.heads.size())) {
             const HeadStats& st = l.heads[size_t(hv.col)];
-            ImGui::SetTooltip("layer %d head %d (%s)\nentropy %.3f nats\nfirst-token mass %.3f\nmean distance %.1f",
-                              l.layer, st.head, l.kind.c_str(), st.entropy, st.first_token_mass, st.mean_distance);
+            const float x = grid[size_t(hv.row) * size_t(n_head) + size_t(hv.col)];
+            ImGui::SetTooltip("layer %d head %d (%s)\n%s: %.3f\n\nentropy %.3f nats\nfirst-token mass %.3f\n"
+                              "mean distance %.1f\n(click: select this head)",
+                              l.layer, st.head, l.kind.c_str(), kMetric[metric], x, st.entropy, st.first_token_mass,
+                              st.mean_distance);
         }
         if (ImGui::IsItemClicked()) app.sel_layer = l.layer, app.sel_head = hv.col;
     }
+    char hi_text[32];
+    std::snprintf(hi_text, sizeof hi_text, "%.3g", hi);
+    ramp_legend(kMetric[metric], "0", hi_text);
     app.sel_layer = std::clamp(app.sel_layer, 0, int(v.layers.size()) - 1);
     const AttentionLayerView& l = v.layers[size_t(app.sel_layer)];
     draw_head_detail(app, l.layer, std::clamp(app.sel_head, 0, std::max(l.n_head - 1, 0)));
@@ -236,6 +251,37 @@ static void draw_summary_overview(StudioApp& app) {
         }
         end_data_table();
     }
+}
+
+// The bias ALiBi adds to the selected head's logits, -m * |query - key|, on the map's axes and
+// zoom code, with its own legend (0 on the diagonal down to the farthest key's bias).
+namespace {
+bool g_show_alibi = false;
+}  // namespace
+
+static void draw_alibi_bias(StudioApp& app, const AttentionHistory& a, float slope, ImVec2 size, const MapLabels& labels) {
+    static std::vector<float> bias;
+    static std::tuple<const AttentionHistory*, uint64_t, float> key{};
+    const auto now = std::make_tuple(&a, app.state->version, slope);
+    if (now != key) bias = alibi_bias_map(a.query_pos, a.n_key, slope, a.causal), key = now;
+    int far = 0;  // the largest distance a row sees
+    for (int q : a.query_pos) far = std::max({far, q, a.causal ? 0 : a.n_key - 1 - q});
+    const float lo = -slope * float(std::max(far, 1));
+    const HeatmapHover hv = draw_heatmap("alibi", bias.data(), int(a.query_pos.size()), a.n_key, size, lo, 0.0f, nullptr, labels);
+    if (hv.hovered()) {
+        const int q = a.query_pos[size_t(hv.row)], k = hv.col;
+        if (a.causal && k > q)
+            ImGui::SetTooltip("query %d, key %d: after the query (masked)", q, k);
+        else
+            ImGui::SetTooltip("query %d \"%s\", key %d \"%s\"\nbias -m * |%d - %d| = %.4g\n(added to the logit before the softmax)",
+                              q, short_text(app.token_text(q)).c_str(), k, short_text(app.token_text(k)).c_str(), q, k,
+                              double(bias[size_t(hv.row) * size_t(a.n_key) + size_t(k)]));
+    }
+    ImGui::TextDisabled("ALiBi bias of layer %d head %d; rows: queries, columns: keys; keys after a query are masked",
+                        a.layer, app.sel_head);
+    char lo_text[32];
+    std::snprintf(lo_text, sizeof lo_text, "%.3g", double(lo));
+    ramp_legend("bias -m|q-k|", lo_text, "0");
 }
 
 void draw_attention_panel(StudioApp& app) {
@@ -319,45 +365,61 @@ void draw_attention_panel(StudioApp& app) {
     const float map_h = side * std::min(1.0f, float(nq) / float(std::max(nk, 1)) * 1.0f + 0.0f);
     const int window = sel->window;
     const std::vector<int>& qpos = sel->query_pos;
-    HeatmapHover hv = draw_heatmap("big", m.data(), nq, nk, ImVec2(side, std::max(map_h, 32.0f)), lo, hi,
-                                   [&](ImDrawList* dl, ImVec2 o, ImVec2 cell) {
-                                       // The sliding window's edge: key = query - window + 1.
-                                       if (window > 0) {
-                                           for (int q = 0; q < nq; ++q) {
-                                               const float x = o.x + float(std::max(qpos[size_t(q)] - window + 1, 0)) * cell.x;
-                                               dl->AddLine(ImVec2(x, o.y + float(q) * cell.y),
-                                                           ImVec2(x, o.y + float(q + 1) * cell.y),
-                                                           IM_COL32(255, 120, 60, 220), 1.5f);
+    const MapLabels token_labels{[&](int q) { return app.token_text(qpos[size_t(q)]); },
+                                 [&](int k) { return app.token_text(k); }, [&](int q) { return qpos[size_t(q)]; }};
+    // ALiBi: the head's slope in its caption, and a toggle that draws the bias it adds in place
+    // of the map (a script's "zoom alibi ..." shows it too).
+    const float slope = s.info ? alibi_slope(*s.info, sel->layer, app.sel_head) : 0.0f;
+    if (map_zoom_pending("alibi")) g_show_alibi = true;
+    if (slope > 0) {
+        ImGui::TextWrapped("head %d: ALiBi slope m = %.6g", app.sel_head, slope);
+        // Beside the caption where the line has room, under it otherwise.
+        const float box = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("show the bias").x;
+        const float caption = ImGui::CalcTextSize("head 00: ALiBi slope m = 0.000000").x + ImGui::GetStyle().ItemSpacing.x;
+        if (ImGui::GetContentRegionAvail().x >= caption + box) ImGui::SameLine(caption);
+        ImGui::Checkbox("show the bias", &g_show_alibi);
+    }
+    if (slope > 0 && g_show_alibi) {
+        draw_alibi_bias(app, *sel, slope, ImVec2(side, std::max(map_h, 32.0f)), token_labels);
+    } else {
+        HeatmapHover hv = draw_heatmap("big", m.data(), nq, nk, ImVec2(side, std::max(map_h, 32.0f)), lo, hi,
+                                       [&](ImDrawList* dl, ImVec2 o, ImVec2 cell) {
+                                           // The sliding window's edge: key = query - window + 1.
+                                           if (window > 0) {
+                                               for (int q = 0; q < nq; ++q) {
+                                                   const float x = o.x + float(std::max(qpos[size_t(q)] - window + 1, 0)) * cell.x;
+                                                   dl->AddLine(ImVec2(x, o.y + float(q) * cell.y),
+                                                               ImVec2(x, o.y + float(q + 1) * cell.y),
+                                                               IM_COL32(255, 120, 60, 220), 1.5f);
+                                               }
                                            }
-                                       }
-                                       if (app.picked_key >= 0 && app.picked_key < nk) {
-                                           const float x = o.x + (float(app.picked_key) + 0.5f) * cell.x;
-                                           dl->AddLine(ImVec2(x, o.y), ImVec2(x, o.y + float(nq) * cell.y),
-                                                       IM_COL32(255, 60, 60, 160), 1.0f);
-                                       }
-                                   },
-                                   MapLabels{[&](int q) { return app.token_text(qpos[size_t(q)]); },
-                                             [&](int k) { return app.token_text(k); },
-                                             [&](int q) { return qpos[size_t(q)]; }});
-    if (hv.hovered()) {
-        cell_tooltip(app, *sel, app.sel_head, hv.row, hv.col);
-        if (ImGui::IsItemClicked()) app.picked_key = hv.col;
-    }
-    if (sel->has_sinks) {
-        // Learned sinks: one column of their own beside the map.
-        ImGui::SameLine(0, 6);
-        std::vector<float> col(static_cast<size_t>(nq));
-        for (int q = 0; q < nq; ++q) {
-            const float p = sel->sink_at(app.sel_head, q);
-            col[size_t(q)] = log_scale ? std::log10(std::max(p, 1e-6f)) : p;
+                                           if (app.picked_key >= 0 && app.picked_key < nk) {
+                                               const float x = o.x + (float(app.picked_key) + 0.5f) * cell.x;
+                                               dl->AddLine(ImVec2(x, o.y), ImVec2(x, o.y + float(nq) * cell.y),
+                                                           IM_COL32(255, 60, 60, 160), 1.0f);
+                                           }
+                                       },
+                                       token_labels);
+        if (hv.hovered()) {
+            cell_tooltip(app, *sel, app.sel_head, hv.row, hv.col);
+            if (ImGui::IsItemClicked()) app.picked_key = hv.col;
         }
-        draw_heatmap("sink", col.data(), nq, 1, ImVec2(ui_px(14), std::max(map_h, 32.0f)), lo, hi);
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("learned sink mass per query row");
+        if (sel->has_sinks) {
+            // Learned sinks: one column of their own beside the map.
+            ImGui::SameLine(0, 6);
+            std::vector<float> col(static_cast<size_t>(nq));
+            for (int q = 0; q < nq; ++q) {
+                const float p = sel->sink_at(app.sel_head, q);
+                col[size_t(q)] = log_scale ? std::log10(std::max(p, 1e-6f)) : p;
+            }
+            draw_heatmap("sink", col.data(), nq, 1, ImVec2(ui_px(14), std::max(map_h, 32.0f)), lo, hi);
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("learned sink mass per query row");
+        }
+        ImGui::TextDisabled("%s%s layer%s; rows: queries, columns: keys", sel->causal ? "" : "bidirectional ",
+                            window > 0 ? "sliding-window" : "global", window > 0 ? " (orange line: the window's edge)" : "");
+        if (log_scale) ramp_legend("p", "1e-4", "1");
+        else ramp_legend("p", "0", "1");
     }
-    ImGui::TextDisabled("%s%s layer%s; rows: queries, columns: keys", sel->causal ? "" : "bidirectional ",
-                        window > 0 ? "sliding-window" : "global", window > 0 ? " (orange line: the window's edge)" : "");
-    if (log_scale) ramp_legend("p", "1e-4", "1");
-    else ramp_legend("p", "0", "1");
     if (!sel->causal) ImGui::TextDisabled("an encoder's map: every query attends to the keys after it too");
     if (g_linked.open) ImGui::SetNextItemOpen(true), g_linked.open = false;
     if (ImGui::CollapsingHeader("Linked text view")) draw_linked_text(app, *sel);

@@ -47,34 +47,26 @@ void draw_experts_panel(StudioApp& app) {
                 float(layers[i].prompt_tokens[size_t(e)] + layers[i].generated_tokens[size_t(e)]) / float(mx);
     }
     ImGui::Text("load: MoE layers (rows) x experts (columns), each row by its busiest expert");
-    // Axes: the layer of each row on the left, expert numbers above the columns.
-    const float axis_w = ImGui::CalcTextSize("L00").x + ui_px(6);
-    const float w = std::min(ImGui::GetContentRegionAvail().x - axis_w, ui_px(28) * float(n_expert));
+    // Rows named by layer ("L3" where a line fits, the number every few rows otherwise), columns
+    // by expert number where they fit; both follow the zoom.
+    MapLabels labels;
+    labels.row = [&layers](int i) { return "L" + std::to_string(layers[size_t(i)].layer); };
+    labels.row_number = [&layers](int i) { return layers[size_t(i)].layer; };
+    labels.col = [](int e) { return std::to_string(e); };
+    labels.row_margin = ImGui::CalcTextSize("layer").x + ui_px(8);
+    const float w = std::max(ui_px(40), std::min(ImGui::GetContentRegionAvail().x - labels.row_margin - ui_px(4),
+                                                 ui_px(28) * float(n_expert)));
     const float map_h = std::min(ui_px(16) * float(layers.size()), ui_px(120));
-    const ImVec2 corner = ImGui::GetCursorScreenPos();
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const ImU32 ink = ImGui::GetColorU32(ImGuiCol_TextDisabled);
-    const float cell_w = w / float(std::max(n_expert, 1)), line = ImGui::GetTextLineHeight();
-    const int every = std::max(1, int(std::ceil(ImGui::CalcTextSize("000").x / std::max(cell_w, 1.0f))));
-    for (int e = 0; e < n_expert; e += every) {
-        const std::string label = std::to_string(e);
-        dl->AddText(ImVec2(corner.x + axis_w + (float(e) + 0.5f) * cell_w - ImGui::CalcTextSize(label.c_str()).x * 0.5f, corner.y),
-                    ink, label.c_str());
-    }
-    const float row_h = map_h / float(std::max<size_t>(layers.size(), 1));
-    const int row_every = std::max(1, int(std::ceil(line / std::max(row_h, 1.0f))));
-    for (size_t i = 0; i < layers.size(); i += size_t(row_every)) {
-        const std::string label = "L" + std::to_string(layers[i].layer);
-        dl->AddText(ImVec2(corner.x, corner.y + line + (float(i) + 0.5f) * row_h - line * 0.5f), ink, label.c_str());
-    }
-    ImGui::Dummy(ImVec2(axis_w + w, line));
-    ImGui::SetCursorScreenPos(ImVec2(corner.x + axis_w, corner.y + line));
-    const HeatmapHover hv = draw_heatmap("load", grid.data(), int(layers.size()), n_expert, ImVec2(w, map_h), 0.0f, 1.0f);
+    map_axis_titles("layer", "expert", labels.row_margin);
+    const HeatmapHover hv = draw_heatmap("load", grid.data(), int(layers.size()), n_expert, ImVec2(w, map_h), 0.0f, 1.0f,
+                                         nullptr, labels);
     if (hv.hovered()) {
         const ExpertLayerView& l = layers[size_t(hv.row)];
-        ImGui::SetTooltip("layer %d expert %d: %d prompt + %d generated pairs", l.layer, hv.col,
-                          hv.col < l.n_expert ? l.prompt_tokens[size_t(hv.col)] : 0,
-                          hv.col < l.n_expert ? l.generated_tokens[size_t(hv.col)] : 0);
+        const int prompt = hv.col < l.n_expert ? l.prompt_tokens[size_t(hv.col)] : 0;
+        const int generated = hv.col < l.n_expert ? l.generated_tokens[size_t(hv.col)] : 0;
+        ImGui::SetTooltip("layer %d expert %d: %d prompt + %d generated pairs\n%.0f%% of the layer's busiest expert\n"
+                          "(click: select this layer)",
+                          l.layer, hv.col, prompt, generated, 100.0 * grid[size_t(hv.row) * size_t(n_expert) + size_t(hv.col)]);
         if (ImGui::IsItemClicked()) app.sel_layer = l.layer;
     }
     ramp_legend("pairs", "0", "busiest");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -377,6 +378,21 @@ std::vector<float> attention_from_query(const AttentionHistory& a, int head, int
         for (int k = 0; k < a.n_key; ++k) w[size_t(k)] += a.at(hh, q, k);
     for (float& x : w) x /= float(last - first);
     return w;
+}
+
+float alibi_slope(const ModelInfo& info, int layer, int head) {
+    if (layer < 0 || layer >= int(info.layers.size())) return 0.0f;
+    const std::vector<float>& slopes = info.layers[size_t(layer)].attention.alibi_slopes;
+    return head >= 0 && head < int(slopes.size()) ? slopes[size_t(head)] : 0.0f;
+}
+
+std::vector<float> alibi_bias_map(const std::vector<int>& query_pos, int n_key, float slope, bool causal) {
+    std::vector<float> m(query_pos.size() * size_t(std::max(n_key, 0)));
+    for (size_t q = 0; q < query_pos.size(); ++q)
+        for (int k = 0; k < n_key; ++k)
+            m[q * size_t(n_key) + size_t(k)] = causal && k > query_pos[q] ? -INFINITY
+                                                                          : -slope * float(std::abs(query_pos[q] - k));
+    return m;
 }
 
 }  // namespace vkllm::studio

@@ -52,6 +52,12 @@ std::vector<std::vector<float>> attention_to_key(const ProbeHistory& h, int key_
 // (n_key values), for one head or, with head < 0, the mean over the layer's heads. Empty when
 // that position has no query row in the map.
 std::vector<float> attention_from_query(const AttentionHistory& a, int head, int query_pos);
+// ALiBi (Jais): the slope m of `head` in `layer` (0 without ALiBi, or out of range), and the
+// bias it adds to the head's attention logits before the softmax, -m * |query - key| per query
+// row and key position, [query_pos.size()][n_key] row-major; keys a causal query cannot see
+// (after its own position) are -infinity, as the mask makes them.
+float alibi_slope(const ModelInfo& info, int layer, int head);
+std::vector<float> alibi_bias_map(const std::vector<int>& query_pos, int n_key, float slope, bool causal);
 
 // ---- Activations ----
 struct ActivationRow {

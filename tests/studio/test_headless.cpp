@@ -688,3 +688,32 @@ TEST(StudioHeadless, ModelSwitchAsksAndRecentListsWhatOpened) {
     ASSERT_FALSE(recent.empty());
     EXPECT_EQ(recent.front(), moe);
 }
+
+// ALiBi (a random Jais): the attention view names the selected head's slope and draws the bias
+// it adds when asked (a script's "zoom alibi"), with no validation message and no text cut at
+// 1280x800; the slope the view uses is the model's.
+TEST(StudioHeadless, JaisAlibiBias) {
+    Xvfb x;
+    ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
+    const std::string dir = vkllm::test::temp_path("studio-jais");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    random_model::RandomModelConfig c;
+    c.arch = "jais";
+    c.seed = 23;
+    c.n_head = 8;
+    c.n_head_kv = 8;
+    const std::string file = dir + "/jais.gguf";
+    random_model::write_random_model(c, vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf", file);
+    std::ofstream(dir + "/script.txt") << "tokens 2\nsend Once upon a time, there was a little girl\nhead 5\n"
+                                       << "zoom alibi 0 1 0 1\n";
+    const StudioRun run = run_studio(x, file, "--script '" + dir + "/script.txt'", "jais");
+    ASSERT_EQ(run.status, 0) << run.errors;
+    EXPECT_EQ(run.errors.find("validation"), std::string::npos) << run.errors;
+    ASSERT_TRUE(run.exported.contains("text_fit"));
+    EXPECT_TRUE(run.exported["text_fit"]["overflows"].empty()) << run.exported["text_fit"].dump();
+    auto model = Model::load(file);
+    // Eight heads: slopes 2^(-8/8 * (h + 1)) (the closest power of two to the head count is 8).
+    EXPECT_FLOAT_EQ(alibi_slope(model->info(), 0, 5), std::exp2(-6.0f));
+    EXPECT_FLOAT_EQ(alibi_slope(model->info(), 1, 0), 0.5f);
+}

@@ -436,3 +436,24 @@ TEST(ViewModels, AttentionFromQuery) {
     EXPECT_TRUE(attention_from_query(a, 0, 0).empty());  // position 0 has no row in this map
     EXPECT_TRUE(attention_from_query(a, 2, 1).empty());  // no head 2
 }
+
+// ALiBi's bias: -m |q - k| for the keys a query sees, -inf after a causal query; every key for
+// a bidirectional row; the slope read per layer and head, 0 without ALiBi.
+TEST(ViewModels, AlibiSlopeAndBiasMap) {
+    const std::vector<float> causal = alibi_bias_map({1, 3}, 4, 0.5f, true);
+    ASSERT_EQ(causal.size(), 8u);
+    EXPECT_FLOAT_EQ(causal[0], -0.5f);
+    EXPECT_FLOAT_EQ(causal[1], 0.0f);
+    EXPECT_TRUE(std::isinf(causal[2]) && causal[2] < 0);
+    EXPECT_FLOAT_EQ(causal[4], -1.5f);
+    EXPECT_FLOAT_EQ(causal[7], 0.0f);
+    const std::vector<float> both = alibi_bias_map({1}, 3, 0.25f, false);
+    EXPECT_FLOAT_EQ(both[2], -0.25f);
+    ModelInfo info;
+    info.layers.resize(2);
+    info.layers[1].attention.alibi_slopes = {0.5f, 0.25f};
+    EXPECT_FLOAT_EQ(alibi_slope(info, 1, 1), 0.25f);
+    EXPECT_EQ(alibi_slope(info, 0, 1), 0.0f);  // no ALiBi in layer 0
+    EXPECT_EQ(alibi_slope(info, 1, 2), 0.0f);  // no head 2
+    EXPECT_EQ(alibi_slope(info, 5, 0), 0.0f);
+}
