@@ -17,6 +17,33 @@ void check_weight(const WeightView& w, const char* op) {
                          std::to_string(w.n_out) + "} must be positive");
 }
 
+// Elements per partial sum for weights whose dot llama.cpp's CPU backend accumulates in float a
+// block at a time, or 0 to sum the whole row in double. IQ4_NL: its x86 gemm (the repacked
+// iq4_nl_8x8) adds each 32-block's integer dot times d_w d_x to a float accumulator with an fma,
+// so its sum is rounded to float after every block; with activations rounded to Q8_0 each
+// block's dot is exact in double, so rounding the running sum after each block gives llama.cpp's
+// value. Summed exactly over the row instead, the iq4_nl golden put an activation of the next
+// layer on the other side of its 8-bit rounding (0.042 from llama.cpp's logits at one position).
+int float_sum_block(gguf::TensorType t) { return t == gguf::kIQ4_NL ? 32 : 0; }
+
+// Row . x, as llama.cpp's CPU backend sums it for weights of type t (float_sum_block).
+float row_dot(gguf::TensorType t, const float* row, const float* x, int64_t n, const float* bias) {
+    const int block = float_sum_block(t);
+    if (block == 0) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(row[i]) * x[i];
+        if (bias) acc += *bias;
+        return static_cast<float>(acc);
+    }
+    float acc = 0.0f;
+    for (int64_t b = 0; b < n; b += block) {
+        double p = 0.0;
+        for (int64_t i = b; i < b + block; ++i) p += static_cast<double>(row[i]) * x[i];
+        acc = static_cast<float>(static_cast<double>(acc) + p);
+    }
+    return bias ? acc + *bias : acc;
+}
+
 }  // namespace
 
 size_t weight_row_bytes(const WeightView& w) {
@@ -47,11 +74,7 @@ void matmul(const WeightView& w, const float* x, float* y, int64_t n_tokens, con
     for (int64_t o = 0; o < w.n_out; ++o) {
         dequantize_weight_row(w, o, row.data());
         for (int64_t t = 0; t < n_tokens; ++t) {
-            const float* xt = x + t * w.n_in;
-            double acc = 0.0;
-            for (int64_t i = 0; i < w.n_in; ++i) acc += static_cast<double>(row[i]) * xt[i];
-            if (bias) acc += bias[o];
-            y[t * w.n_out + o] = static_cast<float>(acc);
+            y[t * w.n_out + o] = row_dot(w.type, row.data(), x + t * w.n_in, w.n_in, bias ? bias + o : nullptr);
         }
     }
 }

@@ -168,11 +168,13 @@ TEST_P(IquantModel, LogitsAndGreedyTextMatchLlamaCpp) {
 }
 
 // The CPU reference forward (engine/reference), which decodes every weight through engine/gguf,
-// on the same files and positions, in one batch; no GPU support needed.
+// on the same files and positions, in one batch; no GPU support needed. It rounds activations and
+// sums IQ4_NL dots as llama.cpp's CPU backend does (cpu::matmul), so a file in one type must be
+// within 1e-3 of llama.cpp at every position; a mix within llama.cpp's Vulkan-to-CPU distance.
 TEST_P(IquantModel, CpuReferenceMatchesLlamaCpp) {
     const std::string name = GetParam(), base = golden_dir() + name;
     auto file = gguf::File::open(base + ".gguf");
-    const double bound = logit_bound();
+    const double bound = name.rfind("mix-", 0) == 0 ? logit_bound() : 1e-3;
     std::vector<int32_t> tokens = test::read_ids(base + ".tokens.txt");
     const std::vector<int32_t> greedy = test::read_ids(base + ".greedy.txt");
     tokens.insert(tokens.end(), greedy.begin(), greedy.end() - 1);
