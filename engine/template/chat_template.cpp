@@ -90,7 +90,9 @@ std::string render_chat_template(const std::string& source, const std::vector<Ch
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
     ChatTemplateInputs inputs;
-    inputs.messages_json = list.dump();
+    // A model's reply can hold bytes that are not UTF-8 (a token cut inside a character, or
+    // byte tokens of a random model); they are written as U+FFFD instead of failing the turn.
+    inputs.messages_json = list.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     inputs.add_generation_prompt = add_generation_prompt;
     inputs.bos_token = bos_token;
     inputs.eos_token = eos_token;

@@ -60,8 +60,8 @@ struct ChatMessage {
     std::string content;
 };
 
-// A plain conversation (the chat front-ends): messages are turned into the JSON list above;
-// `cancelled` as in ChatTemplateInputs.
+// A plain conversation (the chat front-ends): messages are turned into the JSON list above
+// (bytes of a message that are not UTF-8 become U+FFFD); `cancelled` as in ChatTemplateInputs.
 std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token = "",
                                  const std::string& eos_token = "",
