@@ -35,7 +35,8 @@ public:
     };
 
     RecurrentState() = default;  // no recurrent layers
-    // States for every state-space layer of spec, and work buffers for passes of n_batch tokens.
+    // States for every state-space and short-convolution layer of spec, and work buffers for passes
+    // of n_batch tokens (a short convolution uses in_proj and y).
     RecurrentState(gpu::Context& ctx, const ModelSpec& spec, int n_batch);
 
     bool empty() const { return bytes() == 0; }
@@ -46,8 +47,8 @@ public:
     // True when nothing is lost: n is 0 or the number of positions seen. False otherwise (the
     // caller re-evaluates from position 0); the state is then stale until begin_pass(0, ...).
     bool truncate(int n);
-    // State bytes of the sequence (conv + ssm over layers, RWKV's shifts and wkv states),
-    // constant in the context length.
+    // State bytes of the sequence (conv + ssm over layers, LFM2's conv states, RWKV's shifts and
+    // wkv states), constant in the context length.
     uint64_t bytes() const;
     // The work buffers' bytes (counted with the scratch).
     uint64_t work_bytes() const;
