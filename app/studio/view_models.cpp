@@ -328,6 +328,10 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
                 att = "RWKV-7 time mix, " + std::to_string(l.rwkv.n_head) + " heads of " +
                       std::to_string(l.rwkv.head_size);
                 break;
+            case MixerKind::ShortConv:  // LFM2: a gated short convolution over the last l_cache tokens
+                att = "short convolution, " + std::to_string(l.shortconv.l_cache) + " taps over " +
+                      std::to_string(l.shortconv.channels) + " channels";
+                break;
             case MixerKind::None: att = "no token mixer"; break;
         }
         if (l.mixer != MixerKind::Attention) b.attention_kind = to_string(l.mixer);
