@@ -37,6 +37,7 @@ const char* kUsage =
     "  (docs/api.md and docs/studio.md describe its fields)\n"
     "  --attention L:H,..: those heads' full maps (n_head 1 each); all or L,L..: whole layers\n"
     "  --tile Q0-Q1,K0-K1: only query positions Q0..Q1 and key positions K0..K1 of each L:H map\n"
+    "      (--attention's and --state-map's)\n"
     "      (inclusive; 'all' for either axis)\n"
     "  --attention-summary: entropy, sink mass, mean distance and largest probability of every\n"
     "      layer and head, computed on the GPU (attention_summary)\n"
@@ -185,7 +186,8 @@ int run(const Args& args) {
     if (!text || !o.has("-o")) throw UsageError("-p PROMPT (or -f FILE) and -o are required");
     if (o.str("-o").empty()) throw UsageError("-o names no file");
     const bool heads_asked = o.has("--attention") && o.str("--attention").find(':') != std::string::npos;
-    if (o.has("--tile") && !heads_asked) throw UsageError("--tile needs --attention L:H (heads to cut)");
+    if (o.has("--tile") && !heads_asked && !o.has("--state-map"))
+        throw UsageError("--tile needs --attention L:H or --state-map L:H (heads to cut)");
     const uint64_t max_bytes = o.has("--max-bytes") ? parse_bytes(o.str("--max-bytes")) : ProbeConfig().max_bytes;
     const KvCacheType kv_cache = cache_type(o);
     const int n_generate = int(o.integer("-n", 0, 0));
@@ -234,7 +236,10 @@ int run(const Args& args) {
     pc.logit_lens_top_n = lens_top;
     pc.timings = o.has("--timings");
     pc.state = o.has("--state");
-    if (o.has("--state-map")) pc.state_maps = parse_state_maps(o.str("--state-map"), info);
+    if (o.has("--state-map")) {
+        pc.state_maps = parse_state_maps(o.str("--state-map"), info);
+        if (o.has("--tile")) parse_tile(o.str("--tile"), pc.state_maps);
+    }
     pc.state_map_positions = so.n_ctx;
     Session session(*model, so);
 

@@ -235,7 +235,7 @@ uint64_t ProbeRecorder::host_bytes(const ProbeConfig& probes) const {
         n += uint64_t(spec_.n_layer) * B * heads * ops::kAttentionStats * F;
     }
     n += detail_host_bytes(probes, keys);
-    n += state_.host_bytes(probes);
+    n += state_.host_bytes(probes, std::max<uint64_t>(keys, B));
     if (probes.residual_stats || !probes.residual_full_layers.empty())
         n += uint64_t(spec_.n_layer + 1) * B * E * F;
     if (probes.residual_stats) n += uint64_t(spec_.n_layer + 1) * keys * E * F;

@@ -117,10 +117,10 @@ void StateProbeRecorder::configure(const ProbeConfig& probes) {
     }
 }
 
-uint64_t StateProbeRecorder::host_bytes(const ProbeConfig& probes) const {
+uint64_t StateProbeRecorder::host_bytes(const ProbeConfig& probes, uint64_t tokens) const {
     uint64_t n = 0;
     for (const auto& [l, report] : planned_layers(spec_, probes))
-        n += uint64_t(n_batch_) * uint64_t(probed_heads(spec_.layers[size_t(l)])) * 2 * F;
+        n += (uint64_t(n_batch_) + (report ? tokens : 0)) * uint64_t(probed_heads(spec_.layers[size_t(l)])) * 2 * F;
     const uint64_t P = uint64_t(std::max(probes.state_map_positions, 1));
     // Per map: a pass's rows, and the eval's map of at most P x P positions.
     n += uint64_t(probes.state_maps.size()) * (uint64_t(n_batch_) * P + P * P) * F;

@@ -29,8 +29,9 @@ public:
     void check(const ProbeConfig& probes) const;
     // Makes or gives back the buffers `probes` needs (checked).
     void configure(const ProbeConfig& probes);
-    // Host bytes one eval may copy and keep (counted in ProbeConfig::max_bytes).
-    uint64_t host_bytes(const ProbeConfig& probes) const;
+    // Host bytes one eval of up to `tokens` tokens may copy and keep (counted in
+    // ProbeConfig::max_bytes): the pass's copies, every token's norm and decay, the maps.
+    uint64_t host_bytes(const ProbeConfig& probes, uint64_t tokens) const;
     uint64_t bytes() const;  // GPU and host buffers held now
 
     // Taps, called by the blocks before their scan over the pass's tokens at positions pos0...

@@ -78,7 +78,9 @@ TEST(ProbeState, Mamba2StateAndMixingMap) {
         for (int t = 0; t < n_tokens; ++t)
             for (int s = 0; s < n_tokens; ++s) {
                 const float x = v[size_t(t)][size_t(s)];
-                if (s > t) EXPECT_EQ(x, 0.0f) << t << " " << s;
+                if (s > t) {
+                    EXPECT_EQ(x, 0.0f) << t << " " << s;
+                }
                 if (s == t) diag += std::fabs(x);
             }
         EXPECT_GT(diag, 0.0);
@@ -100,6 +102,19 @@ TEST(ProbeState, Mamba2StateAndMixingMap) {
     EXPECT_TRUE(m["values"].is_null());
     EXPECT_TRUE(std::filesystem::exists(dir + std::string(m["values_npy"])));
     std::filesystem::remove(dir + std::string(m["values_npy"]));
+    std::remove(out.c_str());
+
+    // --tile cuts the maps: query positions 2..5, keys 1..3.
+    const auto t = vkllm("probe -m " + golden("ssm", "mamba2") + " -p 'Once upon a time there was' --state-map 0:1 " +
+                         "--tile 2-5,1-3 -o " + out);
+    ASSERT_EQ(t.code, 0) << t.out;
+    const json tiled = read_json(out);
+    const json& tm = tiled["state_maps"][0];
+    EXPECT_EQ(tm["query_pos"], json({2, 3, 4, 5}));
+    EXPECT_EQ(tm["key_pos"], json({1, 2, 3}));
+    EXPECT_EQ(tm["values"].size(), 4u);
+    EXPECT_EQ(tm["values"][0].size(), 3u);
+    EXPECT_EQ(float(tm["values"][0][2]), 0.0f);  // position 3 is after query 2
     std::remove(out.c_str());
 }
 

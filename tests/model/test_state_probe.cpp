@@ -132,7 +132,9 @@ TEST(StateProbe, Rwkv7NormsMatchTheSessionsStateAndLeaveTheLogitsAlone) {
 void expect_causal(const AttentionMap& m) {
     for (int q = 0; q < m.n_query(); ++q)
         for (int k = 0; k < m.n_key(); ++k)
-            if (m.key_pos[size_t(k)] > m.query_pos[size_t(q)]) EXPECT_EQ(m.at(0, q, k), 0.0f) << q << " " << k;
+            if (m.key_pos[size_t(k)] > m.query_pos[size_t(q)]) {
+                EXPECT_EQ(m.at(0, q, k), 0.0f) << q << " " << k;
+            }
 }
 double max_abs(const std::vector<float>& v) {
     double m = 0;

@@ -40,8 +40,9 @@ struct ProbeConfig {
     // (AttentionThumbnail; 0: off, at most 256), over every row of the eval.
     int attention_thumbnail = 0;
     // The most bytes of probe results one eval may copy to the host and keep: attention maps
-    // (the host rows of each pass and the eval's map), summaries, residual copies and the logit
-    // lens, counted at the session's largest key count. Session creation or eval throws
+    // (the host rows of each pass and the eval's map), summaries, residual copies, the logit
+    // lens and the state probes (traces and mixing maps), counted at the session's largest key
+    // count (at least a pass's tokens). Session creation or eval throws
     // std::invalid_argument, naming the probes and their size, when the request could exceed it.
     uint64_t max_bytes = uint64_t(256) << 20;
     // Residual stream per layer: max |x| with token and channel, per-token max, top-k, median.
