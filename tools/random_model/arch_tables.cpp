@@ -470,7 +470,9 @@ std::vector<ArchTable> make_tables() {
     lfm2.per_layer = concat(lfm2.per_layer, gated_ffn(false));
     lfm2.rope_freq_base = 1000000.0f;
     lfm2.hybrid = Hybrid::ConvOrAttention;
-    lfm2.default_layers = "CC*";
+    // An attention layer within the first two: llama.cpp cannot run an LFM2 file without one (its
+    // KV cache would have no layers), and the default --n-layer is 2.
+    lfm2.default_layers = "C*";
     lfm2.shortconv = true;
     lfm2.optional_sliding_window = true;  // attention.sliding_window only when given: a window on the attention layers
     tables.push_back(lfm2);

@@ -64,6 +64,10 @@ check falcon           --arch falcon --seed 17 --n-head-kv 1 --tied
 check falcon-40b-q8_0  --arch falcon --seed 17 --two-norms --type Q8_0
 check jais             --arch jais --seed 18 --n-head 8 --n-head-kv 2
 check jais-f16         --arch jais --seed 18 --n-embd 48 --n-head 3 --n-head-kv 3 --type F16
+check falcon-h1        --arch falcon-h1 --seed 19 --ssm-groups 2
+check falcon-h1-q8_0   --arch falcon-h1 --seed 19 --type Q8_0 --tied --n-head-kv 1 --ssm-head-dim 32
+check lfm2             --arch lfm2 --seed 20 --n-layer 5 --layers CC*C*
+check lfm2-q8_0-window --arch lfm2 --seed 20 --n-layer 3 --type Q8_0 --tied --sliding-window 8 --conv-l-cache 5
 
 if [ "$failures" -gt 0 ]; then echo "$failures model(s) failed"; exit 1; fi
 echo "all models load and run in llama.cpp"

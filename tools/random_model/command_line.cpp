@@ -177,7 +177,7 @@ std::string usage(const std::string& default_vocab) {
            "falcon-h1 (attention and the Mamba-2 mixer side by side in every layer): the mamba2 options\n"
            "lfm2 (short convolutions and attention):\n"
            "  --layers P            one character per layer: C a short convolution, * attention\n"
-           "                        (an FFN after every layer; default CC*, repeated to --n-layer)\n"
+           "                        (an FFN after every layer; default C*, repeated to --n-layer)\n"
            "  --conv-l-cache L      shortconv.l_cache, the short convolution's taps (default 3)\n"
            "  --rope-dims R         rotated dims per head (default the head size; smaller: phi3 only)\n"
            "  --type T              matrices: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K..Q6_K MXFP4\n"
