@@ -89,6 +89,11 @@ app::TextEffect judge_over_text(Model& model, const std::string& text, const std
     if (tokens.size() < 2)
         throw UsageError("--effect-text: the text is " + std::to_string(tokens.size()) +
                          " token(s); the text's perplexity needs at least 2");
+    // One context holds the whole text: no longer than the model was trained on.
+    if (const int trained = model.info().n_ctx_train; trained > 0 && int64_t(tokens.size()) > trained)
+        throw UsageError("--effect-text: the text is " + std::to_string(tokens.size()) +
+                         " tokens, longer than the model's training context of " + std::to_string(trained) +
+                         " tokens; judge a shorter text");
     app::InterventionState plain, edited;
     for (const WeightRef& w : zeroed) edited.weights.emplace_back(w, 0.0f);
     edited.residual = residual;

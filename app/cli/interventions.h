@@ -30,7 +30,7 @@ std::vector<ResidualEdit> parse_set_activations(const std::string& text);
 // from position 0 in two sessions of its own length (options' passes, rounding and cache type;
 // no probes), one without any edit and one with the weights zeroed and the residual edits set.
 // The model's weights are left zeroed. Throws UsageError when there is no edit to judge or the
-// text has fewer than two tokens.
+// text has fewer than two tokens or more than the model's training context.
 app::TextEffect judge_over_text(Model& model, const std::string& text, const std::vector<WeightRef>& zeroed,
                                 const std::vector<ResidualEdit>& residual, SessionOptions options,
                                 std::vector<int32_t>* tokens_out = nullptr);

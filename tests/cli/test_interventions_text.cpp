@@ -171,6 +171,9 @@ TEST(InterventionText, PerplexityAndRunReportTheEffect) {
     r = vkllm("run -m " + m + " -p hi -n 1 --effect-text " + text, "&1 >/dev/null");
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_NE(r.out.find("give --zero-weight or --set-activation"), std::string::npos) << r.out;
+    r = vkllm("run -m " + m + " -p hi -n 1 --set-activation 1:10=0 --effect-text " + heldout, "&1 >/dev/null");
+    EXPECT_EQ(r.code, 2) << r.out;  // 1650 tokens, over the random model's context of 256
+    EXPECT_NE(r.out.find("longer than the model's training context of 256 tokens"), std::string::npos) << r.out;
     r = vkllm("perplexity -m " + m + " -f " + heldout + " -c 64 --effect-text " + text, "&1 >/dev/null");
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_NE(r.out.find("--effect-text judges --zero-weight"), std::string::npos) << r.out;
