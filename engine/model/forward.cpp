@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "gpu/device.h"
 #include "model/blocks/embedding.h"
@@ -37,7 +38,7 @@ void check_supported(const ModelSpec& s) {
 }  // namespace
 
 Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
-                 bool round_activations, KvCacheType kv_cache)
+                 bool round_activations, KvCacheType kv_cache, int n_seq)
     : ctx_(ctx), spec_(spec), w_(weights), n_ctx_(n_ctx),
       // The asked batch within the context, then within what one binding of activations holds;
       // logits of many tokens are only needed by `vkllm logits` and have their own limit.
@@ -53,8 +54,24 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
                          std::to_string(weights.position_embd.n_out) + " learned positions of this model; use -c " +
                          std::to_string(weights.position_embd.n_out) + " or less");
     kv_ = KvCache(ctx, spec, n_ctx, n_batch_, cache_type);
+    if (n_seq < 1) throw std::invalid_argument("a forward pass needs at least one sequence, got " + std::to_string(n_seq));
+    if (n_seq > 1) {
+        const std::string why = batch_unsupported(spec);
+        if (!why.empty()) throw ModelError(why);
+        for (int i = 1; i < n_seq; ++i) more_kv_.emplace_back(ctx, spec, n_ctx, n_batch_, cache_type);
+    }
     recurrent_ = RecurrentState(ctx, spec, n_batch_);
     scratch_ = Scratch(ctx, spec, n_ctx, n_batch_, n_logit_rows_, policy_.round);
+    if (n_seq > 1) {
+        // Attention output rows that an aligned offset may not divide go through staging.
+        const uint64_t align = std::max<uint64_t>(ctx.caps().min_storage_buffer_offset_alignment, 4);
+        uint64_t stage_row = 0;
+        for (const LayerSpec& L : spec.layers) {
+            const uint64_t row = uint64_t(L.attn.n_head) * uint64_t(L.attn.value_dim()) * F;
+            if (L.mixer == LayerMixer::Attention && row % align) stage_row = std::max(stage_row, row);
+        }
+        scratch_.make_batch_buffers(n_seq, stage_row);
+    }
 
     // The step as blocks: the embeddings, each layer's blocks as its spec gives them, a residual
     // tap (edits, probe copies) after the embeddings and after every layer; then the head.

@@ -14,6 +14,7 @@
 #include "gpu/stream.h"
 #include "model/blocks/block.h"
 #include "model/blocks/matmul_inputs.h"
+#include "model/blocks/recording.h"
 #include "model/kv_cache.h"
 #include "model/probe_recorder.h"
 #include "model/recurrent_state.h"
@@ -34,8 +35,9 @@ public:
     // rounded as llama.cpp's CPU backend rounds them (ops::activation_rounding), for parity.
     // Throws ModelError for spec features not implemented.
     // kv_cache: the caches' element type; Auto is F16 where the device has 16-bit storage.
+    // n_seq: sequences with a cache each (step_batch); step() and everything else use sequence 0's.
     Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights, int n_ctx, int n_batch,
-            bool round_activations = true, KvCacheType kv_cache = KvCacheType::Auto);
+            bool round_activations = true, KvCacheType kv_cache = KvCacheType::Auto, int n_seq = 1);
 
     // Runs tokens ids[0..n_tokens) at positions pos0.. (n_tokens <= max_tokens(all_logits)),
     // writing their K/V into the cache. logits: [n_tokens, n_vocab] when all_logits, else the
@@ -45,6 +47,24 @@ public:
     // barrier counts are filled whenever results is given, with or without probes.
     void step(const int32_t* ids, int n_tokens, int pos0, bool all_logits, float* logits, const ProbeConfig& probes,
               ProbeResults* results, bool first_pass = true);
+
+    // Several sequences in one pass (vkllm::BatchSession): segment i runs its n_tokens tokens
+    // (ids concatenated in segment order) at positions pos0.. of sequence `seq`'s cache. Every
+    // matmul reads the rows of all segments at once (the weights are read once); rope, the cache
+    // writes and attention run per segment over its own cache. logits: [segments, n_vocab], each
+    // segment's last token. No probes, residual edits or replay. At most n_seq segments of
+    // distinct sequences and n_batch tokens in all; throws ModelError when the spec cannot run
+    // batched (batch_unsupported).
+    struct SeqSegment {
+        int seq = 0, pos0 = 0, n_tokens = 0;
+    };
+    void step_batch(const int32_t* ids, const std::vector<SeqSegment>& segments, float* logits);
+    // Why this spec cannot run batched passes (empty when it can).
+    static std::string batch_unsupported(const ModelSpec& spec);
+    int n_seq() const { return 1 + int(more_kv_.size()); }
+    const KvCache& seq_cache(int seq) const { return seq == 0 ? kv_ : more_kv_.at(size_t(seq - 1)); }
+    // truncate() of one sequence's cache (attention-only specs: no recurrent state).
+    bool truncate_seq(int seq, int n) { return seq_cache_mut(seq).truncate(n); }
 
     // Residual-stream edits applied by every following step (see vkllm::ResidualEdit); also
     // resets the Mean edits' running sums. Throws std::invalid_argument for a layer outside
@@ -133,6 +153,13 @@ private:
     // the pass in the edits (position 0: a new sequence) and the probes.
     void write_step_inputs(const int32_t* ids, int n_tokens, int pos0);
 
+    KvCache& seq_cache_mut(int seq) { return seq == 0 ? kv_ : more_kv_.at(size_t(seq - 1)); }
+    // A batched pass's host-visible inputs: ids, each token's position, each segment's positions
+    // at its aligned offset, the caches' slot positions; fills batch_segments_.
+    void write_batch_inputs(const int32_t* ids, const std::vector<SeqSegment>& segments);
+    // Records the output head over each segment's last row (gathered into rows 0..n-1 first).
+    void record_batch_head(const std::vector<Segment>& segments);
+
     gpu::Context& ctx_;
     const ModelSpec& spec_;
     const Weights& w_;
@@ -146,7 +173,9 @@ private:
     int kv_bucket_ = 1;                     // keys in view round up to a multiple of this while recording
     uint64_t replayed_steps_ = 0;
 
-    KvCache kv_;
+    KvCache kv_;                     // sequence 0's (the session's)
+    std::vector<KvCache> more_kv_;   // sequences 1..n_seq-1 (step_batch)
+    std::vector<Segment> batch_segments_;  // the batched pass being recorded
     RecurrentState recurrent_;  // state-space layers' states, beside the KV cache
     Scratch scratch_;  // the step's inputs, activations, layer kinds' scratch and outputs
     ProbeRecorder probe_;

@@ -7,12 +7,10 @@
 #include <optional>
 #include <string>
 
-#include "core/top_n.h"
 #include "model/model_internal.h"
 #include "model/session_impl.h"
 #include "model/speculative.h"
-#include "model/stop_strings.h"
-#include "sampling/sampler.h"
+#include "model/token_emitter.h"
 #include "vkllm/json_output.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -39,41 +37,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
 
-// The top_n most likely tokens under log_probs, most likely first (ties: lower id).
-std::vector<TokenAlternative> top_alternatives(const Model& m, const std::vector<double>& log_probs, int top_n) {
-    std::vector<TokenAlternative> out;
-    for (int32_t id : vkllm::top_n(log_probs.data(), log_probs.size(), size_t(std::max(top_n, 0))))
-        out.push_back({id, m.piece(id), float(log_probs[size_t(id)])});
-    return out;
-}
-
-void check_options(const GenerateOptions& o, int32_t n_vocab) {
-    validate(o.sampler, n_vocab);
-    if (o.max_tokens < 0) throw std::invalid_argument("max_tokens must be >= 0, got " + std::to_string(o.max_tokens));
-    if (o.top_n < 0) throw std::invalid_argument("top_n must be >= 0, got " + std::to_string(o.top_n));
-    if (o.draft.session && o.draft.n_draft < 1)
-        throw std::invalid_argument("draft.n_draft must be >= 1, got " + std::to_string(o.draft.n_draft));
-    if (o.draft.session && o.constraint.matcher)
-        throw std::invalid_argument("speculative decoding (a draft) is not combined with constrained output");
-}
-
 }  // namespace
 
 // One generate() call: its options, the text filters and the result being filled.
 class Session::Impl::Generation {
 public:
     Generation(Session::Impl& s, const GenerateOptions& o, const TokenCallback& cb, GenerateResult& r)
-        : s_(s), o_(o), callback_(cb), r_(r), stops_(o.stop), sampler_(o.sampler), start_(Clock::now()) {
-        if (o.constraint.matcher) {
-            if (!o.constraint.vocabulary) own_bytes_.emplace(s.model);
-            bytes_ = o.constraint.vocabulary ? o.constraint.vocabulary : &*own_bytes_;
-            const size_t n_vocab = size_t(s.model.n_vocab());
-            if (bytes_->bytes.size() != n_vocab || bytes_->end_of_generation.size() != n_vocab)
-                throw std::invalid_argument("the TokenBytes are of another vocabulary (" +
-                                            std::to_string(bytes_->bytes.size()) + " tokens, the model has " +
-                                            std::to_string(n_vocab) + ")");
-        }
-    }
+        : s_(s), o_(o), callback_(cb), r_(r), start_(Clock::now()), emitter_(s.model, o, r, start_) {}
 
     void run(const std::vector<int32_t>& prompt) {
         if (prompt.empty()) throw std::invalid_argument("generate needs a prompt of at least one token");
@@ -86,8 +56,7 @@ public:
             return;
         }
         if (!evaluate_prompt(prompt)) return;
-        if (o_.penalize_prompt)
-            for (int32_t t : prompt) sampler_.accept(t);
+        if (o_.penalize_prompt) emitter_.accept(prompt);
         if (o_.draft.session) decode_speculative();
         else decode();
     }
@@ -189,75 +158,15 @@ private:
             r_.reason = StopReason::Cancelled;
             return false;
         }
-        const Model& m = s_.model;
-        const int32_t n_vocab = m.n_vocab();
         TokenEvent ev;
-        const std::vector<double> log_probs = sampling::log_softmax(logits, n_vocab);
-        ev.id = id = sample(logits, n_vocab, o_.funnel ? &ev.funnel : nullptr);
-        sampler_.accept(ev.id);
-        ev.index = int(r_.tokens.size());
-        ev.position = position;
-        ev.piece = m.piece(ev.id);
-        ev.logprob = float(log_probs[size_t(ev.id)]);
-        ev.top = top_alternatives(m, log_probs, o_.top_n);
-        ev.end_of_generation = m.is_eog(ev.id);
-        TokenConstraint* matcher = o_.constraint.matcher;
-        if (matcher && !ev.end_of_generation) matcher->feed(bytes_->bytes[size_t(ev.id)]);
-        r_.tokens.push_back(ev.id);
-        if (ev.index == 0) r_.first_token_seconds = seconds(start_, Clock::now());
-
-        // Whether this token is the last is known before the callback for these reasons, so
-        // its event can release everything still held.
-        bool finished = false;
-        const int n_ctx = s_.forward->n_ctx();
-        if (ev.end_of_generation || (matcher && matcher->closed())) {
-            r_.reason = StopReason::EndOfGeneration;
-            finished = true;
-        } else if (ev.index + 1 >= o_.max_tokens) {
-            r_.reason = StopReason::MaxTokens;
-            finished = true;
-        } else if (position >= n_ctx) {
-            r_.reason = StopReason::ContextFull;
-            r_.message = "the context of " + std::to_string(n_ctx) + " tokens is full";
-            finished = true;
-        }
-        std::string text = ev.end_of_generation ? std::string() : utf8_.push(ev.piece);
-        if (finished) text += utf8_.flush();
-        ev.text = stops_.push(text);
-        if (stops_.stopped()) {
-            r_.reason = StopReason::StopString;
-            r_.message.clear();
-            finished = true;
-        } else if (finished) {
-            ev.text += stops_.finish();
-        }
-        r_.text += ev.text;
+        const bool finished = emitter_.next(logits, position, s_.forward->n_ctx(), ev);
+        id = ev.id;
         publish(ev);
-
         if (callback_ && !callback_(ev) && !finished) {
             r_.reason = StopReason::Callback;
             return false;
         }
         return !finished;
-    }
-
-    // The sampler's choice; under a constraint, among the tokens that continue its text.
-    int32_t sample(const float* logits, int32_t n_vocab, SamplerFunnel* funnel) {
-        const TokenConstraint* matcher = o_.constraint.matcher;
-        if (!matcher) return sampler_.sample(logits, n_vocab, funnel);
-        // An end-of-generation token where the text is whole; any other token when its bytes
-        // continue it (a control token has none: it would leave the text where it is).
-        auto allowed = [this, matcher](int32_t t) {
-            if (bytes_->end_of_generation[size_t(t)]) return matcher->complete();
-            const std::string& b = bytes_->bytes[size_t(t)];
-            return !b.empty() && matcher->accepts(b);
-        };
-        try {
-            return sampler_.sample(logits, n_vocab, allowed, funnel);
-        } catch (const sampling::SamplingError&) {
-            throw std::runtime_error("no token of the vocabulary continues " + matcher->text_name() + " after " +
-                                     std::to_string(r_.tokens.size()) + " generated tokens");
-        }
     }
 
     void publish(const TokenEvent& ev) {
@@ -271,13 +180,9 @@ private:
     const GenerateOptions& o_;
     const TokenCallback& callback_;
     GenerateResult& r_;
-    model::StopStrings stops_;
-    sampling::Sampler sampler_;
-    Utf8Decoder utf8_;
-    std::optional<TokenBytes> own_bytes_;  // read from the model when the options give none
-    const TokenBytes* bytes_ = nullptr;    // each token's bytes, under a constraint
     std::vector<float> logits_;  // [n_vocab] of the last token evaluated
     Clock::time_point start_, prompt_end_;
+    model::TokenEmitter emitter_;
 };
 
 GenerateResult Session::generate(const std::vector<int32_t>& prompt, const GenerateOptions& options,
@@ -293,7 +198,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const Gener
     }
     GenerateResult r;
     try {
-        check_options(options, s.model.n_vocab());
+        model::check_generate_options(options, s.model.n_vocab());
         if (options.draft.session == this)
             throw std::invalid_argument("the draft session must be another Session than the one generating");
         if (options.draft.session) check_draft_vocabulary(s.model, options.draft.session->model());

@@ -128,10 +128,22 @@ void Scratch::make_encode_outputs(bool mean_pooling) {
     if (mean_pooling && !pool_weights.valid()) pool_weights = gpu::Buffer(*ctx_, n_batch_ * F, gpu::Memory::Host);
 }
 
+void Scratch::make_batch_buffers(int n_seq, uint64_t stage_row_bytes) {
+    if (seq_positions.valid()) return;
+    const uint64_t align = std::max<uint64_t>(ctx_->caps().min_storage_buffer_offset_alignment, 4);
+    // Positions of one segment: at most n_batch int32s, rounded up to whole alignment units.
+    seq_stride_ = (n_batch_ * 4 + align - 1) / align * align / 4;
+    seq_positions = gpu::Buffer(*ctx_, uint64_t(n_seq) * seq_stride_ * 4, gpu::Memory::Host);
+    // Staged attention rows: every segment starts at an aligned byte offset, so each may waste
+    // up to one alignment unit after the rows before it.
+    if (stage_row_bytes)
+        attn_stage = gpu::Buffer(*ctx_, n_batch_ * stage_row_bytes + uint64_t(n_seq) * align, gpu::Memory::Device);
+}
+
 uint64_t Scratch::bytes() const {
     uint64_t n = 0;
     for (const gpu::Buffer* b :
-         {&ids, &positions, &x, &h, &q, &attn, &k_new, &v_new, &block_out, &gate, &up, &attn_split, &moe.router_logits,
+         {&ids, &positions, &x, &h, &q, &attn, &k_new, &v_new, &block_out, &gate, &up, &attn_split, &seq_positions, &attn_stage, &moe.router_logits,
           &moe.experts, &moe.weights, &moe.sorted, &moe.gate, &moe.up, &moe.down, &moe.input, &moe.ones, &mla.qa,
           &mla.q, &mla.qn, &mla.qabs, &mla.out, &mla.head_ids, &logits, &logits_host, &pool_weights, &embd_host})
         n += b->size();

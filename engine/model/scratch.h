@@ -29,6 +29,14 @@ struct Scratch {
     uint64_t bytes() const;
     // The encoder's outputs (and with mean pooling its weights), made on first use.
     void make_encode_outputs(bool mean_pooling);
+    // A pass over several sequences (Forward::step_batch): each sequence's query positions at
+    // an offset the device's storage alignment divides (attention binds them from there), and
+    // the staging rows its attention output goes through when a segment's rows of `attn` may not
+    // start at such an offset (stage_row_bytes: the widest such attention row; 0: none needed).
+    // Made once, for up to n_seq segments.
+    void make_batch_buffers(int n_seq, uint64_t stage_row_bytes);
+    // Elements between two segments' positions in seq_positions.
+    uint64_t seq_positions_stride() const { return seq_stride_; }
 
     // Host-visible inputs, written before each submit.
     gpu::Buffer ids;        // int32 [n_batch]
@@ -44,6 +52,8 @@ struct Scratch {
     gpu::Buffer gate, up;   // [n_batch, n_ff]
     gpu::Buffer rounded[5];  // by ops::ActRounding, [n_batch, widest]: activations rounded for matmuls
     gpu::Buffer attn_split;  // split-K partial results of decode attention (none: no split)
+    gpu::Buffer seq_positions;  // int32 [n_seq][stride], host-visible: a batched pass's segment positions
+    gpu::Buffer attn_stage;     // [n_batch + aligned slack per segment, widest attention row] (see make_batch_buffers)
 
     // Mixture of experts (a spec with expert layers).
     struct Moe {
@@ -79,7 +89,7 @@ struct Scratch {
 
 private:
     gpu::Context* ctx_ = nullptr;
-    uint64_t n_batch_ = 0, n_embd_ = 0;
+    uint64_t n_batch_ = 0, n_embd_ = 0, seq_stride_ = 0;
 };
 
 }  // namespace vkllm::model

@@ -138,13 +138,13 @@ void attention(Stream& s, const TensorView& q_view, const TensorView& q_pos_view
     const uint64_t q_offset = detail::checked_f32(q_view, op, "q");
     detail::require_shape(q_view, n_q, int64_t(p.n_head) * p.head_dim, op, "q");
     detail::require_packed(q_view, op, "q");
-    // The positions and the output are bound from their buffers' starts (the shader has no shift
-    // for them).
-    detail::require(detail::checked_vector(q_pos_view, TensorType::I32, n_q, op, "q_pos") == 0, op,
-                    "q_pos must start at its buffer's start");
+    // The query positions and the output are bound from where they start, which must be an
+    // offset the device's storage alignment divides (the shader has no shift for them); the
+    // key positions from their buffer's start.
+    const uint64_t q_pos_offset = detail::checked_vector(q_pos_view, TensorType::I32, n_q, op, "q_pos");
     detail::require(detail::checked_vector(kv_pos_view, TensorType::I32, n_kv, op, "kv_pos") == 0, op,
                     "kv_pos must start at its buffer's start");
-    detail::require(detail::checked_f32(out_view, op, "out") == 0, op, "out must start at its buffer's start");
+    const uint64_t out_offset = detail::checked_f32(out_view, op, "out");
     detail::require_shape(out_view, n_q, int64_t(p.n_head) * p.value_dim(), op, "out");
     detail::require_packed(out_view, op, "out");
     detail::require_kv(k_view, op, "k");
@@ -167,13 +167,15 @@ void attention(Stream& s, const TensorView& q_view, const TensorView& q_pos_view
     const uint64_t q_rows = uint64_t(n_q) * uint64_t(p.n_head);  // (query, head) rows
     const uint64_t kv_rows = uint64_t(n_kv) * uint64_t(p.n_head_kv);
     const detail::Window qw = detail::window(ctx, q, q_offset, q_rows * plan.d, op, "q");
-    const detail::Window qpw = detail::window(ctx, q_pos, 0, uint64_t(n_q), op, "q_pos");
+    const detail::Window qpw = detail::window(ctx, q_pos, q_pos_offset, uint64_t(n_q), op, "q_pos");
+    detail::require(qpw.shift == 0, op, "q_pos must start at an offset the storage alignment divides");
     require_cache_type(ctx, cache, int64_t(p.n_head_kv) * plan.d, op);
     require_cache_type(ctx, cache, int64_t(p.n_head_kv) * plan.dv, op);
     const detail::Window kw = detail::cache_window(ctx, k, kv_rows * plan.d, cache, op, "k");
     const detail::Window vw = detail::cache_window(ctx, v, kv_rows * plan.dv, cache, op, "v");
     const detail::Window kpw = detail::window(ctx, kv_pos, 0, uint64_t(n_kv), op, "kv_pos");
-    const detail::Window ow = detail::window(ctx, out, 0, q_rows * plan.dv, op, "out");
+    const detail::Window ow = detail::window(ctx, out, out_offset, q_rows * plan.dv, op, "out");
+    detail::require(ow.shift == 0, op, "out must start at an offset the storage alignment divides");
     const detail::Window sw = sinks ? detail::window(ctx, *sinks, 0, uint64_t(p.n_head), op, "sinks") : qw;
     // With sinks the probabilities are followed by each row's sink probability.
     const uint64_t prob_count = q_rows * (uint64_t(n_kv) + (sinks ? 1 : 0));

@@ -1,7 +1,11 @@
 #include "model/blocks/attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <vector>
 
+#include "gpu/device.h"
 #include "model/op_params.h"
 #include "ops/ops.h"
 
@@ -40,6 +44,7 @@ void AttentionBlock::record(Recording& r) const {
         s.barrier("biased q/k/v are complete before QK-norm, rope and attention");
     }
     if (a.temperature_floor > 0) {
+        if (r.batch) throw std::logic_error("AttentionBlock: a batched pass has no single pos0 for temperature scaling");
         // Llama 4 NoPE layers: q *= log(floor((pos + 1) / floor) + 1) * scale + 1, constant over
         // runs of positions, so one scale per run (none while it is 1).
         s.mark("scale");
@@ -72,9 +77,17 @@ void AttentionBlock::record(Recording& r) const {
                                    : a.rope.freq_factors ? r.w.rope_freqs
                                                          : nullptr;
         if (a.qk_norm != QkNorm::L2AfterRope && r.kv.type() != KvCacheType::Q8_0) {
-            // One dispatch: q rotated in place, rotated k and the v rows straight into their
-            // cache slots.
-            ops::rope_qkv_into_slots(s, q, a.n_head, k_new, a.n_head_kv, v_new, positions, rp, freqs, k_cache, v_cache);
+            // One dispatch per sequence: q rotated in place, rotated k and the v rows straight
+            // into their cache slots.
+            for (const Segment& g : r.segments()) {
+                const uint64_t t0 = uint64_t(g.first);
+                ops::rope_qkv_into_slots(s, ops::f32_rows(sc.q, g.n_tokens, qd, t0 * uint64_t(qd)), a.n_head,
+                                         ops::f32_rows(sc.k_new, g.n_tokens, k_cache.row, t0 * uint64_t(k_cache.row)),
+                                         a.n_head_kv,
+                                         ops::f32_rows(sc.v_new, g.n_tokens, v_cache.row, t0 * uint64_t(v_cache.row)),
+                                         ops::i32_vector(sc.positions, g.n_tokens, t0), rp, freqs, r.k_cache(l, *g.kv),
+                                         r.v_cache(l, *g.kv));
+            }
             s.barrier("rotated q and the new k/v rows in their cache slots are complete before attention");
             kv_in_cache = true;
         } else {
@@ -110,30 +123,70 @@ void AttentionOutputBlock::record(Recording& r) const {
 // This step's keys and values are computed in k_new/v_new ([T, kv row]) and then written into
 // their cache slots, slot = position % slots, by a shader that reads the positions buffer (a
 // ring cache may wrap within a step; the recording does not depend on pos0, so a decode step can
-// be replayed). RoPE writes them there itself when it is the last op on k.
+// be replayed). RoPE writes them there itself when it is the last op on k. A batched pass writes
+// and attends per sequence (segment), each over its own cache.
 void record_attend(Recording& r, int l, bool kv_in_cache) {
     const AttentionSpec& a = r.spec.layers[size_t(l)].attn;
     const LayerWeights& w = r.w.layers[size_t(l)];
     gpu::Stream& s = r.s;
     Scratch& sc = r.scratch;
-    const int T = r.n_tokens;
-    const ops::KvView k_cache = r.k_cache(l), v_cache = r.v_cache(l);
-    const ops::TensorView positions = ops::i32_vector(sc.positions, T);
+    const std::vector<Segment> segs = r.segments();
+    const int64_t k_row = int64_t(a.n_head_kv) * a.head_dim, v_row = int64_t(a.n_head_kv) * a.value_dim();
+    const int64_t q_row = int64_t(a.n_head) * a.head_dim, o_row = int64_t(a.n_head) * a.value_dim();
     if (!kv_in_cache) {
         s.mark("set_rows");
-        ops::set_rows_into_slots(s, ops::f32_rows(sc.k_new, T, k_cache.row), positions, k_cache);
-        ops::set_rows_into_slots(s, ops::f32_rows(sc.v_new, T, v_cache.row), positions, v_cache);
+        for (const Segment& g : segs) {
+            const uint64_t t0 = uint64_t(g.first);
+            const ops::TensorView positions = ops::i32_vector(sc.positions, g.n_tokens, t0);
+            ops::set_rows_into_slots(s, ops::f32_rows(sc.k_new, g.n_tokens, k_row, t0 * uint64_t(k_row)), positions,
+                                     r.k_cache(l, *g.kv));
+            ops::set_rows_into_slots(s, ops::f32_rows(sc.v_new, g.n_tokens, v_row, t0 * uint64_t(v_row)), positions,
+                                     r.v_cache(l, *g.kv));
+        }
         s.barrier("the new k/v rows are in the cache before attention reads it");
     }
-    const gpu::Buffer* probs = r.probe.attention_probs(l);
-    const int n_kv = r.keys_in_view(int(k_cache.slots));  // slots in use (rounded up when replayed)
     s.mark("attention");
-    ops::attention(s, ops::f32_rows(sc.q, T, int64_t(a.n_head) * a.head_dim), positions, k_cache, v_cache,
-                   ops::i32_vector(r.kv.slot_positions(l), n_kv), ops::f32_rows(sc.attn, T, int64_t(a.n_head) * a.value_dim()),
-                   a, w.sinks, probs, sc.attn_split.valid() ? &sc.attn_split : nullptr);
+    if (!r.batch) {
+        const ops::KvView k_cache = r.k_cache(l), v_cache = r.v_cache(l);
+        const int T = r.n_tokens;
+        const gpu::Buffer* probs = r.probe.attention_probs(l);
+        const int n_kv = r.keys_in_view(int(k_cache.slots));  // slots in use (rounded up when replayed)
+        ops::attention(s, ops::f32_rows(sc.q, T, q_row), ops::i32_vector(sc.positions, T), k_cache, v_cache,
+                       ops::i32_vector(r.kv.slot_positions(l), n_kv), ops::f32_rows(sc.attn, T, o_row), a, w.sinks,
+                       probs, sc.attn_split.valid() ? &sc.attn_split : nullptr);
+        s.barrier("attention output is complete before the output projection reads it");
+        r.probe.copy_attention(s, l, T, n_kv);
+        r.probe.summarize_attention(s, l, T, n_kv, sc.q, sc.positions, k_cache, v_cache, a, w.sinks);
+        return;
+    }
+    // Each segment's output rows bind from an aligned offset: straight into attn when every
+    // segment's first row is at one, else through attn_stage and one copy per segment.
+    const uint64_t align = std::max<uint64_t>(r.ctx.caps().min_storage_buffer_offset_alignment, 4);
+    const uint64_t o_bytes = uint64_t(o_row) * 4;
+    bool stage = false;
+    for (const Segment& g : segs) stage = stage || (uint64_t(g.first) * o_bytes) % align != 0;
+    std::vector<uint64_t> staged_at;  // bytes
+    uint64_t next = 0;
+    for (const Segment& g : segs) {
+        const ops::KvView k_cache = r.k_cache(l, *g.kv), v_cache = r.v_cache(l, *g.kv);
+        const int n_kv = r.keys_in_view(g, int(k_cache.slots));
+        const uint64_t t0 = uint64_t(g.first);
+        next = (next + align - 1) / align * align;
+        staged_at.push_back(next);
+        const ops::TensorView out = stage ? ops::f32_rows(sc.attn_stage, g.n_tokens, o_row, next / 4)
+                                          : ops::f32_rows(sc.attn, g.n_tokens, o_row, t0 * uint64_t(o_row));
+        next += uint64_t(g.n_tokens) * o_bytes;
+        ops::attention(s, ops::f32_rows(sc.q, g.n_tokens, q_row, t0 * uint64_t(q_row)),
+                       ops::i32_vector(*g.q_pos, g.n_tokens, g.q_pos_first), k_cache, v_cache,
+                       ops::i32_vector(g.kv->slot_positions(l), n_kv), out, a, w.sinks);
+    }
+    if (stage) {
+        s.barrier("staged attention rows are complete before they are copied into place");
+        for (size_t i = 0; i < segs.size(); ++i)
+            s.copy(sc.attn_stage, staged_at[i], sc.attn, uint64_t(segs[i].first) * o_bytes,
+                   uint64_t(segs[i].n_tokens) * o_bytes);
+    }
     s.barrier("attention output is complete before the output projection reads it");
-    r.probe.copy_attention(s, l, T, n_kv);
-    r.probe.summarize_attention(s, l, T, n_kv, sc.q, sc.positions, k_cache, v_cache, a, w.sinks);
 }
 
 }  // namespace vkllm::model

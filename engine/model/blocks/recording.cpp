@@ -9,22 +9,29 @@ namespace {
 constexpr uint64_t F = sizeof(float);
 }
 
-int Recording::keys_in_view(int slots) const {
-    const int end = pos0 + n_tokens;
+std::vector<Segment> Recording::segments() const {
+    if (batch) return *batch;
+    return {Segment{0, n_tokens, pos0, &kv, &scratch.positions, 0}};
+}
+
+int Recording::keys_in_view(int slots) const { return keys_in_view(Segment{0, n_tokens, pos0}, slots); }
+
+int Recording::keys_in_view(const Segment& g, int slots) const {
+    const int end = g.pos0 + g.n_tokens;
     const int rounded = (end + kv_bucket - 1) / kv_bucket * kv_bucket;
     return std::min(rounded, slots);
 }
 
-ops::KvView Recording::k_cache(int l) const {
+ops::KvView Recording::k_cache(int l, const KvCache& cache) const {
     const AttentionSpec& a = spec.layers[size_t(l)].attn;
-    const KvCache::Layer& c = kv.layer(l);
-    return {&c.k, c.slots, int64_t(a.n_head_kv) * a.head_dim, kv.type()};
+    const KvCache::Layer& c = cache.layer(l);
+    return {&c.k, c.slots, int64_t(a.n_head_kv) * a.head_dim, cache.type()};
 }
 
-ops::KvView Recording::v_cache(int l) const {
+ops::KvView Recording::v_cache(int l, const KvCache& cache) const {
     const AttentionSpec& a = spec.layers[size_t(l)].attn;
-    const KvCache::Layer& c = kv.layer(l);
-    return {&c.v, c.slots, int64_t(a.n_head_kv) * a.value_dim(), kv.type()};
+    const KvCache::Layer& c = cache.layer(l);
+    return {&c.v, c.slots, int64_t(a.n_head_kv) * a.value_dim(), cache.type()};
 }
 
 MatmulInputs Recording::prepare_inputs(const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
@@ -21,6 +22,18 @@
 namespace vkllm::gpu { class Context; }
 
 namespace vkllm::model {
+
+// One sequence's tokens in a pass: rows first..first + n_tokens - 1 of the pass's activations,
+// at positions pos0.., attending over the keys and values of `kv`. A session's pass is one
+// segment over its cache; a batched pass (Forward::step_batch) has one per sequence, and its
+// rope, cache writes and attention run per segment while every matmul reads all the rows.
+struct Segment {
+    int first = 0, n_tokens = 0, pos0 = 0;
+    const KvCache* kv = nullptr;
+    // Its positions where attention binds them (an offset the storage alignment divides).
+    const gpu::Buffer* q_pos = nullptr;
+    uint64_t q_pos_first = 0;
+};
 
 struct Recording {
     gpu::Context& ctx;
@@ -38,14 +51,21 @@ struct Recording {
     bool all_logits;  // the output head projects every token (else the last)
     const ProbeConfig& probes;
     int kv_bucket = 1;  // keys in view round up to a multiple of this (a replayed recording)
+    // A batched pass's sequences (null: one segment, the whole pass over `kv`).
+    const std::vector<Segment>* batch = nullptr;
 
+    // The pass's segments in row order.
+    std::vector<Segment> segments() const;
     // Keys of a cache of `slots` slots that this pass, ending at position pos0 + n_tokens,
-    // attends over (rounded up to kv_bucket).
+    // attends over (rounded up to kv_bucket); with a segment, that segment's end.
     int keys_in_view(int slots) const;
+    int keys_in_view(const Segment& g, int slots) const;
     // Layer l's K and V caches as the cache ops take them: every slot, rows of the layer's
-    // n_head_kv heads of head_dim (K) or of the value width (V).
-    ops::KvView k_cache(int l) const;
-    ops::KvView v_cache(int l) const;
+    // n_head_kv heads of head_dim (K) or of the value width (V); of `kv`, or of a segment's cache.
+    ops::KvView k_cache(int l) const { return k_cache(l, kv); }
+    ops::KvView v_cache(int l) const { return v_cache(l, kv); }
+    ops::KvView k_cache(int l, const KvCache& cache) const;
+    ops::KvView v_cache(int l, const KvCache& cache) const;
 
     // Rounds x (f32 [rows, n]) once per rounding mode the weights need, with a barrier after when
     // anything was rounded, except where `at` leaves the rounding to a matvec that can do it
