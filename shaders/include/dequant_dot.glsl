@@ -202,15 +202,17 @@ float mv_dot(uint blk, uint u, vec4 xv[8]) {
     return iq4_sub_scale(blk, u) * s;
 }
 #elif defined(IQ_GRID)
-// The grid i-quants: unit u is sub-block u (32 elements), decoded a group of 8 at a time.
+// The grid i-quants: unit u is sub-block u (32 elements): what its groups share read once
+// (iq_sub), then decoded a group of 8 at a time.
 #define HAS_MV_DOT 1
 const uint MV_UNITS = 8u;
 uint mv_quad_elem(uint u, uint i) { return 32u * u + 4u * i; }
 float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    const IqSub sub = iq_sub(blk, u);
     float s = 0.0;
     [[unroll]] for (uint l = 0u; l < 4u; ++l) {
         vec4 lo, hi;
-        iq_group8(blk, 4u * u + l, lo, hi);
+        iq_group8(sub, l, lo, hi);
         s += dot(lo, xv[2u * l]) + dot(hi, xv[2u * l + 1u]);
     }
     return s;
