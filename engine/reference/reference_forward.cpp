@@ -25,7 +25,8 @@ void check_supported(const ModelSpec& s) {
     no(!s.final_norm, "a model without a final norm");
     no(s.residual_scale != 1.0f || s.logit_scale != 1.0f, "residual or logit multipliers");
     for (const LayerSpec& L : s.layers) {
-        no(L.mixer != LayerMixer::Attention || !L.has_ffn, "a layer without attention or without an FFN");
+        no((L.mixer != LayerMixer::Attention && L.mixer != LayerMixer::ShortConv) || !L.has_ffn,
+           "a layer without attention or a short convolution, or without an FFN");
         no(L.ssm_beside_attention, "a state-space mixer beside attention");
         no(L.ffn_norm_unsuffixed, "an FFN norm without its .weight suffix");
         const AttentionSpec& a = L.attn;
@@ -61,6 +62,7 @@ ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec
     check_supported(spec);
     for (const LayerSpec& L : spec.layers) {
         const AttentionSpec& a = L.attn;
+        conv_.emplace_back(L.shortconv.enabled() ? size_t(L.shortconv.channels) * size_t(L.shortconv.l_cache - 1) : 0);
         if (a.mla.kv_lora_rank > 0) {
             k_.emplace_back(size_t(n_ctx) * size_t(a.mla.kv_lora_rank + a.mla.qk_rope));
             v_.emplace_back();
@@ -239,7 +241,8 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         // Pre: x += f(norm(x)). Sandwich: x += post_norm(f(norm(x))). Parallel: both blocks read
         // the layer input, x += attn(norm(x)) + ffn(norm'(x)).
         norm(p + L.attn_norm_tensor, x.data(), h.data(), T);
-        std::vector<float> o = attention_block(l, h.data(), T, probs_layer, probs);
+        std::vector<float> o = L.mixer == LayerMixer::ShortConv ? short_conv_block(l, h.data(), T)
+                                                                : attention_block(l, h.data(), T, probs_layer, probs);
         if (L.parallel) {
             norm(p + L.ffn_norm_tensor, x.data(), h.data(), T);
             std::vector<float> f = ffn_block(l, h.data(), T);
@@ -261,7 +264,7 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         apply_edits(l, x.data(), T);
         residual.push_back(x);
     }
-    norm("output_norm", x.data(), h.data(), T);
+    norm(spec_.output_norm_tensor, x.data(), h.data(), T);
     std::vector<float> logits(size_t(T) * size_t(spec_.n_vocab));
     matmul(spec_.tied_embeddings ? "token_embd.weight" : "output.weight", h.data(), logits.data(), T);
     if (spec_.final_softcap > 0) cpu::softcap(logits.data(), logits.data(), int64_t(logits.size()), spec_.final_softcap);

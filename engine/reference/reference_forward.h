@@ -3,7 +3,8 @@
 // tested against (logits, attention probabilities and everything the probes report),
 // independent of llama.cpp.
 //
-// It covers the layouts the zoo uses and their neighbours: pre-norm and sandwich-norm blocks
+// It covers the layouts the zoo uses and their neighbours, and LFM2's short-convolution layers:
+// pre-norm and sandwich-norm blocks
 // (Llama, Gemma 2/3: embedding scale, QK-norm, per-layer sliding windows and RoPE bases,
 // attention and final soft-caps, GeGLU), biases, learned sinks, mixture-of-experts FFNs
 // (softmax / sigmoid gating, renormalised top-k, group-limited routing, selection bias, shared
@@ -91,6 +92,9 @@ private:
     // and [n_ctx, n_head_kv * head_dim_v]; MLA layers cache the normalised latent and the rotated
     // shared key [n_ctx, kv_lora_rank + qk_rope] in k_ (v_ unused).
     std::vector<std::vector<float>> k_, v_;
+    // Per LFM2 short-convolution layer, its conv state [n_embd][l_cache - 1] (the last products
+    // B * u), carried from eval to eval; empty for other layers.
+    std::vector<std::vector<float>> conv_;
     // Edits by layer + 1, in the given order, and their Mean (sum, count).
     std::map<int, std::vector<cpu::ChannelEdit>> edits_;
     std::map<int, std::vector<double>> edit_state_;
@@ -117,6 +121,9 @@ private:
     std::vector<float> mla_attention(int l, const float* h, int n_tokens, std::vector<float>* pr);
     void record_probs(int l, const AttentionSpec& a, int n_tokens, int n_kv, std::vector<float>& pr, int probs_layer,
                       std::vector<float>* probs, const float* sinks);
+    // What an LFM2 short-convolution layer's mixer adds to the residual stream [n_tokens, n_embd]
+    // (reference_forward_shortconv.cpp); it updates the layer's conv state.
+    std::vector<float> short_conv_block(int l, const float* h, int n_tokens);
     // What the FFN block adds to the residual stream [n_tokens, n_embd] (before its post-norm).
     std::vector<float> ffn_block(int l, const float* h, int n_tokens);
     // Biases (ffn_gate.bias, ffn_up.bias, ffn_down.bias) are added where `bias` says.

@@ -18,6 +18,7 @@
 #include "greedy.h"
 #include "model/blocks/layer_blocks.h"
 #include "model/forward.h"
+#include "reference/reference_forward.h"
 #include "ssm_golden.h"
 #include "vkllm/model_info.h"
 #include "vkllm/session.h"
@@ -82,6 +83,29 @@ TEST(ConvAndSideBySide, TruncateAndContinueMatchesLlamaCpp) {
         EXPECT_LT(max_diff(g, rest, 50, n - 50), 1e-3);
     }
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
+}
+
+// The CPU reference walks LFM2's short convolutions too, carrying their state from eval to eval:
+// it matches llama.cpp as the GPU does. Falcon-H1's Mamba-2 beside attention it refuses by name.
+TEST(ConvAndSideBySide, ReferenceForwardMatchesLlamaCppOnLfm2) {
+    for (const char* name : {"lfm2", "lfm2-window"}) {
+        SCOPED_TRACE(name);
+        test::SsmGolden g = load_ssm_golden(name);
+        const auto& in = g.model->internals();
+        model::ReferenceForward ref(in.file(), in.spec(), 256);
+        const std::vector<int32_t> first(g.tokens.begin(), g.tokens.begin() + 40), rest(g.tokens.begin() + 40, g.tokens.end());
+        const std::vector<float> a = ref.eval(first), b = ref.eval(rest);
+        const double worst = std::max(max_diff(g, a, 0, first.size()), max_diff(g, b, first.size(), rest.size()));
+        std::printf("%s: the CPU reference's largest logit difference from llama.cpp %.3g\n", name, worst);
+        EXPECT_LT(worst, 1e-3);
+    }
+    test::SsmGolden f = load_ssm_golden("falcon-h1");
+    try {
+        model::ReferenceForward ref(f.model->internals().file(), f.model->internals().spec(), 256);
+        ADD_FAILURE() << "the reference forward took Falcon-H1";
+    } catch (const model::ModelError& e) {
+        EXPECT_NE(std::string(e.what()).find("a state-space mixer beside attention"), std::string::npos) << e.what();
+    }
 }
 
 TEST(ConvAndSideBySide, Lfm2LayersStateAndInfoAreWhatTheFileSays) {
