@@ -39,7 +39,9 @@ layout(push_constant) uniform Push {
 } pc;
 
 shared float sw[MAX_N], sk[MAX_N], sa_[MAX_N], sb[MAX_N];
-shared float red_sq[WG], red_w[WG];
+// The invocations' partial sums of TOKENS_PER_SUM tokens at a time, reduced together.
+const uint TOKENS_PER_SUM = 16;
+shared float red_sq[TOKENS_PER_SUM * WG], red_w[TOKENS_PER_SUM * WG];
 
 void main() {
     const uint n_head = gl_NumWorkGroups.x;
@@ -73,21 +75,23 @@ void main() {
                 sq += s * s;
             }
         }
-        red_sq[i0] = sq;
-        red_w[i0] = wsum;
-        barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-            if (i0 < s) {
-                red_sq[i0] += red_sq[i0 + s];
-                red_w[i0] += red_w[i0 + s];
-            }
+        const uint slot = t % TOKENS_PER_SUM;
+        red_sq[slot * WG + i0] = sq;
+        red_w[slot * WG + i0] = wsum;
+        if (slot == TOKENS_PER_SUM - 1u || t + 1u == pc.n_tokens) {
             barrier();
+            // Invocation j sums token t - slot + j over the invocations.
+            for (uint j = i0; j <= slot; j += WG) {
+                float s2 = 0.0, ws = 0.0;
+                for (uint k = 0; k < WG; ++k) {
+                    s2 += red_sq[j * WG + k];
+                    ws += red_w[j * WG + k];
+                }
+                const uint o = pc.out_shift + ((t - slot + j) * n_head + h) * 2u;
+                outv[o] = sqrt(s2);
+                outv[o + 1u] = ws / float(N);
+            }
         }
-        if (i0 == 0u) {
-            const uint o = pc.out_shift + (t * n_head + h) * 2u;
-            outv[o] = sqrt(red_sq[0]);
-            outv[o + 1u] = red_w[0] / float(N);
-        }
-        barrier();  // the next token's staging and reduction reuse the shared arrays
+        barrier();  // the next token's staging and sums reuse the shared arrays
     }
 }

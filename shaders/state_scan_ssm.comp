@@ -5,7 +5,8 @@
 // of the head's state and its decay; for Mamba-2 layers with a mixing map it also stores, per
 // token, the head's softplus dt, the running sum L of its log decay dt A, and B (the keys of
 // shaders/state_mix_map.comp). One workgroup per head, its state entries strided over the
-// invocations; each invocation owns its entries, so only the reductions need barriers.
+// invocations; each invocation owns its entries, so only the reductions need barriers (two per
+// TOKENS_PER_SUM tokens).
 //   Mamba-2 head h (rows = head_dim, channel c = h rows + p, group g):
 //     sp = softplus(dt[h] + dt_bias[h]);  s[p][n] = s[p][n] exp(sp A[h]) + B[g][n] (x[c] sp)
 //     decay = exp(sp A[h])
@@ -51,7 +52,10 @@ layout(push_constant) uniform Push {
     uint gs;               // n_group * d_state
 } pc;
 
-shared float red_sq[WG], red_decay[WG];
+// The invocations' partial sums of TOKENS_PER_SUM tokens at a time, reduced together: two
+// barriers per TOKENS_PER_SUM tokens rather than a tree of them per token.
+const uint TOKENS_PER_SUM = 16;
+shared float red_sq[TOKENS_PER_SUM * WG], red_decay[TOKENS_PER_SUM * WG], da_tok[TOKENS_PER_SUM];
 
 float softplus(float v) { return v > 20.0 ? v : log(1.0 + exp(v)); }
 
@@ -92,20 +96,24 @@ void main() {
             pr[pc.work_shift + base + e] = s;
             sq += s * s;
         }
-        red_sq[i] = sq;
-        red_decay[i] = decay;
-        barrier();
-        for (uint w = WG / 2u; w > 0u; w >>= 1u) {
-            if (i < w) {
-                red_sq[i] += red_sq[i + w];
-                red_decay[i] += red_decay[i + w];
-            }
+        const uint slot = t % TOKENS_PER_SUM;
+        red_sq[slot * WG + i] = sq;
+        red_decay[slot * WG + i] = decay;
+        if (i == 0u) da_tok[slot] = da_head;
+        if (slot == TOKENS_PER_SUM - 1u || t + 1u == pc.n_tokens) {
             barrier();
-        }
-        if (i == 0u) {
-            const uint o = pc.out_shift + (t * n_head + h) * 2u;
-            outv[o] = sqrt(red_sq[0]);
-            outv[o + 1u] = mamba1 ? red_decay[0] / float(n) : da_head;
+            // Invocation j sums token t - slot + j over the invocations.
+            for (uint j = i; j <= slot; j += WG) {
+                float s2 = 0.0, d = 0.0;
+                for (uint k = 0; k < WG; ++k) {
+                    s2 += red_sq[j * WG + k];
+                    d += red_decay[j * WG + k];
+                }
+                const uint o = pc.out_shift + ((t - slot + j) * n_head + h) * 2u;
+                outv[o] = sqrt(s2);
+                outv[o + 1u] = mamba1 ? d / float(n) : da_tok[j];
+            }
+            barrier();  // the next TOKENS_PER_SUM tokens reuse the shared arrays
         }
         if (keys && t < pc.key_count) {
             const uint row = pc.key_first + t;
@@ -119,6 +127,5 @@ void main() {
                 for (uint j = i; j < pc.d_state; j += WG)
                     pr[pc.key_b_shift + row * pc.gs + g * pc.d_state + j] = bm[pc.b_shift + t * pc.b_stride + g * pc.d_state + j];
         }
-        barrier();  // the next token's reduction reuses the shared arrays
     }
 }

@@ -56,7 +56,8 @@ void split(const std::vector<float>& pairs, std::vector<float>& norm, std::vecto
 }
 
 TEST_F(StateProbeOps, Mamba2NormsDecaysAndMixingMapInTwoPasses) {
-    const int64_t n_head = 6, head_dim = 5, d_state = 7, n_group = 3, n = 13, first_pass = 9, key_rows = 16;
+    // Passes of 21 and 16 tokens: the kernel sums its norms 16 tokens at a time.
+    const int64_t n_head = 6, head_dim = 5, d_state = 7, n_group = 3, n = 37, first_pass = 21, key_rows = 40;
     const int64_t d_inner = n_head * head_dim, gs = n_group * d_state;
     // One row per token: [pad | x | B | C | dt | pad], as the conv's output and the in-projection.
     const int64_t stride = 2 + d_inner + 2 * gs + n_head + 1;
@@ -165,7 +166,7 @@ TEST(StateProbeReference, MixingMapIsTheScansDualForm) {
 }
 
 TEST_F(StateProbeOps, Mamba1NormsAndMeanDecay) {
-    const int64_t d_inner = 11, d_state = 5, n = 7;
+    const int64_t d_inner = 11, d_state = 5, n = 19;
     const std::vector<float> x = test::random_floats(size_t(n * d_inner), 31);
     const std::vector<float> dt = test::random_floats(size_t(n * d_inner), 32);
     // B | C rows of x_proj's output: B's view strided over both.
@@ -207,7 +208,7 @@ TEST_F(StateProbeOps, Rwkv7NormsAndMeanDecay) {
     struct Shape {
         int64_t n_head, head_size, n;
     };
-    for (const Shape sh : {Shape{3, 9, 6}, Shape{2, 80, 3}}) {
+    for (const Shape sh : {Shape{3, 9, 6}, Shape{2, 80, 3}, Shape{1, 16, 35}}) {
         const int64_t C = sh.n_head * sh.head_size, N = sh.head_size, n = sh.n;
         // One row per token: w | k | v | a | b | pad, w a decay in (0.5, 1), a and b small.
         const int64_t stride = 5 * C + 1;
