@@ -5,6 +5,7 @@
 # tokens/s, time to first token and time between tokens (tests/server/load_test.mjs).
 #   scripts/load-test.sh                                  # 1, 4 and 16 clients, 16 requests each
 #   MODEL=m.gguf CONCURRENCY="1 8" REQUESTS=32 MAX_TOKENS=64 scripts/load-test.sh
+#   PARALLEL=8 scripts/load-test.sh                       # serve --parallel 8 (continuous batching)
 # Bounded: at most 256 clients, 10000 requests per level; the server's queue is sized to the
 # largest level. Needs node (scripts/install-deps.sh).
 set -euo pipefail
@@ -27,7 +28,7 @@ if [[ -z ${BASE_URL:-} ]]; then
   for c in $CONCURRENCY; do (( c > largest )) && largest=$c; done
   model=()
   [[ -n ${MODEL:-} ]] && model=(-m "$MODEL")
-  "$bin" serve "${model[@]}" --port 0 --queue "$largest" --quiet 2>"$log" &
+  "$bin" serve "${model[@]}" --port 0 --queue "$largest" --parallel "${PARALLEL:-1}" --quiet 2>"$log" &
   pid=$!
   for _ in $(seq 600); do
     port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")

@@ -1,5 +1,7 @@
 // vkllm serve: an OpenAI-compatible HTTP server (app/http). One Model, one worker thread that
-// owns the Session and answers requests first come, first served from a bounded queue; each
+// owns the Session and answers requests first come, first served from a bounded queue (with
+// --parallel N: a scheduler thread that owns a BatchSession of N slots and decodes every
+// running request in one batched pass per token, server_batch_worker.h); each
 // connection's thread parses its requests, queues them and sends the text as it comes
 // (server-sent events when stream: true). A client that goes away stops its generation, and a
 // client that misbehaves (slow, huge, malformed) is answered 4xx and costs only its connection.
@@ -26,7 +28,9 @@
 #include "options.h"
 #include "server_api.h"
 #include "server_metrics.h"
+#include "server_batch_worker.h"
 #include "server_worker.h"
+#include "vkllm/batch.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
 #include "vkllm/tool_calls.h"
@@ -40,6 +44,7 @@ using namespace server;
 const char* kUsage =
     "vkllm serve [-m MODEL.gguf] [--host 127.0.0.1] [--port 8080] [-c CTX] [--queue 16] [--device D] [--quiet]\n"
     "            [--cache-type auto|f16|f32|q8_0] [--timeout 30] [--max-connections 256] [--api-key KEY]\n"
+    "            [--parallel N]\n"
     "  POST /v1/chat/completions, POST /v1/completions (stream: true for server-sent events),\n"
     "  POST /v1/embeddings (encoders), GET /v1/models (each also without /v1), POST /tokenize,\n"
     "  POST /detokenize, GET /metrics (Prometheus), GET /health.\n"
@@ -48,6 +53,8 @@ const char* kUsage =
     "  --api-key (or the environment variable VKLLM_API_KEY): every route but /health needs\n"
     "    \"Authorization: Bearer KEY\" (401 without).\n"
     "  --queue: requests that may wait while one is generated; more are answered 503 with Retry-After.\n"
+    "  --parallel N: N generations at once (default 1), each in its own slot of KV cache, decoded together\n"
+    "    in one batched forward pass per token (continuous batching); -c is each slot's context.\n"
     "  --timeout: seconds a request's header and body may take to arrive (408 after), that a kept-alive\n"
     "    connection may stay idle, and that an answer may wait for a client that stops reading.\n"
     "  --max-connections: connections served at once; more are answered 503.\n"
@@ -115,9 +122,11 @@ bool valid_utf8(const std::string& s) {
 
 class Server {
 public:
-    Server(const Model& model, Session& session, std::string id, size_t queue, std::string api_key)
-        : model_(model), format_(model), session_n_ctx_(session.n_ctx()), id_(std::move(id)),
-          api_key_(std::move(api_key)), worker_(session, queue) {
+    // runner: a Worker (one Session) or a BatchWorker (--parallel); n_ctx: the context of one
+    // generation.
+    Server(const Model& model, JobRunner& runner, int n_ctx, std::string id, std::string api_key)
+        : model_(model), format_(model), session_n_ctx_(n_ctx), id_(std::move(id)), api_key_(std::move(api_key)),
+          worker_(runner) {
         const ModelInfo& info = model.info();
         encoder_ = !info.layers.empty() && !info.layers[0].attention.causal;
         if (model.bos() >= 0) bos_text_ = model.token_text(model.bos());
@@ -164,6 +173,8 @@ public:
                 g.busy = worker_.busy();
                 g.busy_seconds = worker_.busy_seconds();
                 g.connections = connections ? connections() : 0;
+                g.slots = worker_.slots();
+                g.slots_busy = worker_.slots_busy();
                 return res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics.text(g));
             }
             const bool known = path == "/chat/completions" || path == "/completions" || path == "/models" ||
@@ -570,19 +581,20 @@ private:
     std::atomic<uint64_t> next_id_{1};
     std::atomic<uint64_t> seed_counter_{std::random_device{}()};
     std::atomic<bool> stopping_{false};
-    Worker worker_;
+    JobRunner& worker_;
 };
 
 int serve(const Args& args) {
     Options o(args,
               {"-m", "--host", "--port", "-c", "--queue", "--device", "--cache-type", "--timeout", "--max-connections",
-               "--api-key"},
+               "--api-key", "--parallel"},
               {"--quiet"});
     const std::string host = o.str("--host", "127.0.0.1");
     const int64_t port = o.integer("--port", 8080, 0, 65535);
     const int64_t queue = o.integer("--queue", 16, 1, 4096);
     const int64_t timeout_s = o.integer("--timeout", 30, 1, 24 * 3600);
     const int64_t max_connections = o.integer("--max-connections", 256, 1, 65536);
+    const int64_t parallel = o.integer("--parallel", 1, 1, 256);
     SessionOptions so;
     so.n_ctx = int(o.integer("-c", 0, 0));
     so.kv_cache = cache_type(o);
@@ -607,13 +619,34 @@ int serve(const Args& args) {
         if (so.n_ctx == 0) so.n_ctx = std::min(info.n_ctx_train, 4096);
         so.n_batch = so.n_ctx;
     }
-    Session session(*model, so);
+    // --parallel 1: one Session, one generation at a time; more: a BatchSession of that many
+    // slots stepped together (continuous batching), for the models it can batch.
+    std::unique_ptr<Session> session;
+    std::unique_ptr<BatchSession> batch;
+    std::unique_ptr<JobRunner> runner;
+    if (parallel > 1) {
+        const std::string why = batch_unsupported(*model);
+        if (!why.empty())
+            throw std::invalid_argument("--parallel " + std::to_string(parallel) + " needs batched decoding, and " + why +
+                                        "; serve it with --parallel 1");
+        BatchOptions bo;
+        bo.n_slots = int(parallel);
+        bo.n_ctx = so.n_ctx;
+        bo.n_batch = std::max(so.n_batch, int(parallel));
+        bo.kv_cache = so.kv_cache;
+        batch = std::make_unique<BatchSession>(*model, bo);
+        runner = std::make_unique<BatchWorker>(*batch, size_t(queue));
+    } else {
+        session = std::make_unique<Session>(*model, so);
+        runner = std::make_unique<Worker>(*session, size_t(queue));
+    }
+    const int n_ctx = batch ? batch->n_ctx() : session->n_ctx();
     const std::string id = model_id(o, *model);
     std::string api_key = o.str("--api-key");
     if (api_key.empty())
         if (const char* env = std::getenv("VKLLM_API_KEY")) api_key = env;
 
-    Server server(*model, session, id, size_t(queue), api_key);
+    Server server(*model, *runner, n_ctx, id, api_key);
     http::ServerOptions ho;
     ho.host = host;
     ho.port = int(port);
@@ -632,9 +665,10 @@ int serve(const Args& args) {
     http::Server http(ho, [&server](const http::Request& req, http::Responder& res) { server.handle(req, res); });
     server.connections = [&http] { return http.connections(); };
     const int bound = http.listen();
-    std::fprintf(stderr, "vkllm serve: %s (%s%s), context %d tokens, queue %lld%s; listening on http://%s:%d\n",
+    const std::string slots = parallel > 1 ? ", " + std::to_string(parallel) + " parallel slots" : "";
+    std::fprintf(stderr, "vkllm serve: %s (%s%s), context %d tokens%s, queue %lld%s; listening on http://%s:%d\n",
                  id.c_str(), info.arch.c_str(), !info.layers.empty() && !info.layers[0].attention.causal ? ", an encoder" : "",
-                 session.n_ctx(), static_cast<long long>(queue), api_key.empty() ? "" : ", API key required",
+                 n_ctx, slots.c_str(), static_cast<long long>(queue), api_key.empty() ? "" : ", API key required",
                  host.c_str(), bound);
 
     std::atomic<bool> finished{false};

@@ -88,6 +88,10 @@ std::string Metrics::text(const Gauges& g) const {
     sample(out, "vkllm_queue_depth", "", double(g.waiting));
     header(out, "vkllm_busy", "gauge", "1 while a request is generated or embedded, 0 when idle.");
     sample(out, "vkllm_busy", "", g.busy ? 1.0 : 0.0);
+    header(out, "vkllm_slots", "gauge", "Generations that can run at once (serve --parallel).");
+    sample(out, "vkllm_slots", "", double(g.slots));
+    header(out, "vkllm_slots_busy", "gauge", "Slots generating now.");
+    sample(out, "vkllm_slots_busy", "", double(g.slots_busy));
     header(out, "vkllm_busy_seconds_total", "counter", "Seconds the worker spent on requests.");
     sample(out, "vkllm_busy_seconds_total", "", g.busy_seconds);
     header(out, "vkllm_connections", "gauge", "Open HTTP connections.");

@@ -26,6 +26,8 @@ public:
         bool busy = false;       // a request is being generated or embedded
         double busy_seconds = 0; // time spent generating or embedding so far
         size_t connections = 0;  // open connections
+        size_t slots = 1;        // generations that can run at once (serve --parallel)
+        size_t slots_busy = 0;   // of which running
     };
     // The whole exposition text.
     std::string text(const Gauges& gauges) const;

@@ -63,6 +63,7 @@ public:
 
 private:
     friend class Worker;
+    friend class BatchWorker;
     void add_text(int choice, const std::string& text, const TokenEvent* event);
     void finish(int choice, GenerateResult result);
 
@@ -80,25 +81,43 @@ private:
     std::atomic<bool> cancelled_{false};
 };
 
-class Worker {
+// What the HTTP threads ask of the thread that runs jobs: Worker (one Session, one job at a time)
+// or BatchWorker (server_batch_worker.h: continuous batching over the slots of a BatchSession).
+class JobRunner {
+public:
+    virtual ~JobRunner() = default;
+    // Queues a job; false when the queue is full or the runner is stopping.
+    virtual bool submit(const std::shared_ptr<Job>& job) = 0;
+    // Stops a job: taken out of the queue, or its generation stopped after the current step.
+    // The job finishes with StopReason::Cancelled (or what it had reached).
+    virtual void cancel(const std::shared_ptr<Job>& job) = 0;
+    // Refuses new jobs, cancels the waiting and the running ones, and joins the thread.
+    virtual void stop() = 0;
+
+    virtual size_t waiting() const = 0;
+    virtual bool busy() const = 0;            // a job is running
+    virtual double busy_seconds() const = 0;  // time spent running jobs so far (the running ones included)
+    virtual uint64_t completed() const = 0;   // jobs finished, cancelled ones included
+    virtual uint64_t cancelled() const = 0;   // jobs that ended cancelled
+    virtual size_t slots() const { return 1; }                    // generations that can run at once
+    virtual size_t slots_busy() const { return busy() ? 1 : 0; }  // of which running now
+};
+
+class Worker : public JobRunner {
 public:
     // `capacity`: jobs that may wait (the running one not counted).
     Worker(Session& session, size_t capacity);
-    ~Worker();  // stop()
+    ~Worker() override;  // stop()
 
-    // Queues a job; false when the queue is full or the worker is stopping.
-    bool submit(const std::shared_ptr<Job>& job);
-    // Stops a job: taken out of the queue, or its generation stopped after the current step.
-    // The job finishes with StopReason::Cancelled (or what it had reached).
-    void cancel(const std::shared_ptr<Job>& job);
-    // Refuses new jobs, cancels the waiting and the running ones, and joins the thread.
-    void stop();
+    bool submit(const std::shared_ptr<Job>& job) override;
+    void cancel(const std::shared_ptr<Job>& job) override;
+    void stop() override;
 
-    size_t waiting() const;
-    bool busy() const;                  // a job is running
-    double busy_seconds() const;        // time spent running jobs so far (the running one included)
-    uint64_t completed() const { return completed_.load(); }  // jobs finished, cancelled ones included
-    uint64_t cancelled() const { return cancelled_.load(); }  // jobs that ended cancelled
+    size_t waiting() const override;
+    bool busy() const override;
+    double busy_seconds() const override;
+    uint64_t completed() const override { return completed_.load(); }
+    uint64_t cancelled() const override { return cancelled_.load(); }
 
 private:
     void run();

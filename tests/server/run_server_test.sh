@@ -7,7 +7,8 @@
 # tool messages, the routes without /v1 and /tokenize (tests/server/fields.mjs), JSON output
 # by response_format (tests/server/json_output.mjs), n choices and logit_bias
 # (tests/server/choices_and_bias.mjs), then stops it with SIGTERM and expects
-# exit code 0. Three servers of zoo-dense with real chat templates (Hermes/Qwen, Llama 3.x,
+# exit code 0. A server with --parallel 8 answers concurrent requests as it answers them one at
+# a time (tests/server/parallel.mjs). Three servers of zoo-dense with real chat templates (Hermes/Qwen, Llama 3.x,
 # Mistral) answer tool calls (tests/server/tool_calls.mjs). A last server, zoo-bert with --api-key, answers
 # embeddings equal to `vkllm embed`'s, 401 without the key and /metrics
 # (tests/server/embeddings.mjs). Exit 77 (skipped) when node, curl or the npm package is
@@ -171,6 +172,36 @@ pid=
 [[ $code == 0 ]] || fail "exit code $code after SIGTERM"
 grep -q 'stopped' "$work/serve.log" || fail "no 'stopped' line"
 echo "the server stopped on SIGTERM with exit code 0"
+
+# Continuous batching: --parallel 8 answers eight requests at once as it answers them one at a
+# time, beside bad requests and a client that hangs up (tests/server/parallel.mjs); n choices,
+# logit_bias and JSON output go through the batched path too.
+"$bin" serve -m "$work/zoo-chat.gguf" --port 0 --parallel 8 --queue 16 -c 256 2>"$work/serve.log" &
+pid=$!
+port=
+for _ in $(seq 600); do
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || fail "the --parallel server exited before listening"
+  sleep 0.1
+done
+[[ -n $port ]] || fail "no 'listening on' line from the --parallel server within 60 s"
+grep -q '8 parallel slots' "$work/serve.log" || fail "the server does not say that it has 8 slots"
+BASE_URL=http://127.0.0.1:$port node "$here/parallel.mjs" || fail "the --parallel checks failed"
+BASE_URL=http://127.0.0.1:$port node "$here/json_output.mjs" || fail "the response_format checks failed with --parallel"
+BASE_URL=http://127.0.0.1:$port MODEL_FILE=$work/zoo-chat.gguf VKLLM_BIN=$bin node "$here/choices_and_bias.mjs" ||
+  fail "the n and logit_bias checks failed with --parallel"
+kill -TERM "$pid"
+code=0
+wait "$pid" || code=$?
+pid=
+[[ $code == 0 ]] || fail "the --parallel server's exit code $code after SIGTERM"
+# An architecture the batched pass does not cover is refused at start, naming why.
+if "$bin" serve -m "$src/assets/zoo/zoo-bert.gguf" --port 0 --parallel 2 2>"$work/serve.log"; then
+  fail "an encoder was served with --parallel 2"
+fi
+grep -q 'encoder' "$work/serve.log" || fail "the --parallel refusal does not name the encoder: $(cat "$work/serve.log")"
+echo "--parallel 8: batched answers equal one-at-a-time answers; an encoder is refused"
 
 # Tool calls: zoo-dense with a real model's chat template of each format (Hermes/Qwen, Llama
 # 3.x JSON, Mistral [TOOL_CALLS]; tests/server/tool_calls.mjs).
