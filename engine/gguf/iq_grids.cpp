@@ -1,7 +1,7 @@
 // The i-quant grids, stored compactly: each point as one uint16 of small codes (2 or 3 bits per
 // coordinate, coordinate 0 in the lowest bits), each code an index into the grid's few distinct
-// values. They are unpacked into int8 tables at compile time. scripts/gen_iq_grids_glsl.py reads
-// the kPackedGrids table and the arrays it names to write shaders/include/iq_grids.glsl.
+// values. They are unpacked into int8 tables at compile time; the GPU reads the same tables from a
+// storage buffer (ops/weights.cpp uploads them, shaders/include/dequant_iq_grid.glsl).
 #include "gguf/iq_grids.h"
 
 #include <array>

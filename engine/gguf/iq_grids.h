@@ -1,8 +1,8 @@
 // The codebooks of llama.cpp's i-quant types. IQ2_XXS/XS/S, IQ3_XXS/S and IQ1_S/M store, per
 // group of 4 or 8 weights, the index of one point of a fixed lattice codebook (a "grid"); the
 // block's scales (and, for IQ2/IQ3, separate sign bits) turn the point into weights.
-// The values are llama.cpp's (ggml-common.h); shaders/include/iq_grids.glsl holds the same
-// grids for the GPU, written from these by scripts/gen_iq_grids_glsl.py.
+// The values are llama.cpp's (ggml-common.h). The GPU kernels read these same tables, uploaded
+// once per device as storage buffers (shaders/include/dequant_iq_grid.glsl).
 #pragma once
 
 #include <bit>

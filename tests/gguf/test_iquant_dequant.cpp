@@ -11,7 +11,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -216,31 +215,4 @@ TEST(IqGrids, ShapesValuesAndSigns) {
     EXPECT_EQ(iq_signs_from_7_bits(126), 126);
     EXPECT_EQ(iq_signs_from_7_bits(127), 255);
     for (uint32_t s = 0; s < 128; ++s) EXPECT_EQ(std::popcount(uint32_t(iq_signs_from_7_bits(s))) % 2, 0) << s;
-}
-
-// shaders/include/iq_grids.glsl (scripts/gen_iq_grids_glsl.py) holds the same points: coordinate
-// j in byte j, uvec2 for 8 coordinates, uint for 4.
-TEST(IqGrids, GlslCopyAgrees) {
-    const std::string path = vkllm::test::source_dir() + "/shaders/include/iq_grids.glsl";
-    const std::vector<uint8_t> raw = vkllm::test::read_file(path);
-    const std::string glsl(raw.begin(), raw.end());
-    for (IqGridId id : kIqGridIds) {
-        const IqGrid& g = iq_grid(id);
-        SCOPED_TRACE(g.name);
-        const std::string type = g.dim == 8 ? "uvec2" : "uint";
-        const std::string head = "const " + type + " " + g.name + "[" + std::to_string(g.points) + "] = ";
-        const size_t at = glsl.find(head);
-        ASSERT_NE(at, std::string::npos) << "no '" << head << "' in " << path;
-        const size_t end = glsl.find(");", at);
-        ASSERT_NE(end, std::string::npos);
-        const std::string body = glsl.substr(at + head.size(), end - at - head.size());
-        std::vector<uint32_t> words;
-        static const std::regex hex_word("0x([0-9a-f]{8})u");
-        for (auto it = std::sregex_iterator(body.begin(), body.end(), hex_word); it != std::sregex_iterator(); ++it)
-            words.push_back(uint32_t(std::stoul((*it)[1].str(), nullptr, 16)));
-        ASSERT_EQ(words.size(), size_t(g.points) * g.dim / 4);
-        for (uint32_t i = 0; i < g.points; ++i)
-            for (uint32_t j = 0; j < g.dim; ++j)
-                ASSERT_EQ(int8_t(words[(size_t(i) * g.dim + j) / 4] >> (8 * (j % 4))), g.point(i)[j]) << "point " << i << " coordinate " << j;
-    }
 }
