@@ -743,7 +743,3 @@ int StudioApp::run() {
 }
 
 }  // namespace vkllm::studio
-
-// The State window's drawing lives in panels_state.cpp, compiled as part of this file until
-// app/studio/CMakeLists.txt lists it with the other panels (then this include goes).
-#include "panels_state.cpp"
