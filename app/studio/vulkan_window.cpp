@@ -1,5 +1,7 @@
 #include "vulkan_window.h"
 
+#include "key_event_queue.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -39,23 +41,24 @@ bool has_layer(const char* name) {
     return false;
 }
 
-// Quick taps: a key pressed and released between two frames would never be seen down by
-// ImGui 1.86 (it reads key state, not events, at each NewFrame). A release of a key pressed
-// since the last NewFrame is held back and delivered after the frame that saw it down.
+// Keys and characters from GLFW wait in a queue and reach ImGui's GLFW backend a frame's worth at
+// a time, before each NewFrame (key_event_queue.h says why and how much).
 GLFWkeyfun g_imgui_key_callback = nullptr;
-bool g_pressed_since_frame[GLFW_KEY_LAST + 1] = {};
-struct HeldRelease { GLFWwindow* window; int key, scancode, mods; };
-std::vector<HeldRelease> g_held_releases;
+GLFWcharfun g_imgui_char_callback = nullptr;
+GLFWwindow* g_key_window = nullptr;
+KeyEventQueue g_keys(GLFW_PRESS, GLFW_RELEASE);
 
-void key_callback(GLFWwindow* window, int key, int scancode, int action, int mods) {
-    if (key >= 0 && key <= GLFW_KEY_LAST) {
-        if (action == GLFW_PRESS) g_pressed_since_frame[key] = true;
-        if (action == GLFW_RELEASE && g_pressed_since_frame[key]) {
-            g_held_releases.push_back({window, key, scancode, mods});
-            return;
+void key_callback(GLFWwindow*, int key, int scancode, int action, int mods) { g_keys.push_key(key, scancode, action, mods); }
+void char_callback(GLFWwindow*, unsigned int c) { g_keys.push_char(c); }
+
+void deliver_keys_for_frame() {
+    g_keys.deliver_frame([](const KeyEvent& e) {
+        if (e.kind == KeyEvent::Kind::Key) {
+            if (g_imgui_key_callback) g_imgui_key_callback(g_key_window, e.key, e.scancode, e.action, e.mods);
+        } else if (g_imgui_char_callback) {
+            g_imgui_char_callback(g_key_window, e.codepoint);
         }
-    }
-    if (g_imgui_key_callback) g_imgui_key_callback(window, key, scancode, action, mods);
+    });
 }
 
 }  // namespace
@@ -220,7 +223,9 @@ VulkanWindow::VulkanWindow(const WindowOptions& o) : options_(o) {
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();
     ImGui_ImplGlfw_InitForVulkan(window_, true);
+    g_key_window = window_;
     g_imgui_key_callback = glfwSetKeyCallback(window_, key_callback);
+    g_imgui_char_callback = glfwSetCharCallback(window_, char_callback);
     ImGui_ImplVulkan_InitInfo ii{};
     ii.Instance = instance_;
     ii.PhysicalDevice = physical_;
@@ -242,6 +247,8 @@ VulkanWindow::~VulkanWindow() {
         ImGui_ImplVulkan_Shutdown();
         ImGui_ImplGlfw_Shutdown();
         ImGui::DestroyContext();
+        g_keys.clear();  // taps still queued belonged to this window
+        g_key_window = nullptr;
     }
     if (device_) {
         destroy_swapchain();
@@ -378,21 +385,16 @@ void VulkanWindow::begin_frame() {
         upload_fonts();
         fonts_dirty_ = false;
     }
+    deliver_keys_for_frame();
     ImGui_ImplVulkan_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
-    std::fill(std::begin(g_pressed_since_frame), std::end(g_pressed_since_frame), false);
-}
-
-void VulkanWindow::deliver_held_keys() {
-    std::vector<HeldRelease> held;
-    held.swap(g_held_releases);
-    for (const HeldRelease& r : held)
-        if (g_imgui_key_callback) g_imgui_key_callback(r.window, r.key, r.scancode, GLFW_RELEASE, r.mods);
 }
 
 void VulkanWindow::wait_events(double timeout_s) {
-    if (timeout_s > 0) glfwWaitEventsTimeout(timeout_s);
+    // Keys still queued from a burst of taps are input the next frame must take: no sleep.
+    if (!g_keys.empty()) glfwPollEvents();
+    else if (timeout_s > 0) glfwWaitEventsTimeout(timeout_s);
     else glfwWaitEvents();
 }
 
@@ -400,7 +402,6 @@ void VulkanWindow::wake() { glfwPostEmptyEvent(); }
 
 void VulkanWindow::end_frame(float r, float g, float b, Image* capture) {
     ImGui::Render();
-    deliver_held_keys();  // this frame saw them down
     ImDrawData* draw = ImGui::GetDrawData();
     if (draw->DisplaySize.x <= 0 || draw->DisplaySize.y <= 0) return;  // minimised
 

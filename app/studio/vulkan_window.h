@@ -41,7 +41,8 @@ public:
     void end_frame(float clear_r, float clear_g, float clear_b, Image* capture = nullptr);
     // The font atlas changed (fonts added, scale changed): upload it before the next frame.
     void fonts_changed() { fonts_dirty_ = true; }
-    // Sleeps until an input event, a wake() from any thread, or `timeout_s` seconds (<= 0: no limit).
+    // Sleeps until an input event, a wake() from any thread, or `timeout_s` seconds (<= 0: no limit);
+    // returns at once while taps from an earlier burst still wait to reach ImGui.
     void wait_events(double timeout_s);
     static void wake();  // thread-safe
     // Validation messages of severity warning or error seen so far (0 without validation).
@@ -51,7 +52,6 @@ private:
     void create_swapchain();
     void destroy_swapchain();
     void upload_fonts();
-    void deliver_held_keys();
 
     GLFWwindow* window_ = nullptr;
     WindowOptions options_;

@@ -2,7 +2,8 @@
 // then key taps come from the X server as a keyboard's do, a press and its release each, all
 // within one of the studio's frames (as a fast typist's on a slow frame, while an answer is drawn
 // on a CPU driver). After the script's long answer its Enter sends the box: the message must hold
-// every letter, space and digit tapped, in order, after what the script typed.
+// exactly what the taps typed after what the script typed, in order: letters, digits, BackSpaces
+// and a key tapped twice.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -90,14 +91,15 @@ bool wait_for_file(const std::string& path, double seconds) {
     return true;
 }
 
-}  // namespace
-
-TEST(StudioChat, QuickTapsWithinOneFrameAreAllKept) {
+// What the box sent: the studio runs its script (the box gets the keyboard and "Hi", then a long
+// answer), `taps` arrive from the X server in one batch during the answer, and the script's Enter
+// after it sends the box. Sets `sent_text` to that second user message.
+void sent_after_taps(const std::string& name, const std::vector<std::string>& taps, std::string* sent_text) {
     const std::string studio = studio_binary();
     if (!fs::exists(studio)) GTEST_SKIP() << "no " << studio << " (build vkllm-studio)";
     Xvfb x;
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
-    const std::string dir = vkllm::test::temp_path("studio-quick-taps");
+    const std::string dir = vkllm::test::temp_path("studio-quick-taps-" + name);
     fs::remove_all(dir);
     fs::create_directories(dir);
     // ready.json: the box has the keyboard and "Hi"; the taps arrive a frame or so later, while
@@ -120,7 +122,7 @@ TEST(StudioChat, QuickTapsWithinOneFrameAreAllKept) {
             vkllm::test::XKeyboard keys(x.display());
             const Window w = keys.find_window("vkllm studio");
             if (!w) throw std::runtime_error("no window named vkllm studio");
-            keys.tap(w, {"space", "t", "h", "e", "r", "e", "space", "4", "2", "space", "z", "o", "o"});
+            keys.tap(w, taps);
         } catch (const std::exception& e) {
             typed_error = e.what();
         }
@@ -136,6 +138,33 @@ TEST(StudioChat, QuickTapsWithinOneFrameAreAllKept) {
         if (m["role"] == "user") user.push_back(m["text"].get<std::string>());
     ASSERT_EQ(user.size(), 2u) << sent["messages"].dump(1);
     EXPECT_EQ(user[0], "Once upon a time");
-    EXPECT_EQ(user[1], "Hi there 42 zoo") << "every tap, in order";
     EXPECT_EQ(sent["chat"]["input"].get<std::string>(), "") << "the box clears after sending";
+    *sent_text = user[1];
+}
+
+}  // namespace
+
+TEST(StudioChat, QuickTapsWithinOneFrameAreAllKept) {
+    std::string text;
+    sent_after_taps("letters", {"space", "t", "h", "e", "r", "e", "space", "4", "2", "space", "z", "o", "o"}, &text);
+    if (HasFatalFailure() || IsSkipped()) return;
+    EXPECT_EQ(text, "Hi there 42 zoo") << "every tap, in order";
+}
+
+// Characters and editing keys within one frame: each BackSpace deletes what was typed before it,
+// not what comes after, and the second of two BackSpaces counts.
+TEST(StudioChat, QuickTapsKeepKeysAndCharactersInOrder) {
+    std::string text;
+    sent_after_taps("backspace", {"a", "b", "c", "d", "BackSpace", "BackSpace", "e", "f"}, &text);
+    if (HasFatalFailure() || IsSkipped()) return;
+    EXPECT_EQ(text, "Hiabef");
+}
+
+// The same key tapped twice within one frame acts twice: a letter types twice, and an arrow moves
+// the cursor twice (an arrow acts through the key's state, not a character, like BackSpace).
+TEST(StudioChat, QuickTapsOfTheSameKeyActTwice) {
+    std::string text;
+    sent_after_taps("double", {"space", "h", "e", "l", "l", "o", "Left", "Left", "y"}, &text);
+    if (HasFatalFailure() || IsSkipped()) return;
+    EXPECT_EQ(text, "Hi helylo");
 }
