@@ -25,10 +25,10 @@ void check_supported(const ModelSpec& s) {
     no(!s.final_norm, "a model without a final norm");
     no(s.residual_scale != 1.0f || s.logit_scale != 1.0f, "residual or logit multipliers");
     for (const LayerSpec& L : s.layers) {
-        no((L.mixer != LayerMixer::Attention && L.mixer != LayerMixer::ShortConv) || !L.has_ffn,
-           "a layer without attention or a short convolution, or without an FFN");
-        no(L.ssm_beside_attention, "a state-space mixer beside attention");
-        no(L.ffn_norm_unsuffixed, "an FFN norm without its .weight suffix");
+        no(L.mixer != LayerMixer::Attention && L.mixer != LayerMixer::ShortConv && L.mixer != LayerMixer::Mamba2,
+           "a layer without attention, a short convolution or a Mamba-2 mixer");
+        no(L.mixer != LayerMixer::Mamba2 && !L.has_ffn, "a layer without an FFN after attention");
+        no(L.ffn_norm_unsuffixed && s.norm != NormKind::RMSNorm, "an unsuffixed FFN norm of a LayerNorm model");
         const AttentionSpec& a = L.attn;
         no(L.norm_placement == NormPlacement::Post || L.norm_placement == NormPlacement::PostResidual,
            "post-norm placement");
@@ -62,7 +62,11 @@ ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec
     check_supported(spec);
     for (const LayerSpec& L : spec.layers) {
         const AttentionSpec& a = L.attn;
-        conv_.emplace_back(L.shortconv.enabled() ? size_t(L.shortconv.channels) * size_t(L.shortconv.l_cache - 1) : 0);
+        const bool mamba2 = L.ssm.enabled() && !L.ssm.mamba1();
+        conv_.emplace_back(L.shortconv.enabled() ? size_t(L.shortconv.channels) * size_t(L.shortconv.l_cache - 1)
+                           : mamba2          ? size_t(L.ssm.conv_channels()) * size_t(L.ssm.d_conv - 1)
+                                             : 0);
+        ssm_.emplace_back(mamba2 ? size_t(L.ssm.d_inner) * size_t(L.ssm.d_state) : 0);
         if (a.mla.kv_lora_rank > 0) {
             k_.emplace_back(size_t(n_ctx) * size_t(a.mla.kv_lora_rank + a.mla.qk_rope));
             v_.emplace_back();
@@ -242,7 +246,12 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         // the layer input, x += attn(norm(x)) + ffn(norm'(x)).
         norm(p + L.attn_norm_tensor, x.data(), h.data(), T);
         std::vector<float> o = L.mixer == LayerMixer::ShortConv ? short_conv_block(l, h.data(), T)
+                               : L.mixer == LayerMixer::Mamba2  ? mamba2_block(l, h.data(), T)
                                                                 : attention_block(l, h.data(), T, probs_layer, probs);
+        if (L.ssm_beside_attention) {  // Falcon-H1: x += attn(h) + mamba2(h)
+            const std::vector<float> m = mamba2_block(l, h.data(), T);
+            cpu::add(o.data(), m.data(), o.data(), int64_t(o.size()));
+        }
         if (L.parallel) {
             norm(p + L.ffn_norm_tensor, x.data(), h.data(), T);
             std::vector<float> f = ffn_block(l, h.data(), T);
@@ -255,8 +264,16 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         }
         if (sandwich) norm(p + "post_attention_norm", o.data(), o.data(), T);
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));
+        if (!L.has_ffn) {  // a Mamba-2 layer alone
+            apply_edits(l, x.data(), T);
+            residual.push_back(x);
+            continue;
+        }
 
-        norm(p + L.ffn_norm_tensor, x.data(), h.data(), T);
+        if (L.ffn_norm_unsuffixed)  // Falcon-H1's blk.N.ffn_norm
+            cpu::rms_norm(x.data(), values(p + L.ffn_norm_tensor).data(), h.data(), T, E, spec_.norm_eps);
+        else
+            norm(p + L.ffn_norm_tensor, x.data(), h.data(), T);
         o = ffn_block(l, h.data(), T);
         if (sandwich) norm(p + "post_ffw_norm", o.data(), o.data(), T);
         if (L.ffn.moe.n_expert == 0) ffn_out[size_t(l)] = o;

@@ -85,10 +85,11 @@ TEST(ConvAndSideBySide, TruncateAndContinueMatchesLlamaCpp) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-// The CPU reference walks LFM2's short convolutions too, carrying their state from eval to eval:
-// it matches llama.cpp as the GPU does. Falcon-H1's Mamba-2 beside attention it refuses by name.
-TEST(ConvAndSideBySide, ReferenceForwardMatchesLlamaCppOnLfm2) {
-    for (const char* name : {"lfm2", "lfm2-window"}) {
+// The CPU reference walks LFM2's short convolutions and Mamba-2 mixers (alone, as mamba2's and
+// granitehybrid's, or beside attention, as Falcon-H1's) too, carrying their states from eval to
+// eval: it matches llama.cpp as the GPU does.
+TEST(ConvAndSideBySide, ReferenceForwardMatchesLlamaCpp) {
+    for (const char* name : {"lfm2", "lfm2-window", "falcon-h1", "mamba2", "granitehybrid"}) {
         SCOPED_TRACE(name);
         test::SsmGolden g = load_ssm_golden(name);
         const auto& in = g.model->internals();
@@ -99,12 +100,13 @@ TEST(ConvAndSideBySide, ReferenceForwardMatchesLlamaCppOnLfm2) {
         std::printf("%s: the CPU reference's largest logit difference from llama.cpp %.3g\n", name, worst);
         EXPECT_LT(worst, 1e-3);
     }
-    test::SsmGolden f = load_ssm_golden("falcon-h1");
+    // Mamba-1 it refuses, naming what it walks.
+    test::SsmGolden m = load_ssm_golden("mamba");
     try {
-        model::ReferenceForward ref(f.model->internals().file(), f.model->internals().spec(), 256);
-        ADD_FAILURE() << "the reference forward took Falcon-H1";
+        model::ReferenceForward ref(m.model->internals().file(), m.model->internals().spec(), 256);
+        ADD_FAILURE() << "the reference forward took Mamba-1";
     } catch (const model::ModelError& e) {
-        EXPECT_NE(std::string(e.what()).find("a state-space mixer beside attention"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("a layer without attention, a short convolution or a Mamba-2 mixer"), std::string::npos) << e.what();
     }
 }
 
