@@ -2,6 +2,8 @@
 // median (massive activations flagged), a token x channel map of the selected layer, the
 // super-weight candidates, and interventions with the next-token distribution before/after.
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -127,9 +129,17 @@ void draw_activations_panel(StudioApp& app) {
     for (const ResidualTensor& t : h.residual_full) {
         if (t.layer != app.sel_layer || t.positions.empty()) continue;
         const int n = int(t.positions.size());
-        std::vector<float> a(t.values.size());
-        float mx = 0;
-        for (size_t i = 0; i < a.size(); ++i) mx = std::max(mx, a[i] = std::fabs(t.values[i]));
+        // |x| of the layer, made once per published state and layer: at 2K tokens x 2K channels
+        // it is 4M values, too many to redo every frame.
+        static std::vector<float> a;
+        static float mx = 0;
+        static std::pair<uint64_t, int> made{~uint64_t(0), -1};
+        if (made != std::make_pair(app.state->version, t.layer)) {
+            a.resize(t.values.size());
+            mx = 0;
+            for (size_t i = 0; i < a.size(); ++i) mx = std::max(mx, a[i] = std::fabs(t.values[i]));
+            made = {app.state->version, t.layer};
+        }
         ImGui::Text("layer %d: |x| tokens (rows, positions %d..%d) x channels (%d), max %.2f", t.layer, t.positions.front(),
                     t.positions.back(), t.n_embd, mx);
         // Rows named by their tokens, columns by channel index (heatmap.h's labels).
