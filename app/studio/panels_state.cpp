@@ -185,7 +185,7 @@ void draw_state_panel(StudioApp& app) {
     ImGui::SameLine();
     ImGui::TextDisabled("%zu head%s, %zu tokens%s", heads.size(), heads.size() == 1 ? "" : "s",
                         heads.empty() ? size_t(0) : heads[0]->positions.size(),
-                        kind == "mamba1" ? "; Mamba-1 decays per channel: one head over the whole state" : "");
+                        kind == "selective_scan" ? "; Mamba-1 decays per channel: one head over the whole state" : "");
     if (heads.empty()) {
         ImGui::End();
         return;

@@ -24,7 +24,9 @@ int probed_heads(const LayerSpec& L) {
     return L.ssm.mamba1() ? 1 : L.ssm.n_head;  // Mamba-1's decay is per channel: one head over the state
 }
 
-const char* kind_name(const LayerSpec& L) { return rwkv(L) ? "rwkv7" : mamba2(L) ? "mamba2" : "mamba1"; }
+// The recurrence a trace comes from, named by its mechanism: RWKV-7's wkv7, Mamba-2's state-space
+// dual (scalar decay per head), Mamba-1's selective scan (decay per channel).
+const char* kind_name(const LayerSpec& L) { return rwkv(L) ? "wkv7" : mamba2(L) ? "ssd" : "selective_scan"; }
 
 // Floats of the state a layer's work buffer copies.
 int64_t state_floats(const LayerSpec& L) {

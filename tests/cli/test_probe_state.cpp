@@ -64,7 +64,7 @@ TEST(ProbeState, Mamba2StateAndMixingMap) {
                          " -p 'Once upon a time there was a cat' -n 2 --state --state-map 0:1,1:0 -o " + out);
     ASSERT_EQ(r.code, 0) << r.out;
     const json doc = read_json(out);
-    check_state(doc, "mamba2", 1);
+    check_state(doc, "ssd", 1);
     const int n_tokens = int(doc["tokens"].size());
     ASSERT_EQ(doc["state_maps"].size(), 2u);
     for (const json& m : doc["state_maps"]) {
@@ -122,7 +122,7 @@ TEST(ProbeState, Rwkv7StateAndRefusals) {
     const std::string out = temp_path("rwkv7.json");
     const auto r = vkllm("probe -m " + golden("rwkv7", "rwkv7") + " -p 'Once upon a time' -n 1 --state -o " + out);
     ASSERT_EQ(r.code, 0) << r.out;
-    check_state(read_json(out), "rwkv7", 2);
+    check_state(read_json(out), "wkv7", 2);
     std::remove(out.c_str());
 
     const auto no_map = vkllm("probe -m " + golden("rwkv7", "rwkv7") + " -p 'Once' --state-map 0:0 -o " + out);

@@ -284,8 +284,13 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
         model::ModelSpec s = model::ModelSpec::from_gguf(*model_file(c));
         EXPECT_EQ(s.arch, arch);
         ASSERT_EQ(s.layers.size(), 4u) << arch;
-        if (s.layers[0].ssm.enabled()) {  // a state-space mixer first (mamba, mamba2, the hybrids)
+        if (s.layers[0].ssm_beside_attention) {  // falcon-h1: attention and Mamba-2 in every layer
             EXPECT_EQ(s.layers[0].ssm.d_inner, 2 * c.n_embd) << arch;
+            EXPECT_EQ(s.layers[0].attn.n_head_kv, c.n_head_kv) << arch;
+            continue;
+        }
+        if (s.layers[0].ssm.enabled() || s.layers[0].shortconv.enabled()) {  // a recurrent mixer first
+            if (s.layers[0].ssm.enabled()) EXPECT_EQ(s.layers[0].ssm.d_inner, 2 * c.n_embd) << arch;
             EXPECT_EQ(s.layers[0].attn.n_head_kv, 0) << arch;
             continue;
         }

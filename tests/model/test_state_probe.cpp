@@ -94,7 +94,7 @@ TEST(StateProbe, Rwkv7NormsMatchTheSessionsStateAndLeaveTheLogitsAlone) {
     ProbeResults r;
     model::Forward f(in.context(), spec, in.weights(), 64, /*n_batch=*/8);
     const std::vector<float> logits = run(f, ids, 8, p, &r, spec.n_vocab);
-    expect_traces(r, spec, int(ids.size()), "rwkv7");
+    expect_traces(r, spec, int(ids.size()), "wkv7");
     // The last token's norm is the norm of the state the layer left.
     for (const StateProbe& sp : r.state) {
         const model::RwkvSpec& R = spec.layers[size_t(sp.layer)].rwkv;
@@ -159,7 +159,7 @@ TEST(StateProbe, Mamba2NormsAndMixingMapsOverPassesAndEvals) {
     ProbeResults r;
     model::Forward f(in.context(), spec, in.weights(), 64, /*n_batch=*/8);
     run(f, prompt, 8, p, &r, spec.n_vocab);  // three passes
-    expect_traces(r, spec, int(prompt.size()), "mamba2");
+    expect_traces(r, spec, int(prompt.size()), "ssd");
     for (const StateProbe& sp : r.state) {
         const model::SsmSpec& S = spec.layers[size_t(sp.layer)].ssm;
         const std::vector<float> st = download(f.recurrent_state().layer(sp.layer).ssm);
@@ -233,7 +233,7 @@ TEST(StateProbe, JambaMamba1LayersBesideAttention) {
     ProbeResults r;
     model::Forward f(in.context(), spec, in.weights(), 32, /*n_batch=*/8);
     run(f, ids, 8, p, &r, spec.n_vocab);
-    expect_traces(r, spec, int(ids.size()), "mamba1");
+    expect_traces(r, spec, int(ids.size()), "selective_scan");
     ASSERT_FALSE(r.state.empty());
     for (const StateProbe& sp : r.state) {
         const std::vector<float> st = download(f.recurrent_state().layer(sp.layer).ssm);

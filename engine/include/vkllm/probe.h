@@ -254,7 +254,7 @@ struct ExpertLoad {
 struct StateProbe {
     int layer = 0;
     int head = 0;
-    std::string kind;            // "mamba2", "mamba1", "rwkv7"
+    std::string kind;            // "ssd" (Mamba-2), "selective_scan" (Mamba-1), "wkv7" (RWKV-7)
     std::vector<int> positions;  // [n_tokens]
     std::vector<float> norm;     // [n_tokens]
     std::vector<float> decay;    // [n_tokens]
