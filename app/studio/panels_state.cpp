@@ -17,6 +17,14 @@ namespace vkllm::studio {
 
 namespace {
 
+// What a trace's recurrence (StateProbe::kind) is called where people read it.
+const char* recurrence_label(const std::string& kind) {
+    if (kind == "ssd") return "Mamba-2";
+    if (kind == "selective_scan") return "Mamba-1";
+    if (kind == "wkv7") return "RWKV-7";
+    return kind.c_str();
+}
+
 // The recurrent layers with their heads in the history, in layer order.
 std::vector<int> state_layers(const ProbeHistory& h) {
     std::vector<int> layers;
@@ -169,7 +177,7 @@ void draw_state_panel(StudioApp& app) {
         if (s.layer == app.state_layer) heads.push_back(&s);
     const std::string kind = heads.empty() ? "" : heads[0]->kind;
     char current[48];
-    std::snprintf(current, sizeof current, "layer %d (%s)", app.state_layer, kind.c_str());
+    std::snprintf(current, sizeof current, "layer %d (%s)", app.state_layer, recurrence_label(kind));
     ImGui::SetNextItemWidth(ui_px(200));
     if (ImGui::BeginCombo("layer", current)) {
         for (int l : layers) {
@@ -177,7 +185,7 @@ void draw_state_panel(StudioApp& app) {
             for (const StateHistory& x : h.state)
                 if (x.layer == l) s = &x;
             char name[48];
-            std::snprintf(name, sizeof name, "layer %d (%s)", l, s ? s->kind.c_str() : "");
+            std::snprintf(name, sizeof name, "layer %d (%s)", l, s ? recurrence_label(s->kind) : "");
             if (ImGui::Selectable(name, l == app.state_layer)) app.state_layer = l;
         }
         ImGui::EndCombo();
