@@ -24,7 +24,7 @@ void check_weight(const WeightView& w, const char* op) {
 // block's dot is exact in double, so rounding the running sum after each block gives llama.cpp's
 // value. Summed exactly over the row instead, the iq4_nl golden put an activation of the next
 // layer on the other side of its 8-bit rounding (0.042 from llama.cpp's logits at one position).
-int float_sum_block(gguf::TensorType t) { return t == gguf::kIQ4_NL ? 32 : 0; }
+int float_sum_block(gguf::TensorType t) { return t == gguf::TensorType::IQ4_NL ? 32 : 0; }
 
 // Row . x, as llama.cpp's CPU backend sums it for weights of type t (float_sum_block).
 float row_dot(gguf::TensorType t, const float* row, const float* x, int64_t n, const float* bias) {

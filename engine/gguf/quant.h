@@ -18,10 +18,6 @@ struct UnsupportedType : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// llama.cpp's i-quant and ternary types by number (the enumeration in gguf.h names the others).
-inline constexpr TensorType kIQ2_XXS{16}, kIQ2_XS{17}, kIQ3_XXS{18}, kIQ1_S{19}, kIQ4_NL{20}, kIQ3_S{21},
-    kIQ2_S{22}, kIQ4_XS{23}, kIQ1_M{29}, kTQ1_0{34}, kTQ2_0{35};
-
 // IEEE 754 binary16 -> binary32 (exact).
 inline float fp16_to_fp32(uint16_t h) {
     const uint32_t sign = uint32_t(h & 0x8000) << 16;

@@ -220,9 +220,9 @@ BlockDecoder iquant_block_decoder(TensorType t) {
         TensorType type;
         BlockDecoder decode;
     } kDecoders[] = {
-        {kIQ2_XXS, decode_iq2_xxs}, {kIQ2_XS, decode_iq2_xs}, {kIQ2_S, decode_iq2_s}, {kIQ3_XXS, decode_iq3_xxs},
-        {kIQ3_S, decode_iq3_s},     {kIQ1_S, decode_iq1_s},   {kIQ1_M, decode_iq1_m}, {kIQ4_NL, decode_iq4_nl},
-        {kIQ4_XS, decode_iq4_xs},   {kTQ1_0, decode_tq1_0},   {kTQ2_0, decode_tq2_0},
+        {TensorType::IQ2_XXS, decode_iq2_xxs}, {TensorType::IQ2_XS, decode_iq2_xs}, {TensorType::IQ2_S, decode_iq2_s}, {TensorType::IQ3_XXS, decode_iq3_xxs},
+        {TensorType::IQ3_S, decode_iq3_s},     {TensorType::IQ1_S, decode_iq1_s},   {TensorType::IQ1_M, decode_iq1_m}, {TensorType::IQ4_NL, decode_iq4_nl},
+        {TensorType::IQ4_XS, decode_iq4_xs},   {TensorType::TQ1_0, decode_tq1_0},   {TensorType::TQ2_0, decode_tq2_0},
     };
     for (const auto& d : kDecoders)
         if (d.type == t) return d.decode;

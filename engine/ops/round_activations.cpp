@@ -11,14 +11,14 @@ namespace vkllm::ops {
 ActRounding activation_rounding(TensorType t) {
     switch (t) {
         case TensorType::Q4_0: case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1:
-        case TensorType::Q8_0: case TensorType::MXFP4: case gguf::kIQ4_NL:
+        case TensorType::Q8_0: case TensorType::MXFP4: case TensorType::IQ4_NL:
             return ActRounding::Q8_32;
         // ggml's CPU backend dots these against Q8_K (blocks of 256): the K-quants, IQ4_XS, the
         // ternary types and the grid i-quants.
         case TensorType::Q2_K: case TensorType::Q3_K: case TensorType::Q4_K: case TensorType::Q5_K:
-        case TensorType::Q6_K: case gguf::kIQ4_XS: case gguf::kTQ1_0: case gguf::kTQ2_0:
-        case gguf::kIQ2_XXS: case gguf::kIQ2_XS: case gguf::kIQ2_S: case gguf::kIQ3_XXS:
-        case gguf::kIQ3_S: case gguf::kIQ1_S: case gguf::kIQ1_M:
+        case TensorType::Q6_K: case TensorType::IQ4_XS: case TensorType::TQ1_0: case TensorType::TQ2_0:
+        case TensorType::IQ2_XXS: case TensorType::IQ2_XS: case TensorType::IQ2_S: case TensorType::IQ3_XXS:
+        case TensorType::IQ3_S: case TensorType::IQ1_S: case TensorType::IQ1_M:
             return ActRounding::Q8_256;
         case TensorType::F16:
             return ActRounding::F16;

@@ -42,17 +42,17 @@ bool gpu_format(TensorType t, Format* f) {
         case TensorType::Q5_K: *f = {256, 176, VKLLM_WEIGHT(q5_k)}; return true;
         case TensorType::Q6_K: *f = {256, 210, VKLLM_WEIGHT(q6_k)}; return true;
         case TensorType::MXFP4: *f = {32, 17, VKLLM_WEIGHT(mxfp4)}; return true;
-        case gguf::kIQ4_NL: *f = {32, 18, VKLLM_WEIGHT(iq4_nl)}; return true;
-        case gguf::kIQ4_XS: *f = {256, 136, VKLLM_WEIGHT(iq4_xs)}; return true;
-        case gguf::kTQ1_0: *f = {256, 54, VKLLM_WEIGHT(tq1_0)}; return true;
-        case gguf::kTQ2_0: *f = {256, 66, VKLLM_WEIGHT(tq2_0)}; return true;
-        case gguf::kIQ2_XXS: *f = {256, 66, VKLLM_WEIGHT(iq2_xxs), gguf::IqGridId::IQ2_XXS}; return true;
-        case gguf::kIQ2_XS: *f = {256, 74, VKLLM_WEIGHT(iq2_xs), gguf::IqGridId::IQ2_XS}; return true;
-        case gguf::kIQ2_S: *f = {256, 82, VKLLM_WEIGHT(iq2_s), gguf::IqGridId::IQ2_S}; return true;
-        case gguf::kIQ3_XXS: *f = {256, 98, VKLLM_WEIGHT(iq3_xxs), gguf::IqGridId::IQ3_XXS}; return true;
-        case gguf::kIQ3_S: *f = {256, 110, VKLLM_WEIGHT(iq3_s), gguf::IqGridId::IQ3_S}; return true;
-        case gguf::kIQ1_S: *f = {256, 50, VKLLM_WEIGHT(iq1_s), gguf::IqGridId::IQ1_S}; return true;
-        case gguf::kIQ1_M: *f = {256, 56, VKLLM_WEIGHT(iq1_m), gguf::IqGridId::IQ1_S}; return true;
+        case gguf::TensorType::IQ4_NL: *f = {32, 18, VKLLM_WEIGHT(iq4_nl)}; return true;
+        case gguf::TensorType::IQ4_XS: *f = {256, 136, VKLLM_WEIGHT(iq4_xs)}; return true;
+        case gguf::TensorType::TQ1_0: *f = {256, 54, VKLLM_WEIGHT(tq1_0)}; return true;
+        case gguf::TensorType::TQ2_0: *f = {256, 66, VKLLM_WEIGHT(tq2_0)}; return true;
+        case gguf::TensorType::IQ2_XXS: *f = {256, 66, VKLLM_WEIGHT(iq2_xxs), gguf::IqGridId::IQ2_XXS}; return true;
+        case gguf::TensorType::IQ2_XS: *f = {256, 74, VKLLM_WEIGHT(iq2_xs), gguf::IqGridId::IQ2_XS}; return true;
+        case gguf::TensorType::IQ2_S: *f = {256, 82, VKLLM_WEIGHT(iq2_s), gguf::IqGridId::IQ2_S}; return true;
+        case gguf::TensorType::IQ3_XXS: *f = {256, 98, VKLLM_WEIGHT(iq3_xxs), gguf::IqGridId::IQ3_XXS}; return true;
+        case gguf::TensorType::IQ3_S: *f = {256, 110, VKLLM_WEIGHT(iq3_s), gguf::IqGridId::IQ3_S}; return true;
+        case gguf::TensorType::IQ1_S: *f = {256, 50, VKLLM_WEIGHT(iq1_s), gguf::IqGridId::IQ1_S}; return true;
+        case gguf::TensorType::IQ1_M: *f = {256, 56, VKLLM_WEIGHT(iq1_m), gguf::IqGridId::IQ1_S}; return true;
         default: return false;
     }
 }

@@ -135,13 +135,13 @@ void ReferenceForward::matmul(const cpu::WeightView& w, const float* x, float* y
     switch (w.type) {
         case gguf::TensorType::Q4_0: case gguf::TensorType::Q4_1: case gguf::TensorType::Q5_0:
         case gguf::TensorType::Q5_1: case gguf::TensorType::Q8_0: case gguf::TensorType::MXFP4:
-        case gguf::kIQ4_NL:
+        case gguf::TensorType::IQ4_NL:
             block = 32;
             break;
         case gguf::TensorType::Q2_K: case gguf::TensorType::Q3_K: case gguf::TensorType::Q4_K:
         case gguf::TensorType::Q5_K: case gguf::TensorType::Q6_K:
-        case gguf::kIQ2_XXS: case gguf::kIQ2_XS: case gguf::kIQ2_S: case gguf::kIQ3_XXS: case gguf::kIQ3_S:
-        case gguf::kIQ1_S: case gguf::kIQ1_M: case gguf::kIQ4_XS: case gguf::kTQ1_0: case gguf::kTQ2_0:
+        case gguf::TensorType::IQ2_XXS: case gguf::TensorType::IQ2_XS: case gguf::TensorType::IQ2_S: case gguf::TensorType::IQ3_XXS: case gguf::TensorType::IQ3_S:
+        case gguf::TensorType::IQ1_S: case gguf::TensorType::IQ1_M: case gguf::TensorType::IQ4_XS: case gguf::TensorType::TQ1_0: case gguf::TensorType::TQ2_0:
             block = 256;
             break;
         default:

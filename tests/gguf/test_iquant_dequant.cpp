@@ -30,9 +30,9 @@ struct IqType {
 };
 
 const IqType kTypes[] = {
-    {"IQ2_XXS", kIQ2_XXS, "iq2_xxs"}, {"IQ2_XS", kIQ2_XS, "iq2_xs"}, {"IQ2_S", kIQ2_S, "iq2_s"},
-    {"IQ3_XXS", kIQ3_XXS, "iq3_xxs"}, {"IQ3_S", kIQ3_S, "iq3_s"},   {"IQ1_S", kIQ1_S, "iq1_s"},
-    {"IQ1_M", kIQ1_M, "iq1_m"},       {"TQ1_0", kTQ1_0, "tq1_0"},   {"TQ2_0", kTQ2_0, "tq2_0"},
+    {"IQ2_XXS", TensorType::IQ2_XXS, "iq2_xxs"}, {"IQ2_XS", TensorType::IQ2_XS, "iq2_xs"}, {"IQ2_S", TensorType::IQ2_S, "iq2_s"},
+    {"IQ3_XXS", TensorType::IQ3_XXS, "iq3_xxs"}, {"IQ3_S", TensorType::IQ3_S, "iq3_s"},   {"IQ1_S", TensorType::IQ1_S, "iq1_s"},
+    {"IQ1_M", TensorType::IQ1_M, "iq1_m"},       {"TQ1_0", TensorType::TQ1_0, "tq1_0"},   {"TQ2_0", TensorType::TQ2_0, "tq2_0"},
 };
 
 std::vector<uint8_t> from_hex(const std::string& hex) {
@@ -116,10 +116,10 @@ TEST(IquantDequant, MatchesGgmlBitForBit) {
         for (size_t i = 0; i < n_blocks; ++i) {  // a finite block scale where the type keeps it
             uint8_t* block = raw.data() + i * type_size;
             const uint16_t d = fp32_to_fp16(scales[i % std::size(scales)]);
-            if (t.type == kIQ1_M) {  // spread over the top nibbles of the last four u16
+            if (t.type == TensorType::IQ1_M) {  // spread over the top nibbles of the last four u16
                 for (int k = 0; k < 4; ++k) block[48 + 2 * k + 1] = uint8_t((block[48 + 2 * k + 1] & 0x0F) | ((d >> (4 * k)) & 0xF) << 4);
             } else {
-                const size_t at = t.type == kTQ1_0 ? 52 : t.type == kTQ2_0 ? 64 : 0;
+                const size_t at = t.type == TensorType::TQ1_0 ? 52 : t.type == TensorType::TQ2_0 ? 64 : 0;
                 std::memcpy(block + at, &d, 2);
             }
         }
@@ -144,7 +144,7 @@ TEST(IquantDequant, Tq2BlockFromItsLayout) {
     }
     const uint16_t d = fp32_to_fp16(0.5f);
     std::memcpy(block.data() + 64, &d, 2);
-    const std::vector<float> got = dequantize(kTQ2_0, block.data(), 256);
+    const std::vector<float> got = dequantize(TensorType::TQ2_0, block.data(), 256);
     for (int i = 0; i < 256; ++i) ASSERT_EQ(got[i], 0.5f * float(want[i])) << i;
 }
 
@@ -169,7 +169,7 @@ TEST(IquantDequant, Tq1EveryTritPatternDecodes) {
         for (int m = 0; m < 4; ++m) put(&block[48 + m], (base + 13 * m) % 81, 4, [&](int n) { return 240 + 4 * n + m; });
         const uint16_t d = fp32_to_fp16(-2.0f);
         std::memcpy(block.data() + 52, &d, 2);
-        const std::vector<float> got = dequantize(kTQ1_0, block.data(), 256);
+        const std::vector<float> got = dequantize(TensorType::TQ1_0, block.data(), 256);
         for (int i = 0; i < 256; ++i) ASSERT_EQ(got[i], -2.0f * float(want[i])) << "base " << base << " weight " << i;
     }
 }
@@ -182,7 +182,7 @@ TEST(IquantDequant, Iq2xxsGroupFromItsLayout) {
     block[2] = 7;                                    // group 0: grid point 7
     const uint32_t aux = (5u << 28) | 0x3u;          // scale 5; sign bits 0 and 1 (even count: bit 7 clear)
     std::memcpy(block.data() + 6, &aux, 4);
-    const std::vector<float> got = dequantize(kIQ2_XXS, block.data(), 256);
+    const std::vector<float> got = dequantize(TensorType::IQ2_XXS, block.data(), 256);
     const int8_t* p = iq_grid(IqGridId::IQ2_XXS).point(7);
     const float db = (0.5f + 5.0f) * 0.25f;
     for (int j = 0; j < 8; ++j) EXPECT_EQ(got[j], (j < 2 ? -1.0f : 1.0f) * db * float(p[j])) << j;

@@ -201,7 +201,7 @@ TEST(IquantModels, EveryTypeHasAGoldenFile) {
     for (const std::string& name : golden_models())
         for (const auto& t : gguf::File::open(golden_dir() + name + ".gguf")->tensors()) seen.insert(gguf::type_traits(t.type)->name);
     using namespace gguf;
-    for (TensorType t : {kIQ2_XXS, kIQ2_XS, kIQ2_S, kIQ3_XXS, kIQ3_S, kIQ1_S, kIQ1_M, kIQ4_NL, kIQ4_XS, kTQ1_0, kTQ2_0})
+    for (TensorType t : {TensorType::IQ2_XXS, TensorType::IQ2_XS, TensorType::IQ2_S, TensorType::IQ3_XXS, TensorType::IQ3_S, TensorType::IQ1_S, TensorType::IQ1_M, TensorType::IQ4_NL, TensorType::IQ4_XS, TensorType::TQ1_0, TensorType::TQ2_0})
         EXPECT_TRUE(seen.count(type_traits(t)->name)) << "no golden file holds " << type_traits(t)->name;
 }
 

@@ -9,9 +9,9 @@ namespace vkllm::test::iquant {
 namespace {
 
 const IquantType kTypes[] = {
-    {gguf::kIQ1_S, 0, false},   {gguf::kIQ1_M, kIq1mScale, false}, {gguf::kIQ2_XXS, 0, false},
-    {gguf::kIQ2_XS, 0, true},   {gguf::kIQ2_S, 0, false},          {gguf::kIQ3_XXS, 0, false},
-    {gguf::kIQ3_S, 0, false},
+    {gguf::TensorType::IQ1_S, 0, false},   {gguf::TensorType::IQ1_M, kIq1mScale, false}, {gguf::TensorType::IQ2_XXS, 0, false},
+    {gguf::TensorType::IQ2_XS, 0, true},   {gguf::TensorType::IQ2_S, 0, false},          {gguf::TensorType::IQ3_XXS, 0, false},
+    {gguf::TensorType::IQ3_S, 0, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Types, IquantOps, ::testing::ValuesIn(kTypes),

@@ -7,10 +7,10 @@ namespace vkllm::test::iquant {
 namespace {
 
 const IquantType kTypes[] = {
-    {gguf::kIQ4_NL, 0, false},
-    {gguf::kIQ4_XS, 0, true},
-    {gguf::kTQ1_0, 52, true},
-    {gguf::kTQ2_0, 64, false},
+    {gguf::TensorType::IQ4_NL, 0, false},
+    {gguf::TensorType::IQ4_XS, 0, true},
+    {gguf::TensorType::TQ1_0, 52, true},
+    {gguf::TensorType::TQ2_0, 64, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Types, IquantOps, ::testing::ValuesIn(kTypes),
