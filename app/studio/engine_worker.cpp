@@ -589,33 +589,19 @@ void EngineWorker::set_probes(const ProbeSelection& s) {
 
 // ---- Interventions ----
 
-// Logits of every position of the conversation, [tokens][n_vocab].
-std::vector<float> EngineWorker::eval_context_quietly() {
-    const std::vector<int32_t> tokens = session_->tokens();
-    if (tokens.empty()) throw std::runtime_error("the conversation is empty: send a message first");
-    const ProbeConfig saved = session_->probe_config();
-    session_->set_probes({});
-    session_->reset();
-    std::vector<float> logits = session_->eval(tokens, /*all_logits=*/true);
-    session_->set_probes(saved);
-    return logits;
-}
-
-// The edit judged on the next token (the last row) and over every position of the text.
+// The edit judged on the next token (the last row) and over every position of the text, one
+// forward pass at a time in a scratch session (no tokens x vocabulary logits kept).
 void EngineWorker::do_intervention(const std::string& what, const std::function<void()>& apply) {
     if (!session_) throw std::runtime_error("no model is loaded");
-    const std::vector<int32_t> tokens = session_->tokens();
-    const size_t V = size_t(model_->info().n_vocab);
-    const std::vector<float> all_before = eval_context_quietly();
+    if (session_->tokens().empty()) throw std::runtime_error("the conversation is empty: send a message first");
+    const InterventionState state_before = weights_zeroed(*model_, residual_edits_);
     apply();
-    const std::vector<float> all_after = eval_context_quietly();
-    auto last_row = [&](const std::vector<float>& all) {
-        return std::vector<float>(all.end() - long(V), all.end());
-    };
-    const std::vector<float> before = softmax(last_row(all_before));
-    const std::vector<float> after = softmax(last_row(all_after));
+    const InterventionState state_after = weights_zeroed(*model_, residual_edits_);
+    const TextJudgement j = judge_over_text(*model_, *session_, SessionOptions{}, state_before, state_after);
+    const std::vector<float> before = softmax(j.next_before);
+    const std::vector<float> after = softmax(j.next_after);
     InterventionResult r;
-    r.text = text_effect(all_before, all_after, tokens, int(V));
+    r.text = j.text;
     r.description = what;
     r.before = top_tokens(*model_, before, 10);
     r.after = top_tokens(*model_, after, 10);

@@ -182,7 +182,6 @@ private:
     void prefill(const GenerationSettings& g);  // evaluates the conversation, no answer
     void take_back_user_turn();                 // the newest user message back to the box
     void sync_context();
-    std::vector<float> eval_context_quietly();  // logits of every token, [tokens][n_vocab], probes off
     void do_intervention(const std::string& what, const std::function<void()>& apply);
 
     // Worker-thread state
