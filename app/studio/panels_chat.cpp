@@ -254,10 +254,27 @@ void draw_message(StudioApp& app, const ChatTurn& t, int n_expert) {
     if (line_open) ImGui::NewLine();
 }
 
-// Up and Down in the chat box: the sent messages (InputHistory). ImGui has no history callback
-// for a multi-line box, so the callback that runs every frame looks at the arrow keys.
+// What the chat box's callback needs: the app, and whether this frame's Enter sends.
+struct InputBox {
+    StudioApp* app = nullptr;
+    bool enter_sends = false;
+};
+
+// The chat box's callback, every frame it has the keyboard. Enter sends from here, while the box
+// keeps the keyboard (ImGui's own Enter would let go of it, and letters typed right after Enter
+// would find no box for a frame or two): the box's text is sent and deleted in place. Up and
+// Down bring back sent messages (InputHistory): ImGui has no history callback for a multi-line
+// box, so this callback looks at the arrow keys.
 int input_callback(ImGuiInputTextCallbackData* d) {
-    auto* app = static_cast<StudioApp*>(d->UserData);
+    auto* box = static_cast<InputBox*>(d->UserData);
+    StudioApp* app = box->app;
+    if (box->enter_sends) {
+        box->enter_sends = false;
+        const std::string text(d->Buf, size_t(d->BufTextLen));  // ImGui's copy of the box
+        snprintf(app->input, sizeof app->input, "%s", text.c_str());
+        if (app->send_input()) d->DeleteChars(0, d->BufTextLen);
+        return 0;
+    }
     const bool up = ImGui::IsKeyPressed(GLFW_KEY_UP), down = ImGui::IsKeyPressed(GLFW_KEY_DOWN);
     if (!up && !down) return 0;
     const std::string current(d->Buf, size_t(d->BufTextLen));
@@ -382,7 +399,8 @@ void draw_chat_panel(StudioApp& app) {
     // The box: Enter sends, Shift+Enter (or Ctrl+Enter) starts a new line, Up in an empty box
     // brings back the last message. ImGui's multi-line box sends on Enter with
     // CtrlEnterForNewLine and takes Ctrl+Enter as its new line; Shift+Enter is passed to it as
-    // Ctrl+Enter for the one frame it is pressed.
+    // Ctrl+Enter for the one frame it is pressed. A plain Enter while the box has the keyboard is
+    // hidden from it for that frame and sent by the callback instead (the box stays active).
     ImGuiIO& io = ImGui::GetIO();
     const bool enter = ImGui::IsKeyPressed(GLFW_KEY_ENTER) || ImGui::IsKeyPressed(GLFW_KEY_KP_ENTER);
     const bool ctrl = io.KeyCtrl;
@@ -391,6 +409,14 @@ void draw_chat_panel(StudioApp& app) {
         io.KeyCtrl = true;
         io.KeyMods |= ImGuiKeyModFlags_Ctrl;
     }
+    InputBox box{&app, enter && app.input_active && !io.KeyShift && !io.KeyCtrl};
+    // A key (or keyboard navigation's "input", which Enter also is) reads as pressed in the frame
+    // its down-duration is 0; -1 reads as up.
+    float* const enter_down[3] = {&io.KeysDownDuration[GLFW_KEY_ENTER], &io.KeysDownDuration[GLFW_KEY_KP_ENTER],
+                                  &io.NavInputsDownDuration[ImGuiNavInput_Input]};
+    const float enter_was[3] = {*enter_down[0], *enter_down[1], *enter_down[2]};
+    if (box.enter_sends)
+        for (float* d : enter_down) *d = -1.0f;
     if (app.focus_input) {
         if (!app.input_active) ImGui::SetKeyboardFocusHere();
         app.focus_input = false;
@@ -398,13 +424,14 @@ void draw_chat_panel(StudioApp& app) {
     const bool submitted = ImGui::InputTextMultiline(
         "##input", app.input, sizeof app.input, ImVec2(-1, input_h),
         ImGuiInputTextFlags_CtrlEnterForNewLine | ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackAlways,
-        input_callback, &app);
+        input_callback, &box);
     io.KeyCtrl = ctrl;
     io.KeyMods = mods;
+    for (int i = 0; i < 3; ++i) *enter_down[i] = enter_was[i];
     app.input_active = ImGui::IsItemActive();
     if (submitted) {
         app.send_input();
-        app.focus_input = true;  // Enter let go of the box: keep typing in it
+        app.focus_input = true;  // an Enter in the frame the box took the keyboard let go of it
     }
     if (flow_button(s.encoder ? "Encode (Enter)" : "Send (Enter)", true)) app.send_input();
     if (flow_button("Stop (Esc)", false)) app.worker.stop();

@@ -91,10 +91,11 @@ bool wait_for_file(const std::string& path, double seconds) {
     return true;
 }
 
-// What the box sent: the studio runs its script (the box gets the keyboard and "Hi", then a long
-// answer), `taps` arrive from the X server in one batch during the answer, and the script's Enter
-// after it sends the box. Sets `sent_text` to that second user message.
-void sent_after_taps(const std::string& name, const std::vector<std::string>& taps, std::string* sent_text) {
+// Runs the studio on `script` (its lines after "tokens N", "type Hi" and an export of ready.json:
+// the box has the keyboard and "Hi" then), sends `taps` from the X server in one batch as soon as
+// ready.json appears, and reads the export the script ends with into `sent`.
+void run_with_taps(const std::string& name, const std::string& script, const std::vector<std::string>& taps,
+                   json* sent) {
     const std::string studio = studio_binary();
     if (!fs::exists(studio)) GTEST_SKIP() << "no " << studio << " (build vkllm-studio)";
     Xvfb x;
@@ -102,14 +103,9 @@ void sent_after_taps(const std::string& name, const std::vector<std::string>& ta
     const std::string dir = vkllm::test::temp_path("studio-quick-taps-" + name);
     fs::remove_all(dir);
     fs::create_directories(dir);
-    // ready.json: the box has the keyboard and "Hi"; the taps arrive a frame or so later, while
-    // the script goes on to an answer of up to 200 tokens; the Enter after it sends the box.
-    std::ofstream(dir + "/script.txt") << "tokens 200\n"
-                                          "type Hi\n"
-                                          "export " << dir << "/ready.json\n"
-                                          "send Once upon a time\n"
-                                          "key enter\n"
-                                          "export " << dir << "/sent.json\n";
+    std::string body = script;
+    for (size_t at; (at = body.find("$DIR")) != std::string::npos;) body.replace(at, 4, dir);
+    std::ofstream(dir + "/script.txt") << "type Hi\nexport " << dir << "/ready.json\n" << body;
     const std::string model = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
     const std::string cmd = "DISPLAY=" + x.display() + " '" + studio + "' -m '" + model + "' --script '" + dir +
                             "/script.txt' --temp 0 --config-dir '" + dir + "/config' --exit 2> '" + dir + "/stderr.txt'";
@@ -131,11 +127,23 @@ void sent_after_taps(const std::string& name, const std::vector<std::string>& ta
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(dir + "/stderr.txt");
     ASSERT_TRUE(typed_error.empty()) << typed_error;
     ASSERT_TRUE(fs::exists(dir + "/sent.json")) << read_text(dir + "/stderr.txt");
+    *sent = json::parse(read_text(dir + "/sent.json"));
+}
 
-    const json sent = json::parse(read_text(dir + "/sent.json"));
+std::vector<std::string> user_messages(const json& sent) {
     std::vector<std::string> user;
     for (const json& m : sent["messages"])
         if (m["role"] == "user") user.push_back(m["text"].get<std::string>());
+    return user;
+}
+
+// The taps arrive during an answer of up to 200 tokens; the script's Enter after it sends the box.
+// Sets `sent_text` to that second user message.
+void sent_after_taps(const std::string& name, const std::vector<std::string>& taps, std::string* sent_text) {
+    json sent;
+    run_with_taps(name, "tokens 200\nsend Once upon a time\nkey enter\nexport $DIR/sent.json\n", taps, &sent);
+    if (::testing::Test::HasFatalFailure() || ::testing::Test::IsSkipped()) return;
+    const std::vector<std::string> user = user_messages(sent);
     ASSERT_EQ(user.size(), 2u) << sent["messages"].dump(1);
     EXPECT_EQ(user[0], "Once upon a time");
     EXPECT_EQ(sent["chat"]["input"].get<std::string>(), "") << "the box clears after sending";
@@ -167,4 +175,19 @@ TEST(StudioChat, QuickTapsOfTheSameKeyActTwice) {
     sent_after_taps("double", {"space", "h", "e", "l", "l", "o", "Left", "Left", "y"}, &text);
     if (HasFatalFailure() || IsSkipped()) return;
     EXPECT_EQ(text, "Hi helylo");
+}
+
+// Enter sends and the box keeps the keyboard: letters tapped right after the Enter, in the same
+// batch, are in the box (while the answer runs). The script idles on cheap lines meanwhile, so
+// that the tapped Enter finds no answer running; the export waits for the answer it started.
+TEST(StudioChat, LettersRightAfterEnterStayInTheBox) {
+    std::string idle;
+    for (int i = 0; i < 20; ++i) idle += "tokens 24\n";
+    json sent;
+    run_with_taps("enter", idle + "export $DIR/sent.json\n", {"Return", "n", "e", "x", "t"}, &sent);
+    if (HasFatalFailure() || IsSkipped()) return;
+    const std::vector<std::string> user = user_messages(sent);
+    ASSERT_EQ(user.size(), 1u) << sent["messages"].dump(1);
+    EXPECT_EQ(user[0], "Hi");
+    EXPECT_EQ(sent["chat"]["input"].get<std::string>(), "next") << "the letters typed right after Enter";
 }
