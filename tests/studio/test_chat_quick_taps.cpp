@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "xvfb.h"
 #include "x_keyboard.h"  // last: Xlib's macros (None, Bool, True) stay out of the headers above
 
 namespace fs = std::filesystem;
@@ -28,51 +29,8 @@ using nlohmann::json;
 
 namespace {
 
-// An X server of our own on a free display number, stopped at the end.
-class Xvfb {
-public:
-    Xvfb() {
-        for (int d = 300 + int(getpid() % 50); d < 500; ++d) {
-            if (fs::exists("/tmp/.X11-unix/X" + std::to_string(d)) || fs::exists("/tmp/.X" + std::to_string(d) + "-lock"))
-                continue;
-            display_ = d;
-            break;
-        }
-        pid_ = fork();
-        if (pid_ == 0) {
-            const std::string name = display();
-            execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp", (char*)nullptr);
-            _exit(127);
-        }
-        for (int i = 0; i < 100 && !fs::exists(socket()); ++i) {
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-    }
-    ~Xvfb() {
-        if (pid_ > 0) {
-            kill(pid_, SIGTERM);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    bool running() const { return pid_ > 0 && fs::exists(socket()); }
-    std::string display() const { return ":" + std::to_string(display_); }
-
-private:
-    std::string socket() const { return "/tmp/.X11-unix/X" + std::to_string(display_); }
-    int display_ = 299;
-    pid_t pid_ = -1;
-};
-
-// vkllm-studio: $VKLLM_STUDIO_BIN, else beside the vkllm binary under test.
-std::string studio_binary() {
-    if (const char* bin = std::getenv("VKLLM_STUDIO_BIN")) return bin;
-    return (fs::path(vkllm::test::vkllm_bin()).parent_path() / "vkllm-studio").string();
-}
+using vkllm::test::studio_binary;
+using vkllm::test::Xvfb;
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path);
@@ -98,7 +56,7 @@ void run_with_taps(const std::string& name, const std::string& script, const std
                    json* sent) {
     const std::string studio = studio_binary();
     if (!fs::exists(studio)) GTEST_SKIP() << "no " << studio << " (build vkllm-studio)";
-    Xvfb x;
+    Xvfb x(300);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string dir = vkllm::test::temp_path("studio-quick-taps-" + name);
     fs::remove_all(dir);

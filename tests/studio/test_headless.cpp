@@ -28,6 +28,7 @@
 #include "panel_json.h"
 #include "studio_export.h"
 #include "test_support.h"
+#include "xvfb.h"
 #include "view_models.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -39,50 +40,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An X server of our own on a free display number, stopped at the end.
-class Xvfb {
-public:
-    explicit Xvfb(const std::string& screen = "1280x800x24") {
-        for (int d = 90 + int(getpid() % 50); d < 400; ++d) {
-            if (fs::exists("/tmp/.X11-unix/X" + std::to_string(d)) || fs::exists("/tmp/.X" + std::to_string(d) + "-lock"))
-                continue;
-            display_ = d;
-            break;
-        }
-        const std::string name = ":" + std::to_string(display_);
-        pid_ = fork();
-        if (pid_ == 0) {
-            execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", screen.c_str(), "-nolisten", "tcp", (char*)nullptr);
-            _exit(127);
-        }
-        // Ready when its socket appears.
-        for (int i = 0; i < 100 && !fs::exists("/tmp/.X11-unix/X" + std::to_string(display_)); ++i) {
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-    }
-    ~Xvfb() {
-        if (pid_ > 0) {
-            kill(pid_, SIGTERM);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    bool running() const { return pid_ > 0 && fs::exists("/tmp/.X11-unix/X" + std::to_string(display_)); }
-    std::string display() const { return ":" + std::to_string(display_); }
-
-private:
-    int display_ = 99;
-    pid_t pid_ = -1;
-};
-
-std::string studio_binary() {
-    const char* bin = std::getenv("VKLLM_STUDIO_BIN");
-    return bin ? bin : "vkllm-studio";
-}
+using vkllm::test::studio_binary;
+using vkllm::test::Xvfb;
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path);
@@ -161,7 +120,7 @@ std::string first_difference(const json& got, const json& want, const std::strin
 
 // The whole check for one model.
 void check_model(const std::string& file, const std::string& tag) {
-    Xvfb x;
+    Xvfb x(90);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string prompt = "Once upon a time";
     const int n = 6;
@@ -343,7 +302,7 @@ void expect_top(const json& column, const std::vector<float>& p, const std::stri
 // per-position KL and perplexities over the text are the engine's, and the second Restore has
 // no effect over the text.
 TEST(StudioHeadless, InterventionAndRestore) {
-    Xvfb x;
+    Xvfb x(90);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string file = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
     const std::string dir = vkllm::test::temp_path("studio-edit");
@@ -399,7 +358,7 @@ TEST(StudioHeadless, InterventionAndRestore) {
 // generates nothing; every panel has data, the attention maps are full (keys after the query)
 // and equal the engine's, and the export is the probe document of that one pass.
 TEST(StudioHeadless, RandomBertEncoder) {
-    Xvfb x;
+    Xvfb x(90);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string dir = vkllm::test::temp_path("studio-bert");
     fs::remove_all(dir);
@@ -548,7 +507,7 @@ void expect_nothing_cut_or_overlapping(const json& e, int width, int height, con
 // full context stops with the choice, the context shift drops the oldest exchange and the chat
 // goes on; the conversation is saved as `vkllm chat` saves it and opened again.
 TEST(StudioHeadless, ChatByKeysContextShiftAndSavedConversation) {
-    Xvfb x;
+    Xvfb x(90);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string file = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
     const std::string dir = vkllm::test::temp_path("studio-chat");
@@ -628,7 +587,7 @@ TEST(StudioHeadless, ChatByKeysContextShiftAndSavedConversation) {
 // encoder, tiled and with one panel maximised (its map zoomed, the linked text view open); BERT's [MASK] typed in the chat is the mask
 // token, as `vkllm fill-mask` parses it.
 TEST(StudioHeadless, LayoutHoldsAtTwoSizes) {
-    Xvfb x("1600x1000x24");
+    Xvfb x(90, "1600x1000x24");
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string dir = vkllm::test::temp_path("studio-layout");
     fs::remove_all(dir);
@@ -664,7 +623,7 @@ TEST(StudioHeadless, LayoutHoldsAtTwoSizes) {
 // Switching models asks first when a conversation would be dropped (no: nothing changes; yes:
 // the new model, in Recent); a file that does not open is not listed in Recent.
 TEST(StudioHeadless, ModelSwitchAsksAndRecentListsWhatOpened) {
-    Xvfb x;
+    Xvfb x(90);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string dense = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
     const std::string moe = vkllm::test::source_dir() + "/assets/zoo/zoo-moe.gguf";
@@ -693,7 +652,7 @@ TEST(StudioHeadless, ModelSwitchAsksAndRecentListsWhatOpened) {
 // it adds when asked (a script's "zoom alibi"), with no validation message and no text cut at
 // 1280x800; the slope the view uses is the model's.
 TEST(StudioHeadless, JaisAlibiBias) {
-    Xvfb x;
+    Xvfb x(90);
     ASSERT_TRUE(x.running()) << "Xvfb could not start (install it: scripts/install-deps.sh)";
     const std::string dir = vkllm::test::temp_path("studio-jais");
     fs::remove_all(dir);

@@ -19,49 +19,14 @@
 #include <stb/stb_image.h>
 
 #include "test_support.h"
+#include "xvfb.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-// An X server of our own on a free display number, stopped at the end.
-class Xvfb {
-public:
-    Xvfb() {
-        for (int d = 450 + int(getpid() % 50); d < 700; ++d) {
-            if (fs::exists("/tmp/.X11-unix/X" + std::to_string(d)) || fs::exists("/tmp/.X" + std::to_string(d) + "-lock"))
-                continue;
-            display_ = d;
-            break;
-        }
-        const std::string name = ":" + std::to_string(display_);
-        pid_ = fork();
-        if (pid_ == 0) {
-            execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1280x800x24", "-nolisten", "tcp", (char*)nullptr);
-            _exit(127);
-        }
-        for (int i = 0; i < 100 && !fs::exists("/tmp/.X11-unix/X" + std::to_string(display_)); ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ~Xvfb() {
-        if (pid_ > 0) {
-            kill(pid_, SIGTERM);
-            waitpid(pid_, nullptr, 0);
-        }
-    }
-    bool running() const { return pid_ > 0 && fs::exists("/tmp/.X11-unix/X" + std::to_string(display_)); }
-    std::string display() const { return ":" + std::to_string(display_); }
-
-private:
-    int display_ = 450;
-    pid_t pid_ = -1;
-};
-
-// vkllm-studio beside the vkllm the tests run (VKLLM_STUDIO_BIN overrides).
-std::string studio_binary() {
-    if (const char* bin = std::getenv("VKLLM_STUDIO_BIN")) return bin;
-    return (fs::path(vkllm::test::vkllm_bin()).parent_path() / "vkllm-studio").string();
-}
+using vkllm::test::studio_binary;
+using vkllm::test::Xvfb;
 
 // Runs `script` on `model`; returns the exit status, with the screenshot at dir/state.png.
 int run_script(const Xvfb& x, const std::string& model, const std::string& script, const std::string& dir) {
@@ -91,7 +56,7 @@ int colours(const std::string& png, int& width, int& height) {
 
 TEST(StateWindow, DrawsAMamba2LayersStateUnderXvfb) {
     ASSERT_TRUE(fs::exists(studio_binary())) << studio_binary();
-    Xvfb x;
+    Xvfb x(450);
     ASSERT_TRUE(x.running()) << "Xvfb did not start";
     const std::string dir = vkllm::test::temp_path("state-window");
     const std::string model = vkllm::test::source_dir() + "/tests/golden/ssm/nemotron_h.gguf";
