@@ -39,6 +39,20 @@ fail() {
   exit 1
 }
 
+# Waits for the server just started ($pid, logging to $work/serve.log) to say where it listens,
+# and sets port; fails naming the server ($1: which one, e.g. "encoder") after 60 s or if it exits.
+wait_listening() {
+  local what=${1:+$1 }
+  port=
+  for _ in $(seq 600); do
+    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+    [[ -n $port ]] && return 0
+    kill -0 "$pid" 2>/dev/null || fail "the ${what}server exited before listening"
+    sleep 0.1
+  done
+  fail "no 'listening on' line from the ${what}server within 60 s"
+}
+
 # The model: zoo-dense with a chat template added (tools/zoo/gguf_file.py), so chat requests
 # go through a template: openai_client.mjs checks a chat answer against the completion of the
 # text this template gives.
@@ -65,14 +79,7 @@ PY
 # --port 0: the kernel picks a free port; the server names it on stderr.
 "$bin" serve -m "$work/zoo-chat.gguf" --port 0 --queue 8 -c 256 2>"$work/serve.log" &
 pid=$!
-port=
-for _ in $(seq 600); do
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || fail "the server exited before listening"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "no 'listening on' line within 60 s"
+wait_listening
 url=http://127.0.0.1:$port
 echo "server pid $pid on $url"
 
@@ -178,14 +185,7 @@ echo "the server stopped on SIGTERM with exit code 0"
 # logit_bias and JSON output go through the batched path too.
 "$bin" serve -m "$work/zoo-chat.gguf" --port 0 --parallel 8 --queue 16 -c 256 2>"$work/serve.log" &
 pid=$!
-port=
-for _ in $(seq 600); do
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || fail "the --parallel server exited before listening"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "no 'listening on' line from the --parallel server within 60 s"
+wait_listening "--parallel"
 grep -q '8 parallel slots' "$work/serve.log" || fail "the server does not say that it has 8 slots"
 BASE_URL=http://127.0.0.1:$port node "$here/parallel.mjs" || fail "the --parallel checks failed"
 BASE_URL=http://127.0.0.1:$port node "$here/json_output.mjs" || fail "the response_format checks failed with --parallel"
@@ -218,14 +218,7 @@ gguf_file.write(sys.argv[3], metadata, tensors)
 PY
   "$bin" serve -m "$work/tools.gguf" --port 0 -c 2048 2>"$work/serve.log" &
   pid=$!
-  port=
-  for _ in $(seq 600); do
-    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || fail "the $template server exited before listening"
-    sleep 0.1
-  done
-  [[ -n $port ]] || fail "no 'listening on' line from the $template server within 60 s"
+  wait_listening "$template"
   BASE_URL=http://127.0.0.1:$port TEMPLATE=$template node "$here/tool_calls.mjs" || fail "the $template tool call checks failed"
   kill -TERM "$pid"
   code=0
@@ -237,14 +230,7 @@ done
 # An encoder with an API key (from the environment): embeddings, 401s, /metrics.
 VKLLM_API_KEY=s3cret "$bin" serve -m "$src/assets/zoo/zoo-bert.gguf" --port 0 2>"$work/serve.log" &
 pid=$!
-port=
-for _ in $(seq 600); do
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
-  [[ -n $port ]] && break
-  kill -0 "$pid" 2>/dev/null || fail "the encoder server exited before listening"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "no 'listening on' line from the encoder server within 60 s"
+wait_listening "encoder"
 grep -q 'API key required' "$work/serve.log" || fail "the server does not say that it needs a key"
 BASE_URL=http://127.0.0.1:$port API_KEY=s3cret MODEL_FILE=$src/assets/zoo/zoo-bert.gguf VKLLM_BIN=$bin \
   node "$here/embeddings.mjs" || fail "the embeddings checks failed"
