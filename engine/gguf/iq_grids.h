@@ -29,6 +29,9 @@ struct IqGrid {
 
 const IqGrid& iq_grid(IqGridId id);
 
+// IQ4_NL and IQ4_XS: the 16 values a 4-bit code stands for (llama.cpp's kvalues_iq4nl), ascending.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 // IQ2_XXS, IQ2_XS and IQ3_XXS store the signs of 8 weights in 7 bits: the eighth sign is the one
 // that makes the number of minus signs even. Bit j of the result set: weight j is negative.
 constexpr uint8_t iq_signs_from_7_bits(uint32_t s7) {

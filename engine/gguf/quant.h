@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -71,14 +72,21 @@ size_t row_size(TensorType t, size_t n);
 // Throws UnsupportedType when the CPU cannot decode `t`.
 void dequantize_row(TensorType t, const uint8_t* src, float* dst, size_t n);
 
-// Encode `n` elements (a multiple of the block size) into `dst` (row_size(t, n) bytes) with a
-// round-to-nearest quantizer using ggml's block scales. Supported: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4. Others throw UnsupportedType.
-void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n);
+// Encode `n` elements (a multiple of the block size) into `dst` (row_size(t, n) bytes) with
+// ggml's block scales. Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K, MXFP4. Others throw UnsupportedType.
+//
+// `importance`: empty, or one non-negative weight per element of the row (size n): how much an
+// error on that column costs (an importance matrix's row for this tensor, as `llama-imatrix`
+// computes). The search-based encoders minimise the error weighted by it; empty gives each
+// type's default weighting (llama.cpp's, where it has one). F32/F16/BF16 ignore it.
+void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n, std::span<const float> importance = {});
 bool can_quantize(TensorType t);
 
 // Whole-buffer conveniences. `n` must be a multiple of the block size.
-std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n);
+// `importance` (if not empty) holds one weight per column: its size is the row length, `n` must
+// be a whole number of rows and the row length a multiple of the block size; every row uses it.
+std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n, std::span<const float> importance = {});
 std::vector<float> dequantize(TensorType t, const uint8_t* src, size_t n);
 
 // All elements of a tensor from a File, as F32 in ggml order ([n_rows][row_length]).

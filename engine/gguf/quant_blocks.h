@@ -60,6 +60,13 @@ using BlockDecoder = void (*)(const uint8_t*, float*);
 // The i-quant and ternary types' decoders (quant_iq.cpp); nullptr for any other type.
 BlockDecoder iquant_block_decoder(TensorType t);
 
+// Encodes one block of block_size floats. `importance` is nullptr or the block's block_size
+// weights (see quantize_row).
+using BlockEncoder = void (*)(const float* x, const float* importance, uint8_t* out);
+// The i-quant and ternary types' encoders (quant_iq_encode.cpp, quant_tq_encode.cpp); nullptr for
+// any other type.
+BlockEncoder iquant_block_encoder(TensorType t);
+
 std::string type_display_name(TensorType t);
 // Traits of `t`, checking that it is known and that n is a whole number of blocks.
 TypeTraits checked_traits(TensorType t, size_t n, const char* operation);

@@ -6,6 +6,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "gguf/quant.h"
@@ -57,13 +59,13 @@ void affine_codes(const float* x, int n, int levels, uint8_t* d_out, uint8_t* m_
     for (int i = 0; i < n; ++i) codes[i] = clampi(int((x[i] - lo) * id + 0.5f), 0, levels - 1);
 }
 
-void encode_q4_0(const float* x, uint8_t* b) {
+void encode_q4_0(const float* x, const float* /*importance*/, uint8_t* b) {
     int q[32];
     symmetric_codes(x, 32, 8, b, q);
     for (int j = 0; j < 16; ++j) b[2 + j] = uint8_t(q[j] | (q[j + 16] << 4));
 }
 
-void encode_q4_1(const float* x, uint8_t* b) {
+void encode_q4_1(const float* x, const float* /*importance*/, uint8_t* b) {
     int q[32];
     affine_codes(x, 32, 16, b, b + 2, q);
     for (int j = 0; j < 16; ++j) b[4 + j] = uint8_t(q[j] | (q[j + 16] << 4));
@@ -79,19 +81,19 @@ void pack_5bit(const int* q, uint8_t* qh_out, uint8_t* qs) {
     std::memcpy(qh_out, &qh, 4);
 }
 
-void encode_q5_0(const float* x, uint8_t* b) {
+void encode_q5_0(const float* x, const float* /*importance*/, uint8_t* b) {
     int q[32];
     symmetric_codes(x, 32, 16, b, q);
     pack_5bit(q, b + 2, b + 6);
 }
 
-void encode_q5_1(const float* x, uint8_t* b) {
+void encode_q5_1(const float* x, const float* /*importance*/, uint8_t* b) {
     int q[32];
     affine_codes(x, 32, 32, b, b + 2, q);
     pack_5bit(q, b + 4, b + 8);
 }
 
-void encode_q8_0(const float* x, uint8_t* b) {
+void encode_q8_0(const float* x, const float* /*importance*/, uint8_t* b) {
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
     const float d = amax / 127.0f;
@@ -100,7 +102,7 @@ void encode_q8_0(const float* x, uint8_t* b) {
     for (int i = 0; i < 32; ++i) b[2 + i] = uint8_t(int8_t(clampi(int(std::round(x[i] * id)), -127, 127)));
 }
 
-void encode_mxfp4(const float* x, uint8_t* b) {
+void encode_mxfp4(const float* x, const float* /*importance*/, uint8_t* b) {
     float amax = 0.0f;
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
     // Shared exponent: the largest element lands in the top E2M1 binade (|value| up to 6 = 12/2).
@@ -140,7 +142,7 @@ void group_scale_min(const float* x, int n, int levels, float* scale, float* min
     *min = -lo;
 }
 
-void encode_q2_k(const float* x, uint8_t* b) {
+void encode_q2_k(const float* x, const float* /*importance*/, uint8_t* b) {
     float scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
     for (int g = 0; g < 16; ++g) {
         group_scale_min(x + 16 * g, 16, 4, &scales[g], &mins[g]);
@@ -162,7 +164,7 @@ void encode_q2_k(const float* x, uint8_t* b) {
     pack_2bit(q, b + 16);
 }
 
-void encode_q3_k(const float* x, uint8_t* b) {
+void encode_q3_k(const float* x, const float* /*importance*/, uint8_t* b) {
     // Signed group scales (q in [-4, 3]), then 6-bit signed scales against one fp16 super-scale.
     float scales[16], max_scale = 0.0f;
     for (int g = 0; g < 16; ++g) {
@@ -216,7 +218,7 @@ void encode_k_affine(const float* x, uint8_t* b, int levels, int* q) {
     }
 }
 
-void encode_q4_k(const float* x, uint8_t* b) {
+void encode_q4_k(const float* x, const float* /*importance*/, uint8_t* b) {
     int q[256];
     encode_k_affine(x, b, 16, q);
     uint8_t* qs = b + 16;  // element i -> qs[32*(i/64) + i%32], high nibble when i%64 >= 32
@@ -224,7 +226,7 @@ void encode_q4_k(const float* x, uint8_t* b) {
         for (int l = 0; l < 32; ++l) qs[32 * c + l] = uint8_t(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
 }
 
-void encode_q5_k(const float* x, uint8_t* b) {
+void encode_q5_k(const float* x, const float* /*importance*/, uint8_t* b) {
     int q[256];
     encode_k_affine(x, b, 32, q);
     uint8_t* qh = b + 16;
@@ -236,7 +238,7 @@ void encode_q5_k(const float* x, uint8_t* b) {
     for (int i = 0; i < 256; ++i) qh[i % 32] |= uint8_t((q[i] >> 4) << (i / 32));
 }
 
-void encode_q6_k(const float* x, uint8_t* b) {
+void encode_q6_k(const float* x, const float* /*importance*/, uint8_t* b) {
     // Signed group scales (q in [-32, 31]) stored as int8 against one fp16 super-scale.
     float scales[16], max_scale = 0.0f;
     for (int g = 0; g < 16; ++g) {
@@ -262,8 +264,6 @@ void encode_q6_k(const float* x, uint8_t* b) {
     }
 }
 
-using BlockEncoder = void (*)(const float*, uint8_t*);
-
 BlockEncoder block_encoder(TensorType t) {
     switch (t) {
         case TensorType::Q4_0: return encode_q4_0;
@@ -277,8 +277,32 @@ BlockEncoder block_encoder(TensorType t) {
         case TensorType::Q5_K: return encode_q5_k;
         case TensorType::Q6_K: return encode_q6_k;
         case TensorType::MXFP4: return encode_mxfp4;
-        default: return nullptr;
+        default: return iquant_block_encoder(t);
     }
+}
+
+// Encodes blocks [first, first + count) of a buffer whose rows share `importance` (one weight
+// per column, empty for none): block b's weights start at column (b * block_size) % row length.
+void encode_blocks(TensorType t, const TypeTraits& tr, const float* src, uint8_t* dst, size_t first, size_t count,
+                   std::span<const float> importance) {
+    BlockEncoder encode = block_encoder(t);
+    if (!encode) throw UnsupportedType("quantize: cannot encode " + type_display_name(t) + " tensors");
+    for (size_t blk = first; blk < first + count; ++blk) {
+        const float* w = importance.empty() ? nullptr : importance.data() + (blk * tr.block_size) % importance.size();
+        encode(src + blk * tr.block_size, w, dst + blk * tr.type_size);
+    }
+}
+
+void check_importance(const TypeTraits& tr, size_t n, std::span<const float> importance) {
+    if (importance.empty()) return;
+    const size_t row = importance.size();
+    if (row % tr.block_size != 0 || n % row != 0)
+        throw std::invalid_argument("quantize: an importance vector of " + std::to_string(row) + " weights does not fit " +
+                                    std::to_string(n) + " elements in " + tr.name + " blocks of " +
+                                    std::to_string(tr.block_size) + " (it needs one weight per column of whole rows)");
+    for (float w : importance)
+        if (!(w >= 0.0f) || !std::isfinite(w))
+            throw std::invalid_argument("quantize: importance weights must be finite and non-negative");
 }
 
 }  // namespace
@@ -287,7 +311,7 @@ bool can_quantize(TensorType t) {
     return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || block_encoder(t) != nullptr;
 }
 
-void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n) {
+void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n, std::span<const float> importance) {
     TypeTraits tr = checked_traits(t, n, "quantize_row");
     switch (t) {
         case TensorType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
@@ -305,29 +329,35 @@ void quantize_row(TensorType t, const float* src, uint8_t* dst, size_t n) {
             return;
         default: break;
     }
-    BlockEncoder encode = block_encoder(t);
-    if (!encode) throw UnsupportedType("quantize_row: cannot encode " + type_display_name(t) + " tensors");
-    for (size_t blk = 0; blk < n / tr.block_size; ++blk) encode(src + blk * tr.block_size, dst + blk * tr.type_size);
+    if (!importance.empty() && importance.size() != n)
+        throw std::invalid_argument("quantize_row: " + std::to_string(importance.size()) + " importance weights for a row of " +
+                                    std::to_string(n));
+    check_importance(tr, n, importance);
+    encode_blocks(t, tr, src, dst, 0, n / tr.block_size, importance);
 }
 
-std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n) {
+std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n, std::span<const float> importance) {
     std::vector<uint8_t> out(row_size(t, n));
+    const TypeTraits tr = *type_traits(t);
+    check_importance(tr, n, importance);
     // Blocks are encoded independently: a large tensor is cut into runs of whole blocks, one per
     // core (the bytes are the same for any split).
-    const size_t block = type_traits(t)->block_size, blocks = n / block;
+    const size_t block = tr.block_size, blocks = n / block;
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const size_t parts = std::min(cores, blocks / 4096 + 1);
-    if (parts <= 1 || !can_quantize(t)) {  // (an unsupported type throws here, not in a worker)
+    const size_t parts = std::min(cores, blocks / 256 + 1);
+    if (block_encoder(t) == nullptr) {  // F32/F16/BF16 (no importance there), or a type that throws here
         quantize_row(t, src, out.data(), n);
+        return out;
+    }
+    if (parts <= 1) {
+        encode_blocks(t, tr, src, out.data(), 0, blocks, importance);
         return out;
     }
     const size_t per_part = (blocks + parts - 1) / parts;
     std::vector<std::thread> workers;
     for (size_t first = 0; first < blocks; first += per_part) {
         const size_t count = std::min(per_part, blocks - first);
-        workers.emplace_back([&, first, count] {
-            quantize_row(t, src + first * block, out.data() + row_size(t, first * block), count * block);
-        });
+        workers.emplace_back([&, first, count] { encode_blocks(t, tr, src, out.data(), first, count, importance); });
     }
     for (std::thread& w : workers) w.join();
     return out;
