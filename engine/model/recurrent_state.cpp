@@ -107,6 +107,24 @@ uint64_t RecurrentState::bytes() const {
     return n + (rwkv_.empty() ? 0 : rwkv_.bytes());
 }
 
+std::vector<const gpu::Buffer*> RecurrentState::state_buffers() const {
+    std::vector<const gpu::Buffer*> out;
+    for (const Layer& L : layers_) {
+        if (!L.present) continue;
+        out.push_back(&L.conv);
+        if (L.ssm.valid()) out.push_back(&L.ssm);
+    }
+    rwkv_.append_state_buffers(out);
+    return out;
+}
+
+void RecurrentState::restored(int n) {
+    if (n <= 0) throw std::logic_error("RecurrentState::restored(" + std::to_string(n) + "): a copy holds positions");
+    seen_ = n;
+    zero_ = false;
+    if (!rwkv_.empty()) rwkv_.restored(n);
+}
+
 uint64_t RecurrentState::work_bytes() const {
     return (in_proj_.valid() ? in_proj_.size() + xbc_.size() + y_.size() : 0) +
            (x_db_.valid() ? x_db_.size() + dt_.size() : 0) + (rwkv_.empty() ? 0 : rwkv_.work_bytes());

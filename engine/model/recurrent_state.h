@@ -9,8 +9,10 @@
 // a fixed size whatever the context: bytes() is the whole state of the sequence. Every step reads
 // and overwrites it, so it folds every position it has seen into one value and cannot forget
 // positions: truncate(n) holds only for n at its newest position (or 0); otherwise it returns
-// false and the session re-evaluates the kept tokens from position 0, where begin_pass zeroes
-// the state. Also here, sized for a pass of n_batch tokens: the mixer's work buffers (the
+// false and the session goes back to an earlier copy of the state (StateSnapshots,
+// state_snapshots.h: state_buffers() copied on the GPU, then restored(n)) and re-evaluates the
+// kept tokens after it, or re-evaluates them from position 0, where begin_pass zeroes the state.
+// Also here, sized for a pass of n_batch tokens: the mixer's work buffers (the
 // in-projection's rows, the convolved channels, the scan's output). RWKV-7's layers keep theirs
 // in an RwkvState (rwkv_state.h) owned here, which passes, truncation and bytes() cover alike.
 #pragma once
@@ -45,11 +47,20 @@ public:
     void begin_pass(int pos0, int n_tokens);
     void reset();
     // True when nothing is lost: n is 0 or the number of positions seen. False otherwise (the
-    // caller re-evaluates from position 0); the state is then stale until begin_pass(0, ...).
+    // caller restores a snapshot or re-evaluates from position 0); the state is then stale until
+    // restored(p) or begin_pass(0, ...).
     bool truncate(int n);
+    // Positions folded into the state (-1: stale, after a truncate that lost positions).
+    int positions() const { return seen_; }
     // State bytes of the sequence (conv + ssm over layers, LFM2's conv states, RWKV's shifts and
     // wkv states), constant in the context length.
     uint64_t bytes() const;
+    // Every buffer bytes() counts, in a fixed order: the whole state of the sequence, what a
+    // snapshot copies. A new kind of state lists its buffers here.
+    std::vector<const gpu::Buffer*> state_buffers() const;
+    // The state buffers were just overwritten (on the GPU) with a copy of the state after the
+    // first n positions (n > 0): the next pass continues at position n.
+    void restored(int n);
     // The work buffers' bytes (counted with the scratch).
     uint64_t work_bytes() const;
 

@@ -72,6 +72,18 @@ uint64_t RwkvState::bytes() const {
     return n;
 }
 
+void RwkvState::append_state_buffers(std::vector<const gpu::Buffer*>& out) const {
+    for (const Layer& L : layers_) {
+        out.push_back(&L.shift);
+        out.push_back(&L.wkv);
+    }
+}
+
+void RwkvState::restored(int n) {
+    seen_ = n;
+    zero_ = false;
+}
+
 uint64_t RwkvState::work_bytes() const {
     if (empty()) return 0;
     return mixed_.size() + proj_.size() + lora_.size() + v_mix_.size() + v_first_.size() + out_.size() + ffn_.size();

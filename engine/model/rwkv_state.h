@@ -4,9 +4,9 @@
 //                                        of the channel mix (llama.cpp's token_shift, count 2)
 //   wkv   [n_head][head_size][head_size] the generalized delta rule's state (ggml's layout)
 // a fixed size whatever the context. Every pass reads and overwrites it, so truncate(n) holds
-// only for n at its newest position (or 0); otherwise the session re-evaluates from position 0,
-// where begin_pass zeroes the state. Also here, sized for a pass of n_batch tokens, the mixing
-// blocks' work buffers.
+// only for n at its newest position (or 0); otherwise the session restores a snapshot
+// (state_snapshots.h) or re-evaluates from position 0, where begin_pass zeroes the state. Also
+// here, sized for a pass of n_batch tokens, the mixing blocks' work buffers.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,10 @@ public:
     // State bytes of the sequence (shifts + wkv over layers), constant in the context length.
     uint64_t bytes() const;
     uint64_t work_bytes() const;
+    // Appends every buffer bytes() counts (each layer's shift, then wkv) to `out`.
+    void append_state_buffers(std::vector<const gpu::Buffer*>& out) const;
+    // As RecurrentState::restored: the buffers now hold the state after n positions.
+    void restored(int n);
 
     const Layer& layer(int l) const { return layers_[size_t(l)]; }
     // Work buffers, rows of a pass of up to n_batch tokens (C = n_embd):
