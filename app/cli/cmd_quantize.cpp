@@ -1,6 +1,7 @@
-// vkllm quantize IN.gguf OUT.gguf TYPE [--pure] [--dry-run] [--keep-super-weights [--clip-sigmas K]]:
+// vkllm quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--pure] [--dry-run] [--keep-super-weights [--clip-sigmas K]]:
 // rewrite a model's weights as llama-quantize does: TYPE is one of its names (Q4_K_M, Q3_K_S,
-// Q8_0, ...) and each tensor gets the type llama.cpp's rules give it (quantize_mix, vkllm/gguf.h).
+// Q8_0, ...) and each tensor gets the type llama.cpp's rules give it (quantize_mix, vkllm/gguf.h);
+// --imatrix encodes each weight with its columns' importance (quantize_mix_imatrix).
 // --keep-super-weights is quantize_keeping_super_weights's (vkllm/super_weights.h,
 // docs/super-weights.md): every weight in one type.
 #include <unistd.h>
@@ -24,7 +25,8 @@ namespace {
 
 std::string usage_text() {
     static const std::string text = [] {
-        std::string t = "vkllm quantize IN.gguf OUT.gguf TYPE [--pure] [--dry-run] [--keep-super-weights [--clip-sigmas K]]\n"
+        std::string t = "vkllm quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--pure] [--dry-run]\n"
+                        "               [--keep-super-weights [--clip-sigmas K]]\n"
                         "  TYPE: llama-quantize's names, each tensor typed by llama.cpp's rules:\n   ";
         size_t col = 3;
         for (const std::string& type : quantize_mix_names()) {
@@ -36,7 +38,10 @@ std::string usage_text() {
             col += type.size() + 1;
         }
         const KeepSuperWeightsOptions defaults;
-        return t + "\n  --pure                every quantized weight in TYPE's base type (no per-tensor rules)\n"
+        return t + "\n  --imatrix FILE        an importance matrix (vkllm imatrix's or llama-imatrix's, GGUF or .dat):\n"
+                   "                        each weight is encoded minding its columns' importance; IQ1_S/M,\n"
+                   "                        IQ2_XXS/XS/S, IQ3_XXS and Q2_K_S are refused without one\n"
+                   "  --pure                every quantized weight in TYPE's base type (no per-tensor rules)\n"
                    "  --dry-run             print the type each tensor would get; write nothing\n"
                    "  --keep-super-weights  find the super weights (GPU), keep them exact as a correction applied\n"
                    "                        after ffn_down, clip ffn_down's other outliers (TYPE: one tensor\n"
@@ -85,9 +90,13 @@ int quantize(const Args& all) {
     bool keep = false, pure = false, dry_run = false;
     KeepSuperWeightsOptions keep_options;
     bool clip_given = false;
+    std::string imatrix;
     for (size_t i = 0; i < all.size(); ++i) {
         if (all[i] == "--keep-super-weights") {
             keep = true;
+        } else if (all[i] == "--imatrix") {
+            if (i + 1 >= all.size() || all[i + 1].empty()) throw UsageError("--imatrix needs a file");
+            imatrix = all[++i];
         } else if (all[i] == "--pure") {
             pure = true;
         } else if (all[i] == "--dry-run") {
@@ -106,6 +115,7 @@ int quantize(const Args& all) {
         }
     }
     if (clip_given && !keep) throw UsageError("--clip-sigmas needs --keep-super-weights");
+    if (keep && !imatrix.empty()) throw UsageError("--keep-super-weights takes no --imatrix");
     if (keep && (pure || dry_run)) throw UsageError("--keep-super-weights writes every weight in TYPE: no --pure or --dry-run");
     if (args.size() != 3) throw UsageError("expected 3 arguments, got " + std::to_string(args.size()));
     const std::string& in_path = args[0];
@@ -134,10 +144,12 @@ int quantize(const Args& all) {
         options.dry_run = dry_run;
         ProgressBar bar;
         options.progress = [&bar](size_t done, size_t total) { bar(done, total); };
-        report = quantize_mix(in_path, out_path, type, options);
+        report = imatrix.empty() ? quantize_mix(in_path, out_path, type, options)
+                                 : quantize_mix_imatrix(in_path, out_path, type, imatrix, options);
     }
     if (dry_run) {
-        std::printf("%s as %s%s (dry run: nothing written)\n", in_path.c_str(), type.c_str(), pure ? " --pure" : "");
+        std::printf("%s as %s%s%s (dry run: nothing written)\n", in_path.c_str(), type.c_str(), pure ? " --pure" : "",
+                    imatrix.empty() ? "" : " with an importance matrix");
         for (const QuantizedTensor& t : report.tensors)
             std::printf("  %-40s %-8s -> %-8s%s\n", t.name.c_str(), t.from.c_str(), t.to.c_str(),
                         t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
@@ -150,7 +162,8 @@ int quantize(const Args& all) {
         if (t.from != t.to) converted[t.from + " -> " + t.to + why]++;
         else kept[t.from + why]++;
     }
-    std::printf("%s -> %s as %s\n", in_path.c_str(), out_path.c_str(), type.c_str());
+    std::printf("%s -> %s as %s%s\n", in_path.c_str(), out_path.c_str(), type.c_str(),
+                imatrix.empty() ? "" : (" with the importance matrix " + imatrix).c_str());
     for (const auto& [what, n] : converted) std::printf("  converted %4d  %s\n", n, what.c_str());
     for (const auto& [what, n] : kept) std::printf("  kept      %4d  %s\n", n, what.c_str());
     std::printf("tensor bytes: %" PRIu64 " -> %" PRIu64 " (%.1f%%)\n", report.bytes_in, report.bytes_out,

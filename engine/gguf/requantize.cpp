@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <span>
 #include <stdexcept>
 
 #include "gguf/quant.h"
@@ -191,9 +192,41 @@ TensorConversion plan_conversion(const TensorInfo& tensor, TensorType target) {
 
 namespace {
 
-// Writes each tensor of `in` as `plan` (one entry per tensor, in the file's order) says.
+// The importance of tensor t's columns from `imatrix`: [n_mat][row_length] with n_mat its
+// experts (1 for a matrix); empty when the imatrix has no entry for it. Throws
+// std::invalid_argument when the entry's size differs.
+std::vector<float> importance_of(const TensorInfo& t, const Imatrix* imatrix) {
+    const ImatrixEntry* e = imatrix ? imatrix->find(t.name) : nullptr;
+    if (!e) return {};
+    const uint64_t n_mat = t.dims.size() > 2 ? t.dims[2] : 1;
+    std::vector<float> w = e->importance();
+    if (w.size() != t.row_length() * n_mat)
+        throw std::invalid_argument("imatrix: " + t.name + " has " + std::to_string(w.size()) + " values, the tensor " +
+                                    std::to_string(t.row_length()) + " columns x " + std::to_string(n_mat) +
+                                    (n_mat > 1 ? " experts" : " matrix"));
+    return w;
+}
+
+// values ([n_rows][row_length], the tensor's rows in order) encoded in `to`, each matrix of a
+// stack (an expert's rows) with its own slice of `importance` (empty: none).
+std::vector<uint8_t> encode(TensorType to, const TensorInfo& t, const std::vector<float>& values,
+                            const std::vector<float>& importance) {
+    if (importance.empty()) return quantize(to, values.data(), values.size());
+    const size_t cols = t.row_length(), n_mat = importance.size() / cols, per_mat = values.size() / n_mat;
+    std::vector<uint8_t> out;
+    for (size_t m = 0; m < n_mat; ++m) {
+        std::vector<uint8_t> b = quantize(to, values.data() + m * per_mat, per_mat,
+                                          std::span<const float>(importance.data() + m * cols, cols));
+        out.insert(out.end(), b.begin(), b.end());
+    }
+    return out;
+}
+
+// Writes each tensor of `in` as `plan` (one entry per tensor, in the file's order) says, with
+// the importance `imatrix` (may be null) gives each.
 Requantized run_plan(const File& in, const std::vector<TensorConversion>& plan, std::optional<uint32_t> file_type,
-                     const KeepSuperWeights* keep, const std::function<void(size_t, size_t)>& progress) {
+                     const KeepSuperWeights* keep, const std::function<void(size_t, size_t)>& progress,
+                     const Imatrix* imatrix = nullptr) {
     if (plan.size() != in.tensors().size()) throw std::logic_error("requantize: the plan does not cover every tensor");
     Requantized out;
     for (const std::string& key : in.keys_in_order())
@@ -216,12 +249,12 @@ Requantized run_plan(const File& in, const std::vector<TensorConversion>& plan, 
         } else if (corrected) {
             if (c.note.empty()) c.note = "kept super weights restored";
             const std::vector<float> values = exact_values(t, had);
-            bytes = quantize(c.to, values.data(), values.size());
+            bytes = encode(c.to, t, values, importance_of(t, imatrix));
         } else if (c.to == t.type) {
             bytes.assign(t.data, t.data + t.n_bytes);  // unchanged: no re-encoding loss
         } else {
             std::vector<float> values = dequantize_tensor(t);  // [n_rows][row_length]
-            bytes = quantize(c.to, values.data(), values.size());
+            bytes = encode(c.to, t, values, importance_of(t, imatrix));
         }
         out.bytes_in += t.n_bytes;
         out.bytes_out += bytes.size();
@@ -243,14 +276,40 @@ Requantized requantize(const File& in, TensorType target, const KeepSuperWeights
 }
 
 Requantized requantize_planned(const File& in, const std::vector<TensorConversion>& plan, uint32_t file_type,
-                               const std::function<void(size_t, size_t)>& progress) {
+                               const std::function<void(size_t, size_t)>& progress, const Imatrix* imatrix) {
+    if (!imatrix) {
+        std::string need;
+        int n = 0;
+        for (const TensorConversion& c : plan) {
+            if (c.to == c.from || !requires_imatrix(c.name, c.to, file_type)) continue;
+            if (n++ < 3) need += (need.empty() ? "" : ", ") + c.name + " (" + name_of(c.to) + ")";
+        }
+        if (n > 0)
+            throw std::invalid_argument("quantize: " + std::to_string(n) + " tensors would be written in a type too "
+                                        "coarse to use without an importance matrix, as llama-quantize refuses too: " +
+                                        need + (n > 3 ? ", ..." : "") +
+                                        "; compute one with `vkllm imatrix` and give it with --imatrix FILE");
+    }
     std::string missing;
     for (const TensorConversion& c : plan)
         if (c.to != c.from && !can_quantize(c.to) && missing.find(" " + name_of(c.to) + ",") == std::string::npos)
             missing += " " + name_of(c.to) + ",";
     if (!missing.empty())
         throw UnsupportedType("quantize: vkllm cannot write" + missing.substr(0, missing.size() - 1) + " tensors yet");
-    return run_plan(in, plan, file_type, nullptr, progress);
+    return run_plan(in, plan, file_type, nullptr, progress, imatrix);
+}
+
+bool requires_imatrix(const std::string& name, TensorType to, uint32_t file_type) {
+    if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" || name == "output.weight") return false;
+    switch (to) {
+        case TensorType::IQ3_XXS: case TensorType::IQ2_XXS: case TensorType::IQ2_XS: case TensorType::IQ2_S:
+        case TensorType::IQ1_M: case TensorType::IQ1_S:
+            return true;
+        case TensorType::Q2_K:
+            return file_type == 21;  // LLAMA_FTYPE_MOSTLY_Q2_K_S
+        default:
+            return false;
+    }
 }
 
 std::vector<SuperWeightCorrection> read_super_weight_corrections(const File& in) {

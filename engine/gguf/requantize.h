@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gguf/gguf.h"
+#include "vkllm/imatrix.h"
 
 namespace vkllm::gguf {
 
@@ -77,8 +78,21 @@ Requantized requantize(const File& in, TensorType target, const KeepSuperWeights
 // order: plan_mix in quant_mix.h), restoring the input's super-weight corrections, with
 // general.file_type = file_type; `progress(done, total)` after each tensor. Throws
 // UnsupportedType naming every planned type that cannot be encoded.
+//
+// `imatrix` (may be null): each weight found in it by name is encoded with its importance (one
+// weight per column, per expert for stacked experts), as llama-quantize does; a weight absent
+// from it is encoded without. Without an imatrix, a plan that puts a tensor in a type that
+// llama.cpp refuses to write without one (requires_imatrix) throws std::invalid_argument naming
+// the tensors. std::invalid_argument too when an entry's size differs from its tensor's columns
+// x experts.
 Requantized requantize_planned(const File& in, const std::vector<TensorConversion>& plan, uint32_t file_type,
-                               const std::function<void(size_t, size_t)>& progress = {});
+                               const std::function<void(size_t, size_t)>& progress = {},
+                               const Imatrix* imatrix = nullptr);
+
+// llama.cpp's rule for the types too coarse to write without an importance matrix: IQ1_S, IQ1_M,
+// IQ2_XXS, IQ2_XS, IQ2_S and IQ3_XXS, and Q2_K in a Q2_K_S file (file_type: llama_ftype); never
+// for the token embedding or the output matrix.
+bool requires_imatrix(const std::string& tensor_name, TensorType to, uint32_t file_type);
 
 // llama.cpp's general.file_type for a file whose weights are mostly `t` (nullopt: none defined).
 std::optional<uint32_t> llama_file_type(TensorType t);

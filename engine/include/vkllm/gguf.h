@@ -105,6 +105,17 @@ struct QuantizeMixOptions {
 QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_path, const std::string& mix,
                             const QuantizeMixOptions& options = {});
 
+// quantize_mix with an importance matrix (vkllm/imatrix.h; `vkllm imatrix` or llama-imatrix
+// writes the file): every weight named in it is encoded with its columns' importance, and the
+// mix makes the choices llama-quantize makes when given one (IQ3_XXS attention in IQ3_XXS
+// files, ...). Without an imatrix, quantize_mix refuses the mixes whose tensors llama.cpp will not
+// write without one (IQ1_S/M, IQ2_XXS/XS/S, IQ3_XXS, Q2_K_S); with one, they are written. The
+// file records it as llama-quantize does (quantize.imatrix.file, .dataset, .entries_count,
+// .chunks_count). Throws as quantize_mix does, and std::runtime_error for an unreadable imatrix,
+// std::invalid_argument for an entry whose size differs from its tensor's.
+QuantizeReport quantize_mix_imatrix(const std::string& in_path, const std::string& out_path, const std::string& mix,
+                                    const std::string& imatrix_path, const QuantizeMixOptions& options = {});
+
 // Tensors holding NaN or infinite values (vkllm inspect --check): every element of every
 // tensor is decoded on the CPU, row by row, and counted.
 struct NonFiniteTensor {
