@@ -61,6 +61,7 @@ Forward::Forward(gpu::Context& ctx, const ModelSpec& spec, const Weights& weight
         for (int i = 1; i < n_seq; ++i) more_kv_.emplace_back(ctx, spec, n_ctx, n_batch_, cache_type);
     }
     recurrent_ = RecurrentState(ctx, spec, n_batch_);
+    snapshots_ = StateSnapshots(ctx, recurrent_);
     scratch_ = Scratch(ctx, spec, n_ctx, n_batch_, n_logit_rows_, policy_.round);
     if (n_seq > 1) {
         // Attention output rows that an aligned offset may not divide go through staging.
@@ -92,6 +93,15 @@ uint64_t Forward::scratch_bytes() const {
            recurrent_.work_bytes();
 }
 
+int Forward::restore_state(int n) {
+    const int p = snapshots_.newest_at_or_below(n);
+    // Global layers keep every position; a sliding-window ring must still hold the window
+    // before p that the re-evaluated positions attend to.
+    if (p == 0 || !kv_.truncate(p)) return 0;
+    snapshots_.restore(p, recurrent_);
+    return p;
+}
+
 Forward::NonFinite Forward::logits_nonfinite(int row) const {
     if (row < 0 || row >= n_logit_rows_) throw std::logic_error("Forward::logits_nonfinite: bad row");
     const auto* f = static_cast<const uint32_t*>(scratch_.logits_flags.mapped());
@@ -117,7 +127,10 @@ void Forward::write_step_inputs(const int32_t* ids, int T, int pos0) {
     std::memcpy(scratch_.ids.mapped(), ids, size_t(T) * 4);
     auto* pos = static_cast<int32_t*>(scratch_.positions.mapped());
     for (int i = 0; i < T; ++i) pos[i] = pos0 + i;
-    if (pos0 == 0) reset_edit_state();
+    if (pos0 == 0) {
+        reset_edit_state();
+        snapshots_.clear();  // a new sequence: no earlier copy is of its tokens
+    }
     kv_.begin_pass(pos0, T);
     recurrent_.begin_pass(pos0, T);
     probe_.begin_pass(T);

@@ -21,6 +21,7 @@
 #include "model/research/residual_edits.h"
 #include "model/scratch.h"
 #include "model/spec.h"
+#include "model/state_snapshots.h"
 #include "model/weights.h"
 #include "vkllm/probe.h"
 #include "vkllm/session.h"
@@ -80,15 +81,27 @@ public:
     // Bytes of the scratch activations and step inputs/outputs (not KV caches, weights or probes).
     uint64_t scratch_bytes() const;
 
-    // Forgets positions >= n in every KV cache (KvCache::truncate). Returns false when a
-    // sliding-window ring no longer holds a position < n that a later query can attend to (its
-    // slot was reused by a dropped position): the caller must then re-evaluate from position 0.
-    // State-space layers fold every position into their recurrent state, which cannot forget:
-    // false there unless n is 0 or every position (RecurrentState::truncate).
+    // Forgets positions >= n in every KV cache (KvCache::truncate) and the state snapshots after
+    // n. Returns false when a sliding-window ring no longer holds a position < n that a later
+    // query can attend to (its slot was reused by a dropped position), or when the recurrent
+    // state, which cannot forget, held more than n positions (RecurrentState::truncate): the
+    // caller must then go back to a snapshot (restore_state) or re-evaluate from position 0.
     bool truncate(int n) {
+        snapshots_.drop_after(n);
         const bool kv = kv_.truncate(n), recurrent = recurrent_.truncate(n);
         return kv && recurrent;
     }
+    // Copies the recurrent state as it is now into the snapshot ring (StateSnapshots::take):
+    // the session calls it where a later truncate may want to come back to.
+    void snapshot_state() { snapshots_.take(recurrent_); }
+    // After a truncate(n) that returned false: copies back the newest snapshot at or below n and
+    // cuts the KV caches to its position p, so positions p..n are all that must be evaluated
+    // again. Returns p, or 0 when no snapshot is usable (none is held, or a sliding-window ring
+    // lost positions before p): the caller re-evaluates from position 0.
+    int restore_state(int n);
+    // The snapshot ring's buffers (none for attention-only models).
+    uint64_t snapshot_bytes() const { return snapshots_.bytes(); }
+    const StateSnapshots& snapshots() const { return snapshots_; }
 
     // Encoders (BERT, forward_encode.cpp): runs the whole text ids[0..n_tokens) in one pass from
     // position 0 (n_tokens <= n_batch(), every token attends to every other) and writes the
@@ -177,6 +190,7 @@ private:
     std::vector<KvCache> more_kv_;   // sequences 1..n_seq-1 (step_batch)
     std::vector<Segment> batch_segments_;  // the batched pass being recorded
     RecurrentState recurrent_;  // state-space layers' states, beside the KV cache
+    StateSnapshots snapshots_;  // copies of recurrent_ at earlier positions
     Scratch scratch_;  // the step's inputs, activations, layer kinds' scratch and outputs
     ProbeRecorder probe_;
     ResidualEdits edits_;

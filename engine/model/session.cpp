@@ -84,6 +84,11 @@ bool Session::Impl::run(const int32_t* ids, size_t n, bool all_logits, float* lo
     const ProbeConfig none;
     const ProbeConfig& cfg = with_probes ? probes : none;
     const int chunk = forward->max_tokens(all_logits);
+    // Where the previous call left the recurrent state is where a later truncate (an undo, an
+    // edit, a rejected draft) will want to come back to: copy it before moving on, except
+    // between the one-token steps of a generation.
+    if (n > 0 && !tokens.empty() && !(n == 1 && last_run_single)) forward->snapshot_state();
+    last_run_single = n == 1;
     for (size_t done = 0; done < n;) {
         if (cancel && cancel->load()) return false;
         const int t = int(std::min<size_t>(size_t(chunk), n - done));
@@ -110,13 +115,19 @@ int Session::Impl::truncate(int n) {
     tokens.resize(size_t(n));
     forward->reset_edit_state();
     if (forward->truncate(n)) return 0;
-    // A ring lost positions a later query reads: their K/V depend on earlier windows that are
-    // gone too, so the only exact rebuild is every kept token again from position 0.
-    std::vector<int32_t> kept;
-    kept.swap(tokens);
+    // The recurrent state held positions >= n, or a ring lost positions a later query reads
+    // (their K/V depend on earlier windows that are gone too). A snapshot at p <= n brings the
+    // state back to p, and only tokens p..n are evaluated again; its cost is one copy of the
+    // state, always less than a pass over the p tokens before it. Mean residual edits keep
+    // running sums over every position, which a snapshot does not hold: they rebuild from 0.
+    const bool means = std::any_of(edits.begin(), edits.end(),
+                                   [](const ResidualEdit& e) { return e.mode == ResidualEdit::Mode::Mean; });
+    const int from = means ? 0 : forward->restore_state(n);
+    std::vector<int32_t> kept(tokens.begin() + from, tokens.end());
+    tokens.resize(size_t(from));
     std::vector<float> logits(size_t(model.internals().spec().n_vocab));
     run(kept.data(), kept.size(), false, logits.data(), nullptr, /*with_probes=*/false);
-    return n;
+    return n - from;
 }
 
 void Session::Impl::publish_step() {
@@ -187,6 +198,8 @@ const std::vector<ResidualEdit>& Session::residual_edits() const { return impl_-
 uint64_t Session::kv_cache_bytes() const { return impl_->forward->kv_bytes(); }
 uint64_t Session::probe_bytes() const { return impl_->forward->probe_bytes(); }
 uint64_t Session::scratch_bytes() const { return impl_->forward->scratch_bytes(); }
+uint64_t Session::recurrent_state_bytes() const { return impl_->forward->recurrent_bytes(); }
+uint64_t Session::state_snapshot_bytes() const { return impl_->forward->snapshot_bytes(); }
 
 Session::KvCacheUsage Session::kv_cache_usage() const {
     auto u = impl_->forward->kv_usage();

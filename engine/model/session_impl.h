@@ -25,6 +25,9 @@ struct Session::Impl {
 
     // Worker thread only: the tokens in the cache, in order (tokens.size() == n_past).
     std::vector<int32_t> tokens;
+    // The last run() evaluated one token (a decode step): the next one-token run takes no
+    // state snapshot, so a generation's steps do not push its turn boundaries out of the ring.
+    bool last_run_single = false;
 
     // Set by cancel() from any thread; a running generate() checks it between forward passes.
     std::atomic<bool> cancel_requested{false};
@@ -48,8 +51,10 @@ struct Session::Impl {
     // Throws NonFiniteLogits for the first of the last step's n_rows logits rows (as returned in
     // rows) that holds a NaN or an infinity, from the GPU's count (Forward::logits_nonfinite).
     void check_finite(const float* rows, size_t n_rows, size_t n_vocab, const int32_t* ids, int first_position) const;
-    // Drops tokens after the first n. Returns how many kept tokens had to be evaluated again
-    // (a sliding-window ring that lost positions later queries need is rebuilt from position 0).
+    // Drops tokens after the first n. Returns how many kept tokens had to be evaluated again: a
+    // recurrent state is copied back from its newest snapshot at or below n and the tokens
+    // after the snapshot evaluated again; without one (or when a sliding-window ring lost
+    // positions later queries need) every kept token from position 0.
     int truncate(int n);
     // Publishes the cache's tokens and the last eval's probes for snapshot().
     void publish_step();

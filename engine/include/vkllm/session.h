@@ -130,7 +130,10 @@ public:
     // Thread-safe: asks a running generate() to stop after its current step.
     void cancel();
 
-    // Drops every token after the first n (n <= n_past()); the next eval continues at n.
+    // Drops every token after the first n (n <= n_past()); the next eval continues at n. Cheap
+    // for attention (the KV cache forgets positions). A recurrent state cannot forget: the
+    // newest snapshot at or below n is copied back and the tokens after it evaluated again, or,
+    // with none, every kept token from position 0 (docs/api.md).
     void truncate(int n);
     void reset();  // forget every token (truncate(0))
 
@@ -164,6 +167,12 @@ public:
     // Bytes of scratch activations and of probe buffers on the GPU and in host memory.
     uint64_t scratch_bytes() const;
     uint64_t probe_bytes() const;
+    // Bytes of the recurrent layers' state (state-space, short-convolution and RWKV layers; 0
+    // for attention-only models), the same whatever the context, and of its snapshots: copies
+    // of the state kept at the ends of recent eval calls so that truncate goes back to them
+    // instead of re-evaluating from position 0 (at most 4 copies and 64 MiB).
+    uint64_t recurrent_state_bytes() const;
+    uint64_t state_snapshot_bytes() const;
 
 private:
     struct Impl;
