@@ -177,6 +177,8 @@ void EngineWorker::publish() {
         work_.kv_bytes = session_->kv_cache_bytes();
         work_.scratch_bytes = session_->scratch_bytes();
         work_.probe_bytes = session_->probe_bytes();
+        work_.state_bytes = session_->recurrent_state_bytes();
+        work_.snapshot_bytes = session_->state_snapshot_bytes();
     }
     work_.probes = std::make_shared<ProbeHistory>(history_);
     ++work_.version;

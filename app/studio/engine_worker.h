@@ -101,6 +101,8 @@ struct WorkerState {
     std::shared_ptr<const ModelInfo> info;
     DeviceInfo device;
     uint64_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0, probe_bytes = 0;
+    // The recurrent layers' state, and its snapshots (copies kept for undo and edits).
+    uint64_t state_bytes = 0, snapshot_bytes = 0;
     std::string status;  // one line for the status bar
     std::string error;   // the last command's error; empty when it went well
     std::string notice;  // something the user should know that is not an error (a template fallback)

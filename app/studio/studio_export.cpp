@@ -1,5 +1,6 @@
 #include "studio_export.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "panel_json.h"
@@ -37,6 +38,35 @@ std::vector<app::DocumentToken> document_tokens(const WorkerState& s) {
             if (e.position >= 0 && size_t(e.position) < tokens.size() && tokens[size_t(e.position)].id == e.id)
                 tokens[size_t(e.position)].generated = true;
     return tokens;
+}
+}  // namespace
+
+namespace {
+// The State window's numbers under `vkllm probe`'s keys (docs/api.md): `state`, each recurrent
+// layer's head with its state norm and decay at every kept position, and `state_maps`, the
+// Mamba-2 heads' token-to-token mixing maps (rows by query position, keys from 0).
+void add_state(json& j, const ProbeHistory& h) {
+    json state = json::array();
+    for (const StateHistory& t : h.state)
+        state.push_back({{"layer", t.layer}, {"head", t.head}, {"kind", t.kind}, {"positions", t.positions},
+                         {"norm", t.norm}, {"decay", t.decay}});
+    j["state"] = std::move(state);
+    json maps = json::array();
+    for (size_t i = 0; i < h.state_maps.size(); ++i) {
+        const AttentionHistory& m = h.state_maps[i];
+        const int head = i < h.state_map_heads.size() ? h.state_map_heads[i] : 0;
+        std::vector<int> key_pos(size_t(std::max(m.n_key, 0)));
+        for (int k = 0; k < m.n_key; ++k) key_pos[size_t(k)] = k;
+        json rows = json::array();
+        for (size_t q = 0; q < m.query_pos.size(); ++q) {
+            std::vector<float> row(size_t(std::max(m.n_key, 0)));
+            for (int k = 0; k < m.n_key; ++k) row[size_t(k)] = m.at(0, int(q), k);
+            rows.push_back(std::move(row));
+        }
+        maps.push_back({{"layer", m.layer}, {"head", head}, {"kind", "state_mixing"}, {"query_pos", m.query_pos},
+                        {"key_pos", key_pos}, {"values", std::move(rows)}});
+    }
+    j["state_maps"] = std::move(maps);
 }
 }  // namespace
 
@@ -92,8 +122,10 @@ json export_json(const WorkerState& s, const ViewModels& v) {
         j["probe_cost"] = {{"prompt_tokens", s.probe_cost.prompt_tokens}, {"prompt_ms_off", s.probe_cost.prompt_ms_off},
                            {"prompt_ms_on", s.probe_cost.prompt_ms_on}, {"decode_ms_off", s.probe_cost.decode_ms_off},
                            {"decode_ms_on", s.probe_cost.decode_ms_on}};
+    add_state(j, *s.probes);
     j["memory"] = {{"weights", s.weight_bytes}, {"kv_cache", s.kv_bytes}, {"scratch", s.scratch_bytes},
-                   {"probes", s.probe_bytes}};
+                   {"probes", s.probe_bytes}, {"recurrent_state", s.state_bytes},
+                   {"state_snapshots", s.snapshot_bytes}};
     return j;
 }
 
