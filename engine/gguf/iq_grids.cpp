@@ -470,4 +470,11 @@ constexpr IqGrid kGrids[] = {grid_of(0, kIq2xxs.data()), grid_of(1, kIq2xs.data(
 
 const IqGrid& iq_grid(IqGridId id) { return kGrids[static_cast<size_t>(id)]; }
 
+IqLattice iq_lattice(IqGridId id) {
+    const PackedGrid& g = kPackedGrids[static_cast<size_t>(id)];
+    uint32_t levels = 0;
+    while (levels < 8 && (levels == 0 || g.code_values[levels] > g.code_values[levels - 1])) ++levels;
+    return {g.dim, g.bits, levels, g.code_values, g.packed, g.points};
+}
+
 }  // namespace vkllm::gguf

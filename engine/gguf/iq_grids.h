@@ -29,6 +29,20 @@ struct IqGrid {
 
 const IqGrid& iq_grid(IqGridId id);
 
+// The lattice under a grid, for the encoders: every coordinate of every point is one of a few
+// values (`levels` of them, ascending in `values`), and point i is the code word codes[i], whose
+// bits [bits*j, bits*j + bits) hold the level of coordinate j.
+struct IqLattice {
+    uint32_t dim;
+    uint32_t bits;    // per coordinate: 2 or 3
+    uint32_t levels;  // 3 or 8
+    const int8_t* values;
+    const uint16_t* codes;
+    uint32_t points;
+};
+
+IqLattice iq_lattice(IqGridId id);
+
 // IQ4_NL and IQ4_XS: the 16 values a 4-bit code stands for (llama.cpp's kvalues_iq4nl), ascending.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 

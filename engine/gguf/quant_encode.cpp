@@ -1,7 +1,12 @@
-// Reference encoders for ggml's block formats: round-to-nearest with ggml's block scales.
-// The K-quants are simpler than llama.cpp's search-based quantizers (no importance weights, no
-// scale search): each group's scale comes from its min/max, and every scale is rounded to its
-// stored precision (fp16, 6-bit, ...) before the elements are quantized against it.
+// Encoders for ggml's 32-element and K-quant block formats.
+// Without an importance vector: round-to-nearest with ggml's block scales. The 32-element
+// formats are ggml's reference quantizers exactly; the K-quants are simpler than llama.cpp's
+// search-based quantizers: each group's scale comes from its min/max.
+// With one: each group's scale (and minimum) is searched to minimise the importance-weighted
+// squared error (quant_weighted_fit.h), as llama.cpp does when given an importance matrix;
+// Q8_0 and MXFP4 ignore it, as llama.cpp does.
+// Either way every scale is rounded to its stored precision (fp16, 6-bit, ...) before the
+// elements are quantized against it.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -12,6 +17,7 @@
 
 #include "gguf/quant.h"
 #include "gguf/quant_blocks.h"
+#include "gguf/quant_weighted_fit.h"
 
 namespace vkllm::gguf {
 
@@ -32,12 +38,31 @@ float signed_absmax(const float* x, int n) {
     return best;
 }
 
+// Error weights of a block when an importance vector is given (get() is nullptr otherwise):
+// importance * sqrt(sigma2 + x^2) with sigma2 = sigma_factor * mean(x^2) over the block.
+template <int N>
+struct ErrorWeights {
+    float w[N];
+    bool given;
+    ErrorWeights(const float* x, const float* importance, float sigma_factor) : given(importance != nullptr) {
+        if (given) importance_weights(x, importance, N, sigma_factor * mean_square(x, N), w);
+    }
+    const float* get() const { return given ? w : nullptr; }
+};
+
 // The 32-element formats follow ggml's reference quantizers exactly (same scale, same rounding),
 // so that re-quantizing an F32 model gives the bytes llama-quantize writes.
 
 // Symmetric: the element of largest magnitude maps to code 0 (value -half_range * d).
 // codes[i] = min(2*half_range - 1, trunc(x/d + half_range + 0.5)).
-void symmetric_codes(const float* x, int n, int half_range, uint8_t* d_out, int* codes) {
+// With error weights `w`: the weighted best scale, codes rounded to nearest against it.
+void symmetric_codes(const float* x, const float* w, int n, int half_range, uint8_t* d_out, int* codes) {
+    if (w) {
+        put_half(d_out, fit_symmetric(x, w, n, half_range));
+        const float d = half_at(d_out), id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < n; ++i) codes[i] = clampi(nearest(x[i] * id), -half_range, half_range - 1) + half_range;
+        return;
+    }
     const float d = signed_absmax(x, n) / float(-half_range);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     put_half(d_out, d);
@@ -46,7 +71,16 @@ void symmetric_codes(const float* x, int n, int half_range, uint8_t* d_out, int*
 }
 
 // Affine: value = q * d + m with m the block minimum, q in [0, levels-1].
-void affine_codes(const float* x, int n, int levels, uint8_t* d_out, uint8_t* m_out, int* codes) {
+// With error weights `w`: the weighted best scale and minimum.
+void affine_codes(const float* x, const float* w, int n, int levels, uint8_t* d_out, uint8_t* m_out, int* codes) {
+    if (w) {
+        float min;
+        put_half(d_out, fit_affine(x, w, n, levels - 1, &min));
+        put_half(m_out, -min);
+        const float d = half_at(d_out), m = half_at(m_out), id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < n; ++i) codes[i] = clampi(nearest((x[i] - m) * id), 0, levels - 1);
+        return;
+    }
     float lo = FLT_MAX, hi = -FLT_MAX;
     for (int i = 0; i < n; ++i) {
         lo = std::min(lo, x[i]);
@@ -59,15 +93,17 @@ void affine_codes(const float* x, int n, int levels, uint8_t* d_out, uint8_t* m_
     for (int i = 0; i < n; ++i) codes[i] = clampi(int((x[i] - lo) * id + 0.5f), 0, levels - 1);
 }
 
-void encode_q4_0(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q4_0(const float* x, const float* importance, uint8_t* b) {
     int q[32];
-    symmetric_codes(x, 32, 8, b, q);
+    const ErrorWeights<32> w(x, importance, 1.0f);
+    symmetric_codes(x, w.get(), 32, 8, b, q);
     for (int j = 0; j < 16; ++j) b[2 + j] = uint8_t(q[j] | (q[j + 16] << 4));
 }
 
-void encode_q4_1(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q4_1(const float* x, const float* importance, uint8_t* b) {
     int q[32];
-    affine_codes(x, 32, 16, b, b + 2, q);
+    const ErrorWeights<32> w(x, importance, 1.0f);
+    affine_codes(x, w.get(), 32, 16, b, b + 2, q);
     for (int j = 0; j < 16; ++j) b[4 + j] = uint8_t(q[j] | (q[j + 16] << 4));
 }
 
@@ -81,15 +117,17 @@ void pack_5bit(const int* q, uint8_t* qh_out, uint8_t* qs) {
     std::memcpy(qh_out, &qh, 4);
 }
 
-void encode_q5_0(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q5_0(const float* x, const float* importance, uint8_t* b) {
     int q[32];
-    symmetric_codes(x, 32, 16, b, q);
+    const ErrorWeights<32> w(x, importance, 1.0f);
+    symmetric_codes(x, w.get(), 32, 16, b, q);
     pack_5bit(q, b + 2, b + 6);
 }
 
-void encode_q5_1(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q5_1(const float* x, const float* importance, uint8_t* b) {
     int q[32];
-    affine_codes(x, 32, 32, b, b + 2, q);
+    const ErrorWeights<32> w(x, importance, 1.0f);
+    affine_codes(x, w.get(), 32, 32, b, b + 2, q);
     pack_5bit(q, b + 4, b + 8);
 }
 
@@ -142,10 +180,12 @@ void group_scale_min(const float* x, int n, int levels, float* scale, float* min
     *min = -lo;
 }
 
-void encode_q2_k(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q2_k(const float* x, const float* importance, uint8_t* b) {
     float scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
+    const ErrorWeights<256> w(x, importance, 1.0f);
     for (int g = 0; g < 16; ++g) {
-        group_scale_min(x + 16 * g, 16, 4, &scales[g], &mins[g]);
+        if (w.given) scales[g] = fit_affine(x + 16 * g, w.w + 16 * g, 16, 3, &mins[g]);
+        else group_scale_min(x + 16 * g, 16, 4, &scales[g], &mins[g]);
         max_scale = std::max(max_scale, scales[g]);
         max_min = std::max(max_min, mins[g]);
     }
@@ -164,11 +204,12 @@ void encode_q2_k(const float* x, const float* /*importance*/, uint8_t* b) {
     pack_2bit(q, b + 16);
 }
 
-void encode_q3_k(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q3_k(const float* x, const float* importance, uint8_t* b) {
     // Signed group scales (q in [-4, 3]), then 6-bit signed scales against one fp16 super-scale.
     float scales[16], max_scale = 0.0f;
+    const ErrorWeights<256> w(x, importance, 2.0f);
     for (int g = 0; g < 16; ++g) {
-        scales[g] = signed_absmax(x + 16 * g, 16) / -4.0f;
+        scales[g] = w.given ? fit_symmetric(x + 16 * g, w.w + 16 * g, 16, 4) : signed_absmax(x + 16 * g, 16) / -4.0f;
         if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
     }
     uint8_t* packed = b + 96;
@@ -190,10 +231,12 @@ void encode_q3_k(const float* x, const float* /*importance*/, uint8_t* b) {
 }
 
 // Shared by Q4_K (16 levels) and Q5_K (32 levels): eight groups of 32 with 6-bit scale and min.
-void encode_k_affine(const float* x, uint8_t* b, int levels, int* q) {
+void encode_k_affine(const float* x, const float* importance, uint8_t* b, int levels, int* q) {
     float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
+    const ErrorWeights<256> w(x, importance, 2.0f);
     for (int s = 0; s < 8; ++s) {
-        group_scale_min(x + 32 * s, 32, levels, &scales[s], &mins[s]);
+        if (w.given) scales[s] = fit_affine(x + 32 * s, w.w + 32 * s, 32, levels - 1, &mins[s]);
+        else group_scale_min(x + 32 * s, 32, levels, &scales[s], &mins[s]);
         max_scale = std::max(max_scale, scales[s]);
         max_min = std::max(max_min, mins[s]);
     }
@@ -218,17 +261,17 @@ void encode_k_affine(const float* x, uint8_t* b, int levels, int* q) {
     }
 }
 
-void encode_q4_k(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q4_k(const float* x, const float* importance, uint8_t* b) {
     int q[256];
-    encode_k_affine(x, b, 16, q);
+    encode_k_affine(x, importance, b, 16, q);
     uint8_t* qs = b + 16;  // element i -> qs[32*(i/64) + i%32], high nibble when i%64 >= 32
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) qs[32 * c + l] = uint8_t(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
 }
 
-void encode_q5_k(const float* x, const float* /*importance*/, uint8_t* b) {
+void encode_q5_k(const float* x, const float* importance, uint8_t* b) {
     int q[256];
-    encode_k_affine(x, b, 32, q);
+    encode_k_affine(x, importance, b, 32, q);
     uint8_t* qh = b + 16;
     uint8_t* qs = b + 48;
     std::memset(qh, 0, 32);
@@ -238,11 +281,12 @@ void encode_q5_k(const float* x, const float* /*importance*/, uint8_t* b) {
     for (int i = 0; i < 256; ++i) qh[i % 32] |= uint8_t((q[i] >> 4) << (i / 32));
 }
 
-void encode_q6_k(const float* x, const float* /*importance*/, uint8_t* b) {
-    // Signed group scales (q in [-32, 31]) stored as int8 against one fp16 super-scale.
+void encode_q6_k(const float* x, const float* importance, uint8_t* b) {
+    // Signed group scales (q in [-32, 31]) stored as int8 against one fp16 super-scale. With an
+    // importance vector, the scales are fitted to it directly (llama.cpp weighs Q6_K so).
     float scales[16], max_scale = 0.0f;
     for (int g = 0; g < 16; ++g) {
-        scales[g] = signed_absmax(x + 16 * g, 16) / -32.0f;
+        scales[g] = importance ? fit_symmetric(x + 16 * g, importance + 16 * g, 16, 32) : signed_absmax(x + 16 * g, 16) / -32.0f;
         if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
     }
     const float d = max_scale != 0.0f ? stored_half(max_scale / -128.0f) : 0.0f;

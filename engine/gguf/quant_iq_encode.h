@@ -10,6 +10,17 @@ namespace vkllm::gguf {
 void encode_iq4_nl(const float* x, const float* importance, uint8_t* out);
 void encode_iq4_xs(const float* x, const float* importance, uint8_t* out);
 
+// quant_iq_grid_encode.cpp: grid points with sign bits (quant_grid_index.h finds the points).
+void encode_iq2_xxs(const float* x, const float* importance, uint8_t* out);
+void encode_iq2_xs(const float* x, const float* importance, uint8_t* out);
+void encode_iq2_s(const float* x, const float* importance, uint8_t* out);
+void encode_iq3_xxs(const float* x, const float* importance, uint8_t* out);
+void encode_iq3_s(const float* x, const float* importance, uint8_t* out);
+
+// quant_iq1_encode.cpp: ternary grid points shifted by +-1/8.
+void encode_iq1_s(const float* x, const float* importance, uint8_t* out);
+void encode_iq1_m(const float* x, const float* importance, uint8_t* out);
+
 // quant_tq_encode.cpp: ternary {-1, 0, +1} times one scale.
 void encode_tq1_0(const float* x, const float* importance, uint8_t* out);
 void encode_tq2_0(const float* x, const float* importance, uint8_t* out);
