@@ -1,5 +1,6 @@
-// The gated delta rule (delta_net_ops.h): shaders/delta_net.comp.
+// The gated delta rule (delta_net_ops.h): shaders/delta_net.comp and delta_net_chunked.comp.
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 
@@ -31,7 +32,31 @@ Bound bind(const gpu::Context& ctx, const TensorView& v, int64_t rows, int64_t c
     return {detail::window(ctx, *v.buffer, first, detail::view_span(v), op, what), first, uint32_t(v.stride())};
 }
 
+// VKLLM_DELTA_NET=chunked|sequential replaces Auto's choice; unset or "auto" leaves it.
+DeltaNetKernel forced_kernel(DeltaNetKernel k) {
+    const char* v = std::getenv("VKLLM_DELTA_NET");
+    if (k != DeltaNetKernel::Auto || !v || !*v || std::string(v) == "auto") return k;
+    const std::string name(v);
+    if (name == "chunked") return DeltaNetKernel::Chunked;
+    if (name == "sequential") return DeltaNetKernel::Sequential;
+    throw ShapeError("gated_delta_net: VKLLM_DELTA_NET=" + name + " is not auto, chunked or sequential");
+}
+
 }  // namespace
+
+uint32_t delta_net_chunk(const gpu::Context& ctx, int64_t d_k) {
+    // delta_net_chunked.comp's shared memory: three [L][d_k] operand blocks, two L x L token
+    // products, G_L [d_k], three [L] vectors and a flag per invocation.
+    const uint64_t wg = detail::workgroup_size(ctx, 64);
+    auto bytes = [&](uint64_t L) { return 4 * (3 * L * uint64_t(d_k) + 2 * L * L + uint64_t(d_k) + 3 * L + wg); };
+    for (uint32_t L : {16u, 8u, 4u})
+        if (bytes(L) <= ctx.caps().max_shared_memory) return L;
+    detail::require(false, "gated_delta_net",
+                    "d_k " + std::to_string(d_k) + " needs " + std::to_string(bytes(4)) +
+                        " bytes of shared memory for the chunked kernel, over the device's " +
+                        std::to_string(ctx.caps().max_shared_memory));
+    return 4;
+}
 
 void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a) {
     const char* op = "gated_delta_net";
@@ -64,8 +89,15 @@ void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a) {
         detail::require(!detail::views_overlap(a.out, o.first, *view, first), op, std::string("out overlaps ") + name);
     detail::require(!detail::views_overlap(a.out, o.first, a.v, v.first) || (o.first == v.first && o.stride == v.stride), op,
                     "out overlaps v without being v itself");
+    // A forced kernel applies to calls of more than one token; a decode step keeps Sequential.
+    const DeltaNetKernel kernel = n > 1 ? forced_kernel(a.kernel) : a.kernel;
+    const bool chunked = kernel == DeltaNetKernel::Chunked ||
+                         (kernel == DeltaNetKernel::Auto && ctx.caps().type != "cpu" && n >= kDeltaNetChunkedMinTokens);
     const uint32_t wg = detail::workgroup_size(ctx, 64);
-    const auto& pipeline = ctx.pipeline(gpu::ShaderId::delta_net, 7, sizeof(DeltaNetPush), {wg, uint32_t(a.d_k)});
+    const auto& pipeline =
+        chunked ? ctx.pipeline(gpu::ShaderId::delta_net_chunked, 7, sizeof(DeltaNetPush),
+                               {wg, uint32_t(a.d_k), delta_net_chunk(ctx, a.d_k)})
+                : ctx.pipeline(gpu::ShaderId::delta_net, 7, sizeof(DeltaNetPush), {wg, uint32_t(a.d_k)});
     DeltaNetPush push{};
     push.n_tokens = uint32_t(n);
     push.n_head_k = uint32_t(a.n_head_k);
@@ -81,7 +113,14 @@ void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a) {
     push.flags = (per_key ? 1u : 0u) | (a.l2_norm_qk ? 2u : 0u) | (a.share == DeltaHeadShare::Tiled ? 4u : 0u);
     push.scale = a.scale != 0.0f ? a.scale : 1.0f / std::sqrt(float(a.d_k));
     push.l2_eps = a.l2_eps;
-    const detail::Grid grid = detail::grid_2d(ctx, (uint64_t(dv_all) + wg - 1) / wg, op);
+    // Sequential: an invocation per value column of every head; chunked: a workgroup per block of
+    // wg value columns (x) of one value head (y).
+    const uint64_t blocks = (uint64_t(a.d_v) + wg - 1) / wg;
+    detail::require(!chunked || (blocks <= ctx.caps().max_workgroup_count[0] &&
+                                 uint64_t(a.n_head_v) <= ctx.caps().max_workgroup_count[1]),
+                    op, "more value heads or columns than the device's grid");
+    const detail::Grid grid = chunked ? detail::Grid{uint32_t(blocks), uint32_t(a.n_head_v)}
+                                      : detail::grid_2d(ctx, (uint64_t(dv_all) + wg - 1) / wg, op);
     s.dispatch(pipeline, {st.w.range, q.w.range, k.w.range, v.w.range, g.w.range, beta.w.range, o.w.range}, push,
                grid.x, grid.y);
 }

@@ -21,6 +21,16 @@ constexpr int64_t kDeltaNetMaxKeyDim = 256;
 // [n_tokens, n_head_v * d_k] (per key row); beta [n_tokens, n_head_v] (after its sigmoid);
 // out [n_tokens, n_head_v * d_v] (may be v itself); state [n_head_v * d_v, d_k], packed.
 // Rows may be strided views into wider projection outputs. d_k up to kDeltaNetMaxKeyDim.
+//
+// Two kernels compute it, for both decay layouts: Sequential (shaders/delta_net.comp, token
+// after token) and Chunked (delta_net_chunked.comp, the tokens of each chunk of
+// delta_net_chunk() at once in the WY form; a chunk whose running decay leaves e^+-60 runs token
+// by token). Auto takes Chunked for prompts of at least kDeltaNetChunkedMinTokens tokens on GPUs
+// and Sequential elsewhere: on a CPU driver the sequential kernel is the faster one (lavapipe,
+// see docs). VKLLM_DELTA_NET=chunked|sequential replaces Auto's choice for calls of more than
+// one token (for measuring either on a device, and for tests); a decode step keeps Sequential.
+enum class DeltaNetKernel { Auto, Sequential, Chunked };
+constexpr int64_t kDeltaNetChunkedMinTokens = 16;
 struct GatedDeltaNetArgs {
     int64_t n_head_k = 0, n_head_v = 0, d_k = 0, d_v = 0;
     DeltaHeadShare share = DeltaHeadShare::Interleaved;
@@ -28,8 +38,13 @@ struct GatedDeltaNetArgs {
     float scale = 0.0f;       // 0: 1 / sqrt(d_k)
     bool l2_norm_qk = false;  // L2-normalise q and k first (llama.cpp's build_gdn_l2_norm)
     float l2_eps = 1e-6f;
+    DeltaNetKernel kernel = DeltaNetKernel::Auto;
 };
 void gated_delta_net(Stream& s, const GatedDeltaNetArgs& a);
+
+// Tokens per chunk of the chunked kernel for a key head size on this device: 16, or 8 or 4
+// where the device's shared memory is too small for the chunk's operands.
+uint32_t delta_net_chunk(const gpu::Context& ctx, int64_t d_k);
 
 // The gates gated_delta_net reads, from the layer's projections: g = softplus(alpha + dt_bias) * A
 // and beta = sigmoid(b), [n_tokens, n_head] each (cpu::delta_net_gates). alpha and b are views of

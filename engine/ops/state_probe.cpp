@@ -1,6 +1,8 @@
 // The state probes' kernels (state_probe_ops.h): shaders/state_scan_ssm.comp,
-// state_scan_rwkv7.comp and state_mix_map.comp.
+// state_scan_rwkv7.comp, state_scan_delta_net.comp, state_mix_map.comp and
+// state_mix_map_delta_net.comp.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "gpu/device.h"
@@ -189,6 +191,102 @@ void ssm_mix_map(Stream& s, const SsmMixMapArgs& a) {
     require(gx <= ctx.caps().max_workgroup_count[0] && uint64_t(n) <= ctx.caps().max_workgroup_count[1], op,
             "the map needs more workgroups than the device's grid");
     s.dispatch(pipeline, {c.w.range, wk.w.range, map.w.range}, push, uint32_t(gx), uint32_t(n));
+}
+
+void delta_net_state_scan(Stream& s, const DeltaNetStateScanArgs& a) {
+    const char* op = "delta_net_state_scan";
+    gpu::Context& ctx = s.context();
+    const GatedDeltaNetArgs& l = a.layer;
+    require(l.n_head_k > 0 && l.n_head_v > 0 && l.d_k > 0 && l.d_v > 0 && l.n_head_v % l.n_head_k == 0, op,
+            "needs positive head counts and sizes, n_head_v a multiple of n_head_k");
+    require(l.d_k <= kDeltaNetMaxKeyDim, op,
+            "d_k " + std::to_string(l.d_k) + " is over " + std::to_string(kDeltaNetMaxKeyDim));
+    require(l.l2_eps >= 0.0f, op, "l2_eps must be >= 0");
+    const int64_t dv_all = l.n_head_v * l.d_v, dk_all = l.n_head_k * l.d_k;
+    const Operand st = operand(ctx, l.state, dv_all, l.d_k, op, "state");
+    detail::require_packed(l.state, op, "state");
+    const Operand wk = operand(ctx, a.work, 1, dv_all * l.d_k, op, "work");
+    detail::require_disjoint(a.work, "work",
+                             {{&l.state, "the state"}, {&l.k, "k"}, {&l.v, "v"}, {&l.g, "g"}, {&l.beta, "beta"},
+                              {&a.out, "out"}},
+                             op);
+    detail::checked_f32(l.k, op, "k");
+    const int64_t n = l.k.rows;
+    if (n == 0) return;
+    const Operand k = operand(ctx, l.k, n, dk_all, op, "k"), v = operand(ctx, l.v, n, dv_all, op, "v");
+    const bool per_key = l.g.cols == l.n_head_v * l.d_k && l.d_k != 1;
+    const Operand g = operand(ctx, l.g, n, per_key ? l.n_head_v * l.d_k : l.n_head_v, op, "g");
+    const Operand beta = operand(ctx, l.beta, n, l.n_head_v, op, "beta");
+    const Operand out = operand(ctx, a.out, n, l.n_head_v * 2, op, "out");
+    detail::require_packed(a.out, op, "out");
+    detail::require_disjoint(a.out, "out",
+                             {{&l.state, "the state"}, {&l.k, "k"}, {&l.v, "v"}, {&l.g, "g"}, {&l.beta, "beta"}}, op);
+    u32(uint64_t(n) * std::max<uint64_t>(std::max(k.rows.stride, v.rows.stride),
+                                         std::max(g.rows.stride, beta.rows.stride)),
+        op, "the token rows' span");
+    StateScanDeltaNetPush push{};
+    push.n_tokens = uint32_t(n), push.n_head_k = uint32_t(l.n_head_k), push.d_v = uint32_t(l.d_v);
+    push.st_shift = st.w.shift, push.k_shift = k.w.shift, push.k_stride = k.rows.stride;
+    push.v_shift = v.w.shift, push.v_stride = v.rows.stride, push.g_shift = g.w.shift, push.g_stride = g.rows.stride;
+    push.beta_shift = beta.w.shift, push.beta_stride = beta.rows.stride;
+    push.out_shift = out.w.shift, push.work_shift = wk.w.shift;
+    push.flags = (per_key ? 1u : 0u) | (l.l2_norm_qk ? 2u : 0u) | (l.share == DeltaHeadShare::Tiled ? 4u : 0u);
+    push.l2_eps = l.l2_eps;
+    const uint32_t wg = detail::workgroup_size(ctx, 64);
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::state_scan_delta_net, 7, sizeof(StateScanDeltaNetPush),
+                                        {wg, uint32_t(l.d_k)});
+    require(uint64_t(l.n_head_v) <= ctx.caps().max_workgroup_count[0], op, "more heads than workgroups in a row");
+    s.dispatch(pipeline, {st.w.range, k.w.range, v.w.range, g.w.range, beta.w.range, out.w.range, wk.w.range}, push,
+               uint32_t(l.n_head_v));
+}
+
+void delta_net_mix_map(Stream& s, const DeltaNetMixMapArgs& a) {
+    const char* op = "delta_net_mix_map";
+    gpu::Context& ctx = s.context();
+    const GatedDeltaNetArgs& l = a.layer;
+    require(l.n_head_k > 0 && l.n_head_v > 0 && l.d_k > 0 && l.n_head_v % l.n_head_k == 0, op,
+            "needs positive head counts and d_k, n_head_v a multiple of n_head_k");
+    require(l.d_k <= kDeltaNetMaxKeyDim, op,
+            "d_k " + std::to_string(l.d_k) + " is over " + std::to_string(kDeltaNetMaxKeyDim));
+    require(l.l2_eps >= 0.0f && std::isfinite(l.scale), op, "l2_eps must be >= 0 and scale finite");
+    require(a.head >= 0 && a.head < l.n_head_v, op,
+            "head " + std::to_string(a.head) + " is outside 0.." + std::to_string(l.n_head_v - 1));
+    detail::checked_f32(l.q, op, "q");
+    const int64_t n = l.q.rows, dk_all = l.n_head_k * l.d_k;
+    detail::checked_f32(a.map, op, "map");
+    const int64_t n_q = a.map.rows, n_k = a.map.cols;
+    require(a.q_first >= 0 && a.k_first >= 0 && a.q_first + n_q <= n && a.k_first + n_k <= n, op,
+            "the tile " + std::to_string(n_q) + " x " + std::to_string(n_k) + " from (" + std::to_string(a.q_first) +
+                ", " + std::to_string(a.k_first) + ") is outside the call's " + std::to_string(n) + " tokens");
+    if (n_q == 0 || n_k == 0) return;
+    const Operand q = operand(ctx, l.q, n, dk_all, op, "q"), k = operand(ctx, l.k, n, dk_all, op, "k");
+    const bool per_key = l.g.cols == l.n_head_v * l.d_k && l.d_k != 1;
+    const Operand g = operand(ctx, l.g, n, per_key ? l.n_head_v * l.d_k : l.n_head_v, op, "g");
+    const Operand beta = operand(ctx, l.beta, n, l.n_head_v, op, "beta");
+    const Operand map = operand(ctx, a.map, n_q, n_k, op, "map");
+    detail::require_disjoint(a.map, "map", {{&l.q, "q"}, {&l.k, "k"}, {&l.g, "g"}, {&l.beta, "beta"}}, op);
+    u32(uint64_t(n) * std::max<uint64_t>(q.rows.stride, std::max(g.rows.stride, beta.rows.stride)), op,
+        "the token rows' span");
+    u32(uint64_t(n_q) * map.rows.stride, op, "the map's span");
+    const int64_t rep = l.n_head_v / l.n_head_k;
+    StateMixMapDeltaNetPush push{};
+    push.q_first = uint32_t(a.q_first), push.n_q = uint32_t(n_q);
+    push.k_first = uint32_t(a.k_first), push.n_k = uint32_t(n_k);
+    push.head = uint32_t(a.head);
+    push.key_head = uint32_t(l.share == DeltaHeadShare::Tiled ? a.head % l.n_head_k : a.head / rep);
+    push.q_shift = q.w.shift, push.q_stride = q.rows.stride, push.k_shift = k.w.shift, push.k_stride = k.rows.stride;
+    push.g_shift = g.w.shift, push.g_stride = g.rows.stride;
+    push.beta_shift = beta.w.shift, push.beta_stride = beta.rows.stride;
+    push.map_shift = map.w.shift, push.map_stride = map.rows.stride;
+    push.flags = (per_key ? 1u : 0u) | (l.l2_norm_qk ? 2u : 0u);
+    push.scale = l.scale != 0.0f ? l.scale : 1.0f / std::sqrt(float(l.d_k));
+    push.l2_eps = l.l2_eps;
+    const uint32_t wg = detail::workgroup_size(ctx, 64);
+    const auto& pipeline = ctx.pipeline(gpu::ShaderId::state_mix_map_delta_net, 5, sizeof(StateMixMapDeltaNetPush),
+                                        {wg, uint32_t(l.d_k)});
+    const uint64_t gx = (uint64_t(n_k) + wg - 1) / wg;
+    require(gx <= ctx.caps().max_workgroup_count[0], op, "the map needs more workgroups than the device's grid");
+    s.dispatch(pipeline, {q.w.range, k.w.range, g.w.range, beta.w.range, map.w.range}, push, uint32_t(gx));
 }
 
 }  // namespace vkllm::ops

@@ -1,12 +1,14 @@
-// The state probes' kernels: what a state-space (Mamba-1, Mamba-2) or RWKV-7 layer keeps in its
-// recurrent state, recomputed from the layer's own scan inputs in a work copy of the state (the
-// layer's state and outputs are untouched). The math is cpu/ref_state_probe.h's; the kernels are
-// tested against it (tests/model/test_state_probe_ops.cpp). Each op records a dispatch and
-// inserts no barrier; record them before the layer's scan, which overwrites the state they read.
+// The state probes' kernels: what a state-space (Mamba-1, Mamba-2), RWKV-7 or Gated DeltaNet
+// layer keeps in its recurrent state, recomputed from the layer's own scan inputs in a work copy
+// of the state (the layer's state and outputs are untouched). The math is cpu/ref_state_probe.h's;
+// the kernels are tested against it (tests/model/test_state_probe_ops.cpp). Each op records a
+// dispatch and inserts no barrier; record them before the layer's scan, which overwrites the
+// state they read.
 #pragma once
 
 #include <cstdint>
 
+#include "ops/delta_net_ops.h"
 #include "ops/ops.h"
 #include "ops/tensor_view.h"
 
@@ -58,5 +60,27 @@ struct SsmMixMapArgs {
     StateKeys keys;
 };
 void ssm_mix_map(Stream& s, const SsmMixMapArgs& a);
+
+// Gated DeltaNet: per token and value head, out[t][h] = (the norm of the head's d_k x d_v state
+// after token t, exp(g) of the head or its mean over the key rows). `layer` is the layer's
+// ops::gated_delta_net call (its state, k, v, g, beta, heads and norm; q and out are not read);
+// out [n, n_head_v * 2] packed; work [1, n_head_v d_v d_k] apart from every operand.
+struct DeltaNetStateScanArgs {
+    GatedDeltaNetArgs layer;
+    TensorView out, work;
+};
+void delta_net_state_scan(Stream& s, const DeltaNetStateScanArgs& a);
+
+// A Gated DeltaNet value head's mixing map (cpu::delta_net_mix_map: out_t = sum_s M[t][s] v_s over
+// the call's tokens from a zero state) for a tile of them: map[r][c] = M[q_first + r][k_first + c],
+// 0 where the key is after the query; map [n_q, n_k], any row stride. `layer` is the layer's
+// ops::gated_delta_net call (its q, k, g, beta, heads and norm; its state, v and out are not read).
+struct DeltaNetMixMapArgs {
+    GatedDeltaNetArgs layer;
+    int64_t head = 0;
+    int64_t q_first = 0, k_first = 0;
+    TensorView map;
+};
+void delta_net_mix_map(Stream& s, const DeltaNetMixMapArgs& a);
 
 }  // namespace vkllm::ops

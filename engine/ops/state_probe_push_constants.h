@@ -26,8 +26,22 @@ struct StateMixMapPush {  // state_mix_map.comp
         map_shift;
 };
 
+struct StateScanDeltaNetPush {  // state_scan_delta_net.comp
+    uint32_t n_tokens, n_head_k, d_v, st_shift, k_shift, k_stride, v_shift, v_stride, g_shift, g_stride, beta_shift,
+        beta_stride, out_shift, work_shift, flags;
+    float l2_eps;
+};
+
+struct StateMixMapDeltaNetPush {  // state_mix_map_delta_net.comp
+    uint32_t q_first, n_q, k_first, n_k, head, key_head, q_shift, q_stride, k_shift, k_stride, g_shift, g_stride,
+        beta_shift, beta_stride, map_shift, map_stride, flags;
+    float scale, l2_eps;
+};
+
 template <> struct PushOf<gpu::ShaderSource::state_scan_ssm> { using type = StateScanSsmPush; };
 template <> struct PushOf<gpu::ShaderSource::state_scan_rwkv7> { using type = StateScanRwkv7Push; };
 template <> struct PushOf<gpu::ShaderSource::state_mix_map> { using type = StateMixMapPush; };
+template <> struct PushOf<gpu::ShaderSource::state_scan_delta_net> { using type = StateScanDeltaNetPush; };
+template <> struct PushOf<gpu::ShaderSource::state_mix_map_delta_net> { using type = StateMixMapDeltaNetPush; };
 
 }  // namespace vkllm::ops
