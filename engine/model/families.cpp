@@ -310,6 +310,25 @@ std::vector<Family> make_families() {
             .rope_neox = true,
             .windows = WindowRule::EveryLayer,
         },
+        // Qwen3.5 (llama.cpp's src/models/qwen35.cpp): Gated DeltaNet on the recurrent layers
+        // (`attention.recurrent_layers`, else all but every `full_attention_interval`-th): attn_qkv
+        // into the causal conv1d with SiLU, q and k L2-normalised, key heads tiled over the value
+        // heads, beta = sigmoid(ssm_beta x), g = softplus(ssm_alpha x + dt_bias) * ssm_a, the
+        // gated delta rule, RMSNorm(ssm_norm) * silu(attn_gate x), ssm_out. The other layers: gated
+        // attention (attn_q holds query and gate per head; output * sigmoid(gate)), per-head
+        // QK-norm, NeoX RoPE over `rope.dimension_count` dims (IMRoPE with every section at the
+        // text position). Every layer then post_attention_norm and a SwiGLU FFN.
+        {
+            .arch = "qwen35",
+            .mixer = Mixer::GatedDeltaNet,
+            .layers = LayerLayout::MixerWhereRecurrent,
+            .norm_eps = 1e-6,
+            .ffn_norm_tensor = "post_attention_norm",
+            .qk_norm = QkNorm::PerHead,
+            .gated_attention = true,
+            .rope_neox = true,
+            .delta_share = DeltaHeadShare::Tiled,
+        },
         // RWKV-7 "Goose" (llama.cpp's src/models/rwkv7.cpp): LayerNorm of the embeddings (ln0:
         // token_embd_norm with its bias), then every layer LayerNorm and the time mix (token shift,
         // the four loras, the generalized delta rule over a wkv state per head), attn_norm_2 and

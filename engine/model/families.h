@@ -50,6 +50,8 @@ enum class Mixer {
                 // mix as every layer's FFN
     ShortConv,  // LFM2's gated short convolutions (`shortconv.l_cache`: a ShortConvSpec), on the
                 // layers `layers` says
+    GatedDeltaNet,  // Gated DeltaNet (`ssm.*` keys: an SsmSpec with delta_net), on the layers
+                    // `layers` says
 };
 
 // Which parts each layer has (its LayerSpec's mixer and has_ffn), as llama.cpp decides per layer
@@ -69,6 +71,10 @@ enum class LayerLayout {
     // input normalised by attn_norm and both adding into it, then an FFN (falcon-h1; the mixer
     // is LayerSpec::ssm with ssm_beside_attention).
     MixerBesideAttention,
+    // The family's mixer on the recurrent layers, attention on the others, an FFN after either:
+    // `attention.recurrent_layers` (one bool per layer) when the file has it, else every
+    // `full_attention_interval`-th layer (default 4) is attention (qwen3next, qwen35).
+    MixerWhereRecurrent,
 };
 
 struct Family {
@@ -122,6 +128,9 @@ struct Family {
     bool sinks = false;  // learned per-head sink logits (`attn_sinks`)
     // `attn_logit_softcapping` with this default; nullopt: not read (no soft-cap).
     std::optional<double> attn_softcap;
+    // Gated attention: the q projection holds a query and a gate per head, and the output is
+    // multiplied by sigmoid(gate) before the output projection (AttentionSpec::gated).
+    bool gated_attention = false;
     // `attention.max_alibi_bias` read (default 0: no ALiBi): ALiBi's distance penalty per head.
     bool alibi_key = false;
     // The kq scale is 1/head_dim instead of 1/sqrt(head_dim) (Jais, muP-style).
@@ -157,6 +166,12 @@ struct Family {
     bool gated = true;          // act(gate) * up; false: act(up)
     bool fused_gate_up = false; // one `ffn_up` tensor, rows [gate; up]
     Has ffn_bias = Has::No;     // IfTensor: layer 0's `ffn_up.bias`
+
+    // --- Gated DeltaNet -------------------------------------------------------------------------
+    // How value heads share key heads (Qwen3-Next repeats each key head for its value heads,
+    // Qwen3.5 tiles them), and whether b and alpha come from one ssm_ba grouped per key head.
+    DeltaHeadShare delta_share = DeltaHeadShare::Interleaved;
+    bool delta_ba_grouped = false;
 
     // --- Mixture of experts (read when `expert_count` > 0) ------------------------------------
     bool moe = false;                      // the family reads `expert_count` and its MoE keys

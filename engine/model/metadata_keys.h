@@ -85,6 +85,10 @@ inline constexpr ArchKey kSsmTimeStepRank{"ssm.time_step_rank"};  // Mamba-2: th
 inline constexpr ArchKey kSsmGroupCount{"ssm.group_count"};
 inline constexpr ArchKey kSsmDtBCRms{"ssm.dt_b_c_rms"};  // bool: Falcon-Mamba's RMS norms of dt, B and C
 inline constexpr ArchKey kShortconvLCache{"shortconv.l_cache"};  // LFM2: the short convolution's taps
+// Qwen3-Next / Qwen3.5: which layers are recurrent (Gated DeltaNet), as a bool per layer or as the
+// period of the full-attention layers.
+inline constexpr ArchKey kRecurrentLayers{"attention.recurrent_layers"};
+inline constexpr ArchKey kFullAttentionInterval{"full_attention_interval"};
 
 // RWKV-7: the wkv heads' size and the time mix's four low-rank projections.
 inline constexpr ArchKey kWkvHeadSize{"wkv.head_size"};
@@ -118,6 +122,7 @@ inline constexpr ArchKey kArchKeys[] = {
     kInterleaveMoeLayerStep,
     kQLoraRank, kKvLoraRank, kKeyLengthMla, kValueLengthMla,
     kSsmConvKernel, kSsmInnerSize, kSsmStateSize, kSsmTimeStepRank, kSsmGroupCount, kSsmDtBCRms, kShortconvLCache,
+    kRecurrentLayers, kFullAttentionInterval,
     kWkvHeadSize, kDecayLoraRank, kIclrLoraRank, kValueResidualMixLoraRank, kGateLoraRank,
     kEmbeddingScale, kResidualScale, kLogitScale, kAttentionScale, kRopeScalingFinetuned,
     kExpertSharedFeedForwardLength,

@@ -83,6 +83,7 @@ AttentionInfo attention_info(const model::AttentionSpec& a) {
     i.chunk = a.chunk;
     i.causal = a.causal;  // false: an encoder's bidirectional attention (BERT)
     i.sinks = a.sinks;
+    i.gated = a.gated;
     i.softcap = a.softcap;
     i.scale = a.scale;
     i.max_alibi_bias = a.max_alibi_bias;
@@ -115,6 +116,7 @@ MixerKind mixer_kind(model::LayerMixer m) {
         case model::LayerMixer::Mamba1: return MixerKind::Mamba1;
         case model::LayerMixer::Rwkv7: return MixerKind::Rwkv7;
         case model::LayerMixer::ShortConv: return MixerKind::ShortConv;
+        case model::LayerMixer::GatedDeltaNet: return MixerKind::GatedDeltaNet;
         case model::LayerMixer::None: return MixerKind::None;
     }
     return MixerKind::Attention;
@@ -254,6 +256,7 @@ const char* to_string(MixerKind m) {
         case MixerKind::Mamba1: return "mamba-1";
         case MixerKind::Rwkv7: return "rwkv-7";
         case MixerKind::ShortConv: return "short-conv";
+        case MixerKind::GatedDeltaNet: return "gated-deltanet";
         case MixerKind::None: return "none";
     }
     return "attention";

@@ -133,16 +133,48 @@ RwkvSpec rwkv_spec(const Meta& m, int n_embd) {
     return r;
 }
 
+// Qwen3-Next / Qwen3.5: layer l is recurrent as `attention.recurrent_layers` says (one bool per
+// layer), else unless it is a full-attention layer, every `full_attention_interval`-th (default 4),
+// as llama.cpp's load_arch_hparams decides.
+bool recurrent_layer(const Meta& m, int l) {
+    using namespace keys;
+    const std::string name = kRecurrentLayers.in(m.arch());
+    if (const gguf::Value* v = m.file().find(name)) {
+        if (v->type != gguf::ValueType::ARRAY || size_t(l) >= v->arr.size())
+            throw ModelError(m.file().path() + ": metadata '" + name + "' is not an array of one value per layer");
+        return v->arr[size_t(l)].as_int(name) != 0;
+    }
+    const int64_t interval = m.integer(kFullAttentionInterval, 4);
+    require_positive(m.file(), kFullAttentionInterval.text(), interval, 1 << 16);
+    return (l + 1) % interval != 0;
+}
+
+// Gated DeltaNet's sizes from the `ssm.*` keys (SsmSpec::delta_net says how they are read): the
+// value heads' size d_inner / n_head must be the key heads' d_state, as llama.cpp's graph assumes.
+SsmSpec delta_net_spec(const Meta& m, const Family& fam) {
+    using namespace keys;
+    SsmSpec ssm = ssm_spec(m, /*mamba1=*/false);
+    ssm.delta_net = true;
+    ssm.delta_share = fam.delta_share;
+    ssm.delta_ba_grouped = fam.delta_ba_grouped;
+    if (ssm.head_dim() != ssm.d_state)
+        throw ModelError(m.file().path() + ": " + kSsmInnerSize.text() + " / " + kSsmTimeStepRank.text() + " = " +
+                         std::to_string(ssm.head_dim()) + " must equal " + kSsmStateSize.text() + " = " +
+                         std::to_string(ssm.d_state) + " (Gated DeltaNet's value and key heads are one size)");
+    return ssm;
+}
+
 // A layer's mixer and whether an FFN follows it, as the family's layout reads the per-layer
 // arrays (llama.cpp: a layer is recurrent when its head_count_kv is 0, which defaults to its
 // head_count; Nemotron-H's MLP layers are those with a feed_forward_length).
 std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l) {
     using namespace keys;
-    const LayerMixer mixer = fam.mixer == Mixer::Mamba2      ? LayerMixer::Mamba2
-                             : fam.mixer == Mixer::Mamba1    ? LayerMixer::Mamba1
-                             : fam.mixer == Mixer::Rwkv7     ? LayerMixer::Rwkv7
-                             : fam.mixer == Mixer::ShortConv ? LayerMixer::ShortConv
-                                                             : LayerMixer::Attention;
+    const LayerMixer mixer = fam.mixer == Mixer::Mamba2          ? LayerMixer::Mamba2
+                             : fam.mixer == Mixer::Mamba1        ? LayerMixer::Mamba1
+                             : fam.mixer == Mixer::Rwkv7         ? LayerMixer::Rwkv7
+                             : fam.mixer == Mixer::ShortConv     ? LayerMixer::ShortConv
+                             : fam.mixer == Mixer::GatedDeltaNet ? LayerMixer::GatedDeltaNet
+                                                                 : LayerMixer::Attention;
     auto no_kv_heads = [&] { return m.per_layer(kHeadCountKv, l, m.per_layer(kHeadCount, l, 0)) == 0; };
     switch (fam.layers) {
         case LayerLayout::Uniform: break;
@@ -151,6 +183,7 @@ std::pair<LayerMixer, bool> layer_parts(const Meta& m, const Family& fam, int l)
             if (m.per_layer(kFeedForwardLength, l, 0) > 0) return {LayerMixer::None, true};
             return {no_kv_heads() ? mixer : LayerMixer::Attention, false};
         case LayerLayout::MixerBesideAttention: return {LayerMixer::Attention, true};  // the mixer: common_spec
+        case LayerLayout::MixerWhereRecurrent: return {recurrent_layer(m, l) ? mixer : LayerMixer::Attention, true};
     }
     // Every layer alike: attention or RWKV's time mix then an FFN (RWKV: the channel mix), or a
     // state-space mixer alone.
@@ -246,6 +279,9 @@ ModelSpec common_spec(const Meta& m, const Family& fam) {
         }
         if (L.mixer == LayerMixer::ShortConv) {
             L.shortconv = shortconv_spec(m, s.n_embd);
+        } else if (L.mixer == LayerMixer::GatedDeltaNet) {
+            if (!ssm) ssm = delta_net_spec(m, fam);
+            L.ssm = *ssm;
         } else if (L.mixer == LayerMixer::Mamba2 || L.mixer == LayerMixer::Mamba1) {
             if (!ssm) ssm = ssm_spec(m, L.mixer == LayerMixer::Mamba1);
             L.ssm = *ssm;
@@ -388,6 +424,7 @@ void apply_layers(const Meta& m, const Family& fam, ModelSpec& s) {
         a.bias_qkv = bias_qkv;
         a.bias_o = bias_o;
         a.sinks = fam.sinks;
+        a.gated = fam.gated_attention;
         a.softcap = attn_softcap;
         a.rope.neox = fam.rope_neox;
         const bool nope = !rope || (fam.nope_period > 0 && (l + 1) % fam.nope_period == 0);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "core/delta_net.h"
 #include "model/rwkv_spec.h"
 #include "vkllm/pooling.h"
 
@@ -73,6 +74,10 @@ struct AttentionSpec : AttentionParams {
     bool bias_o = false;
     bool fused_qkv = false; // one attn_qkv tensor (GPT-2, Phi-3)
     bool sinks = false;     // learned per-head sink logits join the softmax denominator (gpt-oss)
+    // Gated attention (Qwen3-Next, Qwen3.5): the q projection yields a query and a gate per head
+    // (attn_q rows [q | gate] of head_dim each, head after head), and the attention output is
+    // multiplied by sigmoid(gate) before the output projection.
+    bool gated = false;
     RopeSpec rope;
 };
 
@@ -123,14 +128,28 @@ struct SsmSpec {
     // Mamba-1: RMS norms of dt_low, B and C before their use (Jamba: weighted by ssm_dt_norm,
     // ssm_b_norm, ssm_c_norm; Falcon-Mamba: `ssm.dt_b_c_rms`, unweighted).
     bool dt_b_c_norm = false;
+    // Gated DeltaNet (LayerMixer::GatedDeltaNet; llama.cpp's build_layer_attn_linear) keeps its
+    // sizes here, as llama.cpp reads them from the same `ssm.*` keys: d_state is the key and value
+    // head size, n_group the key heads, n_head the value heads, d_inner = n_head * d_state. Its
+    // conv runs over q | k | v (conv_channels()) and its state is [n_head][d_v][d_k]
+    // (d_inner * d_state), so the sizes below hold for it too.
+    bool delta_net = false;
+    DeltaHeadShare delta_share = DeltaHeadShare::Interleaved;  // how value heads read key heads
+    // Qwen3-Next: one ssm_ba projection, [b | alpha] per key head (n_head / n_group of each);
+    // Qwen3.5: ssm_beta and ssm_alpha, one column per value head.
+    bool delta_ba_grouped = false;
 
     bool enabled() const { return d_inner > 0; }
     bool mamba1() const { return dt_rank > 0; }
     int head_dim() const { return n_head > 0 ? d_inner / n_head : 0; }
     // The convolved channels: x | B | C (Mamba-2), x (Mamba-1).
     int conv_channels() const { return mamba1() ? d_inner : d_inner + 2 * n_group * d_state; }
-    // The in-projection's rows: z | x B C | dt (Mamba-2), x | z (Mamba-1).
-    int in_proj_rows() const { return mamba1() ? 2 * d_inner : 2 * d_inner + 2 * n_group * d_state + n_head; }
+    // The in-projection's rows: z | x B C | dt (Mamba-2), x | z (Mamba-1). Gated DeltaNet's work
+    // row: its projections q k v | z | b, alpha, then the gates g, beta it computes from them.
+    int in_proj_rows() const {
+        if (delta_net) return conv_channels() + d_inner + 4 * n_head;
+        return mamba1() ? 2 * d_inner : 2 * d_inner + 2 * n_group * d_state + n_head;
+    }
     // Bytes of the layer's state per sequence (f32 conv and SSM states), whatever the context.
     uint64_t state_bytes() const {
         return (uint64_t(conv_channels()) * uint64_t(d_conv - 1) + uint64_t(d_inner) * uint64_t(d_state)) * 4;
@@ -155,9 +174,10 @@ struct ShortConvSpec {
 // What mixes tokens in a layer (its first block): softmax attention over a KV cache (`attn`), a
 // Mamba-2 or Mamba-1 state-space mixer over a recurrent state (`ssm`), RWKV-7's time mix over its
 // recurrent state (`rwkv`; the layer's FFN is then RWKV's channel mix), LFM2's gated short
-// convolution over its conv state (`shortconv`), or nothing (a layer that is an FFN alone, as
+// convolution over its conv state (`shortconv`), Gated DeltaNet's delta rule over its recurrent
+// state (`ssm` with delta_net: Qwen3-Next, Qwen3.5), or nothing (a layer that is an FFN alone, as
 // Nemotron-H's MLP layers). A hybrid model has several kinds (families.h, LayerLayout).
-enum class LayerMixer { Attention, Mamba2, Mamba1, Rwkv7, ShortConv, None };
+enum class LayerMixer { Attention, Mamba2, Mamba1, Rwkv7, ShortConv, GatedDeltaNet, None };
 
 // A layer's blocks: its mixer, then its FFN (dense or experts) where has_ffn. Only the part the
 // mixer names is filled in: a state-space layer has no attention heads (so no KV cache rows), an

@@ -90,6 +90,8 @@ Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spe
             w.shortconv_in = matrix(p + "shortconv.in_proj.weight", E, c.in_proj_rows());
             w.shortconv_conv = vector(p + "shortconv.conv.weight", int64_t(c.channels) * c.l_cache);
             w.shortconv_out = matrix(p + "shortconv.out_proj.weight", c.channels, E);
+        } else if (L.mixer == LayerMixer::GatedDeltaNet) {
+            delta_net_weights(spec, L, p, w);
         } else if (L.mixer == LayerMixer::Rwkv7) {  // the mixes' tensors are rwkv's; the norms also here
             const RwkvLayerWeights& r = rwkv->layers[size_t(l)];
             w.attn_norm = r.attn_norm, w.attn_norm_b = r.attn_norm_b;
@@ -115,6 +117,30 @@ void Weights::mamba2_weights(const ModelSpec& spec, const LayerSpec& L, const st
     w.ssm_d = vector(p + "ssm_d", m.n_head);
     w.ssm_norm = vector(p + "ssm_norm.weight", m.d_inner, /*required=*/false);
     w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, spec.n_embd);
+}
+
+// A Gated DeltaNet mixer's tensors (llama.cpp's names). Files from converters before attn_qkv and
+// attn_gate (one ssm_in of q, k, v, z per key head) are refused.
+void Weights::delta_net_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w) {
+    const SsmSpec& m = L.ssm;
+    const int64_t E = spec.n_embd;
+    if (!file_.find_tensor(p + "attn_qkv.weight") && file_.find_tensor(p + "ssm_in.weight"))
+        throw ModelError(file_.path() + ": '" + p + "ssm_in.weight' is the old Gated DeltaNet layout (q, k, v, z per key "
+                         "head); convert the model again with a current llama.cpp, which writes attn_qkv and attn_gate");
+    w.attn_norm = vector(p + "attn_norm.weight", E);
+    w.delta_qkv = matrix(p + "attn_qkv.weight", E, m.conv_channels());
+    w.delta_gate = matrix(p + "attn_gate.weight", E, m.d_inner);
+    if (m.delta_ba_grouped) {
+        w.delta_ba = matrix(p + "ssm_ba.weight", E, 2 * int64_t(m.n_head));
+    } else {
+        w.delta_beta = matrix(p + "ssm_beta.weight", E, m.n_head);
+        w.delta_alpha = matrix(p + "ssm_alpha.weight", E, m.n_head);
+    }
+    w.ssm_conv1d = vector(p + "ssm_conv1d.weight", int64_t(m.conv_channels()) * m.d_conv);
+    w.ssm_dt_b = vector(p + "ssm_dt.bias", m.n_head);
+    w.ssm_a = vector(p + "ssm_a", m.n_head);
+    w.ssm_norm = vector(p + "ssm_norm.weight", m.head_dim());
+    w.ssm_out = matrix(p + "ssm_out.weight", m.d_inner, E);
 }
 
 // An attention layer's norm, projections, biases, QK-norms and post-norms.
@@ -152,6 +178,13 @@ void Weights::attention_weights(const ModelSpec& spec, const LayerSpec& L, const
             w.bk = vector_part(p + "attn_qkv.bias", rows, qd, kd);
             w.bv = vector_part(p + "attn_qkv.bias", rows, qd + kd, vd);
         }
+    } else if (a.gated) {  // attn_q: [query | gate] per head, head_dim rows each
+        w.wq = matrix_row_chunks(p + "attn_q.weight", E, 2 * qd, 2 * int64_t(a.head_dim), 0, a.head_dim);
+        w.wq_gate = matrix_row_chunks(p + "attn_q.weight", E, 2 * qd, 2 * int64_t(a.head_dim), a.head_dim, a.head_dim);
+        w.wk = matrix(p + "attn_k.weight", E, kd);
+        w.wv = matrix(p + "attn_v.weight", E, vd);
+        const std::vector<float> zeros(size_t(qd), 0.0f);
+        w.zeros = upload(zeros.data(), zeros.size() * sizeof(float));
     } else {
         w.wq = matrix(p + "attn_q.weight", E, qd);
         w.wk = matrix(p + "attn_k.weight", E, kd);
@@ -320,6 +353,31 @@ ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t 
     m.n_in = n_in;
     m.n_rows = total_rows;
     m.parts.push_back({w.buffer, row0, n_out});
+    return w;
+}
+
+ops::Weight Weights::matrix_row_chunks(const std::string& name, int64_t n_in, int64_t total_rows, int64_t period,
+                                       int64_t first, int64_t chunk) {
+    const gguf::TensorInfo& t = tensor(name, n_in, total_rows);
+    if (period <= 0 || total_rows % period || first + chunk > period)
+        throw std::logic_error("Weights::matrix_row_chunks: chunks do not tile '" + name + "'");
+    const uint64_t row_bytes = gguf::row_size(t.type, size_t(n_in));
+    const int64_t n_chunks = total_rows / period, n_out = n_chunks * chunk;
+    std::vector<uint8_t> rows(uint64_t(n_out) * row_bytes);
+    for (int64_t k = 0; k < n_chunks; ++k)
+        std::copy_n(t.data + uint64_t(k * period + first) * row_bytes, uint64_t(chunk) * row_bytes,
+                    rows.data() + uint64_t(k * chunk) * row_bytes);
+    ops::Weight w;
+    w.type = t.type;
+    w.n_in = n_in;
+    w.n_out = n_out;
+    w.buffer = upload(rows.data(), rows.size(), ops::weight_buffer_bytes(t.type, n_in, n_out));
+    UploadedMatrix& m = uploaded_[name];
+    m.type = t.type;
+    m.n_in = n_in;
+    m.n_rows = total_rows;
+    for (int64_t k = 0; k < n_chunks; ++k)
+        m.parts.push_back({w.buffer, k * period + first, chunk, uint64_t(k * chunk) * row_bytes});
     return w;
 }
 

@@ -62,6 +62,16 @@ struct LayerWeights {
     // depthwise kernel [n_embd][l_cache], out_proj {n_embd, n_embd}. The pre-norm is attn_norm.
     ops::Weight shortconv_in, shortconv_out;
     const gpu::Buffer* shortconv_conv = nullptr;
+    // Gated attention (AttentionSpec::gated): wq holds the query rows of attn_q and wq_gate its
+    // gate rows (the file interleaves them per head); `zeros` is a zero row of n_head * head_dim
+    // (the sigmoid gate's offset, model/blocks/attention.cpp).
+    ops::Weight wq_gate;
+    const gpu::Buffer* zeros = nullptr;
+    // Gated DeltaNet (SsmSpec::delta_net): attn_qkv {n_embd, q | k | v} and attn_gate {n_embd,
+    // d_inner} (z); ssm_ba {n_embd, 2 n_head} (Qwen3-Next: b | alpha per key head) or ssm_beta and
+    // ssm_alpha {n_embd, n_head}; the f32 conv1d [channels][d_conv], dt bias and A [n_head]
+    // (ssm_dt_b, ssm_a), the output norm [head_dim] (ssm_norm) and ssm_out {d_inner, n_embd}.
+    ops::Weight delta_qkv, delta_gate, delta_ba, delta_beta, delta_alpha;
     // Exact super weights of ffn_down (quantize --keep-super-weights): ops::SuperCorrection [n].
     const gpu::Buffer* down_super = nullptr;
     int n_down_super = 0;
@@ -118,6 +128,10 @@ public:
 
 private:
     ops::Weight matrix(const std::string& name, int64_t n_in, int64_t n_out, bool required = true);
+    // Rows [k * period + first, k * period + first + chunk) for every k, of a 2-D tensor with
+    // `total_rows` rows (a multiple of period), gathered in order as one weight.
+    ops::Weight matrix_row_chunks(const std::string& name, int64_t n_in, int64_t total_rows, int64_t period,
+                                  int64_t first, int64_t chunk);
     // Rows [row0, row0 + n_out) of a 2-D tensor with `total_rows` rows, as its own weight.
     ops::Weight matrix_rows(const std::string& name, int64_t n_in, int64_t total_rows, int64_t row0, int64_t n_out);
     // A gated FFN's gate and up matrices ({n_in, n_out} each). Of one type, they share one buffer,
@@ -143,6 +157,8 @@ private:
     void ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
     // A Mamba-2 mixer's tensors (a Mamba-2 layer's, or Falcon-H1's beside attention).
     void mamba2_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
+    // A Gated DeltaNet mixer's tensors and its norm (attn_norm).
+    void delta_net_weights(const ModelSpec& spec, const LayerSpec& L, const std::string& p, LayerWeights& w);
 
     gpu::Context& ctx_;
     const gguf::File& file_;

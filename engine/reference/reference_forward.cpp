@@ -25,14 +25,18 @@ void check_supported(const ModelSpec& s) {
     no(!s.final_norm, "a model without a final norm");
     no(s.residual_scale != 1.0f || s.logit_scale != 1.0f, "residual or logit multipliers");
     for (const LayerSpec& L : s.layers) {
-        no(L.mixer != LayerMixer::Attention && L.mixer != LayerMixer::ShortConv && L.mixer != LayerMixer::Mamba2,
-           "a layer without attention, a short convolution or a Mamba-2 mixer");
+        no(L.mixer != LayerMixer::Attention && L.mixer != LayerMixer::ShortConv && L.mixer != LayerMixer::Mamba2 &&
+               L.mixer != LayerMixer::GatedDeltaNet,
+           "a layer without attention, a short convolution, a Mamba-2 or a Gated DeltaNet mixer");
         no(L.mixer != LayerMixer::Mamba2 && !L.has_ffn, "a layer without an FFN after attention");
         no(L.ffn_norm_unsuffixed && s.norm != NormKind::RMSNorm, "an unsuffixed FFN norm of a LayerNorm model");
         const AttentionSpec& a = L.attn;
         no(L.norm_placement == NormPlacement::Post || L.norm_placement == NormPlacement::PostResidual,
            "post-norm placement");
         no(a.temperature_floor > 0, "NoPE attention temperature");
+        no(a.gated && (a.bias_qkv || a.bias_o || a.fused_qkv || a.sinks || a.qk_norm != QkNorm::PerHead ||
+                       a.mla.kv_lora_rank > 0 || L.parallel),
+           "gated attention other than Qwen3.5's (per-head QK-norm, no biases, sinks or fused projections)");
         no(a.qk_norm == QkNorm::L2AfterRope, "L2 QK-norm after RoPE");
         no(!a.causal, "bidirectional attention");
         no(a.rope.longrope, "LongRoPE");
@@ -62,7 +66,7 @@ ReferenceForward::ReferenceForward(const gguf::File& file, const ModelSpec& spec
     check_supported(spec);
     for (const LayerSpec& L : spec.layers) {
         const AttentionSpec& a = L.attn;
-        const bool mamba2 = L.ssm.enabled() && !L.ssm.mamba1();
+        const bool mamba2 = L.ssm.enabled() && !L.ssm.mamba1();  // or Gated DeltaNet: the same state sizes
         conv_.emplace_back(L.shortconv.enabled() ? size_t(L.shortconv.channels) * size_t(L.shortconv.l_cache - 1)
                            : mamba2          ? size_t(L.ssm.conv_channels()) * size_t(L.ssm.d_conv - 1)
                                              : 0);
@@ -245,9 +249,11 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         // Pre: x += f(norm(x)). Sandwich: x += post_norm(f(norm(x))). Parallel: both blocks read
         // the layer input, x += attn(norm(x)) + ffn(norm'(x)).
         norm(p + L.attn_norm_tensor, x.data(), h.data(), T);
-        std::vector<float> o = L.mixer == LayerMixer::ShortConv ? short_conv_block(l, h.data(), T)
-                               : L.mixer == LayerMixer::Mamba2  ? mamba2_block(l, h.data(), T)
-                                                                : attention_block(l, h.data(), T, probs_layer, probs);
+        std::vector<float> o = L.mixer == LayerMixer::ShortConv       ? short_conv_block(l, h.data(), T)
+                               : L.mixer == LayerMixer::Mamba2        ? mamba2_block(l, h.data(), T)
+                               : L.mixer == LayerMixer::GatedDeltaNet ? delta_net_block(l, h.data(), T)
+                               : L.attn.gated ? gated_attention_block(l, h.data(), T, probs_layer, probs)
+                                              : attention_block(l, h.data(), T, probs_layer, probs);
         if (L.ssm_beside_attention) {  // Falcon-H1: x += attn(h) + mamba2(h)
             const std::vector<float> m = mamba2_block(l, h.data(), T);
             cpu::add(o.data(), m.data(), o.data(), int64_t(o.size()));

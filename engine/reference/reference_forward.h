@@ -3,8 +3,9 @@
 // tested against (logits, attention probabilities and everything the probes report),
 // independent of llama.cpp.
 //
-// It covers the layouts the zoo uses and their neighbours, LFM2's short-convolution layers and
-// Mamba-2 mixers (alone, or beside attention as Falcon-H1's): pre-norm and sandwich-norm blocks
+// It covers the layouts the zoo uses and their neighbours, LFM2's short-convolution layers,
+// Mamba-2 mixers (alone, or beside attention as Falcon-H1's) and Gated DeltaNet mixers with gated
+// attention (Qwen3.5): pre-norm and sandwich-norm blocks
 // (Llama, Gemma 2/3: embedding scale, QK-norm, per-layer sliding windows and RoPE bases,
 // attention and final soft-caps, GeGLU), biases, learned sinks, mixture-of-experts FFNs
 // (softmax / sigmoid gating, renormalised top-k, group-limited routing, selection bias, shared
@@ -93,8 +94,9 @@ private:
     // shared key [n_ctx, kv_lora_rank + qk_rope] in k_ (v_ unused).
     std::vector<std::vector<float>> k_, v_;
     // Per LFM2 short-convolution layer, its conv state [n_embd][l_cache - 1] (the last products
-    // B * u); per Mamba-2 mixer, its conv state [channels][d_conv - 1] and its SSM state
-    // [n_head][head_dim][d_state]: carried from eval to eval; empty for other layers.
+    // B * u); per Mamba-2 or Gated DeltaNet mixer, its conv state [channels][d_conv - 1] and its
+    // SSM or delta-rule state [n_head][head_dim][d_state]: carried from eval to eval; empty for
+    // other layers.
     std::vector<std::vector<float>> conv_, ssm_;
     // Edits by layer + 1, in the given order, and their Mean (sum, count).
     std::map<int, std::vector<cpu::ChannelEdit>> edits_;
@@ -128,6 +130,13 @@ private:
     // What a Mamba-2 mixer adds to the residual stream [n_tokens, n_embd] (a Mamba-2 layer's, or
     // Falcon-H1's beside attention; reference_forward_mamba2.cpp); it updates the layer's states.
     std::vector<float> mamba2_block(int l, const float* h, int n_tokens);
+    // What a Gated DeltaNet mixer adds to the residual stream [n_tokens, n_embd]
+    // (reference_forward_deltanet.cpp); it updates the layer's conv and delta-rule states.
+    std::vector<float> delta_net_block(int l, const float* h, int n_tokens);
+    // Gated attention's block output [n_tokens, n_embd] (reference_forward_gated_attention.cpp):
+    // attention_block's for a gated layer (AttentionSpec::gated), without biases or fused tensors.
+    std::vector<float> gated_attention_block(int l, const float* h, int n_tokens, int probs_layer,
+                                             std::vector<float>* probs);
     // What the FFN block adds to the residual stream [n_tokens, n_embd] (before its post-norm).
     std::vector<float> ffn_block(int l, const float* h, int n_tokens);
     // Biases (ffn_gate.bias, ffn_up.bias, ffn_down.bias) are added where `bias` says.

@@ -93,6 +93,39 @@ std::vector<TensorRule> mamba2_mixer(Presence presence) {
     };
 }
 
+// Gated DeltaNet's mixer (llama.cpp's qwen35 build_layer_attn_linear) on the 'D' layers: attn_qkv
+// [n_embd -> q | k | v], attn_gate [n_embd -> z], ssm_beta and ssm_alpha [n_embd -> value heads],
+// the conv1d over q | k | v (kept F32), dt bias and A per value head, the output norm over one
+// value head, ssm_out.
+std::vector<TensorRule> delta_net_mixer() {
+    const Presence p = Presence::DeltaNetLayer;
+    return {
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::SsmConvDim}, Init::Matrix, p},
+        {"blk.{L}.attn_gate.weight", {D::Embd, D::SsmInner}, Init::Matrix, p},
+        {"blk.{L}.ssm_beta.weight", {D::Embd, D::SsmHead}, Init::Matrix, p},
+        {"blk.{L}.ssm_alpha.weight", {D::Embd, D::SsmHead}, Init::Matrix, p},
+        {"blk.{L}.ssm_conv1d.weight", {D::SsmConv, D::SsmConvDim}, Init::Matrix, p, 1.0f, true},
+        {"blk.{L}.ssm_dt.bias", {D::SsmHead}, Init::SsmDtBias, p},
+        {"blk.{L}.ssm_a", {D::SsmHead}, Init::SsmA, p, 1.0f, true},
+        {"blk.{L}.ssm_norm.weight", {D::SsmState}, Init::Norm, p, 1.0f, true},
+        {"blk.{L}.ssm_out.weight", {D::SsmInner, D::Embd}, Init::Matrix, p},
+    };
+}
+
+// Gated attention (Qwen3-Next, Qwen3.5) on the '*' layers: attn_q holds [query | gate] per head,
+// per-head q/k RMSNorms.
+std::vector<TensorRule> gated_attention() {
+    const Presence p = Presence::AttentionLayer;
+    return {
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProjGated}, Init::Matrix, p},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix, p},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix, p},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix, p},
+        {"blk.{L}.attn_q_norm.weight", {D::HeadDim}, Init::Norm, p},
+        {"blk.{L}.attn_k_norm.weight", {D::HeadDim}, Init::Norm, p},
+    };
+}
+
 // The rules of `t` on the layers `presence` picks.
 std::vector<TensorRule> only_on(std::vector<TensorRule> t, Presence presence) {
     for (TensorRule& r : t) r.presence = presence;
@@ -476,6 +509,30 @@ std::vector<ArchTable> make_tables() {
     lfm2.shortconv = true;
     lfm2.optional_sliding_window = true;  // attention.sliding_window only when given: a window on the attention layers
     tables.push_back(lfm2);
+
+    // Qwen3.5 (llama.cpp's src/models/qwen35.cpp): 'D' layers Gated DeltaNet, '*' layers gated
+    // attention (NeoX RoPE over rope.dimension_count dims, llama.cpp's IMRoPE sections written as
+    // the converter does), every layer attn_norm before its mixer and post_attention_norm before a
+    // SwiGLU FFN. llama.cpp finds the attention layers by full_attention_interval.
+    ArchTable qwen35;
+    qwen35.name = "qwen35";
+    qwen35.globals = without(embeddings_and_head(), Presence::Llama3Rope);
+    qwen35.per_layer = concat(concat({{"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm}}, delta_net_mixer()),
+                              gated_attention());
+    qwen35.per_layer = concat(qwen35.per_layer, {
+        {"blk.{L}.post_attention_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+    });
+    qwen35.norm_eps = 1e-6f;
+    qwen35.rope_freq_base = 10000000.0f;
+    qwen35.partial_rope = true;
+    qwen35.ssm = true;
+    qwen35.delta_net = true;
+    qwen35.hybrid = Hybrid::DeltaNetOrAttention;
+    qwen35.default_layers = "D*";  // an attention layer within the default two (interval 2)
+    tables.push_back(qwen35);
 
     ArchTable granitehybrid;
     granitehybrid.name = "granitehybrid";

@@ -52,6 +52,9 @@ enum class Dim {
     // LFM2's short convolution (shortconv.l_cache).
     ConvLCache,   // l_cache: the short convolution's taps
     EmbdTriple,   // 3 * n_embd: shortconv.in_proj's rows B | C | u
+    // Gated DeltaNet (qwen35) and gated attention.
+    QProjGated,   // 2 * n_head * head_dim: a gated attn_q's rows, [query | gate] per head
+    SsmHeadPair,  // 2 * the value heads: qwen3next's ssm_ba rows, [b | alpha] per key head
 };
 
 enum class Init {
@@ -82,6 +85,7 @@ enum class Presence {
     AttentionLayer,  // '*': attention
     FfnAloneLayer,   // '-': an FFN alone (nemotron_h)
     ConvLayer,       // 'C': a short convolution (lfm2)
+    DeltaNetLayer,   // 'D': a Gated DeltaNet mixer (qwen35)
     TwoNorms,        // --two-norms: Falcon-40B's second norm of the layer input (attn_norm_2)
 };
 
@@ -93,6 +97,9 @@ enum class Hybrid {
     MixerOrAttention,  // 'M' a Mamba-2 mixer or '*' attention, an FFN after either (granitehybrid)
     OnePartPerLayer,   // 'M' a Mamba-2 mixer, '*' attention or '-' an FFN alone (nemotron_h)
     ConvOrAttention,   // 'C' a short convolution or '*' attention, an FFN after either (lfm2)
+    // 'D' Gated DeltaNet or '*' attention, an FFN after either (qwen35); the attention layers are
+    // every `full_attention_interval`-th, written from the pattern (which must be periodic so).
+    DeltaNetOrAttention,
 };
 
 // Whether a family's FFN is a mixture of experts.
@@ -160,6 +167,9 @@ struct ArchTable {
     // keys are written as for a transformer, the ssm.* keys beside them.
     bool ssm_beside_attention = false;
     bool shortconv = false;  // LFM2's short convolutions: shortconv.l_cache written
+    // Gated DeltaNet layers (qwen35): the ssm.* keys with the value head size equal to the key
+    // head size (d_state), full_attention_interval and rope.dimension_sections written.
+    bool delta_net = false;
     Hybrid hybrid = Hybrid::None;
     // With experts: a shared expert n_ff wide, its width written as expert_shared_feed_forward_length (Granite).
     bool shared_expert_ff_key = false;

@@ -67,6 +67,8 @@ struct Sizes {
             case Dim::SsmState: return ssm_state;
             case Dim::ConvLCache: return conv_l_cache;
             case Dim::EmbdTriple: return 3 * embd;
+            case Dim::QProjGated: return 2 * q_proj;
+            case Dim::SsmHeadPair: return 2 * ssm_head;
         }
         return 0;
     }
@@ -225,6 +227,14 @@ void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
                 "--ssm-dt-rank, --ssm-dt-b-c-rms) are for the state-space families only, not " + arch.name);
         return;
     }
+    if (arch.delta_net) {  // one head size for keys and values: --ssm-state
+        if (c.ssm_head_dim == 0) c.ssm_head_dim = c.ssm_state > 0 ? c.ssm_state : 16;
+        if (c.ssm_state == 0) c.ssm_state = c.ssm_head_dim;
+        require(c.ssm_head_dim == c.ssm_state, arch.name + ": Gated DeltaNet's value heads (--ssm-head-dim " +
+                                                   std::to_string(c.ssm_head_dim) + ") are as wide as its key heads " +
+                                                   "(--ssm-state " + std::to_string(c.ssm_state) + ")");
+        require(c.ssm_state <= 256, "--ssm-state must be at most 256 for Gated DeltaNet");
+    }
     if (c.ssm_conv == 0) c.ssm_conv = 4;
     if (c.ssm_inner == 0) c.ssm_inner = 2 * c.n_embd;
     if (c.ssm_state == 0) c.ssm_state = 16;
@@ -253,10 +263,31 @@ void validate_ssm(RandomModelConfig& c, const ArchTable& arch) {
                 " = --ssm-inner / --ssm-head-dim)");
 }
 
+// The attention period of a Gated DeltaNet pattern: the first attention layer's position (1-based).
+int full_attention_interval(const std::string& layers) {
+    const size_t first = layers.find('*');
+    require(first != std::string::npos,
+            "--layers '" + layers + "' has no attention layer (*): llama.cpp needs one for its KV cache");
+    return int(first) + 1;
+}
+
 // Fills in and checks a hybrid family's layer pattern; other families must leave it unset.
 void validate_layers(RandomModelConfig& c, const ArchTable& arch) {
     if (arch.hybrid == Hybrid::None) {
-        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid, lfm2), not " + arch.name);
+        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid, lfm2, qwen35), not " + arch.name);
+        return;
+    }
+    if (arch.hybrid == Hybrid::DeltaNetOrAttention) {
+        if (c.layers.empty())
+            for (int l = 0; l < c.n_layer; ++l) c.layers += arch.default_layers[size_t(l) % arch.default_layers.size()];
+        require(int(c.layers.size()) == c.n_layer, "--layers '" + c.layers + "' has " + std::to_string(c.layers.size()) +
+                                                       " characters for --n-layer " + std::to_string(c.n_layer));
+        // llama.cpp reads full_attention_interval N: layer il is attention when (il + 1) % N == 0.
+        const int interval = full_attention_interval(c.layers);
+        for (int l = 0; l < c.n_layer; ++l)
+            require(c.layers[size_t(l)] == ((l + 1) % interval == 0 ? '*' : 'D'),
+                    "--layers '" + c.layers + "': " + arch.name + " layers are D (Gated DeltaNet) with every " +
+                        "N-th * (attention), N the position of the first *");
         return;
     }
     if (arch.hybrid == Hybrid::ConvOrAttention) {
@@ -452,6 +483,7 @@ bool present(Presence p, const RandomModelConfig& c, int layer) {
         case Presence::AttentionLayer: return layer >= 0 && c.layers[size_t(layer)] == '*';
         case Presence::FfnAloneLayer: return layer >= 0 && c.layers[size_t(layer)] == '-';
         case Presence::ConvLayer: return layer >= 0 && c.layers[size_t(layer)] == 'C';
+        case Presence::DeltaNetLayer: return layer >= 0 && c.layers[size_t(layer)] == 'D';
         case Presence::TwoNorms: return c.two_norms;
     }
     return false;
@@ -711,7 +743,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
     w.set(a + "feed_forward_length", arch->hybrid == Hybrid::OnePartPerLayer ? Value::from_i32s(ff_per_layer)
                                      : Value::from_u32(pure_ssm ? 0u : uint32_t(c.n_ff)));
     w.set(a + "attention.head_count", Value::from_u32(pure_ssm ? 0u : uint32_t(c.n_head)));
-    if (arch->hybrid != Hybrid::None)
+    if (arch->hybrid != Hybrid::None && arch->hybrid != Hybrid::DeltaNetOrAttention)
         w.set(a + "attention.head_count_kv", Value::from_i32s(kv_per_layer));
     else if (arch->writes_head_count_kv)
         w.set(a + "attention.head_count_kv", Value::from_u32(uint32_t(c.n_head_kv)));
@@ -733,6 +765,13 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
             w.set(a + "ssm.time_step_rank", Value::from_u32(uint32_t(c.ssm_inner / c.ssm_head_dim)));
             w.set(a + "ssm.group_count", Value::from_u32(uint32_t(c.ssm_groups)));
         }
+    }
+    if (arch->delta_net) {
+        w.set(a + "full_attention_interval", Value::from_u32(uint32_t(full_attention_interval(c.layers))));
+        // IMRoPE's sections over the rotated pairs (time, height, width, extra), as Qwen3.5's
+        // 11, 11, 10, 0 over 32: text positions give every section the same angle.
+        const int32_t pairs = c.rope_dims / 2, hw = pairs / 3;
+        w.set(a + "rope.dimension_sections", Value::from_i32s({pairs - 2 * hw, hw, hw, 0}));
     }
     if (arch->mla) {
         // As the converter writes them: the cached key is [latent; rope key] (kv_lora + qk_rope),

@@ -20,10 +20,12 @@ enum class QkNorm { None, PerHead, FullWidth, L2AfterRope };
 enum class FfnKind { DenseGated, DensePlain, Moe, None };  // None: the layer has no FFN
 enum class Activation { Silu, GeluTanh, GeluErf, ReluSqr };
 // What mixes tokens in a layer: attention over a KV cache, a Mamba-2 or Mamba-1 state-space
-// mixer, RWKV-7's time mix or LFM2's gated short convolution over a fixed-size recurrent state,
-// or nothing (a layer that is an FFN alone). Falcon-H1's layers are attention with a Mamba-2
-// mixer beside it (LayerInfo::ssm_beside_attention).
-enum class MixerKind { Attention, Mamba2, Mamba1, Rwkv7, ShortConv, None };
+// mixer, RWKV-7's time mix, LFM2's gated short convolution or Gated DeltaNet's delta rule
+// (Qwen3-Next, Qwen3.5: its sizes in LayerInfo::ssm, d_state the key head size, n_group the key
+// heads, n_head the value heads) over a fixed-size recurrent state, or nothing (a layer that is an
+// FFN alone). Falcon-H1's layers are attention with a Mamba-2 mixer beside it
+// (LayerInfo::ssm_beside_attention).
+enum class MixerKind { Attention, Mamba2, Mamba1, Rwkv7, ShortConv, GatedDeltaNet, None };
 enum class MoeGating { Softmax, Sigmoid, SoftmaxAfterTopk };
 enum class NormPlacement { Pre, Post, Sandwich, PostSum };  // PostSum (BERT): norm(x + f(x))
 enum class NormKind { RmsNorm, LayerNorm };
@@ -38,7 +40,7 @@ const char* to_string(QkNorm q);
 const char* to_string(FfnKind k);
 // "silu", "gelu_tanh", "gelu_erf", "relu_sqr"
 const char* to_string(Activation a);
-// "attention", "mamba-2", "mamba-1", "rwkv-7", "short-conv", "none"
+// "attention", "mamba-2", "mamba-1", "rwkv-7", "short-conv", "gated-deltanet", "none"
 const char* to_string(MixerKind m);
 // "softmax", "sigmoid", "softmax_after_topk"
 const char* to_string(MoeGating g);
@@ -68,6 +70,7 @@ struct AttentionInfo {
     int chunk = 0;             // > 0: keys of the query's own chunk only
     bool causal = true;
     bool sinks = false;        // learned per-head sink logits
+    bool gated = false;        // output * sigmoid(gate) per query element (Qwen3-Next, Qwen3.5)
     float softcap = 0.0f;      // > 0: attention-logit soft-cap
     float scale = 0.0f;        // logit scale
     // ALiBi (Jais): each logit gets -alibi_slopes[h] * |q_pos - k_pos| (max_alibi_bias > 0);

@@ -8,6 +8,7 @@
 #include "gpu/device.h"
 #include "model/op_params.h"
 #include "ops/ops.h"
+#include "ops/rwkv_ops.h"
 
 namespace vkllm::model {
 
@@ -26,15 +27,23 @@ void AttentionBlock::record(Recording& r) const {
     bool kv_in_cache = false;
 
     // Decode's RMSNorm runs inside the projections' matvecs (normed_inputs).
-    MatmulInputs mi = w.attn_norm ? r.normed_inputs(r.residual(T), w.attn_norm, w.attn_norm_b,
-                                                    {&w.wq, &w.wk, &w.wv},
-                                                    "the normalised block input is complete before the projections read it",
-                                                    ops::f32_rows(sc.h, T, r.spec.n_embd))
-                                  : r.prepare_inputs(r.residual(T), {&w.wq, &w.wk, &w.wv});
+    if (a.gated && (!with_output_ || uint64_t(T) * uint64_t(qd) * 4 > sc.gate.size()))
+        throw ModelError("layer " + std::to_string(l) + ": gated attention " +
+                         (with_output_ ? "needs the FFN's gate scratch to hold its n_head * head_dim gates per token"
+                                       : "in a parallel block is not implemented"));
+    auto inputs = [&](std::initializer_list<const ops::Weight*> projections) {
+        return w.attn_norm ? r.normed_inputs(r.residual(T), w.attn_norm, w.attn_norm_b, projections,
+                                             "the normalised block input is complete before the projections read it",
+                                             ops::f32_rows(sc.h, T, r.spec.n_embd))
+                           : r.prepare_inputs(r.residual(T), projections);
+    };
+    MatmulInputs mi = a.gated ? inputs({&w.wq, &w.wk, &w.wv, &w.wq_gate}) : inputs({&w.wq, &w.wk, &w.wv});
     s.mark("matmul");
     mi.matmul(s, w.wq, ops::f32_rows(sc.q, T, w.wq.n_out));
     mi.matmul(s, w.wk, ops::f32_rows(sc.k_new, T, w.wk.n_out));
     mi.matmul(s, w.wv, ops::f32_rows(sc.v_new, T, w.wv.n_out));
+    // Gated attention's gates wait in the FFN's gate scratch, which is free until the FFN.
+    if (a.gated) mi.matmul(s, w.wq_gate, ops::f32_rows(sc.gate, T, qd));
     s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
     if (w.bq) {
         s.mark("add_bias");
@@ -107,7 +116,34 @@ void AttentionBlock::record(Recording& r) const {
     }
     record_attend(r, l, kv_in_cache);
     if (!with_output_) return;
+    if (a.gated) {
+        record_sigmoid_gate(r, l);
+        return;
+    }
     AttentionOutputBlock(l).record(r);
+}
+
+// Gated attention: x += Wo (attn * sigmoid(gate)), the gates in Scratch::gate. The product is
+// RWKV-7's value-mix op, v + (v_first - v) * sigmoid(v_mix + v0), with v and v0 zero: v_first *
+// sigmoid(v_mix) exactly (0 + (a - 0) * sigmoid(g + 0)), written into Scratch::q, which attention
+// no longer reads.
+void AttentionBlock::record_sigmoid_gate(Recording& r, int l) const {
+    const int T = r.n_tokens;
+    const AttentionSpec& a = r.spec.layers[size_t(l)].attn;
+    const LayerWeights& w = r.w.layers[size_t(l)];
+    gpu::Stream& s = r.s;
+    Scratch& sc = r.scratch;
+    const int64_t qd = int64_t(a.n_head) * a.head_dim;
+    const ops::TensorView gated = ops::f32_rows(sc.q, T, qd);
+    s.mark("sigmoid_gate");
+    s.fill_zero(sc.q, 0, uint64_t(T) * uint64_t(qd) * 4);
+    s.barrier("the zeroed product rows are complete before the gate accumulates into them");
+    ops::rwkv7_value_mix(s, gated, ops::f32_rows(sc.attn, T, qd), ops::f32_rows(sc.gate, T, qd),
+                         ops::f32_rows(*w.zeros, 1, qd));
+    s.barrier("the gated attention output is complete before the output projection reads it");
+    const LayerSpec& L = r.spec.layers[size_t(l)];
+    r.add_block_output(w.wo, gated, w.bo, w.post_attn_norm, nullptr, w.post_attn_norm_b,
+                       L.norm_placement == NormPlacement::PostResidual);
 }
 
 void AttentionOutputBlock::record(Recording& r) const {

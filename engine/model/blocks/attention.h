@@ -1,6 +1,7 @@
 // Softmax attention over a layer's KV cache: x += Wo · attention(q, k, v) with q, k, v projected
 // from norm(x) (Pre/Sandwich) or x itself (Post), shaped by the layer's spec (fused or biased
-// projections, per-head or full-width QK-norm, RoPE or none, window, soft-cap, sinks); Post and
+// projections, per-head or full-width QK-norm, RoPE or none, window, soft-cap, sinks, a sigmoid
+// gate per query element before the output projection: Qwen3-Next/3.5's gated attention); Post and
 // Sandwich placements normalise the block's output before the residual add.
 //
 // A parallel layer (LayerSpec::parallel: Falcon) splits the block in two: AttentionBlock leaves
@@ -20,6 +21,9 @@ public:
     void record(Recording& r) const override;
 
 private:
+    // Gated attention's product with sigmoid(gate) and its output projection.
+    void record_sigmoid_gate(Recording& r, int l) const;
+
     int layer_;
     bool with_output_;
 };

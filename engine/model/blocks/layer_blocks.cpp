@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "model/blocks/attention.h"
+#include "model/blocks/delta_net_mixer.h"
 #include "model/blocks/dense_ffn.h"
 #include "model/blocks/latent_attention.h"
 #include "model/blocks/moe_ffn.h"
@@ -29,6 +30,7 @@ std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
         case LayerMixer::Mamba2: kinds.push_back(BlockKind::SsmMixer); break;
         case LayerMixer::Mamba1: kinds.push_back(BlockKind::Mamba1Mixer); break;
         case LayerMixer::ShortConv: kinds.push_back(BlockKind::ShortConv); break;
+        case LayerMixer::GatedDeltaNet: kinds.push_back(BlockKind::GatedDeltaNet); break;
         case LayerMixer::Rwkv7:  // the time mix, then the channel mix in the FFN's place
             kinds.push_back(BlockKind::RwkvTimeMix);
             if (L.has_ffn) kinds.push_back(BlockKind::RwkvChannelMix);
@@ -55,6 +57,7 @@ std::unique_ptr<Block> make_block(BlockKind kind, int layer, const ModelSpec& sp
         case BlockKind::SsmMixer: return std::make_unique<SsmMixerBlock>(layer, state);
         case BlockKind::Mamba1Mixer: return std::make_unique<Mamba1MixerBlock>(layer, state);
         case BlockKind::ShortConv: return std::make_unique<ShortConvBlock>(layer, state);
+        case BlockKind::GatedDeltaNet: return std::make_unique<GatedDeltaNetBlock>(layer, state);
         case BlockKind::RwkvTimeMix:
             return std::make_unique<RwkvTimeMixBlock>(layer, spec.layers[size_t(layer)].rwkv, rwkv_weights(),
                                                       state.rwkv());

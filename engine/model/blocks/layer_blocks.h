@@ -25,6 +25,7 @@ enum class BlockKind {
     RwkvTimeMix,      // RWKV-7's time mix over the recurrent state's RwkvState (model/blocks/rwkv_time_mix.h)
     RwkvChannelMix,   // RWKV-7's channel mix, the layer's FFN (model/blocks/rwkv_channel_mix.h)
     ShortConv,        // LFM2's gated short convolution over the recurrent state (model/blocks/short_conv.h)
+    GatedDeltaNet,    // Gated DeltaNet's mixer over the recurrent state (model/blocks/delta_net_mixer.h)
 };
 
 // The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the
