@@ -7,6 +7,8 @@
 #   the probe results kept per step (the prompt's eval and each generated token's, counted
 #   from the studio's export: values x 4 bytes) against the probe budget,
 #   the probes' device buffers, and the UI frame times while generating (median, p95, max).
+# The studio's frame log (OUT/frames.log, --frame-log: one line per frame with what it did) is
+# kept, and the frames over BENCH_SLOW_MS (default 1000) are printed from it.
 #   scripts/bench-studio.sh [OUT_DIR]
 # Environment: VKLLM_BUILD_DIR (default build), BENCH_TOKENS (prompt tokens, default 2000),
 # BENCH_GENERATE (tokens to generate, default 8), BENCH_LAYERS / BENCH_HEADS (default 16 / 32).
@@ -61,14 +63,16 @@ echo "bench-studio: $layers layers x $heads heads, prompt $n_prompt tokens, gene
 start=$(date +%s)
 DISPLAY=":$display" /usr/bin/time -f '%M %e' -o "$work/time" "$studio" -m "$model" --temp 0 --panels all \
   --size 1600x1000 --ctx $((n_prompt + generate + 64)) --config-dir "$work/config" \
-  --script "$work/bench.script" --exit
+  --script "$work/bench.script" --frame-log "$out/frames.log" --exit
 wall=$(( $(date +%s) - start ))
 
-python3 - "$out/studio-export.json" "$work/time" "$n_prompt" "$wall" "$out/bench-studio.json" <<'EOF'
+python3 - "$out/studio-export.json" "$work/time" "$n_prompt" "$wall" "$out/bench-studio.json" "$out/frames.log" \
+  "${BENCH_SLOW_MS:-1000}" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 peak_kib, _ = open(sys.argv[2]).read().split()
 n_prompt, wall, out = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+frame_log, slow_ms = sys.argv[6], float(sys.argv[7])
 
 def values(x):
     if isinstance(x, list): return sum(values(v) for v in x)
@@ -77,7 +81,7 @@ def values(x):
 
 # Values kept per eval: every per-eval field, and the summaries (4 floats per layer, head and row).
 per_eval = {}
-for field in ("attention_top_k", "attention_thumbnails", "residual", "ffn_down", "logit_lens"):
+for field in ("attention_top_k", "attention_thumbnails", "residual", "ffn_down", "logit_lens", "logit_lens_grid"):
     for entry in doc.get(field) or []:
         per_eval[entry["eval"]] = per_eval.get(entry["eval"], 0) + values(entry)
 summ = doc.get("attention_summary") or []
@@ -103,6 +107,13 @@ result = {
     "frame_max_ms": frames["generating_max_ms"],
     "wall_s": wall,
 }
+# The frame log's slow frames while generating, each with what it did.
+slow = []
+for line in open(frame_log):
+    f = dict(kv.split("=", 1) for kv in line.rstrip("\n").split("\t"))
+    if f.get("gen") == "1" and float(f["ms"]) > slow_ms: slow.append(line.strip())
+result["frames_over_slow_ms"] = len(slow)
 json.dump(result, open(out, "w"), indent=1)
 for k, v in result.items(): print(f"  {k}: {v:.1f}" if isinstance(v, float) else f"  {k}: {v}")
+for line in slow: print(f"  slow frame: {line}")
 EOF

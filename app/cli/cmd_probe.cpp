@@ -29,6 +29,7 @@ const char* kUsage =
     "            [--tile Q0-Q1,K0-K1] [--attention-summary] [--top-keys K] [--thumbnail S]\n"
     "            [--max-bytes N[K|M|G]] [--npy]\n"
     "            [--residual] [--ffn-down] [--routing] [--logit-lens all|L,L..] [--lens-top K]\n"
+    "            [--lens-positions N]\n"
     "            [--state] [--state-map L:H,L:H..]\n"
     "            [--timings] [--exact] [--device D] [--cache-type auto|f16|f32|q8_0]\n"
     "            -o OUT.json\n"
@@ -51,6 +52,9 @@ const char* kUsage =
     "      float32 [n_head][query][key]) and the JSON names the file (probs_npy), the top keys\n"
     "      and thumbnails to OUT.attention-top-k-E<eval>-keys/-probs.npy and\n"
     "      OUT.attention-thumbnails-E<eval>.npy; tensors of over 2^20 values go there without it\n"
+    "  --logit-lens all|L,L..: those layers' most probable next tokens (--lens-top K of them,\n"
+    "      1..16; softmax and top-k on the GPU) at the newest position (logit_lens) and, with\n"
+    "      --lens-positions N, at each evaluation's last N positions (logit_lens_grid)\n"
     "  --state: every state-space (Mamba) and RWKV-7 layer's state norm and decay per head and\n"
     "      token (the document's state; OUT.state-norm.npy and -decay.npy with --npy or past 2^20)\n"
     "  --state-map L:H,..: those Mamba-2 heads' token-to-token mixing maps (state_maps;\n"
@@ -179,6 +183,7 @@ int32_t argmax(const std::vector<float>& logits) {
 int run(const Args& args) {
     Options o(args,
               {"-m", "-p", "-f", "-n", "-o", "--attention", "--tile", "--max-bytes", "--logit-lens", "--lens-top",
+               "--lens-positions",
                "--device", "--cache-type", "--top-keys", "--thumbnail", "--state-map"},
               {"--residual", "--ffn-down", "--routing", "--timings", "--exact", "--attention-summary", "--npy",
                "--state"});
@@ -192,6 +197,11 @@ int run(const Args& args) {
     const KvCacheType kv_cache = cache_type(o);
     const int n_generate = int(o.integer("-n", 0, 0));
     const int lens_top = int(o.integer("--lens-top", 10, 1));
+    const int lens_positions = int(o.integer("--lens-positions", 1, 1));
+    if (lens_top > kMaxLensTopN)
+        throw UsageError("--lens-top: at most " + std::to_string(kMaxLensTopN) + " tokens per cell; got " +
+                         std::to_string(lens_top));
+    if (o.has("--lens-positions") && !o.has("--logit-lens")) throw UsageError("--lens-positions needs --logit-lens");
     const int top_keys = int(o.integer("--top-keys", 0, 1));
     const int thumbnail = int(o.integer("--thumbnail", 0, 1));
     if (top_keys > 16) throw UsageError("--top-keys: at most 16 keys per row; got " + std::to_string(top_keys));
@@ -234,6 +244,7 @@ int run(const Args& args) {
     pc.routing = o.has("--routing");
     if (o.has("--logit-lens")) pc.logit_lens_layers = parse_layers("--logit-lens", o.str("--logit-lens"), info.n_layer);
     pc.logit_lens_top_n = lens_top;
+    pc.logit_lens_positions = lens_positions;
     pc.timings = o.has("--timings");
     pc.state = o.has("--state");
     if (o.has("--state-map")) {

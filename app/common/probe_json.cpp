@@ -165,6 +165,28 @@ void ProbeDocument::add(const ProbeResults& r, int eval) {
         for (const LensToken& t : l.top) top.push_back({{"id", t.id}, {"text", t.text}, {"p", t.p}});
         logit_lens_.push_back({{"eval", eval}, {"layer", l.layer}, {"position", l.position}, {"top", top}});
     }
+    if (const LogitLensGrid& g = r.logit_lens_grid; !g.empty()) {
+        json ids = json::array(), probs = json::array(), text = json::array();
+        for (int i = 0; i < g.rows(); ++i) {
+            json ri = json::array(), rp = json::array(), rt = json::array();
+            for (int c = 0; c < g.cols(); ++c) {
+                const LensToken* cell = g.cell(i, c);
+                json ci = json::array(), cp = json::array();
+                for (int t = 0; t < g.top_k; ++t) {
+                    ci.push_back(cell[t].id);
+                    cp.push_back(cell[t].p);
+                }
+                ri.push_back(std::move(ci));
+                rp.push_back(std::move(cp));
+                rt.push_back(cell[0].text);
+            }
+            ids.push_back(std::move(ri));
+            probs.push_back(std::move(rp));
+            text.push_back(std::move(rt));
+        }
+        logit_lens_grid_.push_back({{"eval", eval}, {"layers", g.layers}, {"positions", g.positions}, {"top_k", g.top_k},
+                                    {"ids", ids}, {"probs", probs}, {"text", text}});
+    }
     if (!r.attention_top_k.empty() || !r.attention_thumbnails.empty())
         detail_.push_back({eval, r.attention_top_k, r.attention_thumbnails});
     timings_.insert(timings_.end(), r.timings.begin(), r.timings.end());
@@ -202,6 +224,7 @@ json ProbeDocument::to_json(const ModelInfo& info, const std::vector<DocumentTok
     doc["routing"] = json::array();
     for (const auto& [layer, r] : routing_) doc["routing"].push_back(r);
     doc["logit_lens"] = logit_lens_;
+    doc["logit_lens_grid"] = logit_lens_grid_;
     json by_op = json::array();
     double total_ms = 0;
     for (const OpTiming& t : timings_by_op(timings_)) {

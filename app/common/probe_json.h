@@ -28,6 +28,11 @@
 //                 out_max_abs, out_position, out_channel, out_median_abs}] per eval
 //   routing     [{layer, top_k, positions[], experts[token][k], weights[token][k]}]
 //   logit_lens  [{eval, layer, position, top[{id, text, p}]}]: each eval's newest position
+//   logit_lens_grid [{eval, layers[], positions[], top_k, ids[layer][position][k],
+//                 probs[layer][position][k], text[layer][position]}]: per eval, the lens of
+//                 every lens layer at the eval's newest positions (vkllm/probe.h LogitLensGrid;
+//                 id -1, p 0 past a cell's tokens of probability > 0); text is each cell's most
+//                 probable token's piece
 //   timings     {passes, dispatches, barriers, total_ms, by_op[{op, ms, count}], by_layer[ms]}
 #pragma once
 
@@ -90,7 +95,7 @@ private:
     };
     std::map<std::pair<int, int>, SummarySums> summary_;  // by layer and head
     nlohmann::json residual_ = nlohmann::json::array(), ffn_down_ = nlohmann::json::array(),
-                   logit_lens_ = nlohmann::json::array();
+                   logit_lens_ = nlohmann::json::array(), logit_lens_grid_ = nlohmann::json::array();
     std::map<int, nlohmann::json> routing_;  // by layer
     // Top keys and thumbnails of each eval, as the probes gave them (written in to_json, where
     // the sidecar is known).

@@ -217,6 +217,17 @@ ProbeEval truncated_eval(const ProbeEval& e, int n) {
         p.weights.resize(k * size_t(p.top_k));
     }
     std::erase_if(r.logit_lens, [n](const LogitLens& l) { return l.position >= n; });
+    if (LogitLensGrid& g = r.logit_lens_grid; !g.empty()) {
+        // Columns are positions in increasing order: keep the first `cols` of each row.
+        const size_t cols = count_before(g.positions, n), k = size_t(g.top_k);
+        std::vector<LensToken> kept;
+        for (int i = 0; i < g.rows(); ++i)
+            kept.insert(kept.end(), g.cells.begin() + std::ptrdiff_t(size_t(i) * g.positions.size() * k),
+                        g.cells.begin() + std::ptrdiff_t((size_t(i) * g.positions.size() + cols) * k));
+        g.positions.resize(cols);
+        g.cells = std::move(kept);
+        if (cols == 0) g = LogitLensGrid();
+    }
     for (AttentionTopK& a : r.attention_top_k) {
         const size_t q = count_before(a.query_pos, n);
         a.query_pos.resize(q);
@@ -250,7 +261,24 @@ void ProbeHistory::add_step(const ProbeResults& step, int first_pos, int n_token
     }
     if (!step.logit_lens.empty()) {
         logit_lens = step.logit_lens;
-        lens_history.insert(lens_history.end(), step.logit_lens.begin(), step.logit_lens.end());
+        // The eval's positions replace what the history had there: every column of its grid
+        // (the newest position alone without one).
+        std::erase_if(lens_history, [first_pos](const LogitLens& l) { return l.position >= first_pos; });
+        const LogitLensGrid& g = step.logit_lens_grid;
+        if (g.empty()) {
+            lens_history.insert(lens_history.end(), step.logit_lens.begin(), step.logit_lens.end());
+        } else {
+            for (int c = 0; c < g.cols(); ++c)
+                for (int i = 0; i < g.rows(); ++i) {
+                    LogitLens l;
+                    l.layer = g.layers[size_t(i)];
+                    l.position = g.positions[size_t(c)];
+                    const LensToken* cell = g.cell(i, c);
+                    for (int t = 0; t < g.top_k; ++t)
+                        if (cell[t].id >= 0) l.top.push_back(cell[t]);
+                    lens_history.push_back(std::move(l));
+                }
+        }
     }
     evals.push_back(std::make_shared<const ProbeEval>(ProbeEval{step, first_pos, n_tokens}));
     timings = step.timings;

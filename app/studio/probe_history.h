@@ -80,7 +80,7 @@ struct ProbeHistory {
     std::vector<FfnDownStat> ffn_down;              // the largest spikes seen, per (layer, expert)
     std::vector<RoutingHistory> routing;
     std::vector<LogitLens> logit_lens;              // of the newest step
-    std::vector<LogitLens> lens_history;            // every step's, by position (each step's newest)
+    std::vector<LogitLens> lens_history;            // every step's positions (its grid's columns, or its newest)
     std::vector<OpTiming> timings;                  // of the newest step
     std::vector<OpTiming> prompt_timings;           // of the newest prompt step (more than one token)
     std::vector<ExpertLoad> expert_load_prefill, expert_load_decode, expert_load_step;

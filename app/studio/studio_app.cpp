@@ -625,7 +625,12 @@ void StudioApp::draw_switch_confirmation() {
 
 void StudioApp::draw_frame() {
     state = worker.state();
-    if (vm.version != state->version) vm = compute_view_models(*state, 16);
+    if (vm.version != state->version) {
+        FrameLog::Clock::time_point t = FrameLog::Clock::now();
+        vm = compute_view_models(*state, 16);
+        frame_log.new_state = state->version;
+        frame_log.vm = FrameLog::lap(t);
+    }
     if (state->version != seen_version_) {
         seen_version_ = state->version;
         follow_worker();
@@ -643,8 +648,16 @@ void StudioApp::draw_frame() {
                                      draw_lens_panel, draw_architecture_panel, draw_telemetry_panel};
     text_fit_log().clear();
     for (int p = 0; p < PanelCount; ++p)
-        if (settings.open[size_t(p)] && !tiling.panels[size_t(p)].empty()) draw[p](*this);
-    if (state_open) draw_state_panel(*this);
+        if (settings.open[size_t(p)] && !tiling.panels[size_t(p)].empty()) {
+            FrameLog::Clock::time_point t = FrameLog::Clock::now();
+            draw[p](*this);
+            frame_log.panel(panel_title(p), FrameLog::lap(t));
+        }
+    if (state_open) {
+        FrameLog::Clock::time_point t = FrameLog::Clock::now();
+        draw_state_panel(*this);
+        frame_log.panel(kStatePanelTitle, FrameLog::lap(t));
+    }
     draw_file_dialog();
     draw_switch_confirmation();
     draw_status_bar();
@@ -682,7 +695,9 @@ int StudioApp::run() {
     using Clock = std::chrono::steady_clock;
     Clock::time_point last = Clock::now();
     int busy_frames = 3;  // frames still to draw before sleeping (ImGui settles hover and popups)
+    frame_log.open(frame_log_path);
     while (!quit_ && !window_->should_close()) {
+        Clock::time_point part = Clock::now();  // the frame log's stopwatch
         // Draw on events only: an idle studio sleeps until input, or until the worker publishes
         // (it wakes the loop). While a command runs without publishing (a model loading), a few
         // frames a second keep the status bar alive.
@@ -690,12 +705,14 @@ int StudioApp::run() {
             window_->wait_events(worker.idle() ? 0.0 : 0.25);
             busy_frames = 2;
         }
+        frame_log.wait = FrameLog::lap(part);
         --busy_frames;
         if (state->generating || ImGui::IsAnyMouseDown()) busy_frames = std::max(busy_frames, 1);
         const float scale = settings.ui_scale > 0 ? settings.ui_scale : window_->content_scale();
         if (scale != applied_scale_ || settings.dark != applied_dark_) apply_theme(scale);
         apply_probe_selection();
         window_->begin_frame();
+        frame_log.prep = FrameLog::lap(part);
         if (ImGui::IsKeyPressed(GLFW_KEY_Q) && ImGui::GetIO().KeyCtrl) quit_ = true;
         // A failed action (an export to an unwritable place) is a message in the interactive
         // app; the headless run stops on it.
@@ -705,10 +722,12 @@ int StudioApp::run() {
             if (headless) throw;
             message = e.what();
         }
+        frame_log.draw = FrameLog::lap(part) - frame_log.vm;
         const float* bg = &ImGui::GetStyle().Colors[ImGuiCol_WindowBg].x;
         Image image;
         const bool capture = want_screenshot;
         window_->end_frame(bg[0] * 0.8f, bg[1] * 0.8f, bg[2] * 0.8f, capture ? &image : nullptr);
+        frame_log.end = FrameLog::lap(part);
         if (capture) {
             want_screenshot = false;
             try {
@@ -720,6 +739,7 @@ int StudioApp::run() {
                 message = e.what();
             }
             screenshot_panel = -1;
+            frame_log.shot = FrameLog::lap(part);
         }
         const Clock::time_point now = Clock::now();
         const double ms = std::chrono::duration<double, std::milli>(now - last).count();
@@ -727,7 +747,11 @@ int StudioApp::run() {
         frame_ms.push_back(ms);
         if (headless) apply_synthetic_input();
         if (state->generating) frame_ms_generating.push_back(ms);
-        if (headless && headless_step()) break;
+        const bool over = headless && headless_step();
+        // The script's step ends this frame's measured time and begins the next one's.
+        frame_log.script = FrameLog::lap(part);
+        frame_log.write(ms, state->generating);
+        if (over) break;
     }
     worker.stop();
     save_settings();

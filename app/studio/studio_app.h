@@ -12,6 +12,7 @@
 
 #include "conversation_file.h"
 #include "engine_worker.h"
+#include "frame_log.h"
 #include "input_history.h"
 #include "model_facts.h"
 #include "tile_layout.h"
@@ -57,6 +58,11 @@ public:
     int hover_pos = -1;          // a token hovered in the chat (the expert path, attention to it)
     int picked_key = -1;         // "what attends to this token"
     int lens_position = -1;
+    // The lens grid (view_models.h) of the state whose version is lens_grid_version, made when
+    // the lens panel first draws that state.
+    LensGrid lens_grid;
+    uint64_t lens_grid_version = ~0ull;
+    int lens_grid_cols_followed = 0;  // columns when the grid's zoom last followed the stream
     // The State window (panels_state.cpp), over the tiles: the recurrent layers' state.
     bool state_open = false;
     int state_layer = -1, state_head = 0;
@@ -92,6 +98,8 @@ public:
     bool context_choice_dismissed = false;  // "stop here" chosen for the current full context
     std::vector<double> frame_ms;          // every frame's time
     std::vector<double> frame_ms_generating;
+    FrameLog frame_log;                    // --frame-log: one line per frame (frame_log.h)
+    std::string frame_log_path;            // where run() writes it (empty: no log)
 
     bool send_input();                    // false when nothing was sent (empty, or an answer running)
     void open_model(const std::string& path);  // at once (scripts, the confirmation)

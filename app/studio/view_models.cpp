@@ -272,6 +272,31 @@ std::vector<int> lens_positions(const ProbeHistory& h) {
     return {p.begin(), p.end()};
 }
 
+LensGrid lens_grid(const ProbeHistory& h) {
+    LensGrid g;
+    std::set<int> layers, positions;
+    for (const LogitLens& l : h.lens_history) {
+        layers.insert(l.layer);
+        positions.insert(l.position);
+    }
+    g.layers.assign(layers.begin(), layers.end());
+    g.positions.assign(positions.begin(), positions.end());
+    g.cells.resize(g.layers.size() * g.positions.size());
+    for (const LogitLens& l : h.lens_history) {
+        const size_t row = size_t(std::lower_bound(g.layers.begin(), g.layers.end(), l.layer) - g.layers.begin());
+        const size_t col = size_t(std::lower_bound(g.positions.begin(), g.positions.end(), l.position) - g.positions.begin());
+        g.cells[row * g.positions.size() + col] = l.top;  // a later step's read of a position wins
+    }
+    return g;
+}
+
+std::vector<float> LensGrid::top_probs() const {
+    std::vector<float> p(cells.size(), 0.0f);
+    for (size_t i = 0; i < cells.size(); ++i)
+        if (!cells[i].empty()) p[i] = cells[i][0].p;
+    return p;
+}
+
 // ---- Architecture ----
 
 namespace {

@@ -112,6 +112,19 @@ struct LensRow {
 std::vector<LensRow> lens_rows(const ProbeHistory& h, int position = -1);
 // Positions the lens was computed at, ascending.
 std::vector<int> lens_positions(const ProbeHistory& h);
+// The lens as a layers x positions grid over the history (every position it was computed at):
+// cell (row, col) holds layer layers[row]'s most probable tokens at positions[col], most probable
+// first; empty where that layer was not read there.
+struct LensGrid {
+    std::vector<int> layers, positions;      // ascending
+    std::vector<std::vector<LensToken>> cells;  // [rows][cols]
+    int rows() const { return int(layers.size()); }
+    int cols() const { return int(positions.size()); }
+    const std::vector<LensToken>& at(int row, int col) const { return cells[size_t(row) * positions.size() + size_t(col)]; }
+    // The top token's probability of every cell, [rows][cols] (0 where empty): what the map shades.
+    std::vector<float> top_probs() const;
+};
+LensGrid lens_grid(const ProbeHistory& h);
 
 // ---- Architecture ----
 struct ArchitectureBlock {

@@ -70,7 +70,7 @@ void ProbeRecorder::read(int T, int pos0, const ProbeConfig& probes, ProbeResult
     read_residual(T, pos0, probes, results, first_pass);
     if (probes.ffn_down) read_ffn_down(T, pos0, results);
     if (probes.routing) read_routing(T, pos0, results, first_pass);
-    read_logit_lens(T, pos0, probes, results);
+    read_logit_lens(T, pos0, probes, results, first_pass);
     state_.read(T, pos0, results, first_pass);
     results->expert_load_step.clear();
     if (probes.expert_load) {
@@ -434,25 +434,51 @@ void ProbeRecorder::read_routing(int T, int pos0, ProbeResults* results, bool fi
     }
 }
 
-void ProbeRecorder::read_logit_lens(int T, int pos0, const ProbeConfig& probes, ProbeResults* results) {
+// The pass's lens columns (its newest lens_rows(T) positions) join the eval's, of which the
+// newest logit_lens_positions are kept; the grid and its newest column are remade from them.
+void ProbeRecorder::read_logit_lens(int T, int pos0, const ProbeConfig& probes, ProbeResults* results,
+                                    bool first_pass) {
+    if (first_pass) lens_acc_.clear();
     results->logit_lens.clear();
-    const size_t V = size_t(spec_.n_vocab);
-    const float* all = static_cast<const float*>(lens_.host.valid() ? lens_.host.mapped() : nullptr);
-    for (size_t i = 0; i < lens_layers_.size(); ++i) {
-        const float* logits = all + i * V;
-        // Softmax over the whole vocabulary (in double), then the top N.
-        std::vector<double> probs(logits, logits + V);
-        softmax_in_place(probs.data(), V);
+    results->logit_lens_grid = LogitLensGrid();
+    if (lens_layers_.empty()) return;
+    const int n = int(lens_layers_.size()), R = lens_rows(T), k = lens_.k;
+    const int32_t* pairs = static_cast<const int32_t*>(lens_.host.mapped());
+    for (int j = 0; j < R; ++j) {
+        LensColumn c;
+        c.position = pos0 + T - R + j;
+        c.cells.resize(size_t(n) * size_t(k));
+        for (int i = 0; i < n; ++i)
+            for (int t = 0; t < k; ++t) {
+                const int32_t* pair = pairs + ((size_t(i) * size_t(R) + size_t(j)) * size_t(k) + size_t(t)) * 2;
+                LensToken& cell = c.cells[size_t(i) * size_t(k) + size_t(t)];
+                cell.id = pair[1];
+                std::memcpy(&cell.p, &pair[0], sizeof cell.p);
+                if (cell.id >= 0 && token_text_) cell.text = token_text_(cell.id);
+            }
+        lens_acc_.push_back(std::move(c));
+    }
+    const size_t keep = size_t(probes.logit_lens_positions);
+    if (lens_acc_.size() > keep) lens_acc_.erase(lens_acc_.begin(), lens_acc_.end() - std::ptrdiff_t(keep));
+
+    LogitLensGrid& g = results->logit_lens_grid;
+    g.layers = lens_layers_;
+    g.top_k = k;
+    const size_t cols = lens_acc_.size();
+    g.cells.resize(size_t(n) * cols * size_t(k));
+    for (size_t c = 0; c < cols; ++c) {
+        g.positions.push_back(lens_acc_[c].position);
+        for (int i = 0; i < n; ++i)
+            std::copy_n(&lens_acc_[c].cells[size_t(i) * size_t(k)], k, &g.cells[(size_t(i) * cols + c) * size_t(k)]);
+    }
+    // The newest column as the newest-position lens; its tokens of probability 0 (id -1) left out.
+    for (int i = 0; i < n; ++i) {
         LogitLens lens;
-        lens.layer = lens_layers_[i];
-        lens.position = pos0 + T - 1;
-        for (int32_t id : top_n(logits, V, size_t(std::max(probes.logit_lens_top_n, 0)))) {
-            LensToken t;
-            t.id = id;
-            t.p = float(probs[size_t(id)]);
-            if (token_text_) t.text = token_text_(id);
-            lens.top.push_back(std::move(t));
-        }
+        lens.layer = lens_layers_[size_t(i)];
+        lens.position = g.positions.back();
+        const LensToken* cell = g.cell(i, int(cols) - 1);
+        for (int t = 0; t < k; ++t)
+            if (cell[t].id >= 0) lens.top.push_back(cell[t]);
         results->logit_lens.push_back(std::move(lens));
     }
 }

@@ -43,6 +43,14 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
     check_layers(probes.attention_layers, 0, spec_.n_layer, "attention probe");
     check_layers(probes.residual_full_layers, -1, spec_.n_layer, "residual probe");
     check_layers(probes.logit_lens_layers, 0, spec_.n_layer, "logit lens");
+    if (!probes.logit_lens_layers.empty()) {
+        if (probes.logit_lens_top_n < 1 || probes.logit_lens_top_n > kMaxLensTopN)
+            throw std::invalid_argument("logit lens: logit_lens_top_n must be 1.." + std::to_string(kMaxLensTopN) +
+                                        ", got " + std::to_string(probes.logit_lens_top_n));
+        if (probes.logit_lens_positions < 1)
+            throw std::invalid_argument("logit lens: logit_lens_positions must be at least 1, got " +
+                                        std::to_string(probes.logit_lens_positions));
+    }
     if (!probes.attention_layers.empty() && probes.attention_max_rows < 1)
         throw std::invalid_argument("attention_max_rows must be at least 1");
     for (const AttentionHead& h : probes.attention_heads) {
@@ -181,21 +189,34 @@ void ProbeRecorder::configure(const ProbeConfig& probes) {
             if (m.n_expert > 0) routing_host_[l] = gpu::Buffer(ctx_, B * uint64_t(m.top_k) * 8, gpu::Memory::Host);
         }
     }
-    if (probes.logit_lens_layers != lens_layers_) {
-        lens_layers_ = probes.logit_lens_layers;
-        lens_ = Lens();
-        if (!lens_layers_.empty()) {
-            const uint64_t n = lens_layers_.size();
-            lens_.x = gpu::Buffer(ctx_, n * E * F, gpu::Memory::Device);
-            lens_.h = gpu::Buffer(ctx_, n * E * F, gpu::Memory::Device);
-            lens_.logits = gpu::Buffer(ctx_, n * uint64_t(spec_.n_vocab) * F, gpu::Memory::Device);
-            lens_.host = gpu::Buffer(ctx_, n * uint64_t(spec_.n_vocab) * F, gpu::Memory::Host);
-        }
-    }
+    configure_lens(probes);
+}
+
+void ProbeRecorder::configure_lens(const ProbeConfig& probes) {
+    const int cols = probes.logit_lens_layers.empty() ? 0 : std::min(probes.logit_lens_positions, n_batch_);
+    const int k = probes.logit_lens_layers.empty() ? 0 : probes.logit_lens_top_n;
+    if (probes.logit_lens_layers == lens_layers_ && cols == lens_.cols && k == lens_.k) return;
+    lens_layers_ = probes.logit_lens_layers;
+    lens_ = Lens();
+    if (lens_layers_.empty()) return;
+    const uint64_t rows = lens_layers_.size() * uint64_t(cols), E = uint64_t(spec_.n_embd), V = uint64_t(spec_.n_vocab);
+    lens_.cols = cols;
+    lens_.k = k;
+    lens_.x = gpu::Buffer(ctx_, rows * E * F, gpu::Memory::Device);
+    lens_.h = gpu::Buffer(ctx_, rows * E * F, gpu::Memory::Device);
+    lens_.logits = gpu::Buffer(ctx_, uint64_t(cols) * V * F, gpu::Memory::Device);
+    std::vector<int32_t> ids(std::max<size_t>(V, size_t(cols)));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    lens_.ids = gpu::Buffer(ctx_, ids.size() * 4, gpu::Memory::Device);
+    lens_.ids.upload(ids.data(), ids.size() * 4);
+    lens_.top = gpu::Buffer(ctx_, rows * uint64_t(k) * 8, gpu::Memory::Device);
+    lens_.host = gpu::Buffer(ctx_, rows * uint64_t(k) * 8, gpu::Memory::Host);
 }
 
 uint64_t ProbeRecorder::bytes() const {
-    uint64_t n = residual_host_.size() + lens_.x.size() + lens_.h.size() + lens_.logits.size() + lens_.host.size();
+    uint64_t n = residual_host_.size() + lens_.x.size() + lens_.h.size() + lens_.logits.size() + lens_.ids.size() +
+                 lens_.top.size() + lens_.host.size();
+    for (const LensColumn& c : lens_acc_) n += c.cells.size() * sizeof(LensToken);
     n += sum_pos_.size() + sum_out_.size() + sum_probs_.size() + stats_.size() + stats_host_.size();
     n += top_.size() + top_host_.size() + thumb_.size() + thumb_host_.size();
     for (const ThumbAcc& t : thumb_acc_) n += t.v.size() * F;
@@ -240,7 +261,13 @@ uint64_t ProbeRecorder::host_bytes(const ProbeConfig& probes) const {
         n += uint64_t(spec_.n_layer + 1) * B * E * F;
     if (probes.residual_stats) n += uint64_t(spec_.n_layer + 1) * keys * E * F;
     n += uint64_t(probes.residual_full_layers.size()) * keys * E * F;
-    n += uint64_t(probes.logit_lens_layers.size()) * uint64_t(spec_.n_vocab) * F;
+    if (!probes.logit_lens_layers.empty()) {
+        // Each pass's (probability, id) pairs, then the eval's cells (a token's text counted at
+        // 16 bytes beside its LensToken).
+        const uint64_t lens = probes.logit_lens_layers.size(), k = uint64_t(std::max(probes.logit_lens_top_n, 0));
+        const uint64_t cols = uint64_t(std::max(probes.logit_lens_positions, 0));
+        n += lens * std::min(cols, B) * k * 8 + lens * std::min(cols, std::max(keys, B)) * k * (sizeof(LensToken) + 16);
+    }
     for (const LayerSpec& L : spec_.layers) {
         const FfnSpec& f = L.ffn;
         if (probes.ffn_down) {
@@ -305,8 +332,9 @@ void ProbeRecorder::copy_residual(gpu::Stream& s, const gpu::Buffer& x, int l, i
     }
     auto lens = std::find(lens_layers_.begin(), lens_layers_.end(), l);
     if (lens != lens_layers_.end()) {
+        const uint64_t R = uint64_t(lens_rows(T));
         s.mark("copy");
-        s.copy(x, uint64_t(T - 1) * row, lens_.x, uint64_t(lens - lens_layers_.begin()) * row, row);
+        s.copy(x, (uint64_t(T) - R) * row, lens_.x, uint64_t(lens - lens_layers_.begin()) * R * row, R * row);
     }
 }
 

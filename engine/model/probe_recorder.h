@@ -59,13 +59,20 @@ public:
     const gpu::Buffer& moe_in(int l) const { return moe_in_host_[size_t(l)]; }
     const gpu::Buffer& moe_out(int l) const { return moe_out_host_[size_t(l)]; }
     const gpu::Buffer& expert_load(int l) const { return expert_load_[size_t(l)]; }
-    // The logit lens: its layers, and the buffers its rows go through.
+    // The logit lens: its layers, and the buffers its rows go through. A pass of T tokens
+    // projects its newest lens_rows(T) rows after each lens layer, lens layer i's at rows
+    // i * lens_rows(T).. of x and h, one layer at a time through logits into top.
     struct Lens {
-        gpu::Buffer x, h;          // [n_lens, n_embd]: newest rows after the lens layers, normalised
-        gpu::Buffer logits, host;  // [n_lens, n_vocab]
+        gpu::Buffer x, h;     // [n_lens * cols, n_embd]: the rows after the lens layers, normalised
+        gpu::Buffer logits;   // [cols, n_vocab]: one lens layer's logits, then probabilities
+        gpu::Buffer ids;      // int32 [max(n_vocab, cols)]: 0, 1, 2, ... (ops::lens_top_k)
+        gpu::Buffer top, host;  // int32 [n_lens * cols, 2 k]: (probability bits, id) pairs
+        int cols = 0;         // rows per lens layer and pass: min(logit_lens_positions, n_batch)
+        int k = 0;            // logit_lens_top_n
     };
     const std::vector<int>& lens_layers() const { return lens_layers_; }
     const Lens& lens() const { return lens_; }
+    int lens_rows(int n_tokens) const { return std::min(lens_.cols, n_tokens); }
     // The state probes of recurrent layers: the taps their blocks call before the scan.
     const StateProbeRecorder& state() const { return state_; }
 
@@ -99,7 +106,8 @@ private:
     uint64_t host_bytes(const ProbeConfig& probes) const;
     void read_ffn_down(int n_tokens, int pos0, ProbeResults* results);
     void read_routing(int n_tokens, int pos0, ProbeResults* results, bool first_pass);
-    void read_logit_lens(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results);
+    void read_logit_lens(int n_tokens, int pos0, const ProbeConfig& probes, ProbeResults* results, bool first_pass);
+    void configure_lens(const ProbeConfig& probes);
 
     gpu::Context& ctx_;
     const ModelSpec& spec_;
@@ -175,6 +183,13 @@ private:
     std::vector<std::map<int, DownSummary>> down_acc_;
     std::vector<int> lens_layers_;
     Lens lens_;
+    // The eval's lens columns so far (at most logit_lens_positions, the newest): a position and
+    // its cells, [n_lens][k].
+    struct LensColumn {
+        int position = 0;
+        std::vector<LensToken> cells;
+    };
+    std::vector<LensColumn> lens_acc_;
     StateProbeRecorder state_;
     std::function<std::string(int32_t)> token_text_;
     int eval_tokens_ = 0;  // tokens of the current eval so far

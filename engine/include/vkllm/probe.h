@@ -19,6 +19,9 @@ struct AttentionHead {
     int key_first = 0, key_count = 0;
 };
 
+// The largest logit_lens_top_n (the GPU's top-k keeps this many per cell).
+inline constexpr int kMaxLensTopN = 16;
+
 struct ProbeConfig {
     // Attention maps of these layers (see AttentionMap).
     std::vector<int> attention_layers;
@@ -54,9 +57,14 @@ struct ProbeConfig {
     bool ffn_down = false;
     // MoE layers: each token's chosen experts and gate weights.
     bool routing = false;
-    // Logit lens of these layers at the newest position: top tokens of final_norm(x_l) · W_out.
+    // Logit lens of these layers: top tokens of softmax(final_norm(x_l) · W_out), computed on
+    // the GPU (LogitLensGrid) at the eval's last logit_lens_positions positions (1: the newest
+    // only), so only layers x positions x logit_lens_top_n (id, probability) pairs reach the
+    // host. logit_lens_top_n: 1..kMaxLensTopN; logit_lens_positions >= 1 (an eval of fewer
+    // tokens gives them all); both counted in max_bytes.
     std::vector<int> logit_lens_layers;
     int logit_lens_top_n = 10;
+    int logit_lens_positions = 1;
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
     // The recurrent state of state-space (Mamba-1, Mamba-2, also beside attention as in
@@ -216,11 +224,31 @@ struct LensToken {
     float p = 0;
 };
 // final_norm(x_layer) · W_out (and the final soft-cap) at the newest position, softmaxed. The
-// last layer's lens is the model's own next-token distribution.
+// last layer's lens is the model's own next-token distribution. The newest column of the
+// LogitLensGrid.
 struct LogitLens {
     int layer = 0;
     int position = 0;
     std::vector<LensToken> top;  // logit_lens_top_n most probable, most probable first
+};
+
+// The logit lens as a layers x positions grid (ProbeConfig::logit_lens_layers, rows, by
+// logit_lens_positions, columns): cell (row, col) holds the top_k most probable next tokens of
+// softmax(final_norm(x) · W_out) for the residual x after layer layers[row] at position
+// positions[col], most probable first (equal probabilities in id order). Softmax and top-k run
+// on the GPU; a token whose probability underflows to 0 is never listed, and a cell with fewer
+// than top_k such tokens ends in id -1, p 0.
+struct LogitLensGrid {
+    std::vector<int> layers;     // [rows]
+    std::vector<int> positions;  // [cols], increasing: the eval's newest positions
+    int top_k = 0;
+    std::vector<LensToken> cells;  // [rows][cols][top_k]
+    int rows() const { return int(layers.size()); }
+    int cols() const { return int(positions.size()); }
+    bool empty() const { return cells.empty(); }
+    const LensToken* cell(int row, int col) const {
+        return &cells[(size_t(row) * positions.size() + size_t(col)) * size_t(top_k)];
+    }
 };
 
 // GPU time of one op, in recorded order.
@@ -269,7 +297,8 @@ struct ProbeResults {
     std::vector<ResidualTensor> residual_full;
     std::vector<FfnDownStat> ffn_down;
     std::vector<RoutingProbe> routing;
-    std::vector<LogitLens> logit_lens;
+    std::vector<LogitLens> logit_lens;   // the grid's newest column, one per lens layer
+    LogitLensGrid logit_lens_grid;
     // Timings of the eval's forward passes in recorded order; dispatches and barriers are
     // counted for every pass (also without the timings probe).
     std::vector<OpTiming> timings;

@@ -1,6 +1,7 @@
-// The logit lens: each lens layer's newest residual row (copied by the residual taps) through the
-// final norm, the output projection (one row at a time, as the model's own last-token logits)
-// and the final soft-cap, then copied to the host.
+// The logit lens: each lens layer's newest residual rows (copied by the residual taps: up to
+// ProbeConfig::logit_lens_positions of the pass) through the final norm, the output projection,
+// the final scale and soft-cap, then softmax and top-k on the GPU (ops::lens_top_k), one lens
+// layer at a time through one logits buffer; only the (probability, id) pairs reach the host.
 #pragma once
 
 #include "model/blocks/block.h"
