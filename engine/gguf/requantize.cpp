@@ -285,9 +285,9 @@ Requantized requantize_planned(const File& in, const std::vector<TensorConversio
             if (n++ < 3) need += (need.empty() ? "" : ", ") + c.name + " (" + name_of(c.to) + ")";
         }
         if (n > 0)
-            throw std::invalid_argument("quantize: " + std::to_string(n) + " tensors would be written in a type too "
-                                        "coarse to use without an importance matrix, as llama-quantize refuses too: " +
-                                        need + (n > 3 ? ", ..." : "") +
+            throw std::invalid_argument("quantize: this file type needs an importance matrix (llama-quantize refuses "
+                                        "it without one too): " + std::to_string(n) + " tensors would be written in "
+                                        "types too coarse for plain rounding: " + need + (n > 3 ? ", ..." : "") +
                                         "; compute one with `vkllm imatrix` and give it with --imatrix FILE");
     }
     std::string missing;
