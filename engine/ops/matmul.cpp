@@ -1,5 +1,6 @@
 // y = W x over ggml-layout weights: shaders/matvec.comp for one token (decode, memory-bound),
-// shaders/matmul.comp for several (prefill, tiled). Weights larger than one binding are split
+// shaders/matvec_rows.comp for 2-16 (a batched decode pass: the weights read once for up to 8),
+// shaders/matmul.comp for more (prefill, tiled). Weights larger than one binding are split
 // into row windows; activations larger than one binding into token windows.
 #include <algorithm>
 #include <cstdio>
@@ -142,6 +143,48 @@ std::string weights::matvec_variant(const gpu::Capabilities& caps, const char* o
     throw std::logic_error(std::string("matvec_variant: no decode matvec has the prefix '") + op_prefix + "'");
 }
 
+// The few-tokens matvec (shaders/matvec_rows.comp) takes 2..matvec_rows_max() tokens, in windows of
+// up to kMatvecRowsCols; the tiled matmul more. On lavapipe (tools/bench_matvec --tokens N over
+// zoo-dense's shapes) the tiled kernel's smallest tile costs about the same for 2 tokens as for 16,
+// while the few-rows kernel's cost grows slowly with the tokens: it is 2.5-10x faster up to 8 and
+// still faster at 16 (two windows). Up to 16 it also keeps a batched pass of up to n_batch = 16
+// rows on the kernel a sequence's own pass of fewer rows takes (float weights: the one-token
+// matvec's sums bit for bit). VKLLM_MATVEC_ROWS=N moves the limit (1: never; at most 64), for
+// measuring the crossover with tools/bench_matvec.
+static constexpr uint32_t kMatvecRowsCols = 8;   // rows of x per dispatch, at most
+static constexpr int64_t kMatvecRowsMax = 16;    // tokens, by default
+
+static int64_t matvec_rows_max() {
+    const char* forced = std::getenv("VKLLM_MATVEC_ROWS");
+    if (!forced || !*forced) return kMatvecRowsMax;
+    char* end = nullptr;
+    const long n = std::strtol(forced, &end, 10);
+    require(*end == '\0' && n >= 1 && n <= 64, "matmul",
+            std::string("VKLLM_MATVEC_ROWS=") + forced + " is not a token count from 1 to 64");
+    return n;
+}
+
+// The x rows a matvec_rows pipeline is compiled for: a window's tokens rounded up to 2, 4 or 8, so
+// three pipelines per type serve every batch (the rows past the tokens cost their dots, not a compile).
+static uint32_t matvec_rows_cols(uint64_t n_tokens) { return n_tokens <= 2 ? 2u : n_tokens <= 4 ? 4u : kMatvecRowsCols; }
+
+// Threads and weight rows per workgroup of matvec_rows.comp: as the one-token matvec's, a subgroup
+// with 8 rows on a CPU device, where a load of x served by more rows is what saves time (lavapipe,
+// zoo-dense's shapes, 8 tokens: 8 rows 3.2 ms for the set against 4.3 with 4), 2 on a GPU, which
+// keeps ROWS x COLS sums per thread in registers. VKLLM_MATVEC_SHAPE replaces the choice as it
+// does the one-token matvec's.
+static weights::MatvecShape matvec_rows_shape(const gpu::Capabilities& caps, uint64_t units) {
+    if (const char* forced = std::getenv("VKLLM_MATVEC_SHAPE"); forced && *forced)
+        return weights::matvec_shape(caps, units);
+    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    const uint32_t sg = caps.subgroup_size;
+    if (caps.subgroup_arithmetic && sg >= 4 && sg <= 128 && sg <= max_threads && (sg & (sg - 1)) == 0)
+        return {sg, caps.type == "cpu" ? 8u : 2u};
+    weights::MatvecShape m{units >= 512 ? 128u : 64u, 2u};  // the one-token matvec's widths
+    while (m.threads > max_threads) m.threads /= 2;
+    return m;
+}
+
 static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t x_offset, const Buffer& y,
                           uint64_t y_offset, int64_t n_tokens, bool accumulate, int64_t y_stride, bool round_x,
                           const MatvecNorm* norm);
@@ -198,19 +241,27 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
             "one row of " + std::to_string(n_in) + " elements does not fit one binding (" +
                 std::to_string(lim.max_binding) + " bytes)");
     const bool single = n_tokens == 1;
+    const bool few = !single && n_tokens <= matvec_rows_max();  // matvec_rows.comp
     const Tiles tiles = pick_tiles(caps, n_tokens);
     const weights::MatvecShape mv =
-        weights::matvec_shape(caps, n_in / 32, /*glu=*/false, weights::large_int8_matvec(w.type, n_in, n_out));
+        few ? matvec_rows_shape(caps, n_in / 32)
+            : weights::matvec_shape(caps, n_in / 32, /*glu=*/false, weights::large_int8_matvec(w.type, n_in, n_out));
     const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
+    // The few-rows pipeline for a window of `nt` tokens.
+    auto rows_pipe = [&](uint64_t nt) {
+        return &ctx.pipeline(layout.format.shaders.matvec_rows.pick(caps.subgroup_arithmetic), layout.format.bindings(3),
+                             sizeof(MatvecRowsPush), {mv_threads, mv_rows, matvec_rows_cols(nt)});
+    };
     // Rows per window: what one binding holds, and what one grid covers.
-    const uint64_t grid_rows = single ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
-                                      : uint64_t(lim.max_groups[0]) * tiles.bm;
+    const uint64_t grid_rows = single || few ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
+                                             : uint64_t(lim.max_groups[0]) * tiles.bm;
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const gpu::Pipeline* pipe =
         single ? &ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w.type, round_x),
                                layout.format.bindings(4),
                                sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u})
+        : few ? nullptr  // per window (rows_pipe)
                : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
 
@@ -221,7 +272,8 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                             "weight");
         // Tokens per window: x [t, n_in] and y [t, y_stride] (of which `rows` columns) must fit.
         uint64_t per = std::min(usable / (n_in * 4), usable / 4 >= rows ? (usable / 4 - rows) / stride + 1 : 0);
-        if (!single) per = std::min<uint64_t>(per, uint64_t(lim.max_groups[1]) * tiles.bn);
+        if (few) per = std::min<uint64_t>(per, kMatvecRowsCols);
+        else if (!single) per = std::min<uint64_t>(per, uint64_t(lim.max_groups[1]) * tiles.bn);
         require(per >= 1, op, "a token's activations do not fit one binding");
         for (uint64_t t0 = 0; t0 < uint64_t(n_tokens); t0 += per) {
             const uint64_t nt = std::min<uint64_t>(per, uint64_t(n_tokens) - t0);
@@ -242,6 +294,16 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                 const uint64_t gy = (groups + gx - 1) / gx;
                 require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
                 weights::dispatch(s, *pipe, layout.format, {ww.range, xw.range, yw.range, nb.range}, push, uint32_t(gx),
+                                  uint32_t(gy));
+            } else if (few) {
+                const MatvecRowsPush push{uint32_t(n_in), uint32_t(rows),   uint32_t(nt),     ww.shift,
+                                          uint32_t(row_bytes), x_base,    yw.shift / 4,     uint32_t(stride),
+                                          accumulate ? 1u : 0u, x_vec4};
+                const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
+                const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
+                const uint64_t gy = (groups + gx - 1) / gx;
+                require(gy <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
+                weights::dispatch(s, *rows_pipe(nt), layout.format, {ww.range, xw.range, yw.range}, push, uint32_t(gx),
                                   uint32_t(gy));
             } else {
                 const MatmulPush push{uint32_t(n_in), uint32_t(rows), uint32_t(nt),      ww.shift,

@@ -73,6 +73,10 @@ struct MatmulPush {  // matmul.comp
     uint32_t n_in, n_rows, n_tokens, w_base, row_bytes, x_base, y_base, y_stride, accumulate, x_vec4;
 };
 
+struct MatvecRowsPush {  // matvec_rows.comp
+    uint32_t n_in, n_rows, n_cols, w_base, row_bytes, x_base, y_base, y_stride, accumulate, x_vec4;
+};
+
 struct GetRowsPush {  // get_rows.comp
     uint32_t n_in, n_table_rows, row_first, row_count, w_base, row_bytes, id_base, out_base, zero_invalid;
 };
@@ -146,6 +150,7 @@ VKLLM_PUSH_OF(attention, AttentionPush);
 VKLLM_PUSH_OF(attention_combine, AttentionCombinePush);
 VKLLM_PUSH_OF(matvec, MatvecPush);
 VKLLM_PUSH_OF(matmul, MatmulPush);
+VKLLM_PUSH_OF(matvec_rows, MatvecRowsPush);
 VKLLM_PUSH_OF(get_rows, GetRowsPush);
 VKLLM_PUSH_OF(moe_matvec, MoeMatvecPush);
 VKLLM_PUSH_OF(round_act, RoundActPush);

@@ -32,6 +32,7 @@ struct WeightShaders {
     MatvecShaders matvec{};
     // The _idot matvecs (x rounded to 8-bit blocks of 32, dotted in integers): Q8_0, Q4_0/1, Q5_0/1.
     std::optional<MatvecShaders> idot;
+    SubgroupPair matvec_rows{};  // matvec_rows.comp: a few tokens, each weight decoded once for all
 };
 
 // How the shaders see one weight type (shaders/include/dequant*.glsl).

@@ -20,10 +20,10 @@ namespace weights {
                   VKLLM_SG(moe_matvec_##t##idot), VKLLM_SG(moe_matvec_swiglu_##t##idot)}
 #define VKLLM_WEIGHT(t)                                                                           \
     WeightShaders{gpu::ShaderId::matmul_##t, gpu::ShaderId::get_rows_##t, gpu::ShaderId::moe_matmul_##t, \
-                  VKLLM_MATVECS(t, ), std::nullopt}
+                  VKLLM_MATVECS(t, ), std::nullopt, VKLLM_SG(matvec_rows_##t)}
 #define VKLLM_WEIGHT_IDOT(t)                                                                      \
     WeightShaders{gpu::ShaderId::matmul_##t, gpu::ShaderId::get_rows_##t, gpu::ShaderId::moe_matmul_##t, \
-                  VKLLM_MATVECS(t, ), VKLLM_MATVECS(t, _idot)}
+                  VKLLM_MATVECS(t, ), VKLLM_MATVECS(t, _idot), VKLLM_SG(matvec_rows_##t)}
 
 // The types shaders/include/dequant*.glsl decode (block sizes as ggml-common.h).
 bool gpu_format(TensorType t, Format* f) {

@@ -2,7 +2,8 @@
 // against how fast the device copies a large buffer.
 //
 //   vkllm-bench-matvec [--types f16,q8_0,...] [--shapes 768x768,2048x768] [--reps N] [--repeats R]
-//                      [--copies C] [--round-x] [--copy-mib M] [--min-mib M] [--threads T] [--json FILE]
+//                      [--copies C] [--round-x] [--tokens N] [--copy-mib M] [--min-mib M] [--threads T]
+//                      [--json FILE]
 //
 // Copy bandwidth first (--copy-mib, default 1024; 0 skips it): vkCmdCopyBuffer of one M MiB
 // buffer into another, several times in one command buffer, counting the bytes read plus the
@@ -19,6 +20,9 @@
 // --round-x times decode's matvec as the forward runs it with llama.cpp rounding: x rounded in the
 // matvec (8-bit blocks for quantised types, where VKLLM_INTEGER_DOT=1 or an accelerated device
 // takes the int8 path).
+// --tokens N times the product over N rows of x (default 1): 2-8 take shaders/matvec_rows.comp
+// (a batched decode pass), more the tiled matmul; VKLLM_MATVEC_ROWS=1 sends 2-8 to the tiled
+// matmul too, so the two can be compared at each N (the crossover ops::matmul's limit is set by).
 // --json FILE writes {device, driver, copy_gbps, matvec: [{type, rows, cols, gbps, pct_of_copy,
 // us, mib}]}, rewritten after every row so that a run cut short keeps what it measured.
 #include <algorithm>
@@ -195,7 +199,7 @@ std::string json_string(const std::string& s) {
 }
 
 void write_json(const std::string& path, const gpu::Capabilities& caps, double copy, uint64_t copy_bytes, bool round_x,
-                const std::vector<Row>& rows) {
+                int tokens, const std::vector<Row>& rows) {
     const std::string tmp = path + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "w");
     if (!f) throw std::runtime_error(path + ": cannot write");
@@ -205,8 +209,8 @@ void write_json(const std::string& path, const gpu::Capabilities& caps, double c
                  json_string(driver).c_str(), json_string(caps.api_version).c_str());
     if (copy > 0) std::fprintf(f, "\"copy_gbps\": %.1f, \"copy_mib\": %.0f, ", copy, double(copy_bytes) / 1048576.0);
     else std::fprintf(f, "\"copy_gbps\": null, ");
-    std::fprintf(f, "\"round_x\": %s, \"integer_dot_matvec\": %s, \"matvec\": [", round_x ? "true" : "false",
-                 caps.integer_dot_matvec ? "true" : "false");
+    std::fprintf(f, "\"round_x\": %s, \"integer_dot_matvec\": %s, \"tokens\": %d, \"matvec\": [",
+                 round_x ? "true" : "false", caps.integer_dot_matvec ? "true" : "false", tokens);
     for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::fprintf(f, "%s\n  {\"type\": %s, \"rows\": %lld, \"cols\": %lld, \"gbps\": %.2f, \"pct_of_copy\": ",
@@ -225,7 +229,7 @@ int run(int argc, char** argv) {
     std::string types = "f32,f16,q8_0,q4_0,q4_1,q5_0,q4_K,q5_K,q6_K";
     std::string shapes = "768x768,2048x768,768x2048,32000x768";
     std::string json;
-    int reps = 0, repeats = 5, copies = 0, copy_mib = 1024, min_mib = 256, threads = 0;
+    int reps = 0, repeats = 5, copies = 0, copy_mib = 1024, min_mib = 256, threads = 0, tokens = 1;
     bool round_x = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -243,23 +247,27 @@ int run(int argc, char** argv) {
         else if (a == "--threads") threads = std::stoi(value());
         else if (a == "--json") json = value();
         else if (a == "--round-x") round_x = true;
+        else if (a == "--tokens") tokens = std::stoi(value());
         else if (a == "-h" || a == "--help") {
             std::printf("usage: vkllm-bench-matvec [--types f16,q8_0,...] [--shapes ROWSxCOLS,...] [--reps N] "
-                        "[--repeats R] [--copies C] [--round-x] [--copy-mib M] [--min-mib M] [--threads T] "
+                        "[--repeats R] [--copies C] [--round-x] [--tokens N] [--copy-mib M] [--min-mib M] [--threads T] "
                         "[--json FILE]\n");
             return 0;
         } else throw std::runtime_error("unknown argument '" + a + "'");
     }
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
+    if (tokens < 1) throw std::runtime_error("--tokens must be at least 1");
+    if (round_x && tokens > 1) throw std::runtime_error("--round-x times the one-token matvec: it takes no --tokens");
     if (copies < 0) throw std::runtime_error("--copies must be positive");
     if (copy_mib < 0 || min_mib < 0) throw std::runtime_error("--copy-mib and --min-mib must be positive");
     const size_t n_threads = threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
 
     auto ctx = gpu::Context::create();
     const gpu::Capabilities& caps = ctx->caps();
-    std::printf("device: %s (%s %s)%s%s\n", caps.name.c_str(), caps.driver_name.c_str(), caps.driver_version.c_str(),
+    std::printf("device: %s (%s %s)%s%s; %d token%s per product\n", caps.name.c_str(), caps.driver_name.c_str(),
+                caps.driver_version.c_str(),
                 round_x ? (caps.integer_dot_matvec ? "; x rounded, int8 dot" : "; x rounded, float dot") : "",
-                caps.timestamps ? "; GPU timestamps" : "; host clock");
+                caps.timestamps ? "; GPU timestamps" : "; host clock", tokens, tokens == 1 ? "" : "s");
     std::vector<Row> rows;
     double copy = 0;
     uint64_t copy_bytes = 0;
@@ -268,7 +276,7 @@ int run(int argc, char** argv) {
         copy = copy_gbps(*ctx, copy_bytes, repeats, n_threads);
         std::printf("copy   %9.0f MiB  %8.1f GB/s (read + written)\n", double(copy_bytes) / 1048576.0, copy);
     }
-    if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, rows);
+    if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, tokens, rows);
     std::printf("%-6s %12s %10s %10s %8s %7s\n", "type", "shape", "MiB", "us", "GB/s", "%copy");
     std::fflush(stdout);
     for (const std::string& tname : split(types, ',')) {
@@ -291,8 +299,9 @@ int run(int argc, char** argv) {
                 wbs.back().upload(bytes.data(), bytes.size());
             }
             for (const gpu::Buffer& wb : wbs) ws.push_back(ops::Weight{type, &wb, sh.n_in, sh.n_out});
-            const auto xv = random_values(size_t(sh.n_in), 2, 1);
-            gpu::Buffer xb(*ctx, xv.size() * 4, gpu::Memory::Device), yb(*ctx, size_t(sh.n_out) * 4, gpu::Memory::Device);
+            const auto xv = random_values(size_t(sh.n_in) * size_t(tokens), 2, 1);
+            gpu::Buffer xb(*ctx, xv.size() * 4, gpu::Memory::Device),
+                yb(*ctx, size_t(sh.n_out) * size_t(tokens) * 4, gpu::Memory::Device);
             xb.upload(xv.data(), xv.size() * 4);
             // At least --min-mib MiB of weights per submission (cycling through the copies) unless
             // --reps says otherwise, and every copy at least once; at most 2000 matvecs.
@@ -303,7 +312,8 @@ int run(int argc, char** argv) {
             const bool rx = round_x && ops::matvec_rounds_activations(type);
             const double sec = best_seconds(*ctx, repeats, [&](gpu::Stream& s) {
                                for (int i = 0; i < n; ++i) {
-                                   ops::matmul(s, ws[size_t(i) % ws.size()], ops::f32_rows(xb, 1, sh.n_in), ops::f32_rows(yb, 1, sh.n_out),
+                                   ops::matmul(s, ws[size_t(i) % ws.size()], ops::f32_rows(xb, tokens, sh.n_in),
+                                               ops::f32_rows(yb, tokens, sh.n_out),
                                                false, rx);
                                    s.barrier("next matvec");
                                }
@@ -316,7 +326,7 @@ int run(int argc, char** argv) {
             std::printf("%-6s %12s %10.2f %10.1f %8.2f %7s\n", tname.c_str(), sname.c_str(), row.mib, row.us, row.gbps,
                         copy > 0 ? (std::to_string(int(std::lround(row.pct_of_copy))) + "%").c_str() : "-");
             std::fflush(stdout);
-            if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, rows);
+            if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, tokens, rows);
         }
         std::printf("%-6s %12s %10.2f %10.1f %8.2f\n", tname.c_str(), "all", total_bytes / 1048576.0, total_sec * 1e6,
                     total_bytes / total_sec / 1e9);
