@@ -22,8 +22,13 @@ Prepared prepare_with_note(Session& session, int prompt_tokens) {
         std::fflush(stderr);
         shown = true;
     });
-    const Prepared out{last.total, elapsed()};
-    if (shown && tty) std::fprintf(stderr, "\rvkllm: prepared %d shaders in %.1f s\n", out.compiled, out.seconds);
+    const Prepared out{last.total - last.background, elapsed(), last.background};
+    if (shown && tty) std::fprintf(stderr, "\rvkllm: prepared %d shaders in %.1f s", out.compiled, out.seconds);
+    if (shown && out.background > 0)
+        std::fprintf(stderr, "%s%d more for the decode step compiling in the background\n", tty ? ", " : "vkllm: ",
+                     out.background);
+    else if (shown && tty)
+        std::fprintf(stderr, "\n");
     return out;
 }
 

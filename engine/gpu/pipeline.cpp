@@ -66,6 +66,18 @@ Pipeline::Pipeline(Context& ctx, const std::string& shader, uint32_t n_buffers, 
     VK_CHECK(vkCreateComputePipelines(dev, ctx.pipeline_cache(), 1, &info, nullptr, &pipeline_));
 }
 
+void Pipeline::compile_elsewhere(std::shared_future<void> done) const {
+    if (elsewhere_pending_.load()) return;  // a compile elsewhere is under way already
+    elsewhere_ = std::move(done);
+    elsewhere_pending_.store(true, std::memory_order_release);
+}
+
+void Pipeline::wait_elsewhere() const {
+    // elsewhere_ is never written again once pending is set, so waiting threads only read it.
+    elsewhere_.wait();
+    elsewhere_pending_.store(false, std::memory_order_release);
+}
+
 Pipeline::~Pipeline() {
     VkDevice dev = ctx_.device();
     if (pipeline_) vkDestroyPipeline(dev, pipeline_, nullptr);

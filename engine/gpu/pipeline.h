@@ -4,7 +4,9 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,18 @@ public:
     Pipeline& operator=(const Pipeline&) = delete;
 
     const std::string& name() const { return name_; }
-    VkPipeline handle() const { return pipeline_; }
+    // Waits first for a compile of this pipeline's code on another device (compile_elsewhere).
+    VkPipeline handle() const {
+        if (elsewhere_pending_.load(std::memory_order_acquire)) wait_elsewhere();
+        return pipeline_;
+    }
+    // Where the driver compiles at the first dispatch (lavapipe): `done` becomes ready when
+    // another device of the same driver has compiled this pipeline's code into the driver's shader
+    // cache (gpu/pipeline_prepare.h's background preparation). Until then handle() waits for it, so
+    // the first dispatch here loads the code from that cache instead of compiling it a second time
+    // beside the other device. Set before any other thread uses the pipeline; while one compile
+    // elsewhere is pending, another is ignored.
+    void compile_elsewhere(std::shared_future<void> done) const;
     VkPipelineLayout layout() const { return layout_; }
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     uint32_t n_buffers() const { return n_buffers_; }
@@ -57,6 +70,9 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipeline_ = VK_NULL_HANDLE;
+    void wait_elsewhere() const;
+    mutable std::shared_future<void> elsewhere_;
+    mutable std::atomic<bool> elsewhere_pending_{false};
 };
 
 }  // namespace vkllm::gpu

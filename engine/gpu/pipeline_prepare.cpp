@@ -5,8 +5,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <cstdio>
 #include <exception>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,7 +23,8 @@ namespace {
 // What an empty dispatch binds: one small buffer at every binding, from a pool of one set.
 class Warmer {
 public:
-    explicit Warmer(Context& ctx) : ctx_(ctx), buffer_(ctx, kBytes, Memory::Device) {
+    // `where` ends the log line of each warm (VKLLM_LOG_PIPELINES): "" or " on another device".
+    explicit Warmer(Context& ctx, const char* where = "") : ctx_(ctx), where_(where), buffer_(ctx, kBytes, Memory::Device) {
         VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxBindings};
         VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
         info.maxSets = 1;
@@ -33,7 +36,20 @@ public:
     Warmer(const Warmer&) = delete;
     Warmer& operator=(const Warmer&) = delete;
 
-    void warm(const Pipeline& p) {
+    // `key` names the pipeline in the log (PipelineRequest::key(), with its specialization).
+    void warm(const Pipeline& p, const std::string& key) {
+        const auto start = std::chrono::steady_clock::now();
+        const std::clock_t cpu = std::clock();
+        dispatch_empty(p);
+        // The process's CPU time is the compile's own where one pipeline compiles at a time.
+        if (log_pipelines())
+            std::fprintf(stderr, "vkllm: compiled %s in %.2f s (process CPU %.2f s)%s\n", key.c_str(),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                         double(std::clock() - cpu) / CLOCKS_PER_SEC, where_);
+    }
+
+private:
+    void dispatch_empty(const Pipeline& p) {
         if (p.n_buffers() > kMaxBindings)
             throw std::logic_error("warm_pipeline: '" + p.name() + "' has more bindings than the warmer binds");
         VK_CHECK(vkResetDescriptorPool(ctx_.device(), pool_, 0));
@@ -67,10 +83,10 @@ public:
         });
     }
 
-private:
     static constexpr uint32_t kMaxBindings = 16;
     static constexpr uint64_t kBytes = 64 << 10;
     Context& ctx_;
+    const char* where_;
     Buffer buffer_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
 };
@@ -95,7 +111,7 @@ public:
             std::unique_ptr<Warmer> warmer = warm_ ? std::make_unique<Warmer>(ctx_) : nullptr;
             auto compile = [&](size_t i) {
                 const Pipeline& p = ctx_.pipeline(requests_[i]);
-                if (warmer) warmer->warm(p);
+                if (warmer) warmer->warm(p, requests_[i].key());
             };
             for (size_t i : own_) {
                 if (stop_.load()) return;
@@ -118,7 +134,7 @@ public:
         std::unique_ptr<Warmer> warmer;
         try {
             sibling = Context::create(ctx_.sibling_options());
-            warmer = std::make_unique<Warmer>(*sibling);
+            warmer = std::make_unique<Warmer>(*sibling, " on another device");
         } catch (const std::exception&) {
             return;
         }
@@ -128,7 +144,7 @@ public:
                 on_sibling_.push_back(i);
             }
             try {
-                warmer->warm(sibling->pipeline(requests_[i]));
+                warmer->warm(sibling->pipeline(requests_[i]), requests_[i].key());
             } catch (const std::exception&) {
             }
             finished(i);
@@ -141,7 +157,7 @@ public:
         if (!error_ && !on_sibling_.empty()) {
             const auto start = std::chrono::steady_clock::now();
             Warmer warmer(ctx_);
-            for (size_t i : on_sibling_) warmer.warm(ctx_.pipeline(requests_[i]));
+            for (size_t i : on_sibling_) warmer.warm(ctx_.pipeline(requests_[i]), requests_[i].key());
             if (log_pipelines())
                 std::fprintf(stderr, "vkllm: %zu pipelines compiled on other devices loaded in %.2f s\n",
                              on_sibling_.size(),
@@ -227,7 +243,105 @@ private:
     std::exception_ptr error_;
 };
 
+// A list of pipelines compiled on other devices in the background, one promise per pipeline,
+// kept until the process exits.
+class BackgroundCompile {
+public:
+    BackgroundCompile(ContextOptions sibling, std::vector<PipelineRequest> requests)
+        : sibling_(std::move(sibling)), requests_(std::move(requests)), promises_(requests_.size()) {
+        for (std::promise<void>& p : promises_) done_.push_back(p.get_future().share());
+    }
+    ~BackgroundCompile() { stop(); }
+
+    std::shared_future<void> done(size_t i) const { return done_[i]; }
+    void start(size_t threads) {
+        for (size_t k = 0; k < std::min(threads, requests_.size()); ++k) threads_.emplace_back([this] { work(); });
+    }
+    bool finished() const { return finished_threads_.load() == threads_.size(); }
+    // Takes nothing more, resolves what is left and joins.
+    void stop() {
+        cancel_.store(true);
+        for (std::thread& t : threads_)
+            if (t.joinable()) t.join();
+    }
+
+private:
+    void work() {
+        std::unique_ptr<Context> sibling;
+        std::unique_ptr<Warmer> warmer;  // destroyed before the device it uses
+        try {
+            sibling = Context::create(sibling_);
+            warmer = std::make_unique<Warmer>(*sibling, " on another device, in the background");
+        } catch (const std::exception&) {
+            warmer.reset();  // every pipeline taken below is resolved uncompiled
+        }
+        for (size_t i; (i = next_.fetch_add(1)) < requests_.size();) {
+            if (warmer && !cancel_.load()) {
+                try {
+                    warmer->warm(sibling->pipeline(requests_[i]), requests_[i].key());
+                } catch (const std::exception&) {
+                }
+            }
+            promises_[i].set_value();  // compiled or not: a waiting dispatch goes on either way
+        }
+        warmer.reset();
+        sibling.reset();
+        ++finished_threads_;
+    }
+
+    ContextOptions sibling_;
+    std::vector<PipelineRequest> requests_;
+    std::vector<std::promise<void>> promises_;
+    std::vector<std::shared_future<void>> done_;
+    std::vector<std::thread> threads_;
+    std::atomic<size_t> next_{0}, finished_threads_{0};
+    std::atomic<bool> cancel_{false};
+};
+
+// The background compiles of this process: stopped and joined at exit (before the driver's
+// own exit handlers, which were registered earlier), finished ones dropped as new ones start.
+class BackgroundCompiles {
+public:
+    ~BackgroundCompiles() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& job : jobs_) job->stop();
+    }
+    void add(std::unique_ptr<BackgroundCompile> job, size_t threads) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::erase_if(jobs_, [](const auto& j) { return j->finished(); });
+        jobs_.push_back(std::move(job));
+        jobs_.back()->start(threads);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<BackgroundCompile>> jobs_;
+};
+
+BackgroundCompiles& background_compiles() {
+    static BackgroundCompiles compiles;
+    return compiles;
+}
+
 }  // namespace
+
+size_t prepare_in_background(Context& ctx, const std::vector<PipelineRequest>& requests, int threads) {
+    if (!ctx.compiles_at_first_dispatch()) {
+        for (const PipelineRequest& r : requests) ctx.pipeline(r);
+        return 0;
+    }
+    if (threads <= 0) threads = idle_cores();
+    std::vector<PipelineRequest> fresh;  // not in the driver's cache from an earlier run
+    for (const PipelineRequest& r : requests)
+        if (!ctx.created_before(r)) fresh.push_back(r);
+    // Creating is cheap where compiling waits for the first dispatch.
+    for (const PipelineRequest& r : requests) ctx.pipeline(r);
+    if (fresh.empty()) return 0;
+    auto job = std::make_unique<BackgroundCompile>(ctx.sibling_options(), fresh);
+    for (size_t i = 0; i < fresh.size(); ++i) ctx.pipeline(fresh[i]).compile_elsewhere(job->done(i));
+    background_compiles().add(std::move(job), size_t(threads));
+    return fresh.size();
+}
 
 int idle_cores() {
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -238,7 +352,7 @@ int idle_cores() {
     return std::clamp(int(double(cores) - load + 0.5), 1, cores);
 }
 
-void warm_pipeline(Context& ctx, const Pipeline& p) { Warmer(ctx).warm(p); }
+void warm_pipeline(Context& ctx, const Pipeline& p) { Warmer(ctx).warm(p, p.name()); }
 
 void prepare_pipelines(Context& ctx, const std::vector<PipelineRequest>& requests, int threads,
                        const PrepareCallback& progress, int heartbeat_ms) {

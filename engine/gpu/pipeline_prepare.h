@@ -42,6 +42,18 @@ int idle_cores();
 void prepare_pipelines(Context& ctx, const std::vector<PipelineRequest>& requests, int threads,
                        const PrepareCallback& progress = {}, int heartbeat_ms = 250);
 
+// The pipelines of a later step (the decode step's, while the prompt runs), created on `ctx` now.
+// Where the driver compiles at the first dispatch (Context::compiles_at_first_dispatch), those no
+// earlier run created are compiled in the background on up to `threads` other devices of the
+// same driver (threads <= 0: idle_cores()), one pipeline at a time each, into the driver's shader
+// cache, and each waits in Pipeline::handle() until its compile is done (compile_elsewhere): the
+// context's first dispatch then loads the code rather than compiling it again. Returns how many
+// are compiling in the background; 0 where the driver compiles at creation (compiled here, on
+// the calling thread). The background work keeps no reference to `ctx`; what is still running
+// at process exit stops after its current pipeline. A background failure (a device that cannot
+// open) only lets the first dispatch compile the pipeline itself.
+size_t prepare_in_background(Context& ctx, const std::vector<PipelineRequest>& requests, int threads);
+
 // Makes the driver compile `p` now: an empty dispatch of it on a one-off command buffer, every
 // binding bound to a small buffer. For drivers that compile at the first dispatch.
 void warm_pipeline(Context& ctx, const Pipeline& p);

@@ -15,8 +15,8 @@ bool is_encoder(const ModelSpec& spec) {
 
 }  // namespace
 
-std::vector<gpu::PipelineRequest> first_step_pipelines(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights,
-                                                       const StepShape& shape, int prompt_tokens) {
+FirstStepPipelines first_step_pipelines(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights,
+                                        const StepShape& shape, int prompt_tokens) {
     if (prompt_tokens < 1) throw std::invalid_argument("prepare: the prompt needs at least one token");
     const bool encoder = is_encoder(spec);
     const int n_prompt = std::min(prompt_tokens, encoder ? shape.n_batch : shape.n_ctx - 1);
@@ -35,7 +35,7 @@ std::vector<gpu::PipelineRequest> first_step_pipelines(gpu::Context& ctx, const 
         const Pooling pooling = spec.pooling == Pooling::Model ? Pooling::None : spec.pooling;
         std::vector<float> embd(size_t(pooling == Pooling::None ? n_prompt : 1) * size_t(spec.n_embd));
         f.encode(ids.data(), n_prompt, pooling, embd.data(), nullptr, shape.probes, nullptr);
-        return collector.requests();
+        return {collector.requests(), {}};
     }
     // The logits are never written while collecting; they only need room.
     std::vector<float> logits(size_t(spec.n_vocab));
@@ -44,8 +44,10 @@ std::vector<gpu::PipelineRequest> first_step_pipelines(gpu::Context& ctx, const 
         f.step(ids.data() + done, t, done, false, logits.data(), shape.probes, nullptr, done == 0);
         done += t;
     }
+    const size_t n_for_prompt = collector.requests().size();
     f.step(ids.data(), 1, n_prompt, false, logits.data(), shape.probes, nullptr);
-    return collector.requests();
+    const std::vector<gpu::PipelineRequest>& all = collector.requests();
+    return {{all.begin(), all.begin() + long(n_for_prompt)}, {all.begin() + long(n_for_prompt), all.end()}};
 }
 
 }  // namespace vkllm::model

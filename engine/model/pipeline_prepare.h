@@ -25,11 +25,17 @@ struct StepShape {
 };
 
 // The pipelines not created on ctx yet that a first prompt of prompt_tokens tokens (in passes
-// of n_batch) and the first decode step after it record, with the shape's probes and edits; an
+// of n_batch) and the first decode step after it record, each in first-use order.
+struct FirstStepPipelines {
+    std::vector<gpu::PipelineRequest> prompt;  // the prompt's passes (an encoder's one pass)
+    std::vector<gpu::PipelineRequest> decode;  // the decode step's beyond the prompt's
+};
+
+// The pipelines of a first prompt and decode step, with the shape's probes and edits; an
 // encoder's one pass over min(prompt_tokens, n_batch) tokens with the file's pooling. The steps
 // are recorded on a Forward of their own, made for the purpose with a context just long enough
 // for them, so the session's caches are untouched and little memory is held meanwhile.
-std::vector<gpu::PipelineRequest> first_step_pipelines(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights,
-                                                       const StepShape& shape, int prompt_tokens);
+FirstStepPipelines first_step_pipelines(gpu::Context& ctx, const ModelSpec& spec, const Weights& weights,
+                                        const StepShape& shape, int prompt_tokens);
 
 }  // namespace vkllm::model

@@ -1,8 +1,11 @@
 // Session::prepare: the pipelines of the session's first steps (model/pipeline_prepare.h),
-// compiled ahead on several threads (gpu/pipeline_prepare.h).
+// compiled ahead on several threads (gpu/pipeline_prepare.h): the prompt's before returning, the
+// decode step's in the background where the driver compiles at the first dispatch (there the
+// prompt's evaluation can start while they compile; elsewhere they are compiled with the prompt's).
 #include <stdexcept>
 #include <string>
 
+#include "gpu/device.h"
 #include "gpu/pipeline_prepare.h"
 #include "model/model_internal.h"
 #include "model/pipeline_prepare.h"
@@ -26,13 +29,25 @@ PrepareProgress Session::prepare(const PrepareOptions& options, const PrepareCal
     shape.cache = s.forward->cache_type();
     shape.probes = s.probes;
     shape.edits = s.edits;
-    const std::vector<gpu::PipelineRequest> requests =
-        model::first_step_pipelines(in.context(), in.spec(), in.weights(), shape, options.prompt_tokens);
-    PrepareProgress last{0, int(requests.size()), ""};
-    gpu::prepare_pipelines(in.context(), requests, options.threads, [&](const gpu::PrepareStatus& st) {
-        last = {int(st.done), int(st.total), st.what};
+    gpu::Context& ctx = in.context();
+    model::FirstStepPipelines steps =
+        model::first_step_pipelines(ctx, in.spec(), in.weights(), shape, options.prompt_tokens);
+    const int total = int(steps.prompt.size() + steps.decode.size());
+    if (!ctx.compiles_at_first_dispatch()) {
+        steps.prompt.insert(steps.prompt.end(), steps.decode.begin(), steps.decode.end());
+        steps.decode.clear();
+    }
+    PrepareProgress last{0, total, ""};
+    gpu::prepare_pipelines(ctx, steps.prompt, options.threads, [&](const gpu::PrepareStatus& st) {
+        last = {int(st.done), total, st.what};
         if (progress) progress(last);
     });
+    if (!steps.decode.empty()) {
+        last.background = int(gpu::prepare_in_background(ctx, steps.decode, options.threads));
+        last.done = total;
+        if (last.what.empty()) last.what = steps.decode.back().key();
+        if (progress) progress(last);
+    }
     return last;
 }
 

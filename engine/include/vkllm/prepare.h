@@ -4,7 +4,10 @@
 // on a fresh machine that is seconds per pipeline on lavapipe (the CPU driver), less on GPU
 // drivers, and it would otherwise happen in the middle of the first forward pass. Preparing
 // compiles the pipelines the first prompt and the decode steps after it will use, on several
-// threads, and says how far it got; later runs find them in the drivers' caches.
+// threads, and says how far it got; later runs find them in the drivers' caches. Where the
+// driver compiles at the first dispatch (lavapipe), preparing returns once the prompt's
+// pipelines are compiled and the decode step's keep compiling in the background while the prompt
+// runs: the first decode step waits only for those not finished by then.
 #pragma once
 
 #include <functional>
@@ -14,9 +17,12 @@ namespace vkllm {
 
 // How far a preparation is: `done` of `total` pipelines compiled, `what` the last one finished
 // (its shader variant and specialization, "matmul_f32:64:32:32:16:4:4"; empty before the first).
+// `background`: of `done`, the decode step's pipelines handed to the background rather than
+// compiled yet (reported once, last, with done == total).
 struct PrepareProgress {
     int done = 0, total = 0;
     std::string what;
+    int background = 0;
 };
 
 // Called on the thread that runs the preparation: once before any work (done 0), after each
