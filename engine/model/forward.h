@@ -101,7 +101,6 @@ public:
     int restore_state(int n);
     // The snapshot ring's buffers (none for attention-only models).
     uint64_t snapshot_bytes() const { return snapshots_.bytes(); }
-    const StateSnapshots& snapshots() const { return snapshots_; }
 
     // Encoders (BERT, forward_encode.cpp): runs the whole text ids[0..n_tokens) in one pass from
     // position 0 (n_tokens <= n_batch(), every token attends to every other) and writes the

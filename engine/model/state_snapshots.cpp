@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gpu/device.h"
+#include "gpu/error.h"
 #include "gpu/stream.h"
 #include "model/recurrent_state.h"
 
@@ -23,15 +24,6 @@ StateSnapshots::StateSnapshots(gpu::Context& ctx, const RecurrentState& state, i
     if (capacity_ > 0) stream_ = std::make_unique<gpu::Stream>(ctx);
 }
 
-std::vector<int> StateSnapshots::positions() const {
-    std::vector<const Slot*> by_age;
-    for (const Slot& s : slots_) by_age.push_back(&s);
-    std::sort(by_age.begin(), by_age.end(), [](const Slot* a, const Slot* b) { return a->age < b->age; });
-    std::vector<int> out;
-    for (const Slot* s : by_age) out.push_back(s->position);
-    return out;
-}
-
 uint64_t StateSnapshots::bytes() const {
     uint64_t n = 0;
     for (const Slot& s : slots_) n += s.copy.size();
@@ -41,24 +33,35 @@ uint64_t StateSnapshots::bytes() const {
 void StateSnapshots::take(const RecurrentState& state) {
     const int p = state.positions();
     if (capacity_ == 0 || p <= 0) return;
+    const std::vector<const gpu::Buffer*> buffers = state.state_buffers();
+    uint64_t total = 0;
+    for (const gpu::Buffer* b : buffers) total += b->size();
+    if (total != state_bytes_) throw std::logic_error("StateSnapshots: the state's buffers changed size");
     for (Slot& s : slots_)
         if (s.position == p) return;  // the tokens before p are the same (drop_after keeps that true)
-    Slot* slot = nullptr;
     if (int(slots_.size()) < capacity_) {
-        slots_.push_back({0, 0, gpu::Buffer(*ctx_, state_bytes_, gpu::Memory::Device)});
-        slot = &slots_.back();
-    } else {
+        try {
+            slots_.push_back({0, 0, gpu::Buffer(*ctx_, state_bytes_, gpu::Memory::Device)});
+        } catch (const gpu::GpuError& e) {
+            // A copy is an optimisation: a device out of memory keeps the slots it has (none:
+            // truncate re-evaluates from position 0) rather than failing the eval.
+            if (e.kind() != gpu::GpuError::Kind::OutOfMemory) throw;
+            capacity_ = int(slots_.size());
+            if (capacity_ == 0) return;
+        }
+    }
+    Slot* slot = &slots_.back();
+    if (slot->age != 0)  // not the slot just made: the oldest is replaced
         slot = &*std::min_element(slots_.begin(), slots_.end(),
                                   [](const Slot& a, const Slot& b) { return a.age < b.age; });
-    }
     // Every state buffer, one after another into the slot's buffer.
+    slot->position = -1;  // holds no position until the copy is done
     stream_->begin();
     uint64_t at = 0;
-    for (const gpu::Buffer* b : state.state_buffers()) {
+    for (const gpu::Buffer* b : buffers) {
         stream_->copy(*b, 0, slot->copy, at, b->size());
         at += b->size();
     }
-    if (at != state_bytes_) throw std::logic_error("StateSnapshots: the state's buffers changed size");
     stream_->submit_and_wait();
     slot->position = p;
     slot->age = ++clock_;

@@ -43,8 +43,6 @@ public:
 
     int capacity() const { return capacity_; }
     int count() const { return int(slots_.size()); }
-    // Positions held, oldest first.
-    std::vector<int> positions() const;
     // Bytes of the snapshot buffers allocated so far (they are made as the ring fills).
     uint64_t bytes() const;
 
