@@ -72,9 +72,11 @@ size_t row_size(TensorType t, size_t n);
 // Throws UnsupportedType when the CPU cannot decode `t`.
 void dequantize_row(TensorType t, const uint8_t* src, float* dst, size_t n);
 
-// Encode `n` elements (a multiple of the block size) into `dst` (row_size(t, n) bytes) with
-// ggml's block scales. Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K, MXFP4. Others throw UnsupportedType.
+// Encode `n` elements (a multiple of the block size) into `dst` (row_size(t, n) bytes) in ggml's
+// block layouts. Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, MXFP4, the i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS
+// (llama.cpp's search-based methods) and the ternary TQ1_0, TQ2_0 (docs/quantize.md). Others
+// (Q8_K, Q8_1, integer types) throw UnsupportedType.
 //
 // `importance`: empty, or one non-negative weight per element of the row (size n): how much an
 // error on that column costs (an importance matrix's row for this tensor, as `llama-imatrix`

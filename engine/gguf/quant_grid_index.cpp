@@ -20,6 +20,9 @@ IqGridIndex::IqGridIndex(IqGridId id, int rings) : lattice_(iq_lattice(id)) {
         entry_[lattice_.codes[i]] = int32_t(i);
         on_grid[lattice_.codes[i]] = true;
     }
+    coords_.resize(size_t(lattice_.points) * lattice_.dim);
+    for (uint32_t i = 0; i < lattice_.points; ++i)
+        for (uint32_t j = 0; j < lattice_.dim; ++j) coords_[size_t(i) * lattice_.dim + j] = float(lattice_.values[level(i, int(j))]);
     std::vector<std::pair<int, uint16_t>> by_distance(lattice_.points);
     const uint32_t mask = (1u << lattice_.bits) - 1;
     for (uint32_t code = 0; code < size; ++code) {

@@ -28,6 +28,8 @@ public:
     std::span<const uint16_t> neighbours(uint32_t code) const;
     // Level of coordinate j of grid point i.
     int level(uint32_t i, int j) const { return (lattice_.codes[i] >> (lattice_.bits * j)) & ((1u << lattice_.bits) - 1); }
+    // The coordinates of grid point i (dim values, as the decoder uses them).
+    const float* coords(uint32_t i) const { return coords_.data() + size_t(i) * lattice_.dim; }
 
 private:
     IqLattice lattice_;
@@ -35,6 +37,7 @@ private:
     // whose first entry is the list's length.
     std::vector<int32_t> entry_;
     std::vector<uint16_t> lists_;
+    std::vector<float> coords_;  // [points][dim]
 };
 
 // The shared index of each grid type (built on first call).

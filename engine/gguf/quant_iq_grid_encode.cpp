@@ -84,9 +84,10 @@ uint16_t assign_point(const IqGridIndex& gi, const float* x, const float* w, flo
     float best = INFINITY;
     uint16_t best_i = 0;
     for (uint16_t i : gi.neighbours(code)) {
+        const float* q = gi.coords(i);
         float err = 0.0f;
         for (uint32_t j = 0; j < lat.dim; ++j) {
-            const float diff = s * float(lat.values[gi.level(i, int(j))]) - x[j];
+            const float diff = s * q[j] - x[j];
             err += w[j] * diff * diff;
         }
         if (err < best) {
@@ -101,10 +102,13 @@ uint16_t assign_point(const IqGridIndex& gi, const float* x, const float* w, flo
 void group_sums(const IqGridIndex& gi, const float* x, const float* w, int n, const uint16_t* points, float* sqx, float* sq2) {
     const IqLattice& lat = gi.lattice();
     *sqx = *sq2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float q = float(lat.values[gi.level(points[i / lat.dim], int(i % lat.dim))]);
-        *sqx += w[i] * x[i] * q;
-        *sq2 += w[i] * q * q;
+    for (int p = 0; p < n / int(lat.dim); ++p) {
+        const float* q = gi.coords(points[p]);
+        for (uint32_t j = 0; j < lat.dim; ++j) {
+            const int i = p * int(lat.dim) + int(j);
+            *sqx += w[i] * x[i] * q[j];
+            *sq2 += w[i] * q[j] * q[j];
+        }
     }
 }
 
@@ -179,7 +183,7 @@ GridBlock encode_grid_block(const GridType& t, const float* x, const float* impo
         b.scale_code[g] = std::clamp(int(std::lrintf(0.5f * (scales[g] / (d * t.scale_unit) - 1.0f))), 0, 15);
     double sxc = 0.0, sc2 = 0.0;
     for (int i = 0; i < 256; ++i) {
-        const float q = float(lat.values[gi.level(b.point[i / lat.dim], int(i % lat.dim))]);
+        const float q = gi.coords(b.point[i / lat.dim])[i % lat.dim];
         const float c = float(2 * b.scale_code[i / t.group] + 1) * t.scale_unit * q;
         sxc += double(w[i]) * mag[i] * c;
         sc2 += double(w[i]) * c * c;
@@ -189,7 +193,7 @@ GridBlock encode_grid_block(const GridType& t, const float* x, const float* impo
     return b;
 }
 
-constexpr GridType kIq2xxs{TensorType::IQ2_XXS, 32, true, 9, 0.1f, 0.125f, DefaultWeight::Ones, 1.0f};
+constexpr GridType kIq2xxs{TensorType::IQ2_XXS, 32, true, 6, 0.1f, 0.125f, DefaultWeight::Ones, 1.0f};
 constexpr GridType kIq2xs{TensorType::IQ2_XS, 16, true, 9, 0.1f, 0.125f, DefaultWeight::Ones, 1.0f};
 constexpr GridType kIq2s{TensorType::IQ2_S, 16, false, 9, 0.1f, 0.125f, DefaultWeight::SquarePlusBlock, 2.0f};
 constexpr GridType kIq3xxs{TensorType::IQ3_XXS, 32, true, 15, 0.2f, 0.25f, DefaultWeight::Square, 2.0f};
