@@ -59,7 +59,7 @@ TEST(LensGrid, DrawsTheGridAndLogsFramesUnderXvfb) {
     ASSERT_TRUE(x.running()) << "Xvfb did not start";
     const std::string dir = vkllm::test::temp_path("lens-grid");
     fs::create_directories(dir);
-    std::ofstream(dir + "/script.txt") << "tokens 4\nsend Once upon a time, there was a little girl\n"
+    std::ofstream(dir + "/script.txt") << "tokens 1\nsend Once upon a time, there was a little girl\n"
                                           "maximise lens\nscreenshot " + dir + "/lens.png lens\n";
     const std::string model = vkllm::test::source_dir() + "/assets/zoo/zoo-dense.gguf";
     const std::string cmd = "DISPLAY=" + x.display() + " '" + studio_binary() + "' -m '" + model +
