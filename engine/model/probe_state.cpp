@@ -13,25 +13,56 @@ namespace {
 constexpr uint64_t F = sizeof(float);
 
 // A layer with a recurrent state: a Mamba-2 or Mamba-1 mixer (alone, or beside attention as in
-// Falcon-H1), or RWKV-7's time mix.
+// Falcon-H1), RWKV-7's time mix, or Gated DeltaNet (its sizes in SsmSpec).
 bool rwkv(const LayerSpec& L) { return L.mixer == LayerMixer::Rwkv7; }
-bool mamba2(const LayerSpec& L) { return !rwkv(L) && L.ssm.enabled() && !L.ssm.mamba1(); }
+bool delta(const LayerSpec& L) { return L.ssm.enabled() && L.ssm.delta_net; }
+bool mamba2(const LayerSpec& L) { return !rwkv(L) && !delta(L) && L.ssm.enabled() && !L.ssm.mamba1(); }
 bool recurrent(const LayerSpec& L) { return rwkv(L) || L.ssm.enabled(); }
+// Layers with a mixing map: a scalar decay per head (Mamba-2), or the delta rule's.
+bool mapped_kind(const LayerSpec& L) { return mamba2(L) || delta(L); }
 
 int probed_heads(const LayerSpec& L) {
     if (rwkv(L)) return int(L.rwkv.n_head());
     if (!L.ssm.enabled()) return 0;
     return L.ssm.mamba1() ? 1 : L.ssm.n_head;  // Mamba-1's decay is per channel: one head over the state
+                                               // (Gated DeltaNet: its value heads)
 }
 
 // The recurrence a trace comes from, named by its mechanism: RWKV-7's wkv7, Mamba-2's state-space
-// dual (scalar decay per head), Mamba-1's selective scan (decay per channel).
-const char* kind_name(const LayerSpec& L) { return rwkv(L) ? "wkv7" : mamba2(L) ? "ssd" : "selective_scan"; }
+// dual (scalar decay per head), Mamba-1's selective scan (decay per channel), Gated DeltaNet's
+// gated delta rule.
+const char* kind_name(const LayerSpec& L) {
+    return rwkv(L) ? "wkv7" : delta(L) ? "delta_net" : mamba2(L) ? "ssd" : "selective_scan";
+}
 
 // Floats of the state a layer's work buffer copies.
 int64_t state_floats(const LayerSpec& L) {
     if (rwkv(L)) return L.rwkv.n_embd * L.rwkv.head_size;
     return int64_t(L.ssm.d_inner) * L.ssm.d_state;
+}
+
+// A Gated DeltaNet layer's key rows, after the state copy in its work buffer: per position the
+// operands its mixing map reads, in four regions of key_rows rows each: q and k [n_head_k d_k],
+// g [n_head_v d_k] (wide enough for a decay per key row), beta [n_head_v]. Offsets in floats.
+struct DeltaKeyRows {
+    int64_t qk = 0, g = 0, beta = 0;  // row widths
+    uint64_t q = 0, k = 0, g_at = 0, beta_at = 0, end = 0;
+    DeltaKeyRows(const SsmSpec& S, int64_t key_rows) {
+        qk = int64_t(S.n_group) * S.d_state, g = int64_t(S.n_head) * S.d_state, beta = S.n_head;
+        const uint64_t R = uint64_t(key_rows);
+        q = uint64_t(S.d_inner) * uint64_t(S.d_state);
+        k = q + R * uint64_t(qk);
+        g_at = k + R * uint64_t(qk);
+        beta_at = g_at + R * uint64_t(g);
+        end = beta_at + R * uint64_t(beta);
+    }
+};
+
+// Floats of a layer's work buffer: the state copy, then the key rows its maps need.
+uint64_t work_floats(const LayerSpec& S, int n_head, int key_rows) {
+    if (delta(S)) return DeltaKeyRows(S.ssm, key_rows).end;
+    const int64_t gs = int64_t(S.ssm.n_group) * S.ssm.d_state;
+    return ops::state_work_floats(state_floats(S), n_head, gs, key_rows);
 }
 
 // The layers a configuration probes, in layer order: (layer, reported in ProbeResults::state).
@@ -56,15 +87,17 @@ void StateProbeRecorder::check(const ProbeConfig& probes) const {
                                         std::to_string(spec_.n_layer - 1));
         if (!recurrent(spec_.layers[size_t(l)]))
             throw std::invalid_argument("state probe layer " + std::to_string(l) +
-                                        " has no recurrent state (not a Mamba or RWKV-7 layer)");
+                                        " has no recurrent state (not a Mamba, RWKV-7 or Gated DeltaNet layer)");
     }
     for (const AttentionHead& h : probes.state_maps) {
         const std::string name = "state map " + std::to_string(h.layer) + ":" + std::to_string(h.head);
         if (h.layer < 0 || h.layer >= spec_.n_layer)
             throw std::invalid_argument(name + ": layer is outside 0.." + std::to_string(spec_.n_layer - 1));
         const LayerSpec& L = spec_.layers[size_t(h.layer)];
-        if (!mamba2(L))
-            throw std::invalid_argument(name + ": only Mamba-2 layers (a scalar decay per head) have a mixing map");
+        if (!mapped_kind(L))
+            throw std::invalid_argument(name +
+                                        ": only Mamba-2 (a scalar decay per head) and Gated DeltaNet layers have a "
+                                        "mixing map");
         if (h.head < 0 || h.head >= L.ssm.n_head)
             throw std::invalid_argument(name + ": head is outside 0.." + std::to_string(L.ssm.n_head - 1));
         if (h.query_first < 0 || h.query_count < 0 || h.key_first < 0 || h.key_count < 0)
@@ -103,9 +136,7 @@ void StateProbeRecorder::configure(const ProbeConfig& probes) {
         const uint64_t out = B * uint64_t(L.n_head) * 2 * F;
         L.out = gpu::Buffer(ctx_, out, gpu::Memory::Device);
         L.out_host = gpu::Buffer(ctx_, out, gpu::Memory::Host);
-        const int64_t gs = int64_t(S.ssm.n_group) * S.ssm.d_state;
-        L.work = gpu::Buffer(ctx_, ops::state_work_floats(state_floats(S), L.n_head, gs, L.key_rows) * F,
-                             gpu::Memory::Device);
+        L.work = gpu::Buffer(ctx_, work_floats(S, L.n_head, L.key_rows) * F, gpu::Memory::Device);
         layers_.push_back(std::move(L));
     }
     for (const AttentionHead& h : map_heads_) {
@@ -157,27 +188,8 @@ void StateProbeRecorder::tap_mamba2(gpu::Stream& s, int layer, int pos0, const o
     a.n_head = S.n_head, a.n_group = S.n_group;
     a.state = scan.state, a.x = scan.x, a.b = scan.b, a.dt = scan.dt, a.dt_bias = scan.dt_bias, a.a = scan.a;
     a.out = ops::f32_rows(L.out, T, int64_t(L.n_head) * 2);
-    const int64_t gs = int64_t(S.n_group) * S.d_state;
-    const int64_t work = int64_t(ops::state_work_floats(state_floats(spec_.layers[size_t(layer)]), L.n_head, gs, L.key_rows));
-    a.work = ops::f32_rows(L.work, 1, work);
-    L.map_rows = 0;
-    if (L.key_rows > 0) {
-        // Key rows continue while the passes do; a jump (or position 0) starts them over, and a
-        // truncated session overwrites the rows past its new end.
-        if (pos0 == 0 || pos0 < L.key_base || pos0 > L.key_next) {
-            L.key_base = pos0;
-            L.key_filled = 0;
-        }
-        L.key_filled = std::min(L.key_filled, pos0 - L.key_base);
-        L.key_next = pos0 + T;
-        const int first = pos0 - L.key_base;
-        if (first < L.key_rows) {
-            a.keys = {L.key_rows, first, first > 0};
-            L.map_first = first;
-            L.map_rows = std::min(T, L.key_rows - first);
-            L.key_filled = first + L.map_rows;
-        }
-    }
+    a.work = ops::f32_rows(L.work, 1, int64_t(work_floats(spec_.layers[size_t(layer)], L.n_head, L.key_rows)));
+    if (place_keys(L, pos0, T)) a.keys = {L.key_rows, L.map_first, L.map_first > 0};
     s.mark("state_probe");
     ops::ssm_state_scan(s, a);
     s.barrier("the state probe has read the state and written its keys before the scan and the maps");
@@ -200,6 +212,75 @@ void StateProbeRecorder::tap_mamba2(gpu::Stream& s, int layer, int pos0, const o
             if (m.head.layer == layer)
                 s.copy(m.rows, 0, m.rows_host, 0, uint64_t(L.map_rows) * uint64_t(L.key_rows) * F);
     }
+    copy_out(s, L, T);
+}
+
+bool StateProbeRecorder::place_keys(const Layer& L, int pos0, int T) const {
+    L.map_rows = 0;
+    if (L.key_rows == 0) return false;
+    // Key rows continue while the passes do; a jump (or position 0) starts them over, and a
+    // truncated session overwrites the rows past its new end.
+    if (pos0 == 0 || pos0 < L.key_base || pos0 > L.key_next) {
+        L.key_base = pos0;
+        L.key_filled = 0;
+    }
+    L.key_filled = std::min(L.key_filled, pos0 - L.key_base);
+    L.key_next = pos0 + T;
+    const int first = pos0 - L.key_base;
+    if (first >= L.key_rows) return false;
+    L.map_first = first;
+    L.map_rows = std::min(T, L.key_rows - first);
+    L.key_filled = first + L.map_rows;
+    return true;
+}
+
+void StateProbeRecorder::tap_delta_net(gpu::Stream& s, int layer, int pos0, const ops::GatedDeltaNetArgs& d) const {
+    const Layer* found = find(layer);
+    if (!found) return;
+    const Layer& L = *found;
+    const LayerSpec& spec = spec_.layers[size_t(layer)];
+    const int T = int(d.q.rows);
+    ops::DeltaNetStateScanArgs a;
+    a.layer = d;
+    a.out = ops::f32_rows(L.out, T, int64_t(L.n_head) * 2);
+    a.work = ops::f32_rows(L.work, 1, state_floats(spec));
+    s.mark("state_probe");
+    ops::delta_net_state_scan(s, a);
+    if (place_keys(L, pos0, T)) {
+        // The pass's operands into their key rows; the maps then read every row so far.
+        const DeltaKeyRows kr(spec.ssm, L.key_rows);
+        const uint64_t first = uint64_t(L.map_first), rows = uint64_t(L.map_rows);
+        auto keep = [&](const ops::TensorView& v, uint64_t at, int64_t width) {
+            s.copy_rows(*v.buffer, v.offset, uint64_t(v.stride()) * F, L.work, (at + first * uint64_t(width)) * F,
+                        uint64_t(width) * F, uint64_t(v.cols) * F, rows);
+        };
+        keep(d.q, kr.q, kr.qk);
+        keep(d.k, kr.k, kr.qk);
+        keep(d.g, kr.g_at, kr.g);
+        keep(d.beta, kr.beta_at, kr.beta);
+        for (const Map& m : maps_)
+            if (m.head.layer == layer) s.fill_zero(m.rows, 0, rows * uint64_t(L.key_rows) * F);
+        s.barrier("the key rows and the cleared map rows are complete before the maps");
+        const int64_t filled = int64_t(first + rows);
+        ops::DeltaNetMixMapArgs mm;
+        mm.layer = d;
+        mm.layer.q = ops::f32_rows(L.work, filled, kr.qk, kr.q);
+        mm.layer.k = ops::f32_rows(L.work, filled, kr.qk, kr.k);
+        mm.layer.g = ops::f32_rows(L.work, filled, d.g.cols, kr.g_at, kr.g);
+        mm.layer.beta = ops::f32_rows(L.work, filled, kr.beta, kr.beta_at);
+        mm.q_first = int64_t(first);
+        for (const Map& m : maps_) {
+            if (m.head.layer != layer) continue;
+            mm.head = m.head.head;
+            mm.map = ops::f32_rows(m.rows, int64_t(rows), filled, 0, L.key_rows);
+            ops::delta_net_mix_map(s, mm);
+        }
+    }
+    s.barrier("the state probe has read the state (and the maps are complete) before the delta rule and the copies");
+    if (L.map_rows > 0)
+        for (const Map& m : maps_)
+            if (m.head.layer == layer)
+                s.copy(m.rows, 0, m.rows_host, 0, uint64_t(L.map_rows) * uint64_t(L.key_rows) * F);
     copy_out(s, L, T);
 }
 

@@ -1,9 +1,10 @@
 // The state probes of a forward pass (ProbeConfig::state, state_layers, state_maps): what the
-// recurrent layers (Mamba-2, Mamba-1, RWKV-7) keep in their state. A layer's block calls its tap
-// just before its scan, with the scan's own operands; the tap records ops/state_probe_ops.h's
-// kernels (recomputing the state in a work copy, so the scan is untouched), a barrier (the scan
-// then overwrites the state they read) and the copies to the host. A layer not probed records
-// nothing. After the pass, read() folds the copies into ProbeResults::state and state_maps.
+// recurrent layers (Mamba-2, Mamba-1, RWKV-7, Gated DeltaNet) keep in their state. A layer's
+// block calls its tap just before its scan, with the scan's own operands; the tap records
+// ops/state_probe_ops.h's kernels (recomputing the state in a work copy, so the scan is
+// untouched), a barrier (the scan then overwrites the state they read) and the copies to the
+// host. A layer not probed records nothing. After the pass, read() folds the copies into
+// ProbeResults::state and state_maps.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "model/spec.h"
+#include "ops/delta_net_ops.h"
 #include "ops/rwkv_ops.h"
 #include "ops/ssm_ops.h"
 #include "vkllm/probe.h"
@@ -25,7 +27,8 @@ public:
     StateProbeRecorder(gpu::Context& ctx, const ModelSpec& spec, int n_batch) : ctx_(ctx), spec_(spec), n_batch_(n_batch) {}
 
     // Checks the layers and map heads `probes` names: std::invalid_argument for a layer that is
-    // not recurrent, a map of a layer other than Mamba-2's, a head or tile out of range.
+    // not recurrent, a map of a layer other than Mamba-2's or Gated DeltaNet's, a head or tile out
+    // of range.
     void check(const ProbeConfig& probes) const;
     // Makes or gives back the buffers `probes` needs (checked).
     void configure(const ProbeConfig& probes);
@@ -38,6 +41,7 @@ public:
     void tap_mamba2(gpu::Stream& s, int layer, int pos0, const ops::SsmScanArgs& scan) const;
     void tap_mamba1(gpu::Stream& s, int layer, const ops::SsmScanMamba1Args& scan) const;
     void tap_rwkv7(gpu::Stream& s, int layer, const ops::RwkvWkv7Args& wkv) const;
+    void tap_delta_net(gpu::Stream& s, int layer, int pos0, const ops::GatedDeltaNetArgs& d) const;
 
     // After the pass of T tokens at pos0: its copies into results (first_pass starts an eval).
     void read(int T, int pos0, ProbeResults* results, bool first_pass);
@@ -65,6 +69,9 @@ private:
         int base = 0;
     };
     const Layer* find(int layer) const;
+    // Places the pass of T tokens at pos0 in L's key rows (map_first, map_rows); false when the
+    // layer has no maps or the pass starts past its rows.
+    bool place_keys(const Layer& L, int pos0, int T) const;
     void copy_out(gpu::Stream& s, const Layer& L, int n_tokens) const;
     void build_map(const Map& m, AttentionMap& out) const;
 

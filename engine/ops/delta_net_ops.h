@@ -26,9 +26,11 @@ constexpr int64_t kDeltaNetMaxKeyDim = 256;
 // after token) and Chunked (delta_net_chunked.comp, the tokens of each chunk of
 // delta_net_chunk() at once in the WY form; a chunk whose running decay leaves e^+-60 runs token
 // by token). Auto takes Chunked for prompts of at least kDeltaNetChunkedMinTokens tokens on GPUs
-// and Sequential elsewhere: on a CPU driver the sequential kernel is the faster one (lavapipe,
-// see docs). VKLLM_DELTA_NET=chunked|sequential replaces Auto's choice for calls of more than
-// one token (for measuring either on a device, and for tests); a decode step keeps Sequential.
+// and Sequential elsewhere: on a CPU driver the sequential kernel is the faster one (lavapipe, a
+// 512-token prompt through two layers of four value heads with d_k = d_v = 128: the op's GPU time
+// 0.98-1.09 s sequential against 2.16-2.18 s chunked). VKLLM_DELTA_NET=chunked|sequential replaces
+// Auto's choice for calls of more than one token (for measuring either on a device, and for
+// tests); a decode step keeps Sequential.
 enum class DeltaNetKernel { Auto, Sequential, Chunked };
 constexpr int64_t kDeltaNetChunkedMinTokens = 16;
 struct GatedDeltaNetArgs {
