@@ -38,9 +38,10 @@ std::string usage_text() {
             col += type.size() + 1;
         }
         const KeepSuperWeightsOptions defaults;
-        return t + "\n  --imatrix FILE        an importance matrix (vkllm imatrix's or llama-imatrix's, GGUF or .dat):\n"
-                   "                        each weight is encoded minding its columns' importance; IQ1_S/M,\n"
-                   "                        IQ2_XXS/XS/S, IQ3_XXS and Q2_K_S are refused without one\n"
+        return t + "\n  --imatrix FILE        an importance matrix (llama-imatrix's file, GGUF or .dat; docs/imatrix.md):\n"
+                   "                        each weight is encoded minding its columns' importance. Mixes that\n"
+                   "                        put tensors in IQ1_S/M, IQ2_XXS/XS/S or IQ3_XXS, and Q2_K_S, are\n"
+                   "                        refused without one, as llama-quantize refuses them\n"
                    "  --pure                every quantized weight in TYPE's base type (no per-tensor rules)\n"
                    "  --dry-run             print the type each tensor would get; write nothing\n"
                    "  --keep-super-weights  find the super weights (GPU), keep them exact as a correction applied\n"

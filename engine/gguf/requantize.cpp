@@ -288,7 +288,7 @@ Requantized requantize_planned(const File& in, const std::vector<TensorConversio
             throw std::invalid_argument("quantize: this file type needs an importance matrix (llama-quantize refuses "
                                         "it without one too): " + std::to_string(n) + " tensors would be written in "
                                         "types too coarse for plain rounding: " + need + (n > 3 ? ", ..." : "") +
-                                        "; compute one with `vkllm imatrix` and give it with --imatrix FILE");
+                                        "; give one with --imatrix FILE (llama-imatrix's format: docs/imatrix.md)");
     }
     std::string missing;
     for (const TensorConversion& c : plan)

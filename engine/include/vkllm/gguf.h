@@ -105,8 +105,8 @@ struct QuantizeMixOptions {
 QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_path, const std::string& mix,
                             const QuantizeMixOptions& options = {});
 
-// quantize_mix with an importance matrix (vkllm/imatrix.h; `vkllm imatrix` or llama-imatrix
-// writes the file): every weight named in it is encoded with its columns' importance, and the
+// quantize_mix with an importance matrix (vkllm/imatrix.h; llama-imatrix writes one,
+// docs/imatrix.md): every weight named in it is encoded with its columns' importance, and the
 // mix makes the choices llama-quantize makes when given one (IQ3_XXS attention in IQ3_XXS
 // files, ...). Without an imatrix, quantize_mix refuses the mixes whose tensors llama.cpp will not
 // write without one (IQ1_S/M, IQ2_XXS/XS/S, IQ3_XXS, Q2_K_S); with one, they are written. The
