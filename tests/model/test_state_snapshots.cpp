@@ -1,10 +1,11 @@
 // State snapshots (engine/model/state_snapshots.h): a recurrent state cannot forget positions,
 // so the session keeps copies of it where eval calls end and truncate goes back to the newest
 // one at or below its target, re-evaluating only the tokens after it. On zoo-hybrid (Mamba-2 and
-// attention) and the random mamba2, lfm2 (short convolutions) and rwkv7 golden models: turn 1,
-// turn 2, turn 3, back to the end of turn 1 (a snapshot), a different turn 2, then back to a
-// position between two snapshots (a partial re-evaluation): the logits equal a fresh session's
-// fed the same tokens, and generate() reports re-evaluating only the tokens after the snapshot.
+// attention) and the random mamba2, lfm2 (short convolutions), rwkv7 and qwen35 (Gated DeltaNet)
+// golden models: turn 1, turn 2, turn 3, back to the end of turn 1 (a snapshot), a different
+// turn 2, then back to a position between two snapshots (a partial re-evaluation): the logits
+// equal a fresh session's fed the same tokens, and generate() reports re-evaluating only the
+// tokens after the snapshot.
 // Speculative decoding on the hybrid (the target's rejected drafts are truncated away) gives
 // plain greedy decoding's text.
 #include <gtest/gtest.h>
@@ -114,7 +115,7 @@ TEST_P(RandomRecurrentModel, UndoAndEdit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RandomRecurrentModel,
-                         ::testing::Values("ssm/mamba2", "ssm/lfm2", "rwkv7/rwkv7"),
+                         ::testing::Values("ssm/mamba2", "ssm/lfm2", "rwkv7/rwkv7", "deltanet/qwen35"),
                          [](const auto& info) { return info.param.substr(info.param.find('/') + 1); });
 
 TEST(StateSnapshots, RingIsBoundedAndReportedWithTheState) {
