@@ -375,5 +375,5 @@ TEST(Quantize, LargeBuffersEncodeTheSameOnAnyNumberOfThreads) {
         quantize_row(t, x.data(), one.data(), n);
         EXPECT_EQ(quantize(t, x.data(), n), one);
     }
-    EXPECT_THROW(quantize(TensorType(16), x.data(), n), UnsupportedType);  // IQ2_XXS: no encoder
+    EXPECT_THROW(quantize(TensorType::Q8_K, x.data(), n), UnsupportedType);  // Q8_K: no encoder
 }
