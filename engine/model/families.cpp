@@ -329,6 +329,46 @@ std::vector<Family> make_families() {
             .rope_neox = true,
             .delta_share = DeltaHeadShare::Tiled,
         },
+        // Qwen3.5-MoE (llama.cpp's src/models/qwen35moe.cpp): Qwen3.5's layers with experts after
+        // every layer: softmax routing, top-k renormalised, experts feed_forward_length / top_k wide
+        // without `expert_feed_forward_length`, plus a shared expert scaled by
+        // sigmoid(ffn_gate_inp_shexp x).
+        {
+            .arch = "qwen35moe",
+            .mixer = Mixer::GatedDeltaNet,
+            .layers = LayerLayout::MixerWhereRecurrent,
+            .norm_eps = 1e-6,
+            .ffn_norm_tensor = "post_attention_norm",
+            .qk_norm = QkNorm::PerHead,
+            .gated_attention = true,
+            .rope_neox = true,
+            .delta_share = DeltaHeadShare::Tiled,
+            .moe = true,
+            .topk_norm = TopkNorm::Yes,
+            .expert_width_over_topk = true,
+            .experts_required = true,
+            .gated_shared_expert = true,
+        },
+        // Qwen3-Next (llama.cpp's src/models/qwen3next.cpp): as Qwen3.5-MoE, but each key head is
+        // repeated for its value heads (not tiled), b and alpha come from one ssm_ba grouped per
+        // key head ([b | alpha] of its value heads), and RoPE is plain NeoX.
+        {
+            .arch = "qwen3next",
+            .mixer = Mixer::GatedDeltaNet,
+            .layers = LayerLayout::MixerWhereRecurrent,
+            .norm_eps = 1e-6,
+            .ffn_norm_tensor = "post_attention_norm",
+            .qk_norm = QkNorm::PerHead,
+            .gated_attention = true,
+            .rope_neox = true,
+            .delta_share = DeltaHeadShare::Interleaved,
+            .delta_ba_grouped = true,
+            .moe = true,
+            .topk_norm = TopkNorm::Yes,
+            .expert_width_over_topk = true,
+            .experts_required = true,
+            .gated_shared_expert = true,
+        },
         // RWKV-7 "Goose" (llama.cpp's src/models/rwkv7.cpp): LayerNorm of the embeddings (ln0:
         // token_embd_norm with its bias), then every layer LayerNorm and the time mix (token shift,
         // the four loras, the generalized delta rule over a wkv state per head), attn_norm_2 and

@@ -188,6 +188,9 @@ struct Family {
     int shared_experts = 0;                // always-on experts of the experts' width ...
     bool shared_experts_key = false;       // ... or as many as `expert_shared_count` says
     bool shared_expert_width_key = false;  // a shared expert `expert_shared_feed_forward_length` wide where > 0 (Granite)
+    // A shared expert with a sigmoid gate (`ffn_gate_inp_shexp`), `expert_shared_feed_forward_length`
+    // wide (else feed_forward_length), on every MoE layer (Qwen3-Next, Qwen3.5-MoE).
+    bool gated_shared_expert = false;
     bool selection_bias = false;           // `exp_probs_b.bias`, where the layer has it, biases the choice
     bool expert_groups_key = false;        // `expert_group_count`/`expert_group_used_count` (default 1)
     bool moe_interleave_key = false;       // `interleave_moe_layer_step` S (required): MoE when (il + 1) % S == 0

@@ -1,5 +1,6 @@
 // vkllm::ModelInfo: a model's architecture as plain values, made from the engine's ModelSpec,
 // the GGUF file and the tokenizer; and the per-layer table `vkllm inspect` prints.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -142,7 +143,8 @@ FfnInfo ffn_info(const model::LayerSpec& L) {
     i.n_expert = m.n_expert;
     i.top_k = m.top_k;
     i.n_ff_expert = m.n_ff_expert;
-    i.n_shared_expert_ff = m.n_ff_shared;
+    i.n_shared_expert_ff = std::max(m.n_ff_shared, m.n_ff_shared_gated);
+    i.shared_expert_gated = m.n_ff_shared_gated > 0;
     i.gating = m.softmax_after_topk ? MoeGating::SoftmaxAfterTopk : m.sigmoid ? MoeGating::Sigmoid : MoeGating::Softmax;
     i.norm_topk = m.norm_topk;
     i.weights_scale = m.weights_scale;

@@ -554,6 +554,11 @@ void apply_moe(const Meta& m, const Family& fam, ModelSpec& s) {
         }
         moe.n_ff_shared = fam.shared_expert_width_key ? int(m.integer(kExpertSharedFeedForwardLength, 0))
                                                       : n_shared * moe.n_ff_expert;
+        if (fam.gated_shared_expert) {  // llama.cpp: n_ff_shexp, else the layer's n_ff
+            moe.n_ff_shared_gated = int(m.integer(kExpertSharedFeedForwardLength, s.layers[size_t(l)].ffn.n_ff));
+            require_positive(f, kExpertSharedFeedForwardLength.text(), moe.n_ff_shared_gated, 1 << 20);
+            moe.n_ff_shared = 0;
+        }
     }
 }
 

@@ -96,6 +96,10 @@ struct MoeSpec {
     float swiglu_limit = 0.0f;        // ... and limit
     bool weight_input = false;        // the gate weight scales the expert's input, not its output (Llama 4)
     int n_ff_shared = 0;              // > 0: a shared expert of this width, always on
+    // > 0 (instead of n_ff_shared): a shared expert of this width whose output is scaled per token
+    // by sigmoid(ffn_gate_inp_shexp . x) (Qwen3-Next, Qwen3.5-MoE), run after the routed experts
+    // on their normalised input (model/blocks/gated_shared_expert.h).
+    int n_ff_shared_gated = 0;
     bool selection_bias = false;      // exp_probs_b.bias added to the scores for choosing only (V3)
     int n_group = 1, topk_group = 1;  // group-limited routing (V3)
 };

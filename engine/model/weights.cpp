@@ -238,11 +238,13 @@ void Weights::ffn_weights(const ModelSpec& spec, const LayerSpec& L, const std::
                                 &w.gate_exps, &w.up_exps);
         }
         w.down_exps = experts(p + "ffn_down_exps", moe.n_ff_expert, E, moe.n_expert, moe.expert_bias);
-        if (moe.n_ff_shared > 0) {
-            w.gate_sh = matrix(p + "ffn_gate_shexp.weight", E, moe.n_ff_shared);
-            w.up_sh = matrix(p + "ffn_up_shexp.weight", E, moe.n_ff_shared);
-            w.down_sh = matrix(p + "ffn_down_shexp.weight", moe.n_ff_shared, E);
+        if (moe.n_ff_shared > 0 || moe.n_ff_shared_gated > 0) {
+            const int64_t ff_sh = std::max(moe.n_ff_shared, moe.n_ff_shared_gated);
+            w.gate_sh = matrix(p + "ffn_gate_shexp.weight", E, ff_sh);
+            w.up_sh = matrix(p + "ffn_up_shexp.weight", E, ff_sh);
+            w.down_sh = matrix(p + "ffn_down_shexp.weight", ff_sh, E);
         }
+        if (moe.n_ff_shared_gated > 0) w.gate_inp_sh = matrix(p + "ffn_gate_inp_shexp.weight", E, 1);
     } else if (L.ffn.fused_gate_up) {
         // ffn_up holds [gate; up]: ggml's swiglu takes silu of the first half times the second.
         fused_gate_up(p + "ffn_up.weight", E, ff, &w.gate, &w.up);
@@ -322,7 +324,9 @@ const gpu::Buffer* Weights::upload(const void* data, uint64_t n_bytes, uint64_t 
 const gguf::TensorInfo& Weights::tensor(const std::string& name, int64_t n_in, int64_t n_out) {
     const gguf::TensorInfo* t = file_.find_tensor(name);
     if (!t) throw ModelError(file_.path() + ": missing tensor '" + name + "'");
-    if (t->dims.size() != 2 || int64_t(t->dims[0]) != n_in || int64_t(t->dims[1]) != n_out)
+    // A 1-D tensor of n_in values is one row (a gate vector: ffn_gate_inp_shexp).
+    const bool one_row = t->dims.size() == 1 && n_out == 1 && int64_t(t->dims[0]) == n_in;
+    if (!one_row && (t->dims.size() != 2 || int64_t(t->dims[0]) != n_in || int64_t(t->dims[1]) != n_out))
         throw ModelError(file_.path() + ": tensor '" + name + "' has shape " + shape_text(t->dims) + ", expected [" +
                          std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
     if (!ops::gpu_supports(t->type)) {

@@ -45,6 +45,7 @@ struct LayerWeights {
     ops::ExpertWeights k_b, v_b;
     ops::ExpertWeights gate_exps, up_exps, down_exps;
     ops::Weight gate_sh, up_sh, down_sh;          // shared expert (Llama 4)
+    ops::Weight gate_inp_sh;                      // {n_embd, 1}: a gated shared expert's gate (MoeSpec::n_ff_shared_gated)
     const gpu::Buffer* post_ffn_norm = nullptr;   // [n_embd]
     const gpu::Buffer* post_ffn_norm_b = nullptr; // [n_embd] LayerNorm bias (BERT's layer_output_norm)
     // Mamba-2's mixer (SsmSpec): ssm_in {n_embd, in_proj_rows}, ssm_out {d_inner, n_embd}; f32

@@ -281,6 +281,10 @@ std::vector<float> ReferenceForward::eval(const std::vector<int32_t>& tokens, in
         else
             norm(p + L.ffn_norm_tensor, x.data(), h.data(), T);
         o = ffn_block(l, h.data(), T);
+        if (L.ffn.moe.n_ff_shared_gated > 0) {  // Qwen3-Next: the gated shared expert beside the routed ones
+            const std::vector<float> shared = gated_shared_expert(l, h.data(), T);
+            cpu::add(o.data(), shared.data(), o.data(), int64_t(o.size()));
+        }
         if (sandwich) norm(p + "post_ffw_norm", o.data(), o.data(), T);
         if (L.ffn.moe.n_expert == 0) ffn_out[size_t(l)] = o;
         cpu::add(x.data(), o.data(), x.data(), int64_t(x.size()));

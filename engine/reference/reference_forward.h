@@ -146,6 +146,9 @@ private:
     // down(act(up h + b_up)) + b_down: GELU MLPs without a gate (GPT-2, Falcon).
     std::vector<float> plain_ffn(int l, const float* h, int n_tokens);
     std::vector<float> moe_ffn(int l, const float* h, int n_tokens);
+    // A MoE layer's shared expert scaled by sigmoid(ffn_gate_inp_shexp . h) per token
+    // (MoeSpec::n_ff_shared_gated; reference_forward_gated_shared.cpp).
+    std::vector<float> gated_shared_expert(int l, const float* h, int n_tokens);
     void apply_edits(int layer, float* x, int n_tokens);
 };
 

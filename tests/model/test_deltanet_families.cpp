@@ -1,7 +1,8 @@
 // The Gated DeltaNet families against llama.cpp: tests/golden/deltanet's random-weight models
 // (qwen35: Gated DeltaNet layers with every N-th layer gated attention, key heads tiled over the
 // value heads, partial RoPE; qwen35-q8_0: Q8_0 matrices, one key head over two value heads of 32,
-// a 3-tap convolution). Through the session: the logits of every prompt position (249 tokens,
+// a 3-tap convolution; qwen3next: each key head repeated for its value heads, b and alpha from one
+// ssm_ba per key head, experts and a gated shared expert; qwen35moe: Qwen3.5's layers with them). Through the session: the logits of every prompt position (249 tokens,
 // longer than any chunk) and 32 greedy tokens, at batch 256 and at batch 5 (the conv and
 // delta-rule states and the KV cache carried over 50 passes); the CPU reference forward; each
 // file's layer parts and blocks; the goldens rebuilt from models.txt.
@@ -93,16 +94,19 @@ TEST_P(DeltaNetGolden, LogitsAndGreedyTextMatchLlamaCpp) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, DeltaNetGolden, ::testing::Values("qwen35", "qwen35-q8_0"), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Golden, DeltaNetGolden, ::testing::Values("qwen35", "qwen35-q8_0", "qwen3next", "qwen35moe"),
+                         [](const auto& info) {
     std::string n = info.param;
     std::replace(n.begin(), n.end(), '-', '_');
     return n;
 });
 
-// The CPU reference walks Gated DeltaNet mixers and gated attention too, carrying the conv and
-// delta-rule states from eval to eval: it matches llama.cpp as the GPU does.
-TEST(DeltaNetFamilies, ReferenceForwardMatchesLlamaCpp) {
-    Golden g = load("qwen35");
+// The CPU reference walks Gated DeltaNet mixers, gated attention and gated shared experts too,
+// carrying the conv and delta-rule states from eval to eval: it matches llama.cpp as the GPU does.
+class DeltaNetReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeltaNetReference, MatchesLlamaCpp) {
+    Golden g = load(GetParam());
     const auto& in = g.model->internals();
     model::ReferenceForward ref(in.file(), in.spec(), 512);
     const std::vector<int32_t> first(g.tokens.begin(), g.tokens.begin() + 40), rest(g.tokens.begin() + 40, g.tokens.end());
@@ -110,9 +114,11 @@ TEST(DeltaNetFamilies, ReferenceForwardMatchesLlamaCpp) {
     const std::vector<float> more = ref.eval(rest);
     logits.insert(logits.end(), more.begin(), more.end());
     const double worst = max_diff(g, logits);
-    std::printf("qwen35: the CPU reference's largest logit difference from llama.cpp %.3g\n", worst);
+    std::printf("%s: the CPU reference's largest logit difference from llama.cpp %.3g\n", GetParam().c_str(), worst);
     EXPECT_LT(worst, 1e-3);
 }
+
+INSTANTIATE_TEST_SUITE_P(Golden, DeltaNetReference, ::testing::Values("qwen35", "qwen3next"));
 
 // qwen35's layers as its file says (full_attention_interval 4): three Gated DeltaNet layers,
 // then gated attention; an FFN after each, normalised by post_attention_norm; the state per
@@ -148,6 +154,20 @@ TEST(DeltaNetFamilies, LayerPartsAndBlocks) {
     EXPECT_STREQ(to_string(MixerKind::GatedDeltaNet), "gated-deltanet");
     EXPECT_TRUE(info.layers[3].attention.gated);
     EXPECT_EQ(info.state_bytes_per_sequence, 3 * per_layer);
+
+    // qwen3next (D*D): key heads repeated, b | alpha grouped per key head, experts then the gated
+    // shared expert after each mixer.
+    Golden n = load("qwen3next");
+    const model::ModelSpec& ns = n.model->internals().spec();
+    ASSERT_EQ(ns.n_layer, 3);
+    EXPECT_EQ(ns.layers[0].ssm.delta_share, DeltaHeadShare::Interleaved);
+    EXPECT_TRUE(ns.layers[0].ssm.delta_ba_grouped);
+    EXPECT_EQ(ns.layers[1].mixer, LayerMixer::Attention);
+    EXPECT_EQ(ns.layers[0].ffn.moe.n_ff_shared, 0);
+    EXPECT_EQ(ns.layers[0].ffn.moe.n_ff_shared_gated, 32);
+    EXPECT_EQ(model::layer_block_kinds(ns.layers[0]),
+              (std::vector<BlockKind>{BlockKind::GatedDeltaNet, BlockKind::MoeFfn, BlockKind::GatedSharedExpert}));
+    EXPECT_TRUE(n.model->info().layers[0].ffn.shared_expert_gated);
 }
 
 // The golden models are what vkllm-random-model writes from models.txt, byte for byte.
@@ -168,7 +188,7 @@ TEST(DeltaNetFamilies, GoldenModelsAreReproducible) {
         EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
         ++models;
     }
-    EXPECT_EQ(models, 2);
+    EXPECT_EQ(models, 4);
 }
 
 }  // namespace

@@ -534,6 +534,40 @@ std::vector<ArchTable> make_tables() {
     qwen35.default_layers = "D*";  // an attention layer within the default two (interval 2)
     tables.push_back(qwen35);
 
+    // Qwen3.5-MoE (src/models/qwen35moe.cpp): Qwen3.5's layers with experts after every layer
+    // (softmax routing, renormalised, expert_feed_forward_length wide) and a shared expert of
+    // expert_shared_feed_forward_length (n_ff) scaled by sigmoid(ffn_gate_inp_shexp x).
+    // Qwen3-Next (src/models/qwen3next.cpp): the same, but b and alpha from one ssm_ba per key
+    // head, each key head repeated for its value heads, no IMRoPE sections.
+    const std::vector<TensorRule> gated_shared_expert = {
+        {"blk.{L}.ffn_gate_inp_shexp.weight", {D::Embd}, Init::Matrix, Presence::Always, 1.0f, true},
+        {"blk.{L}.ffn_gate_shexp.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up_shexp.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down_shexp.weight", {D::Ff, D::Embd}, Init::Matrix},
+    };
+    for (const char* name : {"qwen35moe", "qwen3next"}) {
+        ArchTable t = qwen35;
+        t.name = name;
+        t.per_layer = {};
+        for (const TensorRule& r : qwen35.per_layer)
+            if (r.name.rfind("blk.{L}.ffn_", 0) != 0) t.per_layer.push_back(r);
+        t.per_layer = concat(concat(t.per_layer, moe_ffn(Presence::Always)), gated_shared_expert);
+        if (t.name == "qwen3next") {
+            std::vector<TensorRule> rules;
+            for (const TensorRule& r : t.per_layer)
+                if (r.name != "blk.{L}.ssm_beta.weight" && r.name != "blk.{L}.ssm_alpha.weight") rules.push_back(r);
+            rules.push_back({"blk.{L}.ssm_ba.weight", {D::Embd, D::SsmHeadPair}, Init::Matrix, Presence::DeltaNetLayer});
+            t.per_layer = rules;
+            t.delta_ba_grouped = true;
+        }
+        t.moe = MoeSupport::Required;
+        t.default_n_expert = 4;
+        t.default_n_expert_used = 2;
+        t.writes_expert_ff_length = true;
+        t.shared_expert_ff_key = true;
+        tables.push_back(t);
+    }
+
     ArchTable granitehybrid;
     granitehybrid.name = "granitehybrid";
     granitehybrid.globals = without(embeddings_and_head(), Presence::Llama3Rope);

@@ -170,6 +170,7 @@ struct ArchTable {
     // Gated DeltaNet layers (qwen35): the ssm.* keys with the value head size equal to the key
     // head size (d_state), full_attention_interval and rope.dimension_sections written.
     bool delta_net = false;
+    bool delta_ba_grouped = false;  // qwen3next: one ssm_ba per key head; no rope.dimension_sections
     Hybrid hybrid = Hybrid::None;
     // With experts: a shared expert n_ff wide, its width written as expert_shared_feed_forward_length (Granite).
     bool shared_expert_ff_key = false;

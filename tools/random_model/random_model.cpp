@@ -274,7 +274,7 @@ int full_attention_interval(const std::string& layers) {
 // Fills in and checks a hybrid family's layer pattern; other families must leave it unset.
 void validate_layers(RandomModelConfig& c, const ArchTable& arch) {
     if (arch.hybrid == Hybrid::None) {
-        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid, lfm2, qwen35), not " + arch.name);
+        require(c.layers.empty(), "--layers is for the hybrid families (nemotron_h, granitehybrid, lfm2, qwen35, qwen35moe, qwen3next), not " + arch.name);
         return;
     }
     if (arch.hybrid == Hybrid::DeltaNetOrAttention) {
@@ -771,7 +771,7 @@ gguf::Writer build_random_model(const RandomModelConfig& config, const gguf::Fil
         // IMRoPE's sections over the rotated pairs (time, height, width, extra), as Qwen3.5's
         // 11, 11, 10, 0 over 32: text positions give every section the same angle.
         const int32_t pairs = c.rope_dims / 2, hw = pairs / 3;
-        w.set(a + "rope.dimension_sections", Value::from_i32s({pairs - 2 * hw, hw, hw, 0}));
+        if (!arch->delta_ba_grouped) w.set(a + "rope.dimension_sections", Value::from_i32s({pairs - 2 * hw, hw, hw, 0}));
     }
     if (arch->mla) {
         // As the converter writes them: the cached key is [latent; rope key] (kv_lora + qk_rope),

@@ -94,6 +94,7 @@ struct FfnInfo {
     // MoE
     int n_expert = 0, top_k = 0, n_ff_expert = 0;
     int n_shared_expert_ff = 0;        // > 0: an always-on shared expert of this width
+    bool shared_expert_gated = false;  // its output scaled by a sigmoid gate per token (Qwen3-Next)
     MoeGating gating = MoeGating::Softmax;
     bool norm_topk = false;
     float weights_scale = 1.0f;

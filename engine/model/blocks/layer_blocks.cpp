@@ -4,6 +4,7 @@
 
 #include "model/blocks/attention.h"
 #include "model/blocks/delta_net_mixer.h"
+#include "model/blocks/gated_shared_expert.h"
 #include "model/blocks/dense_ffn.h"
 #include "model/blocks/latent_attention.h"
 #include "model/blocks/moe_ffn.h"
@@ -38,6 +39,8 @@ std::vector<BlockKind> layer_block_kinds(const LayerSpec& L) {
         case LayerMixer::None: break;
     }
     if (L.has_ffn) kinds.push_back(L.ffn.moe.n_expert > 0 ? BlockKind::MoeFfn : BlockKind::DenseFfn);
+    if (L.has_ffn && L.ffn.moe.n_expert > 0 && L.ffn.moe.n_ff_shared_gated > 0)
+        kinds.push_back(BlockKind::GatedSharedExpert);
     return kinds;
 }
 
@@ -58,6 +61,7 @@ std::unique_ptr<Block> make_block(BlockKind kind, int layer, const ModelSpec& sp
         case BlockKind::Mamba1Mixer: return std::make_unique<Mamba1MixerBlock>(layer, state);
         case BlockKind::ShortConv: return std::make_unique<ShortConvBlock>(layer, state);
         case BlockKind::GatedDeltaNet: return std::make_unique<GatedDeltaNetBlock>(layer, state);
+        case BlockKind::GatedSharedExpert: return std::make_unique<GatedSharedExpertBlock>(layer);
         case BlockKind::RwkvTimeMix:
             return std::make_unique<RwkvTimeMixBlock>(layer, spec.layers[size_t(layer)].rwkv, rwkv_weights(),
                                                       state.rwkv());

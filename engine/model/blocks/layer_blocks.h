@@ -26,6 +26,8 @@ enum class BlockKind {
     RwkvChannelMix,   // RWKV-7's channel mix, the layer's FFN (model/blocks/rwkv_channel_mix.h)
     ShortConv,        // LFM2's gated short convolution over the recurrent state (model/blocks/short_conv.h)
     GatedDeltaNet,    // Gated DeltaNet's mixer over the recurrent state (model/blocks/delta_net_mixer.h)
+    GatedSharedExpert,  // a MoE layer's shared expert with a sigmoid gate, after its routed experts
+                        // (model/blocks/gated_shared_expert.h)
 };
 
 // The blocks of a layer, in the order they run (its mixer, then its FFN where it has one, as the
