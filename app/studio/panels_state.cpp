@@ -1,7 +1,8 @@
-// State: what the recurrent layers (Mamba-1, Mamba-2, RWKV-7) keep instead of a KV cache. For
-// the chosen layer, each head's state norm over the tokens as lines, the decay (the forget gate)
-// per head and token as a map, and for a Mamba-2 layer the chosen head's token-to-token mixing
-// map (the scan's attention-equivalent) drawn like an attention map, with token labels.
+// State: what the recurrent layers (Mamba-1, Mamba-2, RWKV-7, Gated DeltaNet) keep instead of a
+// KV cache. For the chosen layer, each head's state norm over the tokens as lines, the decay (the
+// forget gate) per head and token as a map, and for a Mamba-2 or Gated DeltaNet layer the chosen
+// head's token-to-token mixing map (the layer's attention-equivalent) drawn like an attention
+// map, with token labels.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@ const char* recurrence_label(const std::string& kind) {
     if (kind == "ssd") return "Mamba-2";
     if (kind == "selective_scan") return "Mamba-1";
     if (kind == "wkv7") return "RWKV-7";
+    if (kind == "delta_net") return "Gated DeltaNet";
     return kind.c_str();
 }
 
@@ -204,7 +206,7 @@ void draw_state_panel(StudioApp& app) {
     norm_lines(app, heads, std::max(ui_px(80), avail * (map ? 0.22f : 0.4f)));
     decay_map(app, heads, std::max(ui_px(40), std::min(avail * 0.2f, ui_px(14) * float(heads.size()))));
     if (!map) {
-        ImGui::TextDisabled("A mixing map needs a scalar decay per head (Mamba-2); this layer's decay is per channel.");
+        ImGui::TextDisabled("A mixing map needs a scalar decay per head (Mamba-2, Gated DeltaNet); this layer's decay is per channel.");
         ImGui::End();
         return;
     }

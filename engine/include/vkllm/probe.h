@@ -68,13 +68,14 @@ struct ProbeConfig {
     bool timings = false;      // GPU time per op and per layer (timestamp queries)
     bool expert_load = false;  // MoE layers: tokens and gate weight per expert, summed
     // The recurrent state of state-space (Mamba-1, Mamba-2, also beside attention as in
-    // Falcon-H1) and RWKV-7 layers (StateProbe): per
+    // Falcon-H1), RWKV-7 and Gated DeltaNet layers (StateProbe): per
     // layer, head and token the state's norm and the decay. `state`: every such layer;
     // state_layers: these (each must be one). Recomputed on the GPU from the scan's own inputs.
     bool state = false;
     std::vector<int> state_layers;
-    // Mamba-2 heads' token-to-token mixing maps (AttentionMap of kind StateMixing; tiles as for
-    // attention_heads), over positions 0..state_map_positions - 1 of the session.
+    // Mamba-2 heads' and Gated DeltaNet value heads' token-to-token mixing maps (AttentionMap of
+    // kind StateMixing; tiles as for attention_heads), over positions 0..state_map_positions - 1
+    // of the session.
     std::vector<AttentionHead> state_maps;
     int state_map_positions = 1024;
     bool any() const {
@@ -93,6 +94,11 @@ using ProbeOptions = ProbeConfig;
 // output through the recurrent state. For Mamba-2's head h (its scalar decay dA_r = exp(dt_r A),
 // dt_r = softplus(dt + dt_bias) of token r, B and C of the head's group), the dual form of the scan:
 //     y_t = sum_{s <= t} M[t][s] x_s (+ D x_t),  M[t][s] = (C_t . B_s) prod_{s < r <= t} dA_r dt_s
+// For a Gated DeltaNet value head (decay D_r = exp(g_r), rate beta_r, keys and queries k, q after
+// their L2 norm), from a zero state:
+//     out_t = sum_{s <= t} M[t][s] v_s,  M[t][s] = scale q_t^T A_t ... A_{s+1} beta_s k_s,
+//     A_r = (I - beta_r k_r k_r^T) D_r
+// (cpu/ref_state_probe.h derives it).
 // Not probabilities: signed, rows do not sum to 1, no sinks. Keys before the first position the
 // probe saw of the state (it was turned on after them) hold 0.
 enum class MapKind { Attention, StateMixing };
@@ -282,7 +288,8 @@ struct ExpertLoad {
 struct StateProbe {
     int layer = 0;
     int head = 0;
-    std::string kind;            // "ssd" (Mamba-2), "selective_scan" (Mamba-1), "wkv7" (RWKV-7)
+    std::string kind;            // "ssd" (Mamba-2), "selective_scan" (Mamba-1), "wkv7" (RWKV-7),
+                                 // "delta_net" (Gated DeltaNet)
     std::vector<int> positions;  // [n_tokens]
     std::vector<float> norm;     // [n_tokens]
     std::vector<float> decay;    // [n_tokens]
