@@ -80,7 +80,7 @@ int run(const Args& args) {
     for (auto& t : prompt) t = pick(rng);
     std::vector<int32_t> context(static_cast<size_t>(depth));
     for (auto& t : context) t = pick(rng);
-    // Back to the depth (a no-op there; a recurrent model re-evaluates the kept tokens).
+    // Back to the depth (a no-op there; a recurrent model restores the state snapshot taken there).
     auto to_depth = [&] {
         if (session.n_past() != depth) session.truncate(depth);
     };

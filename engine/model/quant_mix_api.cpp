@@ -24,12 +24,7 @@ QuantizeReport quantize_mix(const std::string& in_path, const std::string& out_p
         for (const std::string& n : quantize_mix_names()) known += " " + n;
         throw std::invalid_argument("unknown or unsupported target type '" + name + "' (known:" + known + ")");
     }
-    if (!options.dry_run) {
-        if (std::string(mix->name) == "Q2_K_S")
-            throw std::invalid_argument("Q2_K_S needs an importance matrix, which vkllm quantize cannot use yet; "
-                                        "Q2_K is the nearest mix without one");
-        model::check_quantize_output(in_path, out_path);
-    }
+    if (!options.dry_run) model::check_quantize_output(in_path, out_path);
 
     const auto in = gguf::File::open(in_path);
     const gguf::MixArchRules rules = model::quant_mix_rules(in->get_string(std::string(model::keys::kArchitecture)).value_or(""));
