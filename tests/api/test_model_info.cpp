@@ -472,8 +472,11 @@ TEST(Quantize, WritesTheFileAndReportsEachTensor) {
     fs::remove(out);
 
     for (const std::string& type : quantize_types()) EXPECT_TRUE(type == "F32" || type == "F16" || type == "BF16" ||
-                                                                 type.rfind("Q", 0) == 0 || type == "MXFP4")
+                                                                 type.rfind("Q", 0) == 0 || type == "MXFP4" ||
+                                                                 type.rfind("IQ", 0) == 0 || type.rfind("TQ", 0) == 0)
         << type;
+    const auto types = quantize_types();
+    EXPECT_NE(std::find(types.begin(), types.end(), "IQ2_XXS"), types.end());  // the i-quants are written too
     EXPECT_THROW(quantize_file(*in, test::temp_path("x.gguf"), "Q9_9"), std::invalid_argument);
 }
 
