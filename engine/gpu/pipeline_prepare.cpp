@@ -275,17 +275,22 @@ private:
         } catch (const std::exception&) {
             warmer.reset();  // every pipeline taken below is resolved uncompiled
         }
+        std::vector<size_t> taken;
         for (size_t i; (i = next_.fetch_add(1)) < requests_.size();) {
+            taken.push_back(i);
             if (warmer && !cancel_.load()) {
                 try {
                     warmer->warm(sibling->pipeline(requests_[i]), requests_[i].key());
                 } catch (const std::exception&) {
                 }
             }
-            promises_[i].set_value();  // compiled or not: a waiting dispatch goes on either way
         }
+        // Mesa writes its shader cache on a queue of its own, flushed when the device's instance
+        // goes: only then can the context load what was compiled here. A decode step records all
+        // its dispatches before it runs, so resolving them together costs its first token nothing.
         warmer.reset();
         sibling.reset();
+        for (size_t i : taken) promises_[i].set_value();  // compiled or not: waiting dispatches go on
         ++finished_threads_;
     }
 

@@ -46,7 +46,8 @@ void prepare_pipelines(Context& ctx, const std::vector<PipelineRequest>& request
 // Where the driver compiles at the first dispatch (Context::compiles_at_first_dispatch), those no
 // earlier run created are compiled in the background on up to `threads` other devices of the
 // same driver (threads <= 0: idle_cores()), one pipeline at a time each, into the driver's shader
-// cache, and each waits in Pipeline::handle() until its compile is done (compile_elsewhere): the
+// cache, and each waits in Pipeline::handle() until the device that compiled it has written it
+// there (when that device closes, after its share of the list; compile_elsewhere): the
 // context's first dispatch then loads the code rather than compiling it again. Returns how many
 // are compiling in the background; 0 where the driver compiles at creation (compiled here, on
 // the calling thread). The background work keeps no reference to `ctx`; what is still running
