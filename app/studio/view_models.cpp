@@ -337,7 +337,7 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
         if (!a.rope.enabled && !info.learned_positions) att += ", NoPE";
         if (!a.causal) att = "bidirectional " + att;  // an encoder's: keys after the query too
         // A layer whose token mixer is not attention says what it is instead (its AttentionInfo is
-        // empty): the state-space and RWKV-7 mixers keep a fixed state per sequence.
+        // empty): the state-space, RWKV-7 and Gated DeltaNet mixers keep a fixed state per sequence.
         const SsmInfo& m = l.ssm;
         switch (l.mixer) {
             case MixerKind::Attention: break;
@@ -356,6 +356,10 @@ std::vector<ArchitectureBlock> architecture_blocks(const ModelInfo& info) {
             case MixerKind::ShortConv:  // LFM2: a gated short convolution over the last l_cache tokens
                 att = "short convolution, " + std::to_string(l.shortconv.l_cache) + " taps over " +
                       std::to_string(l.shortconv.channels) + " channels";
+                break;
+            case MixerKind::GatedDeltaNet:  // n_group key heads, n_head value heads, each d_state wide
+                att = "Gated DeltaNet, " + std::to_string(m.n_head) + " value heads, " + std::to_string(m.n_group) +
+                      " key heads of " + std::to_string(m.d_state) + ", conv " + std::to_string(m.d_conv);
                 break;
             case MixerKind::None: att = "no token mixer"; break;
         }

@@ -172,7 +172,7 @@ TEST(FamilyTable, RowsAreConsistent) {
 // Every architecture in the table has a random-weight model with llama.cpp's logits.
 TEST(FamilyTable, EveryRowHasAGoldenModel) {
     std::set<std::string> golden;
-    for (const char* sub : {"families", "moe", "bert", "ssm", "parallel_alibi", "rwkv7"}) {
+    for (const char* sub : {"families", "moe", "bert", "ssm", "parallel_alibi", "rwkv7", "deltanet"}) {
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(test::source_dir() + "/tests/golden/" + sub, ec)) {
             if (e.path().extension() != ".gguf") continue;

@@ -105,6 +105,7 @@ void GatedDeltaNetBlock::record(Recording& r) const {
     d.out = ops::f32_rows(state_.y(), T, S.d_inner);
     d.l2_norm_qk = true;  // llama.cpp's build_gdn_l2_norm with the model's RMS epsilon
     d.l2_eps = r.spec.norm_eps;
+    r.probe.state().tap_delta_net(s, layer_, r.pos0, d);  // records nothing unless the layer is probed
     s.mark("delta_net");
     ops::gated_delta_net(s, d);
     s.barrier("the delta rule's output is complete before its norm");
