@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -42,25 +41,11 @@ struct TestWeight {
     cpu::WeightView cpu() const { return {type, bytes.data(), n_in, n_out}; }
 };
 
-// Random weights in `type`: quantized from random values, or (a type the CPU cannot encode)
-// random blocks with a small finite f16 scale at byte 0 (IQ2_XXS's d).
+// Random weights in `type`, quantized from random values (every type here has an encoder).
 TestWeight make_weight(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t n_out, uint32_t seed) {
     TestWeight w{type, n_in, n_out, {}, {}};
-    if (gguf::can_quantize(type)) {
-        const auto values = test::random_floats(size_t(n_in * n_out), seed);
-        w.bytes = gguf::quantize(type, values.data(), values.size());
-    } else {
-        const auto traits = *gguf::type_traits(type);
-        const size_t blocks = size_t(n_in / traits.block_size * n_out);
-        w.bytes.resize(blocks * traits.type_size);
-        std::mt19937 rng(seed);
-        for (uint8_t& b : w.bytes) b = uint8_t(rng());
-        for (size_t i = 0; i < blocks; ++i) {
-            const uint16_t d = gguf::fp32_to_fp16(float(1 + rng() % 64) / 2048.0f * (rng() % 2 ? 1.0f : -1.0f));
-            w.bytes[i * traits.type_size] = uint8_t(d);
-            w.bytes[i * traits.type_size + 1] = uint8_t(d >> 8);
-        }
-    }
+    const auto values = test::random_floats(size_t(n_in * n_out), seed);
+    w.bytes = gguf::quantize(type, values.data(), values.size());
     w.buffer = gpu::Buffer(ctx, ops::weight_buffer_bytes(type, n_in, n_out), gpu::Memory::Device);
     w.buffer.upload(w.bytes.data(), w.bytes.size());
     return w;
@@ -106,8 +91,11 @@ void check(gpu::Context& ctx, const TestWeight& w, int64_t n_tokens, bool accumu
             written[at] = true;
         }
     EXPECT_LT(test::nmse(got, ref), 1e-9) << what;
-    for (size_t i = 0; i < y_all.size(); ++i)
-        if (!written[i]) ASSERT_EQ(got_all[i], -3.5f) << what << ": y element " << i << " outside the output changed";
+    for (size_t i = 0; i < y_all.size(); ++i) {
+        if (!written[i]) {
+            ASSERT_EQ(got_all[i], -3.5f) << what << ": y element " << i << " outside the output changed";
+        }
+    }
 }
 
 struct TypeCase {
