@@ -29,6 +29,7 @@ layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
 layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp's CPU backend does (below)
 layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 gelu_tanh, 2 gelu_fp16_table (GeGLU)
 layout(constant_id = 4) const uint NORM_IN = 0u;     // 1: x is normalised here (RMSNorm, weight at binding 3)
+layout(constant_id = 5) const uint MV_ROLLED = 0u;   // 1: the rows' loop stays a loop (CPU drivers; matvec_unit.glsl)
 
 #define IQ_GRID_BINDING 4  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)

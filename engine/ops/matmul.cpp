@@ -100,6 +100,12 @@ bool weights::large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out) {
 // VKLLM_MATVEC_SHAPE=THREADSxROWS replaces the choice, for measuring other shapes with
 // tools/bench_matvec on a new device (threads a power of two within the device's workgroup
 // limit and at least a subgroup where subgroup arithmetic is on; 1 <= rows <= min(threads, 16)).
+// The decode matvecs' MV_ROLLED constant (matvec_unit.glsl): a CPU driver keeps the loop over a
+// workgroup's rows rolled, which lavapipe compiles several times faster (8 rows of f32: 4 s of
+// CPU against 10 for a first dispatch in tools/bench_matvec) and runs faster (f32 1.8 -> 2.7
+// GB/s, q4_0 0.72 -> 0.85); a GPU unrolls it to keep the sums in registers.
+uint32_t weights::matvec_rolled(const gpu::Capabilities& caps) { return caps.type == "cpu" ? 1u : 0u; }
+
 weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu, bool large_int8) {
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
     const uint32_t sg = caps.subgroup_size;
@@ -260,7 +266,8 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
         single ? &ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w.type, round_x),
                                layout.format.bindings(4),
                                sizeof(MatvecPush),
-                               {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u})
+                               {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u,
+                                weights::matvec_rolled(caps)})
         : few ? nullptr  // per window (rows_pipe)
                : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush),
                                {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
@@ -384,7 +391,8 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
     const gpu::Pipeline& pipe =
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MatvecSwiglu, gate.type, round_x),
                      layout.format.bindings(4),
-                     sizeof(MatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u});
+                     sizeof(MatvecPush),
+                     {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u, weights::matvec_rolled(caps)});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
                           uint32_t(up.offset - gate.offset), nb.base, nb.eps};

@@ -227,7 +227,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
               : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x),
                              layout.format.bindings(5),
-                             sizeof(MoeMatvecPush), {mv_threads, mv_rows, round_x ? 1u : 0u});
+                             sizeof(MoeMatvecPush), {mv_threads, mv_rows, round_x ? 1u : 0u, weights::matvec_rolled(caps)});
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
     // ranges of one expert at a time.
@@ -346,7 +346,7 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     const gpu::Pipeline& pipe =
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvecSwiglu, gate.type, round_x),
                      layout.format.bindings(5),
-                     sizeof(MoeMatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u});
+                     sizeof(MoeMatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, weights::matvec_rolled(caps)});
     const uint64_t gx = (n_out + mv.rows - 1) / mv.rows;
     for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
         const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
