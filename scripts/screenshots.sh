@@ -54,6 +54,8 @@ full=no shoot "$zoo/zoo-deep.gguf" zoo-deep activations
 # view pinned on position 40, averaged over heads.
 full=no before=$'zoom big 0 0.15 0 0.15\nlink 40 mean' shoot "$zoo/zoo-dense.gguf" zoo-dense-zoomed attention
 extra="--theme light --size 1280x800" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
+# The hybrid's State window on its Mamba-2 layer 0, head 2 (the README's state-zoo-hybrid.png).
+full=no before=$'state 0 2\nscreenshot '"$out"'/state-zoo-hybrid.png state' shoot "$zoo/zoo-hybrid.gguf" state-zoo-hybrid
 # An encoder: zoo-bert when it is there, else a random BERT (vkllm-random-model).
 bert=$zoo/zoo-bert.gguf
 if [[ ! -f $bert ]]; then
