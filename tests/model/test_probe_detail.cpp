@@ -23,8 +23,11 @@ namespace {
 
 // The maps come from the pass's attention, the detail from a recomputation: equal to rounding.
 constexpr float kTol = 1e-5f;
-// Another session whose forward wrote maps (its attention kernel writes probabilities).
-constexpr float kOtherSessionTol = 1e-4f;
+// Another session whose forward wrote maps (its attention kernel writes probabilities): its
+// rounding differs in the first layer's attention and is carried through the later layers. With
+// passes of 8 tokens (the few-rows matvec, which sums as the one-token matvec) zoo-swa's largest
+// difference is 1.4e-4 (layer 4, row 11); with the tiled matmul it was under 1e-4.
+constexpr float kOtherSessionTol = 3e-4f;
 
 std::unique_ptr<Model> load(const std::string& name) {
     if (name == "gptoss") return Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf");
