@@ -66,8 +66,6 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_c
     if (s.lens && !is_encoder(info)) {
         c.logit_lens_layers = all_layers;
         c.logit_lens_top_n = 10;  // `vkllm probe`'s default: the same command line, the same document
-        // The lens panel's grid: the newest 64 positions of each eval (layers x 64 x 10 pairs).
-        c.logit_lens_positions = 64;
     }
     c.timings = s.timings;
     c.state = s.state;

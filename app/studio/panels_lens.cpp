@@ -35,7 +35,7 @@ void draw_lens_grid(StudioApp& app, const LensGrid& g, float height) {
     labels.row_number = [&g](int i) { return g.layers[size_t(i)]; };
     labels.col = [&app, &g](int i) { return app.token_text(g.positions[size_t(i)]); };
     labels.row_margin = ImGui::CalcTextSize("L000").x + ui_px(8);
-    map_axis_titles("layer", "position (the token read there)", labels.row_margin);
+    map_axis_titles("layer", "position", labels.row_margin);  // short: the lens tile can be narrow
     const float w = std::max(ImGui::GetContentRegionAvail().x - labels.row_margin - ui_px(4), ui_px(60));
     const float line = ImGui::GetTextLineHeight();
     // Each cell's top token, in the cell where a few characters fit (the overlay is clipped to
@@ -72,7 +72,7 @@ void draw_lens_grid(StudioApp& app, const LensGrid& g, float height) {
         ImGui::EndTooltip();
         if (ImGui::IsItemClicked()) app.lens_position = pos;
     }
-    ramp_legend("top token's probability", "0", "1");
+    ramp_legend("top p", "0", "1");  // the top token's probability; short: the tile can be narrow
 }
 
 }  // namespace

@@ -190,9 +190,12 @@ TEST(QuantizeMixes, CommandWritesTheMixAndRefusesWhatItCannotWrite) {
     EXPECT_EQ(r.out.find("-> Q8_0"), std::string::npos) << r.out;  // no output/ffn_down raise
 
     // (The i-quant and ternary mixes are written: tests/cli/test_quantize_iquant_mixes.cpp.)
-    r = test::shell(vkllm + " quantize " + in + " " + never + " Q2_K_S 2>&1");
-    EXPECT_EQ(r.code, 1) << r.out;
-    EXPECT_NE(r.out.find("needs an importance matrix"), std::string::npos) << r.out;
+    // Q2_K_S needs an importance matrix only for the tensors it puts in Q2_K; zoo-dense's rows
+    // of 128 fall back to Q4_0, so it is written without one, as llama-quantize writes it (the
+    // refusal: tests/cli/test_imatrix_quantize.cpp).
+    r = test::shell(vkllm + " quantize " + in + " " + never + " Q2_K_S --dry-run 2>&1");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out.find("needs an importance matrix"), std::string::npos) << r.out;
     // --keep-super-weights writes one type: a mix name is a usage error.
     r = test::shell(vkllm + " quantize " + in + " " + never + " Q4_K_M --keep-super-weights 2>&1");
     EXPECT_EQ(r.code, 2) << r.out;
