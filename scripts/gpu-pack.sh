@@ -29,6 +29,8 @@
 #   GPU_PACK_BUILD_CMD=CMD  build with `CMD TARGET...` (default: flock /tmp/vkllm-build.lock
 #                           cmake --build BUILD_DIR -j$(nproc) --target TARGET...)
 #   GPU_PACK_LIMIT_MIB=N    the device tool's limit on what travels, tree included (default 64)
+#   GPU_PACK_TESTS=REGEX    only the test programs whose name matches
+#   GPU_PACK_KEEP=DIR       reuse DIR/support.tar.xz and DIR/validation.tar.xz from an earlier pack
 #   ORACLE_HOME, VKLLM_SHARED_DIR   as for scripts/bench-compare.sh
 #
 # The tree (tracked files and untracked ones git does not ignore) and .gpu/ must stay under the
@@ -64,7 +66,11 @@ tests=()
 for src in "$root"/tests/{gpu,ops,model}/test_*.cpp; do
     layer=$(basename "$(dirname "$src")")
     name=${layer}_$(basename "$src" .cpp)
-    [[ $cpu_only = *" $name "* ]] || tests+=("$name")
+    [[ $cpu_only = *" $name "* ]] && continue
+    # GPU_PACK_TESTS=REGEX packs only the test programs whose name matches (each is about 20 MB
+    # unpacked: all of them no longer fit the 64 MiB a call carries beside the tree).
+    [[ -n ${GPU_PACK_TESTS:-} && ! $name =~ ${GPU_PACK_TESTS} ]] && continue
+    tests+=("$name")
 done
 targets=(vkllm vkllm-bench-matvec vkllm-random-model "${tests[@]}")
 if [[ ${GPU_PACK_BUILD:-1} != 0 ]]; then
@@ -189,8 +195,18 @@ pack_part() {  # NAME FOLDER...: $work/NAME.tar.xz of those folders of the stage
 }
 packed() { du -cb "$work"/*.tar.xz | tail -1 | cut -f1; }
 note "compressing (solid xz streams; several minutes on 2 cores)"
-pack_part support lib oracle shared
-pack_part validation layers
+# GPU_PACK_KEEP=DIR: support.tar.xz and validation.tar.xz from an earlier pack in DIR, when the
+# loader, the oracle, the models and the layer have not changed (they take most of the time).
+for part in support validation; do
+    if [[ -n ${GPU_PACK_KEEP:-} && -f $GPU_PACK_KEEP/$part.tar.xz ]]; then
+        note "reusing $GPU_PACK_KEEP/$part.tar.xz"
+        cp "$GPU_PACK_KEEP/$part.tar.xz" "$work/"
+    elif [[ $part = support ]]; then
+        pack_part support lib oracle shared
+    else
+        pack_part validation layers
+    fi
+done
 pack_part programs bin tests
 dropped=""
 if (($(packed) > room)); then
