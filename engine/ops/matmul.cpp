@@ -1,16 +1,19 @@
 // y = W x over ggml-layout weights: shaders/matvec.comp for one token (decode, memory-bound),
 // shaders/matvec_rows.comp for 2-16 (a batched decode pass: the weights read once for up to 8),
-// shaders/matmul.comp for more (prefill, tiled). Weights larger than one binding are split
+// shaders/matmul.comp for more (prefill, tiled; its cooperative-matrix kernel on devices with
+// NVIDIA's tensor cores, matmul_tiles.h). Weights larger than one binding are split
 // into row windows; activations larger than one binding into token windows.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "gpu/device.h"
 #include "gpu/shaders.h"
+#include "ops/matmul_tiles.h"
 #include "ops/ops.h"
 #include "ops/push_constants.h"
 #include "ops/weight_ops.h"
@@ -20,32 +23,6 @@ namespace vkllm::ops {
 namespace {
 
 using weights::require;
-
-// Tile shape of matmul.comp: BM weight rows x BN tokens per workgroup, BK elements of K per step,
-// TM x TN outputs per thread (multiples of 4: the shader reads shared memory as vec4).
-struct Tiles {
-    uint32_t bm, bn, bk, tm, tn;
-    uint32_t threads() const { return (bm / tm) * (bn / tn); }
-    uint32_t shared_bytes() const { return 4 * bk * (bm + bn); }
-};
-
-// The largest tile the device holds for this many tokens: big tiles reuse each decoded weight
-// for more tokens; few tokens would leave most of a wide tile empty.
-Tiles pick_tiles(const gpu::Capabilities& caps, int64_t n_tokens) {
-    static constexpr Tiles kCandidates[] = {
-        {128, 128, 16, 8, 8},  // 256 threads, 16 KiB
-        {64, 64, 16, 4, 4},    // 256 threads, 8 KiB
-        {64, 32, 16, 4, 4},    // 128 threads, 6 KiB
-    };
-    static constexpr Tiles kSmallest = {32, 32, 16, 4, 4};  // 64 threads, 4 KiB
-    const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
-    for (const Tiles& t : kCandidates) {
-        if (t.shared_bytes() > caps.max_shared_memory || t.threads() > max_threads) continue;
-        if (n_tokens <= int64_t(t.bn) / 2) continue;
-        return t;
-    }
-    return kSmallest;
-}
 
 // Binding 3 of matvec.comp: the fused norm's weight (MatvecNorm), or x's window again, unread,
 // without one (the pipeline layout always has four bindings).
@@ -105,6 +82,20 @@ bool weights::large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out) {
 // CPU against 10 for a first dispatch in tools/bench_matvec) and runs faster (f32 1.8 -> 2.7
 // GB/s, q4_0 0.72 -> 0.85); a GPU unrolls it to keep the sums in registers.
 uint32_t weights::matvec_rolled(const gpu::Capabilities& caps) { return caps.type == "cpu" ? 1u : 0u; }
+
+// The decode matvec's MV_TRIP constant (matvec.comp): the units each thread starts per loop trip
+// before it sums any, so that more weight loads are in flight per thread (a GPU's memory latency
+// is hidden by the bytes in flight per compute unit). 2 by default; VKLLM_MATVEC_TRIP=1..8 sets
+// it, for measuring with tools/bench_matvec.
+uint32_t weights::matvec_trip(const gpu::Capabilities&) {
+    const char* forced = std::getenv("VKLLM_MATVEC_TRIP");
+    if (!forced || !*forced) return 2u;
+    char* end = nullptr;
+    const long n = std::strtol(forced, &end, 10);
+    require(*end == '\0' && n >= 1 && n <= 8, "matvec",
+            std::string("VKLLM_MATVEC_TRIP=") + forced + " is not a unit count from 1 to 8");
+    return uint32_t(n);
+}
 
 weights::MatvecShape weights::matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu, bool large_int8) {
     const uint32_t max_threads = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
@@ -248,7 +239,11 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                 std::to_string(lim.max_binding) + " bytes)");
     const bool single = n_tokens == 1;
     const bool few = !single && n_tokens <= matvec_rows_max();  // matvec_rows.comp
-    const Tiles tiles = pick_tiles(caps, n_tokens);
+    // The tiled kernel: the tensor-core variant where the device and build have one, else scalar.
+    const std::optional<CoopmatPlan> coop =
+        single || few ? std::nullopt : coopmat_plan(caps, layout.format, n_out, uint64_t(n_tokens));
+    const MatmulTiles tiles = pick_matmul_tiles(caps, n_out, uint64_t(n_tokens));
+    const uint32_t tile_rows = coop ? coop->tiles.bm : tiles.bm, tile_tokens = coop ? coop->tiles.bn : tiles.bn;
     const weights::MatvecShape mv =
         few ? matvec_rows_shape(caps, n_in / 32)
             : weights::matvec_shape(caps, n_in / 32, /*glu=*/false, weights::large_int8_matvec(w.type, n_in, n_out));
@@ -260,17 +255,17 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
     };
     // Rows per window: what one binding holds, and what one grid covers.
     const uint64_t grid_rows = single || few ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
-                                             : uint64_t(lim.max_groups[0]) * tiles.bm;
+                                             : uint64_t(lim.max_groups[0]) * tile_rows;
     const uint64_t rows_per_window = std::min({usable / row_bytes, usable / 4, grid_rows});
     const gpu::Pipeline* pipe =
         single ? &ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w.type, round_x),
                                layout.format.bindings(4),
                                sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u,
-                                weights::matvec_rolled(caps)})
+                                weights::matvec_rolled(caps), weights::matvec_trip(caps)})
         : few ? nullptr  // per window (rows_pipe)
-               : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush),
-                               {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn});
+        : coop ? &ctx.pipeline(coop->shader, layout.format.bindings(3), sizeof(MatmulPush), coop->tiles.spec())
+               : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush), tiles.spec());
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_out - row0);
@@ -280,7 +275,7 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
         // Tokens per window: x [t, n_in] and y [t, y_stride] (of which `rows` columns) must fit.
         uint64_t per = std::min(usable / (n_in * 4), usable / 4 >= rows ? (usable / 4 - rows) / stride + 1 : 0);
         if (few) per = std::min<uint64_t>(per, kMatvecRowsCols);
-        else if (!single) per = std::min<uint64_t>(per, uint64_t(lim.max_groups[1]) * tiles.bn);
+        else if (!single) per = std::min<uint64_t>(per, uint64_t(lim.max_groups[1]) * tile_tokens);
         require(per >= 1, op, "a token's activations do not fit one binding");
         for (uint64_t t0 = 0; t0 < uint64_t(n_tokens); t0 += per) {
             const uint64_t nt = std::min<uint64_t>(per, uint64_t(n_tokens) - t0);
@@ -316,7 +311,7 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                 const MatmulPush push{uint32_t(n_in), uint32_t(rows), uint32_t(nt),      ww.shift,
                                       uint32_t(row_bytes), x_base, yw.shift / 4, uint32_t(stride),
                                       accumulate ? 1u : 0u, x_vec4};
-                const uint64_t gx = (rows + tiles.bm - 1) / tiles.bm, gy = (nt + tiles.bn - 1) / tiles.bn;
+                const uint64_t gx = (rows + tile_rows - 1) / tile_rows, gy = (nt + tile_tokens - 1) / tile_tokens;
                 weights::dispatch(s, *pipe, layout.format, {ww.range, xw.range, yw.range}, push, uint32_t(gx), uint32_t(gy));
             }
         }
@@ -392,7 +387,8 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MatvecSwiglu, gate.type, round_x),
                      layout.format.bindings(4),
                      sizeof(MatvecPush),
-                     {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u, weights::matvec_rolled(caps)});
+                     {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u, weights::matvec_rolled(caps),
+                      weights::matvec_trip(caps)});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
                           uint32_t(up.offset - gate.offset), nb.base, nb.eps};

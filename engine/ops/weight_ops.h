@@ -92,6 +92,8 @@ struct MatvecShape {
 MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu = false, bool large_int8 = false);
 // The decode matvecs' MV_ROLLED specialization constant: 1 on CPU drivers (matmul.cpp says why).
 uint32_t matvec_rolled(const gpu::Capabilities& caps);
+// The decode matvec's MV_TRIP specialization constant: units per thread per loop trip (matmul.cpp).
+uint32_t matvec_trip(const gpu::Capabilities& caps);
 // Q8_0, Q4_0/1 or Q5_0/1 weights (blocks of 32 with one scale) of n_out x n_in >= 4096 x 4096.
 bool large_int8_matvec(TensorType t, uint64_t n_in, uint64_t n_out);
 
