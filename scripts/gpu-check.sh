@@ -451,7 +451,7 @@ if wants matvec && fits matvec 40; then
     if [[ $small = 1 ]]; then
         args=(--shapes "256x256,512x256,256x512" --copy-mib 32 --min-mib 4 --copies 2 --repeats 2)
     else
-        args=(--shapes "4096x4096,14336x4096,4096x14336,2048x2048,8192x2048,2048x8192" --copy-mib 1024 --repeats 5)
+        args=(--shapes "4096x4096,14336x4096,4096x14336,2048x2048,8192x2048,2048x8192" --copy-mib 1024 --repeats 5 --min-mib 2048)
     fi
     say "matvec: ${args[*]}"
     timeout "$(($(left) > 30 ? $(left) : 30))" "$bin/vkllm-bench-matvec" --round-x --types q4_0,q4_K,q5_K,q6_K,q8_0,f16 \

@@ -61,7 +61,7 @@ run() {
         return
     fi
     echo "== $variant: ${envs[*]} $*" >>"$log"
-    env "${envs[@]}" timeout 60 "$bin/vkllm-bench-matvec" --copy-mib 0 --repeats 3 "$@" --json "$js" >>"$log" 2>&1
+    env "${envs[@]}" timeout 60 "$bin/vkllm-bench-matvec" --copy-mib 0 --repeats 3 --min-mib ${GPU_SWEEP_MIN_MIB:-1024} "$@" --json "$js" >>"$log" 2>&1
     echo "   rc $?" >>"$log"
     python3 - "$js" "$variant" "$*" >>"$jsonl" <<'EOF'
 import json, sys

@@ -30,6 +30,7 @@ layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp'
 layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 gelu_tanh, 2 gelu_fp16_table (GeGLU)
 layout(constant_id = 4) const uint NORM_IN = 0u;     // 1: x is normalised here (RMSNorm, weight at binding 3)
 layout(constant_id = 5) const uint MV_ROLLED = 0u;   // 1: the rows' loop stays a loop (CPU drivers; matvec_unit.glsl)
+layout(constant_id = 6) const uint MV_TRIP = 2u;     // units each thread starts per loop trip (1..8)
 
 #define IQ_GRID_BINDING 4  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
@@ -136,6 +137,37 @@ float rms_inverse(uint tid) {
 
 #include "matvec_unit.glsl"
 
+#if defined(WTYPE_F16) || defined(WTYPE_BF16)
+// Rows of 16-bit floats whose every row starts on a 16-byte boundary (the binding's start, the
+// row stride and the gate-to-up distance all multiples of 16; x at any alignment): a thread
+// reads 8 elements of each row with one 16-byte load, and consecutive threads read consecutive
+// 16 bytes, so a subgroup's load is one contiguous run; the 32-element units read rows 2 bytes
+// aligned, 5 loads per 16 bytes, with threads 64 bytes apart.
+#define MV_OCTS 1
+layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };  // the weight words, by 4
+bool octs_aligned() { return ((pc.w_base | pc.row_bytes | pc.up_delta) & 15u) == 0u; }
+vec4 round_quad(vec4 v) { return vec4(round_elem(v.x), round_elem(v.y), round_elem(v.z), round_elem(v.w)); }
+// Adds elements 8 oct .. 8 oct + 7 of every row to acc.
+void accumulate_oct(uint oct) {
+    vec4 xa = x_quad(8u * oct), xb = x_quad(8u * oct + 4u);
+    if (ROUND_X != 0u) {
+        xa = round_quad(xa);
+        xb = round_quad(xb);
+    }
+    if (MV_ROLLED != 0u) {
+        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) {
+            const uvec4 q = w_quads[(row_addr[r] >> 4) + oct];
+            acc[r] += dot(halves4(q.x, q.y), xa) + dot(halves4(q.z, q.w), xb);
+        }
+    } else {
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) {
+            const uvec4 q = w_quads[(row_addr[r] >> 4) + oct];
+            acc[r] += dot(halves4(q.x, q.y), xa) + dot(halves4(q.z, q.w), xb);
+        }
+    }
+}
+#endif
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * ROWS;
@@ -148,20 +180,35 @@ void main() {
         acc[r] = 0.0;
     }
 
-    const uint n_units = (pc.n_in / BLOCK_ELEMS) * MV_UNITS;  // float types: whole groups of 32
-    uint unit = tid;
-    for (; unit + WG < n_units; unit += 2u * WG) {
-        accumulate_unit(unit);
-        accumulate_unit(unit + WG);
-    }
-    if (unit < n_units) accumulate_unit(unit);
-#ifdef W_FLOAT
-    // Float rows may end in a partial group of 32.
-    for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
-        const float xe = ROUND_X != 0u ? round_elem(x_elem(e)) : x_elem(e);
-        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
-    }
+#ifdef MV_OCTS
+    // 16-bit float rows on 16-byte boundaries: consecutive threads read consecutive 16 bytes
+    // (8 elements) of each row, one wide load per row and step (matvec_unit.glsl).
+    if (octs_aligned()) {
+        const uint n_octs = pc.n_in / 8u;  // whole: 16-byte rows hold a multiple of 8 elements
+        uint oct = tid;
+        for (; oct + (MV_TRIP - 1u) * WG < n_octs; oct += MV_TRIP * WG) {
+            [[unroll]] for (uint k = 0u; k < MV_TRIP; ++k) accumulate_oct(oct + k * WG);
+        }
+        for (; oct < n_octs; oct += WG) accumulate_oct(oct);
+    } else
 #endif
+    {
+        const uint n_units = (pc.n_in / BLOCK_ELEMS) * MV_UNITS;  // float types: whole groups of 32
+        uint unit = tid;
+        // MV_TRIP units per trip, started together; with 2 the sums are those of a loop over
+        // pairs of units, as this kernel always summed.
+        for (; unit + (MV_TRIP - 1u) * WG < n_units; unit += MV_TRIP * WG) {
+            [[unroll]] for (uint k = 0u; k < MV_TRIP; ++k) accumulate_unit(unit + k * WG);
+        }
+        for (; unit < n_units; unit += WG) accumulate_unit(unit);
+#ifdef W_FLOAT
+        // Float rows may end in a partial group of 32.
+        for (uint e = (pc.n_in / BLOCK_ELEMS) * BLOCK_ELEMS + tid; e < pc.n_in; e += WG) {
+            const float xe = ROUND_X != 0u ? round_elem(x_elem(e)) : x_elem(e);
+            [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += w_elem(row_addr[r], e) * xe;
+        }
+#endif
+    }
 
 #ifdef USE_SUBGROUP
     [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] = subgroupAdd(acc[r]);

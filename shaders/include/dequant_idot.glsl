@@ -15,10 +15,9 @@ spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [
 int sdot4x8(uint a, uint b, spirv_literal int packed_format);
 int sdot(uint a, uint b) { return sdot4x8(a, b, 0); }
 
-// Four 4- or 5-bit unsigned values v in bytes, as signed bytes v - bias (bias 8 or 16): adding
-// 0x80 - bias to each byte cannot carry into the next (0x80 - bias + v < 0x100), and flipping
-// bit 7 back gives v - bias in two's complement.
-uint minus_bias(uint w, uint bias4) { return ((w | 0x80808080u) - bias4) ^ 0x80808080u; }
+// Q4_0 and Q5_0 quants are unsigned 4- or 5-bit values v with a bias (8 or 16) to subtract:
+// v fits a signed byte as it is, so the packed dot takes v and the bias comes off once per
+// block, sum_i (v_i - bias) q_i = sum_i v_i q_i - bias sum_i q_i (xq_sum), exactly in integers.
 
 #if defined(WTYPE_Q8_0)
 // Dot of unit u (the whole block) with the packed quants xq (word i: quad i) of x.
@@ -36,16 +35,14 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
     uint q[4];
 #ifdef WTYPE_Q4_0
     load_run4(blk + 2u, q);
-    const uint bias = 0x08080808u;
 #else
     [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 1u + j];
-    const uint bias = 0u;  // nibbles 0..15 are already non-negative signed bytes
 #endif
     int s = 0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j)
-        s += sdot(minus_bias(q[j] & 0x0F0F0F0Fu, bias), xq_lo[j]) + sdot(minus_bias((q[j] >> 4) & 0x0F0F0F0Fu, bias), xq_hi[j]);
+        s += sdot(q[j] & 0x0F0F0F0Fu, xq_lo[j]) + sdot((q[j] >> 4) & 0x0F0F0F0Fu, xq_hi[j]);
 #ifdef WTYPE_Q4_0
-    return read_f16(blk) * d_x * float(s);
+    return read_f16(blk) * d_x * float(s - 8 * xq_sum);
 #else
     const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
     return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);
@@ -58,20 +55,18 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
 #ifdef WTYPE_Q5_0
     load_run4(blk + 6u, q);
     const uint qh = read_u32(blk + 2u);
-    const uint bias = 0x10101010u;
 #else
     [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 2u + j];
     const uint qh = w_words[(blk >> 2) + 1u];
-    const uint bias = 0u;
 #endif
     int s = 0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
         const uint lo = (q[j] & 0x0F0F0F0Fu) | (spread4(qh >> (4u * j)) << 4);
         const uint hi = ((q[j] >> 4) & 0x0F0F0F0Fu) | (spread4(qh >> (16u + 4u * j)) << 4);
-        s += sdot(minus_bias(lo, bias), xq_lo[j]) + sdot(minus_bias(hi, bias), xq_hi[j]);
+        s += sdot(lo, xq_lo[j]) + sdot(hi, xq_hi[j]);
     }
 #ifdef WTYPE_Q5_0
-    return read_f16(blk) * d_x * float(s);
+    return read_f16(blk) * d_x * float(s - 16 * xq_sum);
 #else
     const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
     return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);
