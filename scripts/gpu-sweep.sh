@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The decode matvec's tuning sweep, for a lent GPU after scripts/gpu-check.sh has unpacked its
 # pack (same GPU_CHECK_WORK): vkllm-bench-matvec under each workgroup shape
-# (VKLLM_MATVEC_SHAPE=THREADSxROWS) for the types people download, the float-x path beside the
-# rounded one, and the few-rows kernel against the tiled matmul at 2-16 tokens
-# (VKLLM_MATVEC_ROWS=1 sends them to the tiled one). One JSON line per measured row goes to
+# (VKLLM_MATVEC_SHAPE=THREADSxROWS) and units per loop trip (VKLLM_MATVEC_TRIP) for the types
+# people download; on request the float-x path beside the rounded one, the few-rows kernel
+# against the tiled matmul at 2-16 tokens (VKLLM_MATVEC_ROWS=1 sends them to the tiled one), and
+# prompt processing with and without the cooperative-matrix matmul (VKLLM_COOPMAT=0). One JSON line per measured row goes to
 # $OUT/gpu-sweep.jsonl (or GPU_SWEEP_OUT), with the variant beside it; the readable lines to
 # gpu-sweep.log beside it.
 #
@@ -12,6 +13,8 @@
 #   GPU_SWEEP_TYPES=q4_0,f16        the weight types
 #   GPU_SWEEP_MATRIX=14336x4096     the matrix (rows x cols)
 #   GPU_SWEEP_ROWS_MATRIX=4096x4096 the few-tokens comparison's matrix
+#   GPU_SWEEP_PARTS=shapes,float-x,rows,prefill   what to measure (default shapes)
+#   GPU_SWEEP_TRIPS="2 4"           VKLLM_MATVEC_TRIP values for the shapes (default 2)
 #   GPU_SWEEP_BUDGET=S              start no run after S seconds (default 90)
 #   GPU_SWEEP_BUILD=DIR             binaries from DIR/bin instead of the unpacked pack (lavapipe)
 set -uo pipefail
@@ -24,6 +27,8 @@ matrix=${GPU_SWEEP_MATRIX:-14336x4096}
 rows_matrix=${GPU_SWEEP_ROWS_MATRIX:-4096x4096}
 budget=${GPU_SWEEP_BUDGET:-90}
 t0=$(date +%s)
+parts=${GPU_SWEEP_PARTS:-shapes}
+trips=${GPU_SWEEP_TRIPS:-2}
 mkdir -p "$out" "$work/sweep" || exit 1
 log=$out/gpu-sweep.log
 jsonl=$out/gpu-sweep.jsonl
@@ -75,16 +80,37 @@ for m in d.get("matvec", []):
 EOF
 }
 
-for s in default $shapes; do
-    e=()
-    [[ $s != default ]] && e=(VKLLM_MATVEC_SHAPE=$s)
-    run "shape-$s" "${e[@]}" -- --round-x --types "$types" --shapes "$matrix"
-done
-# The float-x path (no rounding) at the default shape: what the F32 reference path reads.
-run "float-x" -- --types "$types" --shapes "$matrix"
-# Few tokens: matvec_rows against the tiled matmul.
-for n in 2 4 8 16; do
-    run "rows-$n" -- --types f16,q4_K,q8_0 --shapes "$rows_matrix" --tokens "$n"
-    run "tiled-$n" VKLLM_MATVEC_ROWS=1 -- --types f16,q4_K,q8_0 --shapes "$rows_matrix" --tokens "$n"
-done
+wants() { [[ ,$parts, = *,$1,* ]]; }
+if wants shapes; then
+    for t in $trips; do
+        for s in default $shapes; do
+            e=(VKLLM_MATVEC_TRIP=$t)
+            [[ $s != default ]] && e+=(VKLLM_MATVEC_SHAPE=$s)
+            run "trip-$t-shape-$s" "${e[@]}" -- --round-x --types "$types" --shapes "$matrix"
+        done
+    done
+fi
+if wants float-x; then  # no rounding, at the default shape: what the f32-activation path reads
+    run "float-x" -- --types "$types" --shapes "$matrix"
+fi
+if wants rows; then  # few tokens: matvec_rows against the tiled matmul
+    for n in 2 4 8 16; do
+        run "rows-$n" -- --types f16,q4_K,q8_0 --shapes "$rows_matrix" --tokens "$n"
+        run "tiled-$n" VKLLM_MATVEC_ROWS=1 -- --types f16,q4_K,q8_0 --shapes "$rows_matrix" --tokens "$n"
+    done
+fi
+# Prompt processing with and without the cooperative-matrix matmul, on the models gpu-check.sh
+# wrote (run it first): `vkllm bench -p 512 -n 0`, one JSON line per run.
+if wants prefill; then
+    for m in "$work"/models/llama-1b-*.gguf "$work"/models/llama-8b-Q4_K_M.gguf; do
+        [[ -f $m ]] || continue
+        for coop in 1 0; do
+            (($(date +%s) - t0 > budget)) && break 2
+            echo "== prefill $(basename "$m") VKLLM_COOPMAT=$coop" >>"$log"
+            VKLLM_COOPMAT=$coop timeout 60 "$bin/vkllm" bench -m "$m" -p 512 -n 0 -r 3 --json 2>>"$log" |
+                python3 -c 'import json,sys; d=json.load(sys.stdin); d["variant"]=sys.argv[1]; d["model"]=sys.argv[2]; print(json.dumps(d))' \
+                    "coopmat-$coop" "$(basename "$m" .gguf)" >>"$jsonl" 2>>"$log"
+        done
+    done
+fi
 echo "gpu-sweep: $(wc -l <"$jsonl") rows in $(($(date +%s) - t0)) s" | tee -a "$log"
