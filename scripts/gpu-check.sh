@@ -192,6 +192,13 @@ if command -v nvidia-smi >/dev/null; then  # the driver's libraries, where its I
         [[ -d $d && :${LD_LIBRARY_PATH:-}: != *:$d:* ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
     done
 fi
+# The NVIDIA ICD answers vkCreateInstance only with glvnd's libraries installed (the H200 image
+# has none): unpack the pack's Debian packages into / (as root) when no GPU is found.
+if [[ $mode = pack && -d $P/debs ]] && command -v nvidia-smi >/dev/null && [[ $(id -u) = 0 ]] && ! has_gpu; then
+    say "installing glvnd and the Vulkan loader from the pack's Debian packages"
+    for f in "$P"/debs/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
 if [[ -z ${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-} ]] && command -v nvidia-smi >/dev/null && ! has_gpu; then
     for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/icd.d/nvidia_icd.json \
         /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \

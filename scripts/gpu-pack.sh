@@ -116,6 +116,16 @@ for l in libvulkan.so.1 libGLdispatch.so.0; do
     [[ -n $p ]] || die "no $l here (Debian: libvulkan1, libglvnd0)"
     cp -L "$p" "$stage/lib/$l"
 done
+# Debian's glvnd libraries and loader as packages: on the H200 image the NVIDIA ICD
+# (libGLX_nvidia.so.0) answered vkCreateInstance only once they were installed system-wide
+# (gpu-check.sh unpacks them into / when the loader finds no GPU); 0.4 MB in all.
+debs=${XDG_CACHE_HOME:-$HOME/.cache}/vkllm-gpu-debs
+mkdir -p "$debs"
+for d in libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2; do
+    ls "$debs/${d}_"*.deb >/dev/null 2>&1 && continue
+    (cd "$debs" && apt-get -q download "$d" >&2) || die "cannot download $d (apt-get download; apt-get update first?)"
+done
+mkdir -p "$stage/debs" && cp "$debs"/*.deb "$stage/debs/"
 layer_json=/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
 [[ -f $layer_json ]] || die "no $layer_json (Debian: vulkan-validationlayers)"
 layer_so=$(libpath libVkLayer_khronos_validation.so)
@@ -202,7 +212,7 @@ for part in support validation; do
         note "reusing $GPU_PACK_KEEP/$part.tar.xz"
         cp "$GPU_PACK_KEEP/$part.tar.xz" "$work/"
     elif [[ $part = support ]]; then
-        pack_part support lib oracle shared
+        pack_part support lib oracle shared debs
     else
         pack_part validation layers
     fi
