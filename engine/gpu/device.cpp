@@ -91,7 +91,24 @@ bool choose_integer_dot_matvec(const Capabilities& c, const std::string& wanted)
     return c.integer_dot_accelerated;
 }
 
-Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
+// The fp16 x fp16 -> fp32 shapes at subgroup scope that VK_NV_cooperative_matrix lists for `pd`.
+std::vector<CooperativeMatrixShape> nv_coopmat_shapes(VkInstance instance, VkPhysicalDevice pd) {
+    auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    std::vector<CooperativeMatrixShape> shapes;
+    uint32_t n = 0;
+    if (!list || list(pd, &n, nullptr) != VK_SUCCESS) return shapes;
+    std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+    if (list(pd, &n, props.data()) != VK_SUCCESS) return shapes;
+    for (const VkCooperativeMatrixPropertiesNV& p : props)
+        if (p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+            p.scope == VK_SCOPE_SUBGROUP_NV)
+            shapes.push_back({p.MSize, p.NSize, p.KSize});
+    return shapes;
+}
+
+Capabilities query_capabilities(VkInstance instance, VkPhysicalDevice pd, uint32_t index) {
     auto exts = device_extensions(pd);
     Capabilities c;
     c.index = int(index);
@@ -138,8 +155,13 @@ Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     c.timestamps = lim.timestampComputeAndGraphics;
     c.timestamp_period_ns = lim.timestampPeriod;
 
-    VkPhysicalDeviceShaderIntegerDotProductFeatures idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, has_idot ? &idot : nullptr};
+    const bool has_nv_coopmat = has_extension(exts, "VK_NV_cooperative_matrix");
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV nv_coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+                                                         has_nv_coopmat ? &nv_coopmat : nullptr};
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                         has_idot ? static_cast<void*>(&idot)
+                                                  : has_nv_coopmat ? static_cast<void*>(&nv_coopmat) : nullptr};
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
     vkGetPhysicalDeviceFeatures2(pd, &feats);
@@ -151,6 +173,11 @@ Capabilities query_capabilities(VkPhysicalDevice pd, uint32_t index) {
     c.integer_dot_accelerated = c.integer_dot_product && idot_props.integerDotProduct4x8BitPackedSignedAccelerated;
     c.integer_dot_matvec = choose_integer_dot_matvec(c, env_or("VKLLM_INTEGER_DOT", ""));
     c.cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
+    if (has_nv_coopmat && nv_coopmat.cooperativeMatrix && f12.shaderFloat16 && f12.vulkanMemoryModel &&
+        c.subgroup_basic) {
+        c.cooperative_matrix_nv_shapes = nv_coopmat_shapes(instance, pd);
+        c.cooperative_matrix_nv = !c.cooperative_matrix_nv_shapes.empty();
+    }
 
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
     bool has_budget = has_extension(exts, "VK_EXT_memory_budget");
@@ -277,6 +304,8 @@ void apply_limits_profile(Capabilities& c, const std::string& profile) {
     c.integer_dot_accelerated = false;
     c.integer_dot_matvec = false;
     c.cooperative_matrix = false;
+    c.cooperative_matrix_nv = false;
+    c.cooperative_matrix_nv_shapes.clear();
     c.subgroup_arithmetic = false;
     c.subgroup_shuffle = false;
 }
@@ -294,7 +323,7 @@ std::vector<Capabilities> enumerate_devices() {
     std::vector<Capabilities> out;
     try {
         auto pds = physical_devices(instance);
-        for (uint32_t i = 0; i < pds.size(); ++i) out.push_back(query_capabilities(pds[i], i));
+        for (uint32_t i = 0; i < pds.size(); ++i) out.push_back(query_capabilities(instance, pds[i], i));
     } catch (...) {
         vkDestroyInstance(instance, nullptr);
         throw;
@@ -309,7 +338,7 @@ std::unique_ptr<Context> Context::create(const ContextOptions& options) {
     ctx->create_instance(validate);
     auto pds = physical_devices(ctx->instance_);
     std::vector<Capabilities> caps;
-    for (uint32_t i = 0; i < pds.size(); ++i) caps.push_back(query_capabilities(pds[i], i));
+    for (uint32_t i = 0; i < pds.size(); ++i) caps.push_back(query_capabilities(ctx->instance_, pds[i], i));
     const bool from_env = options.device.empty();
     uint32_t index = pick_device(caps, from_env ? env_or("VKLLM_DEVICE", "") : options.device,
                                  from_env ? "the VKLLM_DEVICE environment variable" : "the device option");
@@ -364,9 +393,25 @@ void Context::create_device(uint32_t) {
         extensions.push_back("VK_KHR_shader_integer_dot_product");
         storage16.pNext = &idot;
     }
+    // NVIDIA's cooperative matrices (the tensor-core matmul, matmul.comp COOPMAT) with the fp16
+    // arithmetic and Vulkan memory model their SPIR-V declares (Float16, VulkanMemoryModel).
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV nv_coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    nv_coopmat.cooperativeMatrix = VK_TRUE;
+    VkPhysicalDeviceShaderFloat16Int8Features float16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+                                                      &nv_coopmat};
+    float16.shaderFloat16 = VK_TRUE;
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+                                                           &float16};
+    memory_model.vulkanMemoryModel = VK_TRUE;
+    void* features = &storage16;
+    if (caps_.cooperative_matrix_nv) {
+        extensions.push_back("VK_NV_cooperative_matrix");
+        nv_coopmat.pNext = &storage16;
+        features = &memory_model;
+    }
 
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    info.pNext = &storage16;
+    info.pNext = features;
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &q;
     info.enabledExtensionCount = uint32_t(extensions.size());

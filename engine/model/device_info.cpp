@@ -60,6 +60,7 @@ std::vector<ClampField> clamp_fields() {
         {"integer_dot_product", flag([](const gpu::Capabilities& c) { return c.integer_dot_product; })},
         {"integer_dot_matvec", flag([](const gpu::Capabilities& c) { return c.integer_dot_matvec; })},
         {"cooperative_matrix", flag([](const gpu::Capabilities& c) { return c.cooperative_matrix; })},
+        {"cooperative_matrix_nv", flag([](const gpu::Capabilities& c) { return c.cooperative_matrix_nv; })},
         {"timestamps", flag([](const gpu::Capabilities& c) { return c.timestamps; })},
     };
 }
@@ -125,6 +126,12 @@ std::string DeviceInfo::to_text() const {
           << (integer_dot_matvec ? "on" : "off") << ")";
     s << ", cooperative matrix " << yes(cooperative_matrix)
       << ", timestamps " << yes(timestamps) << " (period " << timestamp_period_ns << " ns)\n";
+    s << "  NV cooperative matrix (tensor-core prompt matmul) " << yes(cooperative_matrix_nv);
+    for (size_t i = 0; i < cooperative_matrix_nv_shapes.size(); ++i) {
+        const CooperativeMatrixShape& m = cooperative_matrix_nv_shapes[i];
+        s << (i ? ", " : ": fp16 -> fp32 ") << m.m << "x" << m.n << "x" << m.k;
+    }
+    s << "\n";
     if (limits_profile == "mobile") {
         s << "  mobile clamp (VKLLM_LIMITS=mobile): in force\n";
     } else if (mobile_clamp_changes.empty()) {
@@ -175,6 +182,10 @@ std::string DeviceInfo::to_json() const {
     j["integer_dot_accelerated"] = integer_dot_accelerated;
     j["integer_dot_matvec"] = integer_dot_matvec;
     j["cooperative_matrix"] = cooperative_matrix;
+    j["cooperative_matrix_nv"] = cooperative_matrix_nv;
+    j["cooperative_matrix_nv_shapes"] = nlohmann::ordered_json::array();
+    for (const CooperativeMatrixShape& m : cooperative_matrix_nv_shapes)
+        j["cooperative_matrix_nv_shapes"].push_back({m.m, m.n, m.k});
     j["timestamps"] = timestamps;
     j["timestamp_period_ns"] = timestamp_period_ns;
     j["mobile_clamp_changes"] = mobile_clamp_changes;

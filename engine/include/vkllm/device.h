@@ -14,6 +14,11 @@ struct MemoryHeapInfo {
     bool device_local = false;
 };
 
+// A cooperative-matrix product shape: A is m x k, B k x n, the accumulator m x n.
+struct CooperativeMatrixShape {
+    uint32_t m = 0, n = 0, k = 0;
+};
+
 // A device's capability record: what the engine's kernels choose their variants from. The
 // engine's Vulkan layer fills it (its gpu::Capabilities is this record); DeviceInfo, below, is
 // the record with what a person reads beside it.
@@ -47,6 +52,11 @@ struct DeviceCapabilities {
     // the device accelerates it, or where VKLLM_INTEGER_DOT=1 asks (0: never).
     bool integer_dot_matvec = false;
     bool cooperative_matrix = false;       // VK_KHR_cooperative_matrix
+    // VK_NV_cooperative_matrix (NVIDIA's tensor cores) with what the tensor-core matmul needs
+    // beside it (shaderFloat16, the Vulkan memory model, subgroup basics), and the fp16 x fp16 ->
+    // fp32 shapes at subgroup scope the device lists, in its order of preference; empty without.
+    bool cooperative_matrix_nv = false;
+    std::vector<CooperativeMatrixShape> cooperative_matrix_nv_shapes;
     bool timestamps = false;
     float timestamp_period_ns = 1.0f;  // nanoseconds per timestamp tick
 

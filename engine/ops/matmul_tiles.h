@@ -1,0 +1,58 @@
+// Tile shapes of the prompt matmul (shaders/matmul.comp): the scalar kernel's, chosen for the
+// matrix and prompt at hand and the device, and the tensor-core kernel's (COOPMAT variants on
+// NVIDIA's cooperative matrices) where the device and the build have them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/shaders.h"
+#include "ops/weight_ops.h"
+
+namespace vkllm::ops {
+
+// The scalar kernel: BM weight rows x BN tokens per workgroup, BK elements of K per step, TM x TN
+// outputs per thread (multiples of 4: the shader reads shared memory as vec4).
+struct MatmulTiles {
+    uint32_t bm, bn, bk, tm, tn;
+    uint32_t threads() const { return (bm / tm) * (bn / tn); }
+    uint32_t shared_bytes() const { return 4 * bk * (bm + bn); }
+    // matmul.comp's specialization constants 0..5.
+    std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, tm, tn}; }
+};
+
+// The scalar tile for an n_rows x n_in matrix times n_tokens tokens (pick_matmul_tiles in
+// matmul_tiles.cpp says how).
+MatmulTiles pick_matmul_tiles(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_tokens);
+
+// The tensor-core kernel: BM x BN per workgroup, BK of K per step; each subgroup computes WM rows
+// x WN tokens with shape.m x shape.n x shape.k cooperative matrices.
+struct CoopmatTiles {
+    uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0;
+    CooperativeMatrixShape shape;
+    uint32_t subgroup = 0;  // the device's subgroup size
+    uint32_t subgroups() const { return (bm / wm) * (bn / wn); }
+    uint32_t threads() const { return subgroups() * subgroup; }
+    // fp16 W and X slices with rows padded by 8 halves, and an fp32 staging tile per subgroup.
+    uint32_t shared_bytes() const { return 2 * (bm + bn) * (bk + 8) + 4 * subgroups() * shape.m * shape.n; }
+    // matmul.comp's COOPMAT specialization constants 0..8.
+    std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, wm, wn, shape.m, shape.n, shape.k}; }
+};
+
+struct CoopmatPlan {
+    gpu::ShaderId shader;
+    CoopmatTiles tiles;
+};
+
+// The tensor-core matmul for weights of `format` over n_rows x n_tokens, or nullopt when the
+// device has no NV cooperative matrices (cooperative_matrix_nv), VKLLM_COOPMAT=0 turns them off,
+// the build left the variants out (cmake/CoopmatProbe.cmake), or no tile fits the device.
+std::optional<CoopmatPlan> coopmat_plan(const gpu::Capabilities& caps, const weights::Format& format,
+                                        uint64_t n_rows, uint64_t n_tokens);
+
+// The matmul_coopmat_<type> variant of a weight format, or nullopt when the build has none.
+std::optional<gpu::ShaderId> coopmat_variant(const weights::Format& format);
+
+}  // namespace vkllm::ops
