@@ -32,12 +32,17 @@ uint read_u32(uint a) {
 }
 float read_f16(uint a) { return unpackHalf2x16(read_u16(a)).x; }
 
-// The four bytes of a word as floats (byte 0 first).
-vec4 bytes_u(uint w) { return vec4(uvec4(w, w >> 8, w >> 16, w >> 24) & 0xFFu); }
-// The four bytes of a word as signed int8 values.
+// The four bytes of a word as floats (byte 0 first). Not int-to-float conversions, which a GPU
+// issues at a fraction of its float rate (an H100/H200 SM converts 16 per clock against 128
+// adds, and a K-quant unit converts each of its 32 quants): a byte b OR'd into the mantissa of
+// 2^23 is the float 2^23 + b exactly, and subtracting 2^23 leaves b exactly, so the values are
+// the conversions' bit for bit.
+vec4 bytes_u(uint w) {
+    return uintBitsToFloat((uvec4(w, w >> 8, w >> 16, w >> 24) & 0xFFu) | 0x4B000000u) - 8388608.0;
+}
+// The four bytes of a word as signed int8 values: b + 128 (bit 7 flipped) the same way, exact.
 vec4 bytes_s(uint w) {
-    const int v = int(w);
-    return vec4(ivec4(v << 24, v << 16, v << 8, v) >> 24);
+    return uintBitsToFloat((uvec4(w, w >> 8, w >> 16, w >> 24) & 0xFFu) ^ 0x4B000080u) - 8388736.0;
 }
 // Bits 0..3 of b moved to bit 0 of bytes 0..3 (the 5th bit of four Q5 elements).
 uint spread4(uint b) { return (b & 1u) | ((b & 2u) << 7) | ((b & 4u) << 14) | ((b & 8u) << 21); }
