@@ -11,7 +11,10 @@
 # kept, and the frames over BENCH_SLOW_MS (default 1000) are printed from it.
 #   scripts/bench-studio.sh [OUT_DIR]
 # Environment: VKLLM_BUILD_DIR (default build), BENCH_TOKENS (prompt tokens, default 2000),
-# BENCH_GENERATE (tokens to generate, default 8), BENCH_LAYERS / BENCH_HEADS (default 16 / 32).
+# BENCH_GENERATE (tokens to generate, default 8), BENCH_LAYERS / BENCH_HEADS / BENCH_EMBD (default
+# 16 / 32 / 512; n_ff is 3 x BENCH_EMBD), BENCH_MODEL (a GGUF to run instead of the random
+# model), BENCH_STUDIO_ARGS (more studio options, e.g. --engine-nice 0 to run the engine at the
+# UI's priority).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${VKLLM_BUILD_DIR:-$root/build}
@@ -22,6 +25,7 @@ target=${BENCH_TOKENS:-2000}
 generate=${BENCH_GENERATE:-8}
 layers=${BENCH_LAYERS:-16}
 heads=${BENCH_HEADS:-32}
+embd=${BENCH_EMBD:-512}
 for b in "$studio" "$vkllm" "$gen"; do
   [[ -x $b ]] || { echo "bench-studio: $b not built (cmake --build $build --target vkllm-studio vkllm vkllm-random-model)" >&2; exit 1; }
 done
@@ -35,9 +39,16 @@ work=$(mktemp -d)
 xvfb_pid=
 trap '[[ -n $xvfb_pid ]] && kill $xvfb_pid 2>/dev/null; rm -rf "$work"' EXIT
 
-model=$work/llama-1b-shaped.gguf
-"$gen" --arch llama --out "$model" --seed 29 --n-layer "$layers" --n-head "$heads" --n-head-kv 8 \
-  --n-embd 512 --n-ff 1536 --n-ctx 4096 >/dev/null
+if [[ -n ${BENCH_MODEL:-} ]]; then
+  model=$BENCH_MODEL
+  [[ -f $model ]] || { echo "bench-studio: BENCH_MODEL $model is not a file" >&2; exit 1; }
+  shape="$(basename "$model")"
+else
+  model=$work/llama-1b-shaped.gguf
+  "$gen" --arch llama --out "$model" --seed 29 --n-layer "$layers" --n-head "$heads" --n-head-kv 8 \
+    --n-embd "$embd" --n-ff $((3 * embd)) --n-ctx 4096 >/dev/null
+  shape="$layers layers x $heads heads, n_embd $embd"
+fi
 
 # A prompt of at least $target tokens: a story paragraph repeated, counted with the model's tokenizer.
 paragraph="Once upon a time, there was a little girl named Lily. She liked to play in the park with her \
@@ -59,9 +70,10 @@ for _ in $(seq 50); do [[ -e /tmp/.X11-unix/X$display ]] && break; sleep 0.1; do
   echo "send $prompt"
   echo "export $out/studio-export.json"
 } > "$work/bench.script"
-echo "bench-studio: $layers layers x $heads heads, prompt $n_prompt tokens, generating $generate, every panel open"
+echo "bench-studio: $shape, prompt $n_prompt tokens, generating $generate, every panel open"
 start=$(date +%s)
-DISPLAY=":$display" /usr/bin/time -f '%M %e' -o "$work/time" "$studio" -m "$model" --temp 0 --panels all \
+# shellcheck disable=SC2086  # BENCH_STUDIO_ARGS is a list of options
+DISPLAY=":$display" /usr/bin/time -f '%M %e' -o "$work/time" "$studio" -m "$model" --temp 0 --panels all ${BENCH_STUDIO_ARGS:-} \
   --size 1600x1000 --ctx $((n_prompt + generate + 64)) --config-dir "$work/config" \
   --script "$work/bench.script" --frame-log "$out/frames.log" --exit
 wall=$(( $(date +%s) - start ))
@@ -113,6 +125,16 @@ for line in open(frame_log):
     f = dict(kv.split("=", 1) for kv in line.rstrip("\n").split("\t"))
     if f.get("gen") == "1" and float(f["ms"]) > slow_ms: slow.append(line.strip())
 result["frames_over_slow_ms"] = len(slow)
+# The same frames from the log: the time between frames (it includes sleeping for events with
+# --draw events) and each frame's own work (that time less the sleep): how long an input waits.
+gen = [dict(kv.split("=", 1) for kv in l.rstrip("\n").split("\t")) for l in open(frame_log)]
+gen = [f for f in gen if f.get("gen") == "1"]
+def stats(xs):
+    xs = sorted(xs)
+    return [round(xs[len(xs) // 2], 1), round(xs[int(len(xs) * 0.95)], 1), round(xs[-1], 1)] if xs else []
+result["log_frames_generating"] = len(gen)
+result["log_interval_ms_median_p95_max"] = stats([float(f["ms"]) for f in gen])
+result["log_work_ms_median_p95_max"] = stats([float(f["ms"]) - float(f["wait"]) for f in gen])
 json.dump(result, open(out, "w"), indent=1)
 for k, v in result.items(): print(f"  {k}: {v:.1f}" if isinstance(v, float) else f"  {k}: {v}")
 for line in slow: print(f"  slow frame: {line}")

@@ -1,5 +1,7 @@
 #include "engine_worker.h"
 
+#include "thread_priority.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -197,6 +199,15 @@ void EngineWorker::set_on_publish(std::function<void()> f) {
     on_publish_ = std::move(f);
 }
 
+void EngineWorker::lower_priority(int nice) {
+    post(
+        [this, nice] {
+            work_.engine_priority_error = lower_thread_priority(nice);
+            work_.engine_nice = work_.engine_priority_error.empty() ? nice : 0;
+        },
+        false);
+}
+
 void EngineWorker::set_context_length(int n_ctx) {
     post([this, n_ctx] { n_ctx_request_ = std::max(n_ctx, 0); }, false);
 }
@@ -265,7 +276,11 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     }
     residual_edits_.clear();
     history_.clear();
+    const int nice = work_.engine_nice;  // the thread's, not the model's
+    const std::string nice_error = work_.engine_priority_error;
     work_ = WorkerState{};
+    work_.engine_nice = nice;
+    work_.engine_priority_error = nice_error;
     work_.loaded = true;
     work_.loaded_source = what;
     work_.load_serial = serial;

@@ -132,6 +132,8 @@ struct WorkerState {
     int shaders_prepared = 0;    // pipelines compiled ahead of the first answer at the load (0: warm)
     double prepare_seconds = 0;
     uint64_t load_serial = 0;    // counts the loads tried, so the UI sees each outcome once
+    int engine_nice = 0;         // the engine thread's nice value (0: the UI's priority)
+    std::string engine_priority_error;  // why lowering it failed, when it did
 };
 
 class EngineWorker {
@@ -155,6 +157,9 @@ public:
     void load_conversation(std::vector<ChatTurn> messages, const GenerationSettings& g);
     // The context of the sessions made by the next loads (0: the model's, at most 2048).
     void set_context_length(int n_ctx);
+    // Runs the engine at a lower CPU priority than the UI (thread_priority.h; nice 1 to 19).
+    // Call it once, before the first load: the driver's threads inherit it when the device is made.
+    void lower_priority(int nice);
     // Called on the worker's thread after each publish (the UI wakes its event loop with it).
     void set_on_publish(std::function<void()> f);
     void set_probes(const ProbeSelection& s);

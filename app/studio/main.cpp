@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "frame_log.h"
 #include "studio_app.h"
 
 namespace {
@@ -29,6 +30,7 @@ std::string take_frame_log(std::vector<char*>& args) {
 
 int main(int argc, char** argv) {
     using namespace vkllm::studio;
+    FrameLog::process_start();  // the frame log's `up` counts from here
     StudioOptions options;
     std::string frame_log;
     try {

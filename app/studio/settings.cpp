@@ -133,7 +133,10 @@ std::string usage() {
            "  --size WxH           window size (default 1600x1000)\n"
            "  --theme dark|light   the colour theme (saved, like the View menu's choice)\n"
            "  --scale S            the UI scale, 0.75 to 4 (saved; default: the monitor's)\n"
-           "  --config-dir DIR     where studio.json lives (default $XDG_CONFIG_HOME/vkllm)\n";
+           "  --config-dir DIR     where studio.json lives (default $XDG_CONFIG_HOME/vkllm)\n"
+           "  --engine-nice N      the engine's CPU priority below the UI's, 0 (the same) to 19 (default 10)\n"
+           "  --draw events|continuous  frames on events only (default with a window) or one after\n"
+           "                       another (default of a headless run)\n";
 }
 
 namespace {
@@ -203,6 +206,12 @@ StudioOptions parse_options(int argc, char** argv) {
         else if (a == "--temp") o.temperature = float(real(i, -kHuge, kHuge));  // finite; <= 0: greedy, as the CLI's
         else if (a == "--seed") o.seed = integer(i, -1, std::numeric_limits<int64_t>::max());
         else if (a == "--config-dir") o.config_dir = value(i);
+        else if (a == "--engine-nice") o.engine_nice = int(integer(i, 0, 19));
+        else if (a == "--draw") {
+            o.draw = value(i);
+            if (o.draw != "events" && o.draw != "continuous")
+                throw std::invalid_argument("--draw wants events or continuous, got " + o.draw);
+        }
         else if (a == "--theme") {
             o.theme = value(i);
             if (o.theme != "dark" && o.theme != "light") throw std::invalid_argument("--theme wants dark or light, got " + o.theme);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_worker.h"
+#include "thread_priority.h"
 
 namespace vkllm::studio {
 
@@ -35,6 +36,10 @@ struct StudioOptions {
     int n_ctx = 0;              // --ctx: the context in tokens (0: the model's, at most 2048)
     int width = 1600, height = 1000;
     std::string config_dir;     // --config-dir (default: $XDG_CONFIG_HOME/vkllm)
+    int engine_nice = kEngineNice;  // --engine-nice: the engine thread's nice value (0: the UI's)
+    // --draw events|continuous: frames on events only (the window's default), or every frame
+    // drawn at once (the headless run's default, which measures the worst case).
+    std::string draw;
 };
 // Parses the command line; throws std::invalid_argument with a message for the user (the exit
 // status is then 2, as the CLI's for a bad option). Every number is checked as the CLI checks

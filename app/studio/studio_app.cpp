@@ -101,6 +101,8 @@ StudioApp::StudioApp(const StudioOptions& o) : options(o) {
     // A blinking cursor would need a frame every half second; the studio draws on events only.
     ImGui::GetIO().ConfigInputTextCursorBlink = false;
     worker.set_on_publish([] { VulkanWindow::wake(); });
+    // Before the load makes the engine's device, so the driver's threads start at this priority.
+    if (o.engine_nice > 0) worker.lower_priority(o.engine_nice);
     if (o.n_ctx > 0) worker.set_context_length(o.n_ctx);
     apply_theme(settings.ui_scale > 0 ? settings.ui_scale : window_->content_scale());
 
@@ -289,7 +291,9 @@ void StudioApp::export_to(const std::string& path) {
                    {"generating_p95_ms", percentile_of(frame_ms_generating, 0.95)},
                    {"generating_max_ms", frame_ms_generating.empty() ? 0.0
                                                                      : *std::max_element(frame_ms_generating.begin(),
-                                                                                         frame_ms_generating.end())}};
+                                                                                         frame_ms_generating.end())},
+                   {"engine_nice", state->engine_nice},
+                   {"engine_priority_error", state->engine_priority_error}};
     j["chat"] = {{"input", input},
                  {"system", system_prompt},
                  {"sent", input_history.sent()},
@@ -629,6 +633,8 @@ void StudioApp::draw_frame() {
         FrameLog::Clock::time_point t = FrameLog::Clock::now();
         vm = compute_view_models(*state, 16);
         frame_log.new_state = state->version;
+        frame_log.answer_tokens =
+            !state->messages.empty() && state->messages.back().role == "assistant" ? state->messages.back().tokens.size() : 0;
         frame_log.vm = FrameLog::lap(t);
     }
     if (state->version != seen_version_) {
@@ -692,6 +698,7 @@ Image StudioApp::crop_to_panel(const Image& full, int panel) const {
 int StudioApp::run() {
     const bool headless = !options.prompt.empty() || !script_.empty() || !options.screenshot.empty() ||
                           !options.export_json.empty();
+    const bool continuous = options.draw.empty() ? headless : options.draw == "continuous";
     using Clock = std::chrono::steady_clock;
     Clock::time_point last = Clock::now();
     int busy_frames = 3;  // frames still to draw before sleeping (ImGui settles hover and popups)
@@ -699,15 +706,20 @@ int StudioApp::run() {
     while (!quit_ && !window_->should_close()) {
         Clock::time_point part = Clock::now();  // the frame log's stopwatch
         // Draw on events only: an idle studio sleeps until input, or until the worker publishes
-        // (it wakes the loop). While a command runs without publishing (a model loading), a few
-        // frames a second keep the status bar alive.
-        if (!headless && !want_screenshot && busy_frames <= 0) {
-            window_->wait_events(worker.idle() ? 0.0 : 0.25);
+        // (it wakes the loop, so each generated token is drawn at once). While a command runs
+        // without publishing (a model loading, a long prompt evaluated), a few frames a second
+        // keep the status bar alive: on a CPU device (lavapipe) a frame's drawing takes a core
+        // from the engine for tens of milliseconds. A wake draws two frames (ImGui settles hover
+        // and popups in the second).
+        // A headless run draws continuously unless told otherwise (--draw events), and then never
+        // sleeps longer than a quarter second, so its script goes on without input.
+        if (!continuous && !want_screenshot && busy_frames <= 0) {
+            window_->wait_events(worker.idle() && !headless ? 0.0 : 0.25);
             busy_frames = 2;
         }
         frame_log.wait = FrameLog::lap(part);
         --busy_frames;
-        if (state->generating || ImGui::IsAnyMouseDown()) busy_frames = std::max(busy_frames, 1);
+        if (ImGui::IsAnyMouseDown()) busy_frames = std::max(busy_frames, 1);  // a drag follows the mouse
         const float scale = settings.ui_scale > 0 ? settings.ui_scale : window_->content_scale();
         if (scale != applied_scale_ || settings.dark != applied_dark_) apply_theme(scale);
         apply_probe_selection();
