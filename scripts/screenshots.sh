@@ -3,6 +3,7 @@
 # zoo models: the whole window and each panel, under a private Xvfb on the default Vulkan
 # device (lavapipe on a machine without a GPU).
 #   scripts/screenshots.sh             uses build/bin/vkllm-studio (VKLLM_BUILD_DIR to change)
+#   scripts/screenshots.sh NAME...     only the named shots (zoo-chat, state-zoo-hybrid, ...)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${VKLLM_BUILD_DIR:-$root/build}
@@ -28,9 +29,11 @@ mkdir -p "$out"
 prompt="Once upon a time, there was a little girl named Lily. Lily had a red ball. One day, Lily went to the park"
 extra=""
 before=""
+only=("$@")
 shoot() {
   local model=$1 name=$2
   shift 2
+  if (( ${#only[@]} )) && [[ " ${only[*]} " != *" $name "* ]]; then return; fi
   {
     echo "tokens 24"
     echo "send $prompt"
@@ -56,6 +59,9 @@ full=no before=$'zoom big 0 0.15 0 0.15\nlink 40 mean' shoot "$zoo/zoo-dense.ggu
 extra="--theme light --size 1280x800" shoot "$zoo/zoo-moe.gguf" zoo-moe-light
 # The hybrid's State window on its Mamba-2 layer 0, head 2 (the README's state-zoo-hybrid.png).
 full=no before=$'state 0 2\nscreenshot '"$out"'/state-zoo-hybrid.png state' shoot "$zoo/zoo-hybrid.gguf" state-zoo-hybrid
+# zoo-chat answering through its ChatML template (the model's own): a greeting, then a story asked
+# for; each answer ends at the template's end of turn.
+prompt="Hi!" before=$'tokens 160\nsend Tell me a story about Lily.' shoot "$zoo/zoo-chat.gguf" zoo-chat chat
 # An encoder: zoo-bert when it is there, else a random BERT (vkllm-random-model).
 bert=$zoo/zoo-bert.gguf
 if [[ ! -f $bert ]]; then
