@@ -28,10 +28,10 @@ function(vkllm_probe_nv_coopmat result)
   endif()
   if(NOT rc EQUAL 0)
     string(REGEX REPLACE "\n.*" "" first_line "${err}${out}")
-    message(STATUS "vkllm: cooperative-matrix variants (matmul_coopmat_*) left out: ${step} cannot build "
+    message(STATUS "vkllm: cooperative-matrix variants (matmul_coopmat_*, moe_matmul_coopmat_*) left out: ${step} cannot build "
                    "GL_NV_cooperative_matrix: ${first_line}")
     return()
   endif()
-  message(STATUS "vkllm: cooperative-matrix variants (matmul_coopmat_*) built: glslc compiles GL_NV_cooperative_matrix")
+  message(STATUS "vkllm: cooperative-matrix variants (matmul_coopmat_*, moe_matmul_coopmat_*) built: glslc compiles GL_NV_cooperative_matrix")
   set(${result} TRUE PARENT_SCOPE)
 endfunction()

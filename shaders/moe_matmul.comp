@@ -6,6 +6,14 @@
 // counts back (tiles past the last one exit). Inputs are gathered by pair: x row p / top_k
 // (the token's input) or p (an input per pair); output row p of y. The expert weights are one
 // 3-D tensor {n_in, n_out, n_expert}, expert e's matrix the rows [e n_out, (e + 1) n_out).
+// COOPMAT: the tile's product on cooperative matrices, as matmul.comp's COOPMAT kernel (fp16
+// slices in shared memory, fp32 accumulators, a staging tile per subgroup for the output).
+#ifdef COOPMAT
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -13,8 +21,16 @@ layout(constant_id = 0) const uint WG = 256u;        // = (BM / TM) * (BN / TN)
 layout(constant_id = 1) const uint BM = 64u;         // weight rows per tile
 layout(constant_id = 2) const uint BN = 64u;         // pairs per tile
 layout(constant_id = 3) const uint BK = 16u;         // elements of K per step (a multiple of 4 dividing 32)
+#ifdef COOPMAT
+layout(constant_id = 4) const uint WM = 32u;         // weight rows per subgroup (a multiple of CM)
+layout(constant_id = 5) const uint WN = 32u;         // pairs per subgroup (a multiple of CN)
+layout(constant_id = 6) const uint CM = 16u;         // the cooperative matrix shape (matmul.comp)
+layout(constant_id = 7) const uint CN = 16u;
+layout(constant_id = 8) const uint CK = 16u;
+#else
 layout(constant_id = 4) const uint TM = 4u;          // rows per thread (a multiple of 4)
 layout(constant_id = 5) const uint TN = 4u;          // pairs per thread (a multiple of 4)
+#endif
 
 #define IQ_GRID_BINDING 5  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's window)
@@ -48,8 +64,6 @@ layout(push_constant) uniform Push {
 
 const uint NONE = 0xffffffffu;
 
-shared vec4 w_tile[BK * BM / 4u];  // [BK][BM] weights, k-major
-shared vec4 x_tile[BK * BN / 4u];  // [BK][BN] activations, k-major
 shared uint tile_pair[BN];         // output row (pair) of each tile column
 shared uint tile_x_row[BN];        // input row of each tile column
 shared uint tile_expert, tile_count;
@@ -76,10 +90,10 @@ vec4 x_quad(uint x_row, uint k) {
     return v;
 }
 
-void main() {
-    const uint tid = gl_LocalInvocationID.x;
-
-    // Which expert and which of its pairs this tile takes.
+// Which expert and which of its pairs this workgroup's tile takes: the expert (NONE past the last
+// tile), tile_count its pairs here, tile_pair and tile_x_row their output and input rows.
+// Every invocation returns the same (the values are read from shared memory).
+uint claim_tile(const uint tid) {
     if (tid == 0u) {
         uint j = gl_WorkGroupID.y + pc.tile0;
         tile_expert = NONE;
@@ -98,7 +112,7 @@ void main() {
     }
     barrier();
     const uint expert = tile_expert, count = tile_count;
-    if (expert == NONE) return;  // past the last tile (uniform: read from shared memory)
+    if (expert == NONE) return NONE;  // past the last tile (uniform: read from shared memory)
     const uint first = tile_pair[0];
     barrier();  // every invocation has read tile_pair[0]
     const uint list = pc.sort_base + 2u * pc.n_expert + 1u;
@@ -108,7 +122,82 @@ void main() {
         tile_x_row[i] = pc.x_per_pair != 0u ? p : p / pc.top_k;
     }
     barrier();
+    return expert;
+}
 
+#ifdef COOPMAT
+const uint LDS = BK + 8u;        // padded rows (matmul.comp)
+shared float16_t w_s[BM * LDS];  // [BM][BK] weights, row-major (A)
+shared float16_t x_s[BN * LDS];  // [BN][BK] gathered inputs: B = x_s^T, read column-major
+shared float c_s[BM / WM * (BN / WN) * CM * CN];  // a CM x CN staging tile per subgroup
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint expert = claim_tile(tid);
+    if (expert == NONE) return;
+    const uint count = tile_count;
+    const uint expert_addr = pc.w_base + (expert - pc.expert_first) * pc.expert_bytes;
+    const uint m0 = gl_WorkGroupID.x * BM;
+    const uint sg = gl_SubgroupID;
+    const uint sm = (sg % (BM / WM)) * WM, sn = (sg / (BM / WM)) * WN;
+    const uint FM = WM / CM, FN = WN / CN;
+
+    fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[FM * FN];
+    [[unroll]] for (uint i = 0u; i < FM * FN; ++i) acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+
+    for (uint k0 = 0u; k0 < pc.n_in; k0 += BK) {
+        for (uint idx = tid; idx < BM * (BK / 4u); idx += WG) {
+            const uint r = idx / (BK / 4u), kq = idx % (BK / 4u);
+            const uint row = m0 + r, k = k0 + 4u * kq;
+            const vec4 v = (row < pc.n_rows && k < pc.n_in) ? weight_quad(expert_addr, row, k) : vec4(0.0);
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) w_s[r * LDS + 4u * kq + i] = float16_t(v[i]);
+        }
+        for (uint idx = tid; idx < BN * (BK / 4u); idx += WG) {
+            const uint t = idx / (BK / 4u), kq = idx % (BK / 4u);
+            const uint k = k0 + 4u * kq;
+            const vec4 v = (t < count && k < pc.n_in) ? x_quad(tile_x_row[t], k) : vec4(0.0);
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) x_s[t * LDS + 4u * kq + i] = float16_t(v[i]);
+        }
+        barrier();
+        [[unroll]] for (uint kk = 0u; kk < BK; kk += CK) {
+            fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> b[FN];
+            [[unroll]] for (uint j = 0u; j < FN; ++j)
+                coopMatLoadNV(b[j], x_s, (sn + j * CN) * LDS + kk, LDS, true);
+            [[unroll]] for (uint i = 0u; i < FM; ++i) {
+                fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> a;
+                coopMatLoadNV(a, w_s, (sm + i * CM) * LDS + kk, LDS, false);
+                [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAddNV(a, b[j], acc[i * FN + j]);
+            }
+        }
+        barrier();
+    }
+
+    const uint stage = sg * CM * CN;
+    [[unroll]] for (uint i = 0u; i < FM; ++i) {
+        [[unroll]] for (uint j = 0u; j < FN; ++j) {
+            coopMatStoreNV(acc[i * FN + j], c_s, stage, CM, true);
+            subgroupBarrier();
+            for (uint e = gl_SubgroupInvocationID; e < CM * CN; e += gl_SubgroupSize) {
+                const uint row = m0 + sm + i * CM + e % CM, t = sn + j * CN + e / CM;
+                if (row < pc.n_rows && t < count) {
+                    float v = c_s[stage + e];
+                    if (pc.has_bias != 0u) v += bias[pc.bias_base + expert * pc.bias_stride + row];
+                    y[pc.y_base + tile_pair[t] * pc.y_stride + row] = v;
+                }
+            }
+            subgroupBarrier();
+        }
+    }
+}
+#else
+shared vec4 w_tile[BK * BM / 4u];  // [BK][BM] weights, k-major
+shared vec4 x_tile[BK * BN / 4u];  // [BK][BN] activations, k-major
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint expert = claim_tile(tid);
+    if (expert == NONE) return;
+    const uint count = tile_count;
     const uint expert_addr = pc.w_base + (expert - pc.expert_first) * pc.expert_bytes;
     const uint m0 = gl_WorkGroupID.x * BM;
     const uint tx = tid % (BM / TM), ty = tid / (BM / TM);
@@ -162,3 +251,4 @@ void main() {
         }
     }
 }
+#endif

@@ -118,11 +118,14 @@ static std::optional<CooperativeMatrixShape> coopmat_shape(const gpu::Capabiliti
 }
 
 // Tiles of 2 x 2 subgroups, each FM x FN accumulators, largest first, stepped down as the scalar
-// tiles are (the same token and workgroup-count rules). BK is 32 elements (two 16-deep products).
-std::optional<CoopmatPlan> coopmat_plan(const gpu::Capabilities& caps, const weights::Format& format,
-                                        uint64_t n_rows, uint64_t n_tokens) {
+// tiles are: a tile is skipped when `columns` (tokens, or an expert's pairs on average) would
+// leave most of its BN columns empty, or, on a GPU, when the grid of n_rows x grid_columns would
+// have too few workgroups. BK is 32 elements (two 16-deep products). `extra_shared` is what the
+// kernel keeps in shared memory besides the tiles (the grouped matmul's pair lists).
+static std::optional<CoopmatPlan> plan_tiles(const gpu::Capabilities& caps, std::optional<gpu::ShaderId> shader,
+                                             uint64_t n_rows, double columns, uint64_t grid_columns,
+                                             uint32_t extra_shared_per_column) {
     if (!caps.cooperative_matrix_nv || !coopmat_allowed()) return std::nullopt;
-    const std::optional<gpu::ShaderId> shader = coopmat_variant(format);
     const std::optional<CooperativeMatrixShape> shape = coopmat_shape(caps);
     if (!shader || !shape || caps.subgroup_size == 0) return std::nullopt;
     static constexpr uint32_t kFragments[][2] = {{4, 4}, {2, 2}, {2, 1}, {1, 1}};  // FM x FN per subgroup
@@ -134,20 +137,41 @@ std::optional<CoopmatPlan> coopmat_plan(const gpu::Capabilities& caps, const wei
     for (const auto& f : kFragments) {
         const uint32_t wm = f[0] * shape->m, wn = f[1] * shape->n;
         const CoopmatTiles t{2 * wm, 2 * wn, bk, wm, wn, *shape, caps.subgroup_size};
-        if (t.shared_bytes() > caps.max_shared_memory || t.threads() > max_threads(caps)) continue;
+        const uint64_t shared = uint64_t(t.shared_bytes()) + uint64_t(extra_shared_per_column) * t.bn + 8;
+        if (shared > caps.max_shared_memory || t.threads() > max_threads(caps)) continue;
         if (forced) {
             if (t.bm == forced.bm && t.bn == forced.bn) return CoopmatPlan{*shader, t};
             have += (have.empty() ? "" : ", ") + std::to_string(t.bm) + "x" + std::to_string(t.bn);
             continue;
         }
         fallback = t;  // the smallest that fits, when no tile passes the rules below
-        if (n_tokens <= uint64_t(t.bn) / 2) continue;
-        if (fill && workgroups(n_rows, n_tokens, t.bm, t.bn) < kGpuMinWorkgroups) continue;
+        if (columns <= double(t.bn) / 2) continue;
+        if (fill && workgroups(n_rows, grid_columns, t.bm, t.bn) < kGpuMinWorkgroups) continue;
         return CoopmatPlan{*shader, t};
     }
     if (forced) no_such_tile(forced, "tensor-core", have);
     if (!fallback) return std::nullopt;
     return CoopmatPlan{*shader, *fallback};
+}
+
+std::optional<CoopmatPlan> coopmat_plan(const gpu::Capabilities& caps, const weights::Format& format,
+                                        uint64_t n_rows, uint64_t n_tokens) {
+    if (!caps.cooperative_matrix_nv) return std::nullopt;
+    return plan_tiles(caps, coopmat_variant(format), n_rows, double(n_tokens), n_tokens, 0);
+}
+
+std::optional<gpu::ShaderId> coopmat_moe_variant(const weights::Format& format) {
+    // moe_matmul_<type> -> moe_matmul_coopmat_<type>
+    const std::string_view scalar = gpu::shader_name(format.shaders.moe_matmul);
+    return gpu::find_shader_id("moe_matmul_coopmat_" +
+                               std::string(scalar.substr(std::string_view("moe_matmul_").size())));
+}
+
+std::optional<CoopmatPlan> coopmat_moe_plan(const gpu::Capabilities& caps, const weights::Format& format,
+                                            uint64_t n_rows, double pairs_per_expert, uint64_t n_pairs) {
+    if (!caps.cooperative_matrix_nv) return std::nullopt;
+    // moe_matmul.comp's tile_pair and tile_x_row: two uints per column.
+    return plan_tiles(caps, coopmat_moe_variant(format), n_rows, pairs_per_expert, n_pairs, 8);
 }
 
 }  // namespace vkllm::ops

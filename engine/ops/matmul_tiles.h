@@ -55,4 +55,11 @@ std::optional<CoopmatPlan> coopmat_plan(const gpu::Capabilities& caps, const wei
 // The matmul_coopmat_<type> variant of a weight format, or nullopt when the build has none.
 std::optional<gpu::ShaderId> coopmat_variant(const weights::Format& format);
 
+// The same for the grouped expert matmul (moe_matmul.comp COOPMAT, moe_matmul_coopmat_<type>):
+// tiles chosen by the pairs an expert gets on average (as the scalar grouped matmul's) and the
+// grid of n_rows x n_pairs.
+std::optional<CoopmatPlan> coopmat_moe_plan(const gpu::Capabilities& caps, const weights::Format& format,
+                                            uint64_t n_rows, double pairs_per_expert, uint64_t n_pairs);
+std::optional<gpu::ShaderId> coopmat_moe_variant(const weights::Format& format);
+
 }  // namespace vkllm::ops

@@ -1,12 +1,15 @@
 // Mixture-of-experts ops, all on the GPU: the router (shaders/moe_route.comp), the counting sort
 // by expert (moe_sort.comp), grouped expert matmuls (moe_matvec.comp for few tokens, tiled
-// moe_matmul.comp over the sorted pairs for many), the weighted combine (moe_combine.comp) and
+// moe_matmul.comp over the sorted pairs for many, on the tensor cores where the device has NVIDIA's
+// cooperative matrices), the weighted combine (moe_combine.comp) and
 // the expert-load probe (moe_load.comp).
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "gpu/device.h"
 #include "ops/dispatch_util.h"
+#include "ops/matmul_tiles.h"
 #include "ops/ops.h"
 #include "ops/push_constants.h"
 #include "ops/weight_ops.h"
@@ -220,10 +223,15 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
     const bool tiled = r.sorted != nullptr && r.n_tokens > 1 && n_pairs >= 2 * n_expert;
     const double pairs_per_expert = double(n_pairs) / double(std::min(n_expert, n_pairs));
     const Tiles tiles = pick_tiles(caps, pairs_per_expert);
+    // The tiled kernel on the tensor cores where the device and build have it (matmul_tiles.h).
+    const std::optional<CoopmatPlan> coop =
+        tiled ? coopmat_moe_plan(caps, layout.format, n_out, pairs_per_expert, n_pairs) : std::nullopt;
+    const uint32_t tile_rows = coop ? coop->tiles.bm : tiles.bm, tile_pairs = coop ? coop->tiles.bn : tiles.bn;
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);  // as matvec's
     const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
     const gpu::Pipeline& pipe =
-        tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, layout.format.bindings(5), sizeof(MoeMatmulPush),
+        coop    ? ctx.pipeline(coop->shader, layout.format.bindings(5), sizeof(MoeMatmulPush), coop->tiles.spec())
+        : tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, layout.format.bindings(5), sizeof(MoeMatmulPush),
                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
               : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x),
                              layout.format.bindings(5),
@@ -231,7 +239,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
     // ranges of one expert at a time.
-    const uint64_t grid_rows = uint64_t(lim.max_groups[0]) * (tiled ? tiles.bm : mv_rows);
+    const uint64_t grid_rows = uint64_t(lim.max_groups[0]) * (tiled ? tile_rows : mv_rows);
     const uint64_t rows_per_window = std::min({n_out, usable / row_bytes, grid_rows});
     const uint64_t experts_per_window =
         rows_per_window == n_out ? std::clamp<uint64_t>(usable / expert_bytes, 1, n_expert) : 1;
@@ -259,8 +267,8 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
             const gpu::BufferRange bias_range = w.bias ? bias_w.range : ww.range;
             if (tiled) {
                 // Tiles: each expert takes ceil(count / BN), so at most n_pairs / BN plus one per expert.
-                const uint64_t n_tiles = (n_pairs + tiles.bn - 1) / tiles.bn + std::min(ec, n_pairs);
-                const uint64_t gx = (nr + tiles.bm - 1) / tiles.bm;
+                const uint64_t n_tiles = (n_pairs + tile_pairs - 1) / tile_pairs + std::min(ec, n_pairs);
+                const uint64_t gx = (nr + tile_rows - 1) / tile_rows;
                 for (uint64_t t0 = 0; t0 < n_tiles; t0 += lim.max_groups[1]) {
                     const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_tiles - t0);
                     const MoeMatmulPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,

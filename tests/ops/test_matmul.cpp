@@ -44,7 +44,7 @@ std::vector<int64_t> row_lengths(TensorType t) {
     }
 }
 
-// Tokens that take one of the tiled matmul's three larger tiles (pick_tiles: 17 -> 64 x 32,
+// Tokens that take one of the tiled matmul's three larger tiles (pick_matmul_tiles on a CPU driver: 17 -> 64 x 32,
 // 40 -> 64 x 64, 67 -> 128 x 128; 2 to 16 take the smallest, 32 x 32, also the mobile clamp's
 // fallback). Each type takes one of them besides the smallest, so each tile shape is checked on a
 // float, a block-of-32 and a super-block type without compiling every type at every tile.
@@ -86,8 +86,11 @@ using test::upload;
 // Runs matmul with x at x_offset and y at y_offset (rows y_stride apart, 0: n_out) in buffers
 // whose other elements hold sentinels; checks against the reference and that the sentinels
 // survive. With accumulate, y starts random and the reference adds it.
+// The fp32 kernels only: on a device with NVIDIA's cooperative matrices the tiled prompt matmul
+// would take the tensor-core kernel (fp16 inputs), which test_matmul_coopmat checks to its bounds.
 void check_matmul(gpu::Context& ctx, const TestWeight& w, int64_t n_tokens, bool accumulate = false,
                   int64_t x_offset = 0, int64_t y_offset = 0, int64_t y_stride = 0, double tol = 1e-9) {
+    test::ScopedEnv fp32_kernels("VKLLM_COOPMAT", "0");
     const int64_t stride = y_stride ? y_stride : w.n_out;
     const uint32_t seed = uint32_t(w.n_in * 7 + w.n_out * 13 + n_tokens);
     auto x = test::random_floats(size_t(n_tokens * w.n_in), seed, -2.0f, 2.0f);

@@ -369,6 +369,90 @@ TEST_P(MatmulCoopmat, AccumulatesWithOffsetsAndStride) {
     check({type, n_in, 45}, 23, /*accumulate=*/false, /*x_offset=*/3, /*y_offset=*/5, /*y_stride=*/45);
 }
 
+// The grouped expert matmul (moe_matmul.comp COOPMAT) after moe_sort: 8 experts, top 2, 40 tokens
+// (80 pairs, tiled), 37 rows (partial row tiles), experts' pair counts leaving partial pair tiles,
+// expert biases; the default tile and the largest and smallest forced.
+TEST_P(MatmulCoopmat, GroupedExpertsMatchReferenceWithinFp16Rounding) {
+    const TensorType type = GetParam();
+    const uint32_t block = gguf::type_traits(type)->block_size;
+    const int64_t n_in = block == 1 ? 100 : block == 32 ? 96 : 256, n_out = 37, n_expert = 8, n_tokens = 40;
+    const int top_k = 2;
+    const int64_t n_pairs = n_tokens * top_k;
+    ASSERT_TRUE(ops::coopmat_moe_plan(ctx().caps(), format_of(type), uint64_t(n_out), double(n_pairs) / n_expert,
+                                      uint64_t(n_pairs)))
+        << "the tensor-core grouped matmul should take this batch";
+
+    const auto values = test::random_floats(size_t(n_in * n_out * n_expert), 21);
+    const auto bytes = gguf::quantize(type, values.data(), values.size());
+    const auto w = dequantized(type, bytes, n_in * n_out * n_expert);
+    const auto bias = test::random_floats(size_t(n_out * n_expert), 22);
+    gpu::Buffer wb(ctx(), ops::weight_buffer_bytes(type, n_in, n_out * n_expert), gpu::Memory::Device);
+    wb.upload(bytes.data(), bytes.size());
+    gpu::Buffer bb = test::upload(ctx(), bias);
+    std::vector<int32_t> ids;  // token t's experts: (3 t + j) mod 8 and 0 for a third of the tokens
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const int32_t first = int32_t((3 * t) % n_expert);
+        ids.push_back(first);
+        ids.push_back(t % 3 == 0 && first != 0 ? 0 : int32_t((first + 1) % n_expert));
+    }
+    const auto x = test::random_floats(size_t(n_tokens * n_in), 23, -2.0f, 2.0f);
+
+    // Reference and bounds per pair: expert e's rows of w, the token's row of x.
+    std::vector<float> ref(size_t(n_pairs * n_out));
+    Bounds b;
+    cpu::WeightView all{type, bytes.data(), n_in, n_out * n_expert};
+    const size_t row_bytes = cpu::weight_row_bytes(all);
+    for (int64_t p = 0; p < n_pairs; ++p) {
+        const int64_t e = ids[size_t(p)], t = p / top_k;
+        const std::vector<float> xt(x.begin() + t * n_in, x.begin() + (t + 1) * n_in);
+        const std::vector<float> we(w.begin() + e * n_out * n_in, w.begin() + (e + 1) * n_out * n_in);
+        cpu::matmul({type, bytes.data() + size_t(e * n_out) * row_bytes, n_in, n_out}, xt.data(),
+                    ref.data() + p * n_out, 1, bias.data() + e * n_out);
+        Bounds bp = bounds(we, xt, n_in, n_out, 1);
+        for (int64_t o = 0; o < n_out; ++o) bp.model[size_t(o)] += bias[size_t(e * n_out + o)];
+        b.max_err.insert(b.max_err.end(), bp.max_err.begin(), bp.max_err.end());
+        b.rms_scale.insert(b.rms_scale.end(), bp.rms_scale.begin(), bp.rms_scale.end());
+        b.abs_sum.insert(b.abs_sum.end(), bp.abs_sum.begin(), bp.abs_sum.end());
+        b.model.insert(b.model.end(), bp.model.begin(), bp.model.end());
+    }
+
+    for (const char* tile : {"", "128x128", "32x32"}) {
+        std::optional<test::ScopedEnv> forced;
+        if (*tile) forced.emplace("VKLLM_MATMUL_TILE", tile);
+        const std::string what = std::string(gguf::type_traits(type)->name) + " experts, tile " + (*tile ? tile : "chosen");
+        gpu::Buffer xb = test::upload(ctx(), x), ib = test::upload(ctx(), ids);
+        gpu::Buffer yb = test::upload(ctx(), std::vector<float>(size_t(n_pairs * n_out) + 3, -3.5f));
+        const int64_t sort_ints = int64_t(ops::moe_sort_ints(int(n_expert), n_pairs));
+        gpu::Buffer sb(ctx(), uint64_t(sort_ints) * 4, gpu::Memory::Device);
+        ops::MoeRouting r;
+        r.experts = &ib;
+        r.sorted = &sb;
+        r.n_tokens = n_tokens;
+        r.top_k = top_k;
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::moe_sort(s, ops::i32_vector(ib, n_pairs), int(n_expert), ops::i32_vector(sb, sort_ints));
+        s.barrier("the sorted pairs before the grouped matmul reads them");
+        ops::moe_matmul(s, {type, &wb, n_in, n_out, n_expert, &bb}, ops::f32_rows(xb, n_tokens, n_in), false, r,
+                        ops::f32_rows(yb, n_pairs, n_out));
+        s.submit_and_wait();
+        const auto got_all = test::download<float>(yb, size_t(n_pairs * n_out) + 3);
+        for (size_t i = ref.size(); i < got_all.size(); ++i) ASSERT_EQ(got_all[i], -3.5f) << what << ": past y changed";
+        const std::vector<float> got(got_all.begin(), got_all.begin() + long(ref.size()));
+        const Measured m = measure(got, ref, b, what);
+        std::printf("%s: largest error %.3f of the bound, RMS error %.2f u sqrt(sum (wx)^2)\n", what.c_str(), m.worst,
+                    m.rms_u);
+        EXPECT_LT(m.rms_u, 2.0) << what;
+        for (size_t i = 0; i < got.size(); ++i) {
+            const double allowed = double(n_in) / (1 << 22) * b.abs_sum[i] + 1e-6;
+            if (!(std::fabs(double(got[i]) - b.model[i]) <= allowed)) {
+                ADD_FAILURE() << what << ": output " << i << " is " << got[i] << ", the host model " << b.model[i];
+                break;
+            }
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, MatmulCoopmat,
                          ::testing::Values(TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0,
                                            TensorType::Q4_K),
