@@ -21,10 +21,16 @@ void accumulate_unit(uint unit) {  // a unit is one block of 32 (MV_UNITS == 1)
     [[unroll]] for (uint i = 0u; i < 8u; ++i) amax = max(amax, max(max(abs(xv[i].x), abs(xv[i].y)), max(abs(xv[i].z), abs(xv[i].w))));
     const float d_x = round_to_fp16(div_rn(amax, 127.0));
     const float id = amax != 0.0 ? div_rn(127.0, amax) : 0.0;
+    // roundEven(x id) without float-to-int conversions (a GPU issues those at a fraction of its
+    // float rate): |x id| <= 127, and adding 1.5 * 2^23 rounds it to the nearest integer, ties to
+    // even, as the float add rounds; that integer is then the low bits of the sum's bit pattern,
+    // 0x4B400000 + q. `precise` keeps the product rounded on its own (no fused multiply-add).
     uvec4 lo, hi;
     ivec4 qsum = ivec4(0);
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-        const ivec4 a = ivec4(roundEven(xv[i] * id)), b = ivec4(roundEven(xv[4u + i] * id));
+        precise const vec4 ta = xv[i] * id, tb = xv[4u + i] * id;
+        precise const vec4 sa = ta + 12582912.0, sb = tb + 12582912.0;
+        const ivec4 a = floatBitsToInt(sa) - 0x4B400000, b = floatBitsToInt(sb) - 0x4B400000;
         lo[i] = pack_s8(a);
         hi[i] = pack_s8(b);
         qsum += a + b;
