@@ -23,5 +23,6 @@ int cmd_probe(const Args& args);     // probes of a prompt and greedy tokens to 
 int cmd_embed(const Args& args);     // an encoder's embeddings of texts (BERT)
 int cmd_fill_mask(const Args& args); // masked-token prediction (BERT)
 int cmd_perplexity(const Args& args);  // llama.cpp's perplexity of a text file
+int cmd_imatrix(const Args& args);     // an importance matrix of a text (llama-imatrix's)
 
 }  // namespace vkllm::cli

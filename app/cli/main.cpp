@@ -26,6 +26,7 @@ const std::map<std::string, Command>& commands() {
         {"bench", {cmd_bench, "prompt and decode speed: bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]"}},
         {"info", {cmd_info, "Vulkan devices and their capabilities: info [--json]"}},
         {"inspect", {cmd_inspect, "a GGUF file: inspect [FILE.gguf] [--tensors] | --super [FILE.gguf] [--json]"}},
+        {"imatrix", {cmd_imatrix, "importance matrix of a text: imatrix [-m MODEL] -f TEXT [-o imatrix.gguf] [-c N_CTX] [--chunks K]"}},
         {"quantize", {cmd_quantize, "rewrite weights: quantize IN.gguf OUT.gguf TYPE"}},
         {"template", {cmd_template, "render a chat template: template (-m MODEL | --template FILE) --messages FILE.json [...]"}},
         {"chat", {cmd_chat, "a conversation on stdin/stdout: chat [-m MODEL] [--system TEXT] [sampling options]"}},

@@ -164,12 +164,11 @@ const ImatrixEntry* Imatrix::find(const std::string& name) const {
     return it != entries.end() && it->name == name ? &*it : nullptr;
 }
 
-void Imatrix::accumulate(const std::string& name, const float* x, int64_t rows, int64_t n_cols, int64_t mat,
-                         int64_t n_mat) {
+ImatrixEntry& Imatrix::entry(const std::string& name, int64_t n_cols, int64_t n_mat) {
+    if (n_cols < 1 || n_mat < 1) throw std::invalid_argument("imatrix: " + name + " needs n_cols and n_mat >= 1");
     auto it = std::lower_bound(entries.begin(), entries.end(), name,
                                [](const ImatrixEntry& e, const std::string& n) { return e.name < n; });
     if (it == entries.end() || it->name != name) {
-        if (n_cols < 1 || n_mat < 1) throw std::invalid_argument("imatrix: " + name + " needs n_cols and n_mat >= 1");
         ImatrixEntry e;
         e.name = name;
         e.n_cols = n_cols;
@@ -181,17 +180,46 @@ void Imatrix::accumulate(const std::string& name, const float* x, int64_t rows, 
         throw std::invalid_argument("imatrix: " + name + " is " + std::to_string(it->n_mat()) + " x " +
                                     std::to_string(it->n_cols) + ", not " + std::to_string(n_mat) + " x " +
                                     std::to_string(n_cols));
+    return *it;
+}
+
+void Imatrix::accumulate(const std::string& name, const float* x, int64_t rows, int64_t n_cols, int64_t mat,
+                         int64_t n_mat) {
+    ImatrixEntry& e = entry(name, n_cols, n_mat);
     if (mat < 0 || mat >= n_mat) throw std::invalid_argument("imatrix: matrix " + std::to_string(mat) + " of " + name);
-    float* acc = it->sums.data() + mat * n_cols;
+    float* acc = e.sums.data() + mat * n_cols;
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < n_cols; ++j) acc[j] += x[r * n_cols + j] * x[r * n_cols + j];
-    it->counts[size_t(mat)] += rows;
+    e.counts[size_t(mat)] += rows;
 }
 
 Imatrix read_imatrix(const std::string& path) {
     if (!std::filesystem::is_regular_file(path)) throw bad(path, "not a regular file");
     return is_gguf(path) ? read_gguf(path) : read_legacy(path);
 }
+
+namespace {
+
+void check_sizes(const ImatrixEntry& e) {
+    const uint64_t n_mat = e.counts.size();
+    if (n_mat == 0 || e.n_cols < 1 || e.sums.size() != n_mat * uint64_t(e.n_cols))
+        throw std::invalid_argument("imatrix: entry " + e.name + " has " + std::to_string(e.sums.size()) +
+                                    " sums for " + std::to_string(n_mat) + " x " + std::to_string(e.n_cols));
+}
+
+// Writes through `write_to(tmp)` and renames tmp over path.
+template <class F> void write_atomically(const std::string& path, F write_to) {
+    const std::string tmp = path + ".tmp";
+    try {
+        write_to(tmp);
+        std::filesystem::rename(tmp, path);
+    } catch (const std::exception& e) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error("writing imatrix '" + path + "': " + e.what());
+    }
+}
+
+}  // namespace
 
 void write_imatrix(const Imatrix& m, const std::string& path) {
     gguf::Writer w;
@@ -200,22 +228,56 @@ void write_imatrix(const Imatrix& m, const std::string& path) {
     w.set(kChunkCount, gguf::Value::from_u32(uint32_t(std::max(m.chunk_count, 0))));
     w.set(kChunkSize, gguf::Value::from_u32(uint32_t(std::max(m.chunk_size, 0))));
     for (const ImatrixEntry& e : m.entries) {
+        check_sizes(e);
         const uint64_t n_mat = e.counts.size();
-        if (n_mat == 0 || e.n_cols < 1 || e.sums.size() != n_mat * uint64_t(e.n_cols))
-            throw std::invalid_argument("imatrix: entry " + e.name + " has " + std::to_string(e.sums.size()) +
-                                        " sums for " + std::to_string(n_mat) + " x " + std::to_string(e.n_cols));
         std::vector<float> counts(e.counts.begin(), e.counts.end());
-        w.add_tensor_f32(e.name + kSums, {uint64_t(e.n_cols), n_mat}, e.sums);
-        w.add_tensor_f32(e.name + kCounts, {1, n_mat}, counts);
+        // ggml writes a tensor's dimensions up to its last one above 1, so a plain matrix's sums
+        // are [n_cols] and its count [1], as in llama-imatrix's files.
+        w.add_tensor_f32(e.name + kSums, n_mat > 1 ? std::vector<uint64_t>{uint64_t(e.n_cols), n_mat}
+                                                   : std::vector<uint64_t>{uint64_t(e.n_cols)},
+                         e.sums);
+        w.add_tensor_f32(e.name + kCounts, n_mat > 1 ? std::vector<uint64_t>{1, n_mat} : std::vector<uint64_t>{1},
+                         counts);
     }
-    const std::string tmp = path + ".tmp";
-    try {
-        w.write(tmp);
-        std::filesystem::rename(tmp, path);
-    } catch (const std::exception& e) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("writing imatrix '" + path + "': " + e.what());
+    write_atomically(path, [&](const std::string& tmp) { w.write(tmp); });
+}
+
+void write_imatrix_dat(const Imatrix& m, const std::string& path) {
+    std::vector<const ImatrixEntry*> kept;
+    for (const ImatrixEntry& e : m.entries) {
+        check_sizes(e);
+        if (std::any_of(e.counts.begin(), e.counts.end(), [](int64_t c) { return c > 0; })) kept.push_back(&e);
     }
+    const int64_t chunk = std::max(m.chunk_size, 1);
+    write_atomically(path, [&](const std::string& tmp) {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::runtime_error("cannot create " + tmp);
+        auto put_i32 = [&](int64_t v) {
+            const int32_t x = int32_t(v);
+            out.write(reinterpret_cast<const char*>(&x), sizeof x);
+        };
+        put_i32(int64_t(kept.size()));
+        for (const ImatrixEntry* e : kept) {
+            put_i32(int64_t(e->name.size()));
+            out.write(e->name.data(), std::streamsize(e->name.size()));
+            // llama-imatrix's ncall: chunks' worth of the most-used matrix's tokens, rounded up.
+            const int64_t ncall = (*std::max_element(e->counts.begin(), e->counts.end()) + chunk - 1) / chunk;
+            put_i32(ncall);
+            put_i32(int64_t(e->sums.size()));
+            std::vector<float> values(e->sums.size());
+            for (size_t i = 0; i < values.size(); ++i) {
+                const int64_t c = e->counts[i / size_t(e->n_cols)];
+                values[i] = (c > 0 ? e->sums[i] / float(c) : 1.0f) * float(ncall);
+            }
+            out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(float)));
+        }
+        put_i32(m.chunk_count);
+        const std::string dataset = m.datasets.empty() ? std::string() : m.datasets.back();
+        put_i32(int64_t(dataset.size()));
+        out.write(dataset.data(), std::streamsize(dataset.size()));
+        out.close();
+        if (!out) throw std::runtime_error("cannot write " + tmp);
+    });
 }
 
 }  // namespace vkllm

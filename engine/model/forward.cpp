@@ -11,6 +11,7 @@
 #include "model/blocks/logit_lens.h"
 #include "model/blocks/output_head.h"
 #include "model/blocks/residual_tap.h"
+#include "model/imatrix_recorder.h"
 
 namespace vkllm::model {
 
@@ -116,7 +117,7 @@ Forward::NonFinite Forward::embeddings_nonfinite(int row) const {
 }
 
 bool Forward::replayable(int n_tokens, bool all_logits, const ProbeConfig& probes) const {
-    if (!replay_ || n_tokens != 1 || all_logits || probes.any() || !edits_.empty()) return false;
+    if (!replay_ || imatrix_ || n_tokens != 1 || all_logits || probes.any() || !edits_.empty()) return false;
     // Llama 4's NoPE layers scale q by a factor of the position, recorded as a constant.
     for (const LayerSpec& L : spec_.layers)
         if (L.attn.temperature_floor > 0) return false;
@@ -137,8 +138,11 @@ void Forward::write_step_inputs(const int32_t* ids, int T, int pos0) {
 }
 
 Recording Forward::recording(int T, int pos0, bool all_logits, const ProbeConfig& probes) {
-    return Recording{ctx_, spec_, w_, policy_, scratch_, kv_, probe_, edits_, *stream_, n_ctx_, T, pos0, all_logits,
-                     probes, kv_bucket_};
+    Recording r{ctx_, spec_, w_, policy_, scratch_, kv_, probe_, edits_, *stream_, n_ctx_, T, pos0, all_logits,
+                probes, kv_bucket_};
+    r.imatrix = imatrix_;
+    if (imatrix_) imatrix_->begin_pass();
+    return r;
 }
 
 void Forward::record_blocks(Recording& r, const std::vector<PlacedBlock>& blocks) {

@@ -74,6 +74,10 @@ public:
     // Restarts the Mean edits' running means (the session truncated or reset its tokens; a step
     // at position 0 does it too).
     void reset_edit_state() { edits_.reset_state(); }
+    // Importance-matrix collection (vkllm imatrix): every following pass hands its matmul inputs
+    // to `recorder` (null: off, the default; inference then records nothing of it). The recorder
+    // must outlive its use; decode replay is off while it is set.
+    void set_imatrix(ImatrixRecorder* recorder) { imatrix_ = recorder; }
     // The text of a token id, for the logit lens (none: the lens leaves text empty).
     void set_token_text(std::function<std::string(int32_t)> piece) { probe_.set_token_text(std::move(piece)); }
     // Bytes of probe buffers on the GPU and in host memory (0 while every probe is off).
@@ -193,6 +197,7 @@ private:
     Scratch scratch_;  // the step's inputs, activations, layer kinds' scratch and outputs
     ProbeRecorder probe_;
     ResidualEdits edits_;
+    ImatrixRecorder* imatrix_ = nullptr;
     std::vector<PlacedBlock> body_;  // the embeddings, then each layer's blocks, each followed by its residual tap
     std::vector<PlacedBlock> head_;  // a decoder step's end: the logit lens, the output head
 };

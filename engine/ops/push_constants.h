@@ -129,6 +129,10 @@ struct CopyCheckedPush {  // copy_checked.comp
     uint32_t n, src_shift, dst_shift;
 };
 
+struct ImatrixAccumulatePush {  // imatrix_accumulate.comp
+    uint32_t n_cols, n_rows, x_shift, x_stride, sums_shift, counts_shift, ids_shift, top_k, x_per_pair;
+};
+
 struct SetRowsPush {  // set_rows.comp
     uint32_t n, n_rows, slots, src_shift, pos_shift;
 };
@@ -164,6 +168,7 @@ VKLLM_PUSH_OF(residual_edit, ResidualEditPush);
 VKLLM_PUSH_OF(super_correction, SuperCorrectionPush);
 VKLLM_PUSH_OF(copy_checked, CopyCheckedPush);
 VKLLM_PUSH_OF(set_rows, SetRowsPush);
+VKLLM_PUSH_OF(imatrix_accumulate, ImatrixAccumulatePush);
 #undef VKLLM_PUSH_OF
 
 }  // namespace vkllm::ops

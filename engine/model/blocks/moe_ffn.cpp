@@ -1,5 +1,6 @@
 #include "model/blocks/moe_ffn.h"
 
+#include "model/imatrix_recorder.h"
 #include "ops/ops.h"
 
 namespace vkllm::model {
@@ -72,6 +73,7 @@ void MoeFfnBlock::record(Recording& r) const {
     // dispatch where gate and up share a buffer (no expert bias, not gpt-oss's clamped form).
     const RoundAt at = routing.sorted ? RoundAt::Dispatch : RoundAt::ExpertMatvec;
     mi = r.prepare_inputs(expert_in, {&gate_key, &up_key}, at);
+    if (r.imatrix) r.imatrix->expert_input(s, expert_in, moe.weight_input, routing, {&w.gate_exps, &w.up_exps});
     if (T == 1 && moe.swiglu_alpha <= 0 && ops::moe_matvec_swiglu_fits(r.ctx, w.gate_exps, w.up_exps)) {
         s.mark("moe_matvec_swiglu");
         ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.expert_input(w.gate_exps), moe.weight_input,
@@ -97,6 +99,7 @@ void MoeFfnBlock::record(Recording& r) const {
     }
     const ops::Weight down_key = rounding_key(w.down_exps);
     mi = r.prepare_inputs(gate, {&down_key}, at);
+    if (r.imatrix) r.imatrix->expert_input(s, gate, /*x_per_pair=*/true, routing, {&w.down_exps});
     s.mark("moe_matmul");
     const ops::TensorView down = ops::f32_rows(m.down, pairs, E);
     ops::moe_matmul(s, w.down_exps, mi.expert_input(w.down_exps), /*x_per_pair=*/true, routing, down,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/imatrix_recorder.h"
 #include "ops/ops.h"
 
 namespace vkllm::model {
@@ -38,6 +39,7 @@ MatmulInputs Recording::prepare_inputs(const ops::TensorView& x, std::initialize
                                        RoundAt at) {
     MatmulInputs in;
     in.x = x;
+    if (imatrix) imatrix->matmul_input(s, x, weights);
     if (!policy.round) return in;
     bool any = false;
     for (const ops::Weight* wt : weights) {
@@ -70,7 +72,7 @@ bool Recording::needs_rounding_dispatch(const ops::Weight& wt, int64_t rows, int
 MatmulInputs Recording::normed_inputs(const ops::TensorView& x, const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
                                       std::initializer_list<const ops::Weight*> weights, const char* why,
                                       const ops::TensorView& out) {
-    bool fuse = policy.norm_in_matvec && x.rows == 1 && spec.norm == NormKind::RMSNorm && norm_w && !norm_b;
+    bool fuse = !imatrix && policy.norm_in_matvec && x.rows == 1 && spec.norm == NormKind::RMSNorm && norm_w && !norm_b;
     for (const ops::Weight* wt : weights) fuse = fuse && !needs_rounding_dispatch(*wt, x.rows, x.cols, RoundAt::Matvec);
     if (!fuse) {
         norm(x, norm_w, norm_b, out);

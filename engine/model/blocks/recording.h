@@ -23,6 +23,8 @@ namespace vkllm::gpu { class Context; }
 
 namespace vkllm::model {
 
+class ImatrixRecorder;
+
 // One sequence's tokens in a pass: rows first..first + n_tokens - 1 of the pass's activations,
 // at positions pos0.., attending over the keys and values of `kv`. A session's pass is one
 // segment over its cache; a batched pass (Forward::step_batch) has one per sequence, and its
@@ -53,6 +55,9 @@ struct Recording {
     int kv_bucket = 1;  // keys in view round up to a multiple of this (a replayed recording)
     // A batched pass's sequences (null: one segment, the whole pass over `kv`).
     const std::vector<Segment>* batch = nullptr;
+    // Importance-matrix collection (vkllm imatrix): prepare_inputs hands it every matmul input and
+    // the expert blocks their routed inputs; null (inference) records nothing of it.
+    ImatrixRecorder* imatrix = nullptr;
 
     // The pass's segments in row order.
     std::vector<Segment> segments() const;
@@ -69,15 +74,18 @@ struct Recording {
 
     // Rounds x (f32 [rows, n]) once per rounding mode the weights need, with a barrier after when
     // anything was rounded, except where `at` leaves the rounding to a matvec that can do it
-    // (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations).
+    // (types whose blocks of 32 a thread rounds alone: ops::matvec_rounds_activations). With an
+    // importance-matrix recorder, x (before rounding, as llama-imatrix sees it) is collected for
+    // the weights too.
     MatmulInputs prepare_inputs(const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights,
                                 RoundAt at = RoundAt::Matvec);
     // True when w's input (rows of n) must be rounded by a dispatch before w's matmul reads it.
     bool needs_rounding_dispatch(const ops::Weight& w, int64_t rows, int64_t n, RoundAt at) const;
     // The inputs of the matmuls after a norm of x (f32 [rows, n], weight norm_w, bias norm_b):
     // decode's RMSNorm (one row, no bias, no rounding dispatch) goes into the matvecs themselves
-    // (ops::MatvecNorm) when the policy says so; otherwise the norm is recorded into `out` (x's
-    // shape; it may be x itself) with a barrier (`why`) and the inputs are out's.
+    // (ops::MatvecNorm) when the policy says so and no importance matrix is collected; otherwise
+    // the norm is recorded into `out` (x's shape; it may be x itself) with a barrier (`why`) and
+    // the inputs are out's.
     MatmulInputs normed_inputs(const ops::TensorView& x, const gpu::Buffer* norm_w, const gpu::Buffer* norm_b,
                                std::initializer_list<const ops::Weight*> weights, const char* why,
                                const ops::TensorView& out);
