@@ -23,7 +23,7 @@ uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx) {
 }
 
 bool attention_maps_fit(const ModelInfo& info, int n_ctx) {
-    return attention_map_bytes(info, n_ctx) <= ProbeConfig().max_bytes * 3 / 4;
+    return attention_map_bytes(info, n_ctx) <= std::min<uint64_t>(ProbeConfig().max_bytes * 3 / 4, kMaxUiMapBytes);
 }
 
 bool has_state(const LayerInfo& l) {

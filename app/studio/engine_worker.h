@@ -41,12 +41,17 @@ struct ProbeSelection {
     bool operator==(const ProbeSelection&) const = default;
 };
 // The Attention panel's probes: every layer's full maps while they fit three quarters of the
-// probe budget at n_ctx keys (attention_maps_fit; the rest is left to the other probes); larger
-// models get every layer and head's summary, computed on the GPU, for the layer x head overview
-// instead.
+// probe budget at n_ctx keys (the rest is left to the other probes) and kMaxUiMapBytes
+// (attention_maps_fit); larger models and contexts get every layer and head's summary, computed
+// on the GPU, for the layer x head overview instead.
 ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_ctx = 2048);
 // Host bytes of every layer's full maps (a pass's rows and the eval's, at most 1024).
 uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx);
+// The most map bytes the UI redraws from: each published state (every generated token) rebuilds
+// the view-models and every head's matrix from the maps, which took 0.7-2.0 s of the UI thread
+// per token at 172 MB (zoo-dense at a 2,026-token context, lavapipe's 2 cores loaded), so frames
+// stalled for that long; the zoo models at their contexts take 3-16 MiB.
+constexpr uint64_t kMaxUiMapBytes = 64ull << 20;
 bool attention_maps_fit(const ModelInfo& info, int n_ctx);
 // Layers with a recurrent state (Mamba-1, Mamba-2, RWKV-7), and those whose heads have a mixing
 // map (Mamba-2: a scalar decay per head, alone or beside attention).
