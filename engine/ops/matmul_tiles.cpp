@@ -54,6 +54,11 @@ ForcedTile forced_tile() {
 
 }  // namespace
 
+bool grid_leaves_units_idle(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_columns, uint32_t bm,
+                            uint32_t bn) {
+    return fill_the_grid(caps) && workgroups(n_rows, n_columns, bm, bn) < kGpuMinWorkgroups;
+}
+
 // Largest first. Big tiles reuse each decoded weight for more tokens, so a tile is skipped only
 // when the prompt would leave most of it empty (n_tokens <= BN / 2) or the device cannot hold it.
 // On a GPU the choice then steps down to smaller tiles while the grid has fewer than
@@ -79,12 +84,11 @@ MatmulTiles pick_matmul_tiles(const gpu::Capabilities& caps, uint64_t n_rows, ui
         }
         no_such_tile(f, "scalar", have);
     }
-    const bool fill = fill_the_grid(caps);
     for (size_t i = 0; i + 1 < kCount; ++i) {
         const MatmulTiles& t = kCandidates[i];
         if (!fits(t)) continue;
         if (n_tokens <= uint64_t(t.bn) / 2) continue;
-        if (fill && workgroups(n_rows, n_tokens, t.bm, t.bn) < kGpuMinWorkgroups) continue;
+        if (grid_leaves_units_idle(caps, n_rows, n_tokens, t.bm, t.bn)) continue;
         return t;
     }
     return kCandidates[kCount - 1];
@@ -130,7 +134,6 @@ static std::optional<CoopmatPlan> plan_tiles(const gpu::Capabilities& caps, std:
     if (!shader || !shape || caps.subgroup_size == 0) return std::nullopt;
     static constexpr uint32_t kFragments[][2] = {{4, 4}, {2, 2}, {2, 1}, {1, 1}};  // FM x FN per subgroup
     const uint32_t bk = std::max(32u, shape->k);
-    const bool fill = fill_the_grid(caps);
     const ForcedTile forced = forced_tile();
     std::string have;
     std::optional<CoopmatTiles> fallback;
@@ -146,7 +149,7 @@ static std::optional<CoopmatPlan> plan_tiles(const gpu::Capabilities& caps, std:
         }
         fallback = t;  // the smallest that fits, when no tile passes the rules below
         if (columns <= double(t.bn) / 2) continue;
-        if (fill && workgroups(n_rows, grid_columns, t.bm, t.bn) < kGpuMinWorkgroups) continue;
+        if (grid_leaves_units_idle(caps, n_rows, grid_columns, t.bm, t.bn)) continue;
         return CoopmatPlan{*shader, t};
     }
     if (forced) no_such_tile(forced, "tensor-core", have);

@@ -23,6 +23,12 @@ struct MatmulTiles {
     std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, tm, tn}; }
 };
 
+// Whether a grid of n_rows x n_columns in tiles of bm x bn would leave a GPU's compute units idle
+// (fewer than about two workgroups per unit of a large GPU); false on a CPU driver and under the
+// mobile clamp, which keep the largest tile. The tile choices step down while it holds.
+bool grid_leaves_units_idle(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_columns, uint32_t bm,
+                            uint32_t bn);
+
 // The scalar tile for an n_rows x n_in matrix times n_tokens tokens (pick_matmul_tiles in
 // matmul_tiles.cpp says how).
 MatmulTiles pick_matmul_tiles(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_tokens);

@@ -37,8 +37,9 @@ struct Tiles {
 };
 
 // The largest tile the device holds whose pair columns the experts fill at least half of, on
-// average over the experts that receive pairs.
-Tiles pick_tiles(const gpu::Capabilities& caps, double pairs_per_expert) {
+// average over the experts that receive pairs; on a GPU, smaller while the grid of n_out rows x
+// n_pairs would leave compute units idle (matmul_tiles.h).
+Tiles pick_tiles(const gpu::Capabilities& caps, double pairs_per_expert, uint64_t n_out, uint64_t n_pairs) {
     static constexpr Tiles kCandidates[] = {
         {128, 128, 16, 8, 8},  // 256 threads
         {64, 64, 16, 4, 4},    // 256 threads
@@ -49,6 +50,7 @@ Tiles pick_tiles(const gpu::Capabilities& caps, double pairs_per_expert) {
     for (const Tiles& t : kCandidates) {
         if (t.shared_bytes() > caps.max_shared_memory || t.threads() > max_threads) continue;
         if (pairs_per_expert <= double(t.bn) / 2) continue;
+        if (grid_leaves_units_idle(caps, n_out, n_pairs, t.bm, t.bn)) continue;
         return t;
     }
     return kSmallest;
@@ -222,7 +224,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
     // The tiled path needs the sort and pays off when experts get a few pairs each on average.
     const bool tiled = r.sorted != nullptr && r.n_tokens > 1 && n_pairs >= 2 * n_expert;
     const double pairs_per_expert = double(n_pairs) / double(std::min(n_expert, n_pairs));
-    const Tiles tiles = pick_tiles(caps, pairs_per_expert);
+    const Tiles tiles = pick_tiles(caps, pairs_per_expert, n_out, n_pairs);
     // The tiled kernel on the tensor cores where the device and build have it (matmul_tiles.h).
     const std::optional<CoopmatPlan> coop =
         tiled ? coopmat_moe_plan(caps, layout.format, n_out, pairs_per_expert, n_pairs) : std::nullopt;

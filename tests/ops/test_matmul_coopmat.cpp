@@ -105,6 +105,11 @@ TEST(MatmulTiles, GpuGridsFillTheDeviceCpuKeepsTheLargestTile) {
     gpu::Capabilities mobile = gpu;
     gpu::apply_limits_profile(mobile, "mobile");
     EXPECT_EQ(ops::pick_matmul_tiles(mobile, 768, 512).bm, 128u) << "the mobile clamp keeps the largest tile";
+    // The rule the grouped expert matmul's scalar tiles follow too.
+    EXPECT_TRUE(ops::grid_leaves_units_idle(gpu, 768, 32, 64, 32));
+    EXPECT_FALSE(ops::grid_leaves_units_idle(gpu, 768, 32 * 22, 64, 32));
+    EXPECT_FALSE(ops::grid_leaves_units_idle(cpu, 768, 32, 64, 32));
+    EXPECT_FALSE(ops::grid_leaves_units_idle(mobile, 768, 32, 64, 32));
     for (const ops::MatmulTiles& t : {ops::pick_matmul_tiles(gpu, 100, 67), ops::pick_matmul_tiles(cpu, 100, 67)}) {
         EXPECT_EQ(t.threads(), (t.bm / t.tm) * (t.bn / t.tn));
         EXPECT_EQ(t.bm % t.tm + t.bn % t.tn + t.tm % 4 + t.tn % 4, 0u);
