@@ -1,7 +1,8 @@
 // Encoders for ggml's 32-element and K-quant block formats.
-// Without an importance vector: round-to-nearest with ggml's block scales. The 32-element
-// formats are ggml's reference quantizers exactly; the K-quants are simpler than llama.cpp's
-// search-based quantizers: each group's scale comes from its min/max.
+// Without an importance vector: the 32-element formats are ggml's reference quantizers exactly
+// (round-to-nearest with ggml's block scales); the K-quants search each group's scale (and
+// minimum) as ggml's reference quantizers do (make_qkx2_quants, make_qx_quants, make_q3_quants),
+// weighting the squared error with llama.cpp's default weights (kquant_default_weights).
 // With one: each group's scale (and minimum) is searched to minimise the importance-weighted
 // squared error (quant_weighted_fit.h), as llama.cpp does when given an importance matrix;
 // Q8_0 and MXFP4 ignore it, as llama.cpp does.
@@ -168,24 +169,33 @@ void pack_2bit(const int* q, uint8_t* qs) {
     for (int i = 0; i < 256; ++i) qs[32 * (i / 128) + i % 32] |= uint8_t((q[i] & 3) << (2 * ((i % 128) / 32)));
 }
 
-// Per-group (scale, min) for value = scale * q - min with q in [0, levels-1] and min >= 0
-// (the group's minimum is clamped to <= 0 so that zero stays representable, as ggml does).
-void group_scale_min(const float* x, int n, int levels, float* scale, float* min) {
-    float lo = 0.0f, hi = -FLT_MAX;
-    for (int i = 0; i < n; ++i) {
-        lo = std::min(lo, x[i]);
-        hi = std::max(hi, x[i]);
-    }
-    *scale = (hi - lo) / float(levels - 1);
-    *min = -lo;
+// The error weights ggml's reference K-quant quantizers give a group's scale search when no
+// importance vector is given: x^2 (Q3_K's make_q3_quants and Q6_K's make_qx_quants, rmse_type 1),
+// the group's RMS plus |x| (Q4_K, Q5_K: make_qkx2_quants' av_x + |x|), |x| (Q2_K).
+enum class KquantWeighting { Square, RmsPlusAbs, Abs };
+void kquant_default_weights(const float* x, int n, KquantWeighting k, float* w) {
+    const float rms = k == KquantWeighting::RmsPlusAbs ? std::sqrt(mean_square(x, n)) : 0.0f;
+    for (int i = 0; i < n; ++i)
+        w[i] = k == KquantWeighting::Square ? x[i] * x[i] : k == KquantWeighting::Abs ? std::fabs(x[i]) : rms + std::fabs(x[i]);
 }
+
+// A block's error weights: the importance vector's (ErrorWeights) or, without one, ggml's
+// defaults group by group.
+template <int N>
+struct KquantWeights {
+    float w[N];
+    KquantWeights(const float* x, const float* importance, float sigma_factor, int group, KquantWeighting k) {
+        if (importance) importance_weights(x, importance, N, sigma_factor * mean_square(x, N), w);
+        else
+            for (int g = 0; g < N; g += group) kquant_default_weights(x + g, group, k, w + g);
+    }
+};
 
 void encode_q2_k(const float* x, const float* importance, uint8_t* b) {
     float scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
-    const ErrorWeights<256> w(x, importance, 1.0f);
+    const KquantWeights<256> w(x, importance, 1.0f, 16, KquantWeighting::Abs);
     for (int g = 0; g < 16; ++g) {
-        if (w.given) scales[g] = fit_affine(x + 16 * g, w.w + 16 * g, 16, 3, &mins[g]);
-        else group_scale_min(x + 16 * g, 16, 4, &scales[g], &mins[g]);
+        scales[g] = fit_affine(x + 16 * g, w.w + 16 * g, 16, 3, &mins[g]);
         max_scale = std::max(max_scale, scales[g]);
         max_min = std::max(max_min, mins[g]);
     }
@@ -207,9 +217,9 @@ void encode_q2_k(const float* x, const float* importance, uint8_t* b) {
 void encode_q3_k(const float* x, const float* importance, uint8_t* b) {
     // Signed group scales (q in [-4, 3]), then 6-bit signed scales against one fp16 super-scale.
     float scales[16], max_scale = 0.0f;
-    const ErrorWeights<256> w(x, importance, 2.0f);
+    const KquantWeights<256> w(x, importance, 2.0f, 16, KquantWeighting::Square);
     for (int g = 0; g < 16; ++g) {
-        scales[g] = w.given ? fit_symmetric(x + 16 * g, w.w + 16 * g, 16, 4) : signed_absmax(x + 16 * g, 16) / -4.0f;
+        scales[g] = fit_symmetric(x + 16 * g, w.w + 16 * g, 16, 4);
         if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
     }
     uint8_t* packed = b + 96;
@@ -233,10 +243,9 @@ void encode_q3_k(const float* x, const float* importance, uint8_t* b) {
 // Shared by Q4_K (16 levels) and Q5_K (32 levels): eight groups of 32 with 6-bit scale and min.
 void encode_k_affine(const float* x, const float* importance, uint8_t* b, int levels, int* q) {
     float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f;
-    const ErrorWeights<256> w(x, importance, 2.0f);
+    const KquantWeights<256> w(x, importance, 2.0f, 32, KquantWeighting::RmsPlusAbs);
     for (int s = 0; s < 8; ++s) {
-        if (w.given) scales[s] = fit_affine(x + 32 * s, w.w + 32 * s, 32, levels - 1, &mins[s]);
-        else group_scale_min(x + 32 * s, 32, levels, &scales[s], &mins[s]);
+        scales[s] = fit_affine(x + 32 * s, w.w + 32 * s, 32, levels - 1, &mins[s]);
         max_scale = std::max(max_scale, scales[s]);
         max_min = std::max(max_min, mins[s]);
     }
@@ -284,9 +293,10 @@ void encode_q5_k(const float* x, const float* importance, uint8_t* b) {
 void encode_q6_k(const float* x, const float* importance, uint8_t* b) {
     // Signed group scales (q in [-32, 31]) stored as int8 against one fp16 super-scale. With an
     // importance vector, the scales are fitted to it directly (llama.cpp weighs Q6_K so).
-    float scales[16], max_scale = 0.0f;
+    float scales[16], max_scale = 0.0f, w[16];
     for (int g = 0; g < 16; ++g) {
-        scales[g] = importance ? fit_symmetric(x + 16 * g, importance + 16 * g, 16, 32) : signed_absmax(x + 16 * g, 16) / -32.0f;
+        if (!importance) kquant_default_weights(x + 16 * g, 16, KquantWeighting::Square, w);
+        scales[g] = fit_symmetric(x + 16 * g, importance ? importance + 16 * g : w, 16, 32);
         if (std::fabs(scales[g]) > std::fabs(max_scale)) max_scale = scales[g];
     }
     const float d = max_scale != 0.0f ? stored_half(max_scale / -128.0f) : 0.0f;

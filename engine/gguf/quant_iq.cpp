@@ -15,16 +15,14 @@ namespace {
 
 inline float signed_if(bool negative, float v) { return negative ? -v : v; }
 
-// ---- IQ4_NL and IQ4_XS: 4-bit indices into llama.cpp's kvalues_iq4nl, low nibbles first ----
-
-constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// ---- IQ4_NL and IQ4_XS: 4-bit indices into llama.cpp's kvalues_iq4nl (kIq4nlValues), low nibbles first ----
 
 void decode_iq4_nl(const uint8_t* b, float* y) {
     const float d = half_at(b);
     const uint8_t* qs = b + 2;  // [16]
     for (int j = 0; j < 16; ++j) {
-        y[j] = d * float(kIq4Values[qs[j] & 0xF]);
-        y[j + 16] = d * float(kIq4Values[qs[j] >> 4]);
+        y[j] = d * float(kIq4nlValues[qs[j] & 0xF]);
+        y[j + 16] = d * float(kIq4nlValues[qs[j] >> 4]);
     }
 }
 
@@ -39,8 +37,8 @@ void decode_iq4_xs(const uint8_t* b, float* y) {
         const int ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF) | int(((scales_h >> (2 * ib)) & 3) << 4);
         const float dl = d * float(ls - 32);
         for (int j = 0; j < 16; ++j) {
-            y[32 * ib + j] = dl * float(kIq4Values[qs[16 * ib + j] & 0xF]);
-            y[32 * ib + j + 16] = dl * float(kIq4Values[qs[16 * ib + j] >> 4]);
+            y[32 * ib + j] = dl * float(kIq4nlValues[qs[16 * ib + j] & 0xF]);
+            y[32 * ib + j + 16] = dl * float(kIq4nlValues[qs[16 * ib + j] >> 4]);
         }
     }
 }
