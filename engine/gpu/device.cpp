@@ -9,6 +9,7 @@
 #include <iterator>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <unistd.h>
 
@@ -119,9 +120,13 @@ Capabilities query_capabilities(VkInstance instance, VkPhysicalDevice pd, uint32
     VkPhysicalDeviceShaderIntegerDotProductProperties idot_props{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
     const bool has_idot = has_extension(exts, "VK_KHR_shader_integer_dot_product");
+    const bool has_nv_coopmat = has_extension(exts, "VK_NV_cooperative_matrix");
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV nv_coopmat_props{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
     subgroup.pNext = &driver;
     driver.pNext = &maint3;
     if (has_idot) maint3.pNext = &idot_props;
+    if (has_nv_coopmat) nv_coopmat_props.pNext = std::exchange(subgroup.pNext, &nv_coopmat_props);
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
     vkGetPhysicalDeviceProperties2(pd, &props);
     const VkPhysicalDeviceLimits& lim = props.properties.limits;
@@ -155,7 +160,6 @@ Capabilities query_capabilities(VkInstance instance, VkPhysicalDevice pd, uint32
     c.timestamps = lim.timestampComputeAndGraphics;
     c.timestamp_period_ns = lim.timestampPeriod;
 
-    const bool has_nv_coopmat = has_extension(exts, "VK_NV_cooperative_matrix");
     VkPhysicalDeviceCooperativeMatrixFeaturesNV nv_coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceShaderIntegerDotProductFeatures idot{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
                                                          has_nv_coopmat ? &nv_coopmat : nullptr};
@@ -174,7 +178,7 @@ Capabilities query_capabilities(VkInstance instance, VkPhysicalDevice pd, uint32
     c.integer_dot_matvec = choose_integer_dot_matvec(c, env_or("VKLLM_INTEGER_DOT", ""));
     c.cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
     if (has_nv_coopmat && nv_coopmat.cooperativeMatrix && f12.shaderFloat16 && f12.vulkanMemoryModel &&
-        c.subgroup_basic) {
+        c.subgroup_basic && (nv_coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
         c.cooperative_matrix_nv_shapes = nv_coopmat_shapes(instance, pd);
         c.cooperative_matrix_nv = !c.cooperative_matrix_nv_shapes.empty();
     }
