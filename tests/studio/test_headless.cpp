@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -163,7 +164,8 @@ void check_model(const std::string& file, const std::string& tag) {
     SessionOptions so;
     ProbeSelection all;
     all.residual_full_layer = 0;  // the activations panel's map shows the selected layer, 0 at start
-    so.probes = probe_config(all, info);
+    so.n_ctx = std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 2048, 2048);  // the studio's context
+    so.probes = probe_config(all, info, so.n_ctx);
     Session session(*model, so);
     // Greedy text: the studio's answer is the engine's.
     GenerateOptions go;
@@ -395,7 +397,8 @@ TEST(StudioHeadless, RandomBertEncoder) {
     SessionOptions so;
     ProbeSelection all;
     all.residual_full_layer = 0;
-    so.probes = probe_config(all, info);
+    so.n_ctx = std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 2048, 2048);  // the studio's context
+    so.probes = probe_config(all, info, so.n_ctx);
     Session session(*model, so);
     session.encode_logits(tokens);
     const ProbeResults want = session.probes();
