@@ -2,6 +2,7 @@
 #include "model/imatrix_recorder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "gpu/device.h"
@@ -13,6 +14,7 @@ namespace {
 // llama-imatrix skips matrix products of fewer rows (its callback declines them); stacked experts
 // are collected whatever the rows.
 constexpr int64_t kMinRows = 16;
+constexpr size_t kNotCollected = SIZE_MAX;  // a part of a tensor that is not collected
 
 bool collected(const std::string& name, bool process_output) {
     return name.rfind("blk.", 0) == 0 || (process_output && name == "output.weight");
@@ -27,8 +29,12 @@ ImatrixRecorder::ImatrixRecorder(gpu::Context& ctx, const Weights& weights, bool
     auto round_up = [&](uint64_t n) { return (n + align - 1) / align * align; };
     uint64_t n_sums = 0, n_counts = 0;
     for (const std::string& name : weights.uploaded_names("")) {
-        if (!collected(name, process_output)) continue;
         const UploadedMatrix& u = *weights.uploaded(name);
+        if (!collected(name, process_output)) {
+            // Known, so that no weight sharing a buffer with a collected one is taken for it.
+            for (const UploadedPart& p : u.parts) parts_[p.buffer].push_back({p.offset, kNotCollected});
+            continue;
+        }
         Entry e;
         e.name = name;
         e.n_cols = u.n_in;
@@ -53,7 +59,8 @@ const ImatrixRecorder::Entry* ImatrixRecorder::find(const ops::Buffer* buffer, u
     if (!buffer || it == parts_.end()) return nullptr;
     const auto& list = it->second;
     auto p = std::upper_bound(list.begin(), list.end(), std::pair<uint64_t, size_t>{offset, SIZE_MAX});
-    return p == list.begin() ? nullptr : &entries_[std::prev(p)->second];
+    if (p == list.begin() || std::prev(p)->second == kNotCollected) return nullptr;
+    return &entries_[std::prev(p)->second];
 }
 
 void ImatrixRecorder::order_write(gpu::Stream& s, const Entry& e) {
@@ -95,6 +102,11 @@ void ImatrixRecorder::expert_input(gpu::Stream& s, const ops::TensorView& x, boo
         ops::imatrix_accumulate_routed(s, x, x_per_pair, r, ops::f32_rows(sums_, e->n_mat, e->n_cols, e->sums_first),
                                        ops::i32_vector(counts_, e->n_mat, e->counts_first));
     }
+}
+
+void ImatrixRecorder::head_input(gpu::Stream& s, const ops::TensorView& x, const ops::MoeRouting& by_head,
+                                 const ops::ExpertWeights& w) {
+    if (by_head.n_tokens >= kMinRows) expert_input(s, x, /*x_per_pair=*/true, by_head, {&w});
 }
 
 void ImatrixRecorder::drain_into(Imatrix& m) {

@@ -36,6 +36,11 @@ public:
     // pair, else one per token).
     void expert_input(gpu::Stream& s, const ops::TensorView& x, bool x_per_pair, const ops::MoeRouting& r,
                       std::initializer_list<const ops::ExpertWeights*> ws);
+    // x (one row per (token, head) pair) is the input of per-head matrices `w` (DeepSeek's attn_k_b,
+    // attn_v_b) over the pairs of `by_head` (pair p to head p % n_head): a plain batched product for
+    // llama.cpp, so collected only for passes of 16 tokens or more.
+    void head_input(gpu::Stream& s, const ops::TensorView& x, const ops::MoeRouting& by_head,
+                    const ops::ExpertWeights& w);
 
     // Adds what the GPU summed since the last call into m (entries made as needed; only weights
     // that some input reached) and zeroes the GPU's sums. The passes must have completed.
@@ -54,7 +59,7 @@ private:
     void order_write(gpu::Stream& s, const Entry& e);
 
     std::vector<Entry> entries_;
-    // buffer -> (byte offset of a part, entry index), sorted by offset.
+    // buffer -> (byte offset of a part, entry index; SIZE_MAX for a tensor not collected), sorted.
     std::map<const ops::Buffer*, std::vector<std::pair<uint64_t, size_t>>> parts_;
     gpu::Buffer sums_, counts_;
     std::set<size_t> written_;

@@ -3,7 +3,9 @@
 // attention norm's output for attn_q/k/v, each routed pair's hidden activations for
 // ffn_down_exps, counted per expert), and llama.cpp's own collection of the same chunks (the
 // golden file, llama-imatrix's callback): the same entries, the same counts, sums within what
-// llama.cpp's F16 cache moves them. The legacy .dat writer keeps the importance a quantizer reads.
+// llama.cpp's F16 cache moves them. zoo-mla likewise (its golden made by the same command as
+// zoo-moe's, scripts/make-golden-imatrix.sh): DeepSeek's per-head attn_k_b / attn_v_b products
+// collected per head. The legacy .dat writer keeps the importance a quantizer reads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,7 +46,8 @@ protected:
         std::ifstream f(golden("text.txt"), std::ios::binary);
         std::stringstream ss;
         ss << f.rdbuf();
-        tokens_ = model_->tokenize(ss.str(), /*add_special=*/true);
+        text_ = ss.str();
+        tokens_ = model_->tokenize(text_, /*add_special=*/true);
     }
     static void TearDownTestSuite() {
         delete model_;
@@ -71,9 +74,11 @@ protected:
     }
     static Model* model_;
     static std::vector<int32_t> tokens_;
+    static std::string text_;
 };
 Model* ImatrixCollect::model_ = nullptr;
 std::vector<int32_t> ImatrixCollect::tokens_;
+std::string ImatrixCollect::text_;
 
 TEST_F(ImatrixCollect, SumsAreTheReferenceForwardsMatmulInputs) {
     const Imatrix m = collect(/*rounding=*/false, KvCacheType::F32);
@@ -120,9 +125,9 @@ TEST_F(ImatrixCollect, SumsAreTheReferenceForwardsMatmulInputs) {
     }
 }
 
-TEST_F(ImatrixCollect, AgreesWithLlamaImatrix) {
-    const Imatrix m = collect(/*rounding=*/true, KvCacheType::Auto);
-    const Imatrix llama = read_imatrix(golden("zoo-moe.imatrix.gguf"));
+// Entry for entry: names, widths, counts; sums within what llama-imatrix's default F16 cache
+// moves them (up to 4e-4).
+void expect_same_matrix(const Imatrix& m, const Imatrix& llama) {
     ASSERT_EQ(m.entries.size(), llama.entries.size());
     for (size_t i = 0; i < llama.entries.size(); ++i) {
         const ImatrixEntry &e = m.entries[i], &l = llama.entries[i];
@@ -130,9 +135,13 @@ TEST_F(ImatrixCollect, AgreesWithLlamaImatrix) {
         EXPECT_EQ(e.n_cols, l.n_cols) << l.name;
         EXPECT_EQ(e.counts, l.counts) << l.name;
         ASSERT_EQ(e.sums.size(), l.sums.size()) << l.name;
-        // llama-imatrix keeps keys and values in its default F16 cache: up to 4e-4 apart.
         EXPECT_LT(rel_diff(e.sums, l.sums), 6e-4) << l.name;
     }
+}
+
+TEST_F(ImatrixCollect, AgreesWithLlamaImatrix) {
+    const Imatrix m = collect(/*rounding=*/true, KvCacheType::Auto);
+    expect_same_matrix(m, read_imatrix(golden("zoo-moe.imatrix.gguf")));
 
     // The GGUF file written and read back is the same matrix; the legacy .dat keeps each
     // column's importance (mean x^2; 1 for an expert no token reached).
@@ -150,6 +159,18 @@ TEST_F(ImatrixCollect, AgreesWithLlamaImatrix) {
         EXPECT_EQ(back.entries[i].counts, m.entries[i].counts);
         EXPECT_LT(rel_diff(dat.entries[i].importance(), m.entries[i].importance()), 1e-6) << m.entries[i].name;
     }
+}
+
+TEST_F(ImatrixCollect, LatentAttentionPerHeadAgreesWithLlamaImatrix) {
+    auto mla = Model::load(test::source_dir() + "/assets/zoo/zoo-mla.gguf");
+    ImatrixOptions o;
+    o.n_ctx = kChunk;
+    o.max_chunks = kChunks;
+    const Imatrix m = compute_imatrix(*mla, mla->tokenize(text_, /*add_special=*/true), o);
+    const ImatrixEntry* kb = m.find("blk.0.attn_k_b.weight");
+    ASSERT_NE(kb, nullptr);
+    EXPECT_EQ(kb->counts, std::vector<int64_t>(size_t(kb->n_mat()), kChunk * kChunks));  // every head, every token
+    expect_same_matrix(m, read_imatrix(golden("zoo-mla.imatrix.gguf")));
 }
 
 }  // namespace

@@ -100,9 +100,9 @@ struct ImatrixProgress {
 // BOS (when the vocabulary adds BOS), and every matmul input of 16 rows or more of a layer weight
 // (`blk.*`; output.weight with process_output), and every routed expert input, adds its x_j^2 on
 // the GPU (per expert over the pairs routed to it). chunk_count and chunk_size are set, datasets
-// holds options.dataset when given. Throws std::invalid_argument for n_ctx < 2 or a text of fewer
-// than 2 chunks after the skipped ones (llama-imatrix's minimum). Not collected yet: DeepSeek's
-// per-head attn_k_b / attn_v_b products (multi-head latent attention).
+// holds options.dataset when given; DeepSeek's per-head attn_k_b / attn_v_b get one matrix per
+// head, as llama-imatrix gives them. Throws std::invalid_argument for n_ctx < 2 or a text of fewer
+// than 2 chunks after the skipped ones (llama-imatrix's minimum).
 Imatrix compute_imatrix(const Model& model, const std::vector<int32_t>& tokens, const ImatrixOptions& options,
                         const std::function<void(const ImatrixProgress&)>& progress = nullptr);
 

@@ -2,6 +2,7 @@
 
 #include "model/blocks/attention.h"
 #include "model/op_params.h"
+#include "model/imatrix_recorder.h"
 #include "ops/ops.h"
 
 namespace vkllm::model {
@@ -85,6 +86,7 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     // by_head has no sort: the expert matvec, which rounds each head's row itself.
     MatmulInputs mi = r.prepare_inputs(ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope), {&kb_key},
                                        RoundAt::ExpertMatvec);
+    if (r.imatrix) r.imatrix->head_input(s, ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope), by_head, w.k_b);
     s.mark("moe_matmul");
     ops::moe_matmul(s, w.k_b, mi.expert_input(w.k_b), /*x_per_pair=*/true, by_head,
                     ops::f32_rows(sc.mla.qabs, int64_t(heads), mla.kv_lora_rank), mi.rounds_in_matvec(kb_key.type));
@@ -107,6 +109,7 @@ void LatentAttentionBlock::record_output(Recording& r) const {
     ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
     const ops::Weight vb_key = rounding_key(w.v_b);
     MatmulInputs mi = r.prepare_inputs(ops::f32_rows(sc.attn, heads, a.mla.kv_lora_rank), {&vb_key}, RoundAt::ExpertMatvec);
+    if (r.imatrix) r.imatrix->head_input(s, ops::f32_rows(sc.attn, heads, a.mla.kv_lora_rank), by_head, w.v_b);
     s.mark("moe_matmul");
     // Scratch::attn is [T, n_head, kv_lora]: one latent row per (token, head) pair.
     ops::moe_matmul(s, w.v_b, mi.expert_input(w.v_b), /*x_per_pair=*/true, by_head,
