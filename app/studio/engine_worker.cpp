@@ -295,8 +295,13 @@ void EngineWorker::do_load(std::function<std::unique_ptr<Model>()> open, const s
     const Clock::time_point t0 = Clock::now();
     Clock::time_point shown = t0;
     try {
+        // The first prompt's length picks the matrix kernels (up to 16 tokens the few-rows
+        // matvec, more the tiled matmul), and a kernel not prepared compiles at its first
+        // dispatch (5-6 s of the first answer on lavapipe). Without a chat template the first
+        // prompt is what was typed, a few words; a template's markup and the system prompt take
+        // it past 16 tokens.
         PrepareOptions po;
-        po.prompt_tokens = 32;
+        po.prompt_tokens = model_->info().chat_template.empty() ? 8 : 32;
         const PrepareProgress p = session_->prepare(po, [&](const PrepareProgress& progress) {
             if (stop_requested_) throw std::runtime_error("stopped");
             if (progress.total == 0 || ms_since(shown) < 100) return;
