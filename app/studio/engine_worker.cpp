@@ -68,6 +68,10 @@ ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_c
     if (s.lens && !is_encoder(info)) {
         c.logit_lens_layers = all_layers;
         c.logit_lens_top_n = 10;  // `vkllm probe`'s default: the same command line, the same document
+        // The lens panel's layers x positions grid: the prompt's newest kLensPositions positions
+        // (the whole text of a chat's first turns), then one column per generated token; the
+        // export equals `vkllm probe --lens-positions 64`'s document.
+        c.logit_lens_positions = kLensPositions;
     }
     c.timings = s.timings;
     c.state = s.state;

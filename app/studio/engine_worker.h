@@ -45,6 +45,8 @@ struct ProbeSelection {
 // (attention_maps_fit); larger models and contexts get every layer and head's summary, computed
 // on the GPU, for the layer x head overview instead.
 ProbeConfig probe_config(const ProbeSelection& s, const ModelInfo& info, int n_ctx = 2048);
+// Positions of each eval the logit lens grid covers (its newest ones).
+constexpr int kLensPositions = 64;
 // Host bytes of every layer's full maps (a pass's rows and the eval's, at most 1024).
 uint64_t attention_map_bytes(const ModelInfo& info, int n_ctx);
 // The most map bytes the UI redraws from: each published state (every generated token) rebuilds

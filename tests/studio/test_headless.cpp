@@ -225,7 +225,8 @@ void check_model(const std::string& file, const std::string& tag) {
     const std::string cli_out = dir + "/probe.json";
     const test::ShellResult cli =
         test::shell("'" + test::vkllm_bin() + "' probe -m '" + file + "' -p '" + prompt + "' -n " + std::to_string(n) +
-                    " --attention all --residual --ffn-down --routing --logit-lens all --timings -o '" + cli_out + "' 2>&1");
+                    " --attention all --residual --ffn-down --routing --logit-lens all --lens-positions " +
+                    std::to_string(vkllm::studio::kLensPositions) + " --timings -o '" + cli_out + "' 2>&1");
     ASSERT_EQ(cli.code, 0) << cli.out;
     json from_cli = json::parse(read_text(cli_out));
     ASSERT_TRUE(e.contains("timings"));
