@@ -519,9 +519,13 @@ if wants tests && fits tests 30; then
         layer=$(basename "$(dirname "$src")")
         name=${layer}_$(basename "$src" .cpp)
         [[ $cpu_only = *" $name "* || " ${progs[*]} " = *" $name|"* ]] && continue
-        progs+=("$name|$name||")
-        [[ $name = model_test_stories260K ]] && progs+=("$name.idot|$name|VKLLM_INTEGER_DOT=1|--gtest_filter=*Q8_0*:*Q4_0*"
-            "$name.norm_in_matvec|$name|VKLLM_NORM_IN_MATVEC=1|")
+        # The goldens hold the fp32 prompt matmul to llama.cpp's CPU logits (1e-3 on the zoo); the
+        # tensor-core one rounds to fp16 (4-8e-3 there) and has its own bound in
+        # ops_test_matmul_coopmat, so the model programs run with VKLLM_COOPMAT=0.
+        fp32=$([[ $layer = model ]] && echo "VKLLM_COOPMAT=0")
+        progs+=("$name|$name|$fp32|")
+        [[ $name = model_test_stories260K ]] && progs+=("$name.idot|$name|$fp32 VKLLM_INTEGER_DOT=1|--gtest_filter=*Q8_0*:*Q4_0*"
+            "$name.norm_in_matvec|$name|$fp32 VKLLM_NORM_IN_MATVEC=1|")
     done
     filter=${GPU_CHECK_TESTS:-$([[ $small = 1 ]] && echo '^(gpu_test_runtime|ops_test_argmax|ops_test_norm|model_test_stories260K)$')}
     jobs=$([[ $small = 1 ]] && echo 2 || echo $((cores < 12 ? cores : 12)))

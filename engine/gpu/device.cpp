@@ -177,8 +177,10 @@ Capabilities query_capabilities(VkInstance instance, VkPhysicalDevice pd, uint32
     c.integer_dot_accelerated = c.integer_dot_product && idot_props.integerDotProduct4x8BitPackedSignedAccelerated;
     c.integer_dot_matvec = choose_integer_dot_matvec(c, env_or("VKLLM_INTEGER_DOT", ""));
     c.cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
+    // The memory model with device scope: once vulkanMemoryModel is on, every shader that uses
+    // Device scope (memoryBarrierBuffer, buffer atomics) needs vulkanMemoryModelDeviceScope too.
     if (has_nv_coopmat && nv_coopmat.cooperativeMatrix && f12.shaderFloat16 && f12.vulkanMemoryModel &&
-        c.subgroup_basic && (nv_coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
+        f12.vulkanMemoryModelDeviceScope && c.subgroup_basic && (nv_coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
         c.cooperative_matrix_nv_shapes = nv_coopmat_shapes(instance, pd);
         c.cooperative_matrix_nv = !c.cooperative_matrix_nv_shapes.empty();
     }
@@ -407,6 +409,7 @@ void Context::create_device(uint32_t) {
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
                                                            &float16};
     memory_model.vulkanMemoryModel = VK_TRUE;
+    memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
     void* features = &storage16;
     if (caps_.cooperative_matrix_nv) {
         extensions.push_back("VK_NV_cooperative_matrix");

@@ -89,7 +89,9 @@ struct MatvecShape {
 // glu: the fused SwiGLU variants, which dot two rows (gate and up) per output. large_int8: a
 // plain matvec over at least 4096 x 4096 weights of a type with 8-bit-activation blocks
 // (large_int8_matvec).
-MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu = false, bool large_int8 = false);
+// float16: F16 or BF16 weights (their 16-byte octet loads take 4 rows on a GPU).
+MatvecShape matvec_shape(const gpu::Capabilities& caps, uint64_t units, bool glu = false, bool large_int8 = false,
+                         bool float16 = false);
 // The decode matvecs' MV_ROLLED specialization constant: 1 on CPU drivers (matmul.cpp says why).
 uint32_t matvec_rolled(const gpu::Capabilities& caps);
 // The decode matvec's MV_TRIP specialization constant: units per thread per loop trip (matmul.cpp).

@@ -154,7 +154,8 @@ double best_seconds(gpu::Context& ctx, int repeats, Record&& record) {
     // Untimed runs first: pipeline creation and caches, and a GPU's clocks. An idle NVIDIA GPU
     // drops its SM clock (an H200 from 1980 to 345 MHz) and raises it again only after some
     // milliseconds of work, so a submission timed from idle measured the decode kernels 4-5x
-    // slow; at least 3 runs and 0.3 s of them keep the device busy until its clock is up.
+    // slow (and after 0.3 s of warm-up now and then still); at least 3 runs and 1 s of them keep
+    // the device busy until its clock is up.
     const auto warm_start = std::chrono::steady_clock::now();
     int warm = 0;
     for (int r = 0; r < repeats + warm; ++r) {
@@ -170,7 +171,7 @@ double best_seconds(gpu::Context& ctx, int repeats, Record&& record) {
             if (!t.empty() && t[0].second > 0) sec = t[0].second * 1e-3;
         }
         if (r == warm) {  // still warming up?
-            if (warm < 3 || std::chrono::duration<double>(t1 - warm_start).count() < 0.3) {
+            if (warm < 3 || std::chrono::duration<double>(t1 - warm_start).count() < 1.0) {
                 ++warm;
                 continue;
             }
