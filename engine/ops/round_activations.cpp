@@ -56,7 +56,9 @@ void round_activations(Stream& s, const TensorView& x, const TensorView& y, ActR
     detail::Window yw = detail::window(ctx, *y.buffer, y_offset, count, op, "y");
     const uint32_t wg = detail::workgroup_size(ctx, 64);
     const uint64_t n_blocks = count / uint64_t(block);
-    detail::Grid g = detail::grid_2d(ctx, (n_blocks + wg - 1) / wg, op);
+    // Blocks of 256 take a workgroup each (round_act.comp), the others an invocation each.
+    const uint64_t groups = block == 256 ? n_blocks : (n_blocks + wg - 1) / wg;
+    detail::Grid g = detail::grid_2d(ctx, groups, op);
     const gpu::ShaderId shader = mode == ActRounding::Q8_32    ? gpu::ShaderId::round_act_q8_32
                                  : mode == ActRounding::Q8_256 ? gpu::ShaderId::round_act_q8_256
                                  : mode == ActRounding::F16    ? gpu::ShaderId::round_act_f16

@@ -38,6 +38,10 @@ TEST_F(RoundActivations, Q8Blocks32And256MatchTheCpuReference) {
             if (x.size() >= 2 * size_t(block))
                 for (int j = 0; j < block; ++j) x[size_t(j)] = 0.0f;  // an all-zero block
             if (x.size() > size_t(block) + 5) x[size_t(block) + 5] = -40.0f;  // a block led by a negative value
+            if (x.size() >= 3 * size_t(block)) {  // the largest magnitude twice, in two threads of a workgroup
+                x[2 * size_t(block) + size_t(block) / 4 + 6] = -5.5f;
+                x[2 * size_t(block) + size_t(block) * 3 / 4 + 8] = 5.5f;
+            }
             std::vector<float> want(x.size());
             cpu::round_activations(x.data(), want.data(), int64_t(x.size()), block);
             for (uint64_t offset : {0u, 3u}) {
