@@ -9,3 +9,5 @@ oracle=$("$root/tools/imatrix_oracle/build.sh")
 source "$("$root/../shared/tools/llama-oracle/setup.sh")/env.sh"
 "$oracle/llama-imatrix-lite" "$root/assets/zoo/zoo-moe.gguf" "$root/tests/golden/imatrix/text.txt" \
     "$root/tests/golden/imatrix/zoo-moe.imatrix.gguf" 64 2 2
+"$oracle/llama-imatrix-lite" "$root/assets/zoo/zoo-mla.gguf" "$root/tests/golden/imatrix/text.txt" \
+    "$root/tests/golden/imatrix/zoo-mla.imatrix.gguf" 64 2 2

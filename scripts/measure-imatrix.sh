@@ -27,7 +27,7 @@ head -c 60000 "$work/text/train.txt" > "$work/train.txt"
 "$oracle/llama-imatrix-lite" "$model" "$work/train.txt" "$work/llama.imatrix.gguf" "$ctx" 0 2 > "$work/llama-imatrix.log"
 matrices="llama"
 if "$vkllm" imatrix --help >/dev/null 2>&1; then
-  "$vkllm" imatrix -m "$model" -f "$work/train.txt" -o "$work/vkllm.imatrix.gguf" --chunk "$ctx" > "$work/vkllm-imatrix.log" 2>&1
+  "$vkllm" imatrix -m "$model" -f "$work/train.txt" -o "$work/vkllm.imatrix.gguf" -c "$ctx" > "$work/vkllm-imatrix.log" 2>&1
   matrices="vkllm llama"
 fi
 # A flat matrix: every weight's columns alike (sums 1, count 1).

@@ -184,7 +184,7 @@ TEST(IquantEncode, RandomRowsAsCloseAsGgml) {
 }
 
 // The 32-element and K-quant types with an importance vector: their group scales are searched
-// as llama.cpp's are (without one they keep their min/max scales: not compared here).
+// as llama.cpp's are (without one, tests/gguf/test_kquant_search.cpp compares them).
 TEST(IquantEncode, WeightedBlockTypesAsCloseAsGgml) {
     const QuantizeChunk ggml = ggml_quantizer();
     if (!ggml) GTEST_SKIP() << "libggml-base from the llama-oracle is not installed";
