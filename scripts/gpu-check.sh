@@ -292,7 +292,7 @@ md = [f"# gpu-check: {r.get('device')}", "",
 if r["matvec"] or r["copy_gbps"]:
     md += ["## Decode matvec bandwidth", "",
            f"`vkllm-bench-matvec --round-x`, weights cycled past the L2, GPU timestamps. Copy bandwidth "
-           f"(vkCmdCopyBuffer of {num(r.get('copy_mib'), '{:.0f}')} MiB, bytes read + written): "
+           f"(the faster of vkCmdCopyBuffer of {num(r.get('copy_mib'), '{:.0f}')} MiB and a compute shader's copy, bytes read + written): "
            f"**{num(r['copy_gbps'], '{:.0f}')} GB/s**; each cell is GB/s of weights read and its percentage of that.", ""]
     shapes = []
     for m in r["matvec"]:
