@@ -18,6 +18,7 @@
 #include "gguf/quant.h"
 #include "model/model_internal.h"
 #include "reference/reference_forward.h"
+#include "imatrix_reference.h"
 #include "test_support.h"
 #include "vkllm/imatrix.h"
 #include "vkllm/model.h"
@@ -84,26 +85,7 @@ TEST_F(ImatrixCollect, SumsAreTheReferenceForwardsMatmulInputs) {
     const Imatrix m = collect(/*rounding=*/false, KvCacheType::F32);
     const auto& in = model_->internals();
     const model::ModelSpec& spec = in.spec();
-    Imatrix ref;
-    const int E = spec.n_embd;
-    for (int c = 0; c < kChunks; ++c) {
-        std::vector<int32_t> chunk(tokens_.begin() + c * kChunk, tokens_.begin() + (c + 1) * kChunk);
-        chunk[0] = in.tokenizer().bos();
-        model::ReferenceForward fwd(in.file(), spec, kChunk, /*round_activations=*/false);
-        fwd.eval(chunk);
-        for (int l = 0; l < spec.n_layer; ++l) {
-            const std::string blk = "blk." + std::to_string(l) + ".";
-            const std::vector<float> w = gguf::dequantize_tensor(*in.file().find_tensor(blk + "attn_norm.weight"));
-            std::vector<float> h(size_t(kChunk) * E);
-            cpu::rms_norm(fwd.residual[size_t(l)].data(), w.data(), h.data(), kChunk, E, spec.norm_eps);
-            for (const char* p : {"attn_q", "attn_k", "attn_v"}) ref.accumulate(blk + p + ".weight", h.data(), kChunk, E);
-            const auto& routing = fwd.routing.at(l);
-            const int n_ff = spec.layers[size_t(l)].ffn.moe.n_ff_expert, n_exp = spec.layers[size_t(l)].ffn.moe.n_expert;
-            for (size_t p = 0; p < routing.experts.size(); ++p)
-                ref.accumulate(blk + "ffn_down_exps.weight", fwd.expert_in[size_t(l)].data() + p * size_t(n_ff), 1, n_ff,
-                               routing.experts[p], n_exp);
-        }
-    }
+    const Imatrix ref = test::reference_moe_imatrix(in, tokens_, kChunk, kChunks);
     ASSERT_EQ(ref.entries.size(), size_t(4 * spec.n_layer));
     for (const ImatrixEntry& r : ref.entries) {
         const ImatrixEntry* e = m.find(r.name);

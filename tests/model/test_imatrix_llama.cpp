@@ -14,6 +14,7 @@
 #include "gguf/quant.h"
 #include "model/model_internal.h"
 #include "reference/reference_forward.h"
+#include "imatrix_reference.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/imatrix.h"
@@ -53,28 +54,7 @@ TEST(ImatrixLlama, SumsAreTheMatmulInputsSquares) {
 
     // The same sums from the reference forward, one chunk at a time from an empty cache, each
     // chunk's first token BOS (llama-imatrix's chunks).
-    Imatrix ref;
-    const int E = spec.n_embd;
-    for (int c = 0; c < kChunks; ++c) {
-        std::vector<int32_t> chunk(tokens.begin() + c * kChunk, tokens.begin() + (c + 1) * kChunk);
-        chunk[0] = in.tokenizer().bos();
-        model::ReferenceForward fwd(in.file(), spec, kChunk, /*round_activations=*/false);
-        fwd.eval(chunk);
-        for (int l = 0; l < spec.n_layer; ++l) {
-            const std::string blk = "blk." + std::to_string(l) + ".";
-            // The projections of q, k and v read the attention norm's output.
-            const std::vector<float> w = gguf::dequantize_tensor(*in.file().find_tensor(blk + "attn_norm.weight"));
-            std::vector<float> h(size_t(kChunk) * E);
-            cpu::rms_norm(fwd.residual[size_t(l)].data(), w.data(), h.data(), kChunk, E, spec.norm_eps);
-            for (const char* p : {"attn_q", "attn_k", "attn_v"}) ref.accumulate(blk + p + ".weight", h.data(), kChunk, E);
-            // Each (token, slot) pair's down-projection input goes to its expert's sums.
-            const auto& routing = fwd.routing.at(l);
-            const int n_ff = spec.layers[size_t(l)].ffn.moe.n_ff_expert, n_exp = spec.layers[size_t(l)].ffn.moe.n_expert;
-            for (size_t p = 0; p < routing.experts.size(); ++p)
-                ref.accumulate(blk + "ffn_down_exps.weight", fwd.expert_in[size_t(l)].data() + p * size_t(n_ff), 1, n_ff,
-                               routing.experts[p], n_exp);
-        }
-    }
+    const Imatrix ref = test::reference_moe_imatrix(in, tokens, kChunk, kChunks);
     ASSERT_FALSE(ref.entries.empty());
     for (const ImatrixEntry& r : ref.entries) {
         const ImatrixEntry* e = m.find(r.name);
