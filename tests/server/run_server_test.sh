@@ -133,8 +133,10 @@ text=$(node -e 'process.stdout.write(JSON.parse(process.argv[1]).choices[0].text
 echo "curl: streamed = whole = '$text'"
 
 # A client that leaves a non-streaming answer (curl gives up after 1 s): its generation stops.
+# Sixteen choices of up to 240 tokens take this model over 10 s here (one choice of 200 tokens
+# took 1.1-1.5 s, and a sampled end of text can come sooner), so it cannot finish in time.
 cancelled_before=$(curl -s "$url/health" | sed 's/.*"cancelled":\([0-9]*\).*/\1/')
-curl -s --max-time 1 "$url/v1/completions" -d '{"prompt": "Once upon a time", "max_tokens": 200}' >/dev/null || true
+curl -s --max-time 1 "$url/v1/completions" -d '{"prompt": "Once upon a time", "max_tokens": 240, "n": 16}' >/dev/null || true
 for _ in $(seq 300); do
   cancelled=$(curl -s "$url/health" | sed 's/.*"cancelled":\([0-9]*\).*/\1/')
   ((cancelled > cancelled_before)) && break
