@@ -12,6 +12,11 @@
 // INT_DOT (Q8_0, Q4_0/1, Q5_0/1 with 8-bit activations): each thread rounds its unit of x to
 // int8 once and dots it with every row's quants in integers (dequant_idot.glsl); the result is
 // the ROUND_X path's up to float rounding (the integer sums are exact).
+// XQ (quantized x): x was quantized beforehand, once for every matvec that reads it
+// (shaders/quantize_act.comp; ops::QuantizedActs): binding 1 holds its int8 quants (from word
+// x_base), block scales (from word norm_base) and quant sums (from word xq_sum_base), and the
+// matvec reads scale * quant, the rounded value itself (matvec_xq.glsl); with INT_DOT it dots the
+// quants as they are. NORM_IN and ROUND_X are 0 (the quantize dispatch did both).
 // NORM_IN (decode's pre-norm fused in): x is the raw residual stream and the matvec reads
 // rms_norm(x) * norm_w instead, as shaders/norm.comp computes it ((x * inv) * w with
 // inv = 1 / sqrt(mean(x^2) + eps)); every workgroup sums x^2 itself (x is small and cached), so
@@ -69,6 +74,7 @@ layout(push_constant) uniform Push {
     uint up_delta;    // GLU: bytes from a gate row to the same up row
     uint norm_base;   // NORM_IN: index of norm_w[0] in its binding (a multiple of 4 when x_vec4)
     float norm_eps;   // NORM_IN: the norm's epsilon
+    uint xq_sum_base; // XQ: word index of x's quant sums in the x binding
 } pc;
 
 shared float partial[NACC * WG];  // [NACC][WG]
@@ -89,13 +95,21 @@ void store_row(uint r, float v) {
 
 float x_inv = 1.0;  // NORM_IN: 1 / rms(x), set by main before the first x_quad
 
+#ifdef XQ
+#include "matvec_xq.glsl"
+#endif
+
 vec4 x_quad(uint e) {
+#ifdef XQ
+    return xq_quad(e);
+#else
     const uint i = pc.x_base + e;
     const vec4 v = pc.x_vec4 != 0u ? x4[i >> 2] : vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
     if (NORM_IN == 0u) return v;
     const uint j = pc.norm_base + e;
     const vec4 w = pc.x_vec4 != 0u ? norm_w4[j >> 2] : vec4(norm_w[j], norm_w[j + 1u], norm_w[j + 2u], norm_w[j + 3u]);
     return (v * x_inv) * w;
+#endif
 }
 
 // x[e] as the matvec reads it (normalised with NORM_IN, not rounded).

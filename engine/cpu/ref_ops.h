@@ -66,6 +66,12 @@ int64_t argmax(const float* x, int64_t n);
 //                     y = (1 / s) * min(127, round-half-even(s * x))
 // (round-half-even as the x86 SIMD paths round; std::nearbyint in the default rounding mode).
 void round_activations(const float* x, float* y, int64_t n, int block);
+// The same rounding kept as integers, the form ggml's block_q8_0 / block_q8_K hold: per block
+// q[i] (-127..127) and scale d with round_activations' y[i] = d * q[i] exactly, and the sum of
+// the quants of each group of 32 (block 32) or 16 (block 256: block_q8_K's bsums), which the
+// dots of weights with a bias or a minimum take. q: n values; scales: n / block; sums: n / 32
+// or n / 16.
+void quantize_activations(const float* x, int64_t n, int block, int8_t* q, float* scales, int32_t* sums);
 
 // ---------------------------------------------------------------------------------------------
 // Normalisation, softmax, element-wise (ref_elementwise.cpp)

@@ -294,7 +294,7 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                 const NormBinding nb = norm_binding(norm, n_in, xw, lim, op);
                 const MatvecPush push{uint32_t(n_in), uint32_t(rows), ww.shift,    uint32_t(row_bytes),
                                       x_base,         yw.shift / 4,   accumulate ? 1u : 0u,
-                                      x_vec4 && nb.vec4_ok ? 1u : 0u, 0u, nb.base, nb.eps};
+                                      x_vec4 && nb.vec4_ok ? 1u : 0u, 0u, nb.base, nb.eps, 0u};
                 // A 2-D grid when the row groups exceed the x limit; the shader skips the padding.
                 const uint64_t groups = (rows + mv_rows - 1) / mv_rows;
                 const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
@@ -396,7 +396,7 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
                       weights::matvec_trip(caps)});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
-                          uint32_t(up.offset - gate.offset), nb.base, nb.eps};
+                          uint32_t(up.offset - gate.offset), nb.base, nb.eps, 0u};
     const uint64_t groups = (n_out + mv.rows - 1) / mv.rows;
     const uint64_t gx = std::min<uint64_t>(groups, lim.max_groups[0]);
     const uint64_t gy = (groups + gx - 1) / gx;

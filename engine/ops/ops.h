@@ -98,6 +98,47 @@ int64_t rounding_block(ActRounding mode);
 // y = x rounded per `mode`: x, y f32 [n_rows, n] with packed rows; n a multiple of the block.
 void round_activations(Stream& s, const TensorView& x, const TensorView& y, ActRounding mode);
 
+// Activations quantized once for the decode matvecs that read them (quantize_activations), in
+// llama.cpp's activation blocks for the weight's vec_dot_type: Q8_32 (block_q8_0: int8 quants
+// and an f32 scale per 32, with each block's quant sum for the types with a bias or minimum)
+// or Q8_256 (block_q8_K: a scale per 256 and the quant sums of every 16). The rounded
+// activation is scale * quant, round_activations' value bit for bit. In `buffer` from byte
+// `offset` (a multiple of 16), three streams, each starting on 16 bytes:
+//   quants  rows * n int8, element e of row t at byte t * n + e (so 16 bytes load as a uvec4)
+//   scales  rows * n / block f32 (block 32 or 256)
+//   sums    rows * n / group int32 (group 32, or 16 for Q8_256)
+struct QuantizedActs {
+    const Buffer* buffer = nullptr;
+    uint64_t offset = 0;
+    ActRounding mode = ActRounding::Q8_32;
+    int64_t rows = 0, n = 0;
+
+    int64_t block() const { return rounding_block(mode); }
+    int64_t sum_group() const { return mode == ActRounding::Q8_256 ? 16 : 32; }
+    uint64_t scales_offset() const;  // bytes, from the start of the buffer
+    uint64_t sums_offset() const;
+    uint64_t bytes() const;  // from `offset` to the end of the sums
+};
+// A checked QuantizedActs over b from byte `offset`: mode Q8_32 or Q8_256, n a multiple of its
+// block, all three streams within b. Throws ShapeError otherwise.
+QuantizedActs quantized_acts(const Buffer& b, ActRounding mode, int64_t rows, int64_t n, uint64_t offset = 0);
+// out = x quantized per out.mode (x: f32 [out.rows, out.n], packed). norm (one row only): x is
+// the raw residual stream and rms_norm(x) * norm->weight is quantized, the norm computed as
+// rms_norm computes it (so the result is rms_norm's output quantized, bit for bit).
+void quantize_activations(Stream& s, const TensorView& x, const QuantizedActs& out, const MatvecNorm* norm = nullptr);
+// True when a one-token matvec of this weight type can read quantize_activations' output
+// (matvec_quantized): the types of 8-bit activation blocks whose dot reads each element of x
+// once (Q8_0, Q4_0/1, Q5_0/1, MXFP4, IQ4_NL; Q2_K..Q6_K, IQ4_XS).
+bool matvec_reads_quantized(TensorType weight_type);
+// y = w x for one token with x quantized beforehand (x.mode must be activation_rounding(w.type),
+// x.rows 1): matmul(..., round_x)'s result up to float summation order, without re-rounding x
+// in every workgroup; the int8-dot types dot the quants in integers where the device has the
+// integer dot product (Capabilities::integer_dot_matvec). y: f32 [1, w.n_out].
+void matvec_quantized(Stream& s, const Weight& w, const QuantizedActs& x, const TensorView& y, bool accumulate = false);
+// matvec_swiglu with x quantized beforehand (gate and up as matvec_swiglu_fits takes them).
+void matvec_swiglu_quantized(Stream& s, const Weight& gate, const Weight& up, const QuantizedActs& x,
+                             const TensorView& y, GluActivation act = GluActivation::SiLU);
+
 // out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: f32 [n, table.n_in], packed rows.
 void get_rows(Stream& s, const Weight& table, const TensorView& ids, const TensorView& out);
 

@@ -67,6 +67,7 @@ struct AttentionCombinePush {  // attention_combine.comp
 struct MatvecPush {  // matvec.comp
     uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4, up_delta, norm_base;
     float norm_eps;
+    uint32_t xq_sum_base;  // XQ: word index of the quant sums (x_base: the quants, norm_base: the scales)
 };
 
 struct MatmulPush {  // matmul.comp
@@ -83,6 +84,11 @@ struct GetRowsPush {  // get_rows.comp
 
 struct RoundActPush {  // round_act.comp
     uint32_t n_blocks, x_shift, y_shift, grid_x;
+};
+
+struct QuantizeActPush {  // quantize_act.comp
+    uint32_t n_blocks, x_shift, q_base, scale_base, sum_base, grid_x, n, norm_base;
+    float norm_eps;
 };
 
 struct MoeRoutePush {  // moe_route.comp
@@ -158,6 +164,7 @@ VKLLM_PUSH_OF(matvec_rows, MatvecRowsPush);
 VKLLM_PUSH_OF(get_rows, GetRowsPush);
 VKLLM_PUSH_OF(moe_matvec, MoeMatvecPush);
 VKLLM_PUSH_OF(round_act, RoundActPush);
+VKLLM_PUSH_OF(quantize_act, QuantizeActPush);
 VKLLM_PUSH_OF(moe_route, MoeRoutePush);
 VKLLM_PUSH_OF(moe_sort, MoeSortPush);
 VKLLM_PUSH_OF(moe_combine, MoeCombinePush);

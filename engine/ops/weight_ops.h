@@ -108,6 +108,16 @@ gpu::ShaderId matvec_shader(const gpu::Capabilities& caps, MatvecOp op, TensorTy
 // "moe_matvec_", "moe_matvec_swiglu_"; std::logic_error for another).
 std::string matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x);
 
+// The decode matvecs reading x quantized beforehand (ops::matvec_quantized; the XQ variants of
+// shaders/variants_matvec_xq.cmake): plain and GLU, with their int8-dot twins for the types that
+// have them (Q8_0, Q4_0/1, Q5_0/1).
+struct XqMatvecShaders {
+    SubgroupPair matvec{}, swiglu{};
+    std::optional<SubgroupPair> idot_matvec, idot_swiglu;
+};
+// False for a type without them (ops::matvec_reads_quantized).
+bool xq_matvec_shaders(TensorType t, XqMatvecShaders* out);
+
 // Records a weight op's dispatch: `buffers` (the op's own bindings), then the format's grid when
 // it has one (uploaded once per context, Context::constant_buffer).
 void dispatch(Stream& s, const gpu::Pipeline& p, const Format& f, std::initializer_list<gpu::BufferRange> buffers,

@@ -57,6 +57,32 @@ bool gpu_format(TensorType t, Format* f) {
     }
 }
 
+#define VKLLM_XQ(t) XqMatvecShaders{VKLLM_SG(matvec_##t##_xq), VKLLM_SG(matvec_swiglu_##t##_xq), std::nullopt, std::nullopt}
+#define VKLLM_XQ_IDOT(t)                                                                          \
+    XqMatvecShaders{VKLLM_SG(matvec_##t##_xq), VKLLM_SG(matvec_swiglu_##t##_xq), VKLLM_SG(matvec_##t##_idot_xq), \
+                    VKLLM_SG(matvec_swiglu_##t##_idot_xq)}
+
+bool xq_matvec_shaders(TensorType t, XqMatvecShaders* out) {
+    switch (t) {
+        case TensorType::Q8_0: *out = VKLLM_XQ_IDOT(q8_0); return true;
+        case TensorType::Q4_0: *out = VKLLM_XQ_IDOT(q4_0); return true;
+        case TensorType::Q4_1: *out = VKLLM_XQ_IDOT(q4_1); return true;
+        case TensorType::Q5_0: *out = VKLLM_XQ_IDOT(q5_0); return true;
+        case TensorType::Q5_1: *out = VKLLM_XQ_IDOT(q5_1); return true;
+        case TensorType::MXFP4: *out = VKLLM_XQ(mxfp4); return true;
+        case TensorType::IQ4_NL: *out = VKLLM_XQ(iq4_nl); return true;
+        case TensorType::Q2_K: *out = VKLLM_XQ(q2_k); return true;
+        case TensorType::Q3_K: *out = VKLLM_XQ(q3_k); return true;
+        case TensorType::Q4_K: *out = VKLLM_XQ(q4_k); return true;
+        case TensorType::Q5_K: *out = VKLLM_XQ(q5_k); return true;
+        case TensorType::Q6_K: *out = VKLLM_XQ(q6_k); return true;
+        case TensorType::IQ4_XS: *out = VKLLM_XQ(iq4_xs); return true;
+        default: return false;
+    }
+}
+
+#undef VKLLM_XQ_IDOT
+#undef VKLLM_XQ
 #undef VKLLM_WEIGHT_IDOT
 #undef VKLLM_WEIGHT
 #undef VKLLM_MATVECS

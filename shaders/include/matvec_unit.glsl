@@ -1,7 +1,8 @@
 // accumulate_unit(unit) of the decode matvecs (matvec.comp, moe_matvec.comp): adds 32-element
 // unit `unit` of each of the NACC rows at row_addr[] to acc[], against x read by the includer's
 // x_quad(e) (x rounded first with ROUND_X). With INT_DOT the unit of x is rounded to int8 once and
-// dotted in integers (dequant_idot.glsl). Include after dequant_dot.glsl and matvec_round.glsl.
+// dotted in integers (dequant_idot.glsl); with INT_DOT and XQ its int8 quants come ready-made
+// (matvec_xq.glsl). Include after dequant_dot.glsl and matvec_round.glsl.
 // The includer declares the specialization constant MV_ROLLED: 1 keeps the loop over the rows a
 // loop (CPU drivers: lavapipe compiles the unrolled form several times slower and runs it slower
 // too, 8 rows of f32 at 1.8 against 2.7 GB/s), 0 unrolls it (GPUs: the sums stay in registers).
@@ -11,7 +12,19 @@
 #endif
 
 // Adds unit `unit` of every row to acc.
-#ifdef INT_DOT
+#if defined(INT_DOT) && defined(XQ)
+void accumulate_unit(uint unit) {  // x quantized beforehand (matvec_xq.glsl): its words as they are
+    uvec4 lo, hi;
+    float d_x;
+    int xq_sum;
+    xq_unit(unit, lo, hi, d_x, xq_sum);
+    if (MV_ROLLED != 0u) {
+        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+    } else {
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+    }
+}
+#elif defined(INT_DOT)
 uint pack_s8(ivec4 q) { return uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 | uint(q.z & 0xFF) << 16 | uint(q.w) << 24; }
 void accumulate_unit(uint unit) {  // a unit is one block of 32 (MV_UNITS == 1)
     vec4 xv[8];

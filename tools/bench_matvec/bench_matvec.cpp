@@ -2,8 +2,8 @@
 // against how fast the device copies a large buffer.
 //
 //   vkllm-bench-matvec [--types f16,q8_0,...] [--shapes 768x768,2048x768] [--reps N] [--repeats R]
-//                      [--copies C] [--round-x] [--tokens N] [--copy-mib M] [--min-mib M] [--threads T]
-//                      [--json FILE]
+//                      [--copies C] [--round-x] [--quantized-x] [--tokens N] [--copy-mib M] [--min-mib M]
+//                      [--threads T] [--json FILE]
 //
 // Copy bandwidth first (--copy-mib, default 1024; 0 skips it): vkCmdCopyBuffer of one M MiB
 // buffer into another, several times in one command buffer, and a compute shader's copy (up to
@@ -21,6 +21,10 @@
 // --round-x times decode's matvec as the forward runs it with llama.cpp rounding: x rounded in the
 // matvec (8-bit blocks for quantised types, where VKLLM_INTEGER_DOT=1 or an accelerated device
 // takes the int8 path).
+// --quantized-x times decode's matvec as the forward runs it now: x quantized once per input
+// (ops::quantize_activations, recorded once per submission before its matvecs) and the matvecs
+// reading the quants (ops::matvec_quantized) for the types that can (ops::matvec_reads_quantized;
+// the others as --round-x).
 // --tokens N times the product over N rows of x (default 1): 2-8 take shaders/matvec_rows.comp
 // (a batched decode pass), more the tiled matmul; VKLLM_MATVEC_ROWS=1 sends 2-8 to the tiled
 // matmul too, so the two can be compared at each N (the crossover ops::matmul's limit is set by).
@@ -237,7 +241,7 @@ std::string json_string(const std::string& s) {
 }
 
 void write_json(const std::string& path, const gpu::Capabilities& caps, double copy, uint64_t copy_bytes, bool round_x,
-                int tokens, const std::vector<Row>& rows) {
+                bool quantized_x, int tokens, const std::vector<Row>& rows) {
     const std::string tmp = path + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "w");
     if (!f) throw std::runtime_error(path + ": cannot write");
@@ -247,8 +251,9 @@ void write_json(const std::string& path, const gpu::Capabilities& caps, double c
                  json_string(driver).c_str(), json_string(caps.api_version).c_str());
     if (copy > 0) std::fprintf(f, "\"copy_gbps\": %.1f, \"copy_mib\": %.0f, ", copy, double(copy_bytes) / 1048576.0);
     else std::fprintf(f, "\"copy_gbps\": null, ");
-    std::fprintf(f, "\"round_x\": %s, \"integer_dot_matvec\": %s, \"tokens\": %d, \"matvec\": [",
-                 round_x ? "true" : "false", caps.integer_dot_matvec ? "true" : "false", tokens);
+    std::fprintf(f, "\"round_x\": %s, \"quantized_x\": %s, \"integer_dot_matvec\": %s, \"tokens\": %d, \"matvec\": [",
+                 round_x ? "true" : "false", quantized_x ? "true" : "false", caps.integer_dot_matvec ? "true" : "false",
+                 tokens);
     for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         std::fprintf(f, "%s\n  {\"type\": %s, \"rows\": %lld, \"cols\": %lld, \"gbps\": %.2f, \"pct_of_copy\": ",
@@ -268,7 +273,7 @@ int run(int argc, char** argv) {
     std::string shapes = "768x768,2048x768,768x2048,32000x768";
     std::string json;
     int reps = 0, repeats = 5, copies = 0, copy_mib = 1024, min_mib = 256, threads = 0, tokens = 1;
-    bool round_x = false;
+    bool round_x = false, quantized_x = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -285,17 +290,20 @@ int run(int argc, char** argv) {
         else if (a == "--threads") threads = std::stoi(value());
         else if (a == "--json") json = value();
         else if (a == "--round-x") round_x = true;
+        else if (a == "--quantized-x") round_x = quantized_x = true;
         else if (a == "--tokens") tokens = std::stoi(value());
         else if (a == "-h" || a == "--help") {
             std::printf("usage: vkllm-bench-matvec [--types f16,q8_0,...] [--shapes ROWSxCOLS,...] [--reps N] "
-                        "[--repeats R] [--copies C] [--round-x] [--tokens N] [--copy-mib M] [--min-mib M] [--threads T] "
+                        "[--repeats R] [--copies C] [--round-x] [--quantized-x] [--tokens N] [--copy-mib M] [--min-mib M] "
+                        "[--threads T] "
                         "[--json FILE]\n");
             return 0;
         } else throw std::runtime_error("unknown argument '" + a + "'");
     }
     if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
     if (tokens < 1) throw std::runtime_error("--tokens must be at least 1");
-    if (round_x && tokens > 1) throw std::runtime_error("--round-x times the one-token matvec: it takes no --tokens");
+    if (round_x && tokens > 1)
+        throw std::runtime_error("--round-x and --quantized-x time the one-token matvec: they take no --tokens");
     if (copies < 0) throw std::runtime_error("--copies must be positive");
     if (copy_mib < 0 || min_mib < 0) throw std::runtime_error("--copy-mib and --min-mib must be positive");
     const size_t n_threads = threads > 0 ? size_t(threads) : std::max(1u, std::thread::hardware_concurrency());
@@ -304,7 +312,10 @@ int run(int argc, char** argv) {
     const gpu::Capabilities& caps = ctx->caps();
     std::printf("device: %s (%s %s)%s%s; %d token%s per product\n", caps.name.c_str(), caps.driver_name.c_str(),
                 caps.driver_version.c_str(),
-                round_x ? (caps.integer_dot_matvec ? "; x rounded, int8 dot" : "; x rounded, float dot") : "",
+                round_x ? (quantized_x ? (caps.integer_dot_matvec ? "; x quantized once, int8 dot where the type has one"
+                                                                  : "; x quantized once, float dot")
+                                       : caps.integer_dot_matvec ? "; x rounded, int8 dot" : "; x rounded, float dot")
+                        : "",
                 caps.timestamps ? "; GPU timestamps" : "; host clock", tokens, tokens == 1 ? "" : "s");
     std::vector<Row> rows;
     double copy = 0;
@@ -319,7 +330,7 @@ int run(int argc, char** argv) {
                     double(std::min<uint64_t>(copy_bytes, 256ull << 20)) / 1048576.0, shader);
         copy = std::max(dma, shader);  // the achievable limit: the faster of the two
     }
-    if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, tokens, rows);
+    if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, quantized_x, tokens, rows);
     std::printf("%-6s %12s %10s %10s %8s %7s\n", "type", "shape", "MiB", "us", "GB/s", "%copy");
     std::fflush(stdout);
     for (const std::string& tname : split(types, ',')) {
@@ -353,7 +364,20 @@ int run(int argc, char** argv) {
                                                          std::min(n_copies, 1000)),
                                                 2, 2000);
             const bool rx = round_x && ops::matvec_rounds_activations(type);
+            const bool xq = quantized_x && ops::matvec_reads_quantized(type);
+            const ops::ActRounding mode = ops::activation_rounding(type);
+            gpu::Buffer qb(*ctx, xq ? size_t(sh.n_in) * 2 + 64 : 4, gpu::Memory::Device);
             const double sec = best_seconds(*ctx, repeats, [&](gpu::Stream& s) {
+                               if (xq) {
+                                   const ops::QuantizedActs q = ops::quantized_acts(qb, mode, 1, sh.n_in);
+                                   ops::quantize_activations(s, ops::f32_rows(xb, 1, sh.n_in), q);
+                                   s.barrier("x is quantized before the matvecs read it");
+                                   for (int i = 0; i < n; ++i) {
+                                       ops::matvec_quantized(s, ws[size_t(i) % ws.size()], q, ops::f32_rows(yb, 1, sh.n_out));
+                                       s.barrier("next matvec");
+                                   }
+                                   return;
+                               }
                                for (int i = 0; i < n; ++i) {
                                    ops::matmul(s, ws[size_t(i) % ws.size()], ops::f32_rows(xb, tokens, sh.n_in),
                                                ops::f32_rows(yb, tokens, sh.n_out),
@@ -369,7 +393,7 @@ int run(int argc, char** argv) {
             std::printf("%-6s %12s %10.2f %10.1f %8.2f %7s\n", tname.c_str(), sname.c_str(), row.mib, row.us, row.gbps,
                         copy > 0 ? (std::to_string(int(std::lround(row.pct_of_copy))) + "%").c_str() : "-");
             std::fflush(stdout);
-            if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, tokens, rows);
+            if (!json.empty()) write_json(json, caps, copy, copy_bytes, round_x, quantized_x, tokens, rows);
         }
         std::printf("%-6s %12s %10.2f %10.1f %8.2f\n", tname.c_str(), "all", total_bytes / 1048576.0, total_sec * 1e6,
                     total_bytes / total_sec / 1e9);

@@ -31,11 +31,12 @@ void AttentionBlock::record(Recording& r) const {
         throw ModelError("layer " + std::to_string(l) + ": gated attention " +
                          (with_output_ ? "needs the FFN's gate scratch to hold its n_head * head_dim gates per token"
                                        : "in a parallel block is not implemented"));
+    // Decode's quantised projections read one quantized copy of their input (quantized_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> projections) {
-        return w.attn_norm ? r.normed_inputs(r.residual(T), w.attn_norm, w.attn_norm_b, projections,
-                                             "the normalised block input is complete before the projections read it",
-                                             ops::f32_rows(sc.h, T, r.spec.n_embd))
-                           : r.prepare_inputs(r.residual(T), projections);
+        return w.attn_norm ? quantized_inputs(r, r.residual(T), w.attn_norm, w.attn_norm_b, projections,
+                                              "the normalised block input is complete before the projections read it",
+                                              ops::f32_rows(sc.h, T, r.spec.n_embd))
+                           : quantized_inputs(r, r.residual(T), projections);
     };
     MatmulInputs mi = a.gated ? inputs({&w.wq, &w.wk, &w.wv, &w.wq_gate}) : inputs({&w.wq, &w.wk, &w.wv});
     s.mark("matmul");

@@ -21,11 +21,12 @@ void DenseFfnBlock::record(Recording& r) const {
     const ops::TensorView gate = ops::f32_rows(sc.gate, T, L.ffn.n_ff);
 
     // Decode's RMSNorm runs inside the gate/up (or up) matvecs (normed_inputs).
+    // Decode's quantised gate and up read one quantized copy of their input (quantized_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
-        return w.ffn_norm ? r.normed_inputs(r.residual(T), w.ffn_norm, w.ffn_norm_b, ws,
-                                            "the normalised FFN input is complete before the gate/up projections read it",
-                                            ops::f32_rows(sc.h, T, r.spec.n_embd))
-                          : r.prepare_inputs(r.residual(T), ws);
+        return w.ffn_norm ? quantized_inputs(r, r.residual(T), w.ffn_norm, w.ffn_norm_b, ws,
+                                             "the normalised FFN input is complete before the gate/up projections read it",
+                                             ops::f32_rows(sc.h, T, r.spec.n_embd))
+                          : quantized_inputs(r, r.residual(T), ws);
     };
     if (L.ffn.gated) {
         MatmulInputs mi = inputs({&w.gate, &w.up});

@@ -21,7 +21,7 @@ void GatedSharedExpertBlock::record(Recording& r) const {
     // are combined: moe_combine then reads it as the one weight of each token's one "expert".
     Scratch::Moe& m = sc.moe;
     const ops::TensorView h = ops::f32_rows(sc.h, T, E), logit = ops::f32_rows(m.weights, T, 1);
-    MatmulInputs mi = r.prepare_inputs(h, {&w.gate_sh, &w.up_sh, &w.gate_inp_sh});
+    MatmulInputs mi = quantized_inputs(r, h, {&w.gate_sh, &w.up_sh, &w.gate_inp_sh});  // decode: one quantized copy
     s.mark("matmul");
     mi.matmul(s, w.gate_sh, ops::f32_rows(sc.gate, T, ff));
     mi.matmul(s, w.up_sh, ops::f32_rows(sc.up, T, ff));

@@ -15,12 +15,13 @@ void LatentAttentionBlock::record(Recording& r) const {
     const LayerWeights& w = r.w.layers[size_t(layer_)];
     Scratch& sc = r.scratch;
     const int T = r.n_tokens;
-    // Decode's RMSNorm runs inside the q (or q_a) and kv_a matvecs (normed_inputs).
+    // Decode's RMSNorm runs inside the q (or q_a) and kv_a matvecs (normed_inputs), or in the
+    // dispatch that quantizes their input once (quantized_inputs).
     auto inputs = [&](std::initializer_list<const ops::Weight*> ws) {
-        return w.attn_norm ? r.normed_inputs(r.residual(T), w.attn_norm, w.attn_norm_b, ws,
-                                             "the normalised block input is complete before the projections read it",
-                                             ops::f32_rows(sc.h, T, r.spec.n_embd))
-                           : r.prepare_inputs(r.residual(T), ws);
+        return w.attn_norm ? quantized_inputs(r, r.residual(T), w.attn_norm, w.attn_norm_b, ws,
+                                              "the normalised block input is complete before the projections read it",
+                                              ops::f32_rows(sc.h, T, r.spec.n_embd))
+                           : quantized_inputs(r, r.residual(T), ws);
     };
     record_qkv(r, w.wq_a.buffer ? inputs({&w.wq_a, &w.wkv_a}) : inputs({&w.wq, &w.wkv_a}));
     record_attend(r, layer_, /*kv_in_cache=*/false);
@@ -49,8 +50,8 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
         s.barrier("q_a and [c | kr] are complete before their norms");
         // q_a's norm, in place (or, decoding, inside W_qb's matvec).
         const ops::TensorView qa = ops::f32_rows(sc.mla.qa, T, mla.q_lora_rank);
-        const MatmulInputs mi = r.normed_inputs(qa, w.q_a_norm, nullptr, {&w.wq},
-                                                "the normalised q_a is complete before W_qb reads it", qa);
+        const MatmulInputs mi = quantized_inputs(r, qa, w.q_a_norm, nullptr, {&w.wq},
+                                                 "the normalised q_a is complete before W_qb reads it", qa);
         s.mark("matmul");
         mi.matmul(s, w.wq, ops::f32_rows(sc.mla.q, T, w.wq.n_out));
     } else {

@@ -1,9 +1,11 @@
 #include "model/blocks/matmul_inputs.h"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "gpu/device.h"
+#include "model/blocks/recording.h"
 #include "model/spec.h"
 
 namespace vkllm::model {
@@ -21,10 +23,17 @@ ActivationPolicy ActivationPolicy::for_device(const gpu::Context& ctx, bool roun
             throw ModelError(std::string("VKLLM_NORM_IN_MATVEC must be 0 or 1, got '") + v + "'");
         p.norm_in_matvec = std::string(v) == "1";
     }
+    if (const char* v = std::getenv("VKLLM_MATVEC_XQ"); v && *v) {
+        if (std::string(v) != "0" && std::string(v) != "1")
+            throw ModelError(std::string("VKLLM_MATVEC_XQ must be 0 or 1, got '") + v + "'");
+        p.matvec_quantizes_x = std::string(v) == "1";
+    }
     return p;
 }
 
 ops::TensorView MatmulInputs::input(const ops::Weight& w) const {
+    if (quantized[size_t(ops::activation_rounding(w.type))])
+        throw std::logic_error("MatmulInputs::input: this weight's input is quantized for the matvecs alone");
     const gpu::Buffer* r = rounded[size_t(ops::activation_rounding(w.type))];
     return r ? ops::f32_rows(*r, x.rows, x.cols) : x;
 }
@@ -32,11 +41,19 @@ ops::TensorView MatmulInputs::input(const ops::Weight& w) const {
 ops::TensorView MatmulInputs::expert_input(const ops::ExpertWeights& e) const { return input(rounding_key(e)); }
 
 void MatmulInputs::matmul(gpu::Stream& s, const ops::Weight& w, const ops::TensorView& y, bool accumulate) const {
+    if (const auto& q = quantized[size_t(ops::activation_rounding(w.type))]) {
+        ops::matvec_quantized(s, w, *q, y, accumulate);
+        return;
+    }
     ops::matmul(s, w, input(w), y, accumulate, rounds_in_matvec(w.type), norm.weight ? &norm : nullptr);
 }
 
 void MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up,
                                  const ops::TensorView& y, ops::GluActivation act) const {
+    if (const auto& q = quantized[size_t(ops::activation_rounding(gate.type))]) {
+        ops::matvec_swiglu_quantized(s, gate, up, *q, y, act);
+        return;
+    }
     ops::matvec_swiglu(s, gate, up, input(gate), y, rounds_in_matvec(gate.type), act, norm.weight ? &norm : nullptr);
 }
 
@@ -48,6 +65,62 @@ ops::Weight rounding_key(const ops::ExpertWeights& e) {
     ops::Weight w;
     w.type = e.type;
     return w;
+}
+
+namespace {
+
+// True when decode's matvecs of `weights` can all read x quantized beforehand.
+bool quantizes(const Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights) {
+    if (!r.policy.round || !r.policy.matvec_quantizes_x || r.imatrix || x.rows != 1) return false;
+    for (const ops::Weight* w : weights) {
+        const ops::ActRounding mode = ops::activation_rounding(w->type);
+        if ((mode != ops::ActRounding::Q8_32 && mode != ops::ActRounding::Q8_256) || !ops::matvec_reads_quantized(w->type) ||
+            x.cols % ops::rounding_block(mode))
+            return false;
+    }
+    return true;
+}
+
+// Quantizes src once per block kind of the weights (norm: folded in), then one barrier.
+MatmulInputs quantize_for(Recording& r, const ops::TensorView& src, std::initializer_list<const ops::Weight*> weights,
+                          const ops::MatvecNorm* norm) {
+    MatmulInputs in;
+    in.x = src;
+    for (const ops::Weight* w : weights) {
+        const ops::ActRounding mode = ops::activation_rounding(w->type);
+        if (in.quantized[size_t(mode)]) continue;
+        // One row's quants, scales and sums fit the row of floats the rounded copy would take.
+        const ops::QuantizedActs q = ops::quantized_acts(r.scratch.rounded[size_t(mode)], mode, 1, src.cols);
+        r.s.mark("quantize_act");
+        ops::quantize_activations(r.s, src, q, norm);
+        in.quantized[size_t(mode)] = q;
+    }
+    r.s.barrier("the quantized activations are complete before the matvecs read them");
+    return in;
+}
+
+}  // namespace
+
+MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights) {
+    if (!quantizes(r, x, weights)) return r.prepare_inputs(x, weights);
+    return quantize_for(r, x, weights, nullptr);
+}
+
+MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, const gpu::Buffer* norm_w,
+                              const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
+                              const char* why, const ops::TensorView& out) {
+    if (!quantizes(r, x, weights)) return r.normed_inputs(x, norm_w, norm_b, weights, why, out);
+    // An RMSNorm goes into the quantize dispatch on every device: it saves the norm's dispatch and
+    // barrier, and unlike the matvecs' fused norm (ActivationPolicy::norm_in_matvec) it repeats the
+    // sum of x^2 in a few workgroups only (one per 256 blocks of 32, or per block of 256), which
+    // compute it as the norm's own dispatch does: the quants are the same either way.
+    if (r.spec.norm == NormKind::RMSNorm && norm_w && !norm_b) {
+        const ops::MatvecNorm norm{norm_w, 0, r.spec.norm_eps};
+        return quantize_for(r, x, weights, &norm);
+    }
+    r.norm(x, norm_w, norm_b, out);
+    r.s.barrier(why);
+    return quantize_for(r, out, weights, nullptr);
 }
 
 }  // namespace vkllm::model

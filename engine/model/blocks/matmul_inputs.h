@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
@@ -23,7 +25,13 @@ struct ActivationPolicy {
     // barrier per input, and repeats the rounding in every workgroup that reads the input).
     bool matvec_rounds_x = true;
     // Decode's RMSNorm inside the matvecs that read it: GPUs; VKLLM_NORM_IN_MATVEC=0|1 forces it.
+    // Where decode's inputs are quantized beforehand (quantized_inputs), the quantize dispatch
+    // takes the norm instead, on every device.
     bool norm_in_matvec = false;
+    // Decode's 8-bit activation blocks quantized once per input, for every matvec that reads it
+    // (quantized_inputs), instead of in every workgroup of each; VKLLM_MATVEC_XQ=0 goes back to
+    // the rounding above (for measuring both on a new device).
+    bool matvec_quantizes_x = true;
 
     // The policy for ctx's device and the environment; throws ModelError for a bad
     // VKLLM_NORM_IN_MATVEC.
@@ -43,7 +51,11 @@ struct MatmulInputs {
     const gpu::Buffer* rounded[5] = {};  // by ops::ActRounding: x rounded, packed from element 0
     bool in_matvec[5] = {};              // by ops::ActRounding: the one-token matvec rounds x itself
     ops::MatvecNorm norm;                // weight set: x is un-normalised, the matvecs normalise it
-    // The input of w: x, or its copy rounded as w's type needs (f32 [rows, n]).
+    // By ops::ActRounding: x quantized once for the one-token matvecs (quantized_inputs), which
+    // read it instead of x.
+    std::optional<ops::QuantizedActs> quantized[5];
+    // The input of w: x, or its copy rounded as w's type needs (f32 [rows, n]). std::logic_error
+    // where w's input is quantized (only the matvecs read it).
     ops::TensorView input(const ops::Weight& w) const;
     // The input of experts e (rows: tokens, or pairs): as input(), by e's type.
     ops::TensorView expert_input(const ops::ExpertWeights& e) const;
@@ -58,5 +70,20 @@ struct MatmulInputs {
 
 // Activation rounding depends only on the weight type: a stand-in ops::Weight for experts'.
 ops::Weight rounding_key(const ops::ExpertWeights& e);
+
+struct Recording;
+// Decode's inputs of a group of matvecs (Q, K and V; gate and up) with x quantized once per
+// activation-block kind the weights need (ops::quantize_activations into the scratch's rounded
+// buffer of that kind), one barrier after: every matvec of the group reads the same quants. With
+// a norm (norm_w) that is an RMSNorm without bias, the quantize dispatch folds the norm in (the
+// same values as the norm's dispatch; `out` is not written); another norm is recorded into `out`
+// first, as Recording::normed_inputs does. Taken for one row when the policy quantizes, no importance
+// matrix is collected and every weight's matvec reads quantized x of a whole number of blocks
+// (ops::matvec_reads_quantized); otherwise these are Recording::normed_inputs (with norm_w) or
+// prepare_inputs.
+MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights);
+MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, const gpu::Buffer* norm_w,
+                              const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
+                              const char* why, const ops::TensorView& out);
 
 }  // namespace vkllm::model

@@ -136,7 +136,7 @@ void MoeFfnBlock::record_shared_expert(Recording& r, const ops::TensorView& in) 
     gpu::Stream& s = r.s;
     Scratch& sc = r.scratch;
     // Every token, unweighted.
-    MatmulInputs mi = r.prepare_inputs(in, {&w.gate_sh, &w.up_sh});
+    MatmulInputs mi = quantized_inputs(r, in, {&w.gate_sh, &w.up_sh});  // decode: one quantized copy
     s.mark("matmul");
     mi.matmul(s, w.gate_sh, ops::f32_rows(sc.gate, T, w.gate_sh.n_out));
     mi.matmul(s, w.up_sh, ops::f32_rows(sc.up, T, w.up_sh.n_out));

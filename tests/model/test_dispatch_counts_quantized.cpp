@@ -1,0 +1,76 @@
+// Dispatches and barriers per decode step of a quantised model (stories260K Q4_0: Q, K, V, gate
+// and up in Q4_0, ffn_down F16), pinned per layer as test_dispatch_counts pins the zoo's F32
+// models: with llama.cpp's rounding, decode quantizes each input of a group of matvecs once
+// (ops::quantize_activations: one dispatch and one barrier per input group, Q/K/V and gate/up),
+// where each matvec used to round x in every workgroup (VKLLM_MATVEC_XQ=0, the last two cases).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/stream.h"
+#include "model/forward.h"
+#include "model/model_internal.h"
+#include "test_support.h"
+#include "vkllm/model.h"
+
+namespace vkllm {
+namespace {
+
+using Counts = gpu::Stream::Counts;
+
+struct QuantCountCase {
+    const char* name;
+    bool quantize_x;      // VKLLM_MATVEC_XQ
+    bool norm_in_matvec;  // VKLLM_NORM_IN_MATVEC
+    Counts layer;         // every layer
+    Counts outside;       // embeddings and output head
+};
+
+void PrintTo(const QuantCountCase& c, std::ostream* os) { *os << c.name; }
+
+class QuantizedDispatchCounts : public ::testing::TestWithParam<QuantCountCase> {};
+
+TEST_P(QuantizedDispatchCounts, DecodeStepIsPinned) {
+    VKLLM_REQUIRE_SHARED(shared);
+    const QuantCountCase& c = GetParam();
+    const uint64_t errors_before = gpu::validation_error_count();
+    test::ScopedEnv xq("VKLLM_MATVEC_XQ", c.quantize_x ? "1" : "0");  // read by the Forward's constructor
+    test::ScopedEnv norm("VKLLM_NORM_IN_MATVEC", c.norm_in_matvec ? "1" : "0");
+    auto model = Model::load(shared + "/models/stories260K/stories260K-Q4_0.gguf");
+    const auto& in = model->internals();
+    model::Forward fwd(in.context(), in.spec(), in.weights(), /*n_ctx=*/32, /*n_batch=*/4);
+    std::vector<float> logits(size_t(4) * size_t(in.spec().n_vocab));
+    const std::vector<int32_t> prompt{1, 5, 9};
+    ProbeConfig off;
+    fwd.step(prompt.data(), int(prompt.size()), 0, false, logits.data(), off, nullptr);
+    const int32_t next = 21;
+    fwd.step(&next, 1, int(prompt.size()), false, logits.data(), off, nullptr);
+    const std::vector<Counts>& got = fwd.step_counts();
+    ASSERT_EQ(got.size(), size_t(in.spec().n_layer) + 1);
+    EXPECT_EQ(got[0].dispatches, c.outside.dispatches) << "outside the layers";
+    EXPECT_EQ(got[0].barriers, c.outside.barriers) << "outside the layers";
+    for (size_t l = 1; l < got.size(); ++l) {
+        EXPECT_EQ(got[l].dispatches, c.layer.dispatches) << "layer " << l - 1;
+        EXPECT_EQ(got[l].barriers, c.layer.barriers) << "layer " << l - 1;
+    }
+    EXPECT_EQ(gpu::validation_error_count(), errors_before);
+}
+
+// Per layer (dispatches / barriers), measured on lavapipe, native and mobile alike. Quantizing
+// once takes a dispatch and a barrier per input group (Q/K/V, gate/up), and the group's RMSNorm
+// goes into that dispatch on every device: the counts of the norm's own dispatch (the CPU
+// drivers' default) stay as they were, and where the norm was inside the matvecs (GPUs' default)
+// each layer has two dispatches and two barriers more, for matvecs that no longer re-round x in
+// every workgroup. Outside the layers (the final norm and the output head) nothing changed.
+INSTANTIATE_TEST_SUITE_P(Stories260KQ4_0, QuantizedDispatchCounts,
+                         ::testing::Values(QuantCountCase{"quantized_x", true, false, {10, 8, 0}, {4, 3, 0}},
+                                           QuantCountCase{"quantized_x_norm_policy", true, true, {10, 8, 0}, {3, 2, 0}},
+                                           QuantCountCase{"rounded_in_matvec", false, false, {10, 8, 0}, {4, 3, 0}},
+                                           QuantCountCase{"rounded_in_matvec_norm_in_matvec", false, true, {8, 6, 0}, {3, 2, 0}}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace vkllm
