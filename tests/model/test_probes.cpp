@@ -1,7 +1,12 @@
-// The extended probes and the residual-stream edits: on the zoo models against the CPU
-// reference forward (and one pass against several), and on a random gpt-oss model with
-// attention sinks. Prompts are longer than a small n_batch so that every eval runs in several
-// forward passes.
+// The extended probes and the residual-stream edits, in three parts: every probe and the edits
+// against the CPU reference forward of the same tokens fed in the same passes (zoo-dense with every
+// probe at once and the timings' order, then the zoo's sliding-window, MoE and MLA families, whose
+// logits are checked against the reference first); the attention probes (maps capped to the newest
+// rows, maps across passes equal to one pass, routing adding up to the expert load, gpt-oss's sink
+// probabilities, the GPU's per-head summaries and single-head tiles against the CPU's); and what a
+// session keeps (counts without probes, the memory budget, clear errors, no hazard under
+// synchronization validation). Prompts are longer than a small n_batch, so every eval runs in
+// several passes. One program, so that the zoo models' pipelines are compiled once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,95 +14,35 @@
 #include <cstdio>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
-#include "gpu/device.h"
-#include "model/model_internal.h"
 #include "cpu/ref_attention_summary.h"
+#include "gpu/device.h"
+#include "gpu_test.h"
+#include "probe_reference_checks.h"
+#include "probe_test.h"
 #include "reference/reference_forward.h"
-#include "test_support.h"
-#include "tokenizer/tokenizer.h"
-#include "vkllm/model.h"
-#include "vkllm/session.h"
 
 namespace vkllm {
 namespace {
 
-const char* kText =
-    "Once upon a time, Mira found a small red box. \"Open it,\" said Tom. Inside were three keys: one, two, three.";
+using Probes = test::GpuTest;
+using test::expect_ffn_down_matches;
+using test::expect_last_lens_is_the_output;
+using test::expect_maps_match;
+using test::expect_residual_matches;
+using test::expect_routing_matches;
+using test::gptoss_model;
+using test::kProbeText;
+using test::prompt_of;
+using test::rel_diff;
+using test::zoo_model;
 
-std::unique_ptr<Model> zoo(const std::string& name) {
-    return Model::load(test::source_dir() + "/assets/zoo/" + name + ".gguf");
-}
-
-std::vector<int32_t> prompt_of(const Model& m, const char* text) {
-    return m.internals().tokenizer().encode(text, true, false);
-}
-
-class Probes : public ::testing::Test {
-protected:
-    void SetUp() override { errors_before_ = gpu::validation_error_count(); }
-    void TearDown() override {
-        EXPECT_EQ(gpu::validation_error_count(), errors_before_) << "the Vulkan validation layer reported errors";
-    }
-    uint64_t errors_before_ = 0;
-};
-
-// max |a - b| over max |b|: a relative error that ignores the sign and scale of single values.
-double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    double m = 0;
-    for (float x : b) m = std::max(m, double(std::fabs(x)));
-    return test::max_abs_diff(a, b) / std::max(m, 1e-30);
-}
-
-struct Expected {
-    float max_abs = 0, median_abs = 0;
-    size_t row = 0;
-    int col = 0;
-};
-// Straightforward statistics of rows of n values (the probes' oracle).
-Expected stats_of(const std::vector<float>& v, int n) {
-    Expected e;
-    std::vector<float> mags;
-    for (size_t i = 0; i < v.size(); ++i) {
-        mags.push_back(std::fabs(v[i]));
-        if (mags[i] > e.max_abs) {
-            e.max_abs = mags[i];
-            e.row = i / size_t(n);
-            e.col = int(i % size_t(n));
-        }
-    }
-    std::sort(mags.begin(), mags.end());
-    e.median_abs = mags[mags.size() / 2];
-    return e;
-}
-
-std::vector<float> softmax_of(const float* logits, size_t n) {
-    const float mx = *std::max_element(logits, logits + n);
-    double sum = 0;
-    for (size_t i = 0; i < n; ++i) sum += std::exp(double(logits[i]) - mx);
-    std::vector<float> p(n);
-    for (size_t i = 0; i < n; ++i) p[i] = float(std::exp(double(logits[i]) - mx) / sum);
-    return p;
-}
-
-// The last layer's lens is the model's own next-token distribution.
-void expect_last_lens_is_the_output(const ProbeResults& r, const std::vector<float>& last_logits, int n_layer,
-                                    int newest) {
-    auto it = std::find_if(r.logit_lens.begin(), r.logit_lens.end(), [&](const LogitLens& l) { return l.layer == n_layer - 1; });
-    ASSERT_NE(it, r.logit_lens.end());
-    EXPECT_EQ(it->position, newest);
-    ASSERT_FALSE(it->top.empty());
-    const auto argmax = std::max_element(last_logits.begin(), last_logits.end()) - last_logits.begin();
-    EXPECT_EQ(it->top[0].id, argmax);
-    const auto p = softmax_of(last_logits.data(), last_logits.size());
-    for (size_t i = 0; i < it->top.size(); ++i) {
-        EXPECT_NEAR(it->top[i].p, p[size_t(it->top[i].id)], 1e-5) << "lens rank " << i;
-        if (i) { EXPECT_GE(it->top[i - 1].p, it->top[i].p); }
-    }
-}
+// ---------------------------------------------------------------------------------------------
+// Every probe and the edits against the CPU reference forward.
 
 TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
-    auto model = zoo("zoo-dense");
+    auto model = zoo_model("zoo-dense");
     const auto& spec = model->internals().spec();
     const int L = spec.n_layer, E = spec.n_embd;
     SessionOptions so;
@@ -115,7 +60,7 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
     Session session(*model, so);
     model::ReferenceForward ref(model->internals().file(), spec, session.n_ctx(), /*round_activations=*/false);
     ref.record_attention_layers = so.probes.attention_layers;
-    const auto prompt = prompt_of(*model, kText);
+    const auto prompt = prompt_of(*model, kProbeText);
     const int T = int(prompt.size());
     ASSERT_GT(T, 3 * so.n_batch);
     const auto got = session.eval(prompt, true);
@@ -127,50 +72,21 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
     // Every query row of every pass, keys in position order, future keys exactly 0.
     ASSERT_EQ(r.attention.size(), 2u);
     for (const AttentionMap& m : r.attention) {
-        const int H = m.n_head;
         ASSERT_EQ(m.n_query(), T);
         ASSERT_EQ(m.n_key(), T);
-        EXPECT_TRUE(m.sink.empty());
-        const std::vector<float>& pr = ref.attention.at(m.layer);
-        for (int q = 0; q < T; ++q) {
-            EXPECT_EQ(m.query_pos[size_t(q)], q);
-            for (int h = 0; h < H; ++h) {
-                double sum = 0;
-                for (int k = 0; k < T; ++k) {
-                    const float p = m.at(h, q, k);
-                    sum += p;
-                    if (k > q) { ASSERT_EQ(p, 0.0f) << "future key " << k << " of query " << q; }
-                    ASSERT_NEAR(p, pr[(size_t(q) * size_t(H) + size_t(h)) * size_t(T) + size_t(k)], 1e-4)
-                        << "layer " << m.layer << " head " << h << " query " << q << " key " << k;
-                }
-                EXPECT_NEAR(sum, 1.0, 1e-5);
-            }
-        }
+        for (int q = 0; q < T; ++q) EXPECT_EQ(m.query_pos[size_t(q)], q);
     }
+    expect_maps_match(r, ref, spec);
 
-    // Residual statistics over all the eval's tokens, and the whole tensors.
+    // Residual statistics over all the eval's tokens, the largest entries in order, and the whole tensors.
     ASSERT_EQ(r.residual.size(), size_t(L + 1));
+    expect_residual_matches(r, ref, E);
     for (const ResidualStat& s : r.residual) {
         const std::vector<float>& x = ref.residual[size_t(s.layer + 1)];
-        const Expected e = stats_of(x, E);
-        EXPECT_NEAR(s.max_abs, e.max_abs, 1e-4 * e.max_abs) << "layer " << s.layer;
-        EXPECT_EQ(s.token, int(e.row));
-        EXPECT_EQ(s.channel, e.col);
-        EXPECT_NEAR(s.median_abs, e.median_abs, 1e-3 * e.median_abs + 1e-6);
-        ASSERT_EQ(s.token_max_abs.size(), size_t(T));
-        for (int t = 0; t < T; ++t) {
-            const Expected et = stats_of(std::vector<float>(x.begin() + long(t) * E, x.begin() + long(t + 1) * E), E);
-            EXPECT_NEAR(s.token_max_abs[size_t(t)], et.max_abs, 1e-4 * et.max_abs);
-            EXPECT_EQ(s.token_channel[size_t(t)], et.col);
-        }
         ASSERT_EQ(s.top.size(), 5u);
         EXPECT_EQ(s.top[0].token, s.token);
         EXPECT_EQ(s.top[0].channel, s.channel);
-        for (size_t i = 0; i < s.top.size(); ++i) {
-            const ResidualEntry& te = s.top[i];
-            EXPECT_NEAR(te.value, x[size_t(te.token) * size_t(E) + size_t(te.channel)], 1e-4 * e.max_abs);
-            if (i) { EXPECT_GE(std::fabs(s.top[i - 1].value), std::fabs(te.value)); }
-        }
+        for (size_t i = 1; i < s.top.size(); ++i) EXPECT_GE(std::fabs(s.top[i - 1].value), std::fabs(s.top[i].value));
         // Nothing outside the top is larger than its smallest entry.
         size_t larger = 0;
         for (float v : x) larger += std::fabs(v) > std::fabs(s.top.back().value) * (1 + 1e-4) ? 1 : 0;
@@ -181,24 +97,12 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
         EXPECT_EQ(t.n_embd, E);
         ASSERT_EQ(t.positions.size(), size_t(T));
         EXPECT_EQ(t.positions.back(), T - 1);
-        EXPECT_LT(rel_diff(t.values, ref.residual[size_t(t.layer + 1)]), 1e-5) << "layer " << t.layer;
     }
 
-    // ffn_down's input and output.
+    // ffn_down's input and output, one entry per layer.
     ASSERT_EQ(r.ffn_down.size(), size_t(L));
-    for (const FfnDownStat& f : r.ffn_down) {
-        EXPECT_EQ(f.expert, -1);
-        const Expected in = stats_of(ref.ffn_in[size_t(f.layer)], spec.layers[size_t(f.layer)].ffn.n_ff);
-        const Expected out = stats_of(ref.ffn_out[size_t(f.layer)], E);
-        EXPECT_NEAR(f.in_max_abs, in.max_abs, 1e-4 * in.max_abs) << "layer " << f.layer;
-        EXPECT_EQ(f.in_token, int(in.row));
-        EXPECT_EQ(f.in_channel, in.col);
-        EXPECT_NEAR(f.in_median_abs, in.median_abs, 1e-3 * in.median_abs + 1e-7);
-        EXPECT_NEAR(f.out_max_abs, out.max_abs, 1e-4 * out.max_abs);
-        EXPECT_EQ(f.out_token, int(out.row));
-        EXPECT_EQ(f.out_channel, out.col);
-        EXPECT_NEAR(f.out_median_abs, out.median_abs, 1e-3 * out.median_abs + 1e-7);
-    }
+    for (const FfnDownStat& f : r.ffn_down) EXPECT_EQ(f.expert, -1);
+    expect_ffn_down_matches(r, ref, spec);
 
     // The logit lens of every layer; the last one is the model's own output.
     ASSERT_EQ(r.logit_lens.size(), size_t(L));
@@ -260,146 +164,65 @@ TEST_F(Probes, DenseProbesOverSeveralPassesMatchTheCpuReference) {
     EXPECT_EQ(session.probe_bytes(), 0u);
 }
 
-TEST_F(Probes, AttentionRowsAreCappedToTheNewest) {
-    auto model = zoo("zoo-dense");
-    SessionOptions so;
-    so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
-    so.n_batch = 5;
-    so.probes.attention_layers = {1};
-    so.probes.attention_max_rows = 8;
-    Session capped(*model, so);
-    so.probes.attention_max_rows = 1024;
-    Session full(*model, so);
-    const auto prompt = prompt_of(*model, kText);
-    capped.eval(prompt);
-    full.eval(prompt);
-    const AttentionMap& c = capped.probes().attention[0];
-    const AttentionMap& f = full.probes().attention[0];
-    ASSERT_EQ(c.n_query(), 8);
-    ASSERT_EQ(f.n_query(), int(prompt.size()));
-    const int skip = f.n_query() - 8;
-    for (int q = 0; q < 8; ++q) {
-        EXPECT_EQ(c.query_pos[size_t(q)], f.query_pos[size_t(q + skip)]);
-        for (int h = 0; h < c.n_head; ++h)
-            for (int k = 0; k < c.n_key(); ++k) ASSERT_EQ(c.at(h, q, k), f.at(h, q + skip, k));
-    }
-}
-
-TEST_F(Probes, CountsAreKeptWithoutProbesAndEqualForIdenticalSteps) {
-    auto model = zoo("zoo-dense");
-    const auto prompt = prompt_of(*model, kText);
-    int dispatches = -1, barriers = -1;
-    for (int run = 0; run < 2; ++run) {
-        Session s(*model);  // every probe off
-        s.eval(prompt);
-        s.eval({prompt[5]});
-        const ProbeResults& r = s.probes();
-        EXPECT_TRUE(r.attention.empty() && r.residual.empty() && r.timings.empty() && r.logit_lens.empty());
-        EXPECT_EQ(r.passes, 1);
-        EXPECT_GT(r.dispatches, 0);
-        EXPECT_GT(r.barriers, 0);
-        if (run == 1) {
-            EXPECT_EQ(r.dispatches, dispatches);
-            EXPECT_EQ(r.barriers, barriers);
-        }
-        dispatches = r.dispatches;
-        barriers = r.barriers;
-    }
-}
-
-// The zoo's other families: the maps of a prompt run in passes of 7 equal those of one pass,
-// with the window's and the future's zeros; routing per token adds up to the expert load.
-class ZooProbes : public Probes, public ::testing::WithParamInterface<std::string> {};
-
-TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
-    auto model = zoo(GetParam());
+// Each edit mode, over a prompt of several passes and then decode steps, against the CPU
+// reference with the same edits fed the same passes.
+TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
+    auto model = zoo_model("zoo-dense");
     const auto& spec = model->internals().spec();
-    const int L = spec.n_layer;
-    // Longer than zoo-swa's window of 32.
-    const std::string text = GetParam() == "zoo-swa" ? std::string(kText) + " " + kText : std::string(kText);
-    const auto prompt = prompt_of(*model, text.c_str());
-    const int T = int(prompt.size());
-    ProbeResults results[2];
-    std::vector<float> last_logits;
-    for (int run = 0; run < 2; ++run) {
+    auto prompt = prompt_of(*model, kProbeText);
+    const int n_batch = 7;
+    prompt.resize(17);  // passes of 7, 7 and 3 tokens
+    using M = ResidualEdit::Mode;
+    SessionOptions plain_options;
+    plain_options.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
+    plain_options.llama_cpp_rounding = false;
+    Session plain(*model, plain_options);
+    const auto unedited = plain.eval(prompt, true);
+    for (M mode : {M::Zero, M::Value, M::Scale, M::Mean}) {
+        const std::vector<ResidualEdit> edits = {{1, 5, mode, mode == M::Scale ? -3.0f : 4.0f},
+                                                 {-1, 2, mode, mode == M::Scale ? 2.0f : -1.5f}};
         SessionOptions so;
         so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
-        so.n_batch = run == 0 ? 7 : 256;
-        for (int l = 0; l < L; ++l) so.probes.attention_layers.push_back(l);
-        so.probes.routing = true;
-        so.probes.expert_load = true;
-        so.probes.ffn_down = true;
-        so.probes.logit_lens_layers = {0, L - 1};
+        so.n_batch = n_batch;
+        so.llama_cpp_rounding = false;
+        so.probes.residual_full_layers = {1};
         Session s(*model, so);
-        auto logits = s.eval(prompt);
-        results[run] = s.probes();
-        if (run == 0) {
-            last_logits = logits;
-            expect_last_lens_is_the_output(results[0], logits, L, T - 1);
-            // Routing of every token, consistent with the expert load of the prompt.
-            for (const RoutingProbe& rp : results[0].routing) {
-                ASSERT_EQ(rp.positions.size(), size_t(T));
-                ASSERT_EQ(rp.experts.size(), size_t(T) * size_t(rp.top_k));
-                const auto& load = *std::find_if(s.probes().expert_load_prefill.begin(), s.probes().expert_load_prefill.end(),
-                                                 [&](const ExpertLoad& e) { return e.layer == rp.layer; });
-                std::vector<float> count(load.tokens.size(), 0.0f), weight(load.tokens.size(), 0.0f);
-                for (size_t p = 0; p < rp.experts.size(); ++p) {
-                    count[size_t(rp.experts[p])] += 1;
-                    weight[size_t(rp.experts[p])] += rp.weights[p];
-                }
-                for (size_t e = 0; e < count.size(); ++e) {
-                    EXPECT_EQ(count[e], load.tokens[e]) << "layer " << rp.layer << " expert " << e;
-                    EXPECT_NEAR(weight[e], load.weight_sum[e], 1e-4) << "layer " << rp.layer << " expert " << e;
-                }
-                // ffn_down has an entry for every expert that got a token, and for none other.
-                std::set<int> with_stats;
-                for (const FfnDownStat& f : results[0].ffn_down)
-                    if (f.layer == rp.layer && f.expert >= 0) with_stats.insert(f.expert);
-                std::set<int> used(rp.experts.begin(), rp.experts.end());
-                EXPECT_EQ(with_stats, used);
-            }
+        s.set_residual_edits(edits);
+        model::ReferenceForward ref(model->internals().file(), spec, s.n_ctx(), false);
+        ref.set_residual_edits(edits);
+        const auto got = s.eval(prompt, true);
+        std::vector<float> want;
+        std::vector<float> edited;  // the reference's layer-1 residual of every pass
+        for (size_t done = 0; done < prompt.size(); done += n_batch) {
+            const size_t n = std::min<size_t>(n_batch, prompt.size() - done);
+            auto w = ref.eval(std::vector<int32_t>(prompt.begin() + long(done), prompt.begin() + long(done + n)));
+            want.insert(want.end(), w.begin(), w.end());
+            edited.insert(edited.end(), ref.residual[2].begin(), ref.residual[2].end());
         }
-    }
-    int moe_layers = 0;
-    for (const auto& ly : spec.layers) moe_layers += ly.ffn.moe.n_expert > 0;
-    EXPECT_EQ(results[0].routing.size(), size_t(moe_layers));
-    ASSERT_EQ(results[0].attention.size(), size_t(L));
-    EXPECT_GT(results[0].passes, 1);
-    for (int l = 0; l < L; ++l) {
-        const AttentionMap& a = results[0].attention[size_t(l)];
-        const AttentionMap& b = results[1].attention[size_t(l)];
-        ASSERT_EQ(a.n_query(), T);
-        ASSERT_EQ(b.n_query(), T);
-        ASSERT_EQ(a.n_key(), T);
-        const int window = spec.layers[size_t(l)].attn.window;
-        EXPECT_EQ(a.window, window);
-        for (int h = 0; h < a.n_head; ++h)
-            for (int q = 0; q < T; ++q) {
-                double sum = 0;
-                for (int k = 0; k < T; ++k) {
-                    const float p = a.at(h, q, k);
-                    sum += p;
-                    ASSERT_NEAR(p, b.at(h, q, k), 1e-4) << "layer " << l << " head " << h << " q " << q << " k " << k;
-                    if (k > q || (window > 0 && k <= q - window)) { ASSERT_EQ(p, 0.0f) << "layer " << l << " q " << q << " k " << k; }
-                }
-                EXPECT_NEAR(sum, 1.0, 1e-5);
-            }
+        EXPECT_LT(rel_diff(got, want), 1e-4) << "mode " << int(mode);
+        const ResidualTensor& x = s.probes().residual_full[0];
+        EXPECT_LT(rel_diff(x.values, edited), 1e-4);
+        for (size_t t = 0; t < prompt.size(); ++t) {
+            const float v = x.values[t * size_t(spec.n_embd) + 5];
+            if (mode == M::Zero) { EXPECT_EQ(v, 0.0f); }
+            if (mode == M::Value) { EXPECT_EQ(v, 4.0f); }
+        }
+        for (int32_t tok : {prompt[2], prompt[9], prompt[4]}) {
+            const auto g = s.eval({tok});
+            const auto w = ref.eval({tok});
+            EXPECT_LT(rel_diff(g, w), 1e-4) << "mode " << int(mode);
+        }
+        // The edits change what the model computes.
+        EXPECT_GT(test::max_abs_diff(unedited, got), 1e-3) << "mode " << int(mode);
     }
 }
-
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooProbes, ::testing::Values("zoo-swa", "zoo-moe", "zoo-mla"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             std::replace(n.begin(), n.end(), '-', '_');
-                             return n;
-                         });
 
 // The zoo's other families against the CPU reference forward (Gemma 3 sliding window, Mixtral
 // MoE, DeepSeek-V2 MLA): first the logits, which prove the reference right, then every probe
 // and the interventions. Exact f32 on both sides (no llama.cpp activation rounding).
 class ZooReference : public Probes, public ::testing::WithParamInterface<std::string> {
 protected:
-    std::unique_ptr<Model> model_ = zoo(GetParam());
+    std::unique_ptr<Model> model_ = zoo_model(GetParam());
     const model::ModelSpec& spec_ = model_->internals().spec();
     model::ReferenceForward reference(int n_ctx) const {
         return model::ReferenceForward(model_->internals().file(), spec_, n_ctx, /*round_activations=*/false);
@@ -413,123 +236,10 @@ protected:
     }
     // Longer than zoo-swa's window of 32, so its local layers mask keys out.
     std::vector<int32_t> long_prompt() const {
-        const std::string text = GetParam() == "zoo-swa" ? std::string(kText) + " " + kText : std::string(kText);
-        return prompt_of(*model_, text.c_str());
+        const std::string text = GetParam() == "zoo-swa" ? std::string(kProbeText) + " " + kProbeText : std::string(kProbeText);
+        return prompt_of(*model_, text);
     }
 };
-
-// Every map of the eval against the reference's probabilities (1e-4), the masked keys exactly 0,
-// each row plus its sink 1.
-void expect_maps_match(const ProbeResults& r, const model::ReferenceForward& ref, const model::ModelSpec& spec) {
-    ASSERT_EQ(r.attention.size(), ref.attention.size());
-    for (const AttentionMap& m : r.attention) {
-        const int H = m.n_head, nq = m.n_query(), nk = m.n_key();
-        const std::vector<float>& pr = ref.attention.at(m.layer);
-        ASSERT_EQ(pr.size(), size_t(nq) * size_t(H) * size_t(nk)) << "layer " << m.layer;
-        const int window = spec.layers[size_t(m.layer)].attn.window;
-        EXPECT_EQ(m.window, window);
-        EXPECT_EQ(m.sink.empty(), ref.attention_sink.count(m.layer) == 0);
-        for (int q = 0; q < nq; ++q)
-            for (int h = 0; h < H; ++h) {
-                double sum = m.sink.empty() ? 0.0 : m.sink[size_t(h) * size_t(nq) + size_t(q)];
-                for (int k = 0; k < nk; ++k) {
-                    const float p = m.at(h, q, k);
-                    sum += p;
-                    const int qp = m.query_pos[size_t(q)], kp = m.key_pos[size_t(k)];
-                    if (kp > qp || (window > 0 && kp <= qp - window)) {
-                        ASSERT_EQ(p, 0.0f) << "layer " << m.layer << " q " << qp << " k " << kp;
-                    }
-                    ASSERT_NEAR(p, pr[(size_t(q) * size_t(H) + size_t(h)) * size_t(nk) + size_t(k)], 1e-4)
-                        << "layer " << m.layer << " head " << h << " query " << qp << " key " << kp;
-                }
-                EXPECT_NEAR(sum, 1.0, 1e-5) << "layer " << m.layer << " head " << h << " query " << q;
-            }
-    }
-}
-
-// Residual statistics of every layer (and after the embeddings) and the whole tensors asked for,
-// over the reference's residual stream of the same tokens (positions 0..).
-void expect_residual_matches(const ProbeResults& r, const model::ReferenceForward& ref, int E) {
-    ASSERT_EQ(r.residual.size(), ref.residual.size());
-    for (const ResidualStat& s : r.residual) {
-        const std::vector<float>& x = ref.residual[size_t(s.layer + 1)];
-        const size_t T = x.size() / size_t(E);
-        const Expected e = stats_of(x, E);
-        EXPECT_NEAR(s.max_abs, e.max_abs, 1e-4 * e.max_abs) << "layer " << s.layer;
-        EXPECT_EQ(s.token, int(e.row)) << "layer " << s.layer;
-        EXPECT_EQ(s.channel, e.col) << "layer " << s.layer;
-        EXPECT_NEAR(s.median_abs, e.median_abs, 1e-3 * e.median_abs + 1e-6);
-        ASSERT_EQ(s.token_max_abs.size(), T);
-        for (size_t t = 0; t < T; ++t) {
-            const Expected et = stats_of(std::vector<float>(x.begin() + long(t) * E, x.begin() + long(t + 1) * E), E);
-            EXPECT_NEAR(s.token_max_abs[t], et.max_abs, 1e-4 * et.max_abs);
-            EXPECT_EQ(s.token_channel[t], et.col) << "layer " << s.layer << " token " << t;
-        }
-        for (const ResidualEntry& te : s.top)
-            EXPECT_NEAR(te.value, x[size_t(te.token) * size_t(E) + size_t(te.channel)], 1e-4 * e.max_abs);
-    }
-    for (const ResidualTensor& t : r.residual_full)
-        EXPECT_LT(rel_diff(t.values, ref.residual[size_t(t.layer + 1)]), 1e-5) << "layer " << t.layer;
-}
-
-// ffn_down's (input, output) statistics: dense layers and shared experts (expert -1) over every
-// token, each routed expert over the (token, slot) pairs the reference routed to it.
-void expect_ffn_down_matches(const ProbeResults& r, const model::ReferenceForward& ref, const model::ModelSpec& spec) {
-    const int E = spec.n_embd;
-    size_t expected = 0;
-    for (int l = 0; l < spec.n_layer; ++l) {
-        expected += ref.ffn_in[size_t(l)].empty() ? 0 : 1;
-        if (ref.routing.count(l)) {
-            const auto& ex = ref.routing.at(l).experts;
-            expected += std::set<int32_t>(ex.begin(), ex.end()).size();
-        }
-    }
-    ASSERT_EQ(r.ffn_down.size(), expected);
-    for (const FfnDownStat& f : r.ffn_down) {
-        const size_t l = size_t(f.layer);
-        std::vector<float> in, out;
-        std::vector<int> token;  // of each row
-        if (f.expert < 0) {
-            in = ref.ffn_in[l];
-            out = ref.ffn_out[l];
-            for (size_t t = 0; t < out.size() / size_t(E); ++t) token.push_back(int(t));
-        } else {
-            const auto& route = ref.routing.at(f.layer);
-            const size_t n_ff = ref.expert_in[l].size() / route.experts.size();
-            for (size_t p = 0; p < route.experts.size(); ++p) {
-                if (route.experts[p] != f.expert) continue;
-                in.insert(in.end(), ref.expert_in[l].begin() + long(p * n_ff), ref.expert_in[l].begin() + long((p + 1) * n_ff));
-                out.insert(out.end(), ref.expert_out[l].begin() + long(p * size_t(E)),
-                           ref.expert_out[l].begin() + long((p + 1) * size_t(E)));
-                token.push_back(int(p / size_t(route.top_k)));
-            }
-        }
-        ASSERT_FALSE(token.empty()) << "layer " << f.layer << " expert " << f.expert;
-        const Expected ei = stats_of(in, int(in.size() / token.size())), eo = stats_of(out, E);
-        const std::string where = "layer " + std::to_string(f.layer) + " expert " + std::to_string(f.expert);
-        EXPECT_NEAR(f.in_max_abs, ei.max_abs, 1e-4 * ei.max_abs) << where;
-        EXPECT_EQ(f.in_token, token[ei.row]) << where;
-        EXPECT_EQ(f.in_channel, ei.col) << where;
-        EXPECT_NEAR(f.in_median_abs, ei.median_abs, 1e-3 * ei.median_abs + 1e-7) << where;
-        EXPECT_NEAR(f.out_max_abs, eo.max_abs, 1e-4 * eo.max_abs) << where;
-        EXPECT_EQ(f.out_token, token[eo.row]) << where;
-        EXPECT_EQ(f.out_channel, eo.col) << where;
-        EXPECT_NEAR(f.out_median_abs, eo.median_abs, 1e-3 * eo.median_abs + 1e-7) << where;
-    }
-}
-
-// Each token's chosen experts (exactly) and gate weights.
-void expect_routing_matches(const ProbeResults& r, const model::ReferenceForward& ref) {
-    ASSERT_EQ(r.routing.size(), ref.routing.size());
-    for (const RoutingProbe& rp : r.routing) {
-        const auto& want = ref.routing.at(rp.layer);
-        EXPECT_EQ(rp.top_k, want.top_k);
-        EXPECT_EQ(rp.experts, want.experts) << "layer " << rp.layer;
-        ASSERT_EQ(rp.weights.size(), want.weights.size());
-        for (size_t p = 0; p < rp.weights.size(); ++p)
-            EXPECT_NEAR(rp.weights[p], want.weights[p], 1e-5) << "layer " << rp.layer << " pair " << p;
-    }
-}
 
 // ~12 tokens in two passes (7 + 5) and a decode step: the GPU's logits equal the reference's.
 TEST_P(ZooReference, LogitsInTwoPassesEqualTheGpuForward) {
@@ -618,15 +328,122 @@ TEST_P(ZooReference, ResidualEditsMatchTheCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooReference, ::testing::Values("zoo-swa", "zoo-moe", "zoo-mla"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             std::replace(n.begin(), n.end(), '-', '_');
-                             return n;
-                         });
+                         test::ModelParamName());
+
+// ---------------------------------------------------------------------------------------------
+// The attention probes.
+
+TEST_F(Probes, AttentionRowsAreCappedToTheNewest) {
+    auto model = zoo_model("zoo-dense");
+    SessionOptions so;
+    so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
+    so.n_batch = 5;
+    so.probes.attention_layers = {1};
+    so.probes.attention_max_rows = 8;
+    Session capped(*model, so);
+    so.probes.attention_max_rows = 1024;
+    Session full(*model, so);
+    const auto prompt = prompt_of(*model, kProbeText);
+    capped.eval(prompt);
+    full.eval(prompt);
+    const AttentionMap& c = capped.probes().attention[0];
+    const AttentionMap& f = full.probes().attention[0];
+    ASSERT_EQ(c.n_query(), 8);
+    ASSERT_EQ(f.n_query(), int(prompt.size()));
+    const int skip = f.n_query() - 8;
+    for (int q = 0; q < 8; ++q) {
+        EXPECT_EQ(c.query_pos[size_t(q)], f.query_pos[size_t(q + skip)]);
+        for (int h = 0; h < c.n_head; ++h)
+            for (int k = 0; k < c.n_key(); ++k) ASSERT_EQ(c.at(h, q, k), f.at(h, q + skip, k));
+    }
+}
+
+// The zoo's other families: the maps of a prompt run in passes of 7 equal those of one pass,
+// with the window's and the future's zeros; routing per token adds up to the expert load.
+class ZooProbes : public Probes, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ZooProbes, MapsAcrossPassesEqualOnePassAndRoutingAddsUp) {
+    auto model = zoo_model(GetParam());
+    const auto& spec = model->internals().spec();
+    const int L = spec.n_layer;
+    // Longer than zoo-swa's window of 32.
+    const std::string text = GetParam() == "zoo-swa" ? std::string(kProbeText) + " " + kProbeText : std::string(kProbeText);
+    const auto prompt = prompt_of(*model, text);
+    const int T = int(prompt.size());
+    ProbeResults results[2];
+    std::vector<float> last_logits;
+    for (int run = 0; run < 2; ++run) {
+        SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
+        so.n_batch = run == 0 ? 7 : 256;
+        for (int l = 0; l < L; ++l) so.probes.attention_layers.push_back(l);
+        so.probes.routing = true;
+        so.probes.expert_load = true;
+        so.probes.ffn_down = true;
+        so.probes.logit_lens_layers = {0, L - 1};
+        Session s(*model, so);
+        auto logits = s.eval(prompt);
+        results[run] = s.probes();
+        if (run == 0) {
+            last_logits = logits;
+            expect_last_lens_is_the_output(results[0], logits, L, T - 1);
+            // Routing of every token, consistent with the expert load of the prompt.
+            for (const RoutingProbe& rp : results[0].routing) {
+                ASSERT_EQ(rp.positions.size(), size_t(T));
+                ASSERT_EQ(rp.experts.size(), size_t(T) * size_t(rp.top_k));
+                const auto& load = *std::find_if(s.probes().expert_load_prefill.begin(), s.probes().expert_load_prefill.end(),
+                                                 [&](const ExpertLoad& e) { return e.layer == rp.layer; });
+                std::vector<float> count(load.tokens.size(), 0.0f), weight(load.tokens.size(), 0.0f);
+                for (size_t p = 0; p < rp.experts.size(); ++p) {
+                    count[size_t(rp.experts[p])] += 1;
+                    weight[size_t(rp.experts[p])] += rp.weights[p];
+                }
+                for (size_t e = 0; e < count.size(); ++e) {
+                    EXPECT_EQ(count[e], load.tokens[e]) << "layer " << rp.layer << " expert " << e;
+                    EXPECT_NEAR(weight[e], load.weight_sum[e], 1e-4) << "layer " << rp.layer << " expert " << e;
+                }
+                // ffn_down has an entry for every expert that got a token, and for none other.
+                std::set<int> with_stats;
+                for (const FfnDownStat& f : results[0].ffn_down)
+                    if (f.layer == rp.layer && f.expert >= 0) with_stats.insert(f.expert);
+                std::set<int> used(rp.experts.begin(), rp.experts.end());
+                EXPECT_EQ(with_stats, used);
+            }
+        }
+    }
+    int moe_layers = 0;
+    for (const auto& ly : spec.layers) moe_layers += ly.ffn.moe.n_expert > 0;
+    EXPECT_EQ(results[0].routing.size(), size_t(moe_layers));
+    ASSERT_EQ(results[0].attention.size(), size_t(L));
+    EXPECT_GT(results[0].passes, 1);
+    for (int l = 0; l < L; ++l) {
+        const AttentionMap& a = results[0].attention[size_t(l)];
+        const AttentionMap& b = results[1].attention[size_t(l)];
+        ASSERT_EQ(a.n_query(), T);
+        ASSERT_EQ(b.n_query(), T);
+        ASSERT_EQ(a.n_key(), T);
+        const int window = spec.layers[size_t(l)].attn.window;
+        EXPECT_EQ(a.window, window);
+        for (int h = 0; h < a.n_head; ++h)
+            for (int q = 0; q < T; ++q) {
+                double sum = 0;
+                for (int k = 0; k < T; ++k) {
+                    const float p = a.at(h, q, k);
+                    sum += p;
+                    ASSERT_NEAR(p, b.at(h, q, k), 1e-4) << "layer " << l << " head " << h << " q " << q << " k " << k;
+                    if (k > q || (window > 0 && k <= q - window)) { ASSERT_EQ(p, 0.0f) << "layer " << l << " q " << q << " k " << k; }
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5);
+            }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooProbes, ::testing::Values("zoo-swa", "zoo-moe", "zoo-mla"),
+                         test::ModelParamName());
 
 // gpt-oss's learned sinks: every row of every pass plus its sink probability sums to 1.
 TEST_F(Probes, SinkProbabilityCompletesEveryRow) {
-    auto model = Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf");
+    auto model = gptoss_model();
     const auto& spec = model->internals().spec();
     SessionOptions so;
     so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
@@ -654,105 +471,6 @@ TEST_F(Probes, SinkProbabilityCompletesEveryRow) {
         }
     }
 }
-
-// Each edit mode, over a prompt of several passes and then decode steps, against the CPU
-// reference with the same edits fed the same passes.
-TEST_F(Probes, ResidualEditsMatchTheCpuReference) {
-    auto model = zoo("zoo-dense");
-    const auto& spec = model->internals().spec();
-    auto prompt = prompt_of(*model, kText);
-    const int n_batch = 7;
-    prompt.resize(17);  // passes of 7, 7 and 3 tokens
-    using M = ResidualEdit::Mode;
-    SessionOptions plain_options;
-    plain_options.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
-    plain_options.llama_cpp_rounding = false;
-    Session plain(*model, plain_options);
-    const auto unedited = plain.eval(prompt, true);
-    for (M mode : {M::Zero, M::Value, M::Scale, M::Mean}) {
-        const std::vector<ResidualEdit> edits = {{1, 5, mode, mode == M::Scale ? -3.0f : 4.0f},
-                                                 {-1, 2, mode, mode == M::Scale ? 2.0f : -1.5f}};
-        SessionOptions so;
-        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
-        so.n_batch = n_batch;
-        so.llama_cpp_rounding = false;
-        so.probes.residual_full_layers = {1};
-        Session s(*model, so);
-        s.set_residual_edits(edits);
-        model::ReferenceForward ref(model->internals().file(), spec, s.n_ctx(), false);
-        ref.set_residual_edits(edits);
-        const auto got = s.eval(prompt, true);
-        std::vector<float> want;
-        std::vector<float> edited;  // the reference's layer-1 residual of every pass
-        for (size_t done = 0; done < prompt.size(); done += n_batch) {
-            const size_t n = std::min<size_t>(n_batch, prompt.size() - done);
-            auto w = ref.eval(std::vector<int32_t>(prompt.begin() + long(done), prompt.begin() + long(done + n)));
-            want.insert(want.end(), w.begin(), w.end());
-            edited.insert(edited.end(), ref.residual[2].begin(), ref.residual[2].end());
-        }
-        EXPECT_LT(rel_diff(got, want), 1e-4) << "mode " << int(mode);
-        const ResidualTensor& x = s.probes().residual_full[0];
-        EXPECT_LT(rel_diff(x.values, edited), 1e-4);
-        for (size_t t = 0; t < prompt.size(); ++t) {
-            const float v = x.values[t * size_t(spec.n_embd) + 5];
-            if (mode == M::Zero) { EXPECT_EQ(v, 0.0f); }
-            if (mode == M::Value) { EXPECT_EQ(v, 4.0f); }
-        }
-        for (int32_t tok : {prompt[2], prompt[9], prompt[4]}) {
-            const auto g = s.eval({tok});
-            const auto w = ref.eval({tok});
-            EXPECT_LT(rel_diff(g, w), 1e-4) << "mode " << int(mode);
-        }
-        // The edits change what the model computes.
-        EXPECT_GT(test::max_abs_diff(unedited, got), 1e-3) << "mode " << int(mode);
-    }
-}
-
-// Under synchronization validation every zoo model's prefill (in passes) and decode, with the
-// probes and an edit on, records no hazard: each barrier the data needs is there.
-TEST_F(Probes, ZooModelsAreCleanUnderSynchronizationValidation) {
-    test::ScopedEnv sync("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT");
-    for (const char* name : {"zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"}) {
-        const uint64_t before = gpu::validation_error_count();
-        auto model = zoo(name);  // a new Vulkan instance: it reads VK_LAYER_ENABLES
-        const int L = model->internals().spec().n_layer;
-        SessionOptions so;
-        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
-        so.n_batch = 7;
-        so.probes.attention_layers = {0, L - 1};
-        so.probes.residual_stats = true;
-        so.probes.ffn_down = true;
-        so.probes.routing = true;
-        so.probes.expert_load = true;
-        so.probes.logit_lens_layers = {0};
-        Session s(*model, so);
-        s.set_residual_edits({{0, 1, ResidualEdit::Mode::Mean, 0}});
-        auto prompt = prompt_of(*model, kText);
-        prompt.resize(10);
-        s.eval(prompt);
-        s.eval({prompt[1]});
-        EXPECT_EQ(gpu::validation_error_count(), before) << name;
-    }
-}
-
-TEST_F(Probes, BadLayersAreClearErrors) {
-    auto model = zoo("zoo-dense");
-    Session s(*model);
-    EXPECT_THROW(s.set_residual_edits({{model->internals().spec().n_layer, 0, ResidualEdit::Mode::Zero, 0}}),
-                 std::invalid_argument);
-    EXPECT_THROW(s.set_residual_edits({{0, model->internals().spec().n_embd, ResidualEdit::Mode::Zero, 0}}),
-                 std::invalid_argument);
-    ProbeConfig p;
-    p.attention_layers = {99};
-    s.set_probes(p);
-    EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
-}
-
-}  // namespace
-}  // namespace vkllm
-
-namespace vkllm {
-namespace {
 
 // The GPU's attention summaries against cpu::attention_summary of the full maps of the same
 // eval, and single-head maps (with a tile) against the full map's head: over several passes
@@ -812,16 +530,15 @@ void expect_head_map_matches(const AttentionMap& full, const AttentionMap& one, 
 }
 
 TEST_P(SummaryProbes, GpuSummariesEqualTheCpuReferenceOfTheFullMaps) {
-    auto model = GetParam() == "gptoss" ? Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf")
-                                        : zoo(GetParam());
+    auto model = GetParam() == "gptoss" ? gptoss_model() : zoo_model(GetParam());
     const auto& spec = model->internals().spec();
     const int L = spec.n_layer;
     std::vector<int32_t> prompt;
     if (GetParam() == "gptoss") {
         for (int i = 0; i < 23; ++i) prompt.push_back(int32_t((i * 37 + 11) % spec.n_vocab));
     } else {
-        const std::string text = std::string(kText) + " " + kText;  // past zoo-swa's window of 32
-        prompt = prompt_of(*model, text.c_str());
+        const std::string text = std::string(kProbeText) + " " + kProbeText;  // past zoo-swa's window of 32
+        prompt = prompt_of(*model, text);
     }
     SessionOptions so;
     so.kv_cache = KvCacheType::F32;
@@ -868,14 +585,75 @@ TEST_P(SummaryProbes, GpuSummariesEqualTheCpuReferenceOfTheFullMaps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SummaryProbes, ::testing::Values("zoo-swa", "zoo-mla", "gptoss"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                             std::string n = info.param;
-                             std::replace(n.begin(), n.end(), '-', '_');
-                             return n;
-                         });
+                         test::ModelParamName());
+
+// ---------------------------------------------------------------------------------------------
+// What a session keeps of its probes: counts, the budget, errors, hazards.
+
+TEST_F(Probes, CountsAreKeptWithoutProbesAndEqualForIdenticalSteps) {
+    auto model = zoo_model("zoo-dense");
+    const auto prompt = prompt_of(*model, kProbeText);
+    int dispatches = -1, barriers = -1;
+    for (int run = 0; run < 2; ++run) {
+        Session s(*model);  // every probe off
+        s.eval(prompt);
+        s.eval({prompt[5]});
+        const ProbeResults& r = s.probes();
+        EXPECT_TRUE(r.attention.empty() && r.residual.empty() && r.timings.empty() && r.logit_lens.empty());
+        EXPECT_EQ(r.passes, 1);
+        EXPECT_GT(r.dispatches, 0);
+        EXPECT_GT(r.barriers, 0);
+        if (run == 1) {
+            EXPECT_EQ(r.dispatches, dispatches);
+            EXPECT_EQ(r.barriers, barriers);
+        }
+        dispatches = r.dispatches;
+        barriers = r.barriers;
+    }
+}
+
+// Under synchronization validation every zoo model's prefill (in passes) and decode, with the
+// probes and an edit on, records no hazard: each barrier the data needs is there.
+TEST_F(Probes, ZooModelsAreCleanUnderSynchronizationValidation) {
+    test::ScopedEnv sync("VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT");
+    for (const char* name : {"zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"}) {
+        const uint64_t before = gpu::validation_error_count();
+        auto model = zoo_model(name);  // a new Vulkan instance: it reads VK_LAYER_ENABLES
+        const int L = model->internals().spec().n_layer;
+        SessionOptions so;
+        so.kv_cache = KvCacheType::F32;  // exact, as the reference forward keeps K/V
+        so.n_batch = 7;
+        so.probes.attention_layers = {0, L - 1};
+        so.probes.residual_stats = true;
+        so.probes.ffn_down = true;
+        so.probes.routing = true;
+        so.probes.expert_load = true;
+        so.probes.logit_lens_layers = {0};
+        Session s(*model, so);
+        s.set_residual_edits({{0, 1, ResidualEdit::Mode::Mean, 0}});
+        auto prompt = prompt_of(*model, kProbeText);
+        prompt.resize(10);
+        s.eval(prompt);
+        s.eval({prompt[1]});
+        EXPECT_EQ(gpu::validation_error_count(), before) << name;
+    }
+}
+
+TEST_F(Probes, BadLayersAreClearErrors) {
+    auto model = zoo_model("zoo-dense");
+    Session s(*model);
+    EXPECT_THROW(s.set_residual_edits({{model->internals().spec().n_layer, 0, ResidualEdit::Mode::Zero, 0}}),
+                 std::invalid_argument);
+    EXPECT_THROW(s.set_residual_edits({{0, model->internals().spec().n_embd, ResidualEdit::Mode::Zero, 0}}),
+                 std::invalid_argument);
+    ProbeConfig p;
+    p.attention_layers = {99};
+    s.set_probes(p);
+    EXPECT_THROW(s.eval({1, 2}), std::invalid_argument);
+}
 
 TEST_F(Probes, BudgetAndBadHeadsAreClearErrors) {
-    auto model = zoo("zoo-dense");
+    auto model = zoo_model("zoo-dense");
     const auto& spec = model->internals().spec();
     Session s(*model);
     ProbeConfig p;
@@ -903,7 +681,7 @@ TEST_F(Probes, BudgetAndBadHeadsAreClearErrors) {
 // The ffn_down probe is counted in the budget (a request over it names ffn_down) and keeps a
 // summary per layer, not every token's rows: six times the tokens cost (almost) no more memory.
 TEST_F(Probes, FfnDownIsCountedInTheBudgetAndKeepsNoRows) {
-    auto model = zoo("zoo-dense");
+    auto model = zoo_model("zoo-dense");
     const auto& spec = model->internals().spec();
     const int L = spec.n_layer, E = spec.n_embd, n_ff = spec.layers[0].ffn.n_ff;
     SessionOptions so;
