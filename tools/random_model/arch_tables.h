@@ -1,6 +1,6 @@
 // Architectures as data: which tensors a family has (llama.cpp names, shapes in symbolic sizes,
 // how each is initialised) and the metadata it adds to the common set. Adding a family means
-// adding a table in arch_tables.cpp, not code.
+// adding a table (arch_tables_<kind>.cpp, listed in arch_tables.cpp), not code.
 #pragma once
 
 #include <string>

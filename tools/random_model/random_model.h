@@ -2,8 +2,9 @@
 // llama.cpp's converter would write for a model of that architecture, but with seeded random
 // weights. Used to compare vkllm with llama.cpp on every architecture without downloading models.
 //
-// Architectures are described as data (arch_tables.cpp): a list of tensors (name pattern, shape
-// in symbolic sizes, how to initialise) plus the metadata that differs from the common set.
+// Architectures are described as data (arch_tables.h, a table per family): a list of tensors
+// (name pattern, shape in symbolic sizes, how to initialise) plus the metadata that differs from
+// the common set.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gguf/quant.h"
+#include "random_model/config_validation.h"
 #include "random_model/random_weights.h"
 
 namespace vkllm::random_model {
@@ -13,10 +14,6 @@ namespace vkllm::random_model {
 namespace {
 
 using gguf::Value;
-
-void require(bool ok, const std::string& message) {
-    if (!ok) throw ConfigError(message);
-}
 
 // Adds one tensor of `dims` (ggml order) whose values are mean + std * normal(), stored in `type`.
 void add_normal(gguf::Writer& w, uint64_t seed, const std::string& name, std::vector<uint64_t> dims, double mean,

@@ -1,0 +1,150 @@
+// The LayerNorm families: GPT-2, the encoder BERT, Falcon (the parallel block) and Jais (ALiBi).
+#include "random_model/arch_table_families.h"
+#include "random_model/arch_table_parts.h"
+
+namespace vkllm::random_model {
+namespace {
+using D = Dim;
+}  // namespace
+
+// GPT-2: LayerNorm (weight and bias), learned position embeddings, fused q/k/v with bias,
+// biased output and MLP projections, GELU MLP, no RoPE. The converter writes no
+// head_count_kv (MHA) and no rope keys.
+ArchTable gpt2_table() {
+    ArchTable gpt2;
+    gpt2.name = "gpt2";
+    gpt2.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output_norm.bias", {D::Embd}, Init::Bias},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
+    };
+    gpt2.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_qkv.bias", {D::QkvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
+    };
+    gpt2.norm = NormKind::LayerNorm;
+    gpt2.uses_rope = false;
+    gpt2.head_dim_free = false;
+    gpt2.writes_head_count_kv = false;
+    return gpt2;
+}
+
+// BERT (encoder): token + token type + learned position embeddings, LayerNorm of their sum,
+// bidirectional attention with biases, post-norm of each residual sum, GELU MLP with
+// biases; no output norm, no output.weight (llama.cpp reads none). CLS pooling.
+ArchTable bert_table() {
+    ArchTable bert;
+    bert.name = "bert";
+    bert.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"token_types.weight", {D::Embd, D::TokenTypes}, Init::Embedding},
+        {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding},
+        {"token_embd_norm.weight", {D::Embd}, Init::Norm},
+        {"token_embd_norm.bias", {D::Embd}, Init::Bias},
+    };
+    bert.per_layer = {
+        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
+        {"blk.{L}.attn_q.bias", {D::QProj}, Init::Bias},
+        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_k.bias", {D::KvProj}, Init::Bias},
+        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
+        {"blk.{L}.attn_v.bias", {D::KvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_output_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_output_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.layer_output_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.layer_output_norm.bias", {D::Embd}, Init::Bias},
+    };
+    bert.norm = NormKind::LayerNorm;
+    bert.norm_eps = 1e-12f;
+    bert.uses_rope = false;
+    bert.head_dim_free = false;
+    bert.mha_only = true;
+    bert.always_tied = true;
+    bert.extra_metadata = {
+        {"attention.causal", gguf::Value::from_bool(false)},
+        {"pooling_type", gguf::Value::from_u32(2)},  // LLAMA_POOLING_TYPE_CLS
+    };
+    return bert;
+}
+
+// Falcon: LayerNorm, the parallel block (attention and MLP read the same normed input; with
+// --two-norms attention reads its own attn_norm_2, Falcon-40B), fused QKV and output without
+// biases, NeoX RoPE, a plain GELU MLP without biases, output tied unless output.weight.
+ArchTable falcon_table() {
+    ArchTable falcon;
+    falcon.name = "falcon";
+    falcon.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output_norm.bias", {D::Embd}, Init::Bias},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
+    };
+    falcon.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_norm_2.weight", {D::Embd}, Init::Norm, Presence::TwoNorms},
+        {"blk.{L}.attn_norm_2.bias", {D::Embd}, Init::Bias, Presence::TwoNorms},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+    };
+    falcon.norm = NormKind::LayerNorm;
+    falcon.head_dim_free = false;  // llama.cpp: wo is {n_embd, n_embd}
+    return falcon;
+}
+
+// Jais: LayerNorm, fused QKV with biases, ALiBi (attention.max_alibi_bias 8) and no position
+// encoding, SwiGLU with biases, an output.weight always.
+ArchTable jais_table() {
+    ArchTable jais;
+    jais.name = "jais";
+    jais.globals = {
+        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+        {"output_norm.weight", {D::Embd}, Init::Norm},
+        {"output_norm.bias", {D::Embd}, Init::Bias},
+        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix},
+    };
+    jais.per_layer = {
+        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
+        {"blk.{L}.attn_qkv.bias", {D::QkvProj}, Init::Bias},
+        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
+        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
+        {"blk.{L}.ffn_norm.bias", {D::Embd}, Init::Bias},
+        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_gate.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
+        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
+        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
+        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
+    };
+    jais.norm = NormKind::LayerNorm;
+    jais.uses_rope = false;
+    jais.head_dim_free = false;  // llama.cpp: wo is {n_embd, n_embd}
+    jais.never_tied = true;
+    jais.extra_metadata = {{"attention.max_alibi_bias", gguf::Value::from_f32(8.0f)}};
+    return jais;
+}
+
+}  // namespace vkllm::random_model
