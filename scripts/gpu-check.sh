@@ -50,6 +50,8 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib/gpu-env.sh
+source "$(dirname "$0")/lib/gpu-env.sh"
 t0=$(date +%s)
 small=${GPU_CHECK_SMALL:-0}
 budget=${GPU_CHECK_BUDGET:-$([[ $small = 1 ]] && echo 7200 || echo 440)}
@@ -131,11 +133,7 @@ EOF
         cp "$root/.gpu/MANIFEST" "$P/MANIFEST"
     fi
     build=$P
-    bin=$P/bin
-    testdir=$P/tests
-    shared=$P/shared
-    oracle=$P/oracle
-    export LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    gpu_env_pack "$P"
     if [[ -f $P/layers/VkLayer_khronos_validation.json ]]; then
         export VK_LAYER_PATH=$P/layers VK_ADD_LAYER_PATH=$P/layers
     else
@@ -168,10 +166,7 @@ else
     mode=build
     build=${GPU_CHECK_BUILD:-$root/build}
     [[ $build = /* ]] || build=$root/$build
-    bin=$build/bin
-    testdir=$build/tests
-    shared=${VKLLM_SHARED_DIR:-$root/../shared}
-    oracle=${ORACLE_HOME:-$HOME/.cache/llama-oracle}
+    gpu_env_local "$root" "$build"
     commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo "?")
     describe=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "?")
     dropped=""
@@ -184,14 +179,10 @@ oracle_run() { (source "$oracle/env.sh" && "$@"); }
 
 # ---------------------------------------------------------------------------------------------
 # The device. Debian's loader does not look where the NVIDIA driver's mount keeps its ICD
-# manifest; point it there when it finds no GPU.
+# manifest; point it there when it finds no GPU (scripts/lib/gpu-env.sh).
 devices_json() { "$bin/vkllm" info --json 2>/dev/null; }
 has_gpu() { devices_json | python3 -c 'import json,sys; sys.exit(0 if any(d["type"] != "cpu" for d in json.load(sys.stdin)["devices"]) else 1)' 2>/dev/null; }
-if command -v nvidia-smi >/dev/null; then  # the driver's libraries, where its ICD manifest names them bare
-    for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
-        [[ -d $d && :${LD_LIBRARY_PATH:-}: != *:$d:* ]] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
-    done
-fi
+command -v nvidia-smi >/dev/null && gpu_env_nvidia_libs
 # The NVIDIA ICD answers vkCreateInstance only with glvnd's libraries installed (the H200 image
 # has none): unpack the pack's Debian packages into / (as root) when no GPU is found.
 if [[ $mode = pack && -d $P/debs ]] && command -v nvidia-smi >/dev/null && [[ $(id -u) = 0 ]] && ! has_gpu; then
@@ -200,15 +191,9 @@ if [[ $mode = pack && -d $P/debs ]] && command -v nvidia-smi >/dev/null && [[ $(
     ldconfig
 fi
 if [[ -z ${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-} ]] && command -v nvidia-smi >/dev/null && ! has_gpu; then
-    for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/icd.d/nvidia_icd.json \
-        /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
-        $(find /usr/local/nvidia /usr/share /etc /usr/lib -maxdepth 6 -name 'nvidia_icd*.json' 2>/dev/null); do
-        [[ -f $icd ]] || continue
-        export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
-        export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json}
-        has_gpu && { say "using the ICD manifest $icd"; break; }
-        unset VK_DRIVER_FILES VK_ICD_FILENAMES
-    done
+    # shellcheck disable=SC2046  # one manifest a word
+    gpu_env_nvidia_icd has_gpu $(find /usr/local/nvidia /usr/share /etc /usr/lib -maxdepth 6 -name 'nvidia_icd*.json' 2>/dev/null) &&
+        say "using the ICD manifest $VK_DRIVER_FILES"
 fi
 devices_json >"$state/devices.json" || { say "vkllm info failed: no Vulkan device"; VK_LOADER_DEBUG=error,warn "$bin/vkllm" info; }
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \

@@ -41,11 +41,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/lib/gpu-env.sh
+source "$(dirname "$0")/lib/gpu-env.sh"
 build=${1:-${VKLLM_BUILD_DIR:-$root/build}}
 [[ $build = /* ]] || build=$root/$build
 out=$root/.gpu
-oracle=${ORACLE_HOME:-$HOME/.cache/llama-oracle}
-shared=${VKLLM_SHARED_DIR:-$root/../shared}
+gpu_env_local "$root" "$build"  # oracle, shared
 limit_mib=${GPU_PACK_LIMIT_MIB:-64}
 
 die() { echo "gpu-pack: $*" >&2; exit 1; }

@@ -18,6 +18,8 @@
 #   GPU_SWEEP_BUDGET=S              start no run after S seconds (default 90)
 #   GPU_SWEEP_BUILD=DIR             binaries from DIR/bin instead of the unpacked pack (lavapipe)
 set -uo pipefail
+# shellcheck source=scripts/lib/gpu-env.sh
+source "$(dirname "$0")/lib/gpu-env.sh"
 
 work=${GPU_CHECK_WORK:-/tmp/vkllm-gpu-check}
 out=${GPU_SWEEP_OUT:-${OUT:-$work/sweep}}
@@ -34,22 +36,14 @@ log=$out/gpu-sweep.log
 jsonl=$out/gpu-sweep.jsonl
 : >"$jsonl"
 
+# The programs: the local build's, or the pack's that gpu-check.sh unpacked, with the NVIDIA
+# driver's libraries and ICD manifest (scripts/lib/gpu-env.sh).
 if [[ -n ${GPU_SWEEP_BUILD:-} ]]; then
     bin=$GPU_SWEEP_BUILD/bin
 else
-    P=$work/pack
-    bin=$P/bin
-    export LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
-        [[ -d $d ]] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
-    done
-    # The NVIDIA ICD manifest, where the loader does not look by itself (as gpu-check.sh finds it).
-    if [[ -z ${VK_DRIVER_FILES:-} ]]; then
-        for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/icd.d/nvidia_icd.json \
-            /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
-            [[ -f $icd ]] && { export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; break; }
-        done
-    fi
+    gpu_env_pack "$work/pack"
+    gpu_env_nvidia_libs
+    [[ -z ${VK_DRIVER_FILES:-} ]] && gpu_env_nvidia_icd true
 fi
 [[ -x $bin/vkllm-bench-matvec ]] || { echo "gpu-sweep: no $bin/vkllm-bench-matvec" | tee -a "$log"; exit 1; }
 
