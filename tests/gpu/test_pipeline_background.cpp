@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "fill_test_shader.h"
 #include "gpu/buffer.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
@@ -17,27 +18,8 @@
 namespace vkllm {
 namespace {
 
-struct FillPush {
-    uint32_t n;
-    float scale;
-};
-
-gpu::PipelineRequest fill(uint32_t workgroup) { return {"fill_test", 2, sizeof(FillPush), {workgroup}}; }
-
-// fill_test with workgroup size `wg` over n floats: out[i] = in[i] * 2 + i, checked.
-void expect_fill_works(gpu::Context& ctx, uint32_t wg) {
-    const uint32_t n = 100;
-    const std::vector<float> a = test::random_floats(n, wg);
-    gpu::Buffer in(ctx, n * 4, gpu::Memory::Device), out(ctx, n * 4, gpu::Memory::Device);
-    in.upload(a.data(), n * 4);
-    gpu::Stream s(ctx);
-    s.begin();
-    s.dispatch(ctx.pipeline(fill(wg)), {in, out}, FillPush{n, 2.0f}, (n + wg - 1) / wg);
-    s.submit_and_wait();
-    std::vector<float> got(n);
-    out.download(got.data(), n * 4);
-    for (uint32_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[i], a[i] * 2.0f + float(i)) << "wg " << wg << " i " << i;
-}
+using test::expect_fill_works;
+using test::fill_test_request;
 
 // A context whose pipeline list and the driver's shader cache start empty (a fresh
 // XDG_CACHE_HOME for this process), so no pipeline counts as created by an earlier run.
@@ -50,7 +32,7 @@ std::unique_ptr<gpu::Context> fresh_context() {
 
 TEST(PipelineBackground, HandleWaitsForACompileElsewhere) {
     auto ctx = fresh_context();
-    const gpu::Pipeline& p = ctx->pipeline(fill(24));
+    const gpu::Pipeline& p = ctx->pipeline(fill_test_request(24));
     std::promise<void> compiled;
     p.compile_elsewhere(compiled.get_future().share());
     p.compile_elsewhere(std::shared_future<void>());  // a second one is ignored while the first is pending
@@ -65,7 +47,7 @@ TEST(PipelineBackground, HandleWaitsForACompileElsewhere) {
 
 TEST(PipelineBackground, LaterPipelinesAreCreatedNowAndCompiledBehindTheCaller) {
     auto ctx = fresh_context();
-    const std::vector<gpu::PipelineRequest> requests{fill(72), fill(80), fill(88)};
+    const std::vector<gpu::PipelineRequest> requests{fill_test_request(72), fill_test_request(80), fill_test_request(88)};
     const size_t before = ctx->pipeline_count();
     const size_t background = gpu::prepare_in_background(*ctx, requests, 2);
     EXPECT_EQ(ctx->pipeline_count(), before + requests.size()) << "every pipeline is created on the context";

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fill_test_shader.h"
 #include "gpu/buffer.h"
 #include "gpu/pipeline.h"
 #include "gpu/pipeline_collector.h"
@@ -16,33 +17,14 @@
 namespace vkllm {
 namespace {
 
+using test::expect_fill_works;
+using test::fill_test_request;
+using test::FillPush;
 using test::GpuTest;
-
-struct FillPush {
-    uint32_t n;
-    float scale;
-};
-
-gpu::PipelineRequest fill(uint32_t workgroup) { return {"fill_test", 2, sizeof(FillPush), {workgroup}}; }
-
-// fill_test with workgroup size `wg` over n floats: out[i] = in[i] * 2 + i, checked.
-void expect_fill_works(gpu::Context& ctx, uint32_t wg) {
-    const uint32_t n = 100;
-    const std::vector<float> a = test::random_floats(n, wg);
-    gpu::Buffer in(ctx, n * 4, gpu::Memory::Device), out(ctx, n * 4, gpu::Memory::Device);
-    in.upload(a.data(), n * 4);
-    gpu::Stream s(ctx);
-    s.begin();
-    s.dispatch(ctx.pipeline(fill(wg)), {in, out}, FillPush{n, 2.0f}, (n + wg - 1) / wg);
-    s.submit_and_wait();
-    std::vector<float> got(n);
-    out.download(got.data(), n * 4);
-    for (uint32_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(got[i], a[i] * 2.0f + float(i)) << "wg " << wg << " i " << i;
-}
 
 TEST_F(GpuTest, CollectingRecordsNothingAndNotesOnlyNewPipelines) {
     gpu::Context& c = ctx();
-    const gpu::Pipeline& known = c.pipeline(fill(48));
+    const gpu::Pipeline& known = c.pipeline(fill_test_request(48));
     const size_t created = c.pipeline_count();
     const uint32_t n = 64;
     const std::vector<float> zeros(n, 0.0f), ones(n, 1.0f);
@@ -55,11 +37,11 @@ TEST_F(GpuTest, CollectingRecordsNothingAndNotesOnlyNewPipelines) {
         gpu::PipelineCollector collector(c);
         EXPECT_THROW(gpu::PipelineCollector again(c), std::logic_error);
         s.begin();
-        const gpu::Pipeline& p = c.pipeline(fill(40));
+        const gpu::Pipeline& p = c.pipeline(fill_test_request(40));
         EXPECT_EQ(p.handle(), VkPipeline(VK_NULL_HANDLE)) << "a placeholder, not a pipeline";
         EXPECT_EQ(p.written_bindings(), 0b10u);
-        EXPECT_EQ(&c.pipeline(fill(40)), &p) << "one placeholder per key";
-        EXPECT_EQ(&c.pipeline(fill(48)), &known) << "a created pipeline is itself";
+        EXPECT_EQ(&c.pipeline(fill_test_request(40)), &p) << "one placeholder per key";
+        EXPECT_EQ(&c.pipeline(fill_test_request(48)), &known) << "a created pipeline is itself";
         s.dispatch(p, {in, out}, FillPush{n, 1.0f}, 1);
         s.barrier("collecting: nothing is recorded");
         s.dispatch(known, {in, out}, FillPush{n, 1.0f}, 1);
@@ -70,7 +52,7 @@ TEST_F(GpuTest, CollectingRecordsNothingAndNotesOnlyNewPipelines) {
         EXPECT_THROW(s.dispatch(p, {in}, FillPush{n, 1.0f}, 1), std::logic_error);
         // Another thread sees the context as usual: it creates what it asks for.
         std::thread other([&] {
-            EXPECT_NE(c.pipeline(fill(56)).handle(), VkPipeline(VK_NULL_HANDLE));
+            EXPECT_NE(c.pipeline(fill_test_request(56)).handle(), VkPipeline(VK_NULL_HANDLE));
             expect_fill_works(c, 56);
         });
         other.join();
@@ -91,7 +73,7 @@ TEST_F(GpuTest, PreparedPipelinesAreCreatedWithProgressOnOneAndTwoThreads) {
     for (int threads : {1, 2}) {
         const uint32_t base = threads == 1 ? 64 : 104;
         std::vector<gpu::PipelineRequest> requests;
-        for (uint32_t k = 0; k < 4; ++k) requests.push_back(fill(base + 8 * k));
+        for (uint32_t k = 0; k < 4; ++k) requests.push_back(fill_test_request(base + 8 * k));
         const size_t before = c.pipeline_count();
         std::vector<gpu::PrepareStatus> seen;
         gpu::prepare_pipelines(c, requests, threads, [&](const gpu::PrepareStatus& s) { seen.push_back(s); });
@@ -101,7 +83,7 @@ TEST_F(GpuTest, PreparedPipelinesAreCreatedWithProgressOnOneAndTwoThreads) {
         EXPECT_EQ(seen.back().done, 4u);
         for (size_t i = 0; i < seen.size(); ++i) {
             EXPECT_EQ(seen[i].total, 4u);
-            if (i) EXPECT_GE(seen[i].done, seen[i - 1].done);
+            if (i) { EXPECT_GE(seen[i].done, seen[i - 1].done); }
         }
         EXPECT_EQ(seen.back().what.rfind("fill_test:", 0), 0u) << seen.back().what;
         for (const gpu::PipelineRequest& r : requests) expect_fill_works(c, r.spec_constants[0]);
@@ -114,13 +96,13 @@ TEST_F(GpuTest, PreparedPipelinesAreCreatedWithProgressOnOneAndTwoThreads) {
 
 TEST_F(GpuTest, PrepareReportsTheFirstErrorAndKeepsWhatItCompiled) {
     gpu::Context& c = ctx();
-    std::vector<gpu::PipelineRequest> requests{fill(168), {"fill_test", 2, 4, {176}}, fill(184)};
+    std::vector<gpu::PipelineRequest> requests{fill_test_request(168), {"fill_test", 2, 4, {176}}, fill_test_request(184)};
     EXPECT_THROW(gpu::prepare_pipelines(c, requests, 2), std::logic_error);
     requests = {{"no_such_shader", 1, 0, {}}};
     EXPECT_THROW(gpu::prepare_pipelines(c, requests, 1), std::logic_error);
     expect_fill_works(c, 168);
     // A callback that throws stops the preparation; its exception reaches the caller.
-    requests = {fill(200), fill(208), fill(216)};
+    requests = {fill_test_request(200), fill_test_request(208), fill_test_request(216)};
     EXPECT_THROW(gpu::prepare_pipelines(c, requests, 2,
                                         [](const gpu::PrepareStatus& s) {
                                             if (s.done > 0) throw std::runtime_error("stop");
@@ -132,7 +114,7 @@ TEST_F(GpuTest, PrepareReportsTheFirstErrorAndKeepsWhatItCompiled) {
 
 TEST_F(GpuTest, WarmingAPipelineIsAnEmptyDispatch) {
     gpu::Context& c = ctx();
-    gpu::warm_pipeline(c, c.pipeline(fill(232)));
+    gpu::warm_pipeline(c, c.pipeline(fill_test_request(232)));
     gpu::warm_pipeline(c, c.pipeline("matvec_q8_0", 4, 44, {32, 2, 0}));
     expect_fill_works(c, 232);
 }
