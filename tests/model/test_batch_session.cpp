@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpu/device.h"
+#include "param_names.h"
 #include "random_model_fixture.h"
 #include "test_support.h"
 #include "vkllm/batch.h"
@@ -118,12 +119,7 @@ TEST_P(BatchMatchesSessions, SlotsJoinLeaveAndTruncate) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, BatchMatchesSessions, ::testing::Values("zoo-dense", "zoo-swa"), [](const auto& info) {
-    std::string n = info.param;
-    for (char& ch : n)
-        if (ch == '-') ch = '_';
-    return n;
-});
+INSTANTIATE_TEST_SUITE_P(Zoo, BatchMatchesSessions, ::testing::Values("zoo-dense", "zoo-swa"), test::ModelParamName());
 
 // Attention rows of 3 heads x 6 values (72 bytes) do not start every segment at an offset the
 // storage alignment divides, so the batched attention writes through staging rows.

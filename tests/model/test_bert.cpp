@@ -23,6 +23,7 @@
 #include "gpu/device.h"
 #include "model/model_internal.h"
 #include "model/spec.h"
+#include "param_names.h"
 #include "test_support.h"
 #include "vkllm/model.h"
 #include "vkllm/session.h"
@@ -96,11 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenSet{"bert-f16", golden("bert-f16.gguf"), golden("prompts.txt"), 2e-3f, Pooling::Cls},
                       GoldenSet{"zoo-bert", test::source_dir() + "/assets/zoo/zoo-bert.gguf",
                                 golden("zoo-prompts.txt"), 1e-3f, Pooling::Mean}),
-    [](const ::testing::TestParamInfo<GoldenSet>& info) {
-        std::string n = info.param.name;
-        std::replace(n.begin(), n.end(), '-', '_');
-        return n;
-    });
+    [](const auto& info) { return test::test_name_of(info.param.name); });
 
 TEST(BertSpec, IsAnEncoder) {
     auto model = Model::load(golden("bert-f32.gguf"));

@@ -21,6 +21,7 @@
 #include "gguf/gguf.h"
 #include "model/blocks/layer_blocks.h"
 #include "model/model_internal.h"
+#include "param_names.h"
 #include "random_model/command_line.h"
 #include "random_model/random_model.h"
 #include "reference/reference_forward.h"
@@ -95,11 +96,7 @@ TEST_P(DeltaNetGolden, LogitsAndGreedyTextMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, DeltaNetGolden, ::testing::Values("qwen35", "qwen35-q8_0", "qwen3next", "qwen35moe"),
-                         [](const auto& info) {
-    std::string n = info.param;
-    std::replace(n.begin(), n.end(), '-', '_');
-    return n;
-});
+                         test::ModelParamName());
 
 // The CPU reference walks Gated DeltaNet mixers, gated attention and gated shared experts too,
 // carrying the conv and delta-rule states from eval to eval: it matches llama.cpp as the GPU does.

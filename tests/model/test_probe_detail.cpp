@@ -13,6 +13,7 @@
 #include "cpu/ref_probe_detail.h"
 #include "gpu/device.h"
 #include "model/model_internal.h"
+#include "param_names.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/model.h"
@@ -114,11 +115,7 @@ TEST_P(ProbeDetail, TopKeysAndThumbnailsEqualTheCpuReferenceOfTheFullMaps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ProbeDetail, ::testing::Values("zoo-swa", "gptoss"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                             std::string n = info.param;
-                             std::replace(n.begin(), n.end(), '-', '_');
-                             return n;
-                         });
+                         test::ModelParamName());
 
 // The detail alone (no map, no summary) equals the CPU reference of another session's maps, and bad sizes and a small
 // budget are clear errors.

@@ -15,6 +15,7 @@
 #include "gpu/device.h"
 #include "model/forward.h"
 #include "model/model_internal.h"
+#include "param_names.h"
 #include "test_support.h"
 #include "vkllm/model.h"
 
@@ -69,12 +70,7 @@ TEST_P(Replay, DecodeStepsEqualRecordedSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, Replay, ::testing::Values("zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
-                         });
+                         test::ModelParamName());
 
 }  // namespace
 }  // namespace vkllm

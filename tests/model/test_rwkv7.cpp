@@ -16,6 +16,7 @@
 #include "greedy.h"
 #include "model/forward.h"
 #include "model/model_internal.h"
+#include "param_names.h"
 #include "random_model/random_model.h"
 #include "reference/reference_forward.h"
 #include "test_support.h"
@@ -111,12 +112,7 @@ TEST_P(Rwkv7Golden, EveryPositionAndGreedyTextMatchLlamaCppAtBatches256And4) {
     EXPECT_EQ(gpu::validation_error_count(), errors_before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, Rwkv7Golden, ::testing::Values("rwkv7", "rwkv7-3head"), [](const auto& info) {
-    std::string n = info.param;
-    for (char& ch : n)
-        if (ch == '-') ch = '_';
-    return n;
-});
+INSTANTIATE_TEST_SUITE_P(Golden, Rwkv7Golden, ::testing::Values("rwkv7", "rwkv7-3head"), test::ModelParamName());
 
 TEST(Rwkv7, OneTokenStepsAndTruncationMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();

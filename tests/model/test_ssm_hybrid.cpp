@@ -21,6 +21,7 @@
 #include "gpu/device.h"
 #include "greedy.h"
 #include "model/forward.h"
+#include "param_names.h"
 #include "ssm_golden.h"
 #include "vkllm/model_info.h"
 #include "vkllm/session.h"
@@ -92,12 +93,7 @@ TEST_P(HybridGolden, LogitsAndGreedyTextMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Golden, HybridGolden,
                          ::testing::Values("granitehybrid", "granitehybrid-moe-q8_0", "granitehybrid-multipliers",
                                            "granitehybrid-moe-multipliers", "jamba", "nemotron_h"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
-                         });
+                         test::ModelParamName());
 
 TEST(Hybrid, DecodeOneTokenAtATimeAndTruncateMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();

@@ -18,6 +18,7 @@
 #include "greedy.h"
 #include "model/blocks/layer_blocks.h"
 #include "model/forward.h"
+#include "param_names.h"
 #include "reference/reference_forward.h"
 #include "ssm_golden.h"
 #include "vkllm/model_info.h"
@@ -61,11 +62,7 @@ TEST_P(ConvAndSideBySideGolden, LogitsAndGreedyTextMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, ConvAndSideBySideGolden, ::testing::Values("lfm2", "lfm2-window", "falcon-h1"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             std::replace(n.begin(), n.end(), '-', '_');
-                             return n;
-                         });
+                         test::ModelParamName());
 
 // The state cannot forget: back to 50 tokens, the kept tokens are evaluated anew from position 0
 // and the rest continues as llama.cpp's single pass did.

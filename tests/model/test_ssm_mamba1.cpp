@@ -12,6 +12,7 @@
 #include "gpu/device.h"
 #include "greedy.h"
 #include "model/forward.h"
+#include "param_names.h"
 #include "ssm_golden.h"
 #include "vkllm/session.h"
 
@@ -50,12 +51,7 @@ TEST_P(Mamba1Golden, LogitsAndGreedyTextMatchLlamaCpp) {
 
 // mamba-dt-b-c-rms: Falcon-Mamba's unweighted RMS norms of dt, B and C (ssm.dt_b_c_rms).
 INSTANTIATE_TEST_SUITE_P(Golden, Mamba1Golden, ::testing::Values("mamba", "mamba-q8_0", "mamba-dt-b-c-rms"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
-                         });
+                         test::ModelParamName());
 
 TEST(Mamba1, DecodeOneTokenAtATimeAndTruncateMatchLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();

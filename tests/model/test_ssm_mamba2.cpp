@@ -14,6 +14,7 @@
 #include "greedy.h"
 #include "model/forward.h"
 #include "model/model_internal.h"
+#include "param_names.h"
 #include "ssm_golden.h"
 #include "test_support.h"
 #include "vkllm/model.h"
@@ -61,12 +62,7 @@ TEST_P(Mamba2Golden, LogitsAndGreedyTextMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, Mamba2Golden, ::testing::Values("mamba2", "mamba2-q8_0"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& ch : n)
-                                 if (ch == '-') ch = '_';
-                             return n;
-                         });
+                         test::ModelParamName());
 
 TEST(Mamba2, DecodeOneTokenAtATimeMatchesLlamaCpp) {
     const uint64_t errors_before = gpu::validation_error_count();

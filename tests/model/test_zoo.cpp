@@ -13,6 +13,7 @@
 #include "golden_cache.h"
 #include "greedy.h"
 #include "model/spec.h"
+#include "param_names.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "model/model_internal.h"
@@ -71,11 +72,7 @@ INSTANTIATE_TEST_SUITE_P(AllModels, Zoo,
                          ::testing::Values(ZooCase{"zoo-dense", "llama"}, ZooCase{"zoo-swa", "gemma3"},
                                            ZooCase{"zoo-moe", "llama"}, ZooCase{"zoo-mla", "deepseek2"},
                                            ZooCase{"zoo-deep", "llama"}),
-                         [](const auto& info) {
-                             std::string name = info.param.model;
-                             std::replace(name.begin(), name.end(), '-', '_');
-                             return name;
-                         });
+                         [](const auto& info) { return test::test_name_of(info.param.model); });
 
 }  // namespace
 }  // namespace vkllm

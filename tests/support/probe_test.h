@@ -1,7 +1,6 @@
 // What the probe test programs (tests/model/test_probes_*.cpp) share: the zoo models and a prompt
 // of them long enough to run in several passes of a small n_batch, a relative error of logits,
-// the check that the last layer's logit lens is the model's own output, and test names of model
-// parameters. Header-only: each test program compiles only its own file and test_support.cpp.
+// the check that the last layer's logit lens is the model's own output. Header-only: each test program compiles only its own file and test_support.cpp.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "model/model_internal.h"
+#include "param_names.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/model.h"
@@ -71,15 +71,5 @@ inline void expect_last_lens_is_the_output(const ProbeResults& r, const std::vec
         if (i) { EXPECT_GE(it->top[i - 1].p, it->top[i].p); }
     }
 }
-
-// Names instances of a suite parameterised by model name: "zoo-swa" -> "zoo_swa" (test names
-// take letters, digits and underscores).
-struct ModelParamName {
-    std::string operator()(const ::testing::TestParamInfo<std::string>& info) const {
-        std::string n = info.param;
-        std::replace(n.begin(), n.end(), '-', '_');
-        return n;
-    }
-};
 
 }  // namespace vkllm::test
