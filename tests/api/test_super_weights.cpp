@@ -12,7 +12,7 @@
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
 #include "gguf/requantize.h"
-#include "gpu/device.h"
+#include "gpu_test.h"
 #include "model/model_internal.h"
 #include "reference/reference_forward.h"
 #include "random_model/random_model.h"
@@ -59,11 +59,8 @@ std::vector<uint8_t> with_element(const gguf::File& f, const std::string& tensor
     return w.to_bytes();
 }
 
-class SuperWeightTest : public ::testing::Test {
+class SuperWeightTest : public test::GpuTest {
 protected:
-    void SetUp() override { errors_before_ = gpu::validation_error_count(); }
-    void TearDown() override { EXPECT_EQ(gpu::validation_error_count(), errors_before_); }
-
     // The finder returns exactly the planted element, and zeroing it ends the massive activation.
     void expect_found_exactly(Model& model, int layer, const std::string& tensor, int64_t row, int64_t col, int expert) {
         const SuperWeightReport r = find_super_weights(model);
@@ -94,9 +91,6 @@ protected:
         EXPECT_TRUE(model.weight_edits().empty());
         EXPECT_EQ(model.weight({layer, tensor, row, col, expert}), s.value);
     }
-
-private:
-    uint64_t errors_before_ = 0;
 };
 
 TEST_F(SuperWeightTest, PlantedLlamaIsFoundExactly) {

@@ -15,6 +15,7 @@
 #include "gguf/quant.h"
 #include "gguf/requantize.h"
 #include "gpu/device.h"
+#include "gpu_test.h"
 #include "model/model_internal.h"
 #include "reference/reference_forward.h"
 #include "random_model/random_model.h"
@@ -107,11 +108,8 @@ std::vector<uint8_t> download(const gpu::Buffer& b) {
     return bytes;
 }
 
-class WeightEditTest : public ::testing::Test {
+class WeightEditTest : public test::GpuTest {
 protected:
-    void SetUp() override { errors_before_ = gpu::validation_error_count(); }
-    void TearDown() override { EXPECT_EQ(gpu::validation_error_count(), errors_before_); }
-
     // Applies `edits` to `model` and checks each element's old and new value, the GPU bytes
     // (only the edited blocks change), the logits against the CPU reference forward on an edited
     // copy of the file, and that restore_weights() undoes it all.
@@ -212,8 +210,6 @@ protected:
         session.reset();
         EXPECT_EQ(session.eval(prompt, true), before);
     }
-
-    uint64_t errors_before_ = 0;
 };
 
 TEST_F(WeightEditTest, F32EditFollowsTheReferenceAndRestores) {

@@ -12,7 +12,7 @@
 #include "cpu/ref_lens.h"
 #include "cpu/ref_ops.h"
 #include "gguf/quant.h"
-#include "gpu/device.h"
+#include "gpu_test.h"
 #include "model/model_internal.h"
 #include "reference/reference_forward.h"
 #include "test_support.h"
@@ -25,14 +25,7 @@ namespace {
 
 const char* kText = "Once upon a time, Mira found a small red box. \"Open it,\" said Tom.";
 
-class LogitLensGridTest : public ::testing::Test {
-protected:
-    void SetUp() override { errors_before_ = gpu::validation_error_count(); }
-    void TearDown() override {
-        EXPECT_EQ(gpu::validation_error_count(), errors_before_) << "the Vulkan validation layer reported errors";
-    }
-    uint64_t errors_before_ = 0;
-};
+using LogitLensGridTest = test::GpuTest;
 
 // The lens of residual rows [n][n_embd] on the CPU: RMS norm with the final norm's weights, the
 // output projection, then the reference softmax and top-k.

@@ -11,9 +11,10 @@
 #include <string>
 
 #include "cpu/ref_probe_detail.h"
-#include "gpu/device.h"
+#include "gpu_test.h"
 #include "model/model_internal.h"
 #include "param_names.h"
+#include "probe_test.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "vkllm/model.h"
@@ -31,18 +32,10 @@ constexpr float kTol = 1e-5f;
 constexpr float kOtherSessionTol = 3e-4f;
 
 std::unique_ptr<Model> load(const std::string& name) {
-    if (name == "gptoss") return Model::load(test::source_dir() + "/tests/golden/moe/gptoss.gguf");
-    return Model::load(test::source_dir() + "/assets/zoo/" + name + ".gguf");
+    return name == "gptoss" ? test::gptoss_model() : test::zoo_model(name);
 }
 
-class ProbeDetail : public ::testing::TestWithParam<std::string> {
-protected:
-    void SetUp() override { errors_before_ = gpu::validation_error_count(); }
-    void TearDown() override {
-        EXPECT_EQ(gpu::validation_error_count(), errors_before_) << "the Vulkan validation layer reported errors";
-    }
-    uint64_t errors_before_ = 0;
-};
+class ProbeDetail : public test::GpuTest, public ::testing::WithParamInterface<std::string> {};
 
 template <class T>
 const T& find_head(const std::vector<T>& v, int layer, int head) {
