@@ -151,7 +151,7 @@ TEST(RandomModel, Phi3HasFusedProjectionsPartialRopeAndLongRope) {
                        });
     EXPECT_EQ(f->get_int("phi3.rope.dimension_count"), 12);
     EXPECT_EQ(f->get_int("phi3.attention.sliding_window"), 0);  // as the converter writes Phi-4
-    EXPECT_EQ(f->get_string("general.name"), "random-phi");     // no "phi3": see arch_tables.cpp
+    EXPECT_EQ(f->get_string("general.name"), "random-phi");     // no "phi3": see arch_tables_llama.cpp
     EXPECT_FALSE(f->has("phi3.rope.scaling.attn_factor"));
 
     c.n_ctx = 256;
@@ -290,7 +290,7 @@ TEST(RandomModel, SpecMappingAcceptsEveryFamily) {
             continue;
         }
         if (s.layers[0].ssm.enabled() || s.layers[0].shortconv.enabled()) {  // a recurrent mixer first
-            if (s.layers[0].ssm.enabled()) EXPECT_EQ(s.layers[0].ssm.d_inner, 2 * c.n_embd) << arch;
+            if (s.layers[0].ssm.enabled()) { EXPECT_EQ(s.layers[0].ssm.d_inner, 2 * c.n_embd) << arch; }
             EXPECT_EQ(s.layers[0].attn.n_head_kv, 0) << arch;
             continue;
         }
