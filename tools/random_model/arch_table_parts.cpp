@@ -105,6 +105,20 @@ std::vector<TensorRule> gated_attention() {
     };
 }
 
+std::vector<TensorRule> layer_norm(const std::string& stem, Presence presence) {
+    return {
+        {stem + ".weight", {D::Embd}, Init::Norm, presence},
+        {stem + ".bias", {D::Embd}, Init::Bias, presence},
+    };
+}
+
+std::vector<TensorRule> linear_with_bias(const std::string& stem, Dim in, Dim out) {
+    return {
+        {stem + ".weight", {in, out}, Init::Matrix},
+        {stem + ".bias", {out}, Init::Bias},
+    };
+}
+
 std::vector<TensorRule> only_on(std::vector<TensorRule> t, Presence presence) {
     for (TensorRule& r : t) r.presence = presence;
     return t;
@@ -113,6 +127,12 @@ std::vector<TensorRule> only_on(std::vector<TensorRule> t, Presence presence) {
 std::vector<TensorRule> concat(std::vector<TensorRule> a, const std::vector<TensorRule>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
+}
+
+std::vector<TensorRule> joined(std::initializer_list<std::vector<TensorRule>> parts) {
+    std::vector<TensorRule> t;
+    for (const std::vector<TensorRule>& p : parts) t.insert(t.end(), p.begin(), p.end());
+    return t;
 }
 
 std::vector<TensorRule> without(std::vector<TensorRule> t, Presence p) {

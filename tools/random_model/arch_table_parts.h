@@ -2,6 +2,8 @@
 // (arch_tables_*.cpp). Names follow llama.cpp's LLM_TENSOR_NAMES; "{L}" stands for the layer.
 #pragma once
 
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "random_model/arch_tables.h"
@@ -48,11 +50,20 @@ std::vector<TensorRule> delta_net_mixer();
 // per-head q/k RMSNorms.
 std::vector<TensorRule> gated_attention();
 
+// A LayerNorm: "<stem>.weight" (near 1) and "<stem>.bias" over n_embd.
+std::vector<TensorRule> layer_norm(const std::string& stem, Presence presence = Presence::Always);
+
+// A projection from `in` to `out` and its bias: "<stem>.weight" {in, out}, "<stem>.bias" {out}.
+std::vector<TensorRule> linear_with_bias(const std::string& stem, Dim in, Dim out);
+
 // The rules of `t` on the layers `presence` picks.
 std::vector<TensorRule> only_on(std::vector<TensorRule> t, Presence presence);
 
 // The rules of `a`, then those of `b`.
 std::vector<TensorRule> concat(std::vector<TensorRule> a, const std::vector<TensorRule>& b);
+
+// The rules of each part in turn.
+std::vector<TensorRule> joined(std::initializer_list<std::vector<TensorRule>> parts);
 
 // The rules of `t` but those present as `p`.
 std::vector<TensorRule> without(std::vector<TensorRule> t, Presence p);

@@ -13,27 +13,20 @@ using D = Dim;
 ArchTable gpt2_table() {
     ArchTable gpt2;
     gpt2.name = "gpt2";
-    gpt2.globals = {
-        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
-        {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding},
-        {"output_norm.weight", {D::Embd}, Init::Norm},
-        {"output_norm.bias", {D::Embd}, Init::Bias},
-        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
-    };
-    gpt2.per_layer = {
-        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
-        {"blk.{L}.attn_qkv.bias", {D::QkvProj}, Init::Bias},
-        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
-        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.ffn_norm.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
-        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
-        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
-        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
-    };
+    gpt2.globals = joined({
+        {{"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+         {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding}},
+        layer_norm("output_norm"),
+        {{"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied}},
+    });
+    gpt2.per_layer = joined({
+        layer_norm("blk.{L}.attn_norm"),
+        linear_with_bias("blk.{L}.attn_qkv", D::Embd, D::QkvProj),
+        linear_with_bias("blk.{L}.attn_output", D::QProj, D::Embd),
+        layer_norm("blk.{L}.ffn_norm"),
+        linear_with_bias("blk.{L}.ffn_up", D::Embd, D::Ff),
+        linear_with_bias("blk.{L}.ffn_down", D::Ff, D::Embd),
+    });
     gpt2.norm = NormKind::LayerNorm;
     gpt2.uses_rope = false;
     gpt2.head_dim_free = false;
@@ -47,31 +40,22 @@ ArchTable gpt2_table() {
 ArchTable bert_table() {
     ArchTable bert;
     bert.name = "bert";
-    bert.globals = {
-        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
-        {"token_types.weight", {D::Embd, D::TokenTypes}, Init::Embedding},
-        {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding},
-        {"token_embd_norm.weight", {D::Embd}, Init::Norm},
-        {"token_embd_norm.bias", {D::Embd}, Init::Bias},
-    };
-    bert.per_layer = {
-        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
-        {"blk.{L}.attn_q.bias", {D::QProj}, Init::Bias},
-        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
-        {"blk.{L}.attn_k.bias", {D::KvProj}, Init::Bias},
-        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
-        {"blk.{L}.attn_v.bias", {D::KvProj}, Init::Bias},
-        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
-        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.attn_output_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.attn_output_norm.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
-        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
-        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
-        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.layer_output_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.layer_output_norm.bias", {D::Embd}, Init::Bias},
-    };
+    bert.globals = joined({
+        {{"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
+         {"token_types.weight", {D::Embd, D::TokenTypes}, Init::Embedding},
+         {"position_embd.weight", {D::Embd, D::Ctx}, Init::Embedding}},
+        layer_norm("token_embd_norm"),
+    });
+    bert.per_layer = joined({
+        linear_with_bias("blk.{L}.attn_q", D::Embd, D::QProj),
+        linear_with_bias("blk.{L}.attn_k", D::Embd, D::KvProj),
+        linear_with_bias("blk.{L}.attn_v", D::Embd, D::KvProj),
+        linear_with_bias("blk.{L}.attn_output", D::QProj, D::Embd),
+        layer_norm("blk.{L}.attn_output_norm"),
+        linear_with_bias("blk.{L}.ffn_up", D::Embd, D::Ff),
+        linear_with_bias("blk.{L}.ffn_down", D::Ff, D::Embd),
+        layer_norm("blk.{L}.layer_output_norm"),
+    });
     bert.norm = NormKind::LayerNorm;
     bert.norm_eps = 1e-12f;
     bert.uses_rope = false;
@@ -91,22 +75,18 @@ ArchTable bert_table() {
 ArchTable falcon_table() {
     ArchTable falcon;
     falcon.name = "falcon";
-    falcon.globals = {
-        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
-        {"output_norm.weight", {D::Embd}, Init::Norm},
-        {"output_norm.bias", {D::Embd}, Init::Bias},
-        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied},
-    };
-    falcon.per_layer = {
-        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.attn_norm_2.weight", {D::Embd}, Init::Norm, Presence::TwoNorms},
-        {"blk.{L}.attn_norm_2.bias", {D::Embd}, Init::Bias, Presence::TwoNorms},
+    falcon.globals = joined({
+        {{"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding}},
+        layer_norm("output_norm"),
+        {{"output.weight", {D::Embd, D::Vocab}, Init::Matrix, Presence::Untied}},
+    });
+    falcon.per_layer = joined({layer_norm("blk.{L}.attn_norm"), layer_norm("blk.{L}.attn_norm_2", Presence::TwoNorms)});
+    falcon.per_layer = concat(falcon.per_layer, {
         {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
         {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
         {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
         {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
-    };
+    });
     falcon.norm = NormKind::LayerNorm;
     falcon.head_dim_free = false;  // llama.cpp: wo is {n_embd, n_embd}
     return falcon;
@@ -117,28 +97,20 @@ ArchTable falcon_table() {
 ArchTable jais_table() {
     ArchTable jais;
     jais.name = "jais";
-    jais.globals = {
-        {"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding},
-        {"output_norm.weight", {D::Embd}, Init::Norm},
-        {"output_norm.bias", {D::Embd}, Init::Bias},
-        {"output.weight", {D::Embd, D::Vocab}, Init::Matrix},
-    };
-    jais.per_layer = {
-        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.attn_norm.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.attn_qkv.weight", {D::Embd, D::QkvProj}, Init::Matrix},
-        {"blk.{L}.attn_qkv.bias", {D::QkvProj}, Init::Bias},
-        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
-        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.ffn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.ffn_norm.bias", {D::Embd}, Init::Bias},
-        {"blk.{L}.ffn_gate.weight", {D::Embd, D::Ff}, Init::Matrix},
-        {"blk.{L}.ffn_gate.bias", {D::Ff}, Init::Bias},
-        {"blk.{L}.ffn_up.weight", {D::Embd, D::Ff}, Init::Matrix},
-        {"blk.{L}.ffn_up.bias", {D::Ff}, Init::Bias},
-        {"blk.{L}.ffn_down.weight", {D::Ff, D::Embd}, Init::Matrix},
-        {"blk.{L}.ffn_down.bias", {D::Embd}, Init::Bias},
-    };
+    jais.globals = joined({
+        {{"token_embd.weight", {D::Embd, D::Vocab}, Init::Embedding}},
+        layer_norm("output_norm"),
+        {{"output.weight", {D::Embd, D::Vocab}, Init::Matrix}},
+    });
+    jais.per_layer = joined({
+        layer_norm("blk.{L}.attn_norm"),
+        linear_with_bias("blk.{L}.attn_qkv", D::Embd, D::QkvProj),
+        linear_with_bias("blk.{L}.attn_output", D::QProj, D::Embd),
+        layer_norm("blk.{L}.ffn_norm"),
+        linear_with_bias("blk.{L}.ffn_gate", D::Embd, D::Ff),
+        linear_with_bias("blk.{L}.ffn_up", D::Embd, D::Ff),
+        linear_with_bias("blk.{L}.ffn_down", D::Ff, D::Embd),
+    });
     jais.norm = NormKind::LayerNorm;
     jais.uses_rope = false;
     jais.head_dim_free = false;  // llama.cpp: wo is {n_embd, n_embd}

@@ -69,28 +69,23 @@ ArchTable gpt_oss_table() {
     gptoss.name = "gpt-oss";
     gptoss.globals = without(without(embeddings_and_head(), Presence::Llama3Rope), Presence::Untied);
     gptoss.globals.push_back({"output.weight", {D::Embd, D::Vocab}, Init::Matrix});
-    gptoss.per_layer = {
-        {"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.attn_q.weight", {D::Embd, D::QProj}, Init::Matrix},
-        {"blk.{L}.attn_q.bias", {D::QProj}, Init::Bias},
-        {"blk.{L}.attn_k.weight", {D::Embd, D::KvProj}, Init::Matrix},
-        {"blk.{L}.attn_k.bias", {D::KvProj}, Init::Bias},
-        {"blk.{L}.attn_v.weight", {D::Embd, D::KvProj}, Init::Matrix},
-        {"blk.{L}.attn_v.bias", {D::KvProj}, Init::Bias},
-        {"blk.{L}.attn_output.weight", {D::QProj, D::Embd}, Init::Matrix},
-        {"blk.{L}.attn_output.bias", {D::Embd}, Init::Bias},
+    gptoss.per_layer = joined({
+        {{"blk.{L}.attn_norm.weight", {D::Embd}, Init::Norm}},
+        linear_with_bias("blk.{L}.attn_q", D::Embd, D::QProj),
+        linear_with_bias("blk.{L}.attn_k", D::Embd, D::KvProj),
+        linear_with_bias("blk.{L}.attn_v", D::Embd, D::KvProj),
+        linear_with_bias("blk.{L}.attn_output", D::QProj, D::Embd),
         // one logit per head, normal(0, 1): of the order of the attention scores
-        {"blk.{L}.attn_sinks.weight", {D::Head}, Init::Bias, Presence::Always, 10.0f},
-        {"blk.{L}.post_attention_norm.weight", {D::Embd}, Init::Norm},
-        {"blk.{L}.ffn_gate_inp.weight", {D::Embd, D::Expert}, Init::Matrix},
-        {"blk.{L}.ffn_gate_inp.bias", {D::Expert}, Init::Bias},
-        {"blk.{L}.ffn_gate_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, Presence::Always, 4.0f},
-        {"blk.{L}.ffn_gate_exps.bias", {D::FfExp, D::Expert}, Init::Bias},
-        {"blk.{L}.ffn_down_exps.weight", {D::FfExp, D::Embd, D::Expert}, Init::Matrix, Presence::Always, 0.25f},
-        {"blk.{L}.ffn_down_exps.bias", {D::Embd, D::Expert}, Init::Bias},
-        {"blk.{L}.ffn_up_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, Presence::Always, 4.0f},
-        {"blk.{L}.ffn_up_exps.bias", {D::FfExp, D::Expert}, Init::Bias},
-    };
+        {{"blk.{L}.attn_sinks.weight", {D::Head}, Init::Bias, Presence::Always, 10.0f},
+         {"blk.{L}.post_attention_norm.weight", {D::Embd}, Init::Norm}},
+        linear_with_bias("blk.{L}.ffn_gate_inp", D::Embd, D::Expert),
+        {{"blk.{L}.ffn_gate_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, Presence::Always, 4.0f},
+         {"blk.{L}.ffn_gate_exps.bias", {D::FfExp, D::Expert}, Init::Bias},
+         {"blk.{L}.ffn_down_exps.weight", {D::FfExp, D::Embd, D::Expert}, Init::Matrix, Presence::Always, 0.25f},
+         {"blk.{L}.ffn_down_exps.bias", {D::Embd, D::Expert}, Init::Bias},
+         {"blk.{L}.ffn_up_exps.weight", {D::Embd, D::FfExp, D::Expert}, Init::Matrix, Presence::Always, 4.0f},
+         {"blk.{L}.ffn_up_exps.bias", {D::FfExp, D::Expert}, Init::Bias}},
+    });
     gptoss.norm_eps = 1e-5f;
     gptoss.rope_freq_base = 150000.0f;
     gptoss.always_write_head_dims = true;
