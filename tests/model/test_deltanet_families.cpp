@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +21,7 @@
 #include "model/blocks/layer_blocks.h"
 #include "model/model_internal.h"
 #include "param_names.h"
-#include "random_model/command_line.h"
+#include "random_golden_models.h"
 #include "random_model/random_model.h"
 #include "reference/reference_forward.h"
 #include "test_support.h"
@@ -171,21 +170,7 @@ TEST(DeltaNetFamilies, LayerPartsAndBlocks) {
 TEST(DeltaNetFamilies, GoldenModelsAreReproducible) {
     VKLLM_REQUIRE_SHARED(shared);
     auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
-    const std::string dir = test::source_dir() + "/tests/golden/deltanet";
-    std::ifstream table(dir + "/models.txt");
-    ASSERT_TRUE(table) << dir << "/models.txt";
-    int models = 0;
-    for (std::string line; std::getline(table, line);) {
-        auto words = random_model::split_words(line);
-        if (words.empty() || words[0][0] == '#') continue;
-        const std::string name = words[0];
-        words.erase(words.begin());
-        SCOPED_TRACE(name);
-        const auto cl = random_model::parse_command_line(words, "");
-        EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
-        ++models;
-    }
-    EXPECT_EQ(models, 4);
+    test::expect_random_golden_models_reproducible(test::source_dir() + "/tests/golden/deltanet", *vocab, 4);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Random-weight model writer (tools/random_model), the other families: their tensors and keys,
 // the command line, configuration errors, and that the committed golden models are what the
 // writer makes today.
+#include "random_golden_models.h"
 #include "random_model_fixture.h"
 
 TEST(RandomModel, OtherFamiliesHaveTheirTensorsAndKeys) {
@@ -438,28 +439,17 @@ TEST(RandomModel, WritesAFileWithTheSharedVocabulary) {
 TEST(RandomModel, GoldenFamilyModelsAreReproducible) {
     VKLLM_REQUIRE_SHARED(shared);
     auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
-    for (const auto& [subdir, expected_models] : {std::pair{"families", 13}, std::pair{"moe", 7}, std::pair{"parallel_alibi", 3}}) {
+    for (const auto& [subdir, expected_models] : {std::pair{"families", 13u}, std::pair{"moe", 7u}, std::pair{"parallel_alibi", 3u}}) {
         SCOPED_TRACE(subdir);
         const std::string dir = test::source_dir() + "/tests/golden/" + subdir;
-        std::ifstream table(dir + "/models.txt");
-        ASSERT_TRUE(table) << dir << "/models.txt";
-        int models = 0;
-        for (std::string line; std::getline(table, line);) {
-            auto words = random_model::split_words(line);
-            if (words.empty() || words[0][0] == '#') continue;
-            const std::string name = words[0];
-            words.erase(words.begin());
-            const auto cl = random_model::parse_command_line(words, "");
-            SCOPED_TRACE(name);
-            EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
-            // One logits row of the vocabulary's size per prompt token.
-            const auto token_bytes = test::read_file(dir + "/" + name + ".tokens.txt");
+        test::expect_random_golden_models_reproducible(dir, *vocab, expected_models);
+        // One logits row of the vocabulary's size per prompt token.
+        for (const test::RandomGoldenModel& m : test::random_golden_models(dir)) {
+            const auto token_bytes = test::read_file(dir + "/" + m.name + ".tokens.txt");
             const auto tokens = random_model::split_words(std::string(token_bytes.begin(), token_bytes.end()));
-            EXPECT_GE(tokens.size(), 40u);
-            EXPECT_EQ(test::read_file(dir + "/" + name + ".logits.f32").size(), tokens.size() * 512 * sizeof(float));
-            ++models;
+            EXPECT_GE(tokens.size(), 40u) << m.name;
+            EXPECT_EQ(test::read_file(dir + "/" + m.name + ".logits.f32").size(), tokens.size() * 512 * sizeof(float)) << m.name;
         }
-        EXPECT_EQ(models, expected_models);
     }
 }
 

@@ -1,6 +1,7 @@
 // Random-weight model writer (tools/random_model), the state-space family mamba2: llama.cpp's
 // tensor names, shapes and types (src/models/mamba2.cpp's load_arch_tensors) and the ssm.* keys
 // its converter writes.
+#include "random_golden_models.h"
 #include "random_model_fixture.h"
 
 #include <cstring>
@@ -109,19 +110,5 @@ TEST(RandomModel, Mamba2OptionsAreCheckedAndOnlyForMamba2) {
 TEST(RandomModel, GoldenSsmModelsAreReproducible) {
     VKLLM_REQUIRE_SHARED(shared);
     auto vocab = gguf::File::open(shared + "/models/stories260K/stories260K-F32.gguf");
-    const std::string dir = test::source_dir() + "/tests/golden/ssm";
-    std::ifstream table(dir + "/models.txt");
-    ASSERT_TRUE(table) << dir << "/models.txt";
-    int models = 0;
-    for (std::string line; std::getline(table, line);) {
-        auto words = random_model::split_words(line);
-        if (words.empty() || words[0][0] == '#') continue;
-        const std::string name = words[0];
-        words.erase(words.begin());
-        const auto cl = random_model::parse_command_line(words, "");
-        SCOPED_TRACE(name);
-        EXPECT_EQ(random_model::build_random_model(cl.config, *vocab).to_bytes(), test::read_file(dir + "/" + name + ".gguf"));
-        ++models;
-    }
-    EXPECT_EQ(models, 14);
+    test::expect_random_golden_models_reproducible(test::source_dir() + "/tests/golden/ssm", *vocab, 14);
 }
