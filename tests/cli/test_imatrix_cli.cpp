@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
+#include "imatrix_cli_util.h"
 #include "test_support.h"
 #include "vkllm/imatrix.h"
 
@@ -25,47 +25,7 @@ namespace {
 std::string text(const std::string& name) { return test::source_dir() + "/tests/golden/imatrix/" + name; }
 std::string zoo_deep() { return test::source_dir() + "/assets/zoo/zoo-deep.gguf"; }
 
-// Over the quantized weights that `held` covers: sum imp_j (W - Q)^2 / sum imp_j W^2, imp the
-// held-out text's mean x_j^2: the relative error of W x on held-out activations.
-double weighted_error(const std::string& f32, const std::string& quantized, const Imatrix& held) {
-    const auto a = gguf::File::open(f32), b = gguf::File::open(quantized);
-    double err = 0, norm = 0;
-    for (const ImatrixEntry& e : held.entries) {
-        const gguf::TensorInfo* q = b->find_tensor(e.name);
-        if (!q || q->type == gguf::TensorType::F32) continue;
-        const std::vector<float> w = gguf::dequantize_tensor(*a->find_tensor(e.name));
-        const std::vector<float> v = gguf::dequantize_tensor(*q);
-        const std::vector<float> imp = e.importance();
-        for (size_t i = 0; i < w.size(); ++i) {
-            const double k = imp[i % imp.size()];
-            err += k * double(w[i] - v[i]) * double(w[i] - v[i]);
-            norm += k * double(w[i]) * double(w[i]);
-        }
-    }
-    return err / norm;
-}
-
-double perplexity(const std::string& model) {
-    const auto r = test::shell(test::vkllm_bin() + " perplexity -m " + model + " -f " + text("broad-heldout.txt") +
-                               " -c 128 2>/dev/null");
-    std::smatch m;
-    if (r.code != 0 || !std::regex_search(r.out, m, std::regex("perplexity: ([0-9.]+)")))
-        throw std::runtime_error("vkllm perplexity failed: " + r.out);
-    return std::stod(m[1]);
-}
-
-// The same entries as m with every column alike.
-std::string flat_like(const Imatrix& m, const std::string& name) {
-    Imatrix flat = m;
-    flat.datasets = {"flat"};
-    for (ImatrixEntry& e : flat.entries) {
-        std::fill(e.sums.begin(), e.sums.end(), 1.0f);
-        std::fill(e.counts.begin(), e.counts.end(), 1);
-    }
-    const std::string path = test::temp_path(name);
-    write_imatrix(flat, path);
-    return path;
-}
+double perplexity(const std::string& model) { return test::cli_perplexity(model, text("broad-heldout.txt"), 128); }
 
 }  // namespace
 
@@ -87,7 +47,7 @@ TEST(ImatrixCli, CollectedMatrixQuantizesBetterThanFlat) {
     ASSERT_NE(m.find("blk.7.ffn_down.weight"), nullptr);
     EXPECT_EQ(m.find("blk.7.ffn_down.weight")->counts, std::vector<int64_t>{14 * 128});
     EXPECT_EQ(m.find("output.weight"), nullptr);  // only with --process-output, as llama-imatrix
-    const std::string flat = flat_like(m, "deep-flat.imatrix.gguf");
+    const std::string flat = test::flat_imatrix_like(m, "deep-flat.imatrix.gguf");
 
     double err[2][2], ppl_q2ks[2];
     const char* types[2] = {"IQ2_XXS", "Q2_K_S"};
@@ -97,7 +57,7 @@ TEST(ImatrixCli, CollectedMatrixQuantizesBetterThanFlat) {
             r = test::shell(vkllm + " quantize " + model + " " + out + " " + types[t] + " --imatrix " + (k ? flat : train) +
                             " 2>&1");
             ASSERT_EQ(r.code, 0) << r.out;
-            err[t][k] = weighted_error(model, out, h);
+            err[t][k] = test::weighted_error(model, out, h);
             if (t == 1) ppl_q2ks[k] = perplexity(out);
         }
     // Measured: IQ2_XXS 0.0175 against 0.0194, Q2_K_S 0.0137 against 0.0150; Q2_K_S perplexity

@@ -11,6 +11,8 @@ import sys
 import tempfile
 import unittest
 
+import numpy as np
+
 ROOT = os.environ.get("VKLLM_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "zoo"))
 import corpus  # noqa: E402
@@ -167,6 +169,13 @@ class GgufFile(unittest.TestCase):
 
     def test_zoo_model_roundtrips_byte_for_byte(self):
         self.roundtrip(os.path.join(ROOT, "assets", "zoo", "zoo-dense.gguf"))
+
+    def test_f16_zoo_model_roundtrips_byte_for_byte(self):
+        path = os.path.join(ROOT, "assets", "zoo", "zoo-wide.gguf")  # matrices in F16, vectors in F32
+        _, tensors = gguf_file.read(path)
+        self.assertEqual(tensors["blk.0.ffn_down.weight"].dtype, np.float16)
+        self.assertEqual(tensors["blk.0.attn_norm.weight"].dtype, np.float32)
+        self.roundtrip(path)
 
     def test_llama_cpp_written_file_roundtrips_byte_for_byte(self):
         path = os.path.join(SHARED, "models", "stories260K", "stories260K-F32.gguf")

@@ -1,5 +1,5 @@
-"""A small GGUF (v3) reader and writer for the zoo's scripts: metadata of every type, and F32
-tensors (the only kind the zoo writes). It follows the conventions of llama.cpp and of vkllm's
+"""A small GGUF (v3) reader and writer for the zoo's scripts: metadata of every type, and F32 or
+F16 tensors (numpy float32 or float16 arrays; zoo-wide stores its matrices in F16). It follows the conventions of llama.cpp and of vkllm's
 own writer (engine/gguf): little-endian, 32-byte alignment, tensor dims in ggml order (dims[0] is
 the row length, so a numpy array of shape (rows, cols) has dims [cols, rows])."""
 import struct
@@ -13,6 +13,8 @@ UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64,
 SCALAR_FORMATS = {UINT8: "<B", INT8: "<b", UINT16: "<H", INT16: "<h", UINT32: "<I", INT32: "<i",
                   FLOAT32: "<f", BOOL: "<?", UINT64: "<Q", INT64: "<q", FLOAT64: "<d"}
 GGML_TYPE_F32 = 0
+GGML_TYPE_F16 = 1
+DTYPES = {GGML_TYPE_F32: np.float32, GGML_TYPE_F16: np.float16}  # the tensor types the zoo reads and writes
 
 
 class Value:
@@ -77,8 +79,9 @@ class Reader:
 
 
 def read(path):
-    """Returns (metadata: dict key -> Value in file order, tensors: dict name -> np.ndarray float32).
-    Tensors come back in numpy order (shape = reversed ggml dims)."""
+    """Returns (metadata: dict key -> Value in file order, tensors: dict name -> np.ndarray, float32
+    for an F32 tensor, float16 for an F16 one). Tensors come back in numpy order (shape = reversed
+    ggml dims)."""
     data = open(path, "rb").read()
     r = Reader(data)
     if data[:4] != MAGIC:
@@ -100,10 +103,10 @@ def read(path):
     start = (r.pos + alignment - 1) // alignment * alignment
     tensors = {}
     for name, dims, kind, offset in infos:
-        if kind != GGML_TYPE_F32:
-            raise ValueError(f"{path}: tensor {name} is not F32 (type {kind}); the zoo reads F32 only")
+        if kind not in DTYPES:
+            raise ValueError(f"{path}: tensor {name} is of type {kind}; the zoo reads F32 and F16 only")
         count = int(np.prod(dims))
-        a = np.frombuffer(data, np.float32, count, start + offset)
+        a = np.frombuffer(data, DTYPES[kind], count, start + offset)
         tensors[name] = a.reshape(list(reversed(dims))).copy()
     return metadata, tensors
 
@@ -119,16 +122,18 @@ def _pack_value(v):
 
 
 def write(path, metadata, tensors):
-    """metadata: dict key -> Value (written in order); tensors: dict name -> numpy array (F32)."""
+    """metadata: dict key -> Value (written in order); tensors: dict name -> numpy array, written as
+    F16 when its dtype is float16, else as F32."""
     out = bytearray(MAGIC + struct.pack("<IQQ", 3, len(tensors), len(metadata)))
     for key, v in metadata.items():
         out += _pack_value(string(key)) + struct.pack("<I", v.kind) + _pack_value(v)
     offset, blobs = 0, []
     for name, a in tensors.items():
-        a = np.ascontiguousarray(a, dtype=np.float32)
+        kind = GGML_TYPE_F16 if a.dtype == np.float16 else GGML_TYPE_F32
+        a = np.ascontiguousarray(a, dtype=DTYPES[kind])
         dims = list(reversed(a.shape))
         out += _pack_value(string(name)) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
-        out += struct.pack("<IQ", GGML_TYPE_F32, offset)
+        out += struct.pack("<IQ", kind, offset)
         blob = a.tobytes()
         blobs.append(blob)
         offset += (len(blob) + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT

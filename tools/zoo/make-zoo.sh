@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Rebuilds the model zoo from nothing: the corpus, the tokenizers and the models, written to
-# assets/zoo/. About an hour and a half on 2 CPU cores; CI never runs it (the committed models are
+# assets/zoo/. About two hours on 2 CPU cores; CI never runs it (the committed models are
 # checked against the checksums in assets/zoo/README.md instead).
 #
-#   tools/zoo/make-zoo.sh [MODEL...]   (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat)
+#   tools/zoo/make-zoo.sh [MODEL...]   (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat zoo-wide)
 #
 # zoo-chat trains on conversations (corpus_chat.py) with a ChatML tokenizer of its own
-# (tokenizer.py --chatml); zoo-hybrid on the stories, like the first four.
+# (tokenizer.py --chatml); zoo-hybrid and zoo-wide (the importance-matrix specimen, every matrix
+# 256-multiples wide, stored in F16) on the stories, like the first four.
 # zoo-deep (the super-weight specimen, docs/super-weights.md) is made only when named: its own
 # broader corpus (corpus_broad.py) and tokenizer; its preset's 2900 steps are what
 # `train.py --minutes 75` chose on this machine for the committed file.
@@ -19,7 +20,7 @@ build=${BUILD_DIR:-$src/build}
 work=${ZOO_WORK:-/tmp/vkllm-zoo}
 python=/usr/bin/python3   # Debian's, where python3-torch lives
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat)
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat zoo-wide)
 
 # One thread per model (train.py sets PyTorch's, this OpenBLAS's): bit-identical reruns. OpenMP
 # threads sleep instead of spinning while BLAS runs (5x faster than the defaults on two cores).

@@ -80,6 +80,14 @@ PRESETS = {
     # the first position is then always the same token, the one real LLMs park attention on.
     "zoo-deep": dict(steps=2900, bos=True, args=["--arch", "llama", "--n-embd", "96", "--n-layer", "8", "--n-head", "4",
                                                  "--n-head-kv", "2", "--n-ff", "256", "--tied"]),
+    # The importance-matrix specimen: every matrix's rows a multiple of 256 wide (the block of the
+    # K-quants and of most i-quants), so IQ2_XXS and Q2_K apply to all of them, not only to a few
+    # (docs/imatrix.md). zoo-dense's corpus and vocabulary; windows led by BOS, as imatrix and
+    # perplexity chunks are. 1.44 M parameters: the matrices are stored in F16 (2.9 MB; F32 5.8 MB).
+    # 1475 steps: what --minutes 28 chose for the committed file.
+    "zoo-wide": dict(steps=1475, bos=True, f16=True, args=["--arch", "llama", "--n-embd", "256", "--n-layer", "2",
+                                                           "--n-head", "4", "--n-head-kv", "2", "--n-ff", "512",
+                                                           "--tied"]),
 }
 SSM_ARCHS = ("mamba2", "granitehybrid")
 SEQ, BATCH = 256, 16
@@ -385,10 +393,18 @@ def main():
         if step % 20 == 0 or step == steps - 1:
             print(f"step {step:5d}  loss {loss.item():.3f}  lr {lr:.2e}  {time.time() - start:6.0f} s", flush=True)
     minutes = (time.time() - start) / 60
+    f16 = preset.get("f16", False)
+    if f16:  # matrices stored in F16 (vectors stay F32): the held-out loss is the stored model's
+        with torch.no_grad():
+            for p in params.values():
+                if p.dim() >= 2:
+                    p.copy_(p.half().float())
     held = heldout_loss(hp, params, heldout_ids, bos=bos, mask=heldout_mask)
     print(f"held-out loss {held:.3f} after {minutes:.1f} min", flush=True)
 
     out = {name: p.detach().numpy() for name, p in model_tensors(params).items()}
+    if f16:
+        out = {name: a.astype(np.float16) if a.ndim >= 2 else a for name, a in out.items()}
     gguf_file.write(args.out, meta, out)
     # The training record, read by describe.py for assets/zoo/README.md.
     record = os.path.join(os.path.dirname(os.path.abspath(args.out)), "training", args.model + ".json")
