@@ -9,7 +9,8 @@
 // GLU_ACT). The binding holds both matrices, up's
 // row r up_delta bytes after gate's row r; a workgroup dots the same ROWS rows of both against
 // one load of x, so the gate and up outputs never go to memory and need no activation pass.
-// INT_DOT (Q8_0, Q4_0/1, Q5_0/1 with 8-bit activations): each thread rounds its unit of x to
+// INT_DOT (Q8_0, Q4_0/1, Q5_0/1 with 8-bit activations; with XQ also Q4_K, Q5_K, Q6_K against
+// x's blocks of 256): each thread rounds its unit of x to
 // int8 once and dots it with every row's quants in integers (dequant_idot.glsl); the result is
 // the ROUND_X path's up to float rounding (the integer sums are exact).
 // XQ (quantized x): x was quantized beforehand, once for every matvec that reads it

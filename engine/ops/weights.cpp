@@ -73,9 +73,9 @@ bool xq_matvec_shaders(TensorType t, XqMatvecShaders* out) {
         case TensorType::IQ4_NL: *out = VKLLM_XQ(iq4_nl); return true;
         case TensorType::Q2_K: *out = VKLLM_XQ(q2_k); return true;
         case TensorType::Q3_K: *out = VKLLM_XQ(q3_k); return true;
-        case TensorType::Q4_K: *out = VKLLM_XQ(q4_k); return true;
-        case TensorType::Q5_K: *out = VKLLM_XQ(q5_k); return true;
-        case TensorType::Q6_K: *out = VKLLM_XQ(q6_k); return true;
+        case TensorType::Q4_K: *out = VKLLM_XQ_IDOT(q4_k); return true;
+        case TensorType::Q5_K: *out = VKLLM_XQ_IDOT(q5_k); return true;
+        case TensorType::Q6_K: *out = VKLLM_XQ_IDOT(q6_k); return true;
         case TensorType::IQ4_XS: *out = VKLLM_XQ(iq4_xs); return true;
         default: return false;
     }

@@ -7,6 +7,7 @@
 //   Q4_1, Q5_1         d_w d_x sum_i w_i q_i + m_w d_x sum_i q_i
 // The device must have the integer dot product (Capabilities::integer_dot_product); glslang's
 // GL_EXT_spirv_intrinsics declares the instruction, so no newer GLSL extension is needed.
+// With XQ (x quantized beforehand), Q4_K, Q5_K and Q6_K dot x's blocks of 256 too (below).
 #extension GL_EXT_spirv_intrinsics : require
 
 // OpSDot (4450) of two words, each four signed bytes (PackedVectorFormat4x8Bit = 0).
@@ -70,6 +71,55 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
 #else
     const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
     return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);
+#endif
+}
+#elif defined(XQ) && (defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K))
+// The K-quants against x quantized beforehand in blocks of 256 (block_q8_K, matvec_xq.glsl): a
+// unit is 32 elements of the super-block, two runs of 16 under one scale each (dequant_dot.glsl's
+// units); xq_lo / xq_hi hold x's quants at the unit's quads 0..3 / 4..7, d_x is the block's scale
+// and `sums` the word index of its 16 quant sums (one per 16 elements), which carry the minimum
+// or bias term as ggml's vec_dot_<type>_q8_K takes them from bsums:
+//   Q4_K, Q5_K  d_x (d sum_s sc_s sum_i q_i x_i - dmin sum_s m_s bsum_s)
+//   Q6_K        d_x d sum_s sc_s (sum_i q_i x_i - 32 bsum_s)
+// The quants are unsigned (at most 6 bits), so they fit the packed dot's signed bytes as they are.
+#define IDOT_KQUANT 1
+float mv_idot_k(uint blk, uint u, uvec4 xq_lo, uvec4 xq_hi, uint sums, float d_x) {
+#if defined(WTYPE_Q6_K)
+    const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
+    uint ql[4], qh[4];
+    load_run4(blk + 64u * H + 32u * k + 16u * h, ql);
+    load_run4(blk + 128u + 32u * H + 16u * h, qh);
+    int lo = 0, hi = 0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        const uint top = qh[j] >> (2u * k);
+        lo += sdot((ql[j] & 0x0F0F0F0Fu) | ((top & 0x03030303u) << 4), xq_lo[j]);
+        hi += sdot(((ql[j] >> 4) & 0x0F0F0F0Fu) | (((top >> 4) & 0x03030303u) << 4), xq_hi[j]);
+    }
+    const uint g = 8u * H + 2u * k + h;  // the low run's scale and sum; the high run's are g + 4
+    const int bs_lo = int(xq_words[sums + g]), bs_hi = int(xq_words[sums + g + 4u]);
+    return d_x * read_f16(blk + 208u) *
+           (q6k_scale(blk, 16u * g) * float(lo - 32 * bs_lo) + q6k_scale(blk, 16u * (g + 4u)) * float(hi - 32 * bs_hi));
+#else
+    const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // sub-blocks 2p (low nibbles) and 2p + 1, half h
+    const vec2 dm = unpackHalf2x16(w_words[b]);
+    const vec2 sm_lo = k4_scale_min(b, 2u * p), sm_hi = k4_scale_min(b, 2u * p + 1u);
+    int lo = 0, hi = 0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+#ifdef WTYPE_Q4_K
+        const uint q = w_words[b + 4u + 8u * p + 4u * h + j];
+        lo += sdot(q & 0x0F0F0F0Fu, xq_lo[j]);
+        hi += sdot((q >> 4) & 0x0F0F0F0Fu, xq_hi[j]);
+#else
+        const uint q = w_words[b + 12u + 8u * p + 4u * h + j];
+        const uint qh = w_words[b + 4u + 4u * h + j] >> (2u * p);
+        lo += sdot((q & 0x0F0F0F0Fu) | ((qh & 0x01010101u) << 4), xq_lo[j]);
+        hi += sdot(((q >> 4) & 0x0F0F0F0Fu) | (((qh >> 1) & 0x01010101u) << 4), xq_hi[j]);
+#endif
+    }
+    // The runs' 16-element groups: 4p + h (low) and 4p + 2 + h (high) of the block's 16.
+    const int bs_lo = int(xq_words[sums + 4u * p + h]), bs_hi = int(xq_words[sums + 4u * p + 2u + h]);
+    return d_x * (dm.x * (sm_lo.x * float(lo) + sm_hi.x * float(hi)) -
+                  dm.y * (sm_lo.y * float(bs_lo) + sm_hi.y * float(bs_hi)));
 #endif
 }
 #else

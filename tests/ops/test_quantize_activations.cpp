@@ -240,12 +240,15 @@ TEST_F(MatvecQuantized, FloatDotMatchesTheCpuReference) {
     check_matvec(ctx(), TensorType::Q4_K, 768, 7);
 }
 
-// The int8 dot of the ready quants with their block sums (Q4_0's bias); lavapipe has the
-// instruction, the mobile clamp does not (the test then has nothing to run).
+// The int8 dot of the ready quants with their sums: blocks of 32 (Q4_0's bias), and the
+// K-quants' blocks of 256 with their 16-element sums (Q4_K's minimum, Q6_K's bias); lavapipe has
+// the instruction, the mobile clamp does not (the test then has nothing to run).
 TEST_F(MatvecQuantized, IntegerDotMatchesTheCpuReference) {
     auto idot = test::context_with_integer_dot(1);
     if (!idot->caps().integer_dot_matvec) GTEST_SKIP() << "the device has no integer dot product";
     check_matvec(*idot, TensorType::Q4_0, 160, 37);
+    check_matvec(*idot, TensorType::Q4_K, 512, 9);
+    check_matvec(*idot, TensorType::Q6_K, 768, 5);
 }
 
 // Gate and up against one quantized x: silu(gate x) * (up x), Q6_K (blocks of 256).
