@@ -72,5 +72,18 @@ INSTANTIATE_TEST_SUITE_P(Stories260KQ4_0, QuantizedDispatchCounts,
                                            QuantCountCase{"rounded_in_matvec_norm_in_matvec", false, true, {8, 6, 0}, {3, 2, 0}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+TEST(QuantizedInputsPolicy, ABadValueIsAClearError) {
+    VKLLM_REQUIRE_SHARED(shared);
+    auto model = Model::load(shared + "/models/stories260K/stories260K-Q4_0.gguf");
+    const auto& in = model->internals();
+    test::ScopedEnv bad("VKLLM_MATVEC_XQ", "on");
+    try {
+        model::Forward f(in.context(), in.spec(), in.weights(), 16, 4);
+        FAIL() << "accepted VKLLM_MATVEC_XQ=on";
+    } catch (const model::ModelError& e) {
+        EXPECT_NE(std::string(e.what()).find("VKLLM_MATVEC_XQ must be 0 or 1"), std::string::npos) << e.what();
+    }
+}
+
 }  // namespace
 }  // namespace vkllm
