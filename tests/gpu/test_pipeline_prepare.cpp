@@ -12,6 +12,7 @@
 #include "gpu/pipeline_prepare.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
+#include "ops/push_constants.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -115,7 +116,7 @@ TEST_F(GpuTest, PrepareReportsTheFirstErrorAndKeepsWhatItCompiled) {
 TEST_F(GpuTest, WarmingAPipelineIsAnEmptyDispatch) {
     gpu::Context& c = ctx();
     gpu::warm_pipeline(c, c.pipeline(fill_test_request(232)));
-    gpu::warm_pipeline(c, c.pipeline("matvec_q8_0", 4, 44, {32, 2, 0}));
+    gpu::warm_pipeline(c, c.pipeline("matvec_q8_0", 4, sizeof(ops::MatvecPush), {32, 2, 0}));
     expect_fill_works(c, 232);
 }
 
