@@ -25,6 +25,7 @@ struct QuantCountCase {
     const char* name;
     bool quantize_x;      // VKLLM_MATVEC_XQ
     bool norm_in_matvec;  // VKLLM_NORM_IN_MATVEC
+    bool quantize_single; // VKLLM_MATVEC_XQ_SINGLE
     Counts layer;         // every layer
     Counts outside;       // embeddings and output head
 };
@@ -39,6 +40,7 @@ TEST_P(QuantizedDispatchCounts, DecodeStepIsPinned) {
     const uint64_t errors_before = gpu::validation_error_count();
     test::ScopedEnv xq("VKLLM_MATVEC_XQ", c.quantize_x ? "1" : "0");  // read by the Forward's constructor
     test::ScopedEnv norm("VKLLM_NORM_IN_MATVEC", c.norm_in_matvec ? "1" : "0");
+    test::ScopedEnv single("VKLLM_MATVEC_XQ_SINGLE", c.quantize_single ? "1" : "0");
     auto model = Model::load(shared + "/models/stories260K/stories260K-Q4_0.gguf");
     const auto& in = model->internals();
     model::Forward fwd(in.context(), in.spec(), in.weights(), /*n_ctx=*/32, /*n_batch=*/4);
@@ -65,23 +67,28 @@ TEST_P(QuantizedDispatchCounts, DecodeStepIsPinned) {
 // drivers' default) stay as they were, and where the norm was inside the matvecs (GPUs' default)
 // each layer has two dispatches and two barriers more, for matvecs that no longer re-round x in
 // every workgroup. Outside the layers (the final norm and the output head) nothing changed.
+// A GPU's policy also quantizes the attention output's input (Q4_0 here; ffn_down is F16), which
+// its matvec would otherwise round in every workgroup: one dispatch and one barrier more a layer.
 INSTANTIATE_TEST_SUITE_P(Stories260KQ4_0, QuantizedDispatchCounts,
-                         ::testing::Values(QuantCountCase{"quantized_x", true, false, {10, 8, 0}, {4, 3, 0}},
-                                           QuantCountCase{"quantized_x_norm_policy", true, true, {10, 8, 0}, {3, 2, 0}},
-                                           QuantCountCase{"rounded_in_matvec", false, false, {10, 8, 0}, {4, 3, 0}},
-                                           QuantCountCase{"rounded_in_matvec_norm_in_matvec", false, true, {8, 6, 0}, {3, 2, 0}}),
+                         ::testing::Values(QuantCountCase{"quantized_x", true, false, false, {10, 8, 0}, {4, 3, 0}},
+                                           QuantCountCase{"quantized_x_norm_policy", true, true, false, {10, 8, 0}, {3, 2, 0}},
+                                           QuantCountCase{"gpu_policy", true, true, true, {11, 9, 0}, {3, 2, 0}},
+                                           QuantCountCase{"rounded_in_matvec", false, false, false, {10, 8, 0}, {4, 3, 0}},
+                                           QuantCountCase{"rounded_in_matvec_norm_in_matvec", false, true, false, {8, 6, 0}, {3, 2, 0}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(QuantizedInputsPolicy, ABadValueIsAClearError) {
     VKLLM_REQUIRE_SHARED(shared);
     auto model = Model::load(shared + "/models/stories260K/stories260K-Q4_0.gguf");
     const auto& in = model->internals();
-    test::ScopedEnv bad("VKLLM_MATVEC_XQ", "on");
-    try {
-        model::Forward f(in.context(), in.spec(), in.weights(), 16, 4);
-        FAIL() << "accepted VKLLM_MATVEC_XQ=on";
-    } catch (const model::ModelError& e) {
-        EXPECT_NE(std::string(e.what()).find("VKLLM_MATVEC_XQ must be 0 or 1"), std::string::npos) << e.what();
+    for (const char* name : {"VKLLM_MATVEC_XQ", "VKLLM_MATVEC_XQ_SINGLE"}) {
+        test::ScopedEnv bad(name, "on");
+        try {
+            model::Forward f(in.context(), in.spec(), in.weights(), 16, 4);
+            FAIL() << "accepted " << name << "=on";
+        } catch (const model::ModelError& e) {
+            EXPECT_NE(std::string(e.what()).find(std::string(name) + " must be 0 or 1"), std::string::npos) << e.what();
+        }
     }
 }
 

@@ -18,10 +18,16 @@ ActivationPolicy ActivationPolicy::for_device(const gpu::Context& ctx, bool roun
     // which decide small-model decode there; on a CPU driver (lavapipe) every workgroup's own
     // sum of x^2 costs more than they do (134M Q8_0 decode 30% slower), so it stays a dispatch.
     p.norm_in_matvec = ctx.caps().type != "cpu";
+    p.quantize_single_input = ctx.caps().type != "cpu";
     if (const char* v = std::getenv("VKLLM_NORM_IN_MATVEC"); v && *v) {
         if (std::string(v) != "0" && std::string(v) != "1")
             throw ModelError(std::string("VKLLM_NORM_IN_MATVEC must be 0 or 1, got '") + v + "'");
         p.norm_in_matvec = std::string(v) == "1";
+    }
+    if (const char* v = std::getenv("VKLLM_MATVEC_XQ_SINGLE"); v && *v) {
+        if (std::string(v) != "0" && std::string(v) != "1")
+            throw ModelError(std::string("VKLLM_MATVEC_XQ_SINGLE must be 0 or 1, got '") + v + "'");
+        p.quantize_single_input = std::string(v) == "1";
     }
     if (const char* v = std::getenv("VKLLM_MATVEC_XQ"); v && *v) {
         if (std::string(v) != "0" && std::string(v) != "1")
@@ -121,6 +127,12 @@ MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, const gpu:
     r.norm(x, norm_w, norm_b, out);
     r.s.barrier(why);
     return quantize_for(r, out, weights, nullptr);
+}
+
+MatmulInputs single_matvec_inputs(Recording& r, const ops::TensorView& x, const ops::Weight& w) {
+    const bool rounds_itself = r.policy.matvec_rounds_x && ops::matvec_rounds_activations(w.type);
+    if (r.policy.quantize_single_input || !rounds_itself) return quantized_inputs(r, x, {&w});
+    return r.prepare_inputs(x, {&w});
 }
 
 }  // namespace vkllm::model

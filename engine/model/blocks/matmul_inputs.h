@@ -32,6 +32,13 @@ struct ActivationPolicy {
     // (quantized_inputs), instead of in every workgroup of each; VKLLM_MATVEC_XQ=0 goes back to
     // the rounding above (for measuring both on a new device).
     bool matvec_quantizes_x = true;
+    // A matvec that reads its input alone (the attention output, ffn_down) quantizes it first
+    // even where the matvec would round x itself (the 32-blocks): on GPUs, where every workgroup
+    // of that matvec otherwise re-reads and re-rounds all of x (ffn_down's 14336 floats in each of
+    // thousands of workgroups); not on CPU drivers, where the extra dispatch and barrier cost more.
+    // The 256-blocks, whose rounding is a dispatch anyway, are quantized on every device.
+    // VKLLM_MATVEC_XQ_SINGLE=0|1 forces it.
+    bool quantize_single_input = false;
 
     // The policy for ctx's device and the environment; throws ModelError for a bad
     // VKLLM_NORM_IN_MATVEC.
@@ -85,5 +92,8 @@ MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, std::initi
 MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, const gpu::Buffer* norm_w,
                               const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
                               const char* why, const ops::TensorView& out);
+// The input of one decode matvec that reads it alone (ActivationPolicy::quantize_single_input):
+// quantized_inputs where that costs no dispatch over rounding, or on a GPU; else prepare_inputs.
+MatmulInputs single_matvec_inputs(Recording& r, const ops::TensorView& x, const ops::Weight& w);
 
 }  // namespace vkllm::model

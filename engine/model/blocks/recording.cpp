@@ -108,7 +108,7 @@ void Recording::add_block_output(const ops::Weight& wt, const ops::TensorView& i
     const bool scaled = spec.residual_scale != 1.0f;
     const bool apart = post_norm || probe_out || scaled;
     const ops::TensorView& out = apart ? block_out : x;
-    MatmulInputs mi = prepare_inputs(in, {&wt});
+    MatmulInputs mi = single_matvec_inputs(*this, in, wt);
     s.mark("matmul");
     mi.matmul(s, wt, out, /*accumulate=*/!apart);
     s.barrier("the block's projection is complete before its bias, its post-norm or the next layer");
