@@ -2,7 +2,8 @@
 # The one command to run first on a lent GPU machine (an NVIDIA H100 or H200): in under 8
 # minutes from a clean tree it runs
 #   1. vkllm-bench-matvec: the device's copy bandwidth (vkCmdCopyBuffer of 1 GiB, bytes read plus
-#      written: the achievable limit), then the decode matvec (--round-x, as the forward runs it)
+#      written: the achievable limit), then the decode matvec (--quantized-x, as the forward runs it:
+#      x quantized once per input; F16 rounds x in the matvec)
 #      for Q4_0, Q4_K, Q5_K, Q6_K, Q8_0 and F16 over 4096x4096, 14336x4096, 4096x14336 and the
 #      1B shapes, weights cycled past the L2: GB/s and the percentage of the copy bandwidth;
 #   2. scripts/bench-compare.sh (vkllm against llama.cpp's Vulkan backend, same files, same run)
@@ -276,7 +277,7 @@ md = [f"# gpu-check: {r.get('device')}", "",
       + ("; small run (shapes and models shrunk)" if r.get("small") else "") + ".", ""]
 if r["matvec"] or r["copy_gbps"]:
     md += ["## Decode matvec bandwidth", "",
-           f"`vkllm-bench-matvec --round-x`, weights cycled past the L2, GPU timestamps. Copy bandwidth "
+           f"`vkllm-bench-matvec --quantized-x`, weights cycled past the L2, GPU timestamps. Copy bandwidth "
            f"(the faster of vkCmdCopyBuffer of {num(r.get('copy_mib'), '{:.0f}')} MiB and a compute shader's copy, bytes read + written): "
            f"**{num(r['copy_gbps'], '{:.0f}')} GB/s**; each cell is GB/s of weights read and its percentage of that.", ""]
     shapes = []
@@ -446,7 +447,7 @@ if wants matvec && fits matvec 40; then
         args=(--shapes "4096x4096,14336x4096,4096x14336,2048x2048,8192x2048,2048x8192" --copy-mib 1024 --repeats 5 --min-mib 2048)
     fi
     say "matvec: ${args[*]}"
-    timeout "$(($(left) > 30 ? $(left) : 30))" "$bin/vkllm-bench-matvec" --round-x --types q4_0,q4_K,q5_K,q6_K,q8_0,f16 \
+    timeout "$(($(left) > 30 ? $(left) : 30))" "$bin/vkllm-bench-matvec" --quantized-x --types q4_0,q4_K,q5_K,q6_K,q8_0,f16 \
         "${args[@]}" --json "$state/matvec.json"
     rc=$?
     step_done matvec "$([[ $rc = 0 ]] && echo ok || { [[ $rc = 124 ]] && echo "cut at the budget"; } || echo "failed ($rc)")" "$s"

@@ -2,7 +2,9 @@
 # The decode matvec's tuning sweep, for a lent GPU after scripts/gpu-check.sh has unpacked its
 # pack (same GPU_CHECK_WORK): vkllm-bench-matvec under each workgroup shape
 # (VKLLM_MATVEC_SHAPE=THREADSxROWS) and units per loop trip (VKLLM_MATVEC_TRIP) for the types
-# people download; on request the float-x path beside the rounded one, the few-rows kernel
+# people download, with x quantized once per input as the forward reads it (--quantized-x); on
+# request the matvecs that round x in every workgroup (round-x: VKLLM_MATVEC_XQ=0's path) and
+# the float-x path beside them, the few-rows kernel
 # against the tiled matmul at 2-16 tokens (VKLLM_MATVEC_ROWS=1 sends them to the tiled one), and
 # prompt processing with and without the cooperative-matrix matmul (VKLLM_COOPMAT=0). One JSON line per measured row goes to
 # $OUT/gpu-sweep.jsonl (or GPU_SWEEP_OUT), with the variant beside it; the readable lines to
@@ -13,7 +15,7 @@
 #   GPU_SWEEP_TYPES=q4_0,f16        the weight types
 #   GPU_SWEEP_MATRIX=14336x4096     the matrix (rows x cols)
 #   GPU_SWEEP_ROWS_MATRIX=4096x4096 the few-tokens comparison's matrix
-#   GPU_SWEEP_PARTS=shapes,float-x,rows,prefill   what to measure (default shapes)
+#   GPU_SWEEP_PARTS=shapes,round-x,float-x,rows,prefill   what to measure (default shapes)
 #   GPU_SWEEP_TRIPS="2 4"           VKLLM_MATVEC_TRIP values for the shapes (default 2)
 #   GPU_SWEEP_BUDGET=S              start no run after S seconds (default 90)
 #   GPU_SWEEP_BUILD=DIR             binaries from DIR/bin instead of the unpacked pack (lavapipe)
@@ -80,8 +82,15 @@ if wants shapes; then
         for s in default $shapes; do
             e=(VKLLM_MATVEC_TRIP=$t)
             [[ $s != default ]] && e+=(VKLLM_MATVEC_SHAPE=$s)
-            run "trip-$t-shape-$s" "${e[@]}" -- --round-x --types "$types" --shapes "$matrix"
+            run "trip-$t-shape-$s" "${e[@]}" -- --quantized-x --types "$types" --shapes "$matrix"
         done
+    done
+fi
+if wants round-x; then  # every workgroup rounds x itself, at each shape (the path before --quantized-x)
+    for s in default $shapes; do
+        e=()
+        [[ $s != default ]] && e+=(VKLLM_MATVEC_SHAPE=$s)
+        run "round-x-shape-$s" "${e[@]}" -- --round-x --types "$types" --shapes "$matrix"
     done
 fi
 if wants float-x; then  # no rounding, at the default shape: what the f32-activation path reads
