@@ -1,8 +1,9 @@
 // The project's own trained models (assets/zoo, made by tools/zoo/make-zoo.sh) against llama.cpp:
 // for each model and each prompt of tests/golden/zoo/prompts.txt, the prompt's tokens, the logits
 // of every prompt position and 48 greedy tokens (tests/golden/zoo, made by
-// scripts/make-golden-zoo.sh). All four are F32, so llama.cpp and vkllm must agree closely
-// everywhere; a trained model (unlike a random one) has clear winners, so the greedy texts must be
+// scripts/make-golden-zoo.sh). All are F32 but zoo-wide, whose matrices are F16 (both engines
+// round its activations to F16 before them, as llama.cpp's CPU backend does), so llama.cpp and
+// vkllm must agree closely everywhere; a trained model (unlike a random one) has clear winners, so the greedy texts must be
 // equal token for token: with the F32 cache (the goldens' own) and with the default F16 cache
 // (golden_cache.h: logits within 3e-2).
 #include <gtest/gtest.h>
@@ -26,6 +27,9 @@ namespace {
 struct ZooCase {
     std::string model;
     std::string arch;  // what the model must load as
+    // Logits against llama.cpp's with the F32 cache. F16 weights: both engines round x to F16
+    // and sum the products in their own orders (zoo-wide: 1.2e-3 to 2.6e-3 measured).
+    double bound = 1e-3;
 };
 
 void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
@@ -51,7 +55,7 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
             so.kv_cache = cache;
             Session session(*model, so);
             SCOPED_TRACE(std::string("cache ") + kv_cache_type_name(session.kv_cache_usage().type));
-            const double bound = session.kv_cache_usage().type == KvCacheType::F32 ? 1e-3 : test::kF16CacheBound;
+            const double bound = session.kv_cache_usage().type == KvCacheType::F32 ? c.bound : test::kF16CacheBound;
             std::vector<float> logits = session.eval(tokens, /*all_logits=*/true);
             std::vector<float> ref = test::read_f32(golden + ".logits.f32");
             ASSERT_EQ(logits.size(), ref.size());
@@ -71,7 +75,7 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(AllModels, Zoo,
                          ::testing::Values(ZooCase{"zoo-dense", "llama"}, ZooCase{"zoo-swa", "gemma3"},
                                            ZooCase{"zoo-moe", "llama"}, ZooCase{"zoo-mla", "deepseek2"},
-                                           ZooCase{"zoo-deep", "llama"}),
+                                           ZooCase{"zoo-deep", "llama"}, ZooCase{"zoo-wide", "llama", 5e-3}),
                          [](const auto& info) { return test::test_name_of(info.param.model); });
 
 }  // namespace
