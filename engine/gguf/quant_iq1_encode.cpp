@@ -8,8 +8,16 @@
 // the weights split at two boundaries into the -1, 0 and +1 sets; prefix sums of w x and w give
 // every split's least-squares scale and error at once, for each choice of delta signs. Groups of
 // 8 whose ternary pattern is not a grid point take the best of the pattern's grid neighbours; the
-// group scale is refitted; finally the 3-bit scale codes are chosen and d is refitted to them by
-// least squares over the block (llama.cpp multiplies d by a fixed fudge factor instead).
+// group scale is refitted; finally the 3-bit scale codes are chosen against d = (largest group
+// scale) / 15, so that the largest group takes code 7 (multiplier 15).
+//
+// The block scale then follows llama.cpp to the letter, fudge factors included: IQ1_S stores
+// d * 1.125; IQ1_M refits d to the chosen codes by least squares over the block and stores that
+// times 1.1125. Every scale above is a weighted least-squares fit, which shrinks the quantized
+// weights towards zero (<Q,W> = |Q|^2 < |W|^2 in the error weights' norm); at one and a half bits
+// that shrinkage is large (zoo-wide's IQ1_S matrices: <Q,W>/|W|^2 of 0.81-0.85 with the plain fit)
+// and the enlarged d gives a larger weighted error (0.147 against 0.125 there) but a lower
+// perplexity (docs/imatrix.md).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,7 +32,18 @@ namespace vkllm::gguf {
 namespace {
 
 constexpr float kDelta = 0.125f;
-constexpr float kTinyGroup = 1e-7f;
+
+// What differs between the two types' blocks of 256.
+struct Iq1Layout {
+    int group;               // weights per 3-bit scale: 32 (IQ1_S) or 16 (IQ1_M)
+    int parts;               // delta signs per group: 1 or 2
+    float tiny_group;        // a group whose largest |x| is below this keeps scale 0
+    bool flat_default;       // without an importance matrix: weights sqrt(sigma2 + x^2) (else x^2)
+    bool refit_d;            // refit d to the chosen codes by least squares
+    float d_factor;          // the stored d is d times this (llama.cpp's fudge factors)
+};
+constexpr Iq1Layout kIq1S{32, 1, 1e-12f, true, false, 1.125f};
+constexpr Iq1Layout kIq1M{16, 2, 1e-7f, false, true, 1.1125f};
 
 // Value of ternary level L (0, 1, 2 for -1, 0, +1) with a delta of sign `negative`.
 inline float level_value(int level, bool negative) { return float(level - 1) + (negative ? -kDelta : kDelta); }
@@ -37,13 +56,13 @@ struct Iq1Group {
 
 // Exact best split of a group of n weights whose `parts` equal parts each have their own delta
 // sign; then the grid points. `w` are the error weights.
-Iq1Group search_group(const IqGridIndex& gi, const float* x, const float* w, int n, int parts) {
+Iq1Group search_group(const IqGridIndex& gi, const float* x, const float* w, int n, int parts, float tiny_group) {
     Iq1Group g;
     float max = 0.0f;
     for (int i = 0; i < n; ++i) max = std::max(max, std::fabs(x[i]));
     const uint16_t zero_point = uint16_t(gi.grid_index(0x5555) >= 0 ? gi.grid_index(0x5555) : 0);
     std::fill(g.point, g.point + n / 8, zero_point);
-    if (max < kTinyGroup) return g;
+    if (max < tiny_group) return g;
     int order[32];
     std::iota(order, order + n, 0);
     std::sort(order, order + n, [&](int a, int b) { return x[a] < x[b]; });
@@ -122,37 +141,41 @@ Iq1Group search_group(const IqGridIndex& gi, const float* x, const float* w, int
     return g;
 }
 
-// Encodes a 256-block as groups of `group` weights (32 for IQ1_S, 16 for IQ1_M) with `parts`
-// delta signs each; returns d, fills the groups and their 3-bit scale codes.
-float encode_iq1_block(const float* x, const float* importance, bool flat_default, int group, int parts, Iq1Group* groups,
-                       int* codes) {
+// Encodes a 256-block in `layout`'s groups; returns the d to store, fills the groups and their
+// 3-bit scale codes (group scale ~ d * (2 code + 1)).
+float encode_iq1_block(const float* x, const float* importance, const Iq1Layout& layout, Iq1Group* groups, int* codes) {
     const IqGridIndex& gi = iq_grid_index(TensorType::IQ1_S);
     float w[256], sumx2 = 0.0f;
     for (int i = 0; i < 256; ++i) sumx2 += x[i] * x[i];
     const float sigma2 = 2.0f * sumx2 / 256.0f;
     for (int i = 0; i < 256; ++i)
-        w[i] = importance ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : flat_default ? std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
-    const int n_groups = 256 / group;
+        w[i] = importance ? importance[i] * std::sqrt(sigma2 + x[i] * x[i])
+               : layout.flat_default ? std::sqrt(sigma2 + x[i] * x[i])
+                                     : x[i] * x[i];
+    const int group = layout.group, n_groups = 256 / group;
     float max_scale = 0.0f;
     for (int g = 0; g < n_groups; ++g) {
-        groups[g] = search_group(gi, x + g * group, w + g * group, group, parts);
+        groups[g] = search_group(gi, x + g * group, w + g * group, group, layout.parts, layout.tiny_group);
         max_scale = std::max(max_scale, groups[g].scale);
     }
     std::fill(codes, codes + n_groups, 0);
     if (max_scale <= 0.0f) return 0.0f;
     float d = max_scale / 15.0f;
     for (int g = 0; g < n_groups; ++g) codes[g] = std::clamp(int(std::lrintf(0.5f * (groups[g].scale / d - 1.0f))), 0, 7);
-    double sxc = 0.0, sc2 = 0.0;
-    const int part_size = group / parts;
-    for (int i = 0; i < 256; ++i) {
-        const Iq1Group& g = groups[i / group];
-        const int in = i % group;
-        const float c = float(2 * codes[i / group] + 1) * level_value(gi.level(g.point[in / 8], in % 8), g.negative[in / part_size]);
-        sxc += double(w[i]) * x[i] * c;
-        sc2 += double(w[i]) * c * c;
+    if (layout.refit_d) {
+        double sxc = 0.0, sc2 = 0.0;
+        const int part_size = group / layout.parts;
+        for (int i = 0; i < 256; ++i) {
+            const Iq1Group& g = groups[i / group];
+            const int in = i % group;
+            const float c =
+                float(2 * codes[i / group] + 1) * level_value(gi.level(g.point[in / 8], in % 8), g.negative[in / part_size]);
+            sxc += double(w[i]) * x[i] * c;
+            sc2 += double(w[i]) * c * c;
+        }
+        if (sc2 > 0.0) d = float(sxc / sc2);
     }
-    if (sxc > 0.0 && sc2 > 0.0) d = float(sxc / sc2);
-    return d;
+    return d * layout.d_factor;
 }
 
 }  // namespace
@@ -163,7 +186,7 @@ float encode_iq1_block(const float* x, const float* importance, bool flat_defaul
 void encode_iq1_s(const float* x, const float* importance, uint8_t* out) {
     Iq1Group groups[8];
     int codes[8];
-    put_half(out, encode_iq1_block(x, importance, /*flat_default=*/true, 32, 1, groups, codes));
+    put_half(out, encode_iq1_block(x, importance, kIq1S, groups, codes));
     for (int g = 0; g < 8; ++g) {
         uint16_t qh = uint16_t(codes[g] << 12 | (groups[g].negative[0] ? 0x8000 : 0));
         for (int l = 0; l < 4; ++l) {
@@ -180,7 +203,7 @@ void encode_iq1_s(const float* x, const float* importance, uint8_t* out) {
 void encode_iq1_m(const float* x, const float* importance, uint8_t* out) {
     Iq1Group groups[16];
     int codes[16];
-    const uint16_t d = fp32_to_fp16(encode_iq1_block(x, importance, /*flat_default=*/false, 16, 2, groups, codes));
+    const uint16_t d = fp32_to_fp16(encode_iq1_block(x, importance, kIq1M, groups, codes));
     std::memset(out, 0, 56);
     uint16_t sc[4] = {};
     for (int g = 0; g < 16; ++g) {

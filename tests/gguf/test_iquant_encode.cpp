@@ -113,6 +113,40 @@ TEST(IquantEncode, ModelTensorsAsCloseAsLlamaCppsFiles) {
     for (const EncodedType& t : kTypes) EXPECT_GT(compared[t.type], 0u) << "no " << t.name << " tensor in the golden files";
 }
 
+// IQ1_S and IQ1_M follow llama.cpp's encoder step by step, down to the factors it multiplies the
+// block scale by (1.125, 1.1125): a least-squares block scale instead gives a lower RMS error but
+// weights shrunk towards zero, and worse perplexity (docs/imatrix.md). So their files must match
+// llama.cpp's block for block, not just come as close in error; a few blocks may differ where a
+// float sum's order decides a rounding.
+TEST(IquantEncode, Iq1BlocksMatchLlamaCppsFiles) {
+    VKLLM_REQUIRE_SHARED(shared);
+    const std::string source_path = golden_source();
+    if (source_path.empty()) GTEST_SKIP() << "vkllm-random-model is not built";
+    const auto source = File::open(source_path);
+    const std::string dir = vkllm::test::source_dir() + "/tests/golden/iquant/";
+    for (const char* name : {"iq1_s", "iq1_m"}) {  // both written with IMATRIX=ones (models.txt)
+        SCOPED_TRACE(name);
+        const auto golden = File::open(dir + name + ".gguf");
+        size_t blocks = 0, same = 0;
+        for (const TensorInfo& g : golden->tensors()) {
+            if (g.type != TensorType::IQ1_S && g.type != TensorType::IQ1_M) continue;
+            const TensorInfo* src = source->find_tensor(g.name);
+            ASSERT_NE(src, nullptr) << g.name;
+            const std::vector<float> x = dequantize_tensor(*src);
+            const std::vector<float> ones(src->row_length(), 1.0f);
+            const std::vector<uint8_t> mine = quantize(g.type, x.data(), x.size(), ones);
+            const std::span<const uint8_t> theirs(g.data, g.n_bytes);
+            ASSERT_EQ(mine.size(), theirs.size()) << g.name;
+            const size_t block_bytes = row_size(g.type, 256);
+            for (size_t b = 0; b < mine.size(); b += block_bytes, ++blocks)
+                same += std::equal(mine.begin() + b, mine.begin() + b + block_bytes, theirs.begin() + b);
+        }
+        std::printf("%s: %zu of %zu blocks byte-identical to llama.cpp's\n", name, same, blocks);
+        ASSERT_GT(blocks, 0u);
+        EXPECT_GE(double(same), 0.99 * double(blocks)) << same << " of " << blocks << " blocks as llama.cpp's";
+    }
+}
+
 namespace {
 
 // ggml's own quantizer, from the llama-oracle's libggml-base (nullptr when not installed).
