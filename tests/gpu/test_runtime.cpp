@@ -12,6 +12,7 @@
 #include "gpu/spirv_bindings.h"
 #include "gpu/stream.h"
 #include "gpu_test.h"
+#include "ops/push_constants.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -116,8 +117,8 @@ TEST_F(GpuTest, StreamIsReusableAndBarriersOrderDispatches) {
 // checks that the dispatches after each barrier see what they read.
 TEST_F(GpuTest, BarriersNameTheBuffersWrittenSinceTheLastOne) {
     EXPECT_EQ(ctx().pipeline("fill_test", 2, 8, {32}).written_bindings(), 0b10u);
-    EXPECT_EQ(ctx().pipeline("matvec_q8_0", 4, 44, {32, 2, 0}).written_bindings(), 0b100u);
-    EXPECT_EQ(ctx().pipeline("moe_matvec_q4_0", 5, 80, {32, 2, 0}).written_bindings(), 0b100u);
+    EXPECT_EQ(ctx().pipeline("matvec_q8_0", 4, sizeof(ops::MatvecPush), {32, 2, 0}).written_bindings(), 0b100u);
+    EXPECT_EQ(ctx().pipeline("moe_matvec_q4_0", 5, sizeof(ops::MoeMatvecPush), {32, 2, 0}).written_bindings(), 0b100u);
     const uint32_t n = 64;
     std::vector<float> ones(3 * n, 1.0f);
     gpu::Buffer a(ctx(), 3 * n * 4, gpu::Memory::Device), b(ctx(), n * 4, gpu::Memory::Device),
