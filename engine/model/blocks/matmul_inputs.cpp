@@ -10,30 +10,30 @@
 
 namespace vkllm::model {
 
+namespace {
+
+// A 0|1 switch from the environment: `fallback` when unset or empty, ModelError for another value.
+bool env_switch(const char* name, bool fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    if (std::string(v) != "0" && std::string(v) != "1")
+        throw ModelError(std::string(name) + " must be 0 or 1, got '" + v + "'");
+    return std::string(v) == "1";
+}
+
+}  // namespace
+
 ActivationPolicy ActivationPolicy::for_device(const gpu::Context& ctx, bool round_activations) {
     ActivationPolicy p;
     p.round = round_activations;
     if (const char* v = std::getenv("VKLLM_MATVEC_ROUNDS_X"); v && std::string(v) == "0") p.matvec_rounds_x = false;
+    const bool gpu = ctx.caps().type != "cpu";
     // Decode's pre-norm inside the matvecs: on a GPU it saves a dispatch and a barrier per norm,
     // which decide small-model decode there; on a CPU driver (lavapipe) every workgroup's own
     // sum of x^2 costs more than they do (134M Q8_0 decode 30% slower), so it stays a dispatch.
-    p.norm_in_matvec = ctx.caps().type != "cpu";
-    p.quantize_single_input = ctx.caps().type != "cpu";
-    if (const char* v = std::getenv("VKLLM_NORM_IN_MATVEC"); v && *v) {
-        if (std::string(v) != "0" && std::string(v) != "1")
-            throw ModelError(std::string("VKLLM_NORM_IN_MATVEC must be 0 or 1, got '") + v + "'");
-        p.norm_in_matvec = std::string(v) == "1";
-    }
-    if (const char* v = std::getenv("VKLLM_MATVEC_XQ_SINGLE"); v && *v) {
-        if (std::string(v) != "0" && std::string(v) != "1")
-            throw ModelError(std::string("VKLLM_MATVEC_XQ_SINGLE must be 0 or 1, got '") + v + "'");
-        p.quantize_single_input = std::string(v) == "1";
-    }
-    if (const char* v = std::getenv("VKLLM_MATVEC_XQ"); v && *v) {
-        if (std::string(v) != "0" && std::string(v) != "1")
-            throw ModelError(std::string("VKLLM_MATVEC_XQ must be 0 or 1, got '") + v + "'");
-        p.matvec_quantizes_x = std::string(v) == "1";
-    }
+    p.norm_in_matvec = env_switch("VKLLM_NORM_IN_MATVEC", gpu);
+    p.quantize_single_input = env_switch("VKLLM_MATVEC_XQ_SINGLE", gpu);
+    p.matvec_quantizes_x = env_switch("VKLLM_MATVEC_XQ", p.matvec_quantizes_x);
     return p;
 }
 
