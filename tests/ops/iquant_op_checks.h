@@ -27,6 +27,7 @@
 #include "ops/ops.h"
 #include "op_test_data.h"
 #include "test_support.h"
+#include "test_weight.h"
 
 namespace vkllm::test::iquant {
 
@@ -80,20 +81,10 @@ inline std::vector<int64_t> row_lengths(TensorType t) {
     return block_elems(t) == 32 ? std::vector<int64_t>{96, 160} : std::vector<int64_t>{256, 768};
 }
 
-struct TestWeight {
-    TensorType type;
-    int64_t n_in, n_out;
-    std::vector<uint8_t> bytes;
-    gpu::Buffer buffer;
-    ops::Weight gpu() const { return {type, &buffer, n_in, n_out}; }
-    cpu::WeightView cpu() const { return {type, bytes.data(), n_in, n_out}; }
-};
+using test::TestWeight;
 
 inline TestWeight make_weight(gpu::Context& ctx, const IquantType& t, int64_t n_in, int64_t n_out, uint32_t seed) {
-    TestWeight w{t.type, n_in, n_out, random_weight_bytes(t, n_in, n_out, seed), {}};
-    w.buffer = gpu::Buffer(ctx, ops::weight_buffer_bytes(t.type, n_in, n_out), gpu::Memory::Device);
-    w.buffer.upload(w.bytes.data(), w.bytes.size());
-    return w;
+    return test::upload_weight(ctx, t.type, n_in, n_out, random_weight_bytes(t, n_in, n_out, seed));
 }
 
 class IquantOps : public test::GpuTest, public ::testing::WithParamInterface<IquantType> {};

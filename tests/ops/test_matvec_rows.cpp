@@ -24,6 +24,7 @@
 #include "op_test_data.h"
 #include "ops/ops.h"
 #include "test_support.h"
+#include "test_weight.h"
 
 namespace vkllm {
 namespace {
@@ -31,25 +32,8 @@ namespace {
 using gguf::TensorType;
 using test::download;
 using test::upload;
-
-struct TestWeight {
-    TensorType type;
-    int64_t n_in, n_out;
-    std::vector<uint8_t> bytes;
-    gpu::Buffer buffer;
-    ops::Weight gpu() const { return {type, &buffer, n_in, n_out}; }
-    cpu::WeightView cpu() const { return {type, bytes.data(), n_in, n_out}; }
-};
-
-// Random weights in `type`, quantized from random values (every type here has an encoder).
-TestWeight make_weight(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t n_out, uint32_t seed) {
-    TestWeight w{type, n_in, n_out, {}, {}};
-    const auto values = test::random_floats(size_t(n_in * n_out), seed);
-    w.bytes = gguf::quantize(type, values.data(), values.size());
-    w.buffer = gpu::Buffer(ctx, ops::weight_buffer_bytes(type, n_in, n_out), gpu::Memory::Device);
-    w.buffer.upload(w.bytes.data(), w.bytes.size());
-    return w;
-}
+using test::make_weight;
+using test::TestWeight;
 
 // Runs matmul over n_tokens rows of x at x_offset into y at y_offset (rows y_stride apart, 0:
 // n_out) and checks it against the reference; elements of y outside the output keep their sentinels.

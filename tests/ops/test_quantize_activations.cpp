@@ -26,6 +26,7 @@
 #include "ops/ops.h"
 #include "op_test_data.h"
 #include "test_support.h"
+#include "test_weight.h"
 
 namespace vkllm {
 namespace {
@@ -163,23 +164,8 @@ TEST_F(QuantizeActivations, RefusesBadShapesAndLayouts) {
     s.submit_and_wait();
 }
 
-// A random weight of `type`, quantized on the host and uploaded.
-struct TestWeight {
-    TensorType type;
-    int64_t n_in, n_out;
-    std::vector<uint8_t> bytes;
-    gpu::Buffer buffer;
-    ops::Weight gpu() const { return {type, &buffer, n_in, n_out}; }
-    cpu::WeightView cpu() const { return {type, bytes.data(), n_in, n_out}; }
-};
-
-TestWeight make_weight(gpu::Context& ctx, TensorType type, int64_t n_in, int64_t n_out, uint32_t seed) {
-    auto values = test::random_floats(size_t(n_in * n_out), seed);
-    TestWeight w{type, n_in, n_out, gguf::quantize(type, values.data(), values.size()), {}};
-    w.buffer = gpu::Buffer(ctx, ops::weight_buffer_bytes(type, n_in, n_out), gpu::Memory::Device);
-    w.buffer.upload(w.bytes.data(), w.bytes.size());
-    return w;
-}
+using test::make_weight;
+using test::TestWeight;
 
 // |got - want| within float summation error of the row's sum of |w x| (the int8 path scales
 // exact integer sums once per block, the float path sums scaled products).
