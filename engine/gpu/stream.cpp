@@ -72,6 +72,7 @@ void Stream::begin(bool reusable) {
     dispatches_ = 0;
     barriers_ = 0;
     pending_writes_.clear();
+    transfer_since_barrier_ = true;  // what an earlier command buffer left may have been a copy
     last_barrier_ranges_.clear();
     layer_counts_.clear();
     layer_ = -1;
@@ -179,11 +180,16 @@ void Stream::note_write(VkBuffer buffer, uint64_t offset, uint64_t size) {
 
 void Stream::barrier(const char*) {
     if (collecting()) return;
+    // The transfer stage waits only when a copy or fill ran since the last barrier: a compute-only
+    // stretch (most of a forward pass) does not make the GPU drain its copy work as well.
+    const bool transfer = transfer_since_barrier_;
+    const VkPipelineStageFlags src_stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | (transfer ? VK_PIPELINE_STAGE_TRANSFER_BIT : 0);
     std::vector<VkBufferMemoryBarrier> named(pending_writes_.size());
     for (size_t i = 0; i < named.size(); ++i) {
         VkBufferMemoryBarrier& b = named[i];
         b = {VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
-        b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+        b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | (transfer ? VK_ACCESS_TRANSFER_WRITE_BIT : 0);
         b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                           VK_ACCESS_TRANSFER_WRITE_BIT;
         b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
@@ -191,9 +197,9 @@ void Stream::barrier(const char*) {
         b.offset = pending_writes_[i].offset;
         b.size = pending_writes_[i].size;
     }
-    vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr,
-                         uint32_t(named.size()), named.data(), 0, nullptr);
+    vkCmdPipelineBarrier(cb_, src_stages, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
+                         nullptr, uint32_t(named.size()), named.data(), 0, nullptr);
+    transfer_since_barrier_ = false;
     last_barrier_ranges_ = std::move(pending_writes_);
     pending_writes_.clear();
     ++barriers_;
@@ -204,6 +210,7 @@ void Stream::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uin
     if (!bytes || collecting()) return;
     VkBufferCopy region{src_offset, dst_offset, bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), 1, &region);
+    transfer_since_barrier_ = true;
     note_write(dst.handle(), dst_offset, bytes);
     ++counts_here().copies;
 }
@@ -217,6 +224,7 @@ void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stri
     std::vector<VkBufferCopy> regions(rows);
     for (uint64_t i = 0; i < rows; ++i) regions[i] = {src_offset + i * src_stride, dst_offset + i * dst_stride, row_bytes};
     vkCmdCopyBuffer(cb_, src.handle(), dst.handle(), uint32_t(rows), regions.data());
+    transfer_since_barrier_ = true;
     note_write(dst.handle(), dst_offset, (rows - 1) * dst_stride + row_bytes);
     ++counts_here().copies;
 }
@@ -224,6 +232,7 @@ void Stream::copy_rows(const Buffer& src, uint64_t src_offset, uint64_t src_stri
 void Stream::fill_zero(const Buffer& dst, uint64_t offset, uint64_t bytes) {
     if (collecting()) return;
     vkCmdFillBuffer(cb_, dst.handle(), offset, bytes, 0);
+    transfer_since_barrier_ = true;
     note_write(dst.handle(), offset, bytes);
     ++counts_here().copies;
 }

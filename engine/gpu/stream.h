@@ -48,7 +48,9 @@ public:
         dispatch(p, buffers, &push, sizeof(Push), gx, gy, gz);
     }
     // Orders every earlier shader or transfer write before every later shader or transfer access:
-    // an execution dependency on all earlier work, and memory dependencies on the buffer ranges
+    // an execution dependency on all earlier work (on the compute stage alone when no copy or
+    // fill was recorded since the previous barrier or the recording's start: the earlier
+    // transfers were ordered by that barrier already), and memory dependencies on the buffer ranges
     // written since the previous barrier (the bindings a pipeline's SPIR-V does not declare
     // readonly, and transfer destinations), each named by a VkBufferMemoryBarrier. Writes before
     // the previous barrier were made visible by it. `why` names what it orders (kept for
@@ -108,6 +110,7 @@ private:
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
     void note_write(VkBuffer buffer, uint64_t offset, uint64_t size);
     std::vector<WrittenRange> pending_writes_;  // since the last barrier, one entry per buffer
+    bool transfer_since_barrier_ = true;        // a copy or fill was recorded since the last barrier
     std::vector<WrittenRange> last_barrier_ranges_;
     Context& ctx_;
     VkCommandPool pool_ = VK_NULL_HANDLE;
