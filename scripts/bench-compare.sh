@@ -100,13 +100,19 @@ seconds_of() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || return 1;
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 device=${BENCH_DEVICE:-$("$vkllm" bench -m "$root/assets/zoo/zoo-dense.gguf" -p 1 -n 1 -r 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])' || echo "?")}
-# jsonrow KEY NAME PP TG LPP VP LP VT LT COLD WARM: one BENCH_JSONL line (empty or "-": null).
+# jsonrow KEY NAME PP TG LPP VP LP VT LT COLD WARM VKJSON: one BENCH_JSONL line (empty or "-": null),
+# with vkllm's GPU time by op family of one decode step and of one prompt pass (`vkllm bench
+# --json`'s ops_ms and prompt_ops_ms, from VKJSON: the last round's output) as
+# vkllm_decode_ops_ms and vkllm_prompt_ops_ms.
 jsonrow() { python3 -c 'import json,sys
 a=sys.argv[1:]
 num=lambda x: float(x) if x not in ("", "-") else None
+try: vk=json.loads(open(a[11]).read().strip().splitlines()[-1])
+except Exception: vk={}
 print(json.dumps({"model": a[0], "name": a[1], "pp": int(a[2]), "tg": int(a[3]), "llama_pp_tokens": int(a[4]),
     "vkllm_pp": num(a[5]), "llama_pp": num(a[6]), "vkllm_tg": num(a[7]), "llama_tg": num(a[8]),
-    "ttft_cold_s": num(a[9]), "ttft_warm_s": num(a[10])}))' "$@"; }
+    "ttft_cold_s": num(a[9]), "ttft_warm_s": num(a[10]),
+    "vkllm_decode_ops_ms": vk.get("ops_ms"), "vkllm_prompt_ops_ms": vk.get("prompt_ops_ms")}))' "$@"; }
 
 # The header first and each row as its model finishes, so a run cut short keeps what it measured.
 runs="two interleaved runs"
@@ -145,5 +151,5 @@ for m in "${models[@]}"; do
     label="$name (pp$pp/tg$tg)"
     [[ $lpp != "$pp" ]] && label="$name (pp$pp/tg$tg; llama.cpp pp$lpp)"
     echo "| $label | ${vp:-fails} | ${lp:-fails} | $(ratio "$vp" "$lp") | ${vt:-fails} | ${lt:-fails} | $(ratio "$vt" "$lt") | $cold | $warm |"
-    [[ -z $jsonl ]] || jsonrow "$key" "$name" "$pp" "$tg" "$lpp" "$vp" "$lp" "$vt" "$lt" "$cold" "$warm" >>"$jsonl"
+    [[ -z $jsonl ]] || jsonrow "$key" "$name" "$pp" "$tg" "$lpp" "$vp" "$lp" "$vt" "$lt" "$cold" "$warm" "$tmp/vk$rounds" >>"$jsonl"
 done

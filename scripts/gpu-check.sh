@@ -251,7 +251,8 @@ r["copy_gbps"] = mv.get("copy_gbps")
 r["copy_mib"] = mv.get("copy_mib")
 r["matvec_round_x"] = mv.get("round_x")
 r["matvec"] = [{k: m.get(k) for k in ("type", "rows", "cols", "gbps", "pct_of_copy", "us", "mib")} for m in mv.get("matvec", [])]
-keys = ("model", "vkllm_pp", "llama_pp", "vkllm_tg", "llama_tg", "pp", "tg", "llama_pp_tokens", "ttft_cold_s", "ttft_warm_s", "shape")
+keys = ("model", "vkllm_pp", "llama_pp", "vkllm_tg", "llama_tg", "pp", "tg", "llama_pp_tokens", "ttft_cold_s", "ttft_warm_s", "shape",
+        "vkllm_decode_ops_ms", "vkllm_prompt_ops_ms")
 r["compare"] = [{k: c.get(k) for k in keys} for c in lines("compare.jsonl")]
 r["tests"] = load("tests.json", None)
 r["steps"] = lines("steps.jsonl")

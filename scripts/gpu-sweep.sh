@@ -4,7 +4,7 @@
 # (VKLLM_MATVEC_SHAPE=THREADSxROWS) and units per loop trip (VKLLM_MATVEC_TRIP) for the types
 # people download, with x quantized once per input as the forward reads it (--quantized-x); on
 # request the matvecs that round x in every workgroup (round-x: VKLLM_MATVEC_XQ=0's path) and
-# the float-x path beside them, the few-rows kernel
+# the float-x path beside them, decode of the 1B and 8B models under each decode switch, the few-rows kernel
 # against the tiled matmul at 2-16 tokens (VKLLM_MATVEC_ROWS=1 sends them to the tiled one), and
 # prompt processing with and without the cooperative-matrix matmul (VKLLM_COOPMAT=0). One JSON line per measured row goes to
 # $OUT/gpu-sweep.jsonl (or GPU_SWEEP_OUT), with the variant beside it; the readable lines to
@@ -15,7 +15,7 @@
 #   GPU_SWEEP_TYPES=q4_0,f16        the weight types
 #   GPU_SWEEP_MATRIX=14336x4096     the matrix (rows x cols)
 #   GPU_SWEEP_ROWS_MATRIX=4096x4096 the few-tokens comparison's matrix
-#   GPU_SWEEP_PARTS=shapes,round-x,float-x,rows,prefill   what to measure (default shapes)
+#   GPU_SWEEP_PARTS=shapes,round-x,float-x,rows,decode,prefill   what to measure (default shapes)
 #   GPU_SWEEP_TRIPS="2 4"           VKLLM_MATVEC_TRIP values for the shapes (default 2)
 #   GPU_SWEEP_BUDGET=S              start no run after S seconds (default 90)
 #   GPU_SWEEP_BUILD=DIR             binaries from DIR/bin instead of the unpacked pack (lavapipe)
@@ -102,17 +102,45 @@ if wants rows; then  # few tokens: matvec_rows against the tiled matmul
         run "tiled-$n" VKLLM_MATVEC_ROWS=1 -- --types f16,q4_K,q8_0 --shapes "$rows_matrix" --tokens "$n"
     done
 fi
+# Decode on the models gpu-check.sh wrote, one JSON line per run of `vkllm bench -p 0 -n 64`:
+# tokens/s and GPU time by op family (ops_ms), under the decode switches: x quantized once per
+# input or rounded in every workgroup (VKLLM_MATVEC_XQ=0), the one-input matvecs' own quantize
+# dispatch or not (VKLLM_MATVEC_XQ_SINGLE=0), the pre-norm inside the matvecs or a dispatch of
+# its own (VKLLM_NORM_IN_MATVEC), the integer dot on or off (VKLLM_INTEGER_DOT), Q, K and V as
+# one stacked matvec or three (VKLLM_STACK_QKV=0).
+if wants decode; then
+    variants=(default VKLLM_MATVEC_XQ=0 VKLLM_MATVEC_XQ_SINGLE=0 VKLLM_NORM_IN_MATVEC=0 VKLLM_NORM_IN_MATVEC=1
+              VKLLM_INTEGER_DOT=0 VKLLM_INTEGER_DOT=1 VKLLM_STACK_QKV=0)
+    for m in "$work"/models/llama-1b-*.gguf "$work"/models/llama-8b-Q4_K_M.gguf; do
+        [[ -f $m ]] || continue
+        for v in "${variants[@]}"; do
+            (($(date +%s) - t0 > budget)) && break 2
+            e=()
+            [[ $v != default ]] && e+=("$v")
+            echo "== decode $(basename "$m") $v" >>"$log"
+            env "${e[@]}" timeout 60 "$bin/vkllm" bench -m "$m" -p 0 -n 64 -r 3 --json 2>>"$log" |
+                python3 -c 'import json,sys; d=json.load(sys.stdin); d["variant"]=sys.argv[1]; d["model"]=sys.argv[2]; print(json.dumps(d))' \
+                    "decode-$v" "$(basename "$m" .gguf)" >>"$jsonl" 2>>"$log"
+        done
+    done
+fi
 # Prompt processing with and without the cooperative-matrix matmul, on the models gpu-check.sh
-# wrote (run it first): `vkllm bench -p 512 -n 0`, one JSON line per run.
+# wrote (run it first): `vkllm bench -p 512 -n 0` in one pass of 512 (and in two of 256), one
+# JSON line per run with the prompt's GPU time by op family (prompt_ops_ms).
 if wants prefill; then
     for m in "$work"/models/llama-1b-*.gguf "$work"/models/llama-8b-Q4_K_M.gguf; do
         [[ -f $m ]] || continue
-        for coop in 1 0; do
+        # VKLLM_COOPMAT:tokens per pass (-b):forced tile (VKLLM_MATMUL_TILE; "-": the choice, which
+        # steps down to smaller tiles until the grid has 256 workgroups)
+        for v in 1:512:- 0:512:- 1:256:- 1:512:128x128 1:512:64x64; do
+            IFS=: read -r coop b tile <<<"$v"
             (($(date +%s) - t0 > budget)) && break 2
-            echo "== prefill $(basename "$m") VKLLM_COOPMAT=$coop" >>"$log"
-            VKLLM_COOPMAT=$coop timeout 60 "$bin/vkllm" bench -m "$m" -p 512 -n 0 -r 3 --json 2>>"$log" |
+            e=(VKLLM_COOPMAT=$coop) name=coopmat-$coop-b$b
+            [[ $tile != - ]] && e+=(VKLLM_MATMUL_TILE=$tile) name+=-tile$tile
+            echo "== prefill $(basename "$m") ${e[*]} -b $b" >>"$log"
+            env "${e[@]}" timeout 60 "$bin/vkllm" bench -m "$m" -p 512 -n 0 -r 3 -b "$b" --json 2>>"$log" |
                 python3 -c 'import json,sys; d=json.load(sys.stdin); d["variant"]=sys.argv[1]; d["model"]=sys.argv[2]; print(json.dumps(d))' \
-                    "coopmat-$coop" "$(basename "$m" .gguf)" >>"$jsonl" 2>>"$log"
+                    "$name" "$(basename "$m" .gguf)" >>"$jsonl" 2>>"$log"
         done
     done
 fi

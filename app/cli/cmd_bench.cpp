@@ -22,8 +22,9 @@ namespace vkllm::cli {
 namespace {
 
 const char* kUsage =
-    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0] [-r 3] [-b 256] [--device D] [--json]\n"
+    "vkllm bench [-m MODEL.gguf] [-p 512] [-n 128] [-d 0] [-r 3] [-b 512] [--device D] [--json]\n"
     "            [--cache-type auto|f16|f32|q8_0]\n"
+    "  -b N: tokens per forward pass of the prompt (llama-bench's default micro-batch, 512)\n"
     "  -d N: measure with N tokens of context already evaluated (llama-bench's depth), filled\n"
     "        by one N-token prompt pass (not timed); each prompt repeat starts at the depth,\n"
     "        the decode repeats run one after another from it\n"
@@ -44,7 +45,8 @@ int run(const Args& args) {
     const int depth = int(o.integer("-d", 0, 0, 1 << 24));
     const KvCacheType kv_cache = cache_type(o);
     const int reps = int(o.integer("-r", 3, 1, 1000));
-    const int n_batch = int(o.integer("-b", 256, 1));
+    // llama-bench evaluates pp512 in one pass (its n_ubatch is 512): so does bench by default.
+    const int n_batch = int(o.integer("-b", 512, 1));
     ModelOptions mo;
     mo.device = o.str("--device");
     auto model = Model::load(*open_model_file(o), mo);
@@ -105,14 +107,24 @@ int run(const Args& args) {
         for (int i = 0; i < n_gen; ++i) session.eval({pick(rng)});
         tg.push_back(n_gen / std::chrono::duration<double>(clock::now() - t0).count());
     }
-    // One more decode step with timestamps on, for the per-op breakdown (at the depth).
     ProbeConfig timing;
     timing.timings = true;
+    // One more decode step with timestamps on, for the per-op breakdown (at the depth).
     // At a depth it follows the last decode (about the depth) rather than going back.
     if (n_gen == 0 || depth == 0) to_depth();
     session.set_probes(timing);
     session.eval({pick(rng)});
     const std::vector<OpTiming> ops = timings_by_op(session.probes().timings);
+    // One more prompt pass with timestamps on, for the prompt's per-op breakdown (from the depth; last, so
+    // the decode step above keeps its place).
+    std::vector<OpTiming> prompt_ops;
+    if (n_prompt > 0) {
+        to_depth();
+        session.set_probes(timing);
+        session.eval(prompt);
+        prompt_ops = timings_by_op(session.probes().timings);
+        session.set_probes(ProbeConfig{});
+    }
 
     const double pp_tps = median(pp), tg_tps = median(tg);
     const uint64_t bytes = model->weight_bytes();
@@ -133,6 +145,8 @@ int run(const Args& args) {
         j["decode_gbs"] = rounded(gbs, 1e3);
         j["ops_ms"] = nlohmann::ordered_json::object();
         for (const OpTiming& t : ops) j["ops_ms"][t.op] = rounded(t.ms, 1e4);
+        j["prompt_ops_ms"] = nlohmann::ordered_json::object();
+        for (const OpTiming& t : prompt_ops) j["prompt_ops_ms"][t.op] = rounded(t.ms, 1e4);
         std::printf("%s\n", app::json_text(j).c_str());
     } else {
         std::printf("model   %s (%s, %.2f MiB of weights)\n", model_name.c_str(), info.arch.c_str(), double(bytes) / (1 << 20));
@@ -146,6 +160,10 @@ int run(const Args& args) {
         if (n_gen > 0)
             std::printf("%-7s %10.2f tokens/s  (median of %d), %.2f GB/s of weights read\n",
                         ("tg" + std::to_string(n_gen) + at).c_str(), tg_tps, reps, gbs);
+        if (!prompt_ops.empty()) {
+            std::printf("GPU time of one %d-token prompt pass by op:\n", n_prompt);
+            for (const auto& t : prompt_ops) std::printf("  %-10s %9.4f ms  (%d)\n", t.op.c_str(), t.ms, t.count);
+        }
         std::printf("GPU time of one decode step by op:\n");
         for (const auto& t : ops) std::printf("  %-10s %9.4f ms  (%d)\n", t.op.c_str(), t.ms, t.count);
     }
