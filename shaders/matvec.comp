@@ -76,7 +76,21 @@ layout(push_constant) uniform Push {
     uint norm_base;   // NORM_IN: index of norm_w[0] in its binding (a multiple of 4 when x_vec4)
     float norm_eps;   // NORM_IN: the norm's epsilon
     uint xq_sum_base; // XQ: word index of x's quant sums in the x binding
+    // Stacked matrices (Q, K and V in one dispatch; not with GLU): rows from stack_row1 on are a
+    // second matrix's, whose row 0 is at byte stack_base1 of the weight binding, and rows from
+    // stack_row2 on a third's at stack_base2 (0: no such matrix). y holds every row in order.
+    uint stack_row1;
+    uint stack_base1;
+    uint stack_row2;
+    uint stack_base2;
 } pc;
+
+// Byte address of weight row `row` (of the stacked matrices' rows) in the weight binding.
+uint weight_row_address(uint row) {
+    if (pc.stack_row2 != 0u && row >= pc.stack_row2) return pc.stack_base2 + (row - pc.stack_row2) * pc.row_bytes;
+    if (pc.stack_row1 != 0u && row >= pc.stack_row1) return pc.stack_base1 + (row - pc.stack_row1) * pc.row_bytes;
+    return pc.w_base + row * pc.row_bytes;
+}
 
 shared float partial[NACC * WG];  // [NACC][WG]
 
@@ -160,7 +174,7 @@ float rms_inverse(uint tid) {
 // aligned, 5 loads per 16 bytes, with threads 64 bytes apart.
 #define MV_OCTS 1
 layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };  // the weight words, by 4
-bool octs_aligned() { return ((pc.w_base | pc.row_bytes | pc.up_delta) & 15u) == 0u; }
+bool octs_aligned() { return ((pc.w_base | pc.row_bytes | pc.up_delta | pc.stack_base1 | pc.stack_base2) & 15u) == 0u; }
 vec4 round_quad(vec4 v) { return vec4(round_elem(v.x), round_elem(v.y), round_elem(v.z), round_elem(v.w)); }
 // Adds elements 8 oct .. 8 oct + 7 of every row to acc.
 void accumulate_oct(uint oct) {
@@ -191,7 +205,7 @@ void main() {
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
     [[unroll]] for (uint r = 0u; r < NACC; ++r) {
-        row_addr[r] = pc.w_base + min(row0 + r % ROWS, pc.n_rows - 1u) * pc.row_bytes + (r < ROWS ? 0u : pc.up_delta);
+        row_addr[r] = weight_row_address(min(row0 + r % ROWS, pc.n_rows - 1u)) + (r < ROWS ? 0u : pc.up_delta);
         acc[r] = 0.0;
     }
 

@@ -186,9 +186,8 @@ void Weights::attention_weights(const ModelSpec& spec, const LayerSpec& L, const
         const std::vector<float> zeros(size_t(qd), 0.0f);
         w.zeros = upload(zeros.data(), zeros.size() * sizeof(float));
     } else {
-        w.wq = matrix(p + "attn_q.weight", E, qd);
-        w.wk = matrix(p + "attn_k.weight", E, kd);
-        w.wv = matrix(p + "attn_v.weight", E, vd);
+        one_buffer({{p + "attn_q.weight", qd, &w.wq}, {p + "attn_k.weight", kd, &w.wk}, {p + "attn_v.weight", vd, &w.wv}},
+                   E);
         if (a.bias_qkv) {
             w.bq = vector(p + "attn_q.bias", qd);
             w.bk = vector(p + "attn_k.bias", kd);
@@ -387,29 +386,44 @@ ops::Weight Weights::matrix_row_chunks(const std::string& name, int64_t n_in, in
 
 void Weights::gate_up_pair(const std::string& gate_name, const std::string& up_name, int64_t n_in, int64_t n_out,
                            ops::Weight* gate, ops::Weight* up) {
-    const gguf::TensorInfo& g = tensor(gate_name, n_in, n_out);
-    const gguf::TensorInfo& u = tensor(up_name, n_in, n_out);
-    if (g.type != u.type) {
-        *gate = matrix(gate_name, n_in, n_out);
-        *up = matrix(up_name, n_in, n_out);
+    one_buffer({{gate_name, n_out, gate}, {up_name, n_out, up}}, n_in);
+}
+
+void Weights::one_buffer(std::initializer_list<Member> members, int64_t n_in) {
+    std::vector<const Member*> group;  // the members of the first member's type, in order
+    for (const Member& m : members) {
+        const gguf::TensorInfo& t = tensor(m.name, n_in, m.n_out);
+        if (t.type == tensor(members.begin()->name, n_in, members.begin()->n_out).type) group.push_back(&m);
+        else *m.out = matrix(m.name, n_in, m.n_out);  // another type: a buffer of its own
+    }
+    if (group.size() == 1) {
+        *group[0]->out = matrix(group[0]->name, n_in, group[0]->n_out);
         return;
     }
-    const uint64_t bytes = gguf::row_size(g.type, size_t(n_in)) * uint64_t(n_out);
-    const uint64_t up_offset = (bytes + 255) / 256 * 256;  // word-aligned (and binding-friendly) start of up
-    const gpu::Buffer* buffer = upload(g.data, bytes, up_offset + ops::weight_buffer_bytes(u.type, n_in, n_out));
-    writable(buffer).upload(u.data, bytes, up_offset);
-    bytes_ += bytes;
-    for (auto [w, t, name, offset] : {std::tuple{gate, &g, &gate_name, uint64_t(0)}, {up, &u, &up_name, up_offset}}) {
-        w->type = t->type;
-        w->n_in = n_in;
-        w->n_out = n_out;
-        w->buffer = buffer;
-        w->offset = offset;
-        UploadedMatrix& m = uploaded_[*name];
-        m.type = t->type;
-        m.n_in = n_in;
-        m.n_rows = n_out;
-        m.parts.push_back({buffer, 0, n_out, offset});
+    // Each matrix from a 256-byte boundary: word-aligned, and a binding-friendly start.
+    std::vector<uint64_t> offset;
+    uint64_t end = 0;
+    for (const Member* m : group) {
+        offset.push_back((end + 255) / 256 * 256);
+        end = offset.back() + ops::weight_buffer_bytes(tensor(m->name, n_in, m->n_out).type, n_in, m->n_out);
+    }
+    const gpu::Buffer* buffer = nullptr;
+    for (size_t i = 0; i < group.size(); ++i) {
+        const Member& m = *group[i];
+        const gguf::TensorInfo& t = tensor(m.name, n_in, m.n_out);
+        const uint64_t bytes = gguf::row_size(t.type, size_t(n_in)) * uint64_t(m.n_out);
+        if (!buffer) {
+            buffer = upload(t.data, bytes, end);
+        } else {
+            writable(buffer).upload(t.data, bytes, offset[i]);
+            bytes_ += bytes;
+        }
+        *m.out = ops::Weight{t.type, buffer, n_in, m.n_out, offset[i]};
+        UploadedMatrix& u = uploaded_[m.name];
+        u.type = t.type;
+        u.n_in = n_in;
+        u.n_rows = m.n_out;
+        u.parts.push_back({buffer, 0, m.n_out, offset[i]});
     }
 }
 

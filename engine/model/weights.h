@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -139,6 +140,16 @@ private:
     // gate then up (ops::matvec_swiglu reads both in one dispatch); else each gets its own.
     void gate_up_pair(const std::string& gate_name, const std::string& up_name, int64_t n_in, int64_t n_out,
                       ops::Weight* gate, ops::Weight* up);
+    // Matrices that one dispatch reads together ({n_in, n_out} each: gate and up, ops::matvec_swiglu;
+    // Q, K and V, ops::matvec_stacked): one buffer holds, in order, each from a 256-byte boundary,
+    // the first and every other of its type; a matrix of another type gets a buffer of its own
+    // (Q4_K_M's Q6_K attn_v beside Q4_K q and k).
+    struct Member {
+        std::string name;
+        int64_t n_out = 0;
+        ops::Weight* out = nullptr;
+    };
+    void one_buffer(std::initializer_list<Member> members, int64_t n_in);
     // The experts' gate and up tensors of one type in one buffer, gate then up (as gate_up_pair),
     // for decode's fused expert SwiGLU (ops::moe_matvec_swiglu); two buffers when the types differ.
     void expert_gate_up_pair(const std::string& gate_stem, const std::string& up_stem, int64_t n_in, int64_t n_out,

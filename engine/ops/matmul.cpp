@@ -14,6 +14,7 @@
 #include "gpu/device.h"
 #include "gpu/shaders.h"
 #include "ops/matmul_tiles.h"
+#include "ops/matvec_bindings.h"
 #include "ops/ops.h"
 #include "ops/push_constants.h"
 #include "ops/weight_ops.h"
@@ -23,26 +24,6 @@ namespace vkllm::ops {
 namespace {
 
 using weights::require;
-
-// Binding 3 of matvec.comp: the fused norm's weight (MatvecNorm), or x's window again, unread,
-// without one (the pipeline layout always has four bindings).
-struct NormBinding {
-    gpu::BufferRange range;
-    uint32_t base = 0;  // element index of weight[0] in the binding
-    float eps = 0.0f;
-    bool vec4_ok = true;  // base is a multiple of 4
-};
-
-NormBinding norm_binding(const MatvecNorm* norm, uint64_t n_in, const weights::Window& xw,
-                         const weights::Limits& lim, const char* op) {
-    if (!norm) return {xw.range};
-    require(norm->weight && norm->weight->valid() && (norm->offset + n_in) * 4 <= norm->weight->size(), op,
-            "the fused norm's weight holds fewer than n_in values after its offset");
-    require(norm->eps >= 0.0f, op, "the fused norm's eps must be >= 0");
-    const weights::Window nw =
-        weights::window(*norm->weight, norm->offset * 4, (norm->offset + n_in) * 4, lim, op, "norm weight");
-    return {nw.range, nw.shift / 4, norm->eps, (nw.shift / 4) % 4 == 0};
-}
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gpu/device.h"
+#include "ops/matvec_bindings.h"
 #include "ops/ops.h"
 #include "ops/push_constants.h"
 #include "ops/weight_ops.h"
@@ -14,60 +15,6 @@ namespace vkllm::ops {
 namespace {
 
 using weights::require;
-
-// Binding 1 (and 3, unread) of an XQ matvec: the window over x's three streams, and the word
-// index of each stream inside it.
-struct XqBinding {
-    weights::Window window;
-    uint32_t quants = 0, scales = 0, sums = 0;
-    bool vec4 = false;  // the quants start on 16 bytes of the binding (two uvec4 loads per block)
-};
-
-XqBinding xq_binding(const QuantizedActs& x, const weights::Limits& lim, const char* op) {
-    XqBinding b;
-    b.window = weights::window(*x.buffer, x.offset, x.offset + x.bytes(), lim, op, "quantized x");
-    const uint32_t first = b.window.shift / 4;  // x.offset is a multiple of 16, the window start of 4
-    b.quants = first;
-    b.scales = first + uint32_t((x.scales_offset() - x.offset) / 4);
-    b.sums = first + uint32_t((x.sums_offset() - x.offset) / 4);
-    b.vec4 = first % 4 == 0;
-    return b;
-}
-
-// The checked operands shared by both entry points.
-void check_xq(const QuantizedActs& x, const Weight& w, const char* op) {
-    require(x.buffer != nullptr, op, "the quantized x has no buffer");
-    quantized_acts(*x.buffer, x.mode, x.rows, x.n, x.offset);  // the layout fits its buffer
-    require(matvec_reads_quantized(w.type), op, "the weight's type has no matvec reading quantized x");
-    require(x.mode == activation_rounding(w.type), op, "x is quantized in the blocks of another weight type");
-    require(x.rows == 1, op, "one token: x must be one row, got " + std::to_string(x.rows));
-    require(x.n == w.n_in, op,
-            "x has " + std::to_string(x.n) + " values, the weight " + std::to_string(w.n_in) + " inputs");
-}
-
-// y (n floats from element y_offset of y_buf) must not overlap x's streams.
-void require_apart(const QuantizedActs& x, uint64_t y_offset, uint64_t n, const Buffer& y_buf, const char* op) {
-    const uint64_t y_begin = y_offset * 4, y_end = (y_offset + n) * 4;
-    require(x.buffer != &y_buf || y_end <= x.offset || x.offset + x.bytes() <= y_begin, op,
-            "y overlaps the quantized x in the same buffer");
-}
-
-gpu::ShaderId xq_shader(const gpu::Capabilities& caps, TensorType t, bool glu) {
-    weights::XqMatvecShaders sh;
-    weights::xq_matvec_shaders(t, &sh);  // checked by check_xq
-    const bool idot = caps.integer_dot_matvec && sh.idot_matvec.has_value();
-    const gpu::SubgroupPair& pair = idot ? (glu ? *sh.idot_swiglu : *sh.idot_matvec) : (glu ? sh.swiglu : sh.matvec);
-    return pair.pick(caps.subgroup_arithmetic);
-}
-
-// The 2-D grid of `groups` workgroups.
-void grid_of(uint64_t groups, const weights::Limits& lim, uint64_t n_out, const char* op, uint32_t* gx, uint32_t* gy) {
-    const uint64_t x = std::min<uint64_t>(groups, lim.max_groups[0]);
-    const uint64_t y = (groups + x - 1) / x;
-    require(y <= lim.max_groups[1], op, std::to_string(n_out) + " rows exceed the workgroup-count limits");
-    *gx = uint32_t(x);
-    *gy = uint32_t(y);
-}
 
 }  // namespace
 

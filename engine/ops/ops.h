@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 
 #include "core/attention.h"
@@ -138,6 +139,18 @@ void matvec_quantized(Stream& s, const Weight& w, const QuantizedActs& x, const 
 // matvec_swiglu with x quantized beforehand (gate and up as matvec_swiglu_fits takes them).
 void matvec_swiglu_quantized(Stream& s, const Weight& gate, const Weight& up, const QuantizedActs& x,
                              const TensorView& y, GluActivation act = GluActivation::SiLU);
+
+// y = [W1; W2; W3] x for one token in one dispatch (decode's Q, K and V): the rows of two or three
+// matrices of one type and row length, lying anywhere in one buffer, one after another in y
+// (f32 [1, total rows]); each row as matmul's one-token matvec computes it at the same workgroup
+// shape (round_x and norm as there). matvec_stack_fits says whether ws can take this path (one
+// buffer, the span from the lowest matrix to the highest within one binding); ShapeError otherwise.
+bool matvec_stack_fits(const gpu::Context& ctx, std::span<const Weight* const> ws);
+void matvec_stacked(Stream& s, std::span<const Weight* const> ws, const TensorView& x, const TensorView& y,
+                    bool round_x = false, const MatvecNorm* norm = nullptr);
+// matvec_stacked with x quantized beforehand (as matvec_quantized reads it).
+void matvec_stacked_quantized(Stream& s, std::span<const Weight* const> ws, const QuantizedActs& x,
+                              const TensorView& y);
 
 // out[t, :] = dequant(table row ids[t])   ids: int32 [n]; out: f32 [n, table.n_in], packed rows.
 void get_rows(Stream& s, const Weight& table, const TensorView& ids, const TensorView& out);

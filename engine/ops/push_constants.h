@@ -68,6 +68,9 @@ struct MatvecPush {  // matvec.comp
     uint32_t n_in, n_rows, w_base, row_bytes, x_base, y_base, accumulate, x_vec4, up_delta, norm_base;
     float norm_eps;
     uint32_t xq_sum_base;  // XQ: word index of the quant sums (x_base: the quants, norm_base: the scales)
+    // Stacked matrices (ops::matvec_stacked): the first row and row-0 byte address of the second
+    // and third (0, 0: none).
+    uint32_t stack_row1 = 0, stack_base1 = 0, stack_row2 = 0, stack_base2 = 0;
 };
 
 struct MatmulPush {  // matmul.comp

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -21,8 +22,6 @@ void AttentionBlock::record(Recording& r) const {
     Scratch& sc = r.scratch;
     const int64_t qd = int64_t(a.n_head) * a.head_dim;
     const ops::KvView k_cache = r.k_cache(l), v_cache = r.v_cache(l);
-    const ops::TensorView q = ops::f32_rows(sc.q, T, qd), k_new = ops::f32_rows(sc.k_new, T, k_cache.row),
-                          v_new = ops::f32_rows(sc.v_new, T, v_cache.row);
     const ops::TensorView positions = ops::i32_vector(sc.positions, T);
     bool kv_in_cache = false;
 
@@ -39,10 +38,33 @@ void AttentionBlock::record(Recording& r) const {
                            : quantized_inputs(r, r.residual(T), projections);
     };
     MatmulInputs mi = a.gated ? inputs({&w.wq, &w.wk, &w.wv, &w.wq_gate}) : inputs({&w.wq, &w.wk, &w.wv});
+    // A decode step's Q, K and V projections as one stacked matvec where they share a type and a
+    // buffer, q, k and v one after another in Scratch::q; Q and K alone where V has another type
+    // (ActivationPolicy::stack_qkv).
+    const ops::Weight* qkv[] = {&w.wq, &w.wk, &w.wv};
+    size_t stacked = 0;  // matrices in the stack: 3, 2 (q and k) or 0
+    if (T == 1 && !r.batch && !a.gated && r.policy.stack_qkv && w.wq.n_out == qd && w.wk.n_out == k_cache.row &&
+        w.wv.n_out == v_cache.row) {
+        const uint64_t q_bytes = uint64_t(qd) * 4, k_bytes = uint64_t(k_cache.row) * 4;
+        if (q_bytes + k_bytes + uint64_t(v_cache.row) * 4 <= sc.q.size() && mi.can_stack(r.ctx, qkv)) stacked = 3;
+        else if (q_bytes + k_bytes <= sc.q.size() && mi.can_stack(r.ctx, std::span(qkv, 2))) stacked = 2;
+    }
+    NewKvRows kv{&sc.k_new, 0, &sc.v_new, 0};
+    if (stacked >= 2) kv.k = &sc.q, kv.k_first = uint64_t(qd);
+    if (stacked == 3) kv.v = &sc.q, kv.v_first = uint64_t(qd + k_cache.row);
+    const ops::TensorView q = ops::f32_rows(sc.q, T, qd), k_new = kv.keys(0, T, k_cache.row),
+                          v_new = kv.values(0, T, v_cache.row);
     s.mark("matmul");
-    mi.matmul(s, w.wq, ops::f32_rows(sc.q, T, w.wq.n_out));
-    mi.matmul(s, w.wk, ops::f32_rows(sc.k_new, T, w.wk.n_out));
-    mi.matmul(s, w.wv, ops::f32_rows(sc.v_new, T, w.wv.n_out));
+    if (stacked) {
+        int64_t rows = 0;
+        for (size_t i = 0; i < stacked; ++i) rows += qkv[i]->n_out;
+        mi.matvec_stacked(s, std::span(qkv, stacked), ops::f32_rows(sc.q, 1, rows));
+        if (stacked == 2) mi.matmul(s, w.wv, v_new);
+    } else {
+        mi.matmul(s, w.wq, ops::f32_rows(sc.q, T, w.wq.n_out));
+        mi.matmul(s, w.wk, ops::f32_rows(sc.k_new, T, w.wk.n_out));
+        mi.matmul(s, w.wv, ops::f32_rows(sc.v_new, T, w.wv.n_out));
+    }
     // Gated attention's gates wait in the FFN's gate scratch, which is free until the FFN.
     if (a.gated) mi.matmul(s, w.wq_gate, ops::f32_rows(sc.gate, T, qd));
     s.barrier("q and the new k/v rows are complete before biases, norms, rope and attention");
@@ -75,7 +97,7 @@ void AttentionBlock::record(Recording& r) const {
         const bool per_head = a.qk_norm == QkNorm::PerHead;
         s.mark("norm");
         const ops::TensorView q_rows = per_head ? ops::f32_rows(sc.q, int64_t(T) * a.n_head, a.head_dim) : q;
-        const ops::TensorView k_rows = per_head ? ops::f32_rows(sc.k_new, int64_t(T) * a.n_head_kv, a.head_dim) : k_new;
+        const ops::TensorView k_rows = per_head ? kv.keys(0, int64_t(T) * a.n_head_kv, a.head_dim) : k_new;
         ops::rms_norm(s, q_rows, w.q_norm, q_rows, r.spec.norm_eps);
         ops::rms_norm(s, k_rows, w.k_norm, k_rows, r.spec.norm_eps);
         s.barrier("normalised q and k are complete before rope and attention");
@@ -92,9 +114,8 @@ void AttentionBlock::record(Recording& r) const {
             for (const Segment& g : r.segments()) {
                 const uint64_t t0 = uint64_t(g.first);
                 ops::rope_qkv_into_slots(s, ops::f32_rows(sc.q, g.n_tokens, qd, t0 * uint64_t(qd)), a.n_head,
-                                         ops::f32_rows(sc.k_new, g.n_tokens, k_cache.row, t0 * uint64_t(k_cache.row)),
-                                         a.n_head_kv,
-                                         ops::f32_rows(sc.v_new, g.n_tokens, v_cache.row, t0 * uint64_t(v_cache.row)),
+                                         kv.keys(int64_t(t0), g.n_tokens, k_cache.row), a.n_head_kv,
+                                         kv.values(int64_t(t0), g.n_tokens, v_cache.row),
                                          ops::i32_vector(sc.positions, g.n_tokens, t0), rp, freqs, r.k_cache(l, *g.kv),
                                          r.v_cache(l, *g.kv));
             }
@@ -110,12 +131,12 @@ void AttentionBlock::record(Recording& r) const {
         // Llama 4: every rotated q and k head scaled to unit RMS (no weight).
         s.mark("norm");
         const ops::TensorView q_heads = ops::f32_rows(sc.q, int64_t(T) * a.n_head, a.head_dim);
-        const ops::TensorView k_heads = ops::f32_rows(sc.k_new, int64_t(T) * a.n_head_kv, a.head_dim);
+        const ops::TensorView k_heads = kv.keys(0, int64_t(T) * a.n_head_kv, a.head_dim);
         ops::rms_norm(s, q_heads, nullptr, q_heads, r.spec.norm_eps);
         ops::rms_norm(s, k_heads, nullptr, k_heads, r.spec.norm_eps);
         s.barrier("normalised q and k are complete before k enters the cache and attention reads q");
     }
-    record_attend(r, l, kv_in_cache);
+    record_attend(r, l, kv_in_cache, kv);
     if (!with_output_) return;
     if (a.gated) {
         record_sigmoid_gate(r, l);
@@ -163,6 +184,10 @@ void AttentionOutputBlock::record(Recording& r) const {
 // be replayed). RoPE writes them there itself when it is the last op on k. A batched pass writes
 // and attends per sequence (segment), each over its own cache.
 void record_attend(Recording& r, int l, bool kv_in_cache) {
+    record_attend(r, l, kv_in_cache, NewKvRows{&r.scratch.k_new, 0, &r.scratch.v_new, 0});
+}
+
+void record_attend(Recording& r, int l, bool kv_in_cache, const NewKvRows& kv) {
     const AttentionSpec& a = r.spec.layers[size_t(l)].attn;
     const LayerWeights& w = r.w.layers[size_t(l)];
     gpu::Stream& s = r.s;
@@ -175,10 +200,8 @@ void record_attend(Recording& r, int l, bool kv_in_cache) {
         for (const Segment& g : segs) {
             const uint64_t t0 = uint64_t(g.first);
             const ops::TensorView positions = ops::i32_vector(sc.positions, g.n_tokens, t0);
-            ops::set_rows_into_slots(s, ops::f32_rows(sc.k_new, g.n_tokens, k_row, t0 * uint64_t(k_row)), positions,
-                                     r.k_cache(l, *g.kv));
-            ops::set_rows_into_slots(s, ops::f32_rows(sc.v_new, g.n_tokens, v_row, t0 * uint64_t(v_row)), positions,
-                                     r.v_cache(l, *g.kv));
+            ops::set_rows_into_slots(s, kv.keys(int64_t(t0), g.n_tokens, k_row), positions, r.k_cache(l, *g.kv));
+            ops::set_rows_into_slots(s, kv.values(int64_t(t0), g.n_tokens, v_row), positions, r.v_cache(l, *g.kv));
         }
         s.barrier("the new k/v rows are in the cache before attention reads it");
     }

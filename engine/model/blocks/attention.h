@@ -39,9 +39,27 @@ private:
     int layer_;
 };
 
-// The part every attention kind shares: this pass's new k/v rows (Scratch::k_new, v_new) into
-// layer l's cache unless kv_in_cache says they are there already, then attention of the queries
-// in Scratch::q over the cache into Scratch::attn, and the attention probe's copy.
+// Where this pass's new key and value rows are: Scratch::k_new and v_new ([T, row] from their
+// start), or, in a decode step whose Q, K and V projections ran as one stacked matvec, Scratch::q
+// right after the query (q, then k, then v).
+struct NewKvRows {
+    const gpu::Buffer* k = nullptr;
+    uint64_t k_first = 0;  // element index of token 0's key row
+    const gpu::Buffer* v = nullptr;
+    uint64_t v_first = 0;
+    // Tokens first .. first + n - 1 of rows `row` wide.
+    ops::TensorView keys(int64_t first, int64_t n, int64_t row) const {
+        return ops::f32_rows(*k, n, row, k_first + uint64_t(first) * uint64_t(row));
+    }
+    ops::TensorView values(int64_t first, int64_t n, int64_t row) const {
+        return ops::f32_rows(*v, n, row, v_first + uint64_t(first) * uint64_t(row));
+    }
+};
+
+// The part every attention kind shares: this pass's new k/v rows (kv, or Scratch::k_new and
+// v_new) into layer l's cache unless kv_in_cache says they are there already, then attention of
+// the queries in Scratch::q over the cache into Scratch::attn, and the attention probe's copy.
 void record_attend(Recording& r, int l, bool kv_in_cache);
+void record_attend(Recording& r, int l, bool kv_in_cache, const NewKvRows& kv);
 
 }  // namespace vkllm::model

@@ -34,6 +34,7 @@ ActivationPolicy ActivationPolicy::for_device(const gpu::Context& ctx, bool roun
     p.norm_in_matvec = env_switch("VKLLM_NORM_IN_MATVEC", gpu);
     p.quantize_single_input = env_switch("VKLLM_MATVEC_XQ_SINGLE", gpu);
     p.matvec_quantizes_x = env_switch("VKLLM_MATVEC_XQ", p.matvec_quantizes_x);
+    p.stack_qkv = env_switch("VKLLM_STACK_QKV", p.stack_qkv);
     return p;
 }
 
@@ -61,6 +62,23 @@ void MatmulInputs::matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const 
         return;
     }
     ops::matvec_swiglu(s, gate, up, input(gate), y, rounds_in_matvec(gate.type), act, norm.weight ? &norm : nullptr);
+}
+
+bool MatmulInputs::can_stack(const gpu::Context& ctx, std::span<const ops::Weight* const> ws) const {
+    if (x.rows != 1 || ws.empty()) return false;
+    for (const ops::Weight* w : ws)
+        if (w->type != ws[0]->type) return false;  // one type: one input, rounded or quantized alike
+    return ops::matvec_stack_fits(ctx, ws);
+}
+
+void MatmulInputs::matvec_stacked(gpu::Stream& s, std::span<const ops::Weight* const> ws,
+                                  const ops::TensorView& y) const {
+    const ops::Weight& w = *ws[0];
+    if (const auto& q = quantized[size_t(ops::activation_rounding(w.type))]) {
+        ops::matvec_stacked_quantized(s, ws, *q, y);
+        return;
+    }
+    ops::matvec_stacked(s, ws, input(w), y, rounds_in_matvec(w.type), norm.weight ? &norm : nullptr);
 }
 
 bool MatmulInputs::rounds_in_matvec(ops::TensorType weight_type) const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
@@ -39,6 +40,10 @@ struct ActivationPolicy {
     // The 256-blocks, whose rounding is a dispatch anyway, are quantized on every device.
     // VKLLM_MATVEC_XQ_SINGLE=0|1 forces it.
     bool quantize_single_input = false;
+    // A decode step's Q, K and V projections as one stacked matvec (ops::matvec_stacked) where
+    // they share a type and a buffer: one launch instead of three, one grid instead of two that
+    // leave a GPU mostly idle (K and V: a few hundred rows). VKLLM_STACK_QKV=0 keeps three.
+    bool stack_qkv = true;
 
     // The policy for ctx's device and the environment; throws ModelError for a bad
     // VKLLM_NORM_IN_MATVEC.
@@ -71,6 +76,11 @@ struct MatmulInputs {
     // One token: y = act(gate x) * (up x) in one dispatch (ops::matvec_swiglu); y: f32 [1, gate.n_out].
     void matvec_swiglu(gpu::Stream& s, const ops::Weight& gate, const ops::Weight& up, const ops::TensorView& y,
                        ops::GluActivation act) const;
+    // One token: y = [W1; W2; W3] x in one dispatch (ops::matvec_stacked): the weights' outputs
+    // one after another in y (f32 [1, total rows]), as matmul would write each. can_stack says
+    // whether ws can (one type, so one input; ops::matvec_stack_fits).
+    bool can_stack(const gpu::Context& ctx, std::span<const ops::Weight* const> ws) const;
+    void matvec_stacked(gpu::Stream& s, std::span<const ops::Weight* const> ws, const ops::TensorView& y) const;
     // True when the consumer of w's input rounds it itself (pass as round_x).
     bool rounds_in_matvec(ops::TensorType weight_type) const;
 };
