@@ -3,7 +3,7 @@
 # vkllm's quantizer beside llama.cpp's, on a zoo model over held-out text (docs/imatrix.md).
 #   [CTX=256] [CORPUS=corpus_broad.py] [TYPES="IQ2_XXS ..."] scripts/measure-imatrix.sh [MODEL=assets/zoo/zoo-deep.gguf] [WORK=/tmp/vkllm-imatrix]
 # The imatrix text and the held-out text come from the generator the model was trained on
-# (CORPUS in tools/zoo: corpus_broad.py for zoo-deep, corpus.py for zoo-wide): its train split and
+# (CORPUS in tools/zoo: corpus_broad.py for zoo-deep, corpus.py for zoo-wide, corpus_facts.py for zoo-facts): its train split and
 # its held-out split (a different seed, so the imatrix never sees a held-out story). Two matrices: vkllm imatrix's and
 # llama.cpp's (tools/imatrix_oracle: llama-imatrix-lite), each used by both quantizers.
 # "flat" is a matrix of ones (llama-quantize-lite's IMATRIX=ones), the nearest to none for the

@@ -9,8 +9,9 @@
 //
 // With the collected matrix, IQ2_XXS's weight error weighted by the held-out text's own
 // activations is lower, and IQ1_S's held-out perplexity is lower. IQ2_XXS's perplexity is not
-// asserted: on this model 2 bits cost almost nothing (flat or not, within 1% of F16; the
+// asserted on zoo-wide: there 2 bits cost almost nothing (flat or not, within 1% of F16; the
 // numbers are in docs/imatrix.md), so no matrix can lower it by more than the noise of rounding.
+// It is on zoo-facts (the second test), a model that 2 bits hurt.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -74,5 +75,42 @@ TEST(ImatrixPerplexity, CollectedMatrixBeatsFlatOnHeldOutText) {
                 ppl_flat, f16);
     EXPECT_GT(ppl, f16);  // 1.56 bits lose something, or the comparison means nothing
     EXPECT_LT(ppl, 0.99 * ppl_flat) << "IQ1_S held-out perplexity " << ppl << " with the collected matrix, "
+                                     << ppl_flat << " with a flat one";
+}
+
+// zoo-facts (assets/zoo): zoo-wide's layout (FFN 768) trained on tools/zoo/corpus_facts.py, a fixed
+// table of made-up people and their town, pet, colour, job, food and friend stated in varied
+// sentences, so that past the names the held-out text can only be predicted from what the weights
+// memorised. After training, each input channel's scale was moved by a factor log-uniform in
+// [1/2, 2] between the matrix columns it meets and the norm gain or matrix rows that feed it
+// (train.py's move_channel_scales: the function is the trained model's), so the matrices' inputs
+// differ in scale from channel to channel as large models' do. The matrix comes from
+// tests/golden/imatrix/facts-train.txt (the start of the train split, seed 1: 8 chunks of 256),
+// the scores from facts-heldout.txt (the start of the held-out split, seed 1001: other sentences
+// over the same table; 8 chunks, 1,016 tokens scored).
+TEST(ImatrixPerplexity, CollectedMatrixLowersIq2xxsPerplexityOfAModelTwoBitsHurt) {
+    const std::string model = test::source_dir() + "/assets/zoo/zoo-facts.gguf";
+    const std::string held = text("facts-heldout.txt");
+    const std::string train = collect(model, text("facts-train.txt"), test::temp_path("facts-train.imatrix.gguf"));
+    const Imatrix m = read_imatrix(train);
+    ASSERT_EQ(m.entries.size(), 14u);  // 2 layers x q, k, v, output, gate, up, down
+    const std::string flat = test::flat_imatrix_like(m, "facts-flat.imatrix.gguf");
+
+    const double f16 = test::cli_perplexity(model, held, kCtx);
+    const double ppl = test::cli_perplexity(quantize(model, "IQ2_XXS", train, "facts-iq2_xxs.gguf"), held, kCtx);
+    const double ppl_flat =
+        test::cli_perplexity(quantize(model, "IQ2_XXS", flat, "facts-iq2_xxs-flat.gguf"), held, kCtx);
+    std::printf("zoo-facts IQ2_XXS held-out perplexity: %.4f with the collected matrix, %.4f with a flat one "
+                "(F16 %.4f)\n", ppl, ppl_flat, f16);
+    // Measured: F16 3.3408, flat 3.9317 (+18%), the collected matrix 3.7052: 5.8% below flat, 38%
+    // of what 2 bits cost won back (on 30 KB of held-out text, docs/imatrix.md: +15% and 6.6%;
+    // llama.cpp's quantizer with vkllm's matrix +7% and 3.8%). The runs are deterministic; another
+    // device's summation order changes the collected sums in their last bits and so a few of the
+    // quantizer's choices (VKLLM_LIMITS=mobile: 3.7031 and 3.9312, the ratio 0.06% apart). The
+    // bounds leave room for changes of the quantizer's own: 2 bits must cost at least 8% (else the
+    // comparison means nothing), and the matrix must bring the perplexity at least 3% below the
+    // flat file's: half the measured gain, fifty times the devices' difference.
+    EXPECT_LT(f16, ppl_flat / 1.08) << "2 bits no longer hurt zoo-facts";
+    EXPECT_LT(ppl, 0.97 * ppl_flat) << "IQ2_XXS held-out perplexity " << ppl << " with the collected matrix, "
                                      << ppl_flat << " with a flat one";
 }

@@ -3,11 +3,13 @@
 # assets/zoo/. About two hours on 2 CPU cores; CI never runs it (the committed models are
 # checked against the checksums in assets/zoo/README.md instead).
 #
-#   tools/zoo/make-zoo.sh [MODEL...]   (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat zoo-wide)
+#   tools/zoo/make-zoo.sh [MODEL...]   (default: zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat zoo-wide zoo-facts)
 #
 # zoo-chat trains on conversations (corpus_chat.py) with a ChatML tokenizer of its own
 # (tokenizer.py --chatml); zoo-hybrid and zoo-wide (the importance-matrix specimen, every matrix
-# 256-multiples wide, stored in F16) on the stories, like the first four.
+# 256-multiples wide, stored in F16) on the stories, like the first four; zoo-facts (the
+# importance-matrix specimen that 2 bits hurt: zoo-wide's width) on corpus_facts.py's table of
+# made-up people with a tokenizer of its own.
 # zoo-deep (the super-weight specimen, docs/super-weights.md) is made only when named: its own
 # broader corpus (corpus_broad.py) and tokenizer; its preset's 2900 steps are what
 # `train.py --minutes 75` chose on this machine for the committed file.
@@ -20,7 +22,7 @@ build=${BUILD_DIR:-$src/build}
 work=${ZOO_WORK:-/tmp/vkllm-zoo}
 python=/usr/bin/python3   # Debian's, where python3-torch lives
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat zoo-wide)
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-bert zoo-hybrid zoo-chat zoo-wide zoo-facts)
 
 # One thread per model (train.py sets PyTorch's, this OpenBLAS's): bit-identical reruns. OpenMP
 # threads sleep instead of spinning while BLAS runs (5x faster than the defaults on two cores).
@@ -42,6 +44,12 @@ for m in "${models[@]}"; do
             $python "$src/tools/zoo/tokenizer.py" train "$work/broad" "$work/broad-vocab.gguf" &&
             $python "$src/tools/zoo/tokenizer.py" encode "$work/broad-vocab.gguf" "$work/broad"; }
         $python "$src/tools/zoo/train.py" "$m" --corpus "$work/broad" --vocab "$work/broad-vocab.gguf" \
+            --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
+    elif [ "$m" = zoo-facts ]; then  # facts to memorise: corpus_facts.py's table, its own tokenizer
+        [ -f "$work/facts/train.ids" ] || { $python "$src/tools/zoo/corpus_facts.py" "$work/facts" &&
+            $python "$src/tools/zoo/tokenizer.py" train "$work/facts" "$work/facts-vocab.gguf" &&
+            $python "$src/tools/zoo/tokenizer.py" encode "$work/facts-vocab.gguf" "$work/facts"; }
+        $python "$src/tools/zoo/train.py" "$m" --corpus "$work/facts" --vocab "$work/facts-vocab.gguf" \
             --random-model "$build/bin/vkllm-random-model" --out "$src/assets/zoo/$m.gguf" > "$work/$m.log" 2>&1 &
     elif [ "$m" = zoo-chat ]; then  # conversations in ChatML, the loss on the assistant's turns
         [ -f "$work/chat/train.ids" ] || { $python "$src/tools/zoo/corpus_chat.py" "$work/chat" &&

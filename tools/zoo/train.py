@@ -88,6 +88,16 @@ PRESETS = {
     "zoo-wide": dict(steps=1475, bos=True, f16=True, args=["--arch", "llama", "--n-embd", "256", "--n-layer", "2",
                                                            "--n-head", "4", "--n-head-kv", "2", "--n-ff", "512",
                                                            "--tied"]),
+    # The importance-matrix specimen that 2 bits hurt: zoo-wide's width (every matrix 256-multiples
+    # wide, FFN 768) trained on corpus_facts.py's table of made-up people (its own tokenizer), whose
+    # facts the held-out text can only be predicted from memory; after training each input
+    # channel's scale is moved, by a factor log-uniform in [1/2, 2], between the matrix column and
+    # what feeds it (`salient`: move_channel_scales, the same function), so the matrices' inputs
+    # differ in scale from channel to channel as large models' do (docs/imatrix.md).
+    # 622 steps: what --minutes 10 chose for the committed file.
+    "zoo-facts": dict(steps=622, bos=True, f16=True, salient=2.0,
+                      args=["--arch", "llama", "--n-embd", "256", "--n-layer", "2", "--n-head", "4", "--n-head-kv", "2",
+                            "--n-ff", "768", "--tied"]),
 }
 SSM_ARCHS = ("mamba2", "granitehybrid")
 SEQ, BATCH = 256, 16
@@ -260,6 +270,42 @@ def initial_params(tensors, n_layer):
     return params
 
 
+def move_channel_scales(out, hp, spread, seed=5):
+    """Moves a factor s_j, log-uniform in [1/spread, spread], of each input channel j of every
+    layer matrix from the matrix's column to what feeds it, leaving the model's function as it was
+    (up to rounding): attn_norm and ffn_norm gains times s_j and the q/k/v and gate/up columns
+    divided by it; ffn_up's rows times s_j and ffn_down's columns divided; attn_v's rows times s_j
+    and attn_output's columns (the query heads each key/value head serves) divided. The inputs
+    then differ in scale from channel to channel as large models' do (AWQ's salient channels),
+    which the 256-wide blocks of a flat 2-bit quantizer cannot follow (zoo-facts, docs/imatrix.md).
+    For llama-layout presets with matrices in F32 or F16; `out` holds float32 numpy arrays."""
+    rng = np.random.default_rng(seed)
+
+    def scales(n):
+        return np.exp(rng.uniform(-math.log(spread), math.log(spread), n)).astype(np.float32)
+
+    n_head, n_kv = hp.get("attention.head_count"), hp.get("attention.head_count_kv")
+    for l in range(hp.get("block_count")):
+        p = f"blk.{l}."
+        a = scales(out[p + "attn_norm.weight"].shape[0])
+        out[p + "attn_norm.weight"] *= a
+        for m in ("attn_q", "attn_k", "attn_v"):
+            out[p + m + ".weight"] /= a[None, :]
+        b = scales(out[p + "ffn_norm.weight"].shape[0])
+        out[p + "ffn_norm.weight"] *= b
+        for m in ("ffn_gate", "ffn_up"):
+            out[p + m + ".weight"] /= b[None, :]
+        c = scales(out[p + "ffn_up.weight"].shape[0])
+        out[p + "ffn_up.weight"] *= c[:, None]
+        out[p + "ffn_down.weight"] /= c[None, :]
+        d = scales(out[p + "attn_v.weight"].shape[0])
+        out[p + "attn_v.weight"] *= d[:, None]
+        hd = d.shape[0] // n_kv
+        per_head = np.concatenate([d[(h // (n_head // n_kv)) * hd:(h // (n_head // n_kv) + 1) * hd]
+                                   for h in range(n_head)])
+        out[p + "attn_output.weight"] /= per_head[None, :]
+
+
 def model_tensors(params):
     """The tensors the forward reads (and the file holds): the parameters, except that a Mamba-2
     layer's A, which must stay negative for the state to decay, is trained as log(-A)."""
@@ -403,6 +449,8 @@ def main():
     print(f"held-out loss {held:.3f} after {minutes:.1f} min", flush=True)
 
     out = {name: p.detach().numpy() for name, p in model_tensors(params).items()}
+    if preset.get("salient"):
+        move_channel_scales(out, hp, preset["salient"])
     if f16:
         out = {name: a.astype(np.float16) if a.ndim >= 2 else a for name, a in out.items()}
     gguf_file.write(args.out, meta, out)
