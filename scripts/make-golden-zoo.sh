@@ -14,7 +14,7 @@ out=$root/tests/golden/zoo
 home=$("$shared/tools/llama-oracle/setup.sh")
 source "$home/env.sh"
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-deep zoo-hybrid zoo-chat zoo-wide)
+[ ${#models[@]} -gt 0 ] || models=(zoo-dense zoo-swa zoo-moe zoo-mla zoo-deep zoo-hybrid zoo-chat zoo-wide zoo-facts)
 oracle() {  # MODEL PROMPT N_GREEDY PREFIX
   "$home/llama-logits" "$root/assets/zoo/$1.gguf" none "$2" "$3" "$4" 1 2>/dev/null |
     sed -n 's/^generated: //p' > "$4.greedy.txt"

@@ -1,7 +1,7 @@
 // The project's own trained models (assets/zoo, made by tools/zoo/make-zoo.sh) against llama.cpp:
 // for each model and each prompt of tests/golden/zoo/prompts.txt, the prompt's tokens, the logits
 // of every prompt position and 48 greedy tokens (tests/golden/zoo, made by
-// scripts/make-golden-zoo.sh). All are F32 but zoo-wide, whose matrices are F16 (both engines
+// scripts/make-golden-zoo.sh). All are F32 but zoo-wide and zoo-facts, whose matrices are F16 (both engines
 // round its activations to F16 before them, as llama.cpp's CPU backend does), so llama.cpp and
 // vkllm must agree closely everywhere; a trained model (unlike a random one) has clear winners, so the greedy texts must be
 // equal token for token: with the F32 cache (the goldens' own) and with the default F16 cache
@@ -75,7 +75,8 @@ TEST_P(Zoo, LogitsAndGreedyTextMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(AllModels, Zoo,
                          ::testing::Values(ZooCase{"zoo-dense", "llama"}, ZooCase{"zoo-swa", "gemma3"},
                                            ZooCase{"zoo-moe", "llama"}, ZooCase{"zoo-mla", "deepseek2"},
-                                           ZooCase{"zoo-deep", "llama"}, ZooCase{"zoo-wide", "llama", 5e-3}),
+                                           ZooCase{"zoo-deep", "llama"}, ZooCase{"zoo-wide", "llama", 5e-3},
+                                           ZooCase{"zoo-facts", "llama", 5e-3}),
                          [](const auto& info) { return test::test_name_of(info.param.model); });
 
 }  // namespace
