@@ -16,7 +16,7 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZOO = os.path.join(ROOT, "assets", "zoo")
-MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla", "zoo-deep", "zoo-hybrid", "zoo-wide"]
+MODELS = ["zoo-dense", "zoo-swa", "zoo-moe", "zoo-mla", "zoo-deep", "zoo-hybrid", "zoo-wide", "zoo-facts"]
 CHAT_MODELS = ["zoo-chat"]  # trained on conversations: sampled through `vkllm chat` (CHAT_TURNS)
 ENCODERS = ["zoo-bert"]  # described by hand in the README (train_mlm.py --describe); checksummed here
 # Conversations typed into `vkllm chat`, a user turn per line (the chat keeps the earlier turns;
