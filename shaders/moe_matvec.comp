@@ -44,17 +44,18 @@ layout(push_constant) uniform Push {
     uint expert_count;
     uint x_base;        // index of x[0, 0] in the x binding
     uint y_base;        // index of y[0, window's row 0] in the y binding
-    uint y_stride;      // floats between pairs in y (n_out)
+    uint y_stride;      // floats between pairs in y (n_out, or a wider row's)
     uint ids_base;      // index of expert_ids[0]
     uint pair0;         // first pair of this dispatch
     uint n_pairs;       // pairs in this dispatch
     uint top_k;
     uint x_per_pair;    // 1: x row p; 0: x row p / top_k
-    uint x_vec4;        // 1: x_base and n_in are multiples of 4, so x quads can be read as vec4
+    uint x_vec4;        // 1: x_base, n_in and x_stride are multiples of 4, so x quads can be read as vec4
     uint has_bias;      // 1: y += bias[e, row]
     uint bias_base;     // index of bias[expert 0, window's row 0]
     uint bias_stride;   // floats between experts in bias (n_out)
     uint up_delta;      // GLU: bytes from a gate row to the same up row
+    uint x_stride;      // floats between x rows (0: n_in, packed rows)
 } pc;
 
 #ifdef GLU
@@ -86,7 +87,7 @@ void main() {
     const int id = expert_ids[pc.ids_base + p];
     if (id < int(pc.expert_first) || id >= int(pc.expert_first + pc.expert_count)) return;  // uniform
     const uint ex = uint(id) - pc.expert_first;
-    x_row_base = pc.x_base + (pc.x_per_pair != 0u ? p : p / pc.top_k) * pc.n_in;
+    x_row_base = pc.x_base + (pc.x_per_pair != 0u ? p : p / pc.top_k) * (pc.x_stride != 0u ? pc.x_stride : pc.n_in);
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
     [[unroll]] for (uint r = 0u; r < NACC; ++r) {

@@ -154,11 +154,13 @@ namespace {
 struct ActivationWindows {
     weights::Window x, y;
     uint32_t x_base = 0, x_vec4 = 0;  // x_vec4: x quads 16-byte aligned
+    uint32_t x_stride = 0, y_stride = 0;  // floats between rows
 };
-// x: [n_tokens or n_pairs, n_in], y: [n_pairs, n_out], f32 views with packed rows.
+// x: [n_tokens or n_pairs, n_in], y: [n_pairs, n_out], f32 views; their rows packed unless
+// `strided` (the matrix-vector kernel, which takes any row stride).
 ActivationWindows activation_windows(const TensorView& x_view, bool x_per_pair, const MoeRouting& r, uint64_t n_in,
                                      uint64_t n_out, const TensorView& y_view, const weights::Limits& lim,
-                                     const char* op) {
+                                     const char* op, bool strided = false) {
     const uint64_t usable = lim.max_binding - lim.align - 4;
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
     const uint64_t x_rows = x_per_pair ? n_pairs : uint64_t(r.n_tokens);
@@ -166,22 +168,27 @@ ActivationWindows activation_windows(const TensorView& x_view, bool x_per_pair, 
     const uint64_t y_offset = detail::checked_f32(y_view, op, "y");
     detail::require_shape(x_view, int64_t(x_rows), int64_t(n_in), op, x_per_pair ? "x (a row per pair)" : "x (a row per token)");
     detail::require_shape(y_view, int64_t(n_pairs), int64_t(n_out), op, "y");
-    require(x_view.packed() && y_view.packed(), op, "x and y must have packed rows");
+    require(strided || (x_view.packed() && y_view.packed()), op, "x and y must have packed rows");
+    const uint64_t xs = uint64_t(x_view.stride()), ys = uint64_t(y_view.stride());
     const Buffer &x = *x_view.buffer, &y = *y_view.buffer;
-    const uint64_t x_end = (x_offset + x_rows * n_in) * 4, y_end = (y_offset + n_pairs * n_out) * 4;
+    // The span of each: every row's start, the last row's elements.
+    const uint64_t x_span = x_rows ? (x_rows - 1) * xs + n_in : 0, y_span = n_pairs ? (n_pairs - 1) * ys + n_out : 0;
+    const uint64_t x_end = (x_offset + x_span) * 4, y_end = (y_offset + y_span) * 4;
     require(x.valid() && x_end <= x.size(), op,
             "x needs " + std::to_string(x_end) + " bytes, its buffer holds " + std::to_string(x.size()));
     require(y.valid() && y_end <= y.size(), op,
             "y needs " + std::to_string(y_end) + " bytes, its buffer holds " + std::to_string(y.size()));
     require(&x != &y || x_end <= y_offset * 4 || y_end <= x_offset * 4, op, "x and y overlap in the same buffer");
-    require(x_rows * n_in * 4 <= usable && n_pairs * n_out * 4 <= usable, op,
+    require(x_span * 4 <= usable && y_span * 4 <= usable, op,
             "the activations of " + std::to_string(r.n_tokens) + " tokens exceed one binding (" +
                 std::to_string(lim.max_binding) + " bytes): route fewer tokens per call");
     ActivationWindows a;
     a.x = weights::window(x, x_offset * 4, x_end, lim, op, "x");
     a.y = weights::window(y, y_offset * 4, y_end, lim, op, "y");
     a.x_base = a.x.shift / 4;
-    a.x_vec4 = a.x_base % 4 == 0 && n_in % 4 == 0 ? 1u : 0u;
+    a.x_vec4 = a.x_base % 4 == 0 && n_in % 4 == 0 && xs % 4 == 0 ? 1u : 0u;
+    a.x_stride = uint32_t(xs);
+    a.y_stride = uint32_t(ys);
     return a;
 }
 
@@ -204,7 +211,10 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
     const weights::Limits lim = weights::limits(caps);
     const uint64_t usable = lim.max_binding - lim.align - 4;  // a window after its alignment slack
     const uint64_t n_in = uint64_t(w.n_in), n_out = uint64_t(w.n_out), n_expert = uint64_t(w.n_expert);
-    const ActivationWindows act = activation_windows(x, x_per_pair, r, n_in, n_out, y, lim, op);
+    // The tiled path needs the sort and pays off when experts get a few pairs each on average;
+    // the matrix-vector kernel takes x and y rows at any stride.
+    const bool tiled = r.sorted != nullptr && r.n_tokens > 1 && n_pairs >= 2 * n_expert;
+    const ActivationWindows act = activation_windows(x, x_per_pair, r, n_in, n_out, y, lim, op, /*strided=*/!tiled);
     if (n_pairs == 0) return;
     const uint64_t row_bytes = layout.row_bytes, expert_bytes = row_bytes * n_out;
     require(row_bytes <= usable, op, "one row of " + std::to_string(n_in) + " elements does not fit one binding");
@@ -221,8 +231,6 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
         bias_w = weights::window(*w.bias, 0, n_expert * n_out * 4, lim, op, "expert bias");
     }
 
-    // The tiled path needs the sort and pays off when experts get a few pairs each on average.
-    const bool tiled = r.sorted != nullptr && r.n_tokens > 1 && n_pairs >= 2 * n_expert;
     const double pairs_per_expert = double(n_pairs) / double(std::min(n_expert, n_pairs));
     const Tiles tiles = pick_tiles(caps, pairs_per_expert, n_out, n_pairs);
     // The tiled kernel on the tensor cores where the device and build have it (matmul_tiles.h).
@@ -290,10 +298,10 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
                     const MoeMatvecPush push{uint32_t(n_in),  uint32_t(nr),       ww.shift,
                                              uint32_t(row_bytes), expert_stride,  uint32_t(e0),
                                              uint32_t(ec),    x_base,             y_base,
-                                             uint32_t(n_out), ids_w.shift / 4,    uint32_t(p0),
+                                             act.y_stride,    ids_w.shift / 4,    uint32_t(p0),
                                              uint32_t(gy),    uint32_t(r.top_k),  x_per_pair ? 1u : 0u,
                                              x_vec4,          w.bias ? 1u : 0u,   bias_base,
-                                             uint32_t(n_out), 0u};
+                                             uint32_t(n_out), 0u,                 act.x_stride};
                     weights::dispatch(s, pipe, layout.format, {ww.range, xw.range, yw.range, ids_w.range, bias_range},
                                       push, uint32_t(gx), uint32_t(gy));
                 }

@@ -317,8 +317,10 @@ struct MoeRouting {
 
 // y[p, :] = W_{experts[p]} x[row(p), :] (+ bias[experts[p], :]) for every pair p, row(p) = p / top_k
 // (x: f32 [n_tokens, n_in], the tokens' inputs) or, with x_per_pair, p (x: [n_tokens * top_k, n_in]).
-// y: f32 [n_tokens * top_k, n_out]. Packed rows. Few tokens (or no sort) take a matrix-vector product
-// per pair, indirect on the expert id; more take tiles over each expert's sorted pairs (pass
+// y: f32 [n_tokens * top_k, n_out]. Few tokens (or no sort) take a matrix-vector product per pair,
+// indirect on the expert id, and x and y rows at any stride (a slice of wider rows: MLA's q_nope
+// of each head in, its absorbed query into the attention query's row); more take tiles over
+// each expert's sorted pairs, on packed rows (pass
 // r.sorted from moe_sort with n_expert = w.n_expert). x and y must not overlap and must each fit
 // one binding (route fewer tokens per call otherwise); the weights are split into windows.
 // round_x (the matrix-vector path only: r.sorted null): x is rounded in the shader as

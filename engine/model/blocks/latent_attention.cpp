@@ -76,28 +76,40 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
               freqs);
     s.barrier("normalised latent, rotated q and kr are complete before they are gathered");
 
-    // Values: the latent part of each row. Absorption input: q_nope of each (token, head).
+    // Values: the latent part of each row. The attention queries [q_abs | q_rope] per head: q_rope
+    // copied into place now, q_abs written there by W_kb's matvec below, which reads each head's
+    // q_nope where the projection left it (rows of a wider row). An importance matrix, and a
+    // rounding dispatch (VKLLM_MATVEC_ROUNDS_X=0), take W_kb's input from packed rows: then
+    // q_nope is gathered first and q_abs copied into place.
+    const ops::Weight kb_key = rounding_key(w.k_b);
+    const bool gather = r.imatrix != nullptr || r.needs_rounding_dispatch(kb_key, int64_t(heads), mla.qk_nope,
+                                                                          RoundAt::ExpertMatvec);
     s.mark("copy");
     s.copy_rows(sc.k_new, 0, kv * F, sc.v_new, 0, uint64_t(mla.kv_lora_rank) * F, uint64_t(mla.kv_lora_rank) * F,
                 uint64_t(T));
-    s.copy_rows(sc.mla.q, 0, qh * F, sc.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
-    s.barrier("gathered q_nope rows are complete before W_kb reads them");
-    ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
-    const ops::Weight kb_key = rounding_key(w.k_b);
-    // by_head has no sort: the expert matvec, which rounds each head's row itself.
-    MatmulInputs mi = r.prepare_inputs(ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope), {&kb_key},
-                                       RoundAt::ExpertMatvec);
-    if (r.imatrix) r.imatrix->head_input(s, ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope), by_head, w.k_b);
-    s.mark("moe_matmul");
-    ops::moe_matmul(s, w.k_b, mi.expert_input(w.k_b), /*x_per_pair=*/true, by_head,
-                    ops::f32_rows(sc.mla.qabs, int64_t(heads), mla.kv_lora_rank), mi.rounds_in_matvec(kb_key.type));
-    s.barrier("absorbed queries are complete before they are assembled with the rotated part");
-    // Attention queries [q_abs | q_rope] per head.
-    s.mark("copy");
-    s.copy_rows(sc.mla.qabs, 0, uint64_t(mla.kv_lora_rank) * F, sc.q, 0, kv * F, uint64_t(mla.kv_lora_rank) * F, heads);
     s.copy_rows(sc.mla.q, uint64_t(mla.qk_nope) * F, qh * F, sc.q, uint64_t(mla.kv_lora_rank) * F, kv * F,
                 uint64_t(mla.qk_rope) * F, heads);
-    s.barrier("the attention queries are complete before attention reads them");
+    if (gather) s.copy_rows(sc.mla.q, 0, qh * F, sc.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
+    s.barrier(gather ? "gathered q_nope rows and the queries' rotated part are complete before W_kb reads and writes"
+                     : "the queries' rotated part is in place before W_kb writes the rest of their rows");
+    ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
+    const ops::TensorView q_nope = gather ? ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope)
+                                          : ops::f32_rows(sc.mla.q, int64_t(heads), mla.qk_nope, 0, int64_t(qh));
+    // by_head has no sort: the expert matvec, which rounds each head's row itself.
+    MatmulInputs mi = r.prepare_inputs(q_nope, {&kb_key}, RoundAt::ExpertMatvec);
+    if (r.imatrix) r.imatrix->head_input(s, q_nope, by_head, w.k_b);
+    s.mark("moe_matmul");
+    const ops::TensorView q_abs = gather ? ops::f32_rows(sc.mla.qabs, int64_t(heads), mla.kv_lora_rank)
+                                         : ops::f32_rows(sc.q, int64_t(heads), mla.kv_lora_rank, 0, int64_t(kv));
+    ops::moe_matmul(s, w.k_b, mi.expert_input(w.k_b), /*x_per_pair=*/true, by_head, q_abs,
+                    mi.rounds_in_matvec(kb_key.type));
+    if (gather) {
+        s.barrier("absorbed queries are complete before they are copied into the attention queries");
+        s.mark("copy");
+        s.copy_rows(sc.mla.qabs, 0, uint64_t(mla.kv_lora_rank) * F, sc.q, 0, kv * F, uint64_t(mla.kv_lora_rank) * F,
+                    heads);
+    }
+    // The queries are complete at record_attend's barrier, after the cache writes.
 }
 
 void LatentAttentionBlock::record_output(Recording& r) const {
