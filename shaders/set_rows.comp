@@ -2,7 +2,8 @@
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
-// KV-cache write: row t of src (n floats) goes to row positions[t] % slots of dst. The slot
+// KV-cache write: row t of src (n floats, rows src_stride apart: a slice of wider rows, such as
+// MLA's latent values inside its [c | kr] rows) goes to row positions[t] % slots of dst. The slot
 // comes from the positions buffer, not from the recording, so one recorded step serves every
 // position (a replayed decode step), and a ring cache's wrap needs no second copy.
 //   default   dst is f32
@@ -32,13 +33,14 @@ layout(push_constant) uniform Push {
     uint slots;      // rows of dst
     uint src_shift;  // element offset of row 0 inside the src window
     uint pos_shift;  // element offset of positions[0] inside its window
+    uint src_stride; // floats between src rows (0: n, packed rows)
 } pc;
 
 void main() {
     const uint t = gl_WorkGroupID.y;
     if (t >= pc.n_rows) return;
     const uint slot = uint(pos[pc.pos_shift + t]) % pc.slots;
-    const uint s0 = pc.src_shift + t * pc.n;
+    const uint s0 = pc.src_shift + t * (pc.src_stride != 0u ? pc.src_stride : pc.n);
 #if defined(OUT_Q8_0)
     const uint blocks = pc.n / 32u;
     for (uint b = gl_GlobalInvocationID.x; b < blocks; b += gl_NumWorkGroups.x * WG) {

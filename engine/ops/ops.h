@@ -198,7 +198,7 @@ void rope_into_slots(Stream& s, const TensorView& x, int n_heads, const TensorVi
 void rope_qkv_into_slots(Stream& s, const TensorView& q, int n_heads_q, const TensorView& k, int n_heads_kv,
                          const TensorView& v, const TensorView& positions, const RopeParams& p,
                          const Buffer* freq_factors, const KvView& k_cache, const KvView& v_cache);
-// The KV-cache write without a rotation: row t of src (f32 [n_tokens, dst.row], packed rows) to
+// The KV-cache write without a rotation: row t of src (f32 [n_tokens, dst.row], rows at any stride) to
 // row positions[t] % dst.slots of dst (positions >= 0). The slots come from the positions
 // buffer, so the recording does not depend on the step's position.
 void set_rows_into_slots(Stream& s, const TensorView& src, const TensorView& positions, const KvView& dst);

@@ -145,6 +145,7 @@ struct ImatrixAccumulatePush {  // imatrix_accumulate.comp
 
 struct SetRowsPush {  // set_rows.comp
     uint32_t n, n_rows, slots, src_shift, pos_shift;
+    uint32_t src_stride = 0;  // floats between src rows (0: n)
 };
 
 // The push-constant struct of each shader source. No primary definition: naming a source

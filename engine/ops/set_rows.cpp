@@ -14,7 +14,6 @@ void set_rows_into_slots(Stream& s, const TensorView& src_view, const TensorView
     detail::require_kv(dst_view, op, "dst");
     const uint64_t src_offset = detail::checked_f32(src_view, op, "src");
     detail::require_shape(src_view, src_view.rows, dst_view.row, op, "src (a cache row per token)");
-    detail::require_packed(src_view, op, "src");
     const int64_t n_tokens = src_view.rows, n = dst_view.row, slots = dst_view.slots;
     const uint64_t pos_offset = detail::checked_vector(positions_view, TensorType::I32, n_tokens, op, "positions");
     const Buffer &src = *src_view.buffer, &positions = *positions_view.buffer, &dst = *dst_view.buffer;
@@ -29,7 +28,9 @@ void set_rows_into_slots(Stream& s, const TensorView& src_view, const TensorView
     require_cache_type(ctx, dst_type, n, op);
     detail::require(uint64_t(n_tokens) <= ctx.caps().max_workgroup_count[1], op,
                     std::to_string(n_tokens) + " tokens exceed the device's workgroup-count limit");
-    const detail::Window sw = detail::window(ctx, src, src_offset, uint64_t(n_tokens) * uint64_t(n), op, "src");
+    // Src rows at any stride (a slice of wider rows): the window spans the last row's end.
+    const uint64_t stride = uint64_t(src_view.stride());
+    const detail::Window sw = detail::window(ctx, src, src_offset, uint64_t(n_tokens - 1) * stride + uint64_t(n), op, "src");
     const detail::Window pw = detail::window(ctx, positions, pos_offset, uint64_t(n_tokens), op, "positions");
     const detail::Window dw = detail::cache_window(ctx, dst, uint64_t(slots) * uint64_t(n), dst_type, op, "dst");
     const uint32_t threads = detail::workgroup_size(ctx, 128);
@@ -39,7 +40,7 @@ void set_rows_into_slots(Stream& s, const TensorView& src_view, const TensorView
                                  : dst_type == KvCacheType::Q8_0 ? gpu::ShaderId::set_rows_q8_0
                                                                : gpu::ShaderId::set_rows;
     const auto& pipeline = ctx.pipeline(shader, 3, sizeof(SetRowsPush), {threads});
-    const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift};
+    const SetRowsPush push{uint32_t(n), uint32_t(n_tokens), uint32_t(slots), sw.shift, pw.shift, uint32_t(stride)};
     s.dispatch(pipeline, {sw.range, pw.range, dw.range}, push, uint32_t(gx), uint32_t(n_tokens));
 }
 

@@ -77,6 +77,41 @@ TEST_F(SetRowsOp, WritesEachRowToItsPositionsSlot) {
     }
 }
 
+// Source rows inside wider rows (MLA's latent values are the first kv_lora floats of each
+// [c | kr] row): each slot gets its row's first n floats, into f32, f16 and q8_0 caches alike.
+TEST_F(SetRowsOp, ReadsRowsAtAStride) {
+    const int64_t n = 64, stride = 80, T = 3, slots = 5;
+    const std::vector<int32_t> positions{4, 5, 1};  // slots 4, 0, 1
+    const auto src = test::random_floats(size_t(2 + T * stride), 9, -3.0f, 3.0f);
+    gpu::Buffer sb = gpu::Buffer(ctx(), src.size() * 4, gpu::Memory::Device);
+    sb.upload(src.data(), src.size() * 4);
+    gpu::Buffer pb(ctx(), size_t(T) * 4, gpu::Memory::Host);
+    std::memcpy(pb.mapped(), positions.data(), size_t(T) * 4);
+    for (KvCacheType type : {KvCacheType::F32, KvCacheType::F16, KvCacheType::Q8_0}) {
+        if (type == KvCacheType::F16 && !ctx().caps().storage_16bit) continue;
+        const uint64_t bytes = ops::cache_bytes(type, uint64_t(slots * n));
+        gpu::Buffer strided(ctx(), bytes, gpu::Memory::Device), packed(ctx(), bytes, gpu::Memory::Device);
+        std::vector<float> rows(size_t(T * n));
+        for (int64_t t = 0; t < T; ++t)
+            std::memcpy(&rows[size_t(t * n)], &src[size_t(2 + t * stride)], size_t(n) * 4);
+        gpu::Buffer rb = gpu::Buffer(ctx(), rows.size() * 4, gpu::Memory::Device);
+        rb.upload(rows.data(), rows.size() * 4);
+        strided.fill_zero();
+        packed.fill_zero();
+        gpu::Stream s(ctx());
+        s.begin();
+        ops::set_rows_into_slots(s, ops::f32_rows(sb, T, n, 2, stride), ops::i32_vector(pb, T),
+                                 ops::KvView{&strided, slots, n, type});
+        ops::set_rows_into_slots(s, ops::f32_rows(rb, T, n), ops::i32_vector(pb, T), ops::KvView{&packed, slots, n, type});
+        s.submit_and_wait();
+        std::vector<uint8_t> got(bytes), want(bytes);
+        strided.download(got.data(), bytes);
+        packed.download(want.data(), bytes);
+        EXPECT_EQ(got, want) << "cache type " << int(type);
+        EXPECT_NE(got, std::vector<uint8_t>(bytes, 0)) << "nothing was written";
+    }
+}
+
 // A Q8_0 cache: each row quantised in blocks of 32 (9 words: the fp16-valued scale as an f32
 // word, then 32 int8 quants) as ggml's quantize_row_q8_0 does; cpu::round_activations(.., 32)
 // gives the same values. Blocks of zeros, of one large value, and random ones.

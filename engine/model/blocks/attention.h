@@ -47,12 +47,14 @@ struct NewKvRows {
     uint64_t k_first = 0;  // element index of token 0's key row
     const gpu::Buffer* v = nullptr;
     uint64_t v_first = 0;
+    int64_t v_stride = 0;  // floats between value rows (0: packed; MLA: its latent values inside [c | kr] rows)
     // Tokens first .. first + n - 1 of rows `row` wide.
     ops::TensorView keys(int64_t first, int64_t n, int64_t row) const {
         return ops::f32_rows(*k, n, row, k_first + uint64_t(first) * uint64_t(row));
     }
     ops::TensorView values(int64_t first, int64_t n, int64_t row) const {
-        return ops::f32_rows(*v, n, row, v_first + uint64_t(first) * uint64_t(row));
+        const int64_t stride = v_stride > 0 ? v_stride : row;
+        return ops::f32_rows(*v, n, row, v_first + uint64_t(first) * uint64_t(stride), stride);
     }
 };
 

@@ -24,7 +24,9 @@ void LatentAttentionBlock::record(Recording& r) const {
                            : quantized_inputs(r, r.residual(T), ws);
     };
     record_qkv(r, w.wq_a.buffer ? inputs({&w.wq_a, &w.wkv_a}) : inputs({&w.wq, &w.wkv_a}));
-    record_attend(r, layer_, /*kv_in_cache=*/false);
+    // The keys are the [c | kr] rows in Scratch::k_new; the values their latent part c, read there.
+    const uint64_t kv_row = uint64_t(a.mla.kv_lora_rank + a.mla.qk_rope);
+    record_attend(r, layer_, /*kv_in_cache=*/false, NewKvRows{&sc.k_new, 0, &sc.k_new, 0, int64_t(kv_row)});
     record_output(r);
     r.add_block_output(w.wo, ops::f32_rows(sc.mla.out, T, int64_t(a.n_head) * a.mla.v_head), w.bo, w.post_attn_norm);
 }
@@ -76,8 +78,8 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
               freqs);
     s.barrier("normalised latent, rotated q and kr are complete before they are gathered");
 
-    // Values: the latent part of each row. The attention queries [q_abs | q_rope] per head: q_rope
-    // copied into place now, q_abs written there by W_kb's matvec below, which reads each head's
+    // The attention queries [q_abs | q_rope] per head (the values are read inside [c | kr] by the
+    // cache write): q_rope copied into place now, q_abs written there by W_kb's matvec below, which reads each head's
     // q_nope where the projection left it (rows of a wider row). An importance matrix, and a
     // rounding dispatch (VKLLM_MATVEC_ROUNDS_X=0), take W_kb's input from packed rows: then
     // q_nope is gathered first and q_abs copied into place.
@@ -85,8 +87,6 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     const bool gather = r.imatrix != nullptr || r.needs_rounding_dispatch(kb_key, int64_t(heads), mla.qk_nope,
                                                                           RoundAt::ExpertMatvec);
     s.mark("copy");
-    s.copy_rows(sc.k_new, 0, kv * F, sc.v_new, 0, uint64_t(mla.kv_lora_rank) * F, uint64_t(mla.kv_lora_rank) * F,
-                uint64_t(T));
     s.copy_rows(sc.mla.q, uint64_t(mla.qk_nope) * F, qh * F, sc.q, uint64_t(mla.kv_lora_rank) * F, kv * F,
                 uint64_t(mla.qk_rope) * F, heads);
     if (gather) s.copy_rows(sc.mla.q, 0, qh * F, sc.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);

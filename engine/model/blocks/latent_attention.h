@@ -19,8 +19,8 @@ public:
     void record(Recording& r) const override;
 
 private:
-    // Scratch::q gets the absorbed queries [T, n_head, kv_lora + rope], k_new the keys
-    // [T, kv_lora + rope] and v_new the latent values [T, kv_lora]; in: the block input's.
+    // Scratch::q gets the absorbed queries [T, n_head, kv_lora + rope] and k_new the keys
+    // [T, kv_lora + rope], whose latent part is also the values; in: the block input's.
     void record_qkv(Recording& r, const MatmulInputs& in) const;
     // The heads' latent outputs (Scratch::attn) through W_vb into Scratch::mla.out
     // [T, n_head * v_head].
