@@ -80,6 +80,17 @@ void set_stack(MatvecPush& push, const StackBinding& b, size_t n) {
     }
 }
 
+// The stack of ws, checked (one type and row length in one buffer, within one binding; every
+// matrix a valid weight), and its layout; ShapeError naming op otherwise.
+Stack checked_stack(const gpu::Context& ctx, std::span<const Weight* const> ws, const char* op,
+                    weights::Layout* layout) {
+    Stack st;
+    require(stack_of(ws, &st) && matvec_stack_fits(ctx, ws), op,
+            "two or three matrices of one type and row length in one buffer, within one binding");
+    for (const Weight* w : ws) *layout = weights::checked_layout(*w, op);  // one type: one layout
+    return st;
+}
+
 // The checks both entry points share: y one row of the stack's rows, in its buffer.
 uint64_t checked_y(const Stack& st, const TensorView& y, const char* op) {
     const uint64_t y_offset = detail::checked_f32(y, op, "y");
@@ -106,12 +117,9 @@ void matvec_stacked(Stream& s, std::span<const Weight* const> ws, const TensorVi
                     bool round_x, const MatvecNorm* norm) {
     const char* op = "matvec_stacked";
     gpu::Context& ctx = s.context();
-    Stack st;
-    require(stack_of(ws, &st) && matvec_stack_fits(ctx, ws), op,
-            "two or three matrices of one type and row length in one buffer, within one binding");
+    weights::Layout layout;
+    const Stack st = checked_stack(ctx, ws, op, &layout);
     const Weight& w0 = *ws[0];
-    const weights::Layout layout = weights::checked_layout(w0, op);
-    for (const Weight* w : ws) weights::checked_layout(*w, op);
     require(!round_x || matvec_rounds_activations(w0.type), op, "round_x needs a weight type whose matvec rounds");
     const uint64_t x_offset = detail::checked_f32(x, op, "x");
     require(x.rows == 1 && x.cols == w0.n_in, op,
@@ -148,13 +156,10 @@ void matvec_stacked_quantized(Stream& s, std::span<const Weight* const> ws, cons
                               const TensorView& y) {
     const char* op = "matvec_stacked_quantized";
     gpu::Context& ctx = s.context();
-    Stack st;
-    require(stack_of(ws, &st) && matvec_stack_fits(ctx, ws), op,
-            "two or three matrices of one type and row length in one buffer, within one binding");
+    weights::Layout layout;
+    const Stack st = checked_stack(ctx, ws, op, &layout);
     const Weight& w0 = *ws[0];
     check_xq(x, w0, op);
-    const weights::Layout layout = weights::checked_layout(w0, op);
-    for (const Weight* w : ws) weights::checked_layout(*w, op);
     const uint64_t y_offset = checked_y(st, y, op);
     require_apart(x, y_offset, st.n_out, *y.buffer, op);
 
