@@ -15,7 +15,6 @@ set(VKLLM_SHADER_NAMES "")
 set(VKLLM_SHADER_SOURCES "")
 set(VKLLM_SHADER_FILES "")   # the source file of each variant, in the order of VKLLM_SHADER_NAMES
 file(MAKE_DIRECTORY ${VKLLM_SHADER_OUT})
-file(GLOB VKLLM_SHADER_INCLUDES CONFIGURE_DEPENDS ${VKLLM_SHADER_DIR}/include/*.glsl)
 
 function(vkllm_shader name source)
   set(spv ${VKLLM_SHADER_OUT}/${name}.spv)
@@ -24,13 +23,16 @@ function(vkllm_shader name source)
   foreach(d ${ARGN})
     list(APPEND defs "-D${d}")
   endforeach()
+  # glslc's depfile names the includes a variant reads, so editing one include rebuilds only the
+  # variants that read it.
   add_custom_command(
     OUTPUT ${cpp}
     COMMAND ${GLSLC_EXECUTABLE} --target-env=vulkan1.2 -O -I ${VKLLM_SHADER_DIR}/include ${defs}
-            -o ${spv} ${VKLLM_SHADER_DIR}/${source}
+            -MD -MF ${spv}.d -MT ${cpp} -o ${spv} ${VKLLM_SHADER_DIR}/${source}
     COMMAND ${SPIRV_VAL_EXECUTABLE} --target-env vulkan1.2 ${spv}
     COMMAND ${CMAKE_COMMAND} -DNAME=${name} -DSPV=${spv} -DOUT=${cpp} -P ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
-    DEPENDS ${VKLLM_SHADER_DIR}/${source} ${VKLLM_SHADER_INCLUDES} ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
+    DEPENDS ${VKLLM_SHADER_DIR}/${source} ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
+    DEPFILE ${spv}.d
     COMMENT "glslc ${name} (${source})"
     VERBATIM)
   if(NOT name MATCHES "^[a-z][a-z0-9_]*$")
