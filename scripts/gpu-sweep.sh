@@ -6,7 +6,7 @@
 # request the matvecs that round x in every workgroup (round-x: VKLLM_MATVEC_XQ=0's path) and
 # the float-x path beside them, decode of the 1B and 8B models under each decode switch, the few-rows kernel
 # against the tiled matmul at 2-16 tokens (VKLLM_MATVEC_ROWS=1 sends them to the tiled one), and
-# prompt processing with and without the cooperative-matrix matmul (VKLLM_COOPMAT=0). One JSON line per measured row goes to
+# prompt processing under the prompt matmul's switches (tensor cores, prefetch, K step, tiles). One JSON line per measured row goes to
 # $OUT/gpu-sweep.jsonl (or GPU_SWEEP_OUT), with the variant beside it; the readable lines to
 # gpu-sweep.log beside it.
 #
@@ -17,6 +17,7 @@
 #   GPU_SWEEP_ROWS_MATRIX=4096x4096 the few-tokens comparison's matrix
 #   GPU_SWEEP_PARTS=shapes,round-x,float-x,rows,decode,prefill   what to measure (default shapes)
 #   GPU_SWEEP_TRIPS="2 4"           VKLLM_MATVEC_TRIP values for the shapes (default 2)
+#   GPU_SWEEP_MODELS="llama-1b-Q4_0 ..." the decode and prefill parts' models (gpu-check.sh's names)
 #   GPU_SWEEP_BUDGET=S              start no run after S seconds (default 90)
 #   GPU_SWEEP_BUILD=DIR             binaries from DIR/bin instead of the unpacked pack (lavapipe)
 set -uo pipefail
@@ -102,45 +103,60 @@ if wants rows; then  # few tokens: matvec_rows against the tiled matmul
         run "tiled-$n" VKLLM_MATVEC_ROWS=1 -- --types f16,q4_K,q8_0 --shapes "$rows_matrix" --tokens "$n"
     done
 fi
-# Decode on the models gpu-check.sh wrote, one JSON line per run of `vkllm bench -p 0 -n 64`:
-# tokens/s and GPU time by op family (ops_ms), under the decode switches: x quantized once per
-# input or rounded in every workgroup (VKLLM_MATVEC_XQ=0), the one-input matvecs' own quantize
-# dispatch or not (VKLLM_MATVEC_XQ_SINGLE=0), the pre-norm inside the matvecs or a dispatch of
-# its own (VKLLM_NORM_IN_MATVEC), the integer dot on or off (VKLLM_INTEGER_DOT), Q, K and V as
-# one stacked matvec or three (VKLLM_STACK_QKV=0).
+# bench VARIANT MODEL ENV... -- ARGS...: one `vkllm bench --json` run on a model gpu-check.sh
+# wrote, its JSON line tagged with the variant and the model.
+bench() {
+    local variant=$1 model=$2
+    shift 2
+    local envs=()
+    while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
+    shift
+    local m=$work/models/$model.gguf
+    [[ -f $m ]] || return 0
+    echo "== $variant $model ${envs[*]} $*" >>"$log"
+    env "${envs[@]}" timeout 60 "$bin/vkllm" bench -m "$m" "$@" --json 2>>"$log" |
+        python3 -c 'import json,sys; d=json.load(sys.stdin); d["variant"]=sys.argv[1]; d["model"]=sys.argv[2]; print(json.dumps(d))' \
+            "$variant" "$model" >>"$jsonl" 2>>"$log"
+}
+# The models of the decode and prefill parts, the most telling first; each variant runs on every
+# model before the next variant starts, so a short budget still compares the first variants.
+sweep_models=${GPU_SWEEP_MODELS:-llama-1b-Q4_0 llama-1b-Q4_K_M llama-1b-F16 llama-1b-Q8_0 llama-8b-Q4_K_M}
+
+# Decode, one JSON line per run of `vkllm bench -p 0 -n 64`: tokens/s and GPU time by op family
+# (ops_ms), under the decode switches: the matvec's workgroup shape (VKLLM_MATVEC_SHAPE) and
+# units per loop trip (VKLLM_MATVEC_TRIP) on the model's own matrices, the pre-norm inside the
+# matvecs or a dispatch of its own (VKLLM_NORM_IN_MATVEC), x quantized once per input or rounded
+# in every workgroup (VKLLM_MATVEC_XQ=0), the one-input matvecs' own quantize dispatch or not
+# (VKLLM_MATVEC_XQ_SINGLE=0), Q, K and V as one stacked matvec or three (VKLLM_STACK_QKV=0), the
+# integer dot on or off (VKLLM_INTEGER_DOT).
 if wants decode; then
-    variants=(default VKLLM_MATVEC_XQ=0 VKLLM_MATVEC_XQ_SINGLE=0 VKLLM_NORM_IN_MATVEC=0 VKLLM_NORM_IN_MATVEC=1
-              VKLLM_INTEGER_DOT=0 VKLLM_INTEGER_DOT=1 VKLLM_STACK_QKV=0)
-    for m in "$work"/models/llama-1b-*.gguf "$work"/models/llama-8b-Q4_K_M.gguf; do
-        [[ -f $m ]] || continue
-        for v in "${variants[@]}"; do
+    variants=(default VKLLM_MATVEC_SHAPE=32x4 VKLLM_MATVEC_SHAPE=64x4 VKLLM_MATVEC_SHAPE=128x8
+              VKLLM_NORM_IN_MATVEC=0 VKLLM_MATVEC_XQ=0 VKLLM_MATVEC_TRIP=4 VKLLM_STACK_QKV=0
+              VKLLM_MATVEC_XQ_SINGLE=0 VKLLM_INTEGER_DOT=0 VKLLM_INTEGER_DOT=1 VKLLM_NORM_IN_MATVEC=1)
+    for v in "${variants[@]}"; do
+        for model in $sweep_models; do
             (($(date +%s) - t0 > budget)) && break 2
             e=()
             [[ $v != default ]] && e+=("$v")
-            echo "== decode $(basename "$m") $v" >>"$log"
-            env "${e[@]}" timeout 60 "$bin/vkllm" bench -m "$m" -p 0 -n 64 -r 3 --json 2>>"$log" |
-                python3 -c 'import json,sys; d=json.load(sys.stdin); d["variant"]=sys.argv[1]; d["model"]=sys.argv[2]; print(json.dumps(d))' \
-                    "decode-$v" "$(basename "$m" .gguf)" >>"$jsonl" 2>>"$log"
+            bench "decode-$v" "$model" "${e[@]}" -- -p 0 -n 64 -r 3
         done
     done
 fi
-# Prompt processing with and without the cooperative-matrix matmul, on the models gpu-check.sh
-# wrote (run it first): `vkllm bench -p 512 -n 0` in one pass of 512 (and in two of 256), one
-# JSON line per run with the prompt's GPU time by op family (prompt_ops_ms).
+# Prompt processing, one JSON line per run of `vkllm bench -p 512 -n 0` with the prompt's GPU time
+# by op family (prompt_ops_ms): the choice (the tensor cores where the device has them, in one
+# pass of 512), without the register double buffering (VKLLM_MATMUL_PREFETCH=0), with K steps of
+# 64 (VKLLM_COOPMAT_BK), on the scalar kernel (VKLLM_COOPMAT=0), with a forced tile
+# (VKLLM_MATMUL_TILE; the choice steps down to smaller tiles until the grid has 256 workgroups),
+# and in two passes of 256.
 if wants prefill; then
-    for m in "$work"/models/llama-1b-*.gguf "$work"/models/llama-8b-Q4_K_M.gguf; do
-        [[ -f $m ]] || continue
-        # VKLLM_COOPMAT:tokens per pass (-b):forced tile (VKLLM_MATMUL_TILE; "-": the choice, which
-        # steps down to smaller tiles until the grid has 256 workgroups)
-        for v in 1:512:- 0:512:- 1:256:- 1:512:128x128 1:512:64x64; do
-            IFS=: read -r coop b tile <<<"$v"
+    variants=(default VKLLM_MATMUL_PREFETCH=0 VKLLM_COOPMAT_BK=64 VKLLM_COOPMAT=0 VKLLM_MATMUL_TILE=128x128
+              VKLLM_MATMUL_TILE=64x64 b256)
+    for v in "${variants[@]}"; do
+        for model in $sweep_models; do
             (($(date +%s) - t0 > budget)) && break 2
-            e=(VKLLM_COOPMAT=$coop) name=coopmat-$coop-b$b
-            [[ $tile != - ]] && e+=(VKLLM_MATMUL_TILE=$tile) name+=-tile$tile
-            echo "== prefill $(basename "$m") ${e[*]} -b $b" >>"$log"
-            env "${e[@]}" timeout 60 "$bin/vkllm" bench -m "$m" -p 512 -n 0 -r 3 -b "$b" --json 2>>"$log" |
-                python3 -c 'import json,sys; d=json.load(sys.stdin); d["variant"]=sys.argv[1]; d["model"]=sys.argv[2]; print(json.dumps(d))' \
-                    "$name" "$(basename "$m" .gguf)" >>"$jsonl" 2>>"$log"
+            e=() b=512
+            case $v in default) ;; b256) b=256 ;; *) e+=("$v") ;; esac
+            bench "prefill-$v" "$model" "${e[@]}" -- -p 512 -n 0 -r 3 -b "$b"
         done
     done
 fi

@@ -6,8 +6,7 @@
 // counts back (tiles past the last one exit). Inputs are gathered by pair: x row p / top_k
 // (the token's input) or p (an input per pair); output row p of y. The expert weights are one
 // 3-D tensor {n_in, n_out, n_expert}, expert e's matrix the rows [e n_out, (e + 1) n_out).
-// COOPMAT: the tile's product on cooperative matrices, as matmul.comp's COOPMAT kernel (fp16
-// slices in shared memory, fp32 accumulators, a staging tile per subgroup for the output).
+// The tile's product is matmul_tile.glsl's (scalar or, with COOPMAT, on NVIDIA's tensor cores).
 #ifdef COOPMAT
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -17,20 +16,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 256u;        // = (BM / TM) * (BN / TN)
-layout(constant_id = 1) const uint BM = 64u;         // weight rows per tile
-layout(constant_id = 2) const uint BN = 64u;         // pairs per tile
-layout(constant_id = 3) const uint BK = 16u;         // elements of K per step (a multiple of 4 dividing 32)
-#ifdef COOPMAT
-layout(constant_id = 4) const uint WM = 32u;         // weight rows per subgroup (a multiple of CM)
-layout(constant_id = 5) const uint WN = 32u;         // pairs per subgroup (a multiple of CN)
-layout(constant_id = 6) const uint CM = 16u;         // the cooperative matrix shape (matmul.comp)
-layout(constant_id = 7) const uint CN = 16u;
-layout(constant_id = 8) const uint CK = 16u;
-#else
-layout(constant_id = 4) const uint TM = 4u;          // rows per thread (a multiple of 4)
-layout(constant_id = 5) const uint TN = 4u;          // pairs per thread (a multiple of 4)
-#endif
+#include "matmul_tile.glsl"  // the tile sizes and the tiled product
 
 #define IQ_GRID_BINDING 5  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's window)
@@ -125,130 +111,31 @@ uint claim_tile(const uint tid) {
     return expert;
 }
 
-#ifdef COOPMAT
-const uint LDS = BK + 8u;        // padded rows (matmul.comp)
-shared float16_t w_s[BM * LDS];  // [BM][BK] weights, row-major (A)
-shared float16_t x_s[BN * LDS];  // [BN][BK] gathered inputs: B = x_s^T, read column-major
-shared float c_s[BM / WM * (BN / WN) * CM * CN];  // a CM x CN staging tile per subgroup
+// This workgroup's tile (set by main): its expert, the expert's rows at byte expert_addr, its
+// first row, and the number of its columns (pairs) that hold a pair.
+uint tile_expert_id, expert_addr, m0, count;
+
+vec4 tile_w_quad(uint r, uint k) {
+    const uint row = m0 + r;
+    return (row < pc.n_rows && k < pc.n_in) ? weight_quad(expert_addr, row, k) : vec4(0.0);
+}
+vec4 tile_x_quad(uint c, uint k) {
+    return (c < count && k < pc.n_in) ? x_quad(tile_x_row[c], k) : vec4(0.0);
+}
+void tile_store(uint r, uint c, float v) {
+    const uint row = m0 + r;
+    if (row < pc.n_rows && c < count) {
+        if (pc.has_bias != 0u) v += bias[pc.bias_base + tile_expert_id * pc.bias_stride + row];
+        y[pc.y_base + tile_pair[c] * pc.y_stride + row] = v;
+    }
+}
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
-    const uint expert = claim_tile(tid);
-    if (expert == NONE) return;
-    const uint count = tile_count;
-    const uint expert_addr = pc.w_base + (expert - pc.expert_first) * pc.expert_bytes;
-    const uint m0 = gl_WorkGroupID.x * BM;
-    const uint sg = gl_SubgroupID;
-    const uint sm = (sg % (BM / WM)) * WM, sn = (sg / (BM / WM)) * WN;
-    const uint FM = WM / CM, FN = WN / CN;
-
-    fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[FM * FN];
-    [[unroll]] for (uint i = 0u; i < FM * FN; ++i) acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
-
-    for (uint k0 = 0u; k0 < pc.n_in; k0 += BK) {
-        for (uint idx = tid; idx < BM * (BK / 4u); idx += WG) {
-            const uint r = idx / (BK / 4u), kq = idx % (BK / 4u);
-            const uint row = m0 + r, k = k0 + 4u * kq;
-            const vec4 v = (row < pc.n_rows && k < pc.n_in) ? weight_quad(expert_addr, row, k) : vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) w_s[r * LDS + 4u * kq + i] = float16_t(v[i]);
-        }
-        for (uint idx = tid; idx < BN * (BK / 4u); idx += WG) {
-            const uint t = idx / (BK / 4u), kq = idx % (BK / 4u);
-            const uint k = k0 + 4u * kq;
-            const vec4 v = (t < count && k < pc.n_in) ? x_quad(tile_x_row[t], k) : vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) x_s[t * LDS + 4u * kq + i] = float16_t(v[i]);
-        }
-        barrier();
-        [[unroll]] for (uint kk = 0u; kk < BK; kk += CK) {
-            fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> b[FN];
-            [[unroll]] for (uint j = 0u; j < FN; ++j)
-                coopMatLoadNV(b[j], x_s, (sn + j * CN) * LDS + kk, LDS, true);
-            [[unroll]] for (uint i = 0u; i < FM; ++i) {
-                fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> a;
-                coopMatLoadNV(a, w_s, (sm + i * CM) * LDS + kk, LDS, false);
-                [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i * FN + j] = coopMatMulAddNV(a, b[j], acc[i * FN + j]);
-            }
-        }
-        barrier();
-    }
-
-    const uint stage = sg * CM * CN;
-    [[unroll]] for (uint i = 0u; i < FM; ++i) {
-        [[unroll]] for (uint j = 0u; j < FN; ++j) {
-            coopMatStoreNV(acc[i * FN + j], c_s, stage, CM, true);
-            subgroupBarrier();
-            for (uint e = gl_SubgroupInvocationID; e < CM * CN; e += gl_SubgroupSize) {
-                const uint row = m0 + sm + i * CM + e % CM, t = sn + j * CN + e / CM;
-                if (row < pc.n_rows && t < count) {
-                    float v = c_s[stage + e];
-                    if (pc.has_bias != 0u) v += bias[pc.bias_base + expert * pc.bias_stride + row];
-                    y[pc.y_base + tile_pair[t] * pc.y_stride + row] = v;
-                }
-            }
-            subgroupBarrier();
-        }
-    }
+    tile_expert_id = claim_tile(tid);
+    if (tile_expert_id == NONE) return;
+    count = tile_count;
+    expert_addr = pc.w_base + (tile_expert_id - pc.expert_first) * pc.expert_bytes;
+    m0 = gl_WorkGroupID.x * BM;
+    tile_product(tid, pc.n_in);
 }
-#else
-shared vec4 w_tile[BK * BM / 4u];  // [BK][BM] weights, k-major
-shared vec4 x_tile[BK * BN / 4u];  // [BK][BN] activations, k-major
-
-void main() {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint expert = claim_tile(tid);
-    if (expert == NONE) return;
-    const uint count = tile_count;
-    const uint expert_addr = pc.w_base + (expert - pc.expert_first) * pc.expert_bytes;
-    const uint m0 = gl_WorkGroupID.x * BM;
-    const uint tx = tid % (BM / TM), ty = tid / (BM / TM);
-    // Thread rows: g * RG + 4 tx + c (g < TM/4, c < 4); pairs: h * TG + 4 ty + c.
-    const uint RG = 4u * BM / TM, TG = 4u * BN / TN;
-
-    vec4 acc[TN * TM / 4u];  // [TN][TM/4]: acc[j * TM/4 + g][c] is row g RG + 4 tx + c, column j
-    [[unroll]] for (uint i = 0u; i < TN * TM / 4u; ++i) acc[i] = vec4(0.0);
-
-    for (uint k0 = 0u; k0 < pc.n_in; k0 += BK) {
-        // W slice: consecutive threads take consecutive rows (contiguous shared stores).
-        for (uint idx = tid; idx < BM * (BK / 4u); idx += WG) {
-            const uint r = idx % BM, kq = idx / BM;
-            const uint row = m0 + r, k = k0 + 4u * kq;
-            const vec4 v = (row < pc.n_rows && k < pc.n_in) ? weight_quad(expert_addr, row, k) : vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) w_tile[((4u * kq + i) * BM + r) >> 2][r & 3u] = v[i];
-        }
-        // X slice: the gathered input rows of the tile's pairs.
-        for (uint idx = tid; idx < BN * (BK / 4u); idx += WG) {
-            const uint t = idx % BN, kq = idx / BN;
-            const uint k = k0 + 4u * kq;
-            const vec4 v = (t < count && k < pc.n_in) ? x_quad(tile_x_row[t], k) : vec4(0.0);
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) x_tile[((4u * kq + i) * BN + t) >> 2][t & 3u] = v[i];
-        }
-        barrier();
-        for (uint kk = 0u; kk < BK; ++kk) {
-            vec4 a[TM / 4u], b[TN / 4u];
-            [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) a[g] = w_tile[(kk * BM + g * RG) / 4u + tx];
-            [[unroll]] for (uint h = 0u; h < TN / 4u; ++h) b[h] = x_tile[(kk * BN + h * TG) / 4u + ty];
-            [[unroll]] for (uint h = 0u; h < TN / 4u; ++h)
-                [[unroll]] for (uint c = 0u; c < 4u; ++c)
-                    [[unroll]] for (uint g = 0u; g < TM / 4u; ++g)
-                        acc[(4u * h + c) * (TM / 4u) + g] += a[g] * b[h][c];
-        }
-        barrier();
-    }
-
-    [[unroll]] for (uint j = 0u; j < TN; ++j) {
-        const uint t = (j / 4u) * TG + 4u * ty + (j % 4u);
-        if (t >= count) continue;
-        const uint p = tile_pair[t];
-        [[unroll]] for (uint g = 0u; g < TM / 4u; ++g) {
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                const uint row = m0 + g * RG + 4u * tx + c;
-                if (row < pc.n_rows) {
-                    float v = acc[j * (TM / 4u) + g][c];
-                    if (pc.has_bias != 0u) v += bias[pc.bias_base + expert * pc.bias_stride + row];
-                    y[pc.y_base + p * pc.y_stride + row] = v;
-                }
-            }
-        }
-    }
-}
-#endif

@@ -65,7 +65,7 @@ bool grid_leaves_units_idle(const gpu::Capabilities& caps, uint64_t n_rows, uint
 // kGpuMinWorkgroups workgroups: a 768-row matrix at 32 tokens has 12 workgroups of 64 x 32
 // (the largest that suits 32 tokens), 24 of 32 x 32. A CPU driver and the mobile clamp keep the
 // largest (lavapipe: the 128 x 128 tile is its fastest from 67 tokens on).
-MatmulTiles pick_matmul_tiles(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_tokens) {
+static MatmulTiles pick_tile_shape(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_tokens) {
     static constexpr MatmulTiles kCandidates[] = {
         {128, 128, 16, 8, 8},  // 256 threads, 16 KiB
         {64, 64, 16, 4, 4},    // 256 threads, 8 KiB
@@ -92,6 +92,21 @@ MatmulTiles pick_matmul_tiles(const gpu::Capabilities& caps, uint64_t n_rows, ui
         return t;
     }
     return kCandidates[kCount - 1];
+}
+
+uint32_t matmul_prefetch(const gpu::Capabilities& caps) {
+    if (const char* v = std::getenv("VKLLM_MATMUL_PREFETCH"); v && *v) {
+        weights::require(std::string_view(v) == "0" || std::string_view(v) == "1", "matmul",
+                         std::string("VKLLM_MATMUL_PREFETCH=") + v + " is not 0 or 1");
+        return v[0] == '1' ? 1 : 0;
+    }
+    return caps.type == "cpu" ? 0 : 1;
+}
+
+MatmulTiles pick_matmul_tiles(const gpu::Capabilities& caps, uint64_t n_rows, uint64_t n_tokens) {
+    MatmulTiles t = pick_tile_shape(caps, n_rows, n_tokens);
+    t.prefetch = matmul_prefetch(caps);
+    return t;
 }
 
 std::optional<gpu::ShaderId> coopmat_variant(const weights::Format& format) {
@@ -121,10 +136,27 @@ static std::optional<CooperativeMatrixShape> coopmat_shape(const gpu::Capabiliti
     return std::nullopt;
 }
 
+// The tensor-core kernel's K step: 32 elements (two 16-deep products) or the shape's depth if
+// larger; VKLLM_COOPMAT_BK=N (a multiple of 32 and of the depth, at most 128) takes N instead, for
+// measuring fewer, longer steps between barriers on a new device.
+static uint32_t coopmat_step(const CooperativeMatrixShape& shape) {
+    const uint32_t chosen = std::max(32u, shape.k);
+    const char* v = std::getenv("VKLLM_COOPMAT_BK");
+    if (!v || !*v) return chosen;
+    unsigned bk = 0;
+    char end = 0;
+    weights::require(std::sscanf(v, "%u%c", &bk, &end) == 1 && bk >= 32 && bk <= 128 && bk % 32 == 0 &&
+                         bk % shape.k == 0,
+                     "matmul",
+                     std::string("VKLLM_COOPMAT_BK=") + v + " is not a multiple of 32 and of the tensor cores' depth " +
+                         std::to_string(shape.k) + " up to 128");
+    return bk;
+}
+
 // Tiles of 2 x 2 subgroups, each FM x FN accumulators, largest first, stepped down as the scalar
 // tiles are: a tile is skipped when `columns` (tokens, or an expert's pairs on average) would
 // leave most of its BN columns empty, or, on a GPU, when the grid of n_rows x grid_columns would
-// have too few workgroups. BK is 32 elements (two 16-deep products). `extra_shared` is what the
+// have too few workgroups. BK: coopmat_step. `extra_shared` is what the
 // kernel keeps in shared memory besides the tiles (the grouped matmul's pair lists).
 static std::optional<CoopmatPlan> plan_tiles(const gpu::Capabilities& caps, std::optional<gpu::ShaderId> shader,
                                              uint64_t n_rows, double columns, uint64_t grid_columns,
@@ -133,13 +165,13 @@ static std::optional<CoopmatPlan> plan_tiles(const gpu::Capabilities& caps, std:
     const std::optional<CooperativeMatrixShape> shape = coopmat_shape(caps);
     if (!shader || !shape || caps.subgroup_size == 0) return std::nullopt;
     static constexpr uint32_t kFragments[][2] = {{4, 4}, {2, 2}, {2, 1}, {1, 1}};  // FM x FN per subgroup
-    const uint32_t bk = std::max(32u, shape->k);
+    const uint32_t bk = coopmat_step(*shape);
     const ForcedTile forced = forced_tile();
     std::string have;
     std::optional<CoopmatTiles> fallback;
     for (const auto& f : kFragments) {
         const uint32_t wm = f[0] * shape->m, wn = f[1] * shape->n;
-        const CoopmatTiles t{2 * wm, 2 * wn, bk, wm, wn, *shape, caps.subgroup_size};
+        const CoopmatTiles t{2 * wm, 2 * wn, bk, wm, wn, *shape, caps.subgroup_size, matmul_prefetch(caps)};
         const uint64_t shared = uint64_t(t.shared_bytes()) + uint64_t(extra_shared_per_column) * t.bn + 8;
         if (shared > caps.max_shared_memory || t.threads() > max_threads(caps)) continue;
         if (forced) {

@@ -17,11 +17,19 @@ namespace vkllm::ops {
 // outputs per thread (multiples of 4: the shader reads shared memory as vec4).
 struct MatmulTiles {
     uint32_t bm, bn, bk, tm, tn;
+    uint32_t prefetch = 0;  // 1: the next step's slices read during this one's product (matmul_prefetch)
     uint32_t threads() const { return (bm / tm) * (bn / tn); }
     uint32_t shared_bytes() const { return 4 * bk * (bm + bn); }
-    // matmul.comp's specialization constants 0..5.
-    std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, tm, tn}; }
+    // matmul_tile.glsl's specialization constants 0..6.
+    std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, tm, tn, prefetch}; }
 };
+
+// Whether the prompt matmuls read each step's slices during the previous step's product
+// (matmul_tile.glsl's PREFETCH, register double buffering): on GPUs, where it hides the loads'
+// latency; not on a CPU driver, where a workgroup's loads and arithmetic are the same core's
+// work anyway (lavapipe, zoo-facts and zoo-moe pp512: within noise either way). VKLLM_MATMUL_PREFETCH=0|1
+// forces it either way. 1 or 0, as the specialization constant takes it.
+uint32_t matmul_prefetch(const gpu::Capabilities& caps);
 
 // Whether a grid of n_rows x n_columns in tiles of bm x bn would leave a GPU's compute units idle
 // (fewer than about two workgroups per unit of a large GPU); false on a CPU driver and under the
@@ -39,12 +47,13 @@ struct CoopmatTiles {
     uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0;
     CooperativeMatrixShape shape;
     uint32_t subgroup = 0;  // the device's subgroup size
+    uint32_t prefetch = 0;  // as MatmulTiles::prefetch
     uint32_t subgroups() const { return (bm / wm) * (bn / wn); }
     uint32_t threads() const { return subgroups() * subgroup; }
     // fp16 W and X slices with rows padded by 8 halves, and an fp32 staging tile per subgroup.
     uint32_t shared_bytes() const { return 2 * (bm + bn) * (bk + 8) + 4 * subgroups() * shape.m * shape.n; }
-    // matmul.comp's COOPMAT specialization constants 0..8.
-    std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, wm, wn, shape.m, shape.n, shape.k}; }
+    // matmul_tile.glsl's COOPMAT specialization constants 0..9.
+    std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, wm, wn, shape.m, shape.n, shape.k, prefetch}; }
 };
 
 struct CoopmatPlan {

@@ -242,7 +242,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
     const gpu::Pipeline& pipe =
         coop    ? ctx.pipeline(coop->shader, layout.format.bindings(5), sizeof(MoeMatmulPush), coop->tiles.spec())
         : tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, layout.format.bindings(5), sizeof(MoeMatmulPush),
-                             {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn})
+                             {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn, matmul_prefetch(caps)})
               : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x),
                              layout.format.bindings(5),
                              sizeof(MoeMatvecPush), {mv_threads, mv_rows, round_x ? 1u : 0u, weights::matvec_rolled(caps)});

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/ref_ops.h"
@@ -177,8 +178,34 @@ TEST(MatmulTiles, CoopmatPlanFollowsTheDeviceTheBuildAndTheKnob) {
         ASSERT_TRUE(plan);
         EXPECT_EQ(std::to_string(plan->tiles.bm) + "x" + std::to_string(plan->tiles.bn), tile);
     }
-    test::ScopedEnv forced("VKLLM_MATMUL_TILE", "32x64");
-    EXPECT_THROW(ops::coopmat_plan(nv, q4_k, 768, 512), ops::ShapeError);
+    {
+        test::ScopedEnv forced("VKLLM_MATMUL_TILE", "32x64");
+        EXPECT_THROW(ops::coopmat_plan(nv, q4_k, 768, 512), ops::ShapeError);
+    }
+    // The K step: 32 unless VKLLM_COOPMAT_BK says otherwise; the shared memory it takes still fits.
+    EXPECT_EQ(ops::coopmat_plan(nv, q4_k, 4096, 512)->tiles.bk, 32u);
+    for (uint32_t bk : {64u, 128u}) {
+        test::ScopedEnv step("VKLLM_COOPMAT_BK", std::to_string(bk));
+        const std::optional<ops::CoopmatPlan> plan = ops::coopmat_plan(nv, q4_k, 4096, 512);
+        ASSERT_TRUE(plan);
+        EXPECT_EQ(plan->tiles.bk, bk);
+        EXPECT_LE(plan->tiles.shared_bytes(), nv.max_shared_memory);
+    }
+    for (const char* bad : {"48", "16", "256", "64x"}) {
+        test::ScopedEnv step("VKLLM_COOPMAT_BK", bad);
+        EXPECT_THROW(ops::coopmat_plan(nv, q4_k, 768, 512), ops::ShapeError) << bad;
+    }
+    // Register double buffering on GPUs, not on a CPU driver, unless VKLLM_MATMUL_PREFETCH says.
+    EXPECT_EQ(ops::coopmat_plan(nv, q4_k, 768, 512)->tiles.prefetch, 1u);
+    EXPECT_EQ(ops::pick_matmul_tiles(gpu_caps(), 768, 512).prefetch, 1u);
+    EXPECT_EQ(ops::pick_matmul_tiles(cpu_caps(), 768, 512).prefetch, 0u);
+    {
+        test::ScopedEnv off("VKLLM_MATMUL_PREFETCH", "0");
+        EXPECT_EQ(ops::coopmat_plan(nv, q4_k, 768, 512)->tiles.prefetch, 0u);
+        EXPECT_EQ(ops::pick_matmul_tiles(gpu_caps(), 768, 512).prefetch, 0u);
+    }
+    EXPECT_EQ(ops::coopmat_plan(nv, q4_k, 768, 512)->tiles.spec().size(), 10u) << "COOPMAT constants 0..9";
+    EXPECT_EQ(ops::pick_matmul_tiles(cpu_caps(), 768, 512).spec().size(), 7u) << "scalar constants 0..6";
 }
 
 // ---- the kernel against the reference ----
@@ -363,6 +390,14 @@ TEST_P(MatmulCoopmat, MatchesReferenceWithinFp16Rounding) {
         test::ScopedEnv forced("VKLLM_MATMUL_TILE", tile);
         SCOPED_TRACE(tile);
         check({type, n_in, 150}, 150);
+    }
+    // Without the register double buffering, and with longer K steps (a float row of 100 ends
+    // inside the last step; a row of 96 inside the second of 64).
+    for (const auto& [name, value] : {std::pair{"VKLLM_MATMUL_PREFETCH", "0"}, std::pair{"VKLLM_COOPMAT_BK", "64"},
+                                      std::pair{"VKLLM_COOPMAT_BK", "128"}}) {
+        test::ScopedEnv knob(name, value);
+        SCOPED_TRACE(std::string(name) + "=" + value);
+        check({type, n_in, 100}, 40);
     }
 }
 
