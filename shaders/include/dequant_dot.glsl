@@ -150,16 +150,28 @@ const uint MV_UNITS = 8u;
 uint mv_quad_elem(uint u, uint i) {
     return 128u * (u >> 2) + 32u * ((u >> 1) & 1u) + 16u * (u & 1u) + 4u * (i & 3u) + 64u * (i >> 2);
 }
-float mv_dot(uint blk, uint u, vec4 xv[8]) {
+// The 6-bit quants of unit u, four to a word (byte i of word j: quad j's element i): lo[j] the
+// unit's quads 0..3 (the low 16 elements), hi[j] quads 4..7 (the high 16). The integer dot
+// (dequant_idot.glsl) takes the same words.
+void q6k_unit_quants(uint blk, uint u, out uint lo[4], out uint hi[4]) {
     const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
     uint ql[4], qh[4];
     load_run4(blk + 64u * H + 32u * k + 16u * h, ql);
     load_run4(blk + 128u + 32u * H + 16u * h, qh);
-    float lo = 0.0, hi = 0.0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
         const uint top = qh[j] >> (2u * k);
-        lo += dot(bytes_u((ql[j] & 0x0F0F0F0Fu) | ((top & 0x03030303u) << 4)), xv[j]);
-        hi += dot(bytes_u(((ql[j] >> 4) & 0x0F0F0F0Fu) | (((top >> 4) & 0x03030303u) << 4)), xv[4u + j]);
+        lo[j] = (ql[j] & 0x0F0F0F0Fu) | ((top & 0x03030303u) << 4);
+        hi[j] = ((ql[j] >> 4) & 0x0F0F0F0Fu) | (((top >> 4) & 0x03030303u) << 4);
+    }
+}
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
+    uint qlo[4], qhi[4];
+    q6k_unit_quants(blk, u, qlo, qhi);
+    float lo = 0.0, hi = 0.0;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        lo += dot(bytes_u(qlo[j]), xv[j]);
+        hi += dot(bytes_u(qhi[j]), xv[4u + j]);
     }
     const uint g = 8u * H + 2u * k + h;  // scale of the low 16 elements; the high ones use g + 4
     return read_f16(blk + 208u) * (q6k_scale(blk, 16u * g) * (lo - 32.0 * xsum4(xv, 0u)) +

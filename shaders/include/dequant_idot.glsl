@@ -86,14 +86,12 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
 float mv_idot_k(uint blk, uint u, uvec4 xq_lo, uvec4 xq_hi, uint sums, float d_x) {
 #if defined(WTYPE_Q6_K)
     const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
-    uint ql[4], qh[4];
-    load_run4(blk + 64u * H + 32u * k + 16u * h, ql);
-    load_run4(blk + 128u + 32u * H + 16u * h, qh);
+    uint qlo[4], qhi[4];
+    q6k_unit_quants(blk, u, qlo, qhi);  // dequant_dot.glsl
     int lo = 0, hi = 0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-        const uint top = qh[j] >> (2u * k);
-        lo += sdot((ql[j] & 0x0F0F0F0Fu) | ((top & 0x03030303u) << 4), xq_lo[j]);
-        hi += sdot(((ql[j] >> 4) & 0x0F0F0F0Fu) | (((top >> 4) & 0x03030303u) << 4), xq_hi[j]);
+        lo += sdot(qlo[j], xq_lo[j]);
+        hi += sdot(qhi[j], xq_hi[j]);
     }
     const uint g = 8u * H + 2u * k + h;  // the low run's scale and sum; the high run's are g + 4
     const int bs_lo = int(xq_words[sums + g]), bs_hi = int(xq_words[sums + g + 4u]);
