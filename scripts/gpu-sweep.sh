@@ -123,14 +123,15 @@ bench() {
 sweep_models=${GPU_SWEEP_MODELS:-llama-1b-Q4_0 llama-1b-Q4_K_M llama-1b-F16 llama-1b-Q8_0 llama-8b-Q4_K_M}
 
 # Decode, one JSON line per run of `vkllm bench -p 0 -n 64`: tokens/s and GPU time by op family
-# (ops_ms), under the decode switches: the matvec's workgroup shape (VKLLM_MATVEC_SHAPE) and
+# (ops_ms), under the decode switches: Q4_0/Q8_0 weights in the file's block order instead of
+# grouped (VKLLM_GROUPED_BLOCKS=0), the matvec's workgroup shape (VKLLM_MATVEC_SHAPE) and
 # units per loop trip (VKLLM_MATVEC_TRIP) on the model's own matrices, the pre-norm inside the
 # matvecs or a dispatch of its own (VKLLM_NORM_IN_MATVEC), x quantized once per input or rounded
 # in every workgroup (VKLLM_MATVEC_XQ=0), the one-input matvecs' own quantize dispatch or not
 # (VKLLM_MATVEC_XQ_SINGLE=0), Q, K and V as one stacked matvec or three (VKLLM_STACK_QKV=0), the
 # integer dot on or off (VKLLM_INTEGER_DOT).
 if wants decode; then
-    variants=(default VKLLM_MATVEC_SHAPE=32x4 VKLLM_MATVEC_SHAPE=64x4 VKLLM_MATVEC_SHAPE=128x8
+    variants=(default VKLLM_GROUPED_BLOCKS=0 VKLLM_MATVEC_SHAPE=32x4 VKLLM_MATVEC_SHAPE=64x4 VKLLM_MATVEC_SHAPE=128x8
               VKLLM_NORM_IN_MATVEC=0 VKLLM_MATVEC_XQ=0 VKLLM_MATVEC_TRIP=4 VKLLM_STACK_QKV=0
               VKLLM_MATVEC_XQ_SINGLE=0 VKLLM_INTEGER_DOT=0 VKLLM_INTEGER_DOT=1 VKLLM_NORM_IN_MATVEC=1)
     for v in "${variants[@]}"; do
@@ -145,11 +146,13 @@ fi
 # Prompt processing, one JSON line per run of `vkllm bench -p 512 -n 0` with the prompt's GPU time
 # by op family (prompt_ops_ms): the choice (the tensor cores where the device has them, in one
 # pass of 512), without the register double buffering (VKLLM_MATMUL_PREFETCH=0), with K steps of
-# 64 (VKLLM_COOPMAT_BK), on the scalar kernel (VKLLM_COOPMAT=0), with a forced tile
+# 64 (VKLLM_COOPMAT_BK), Q4_0/Q8_0 in the file's block order (VKLLM_GROUPED_BLOCKS=0), on the
+# scalar kernel (VKLLM_COOPMAT=0), with a forced tile
 # (VKLLM_MATMUL_TILE; the choice steps down to smaller tiles until the grid has 256 workgroups),
 # and in two passes of 256.
 if wants prefill; then
-    variants=(default VKLLM_MATMUL_PREFETCH=0 VKLLM_COOPMAT_BK=64 VKLLM_COOPMAT=0 VKLLM_MATMUL_TILE=128x128
+    variants=(default VKLLM_MATMUL_PREFETCH=0 VKLLM_COOPMAT_BK=64 VKLLM_GROUPED_BLOCKS=0 VKLLM_COOPMAT=0
+              VKLLM_MATMUL_TILE=128x128
               VKLLM_MATMUL_TILE=64x64 b256)
     for v in "${variants[@]}"; do
         for model in $sweep_models; do

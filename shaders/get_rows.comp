@@ -6,6 +6,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint W_GROUPED = 0u;  // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
 
 #define IQ_GRID_BINDING 3  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the table words (this dispatch's row window)
@@ -45,7 +46,7 @@ void main() {
         return;
     }
 #endif
-    v = dequant4(row_addr + (e / BLOCK_ELEMS) * BLOCK_BYTES, (e % BLOCK_ELEMS) >> 2);
+    v = dequant4(block_address(row_addr, e / BLOCK_ELEMS), (e % BLOCK_ELEMS) >> 2);
     o[o0] = v.x;
     o[o0 + 1u] = v.y;
     o[o0 + 2u] = v.z;

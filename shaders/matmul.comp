@@ -41,7 +41,7 @@ vec4 weight_quad(uint row, uint k) {
         return v;
     }
 #endif
-    return dequant4(row_addr + (k / BLOCK_ELEMS) * BLOCK_BYTES, (k % BLOCK_ELEMS) >> 2);
+    return dequant4(block_address(row_addr, k / BLOCK_ELEMS), (k % BLOCK_ELEMS) >> 2);
 }
 
 // Elements k..k+3 of token `tok`'s activations (zero past the row's end).

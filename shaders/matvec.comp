@@ -37,6 +37,7 @@ layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 
 layout(constant_id = 4) const uint NORM_IN = 0u;     // 1: x is normalised here (RMSNorm, weight at binding 3)
 layout(constant_id = 5) const uint MV_ROLLED = 0u;   // 1: the rows' loop stays a loop (CPU drivers; matvec_unit.glsl)
 layout(constant_id = 6) const uint MV_TRIP = 2u;     // units each thread starts per loop trip (1..8)
+layout(constant_id = 7) const uint W_GROUPED = 0u;   // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
 
 #define IQ_GRID_BINDING 4  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)
@@ -173,7 +174,6 @@ float rms_inverse(uint tid) {
 // 16 bytes, so a subgroup's load is one contiguous run; the 32-element units read rows 2 bytes
 // aligned, 5 loads per 16 bytes, with threads 64 bytes apart.
 #define MV_OCTS 1
-layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };  // the weight words, by 4
 bool octs_aligned() { return ((pc.w_base | pc.row_bytes | pc.up_delta | pc.stack_base1 | pc.stack_base2) & 15u) == 0u; }
 vec4 round_quad(vec4 v) { return vec4(round_elem(v.x), round_elem(v.y), round_elem(v.z), round_elem(v.w)); }
 // Adds elements 8 oct .. 8 oct + 7 of every row to acc.

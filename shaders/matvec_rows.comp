@@ -18,6 +18,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64u;    // threads per workgroup (a power of two)
 layout(constant_id = 1) const uint ROWS = 2u;   // weight rows per workgroup
 layout(constant_id = 2) const uint COLS = 8u;   // rows of x read per dispatch, at most (>= n_cols)
+layout(constant_id = 3) const uint W_GROUPED = 0u;  // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
 
 #define IQ_GRID_BINDING 3  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"    // binding 0: the weight words (this dispatch's row window)
@@ -60,7 +61,7 @@ void accumulate_unit(uint unit) {
         vec4 xq[COLS];
         [[unroll]] for (uint c = 0u; c < COLS; ++c) xq[c] = x_quad(x_row[c] + e0 + 4u * i);
         [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
-            const vec4 w = dequant4(row_addr[r] + ib * BLOCK_BYTES, 8u * u + i);
+            const vec4 w = dequant4(block_address(row_addr[r], ib), 8u * u + i);
             [[unroll]] for (uint c = 0u; c < COLS; ++c) s[r * COLS + c] += dot(w, xq[c]);
         }
     }

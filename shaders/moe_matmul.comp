@@ -64,7 +64,7 @@ vec4 weight_quad(uint expert_addr, uint row, uint k) {
         return v;
     }
 #endif
-    return dequant4(row_addr + (k / BLOCK_ELEMS) * BLOCK_BYTES, (k % BLOCK_ELEMS) >> 2);
+    return dequant4(block_address(row_addr, k / BLOCK_ELEMS), (k % BLOCK_ELEMS) >> 2);
 }
 
 // Elements k..k+3 of input row `x_row` (zero past the row's end).

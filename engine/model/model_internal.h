@@ -29,9 +29,13 @@ struct ModelInternals {
     // made; and for every block they touched, its bytes before the first edit of it and now.
     struct SavedBlock {
         const gpu::Buffer* buffer = nullptr;
-        uint64_t offset = 0;             // byte offset of the block in the buffer
+        uint64_t offset = 0;             // byte offset of the block in the buffer (in GGUF's block order)
         std::vector<uint8_t> original;   // the file's bytes
         std::vector<uint8_t> current;    // what the GPU holds
+        // With grouped blocks (ops::group_blocks) the GPU keeps the block's f16 scale and its
+        // quants apart, at these byte offsets in the buffer.
+        bool grouped = false;
+        uint64_t scale_at = 0, quants_at = 0;
     };
     std::vector<WeightRef> edits_;
     std::vector<SavedBlock> saved_blocks_;

@@ -18,6 +18,18 @@ std::string shape_text(const std::vector<uint64_t>& dims) {
     return s + "]";
 }
 
+// The bytes of n_rows rows of `type` as the GPU keeps them: in grouped-block order where the type
+// and row length take it and the device wants it (ops::group_blocks_on_upload; then in `scratch`,
+// and *grouped is set), else `data` as it is.
+const uint8_t* device_rows(const gpu::Capabilities& caps, gguf::TensorType type, int64_t n_in, int64_t n_rows,
+                           const uint8_t* data, std::vector<uint8_t>& scratch, bool* grouped) {
+    *grouped = ops::can_group_blocks(type, n_in) && ops::group_blocks_on_upload(caps);
+    if (!*grouped) return data;
+    scratch.resize(gguf::row_size(type, size_t(n_in)) * uint64_t(n_rows));
+    ops::group_blocks(type, n_in, n_rows, data, scratch.data());
+    return scratch.data();
+}
+
 }  // namespace
 
 Weights::Weights(gpu::Context& ctx, const gguf::File& file, const ModelSpec& spec) : ctx_(ctx), file_(file) {
@@ -349,12 +361,14 @@ ops::Weight Weights::matrix_rows(const std::string& name, int64_t n_in, int64_t 
     w.type = t.type;
     w.n_in = n_in;
     w.n_out = n_out;
-    w.buffer = upload(t.data + uint64_t(row0) * row_bytes, uint64_t(n_out) * row_bytes,
-                      ops::weight_buffer_bytes(t.type, n_in, n_out));
+    std::vector<uint8_t> scratch;
+    const uint8_t* rows = device_rows(ctx_.caps(), t.type, n_in, n_out, t.data + uint64_t(row0) * row_bytes, scratch, &w.grouped);
+    w.buffer = upload(rows, uint64_t(n_out) * row_bytes, ops::weight_buffer_bytes(t.type, n_in, n_out));
     UploadedMatrix& m = uploaded_[name];
     m.type = t.type;
     m.n_in = n_in;
     m.n_rows = total_rows;
+    m.grouped = w.grouped;
     m.parts.push_back({w.buffer, row0, n_out});
     return w;
 }
@@ -374,11 +388,14 @@ ops::Weight Weights::matrix_row_chunks(const std::string& name, int64_t n_in, in
     w.type = t.type;
     w.n_in = n_in;
     w.n_out = n_out;
-    w.buffer = upload(rows.data(), rows.size(), ops::weight_buffer_bytes(t.type, n_in, n_out));
+    std::vector<uint8_t> scratch;
+    w.buffer = upload(device_rows(ctx_.caps(), t.type, n_in, n_out, rows.data(), scratch, &w.grouped), rows.size(),
+                      ops::weight_buffer_bytes(t.type, n_in, n_out));
     UploadedMatrix& m = uploaded_[name];
     m.type = t.type;
     m.n_in = n_in;
     m.n_rows = total_rows;
+    m.grouped = w.grouped;
     for (int64_t k = 0; k < n_chunks; ++k)
         m.parts.push_back({w.buffer, k * period + first, chunk, uint64_t(k * chunk) * row_bytes});
     return w;
@@ -412,17 +429,21 @@ void Weights::one_buffer(std::initializer_list<Member> members, int64_t n_in) {
         const Member& m = *group[i];
         const gguf::TensorInfo& t = tensor(m.name, n_in, m.n_out);
         const uint64_t bytes = gguf::row_size(t.type, size_t(n_in)) * uint64_t(m.n_out);
+        std::vector<uint8_t> scratch;
+        bool grouped = false;
+        const uint8_t* rows = device_rows(ctx_.caps(), t.type, n_in, m.n_out, t.data, scratch, &grouped);
         if (!buffer) {
-            buffer = upload(t.data, bytes, end);
+            buffer = upload(rows, bytes, end);
         } else {
-            writable(buffer).upload(t.data, bytes, offset[i]);
+            writable(buffer).upload(rows, bytes, offset[i]);
             bytes_ += bytes;
         }
-        *m.out = ops::Weight{t.type, buffer, n_in, m.n_out, offset[i]};
+        *m.out = ops::Weight{t.type, buffer, n_in, m.n_out, offset[i], grouped};
         UploadedMatrix& u = uploaded_[m.name];
         u.type = t.type;
         u.n_in = n_in;
         u.n_rows = m.n_out;
+        u.grouped = grouped;
         u.parts.push_back({buffer, 0, m.n_out, offset[i]});
     }
 }
@@ -454,10 +475,13 @@ void Weights::fused_gate_up(const std::string& name, int64_t n_in, int64_t n_out
         *up = matrix_rows(name, n_in, 2 * n_out, n_out, n_out);
         return;
     }
-    const gpu::Buffer* buffer = upload(t.data, 2 * half, ops::weight_buffer_bytes(t.type, n_in, 2 * n_out));
-    *gate = ops::Weight{t.type, buffer, n_in, n_out, 0};
-    *up = ops::Weight{t.type, buffer, n_in, n_out, half};
-    uploaded_[name] = UploadedMatrix{t.type, n_in, 2 * n_out, 0, {{buffer, 0, 2 * n_out, 0}}};
+    std::vector<uint8_t> scratch;
+    bool grouped = false;
+    const uint8_t* rows = device_rows(ctx_.caps(), t.type, n_in, 2 * n_out, t.data, scratch, &grouped);
+    const gpu::Buffer* buffer = upload(rows, 2 * half, ops::weight_buffer_bytes(t.type, n_in, 2 * n_out));
+    *gate = ops::Weight{t.type, buffer, n_in, n_out, 0, grouped};
+    *up = ops::Weight{t.type, buffer, n_in, n_out, half, grouped};
+    uploaded_[name] = UploadedMatrix{t.type, n_in, 2 * n_out, 0, {{buffer, 0, 2 * n_out, 0}}, grouped};
 }
 
 // `stem`.weight {n_in, n_out, n_expert}, and with `bias` `stem`.bias {n_out, n_expert}.
@@ -469,8 +493,10 @@ ops::ExpertWeights Weights::experts(const std::string& stem, int64_t n_in, int64
     w.n_in = n_in;
     w.n_out = n_out;
     w.n_expert = n_expert;
-    w.buffer = upload(t->data, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out * n_expert));
-    uploaded_[name] = UploadedMatrix{t->type, n_in, n_out, n_expert, {{w.buffer, 0, n_out * n_expert}}};
+    std::vector<uint8_t> scratch;
+    const uint8_t* rows = device_rows(ctx_.caps(), t->type, n_in, n_out * n_expert, t->data, scratch, &w.grouped);
+    w.buffer = upload(rows, t->n_bytes, ops::weight_buffer_bytes(t->type, n_in, n_out * n_expert));
+    uploaded_[name] = UploadedMatrix{t->type, n_in, n_out, n_expert, {{w.buffer, 0, n_out * n_expert}}, w.grouped};
     if (bias) w.bias = vector(stem + ".bias", n_out * n_expert);
     return w;
 }
@@ -490,8 +516,12 @@ void Weights::expert_gate_up_pair(const std::string& gate_stem, const std::strin
         *up = experts(up_stem, n_in, n_out, n_expert, false);
         return;
     }
-    const gpu::Buffer* buffer = upload(g.data, g.n_bytes, pair_bytes);
-    writable(buffer).upload(u.data, u.n_bytes, up_offset);
+    std::vector<uint8_t> scratch;
+    bool grouped = false;
+    const gpu::Buffer* buffer = upload(device_rows(ctx_.caps(), g.type, n_in, n_out * n_expert, g.data, scratch, &grouped),
+                                       g.n_bytes, pair_bytes);
+    writable(buffer).upload(device_rows(ctx_.caps(), u.type, n_in, n_out * n_expert, u.data, scratch, &grouped), u.n_bytes,
+                            up_offset);
     bytes_ += u.n_bytes;
     for (auto [w, t, name, offset] : {std::tuple{gate, &g, &gate_name, uint64_t(0)}, {up, &u, &up_name, up_offset}}) {
         w->type = t->type;
@@ -500,7 +530,9 @@ void Weights::expert_gate_up_pair(const std::string& gate_stem, const std::strin
         w->n_expert = n_expert;
         w->buffer = buffer;
         w->offset = offset;
-        uploaded_[*name] = UploadedMatrix{t->type, n_in, n_out, n_expert, {{buffer, 0, n_out * n_expert, offset}}};
+        w->grouped = grouped;  // one type and row length: both or neither
+        uploaded_[*name] =
+            UploadedMatrix{t->type, n_in, n_out, n_expert, {{buffer, 0, n_out * n_expert, offset}}, grouped};
     }
 }
 

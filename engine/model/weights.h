@@ -94,6 +94,7 @@ struct UploadedMatrix {
     int64_t n_rows = 0;     // rows (of one expert for expert tensors)
     int64_t n_expert = 0;   // 0: a 2-D matrix
     std::vector<UploadedPart> parts;
+    bool grouped = false;   // rows in grouped-block order on the GPU (ops::group_blocks)
 };
 
 class Weights {

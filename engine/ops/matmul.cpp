@@ -237,7 +237,7 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
     // The few-rows pipeline for a window of `nt` tokens.
     auto rows_pipe = [&](uint64_t nt) {
         return &ctx.pipeline(layout.format.shaders.matvec_rows.pick(caps.subgroup_arithmetic), layout.format.bindings(3),
-                             sizeof(MatvecRowsPush), {mv_threads, mv_rows, matvec_rows_cols(nt)});
+                             sizeof(MatvecRowsPush), {mv_threads, mv_rows, matvec_rows_cols(nt), layout.grouped_spec()});
     };
     // Rows per window: what one binding holds, and what one grid covers.
     const uint64_t grid_rows = single || few ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
@@ -248,10 +248,12 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                                layout.format.bindings(4),
                                sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u,
-                                weights::matvec_rolled(caps), weights::matvec_trip(caps)})
+                                weights::matvec_rolled(caps), weights::matvec_trip(caps), layout.grouped_spec()})
         : few ? nullptr  // per window (rows_pipe)
-        : coop ? &ctx.pipeline(coop->shader, layout.format.bindings(3), sizeof(MatmulPush), coop->tiles.spec())
-               : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush), tiles.spec());
+        : coop ? &ctx.pipeline(coop->shader, layout.format.bindings(3), sizeof(MatmulPush),
+                               with_grouped(coop->tiles.spec(), layout))
+               : &ctx.pipeline(layout.format.shaders.matmul, layout.format.bindings(3), sizeof(MatmulPush),
+                               with_grouped(tiles.spec(), layout));
 
     for (uint64_t row0 = 0; row0 < n_out; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_out - row0);
@@ -308,8 +310,8 @@ namespace {
 
 // The bytes one binding must span for the fused pair: gate's rows through up's.
 bool swiglu_pair(const Weight& gate, const Weight& up, uint64_t* span) {
-    if (gate.buffer != up.buffer || gate.type != up.type || gate.n_in != up.n_in || gate.n_out != up.n_out ||
-        up.offset < gate.offset)
+    if (gate.buffer != up.buffer || gate.type != up.type || gate.grouped != up.grouped || gate.n_in != up.n_in ||
+        gate.n_out != up.n_out || up.offset < gate.offset)
         return false;
     weights::Format f;
     if (!weights::gpu_format(gate.type, &f) || gate.n_in % f.block_elems) return false;
@@ -374,7 +376,7 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
                      layout.format.bindings(4),
                      sizeof(MatvecPush),
                      {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps)});
+                      weights::matvec_trip(caps), layout.grouped_spec()});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
                           uint32_t(up.offset - gate.offset), nb.base, nb.eps, 0u};

@@ -48,7 +48,7 @@ void matvec_quantized(Stream& s, const Weight& w, const QuantizedActs& x, const 
     const gpu::Pipeline& pipe =
         ctx.pipeline(xq_shader(caps, w.type, /*glu=*/false), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, /*GLU_ACT*/ 0u, /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps)});
+                      weights::matvec_trip(caps), layout.grouped_spec()});
     const XqBinding xb = xq_binding(x, lim, op);
     // Rows per window: what one binding holds and one grid covers (matmul's rule).
     const uint64_t grid_rows = uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv.rows;
@@ -93,7 +93,7 @@ void matvec_swiglu_quantized(Stream& s, const Weight& gate, const Weight& up, co
     const gpu::Pipeline& pipe =
         ctx.pipeline(xq_shader(caps, gate.type, /*glu=*/true), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, uint32_t(act), /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps)});
+                      weights::matvec_trip(caps), layout.grouped_spec()});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,  uint32_t(row_bytes), xb.quants, yw.shift / 4, 0u,
                           xb.vec4 ? 1u : 0u, uint32_t(up.offset - gate.offset), xb.scales, 0.0f, xb.sums};
     uint32_t gx = 1, gy = 1;

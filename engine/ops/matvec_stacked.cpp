@@ -41,7 +41,9 @@ bool stack_of(std::span<const Weight* const> ws, Stack* out) {
     s.row_bytes = uint64_t(first.n_in) / f.block_elems * f.block_bytes;
     s.begin = first.offset;
     for (const Weight* w : ws) {
-        if (w->buffer != first.buffer || w->type != first.type || w->n_in != first.n_in || w->n_out <= 0) return false;
+        if (w->buffer != first.buffer || w->type != first.type || w->grouped != first.grouped || w->n_in != first.n_in ||
+            w->n_out <= 0)
+            return false;
         s.n_out += uint64_t(w->n_out);
         s.begin = std::min(s.begin, w->offset);
         s.end = std::max(s.end, w->offset + s.row_bytes * uint64_t(w->n_out));
@@ -143,7 +145,7 @@ void matvec_stacked(Stream& s, std::span<const Weight* const> ws, const TensorVi
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w0.type, round_x), layout.format.bindings(4),
                      sizeof(MatvecPush),
                      {mv.threads, mv.rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u,
-                      weights::matvec_rolled(caps), weights::matvec_trip(caps)});
+                      weights::matvec_rolled(caps), weights::matvec_trip(caps), layout.grouped_spec()});
     MatvecPush push{uint32_t(n_in), uint32_t(st.n_out), 0u, uint32_t(layout.row_bytes), x_base, yw.shift / 4, 0u,
                     x_base % 4 == 0 && n_in % 4 == 0 && nb.vec4_ok ? 1u : 0u, 0u, nb.base, nb.eps, 0u};
     set_stack(push, wb, ws.size());
@@ -174,7 +176,7 @@ void matvec_stacked_quantized(Stream& s, std::span<const Weight* const> ws, cons
     const gpu::Pipeline& pipe =
         ctx.pipeline(xq_shader(caps, w0.type, /*glu=*/false), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, /*GLU_ACT*/ 0u, /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps)});
+                      weights::matvec_trip(caps), layout.grouped_spec()});
     MatvecPush push{uint32_t(n_in), uint32_t(st.n_out), 0u, uint32_t(layout.row_bytes), xb.quants, yw.shift / 4, 0u,
                     xb.vec4 ? 1u : 0u, 0u, xb.scales, 0.0f, xb.sums};
     set_stack(push, wb, ws.size());

@@ -202,7 +202,7 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
             "n_expert " + std::to_string(w.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
     require(w.n_out >= 1 && w.n_out < (int64_t(1) << 31), op, "n_out " + std::to_string(w.n_out) + " is out of range");
     const weights::Layout layout =
-        weights::checked_layout(Weight{w.type, w.buffer, w.n_in, w.n_out * w.n_expert, w.offset}, op);
+        weights::checked_layout(Weight{w.type, w.buffer, w.n_in, w.n_out * w.n_expert, w.offset, w.grouped}, op);
     require(!round_x || (r.sorted == nullptr && matvec_rounds_activations(w.type)), op,
             "round_x needs the matrix-vector path (no sort) and a weight type whose matvec rounds activations");
     const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
@@ -240,12 +240,15 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32);  // as matvec's
     const uint32_t mv_threads = mv.threads, mv_rows = mv.rows;
     const gpu::Pipeline& pipe =
-        coop    ? ctx.pipeline(coop->shader, layout.format.bindings(5), sizeof(MoeMatmulPush), coop->tiles.spec())
+        coop    ? ctx.pipeline(coop->shader, layout.format.bindings(5), sizeof(MoeMatmulPush),
+                               with_grouped(coop->tiles.spec(), layout))
         : tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, layout.format.bindings(5), sizeof(MoeMatmulPush),
-                             {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn, matmul_prefetch(caps)})
+                             {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn, matmul_prefetch(caps),
+                              layout.grouped_spec()})
               : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x),
                              layout.format.bindings(5),
-                             sizeof(MoeMatvecPush), {mv_threads, mv_rows, round_x ? 1u : 0u, weights::matvec_rolled(caps)});
+                             sizeof(MoeMatvecPush),
+                             {mv_threads, mv_rows, round_x ? 1u : 0u, weights::matvec_rolled(caps), layout.grouped_spec()});
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
     // ranges of one expert at a time.
@@ -314,7 +317,8 @@ namespace {
 
 // The bytes one binding must span for the fused pair: gate's experts through up's.
 bool swiglu_experts(const ExpertWeights& gate, const ExpertWeights& up, uint64_t* span, uint64_t* row_bytes) {
-    if (gate.buffer != up.buffer || gate.type != up.type || gate.n_in != up.n_in || gate.n_out != up.n_out ||
+    if (gate.buffer != up.buffer || gate.type != up.type || gate.grouped != up.grouped || gate.n_in != up.n_in ||
+        gate.n_out != up.n_out ||
         gate.n_expert != up.n_expert || gate.bias || up.bias || up.offset < gate.offset || gate.offset % 4 ||
         up.offset % 4)
         return false;
@@ -345,8 +349,8 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     require(gate.n_expert >= 1 && gate.n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(gate.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
     const weights::Layout layout =
-        weights::checked_layout(Weight{gate.type, gate.buffer, gate.n_in, gate.n_out * gate.n_expert, gate.offset}, op);
-    weights::checked_layout(Weight{up.type, up.buffer, up.n_in, up.n_out * up.n_expert, up.offset}, op);
+        weights::checked_layout(Weight{gate.type, gate.buffer, gate.n_in, gate.n_out * gate.n_expert, gate.offset, gate.grouped}, op);
+    weights::checked_layout(Weight{up.type, up.buffer, up.n_in, up.n_out * up.n_expert, up.offset, up.grouped}, op);
     require(moe_matvec_swiglu_fits(ctx, gate, up), op,
             "gate and up must be one type and shape without bias in one buffer (gate first), within one binding");
     require(!round_x || matvec_rounds_activations(gate.type), op, "round_x needs a weight type whose matvec rounds");
@@ -364,7 +368,8 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     const gpu::Pipeline& pipe =
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvecSwiglu, gate.type, round_x),
                      layout.format.bindings(5),
-                     sizeof(MoeMatvecPush), {mv.threads, mv.rows, round_x ? 1u : 0u, weights::matvec_rolled(caps)});
+                     sizeof(MoeMatvecPush),
+                     {mv.threads, mv.rows, round_x ? 1u : 0u, weights::matvec_rolled(caps), layout.grouped_spec()});
     const uint64_t gx = (n_out + mv.rows - 1) / mv.rows;
     for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
         const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);

@@ -19,6 +19,7 @@
 #include "gpu/buffer.h"
 #include "gpu/stream.h"
 #include "ops/tensor_view.h"
+#include "vkllm/device.h"
 #include "vkllm/kv_cache_type.h"
 
 namespace vkllm::ops {
@@ -39,7 +40,32 @@ struct Weight {
     int64_t n_in = 0;                // row length (elements)
     int64_t n_out = 0;               // number of rows
     uint64_t offset = 0;             // byte offset of row 0 in buffer (a multiple of 4)
+    // The bytes are in grouped-block order (group_blocks; Q4_0 and Q8_0 only), and offset is a
+    // multiple of 16.
+    bool grouped = false;
 };
+
+// Grouped blocks: each 8 consecutive blocks of a Q4_0 or Q8_0 row stored as their 8 f16 scales
+// and then their 8 quant payloads, so that every payload is 16-byte aligned and one wide load
+// for the shaders (shaders/include/dequant.glsl). The same bytes, rearranged within each row:
+// a row's size does not change. For rows of a multiple of 256 elements (8 blocks of 32).
+bool can_group_blocks(TensorType t, int64_t n_in);
+// n_rows rows of type t (GGUF's block order in `src`) in grouped-block order into `dst` (the same
+// size; src and dst must not overlap); ungroup_blocks undoes it. std::invalid_argument unless
+// can_group_blocks(t, n_in).
+void group_blocks(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst);
+void ungroup_blocks(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst);
+// Where a row with grouped blocks keeps block `ib`'s f16 scale and its quants (the block's other
+// bytes, from byte 2 of the GGUF block on), in bytes from the row's start.
+struct GroupedBlockPlace {
+    uint64_t scale = 0, quants = 0;
+};
+GroupedBlockPlace grouped_block_place(TensorType t, int64_t ib);
+// Whether a model uploads the weights that can take it with grouped blocks: on GPUs, not on a CPU
+// driver (lavapipe decodes zoo-wide's Q8_0 20% slower with them: its loads are a core's, where
+// the address arithmetic costs more than the unaligned words); VKLLM_GROUPED_BLOCKS=0|1 forces it
+// either way. Not yet measured on a GPU.
+bool group_blocks_on_upload(const DeviceCapabilities& caps);
 
 // True when a weight of this type can be used by matmul/get_rows on the GPU.
 bool gpu_supports(TensorType t);
@@ -304,6 +330,7 @@ struct ExpertWeights {
     int64_t n_in = 0, n_out = 0, n_expert = 0;
     const Buffer* bias = nullptr;  // float [n_expert, n_out] or null (gpt-oss's expert biases)
     uint64_t offset = 0;
+    bool grouped = false;  // as Weight::grouped
 };
 
 // A routed batch as the expert ops read it.

@@ -58,6 +58,9 @@ struct Layout {
     Format format;
     uint64_t row_bytes = 0;
     uint64_t total_bytes = 0;
+    bool grouped = false;  // Weight::grouped (checked: a type and row length that have it, 16-byte aligned)
+    // The shaders' W_GROUPED specialization constant, which follows each weight shader's own.
+    uint32_t grouped_spec() const { return grouped ? 1u : 0u; }
 };
 Layout checked_layout(const Weight& w, const char* op);
 

@@ -136,6 +136,14 @@ Layout checked_layout(const Weight& w, const char* op) {
     require(w.n_in < (int64_t(1) << 30), op, "row length " + std::to_string(w.n_in) + " is too long");
     require(w.buffer && w.buffer->valid(), op, "weight buffer is not allocated");
     require(w.offset % 4 == 0, op, "weight offset " + std::to_string(w.offset) + " is not a multiple of 4");
+    if (w.grouped) {
+        require(can_group_blocks(w.type, w.n_in), op,
+                "grouped blocks are for Q4_0 and Q8_0 rows of a multiple of 256 elements, not " + type_name(w.type) +
+                    " rows of " + std::to_string(w.n_in));
+        require(w.offset % 16 == 0, op,
+                "a weight with grouped blocks starts on a 16-byte boundary, not at offset " + std::to_string(w.offset));
+    }
+    l.grouped = w.grouped;
     l.row_bytes = uint64_t(w.n_in) / l.format.block_elems * l.format.block_bytes;
     l.total_bytes = l.row_bytes * uint64_t(w.n_out);
     const uint64_t needed = weight_buffer_bytes(w.type, w.n_in, w.n_out);

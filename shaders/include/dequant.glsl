@@ -14,8 +14,18 @@
 // Blocks sit at any even byte address (Q4_0 blocks are 18 bytes, Q6_K 210; MXFP4's 17-byte
 // blocks at any address), so multi-byte fields are assembled from the word stream by byte
 // address. Layouts: ggml-common.h.
+//
+// Grouped blocks (Q4_0 and Q8_0 with the includer's specialization constant W_GROUPED = 1; the
+// weights were uploaded so, ops::group_blocks): each 8 consecutive blocks of a row are stored as
+// their 8 f16 scales (16 bytes) and then their 8 quant payloads (16 or 32 bytes each), the same
+// bytes in the same space, rows on 16-byte boundaries. Every payload is then 16-byte aligned and
+// one wide load, where a block of 18 or 34 bytes costs five word loads per 16 bytes and the
+// shifts that join them. Every includer declares W_GROUPED (0 for the other types) and finds a
+// block through block_address: the address of the block itself, or with grouped blocks its
+// group's (a multiple of 16) plus its place in the group (0..7).
 
 layout(std430, binding = 0) readonly buffer WeightWords { uint w_words[]; };
+layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };  // the same words, by 4
 
 // Byte `a` of the weight binding.
 uint read_u8(uint a) { return (w_words[a >> 2] >> ((a & 3u) << 3)) & 0xFFu; }
@@ -31,6 +41,25 @@ uint read_u32(uint a) {
     return (lo >> sh) | ((hi << 16) << (16u - sh));
 }
 float read_f16(uint a) { return unpackHalf2x16(read_u16(a)).x; }
+
+// 16 bytes at an even byte address as four words, in 5 loads (a word-aligned run loads its last
+// word twice rather than the one past it, which may lie outside the binding).
+void load_run4(uint a, out uint q[4]) {
+    const uint i = a >> 2, odd = (a >> 1) & 1u;
+    const uint w0 = w_words[i], w1 = w_words[i + 1u], w2 = w_words[i + 2u], w3 = w_words[i + 3u];
+    const uint w4 = w_words[i + 3u + odd];
+    if (odd != 0u) {
+        q[0] = (w0 >> 16) | (w1 << 16);
+        q[1] = (w1 >> 16) | (w2 << 16);
+        q[2] = (w2 >> 16) | (w3 << 16);
+        q[3] = (w3 >> 16) | (w4 << 16);
+    } else {
+        q[0] = w0;
+        q[1] = w1;
+        q[2] = w2;
+        q[3] = w3;
+    }
+}
 
 // The four bytes of a word as floats (byte 0 first). Not int-to-float conversions, which a GPU
 // issues at a fraction of its float rate (an H100/H200 SM converts 16 per clock against 128
@@ -78,15 +107,12 @@ vec4 dequant4(uint blk, uint q) {
 #elif defined(WTYPE_Q8_0)
 // d: f16 at 0; qs: int8[32] at 2. x = d * q
 const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 34u;
-vec4 dequant4(uint blk, uint q) { return read_f16(blk) * bytes_s(read_u32(blk + 2u + 4u * q)); }
+#define W_GROUPABLE 1
 
 #elif defined(WTYPE_Q4_0)
 // d: f16 at 0; qs[16] at 2: byte j holds element j (low nibble) and j + 16 (high). x = d (q - 8)
 const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 18u;
-vec4 dequant4(uint blk, uint q) {
-    const uint w = read_u32(blk + 2u + 4u * (q & 3u)) >> (4u * (q >> 2));
-    return read_f16(blk) * (bytes_u(w & 0x0F0F0F0Fu) - 8.0);
-}
+#define W_GROUPABLE 1
 
 #elif defined(WTYPE_Q4_1)
 // d, m: f16 at 0, 2; qs[16] at 4 (nibbles as Q4_0). x = d q + m
@@ -123,3 +149,41 @@ vec4 dequant4(uint blk, uint q) {
 #include "dequant_tq.glsl"
 #include "dequant_iq_grid.glsl"
 
+// The block `ib` of the row at byte address row_addr, as the readers below take it.
+uint block_address(uint row_addr, uint ib) {
+#ifdef W_GROUPABLE
+    if (W_GROUPED != 0u) return (row_addr + (ib >> 3) * (8u * BLOCK_BYTES)) | (ib & 7u);
+#endif
+    return row_addr + ib * BLOCK_BYTES;
+}
+
+#ifdef W_GROUPABLE
+// A block's f16 scale and the start of its quants (its payload), by byte address.
+uint block_scale_address(uint blk) { return W_GROUPED != 0u ? (blk & ~15u) + 2u * (blk & 7u) : blk; }
+uint block_quants_address(uint blk) {
+    return W_GROUPED != 0u ? (blk & ~15u) + 16u + (BLOCK_BYTES - 2u) * (blk & 7u) : blk + 2u;
+}
+float block_scale(uint blk) { return read_f16(block_scale_address(blk)); }
+// 16 bytes of a block's quants from byte `a` of its payload, as four words: one wide load where
+// the blocks are grouped (16-byte aligned), else five word loads (load_run4).
+void load_quants4(uint a, out uint q[4]) {
+    if (W_GROUPED != 0u) {
+        const uvec4 v = w_quads[a >> 4];
+        q[0] = v.x;
+        q[1] = v.y;
+        q[2] = v.z;
+        q[3] = v.w;
+    } else {
+        load_run4(a, q);
+    }
+}
+#endif
+
+#if defined(WTYPE_Q8_0)
+vec4 dequant4(uint blk, uint q) { return block_scale(blk) * bytes_s(read_u32(block_quants_address(blk) + 4u * q)); }
+#elif defined(WTYPE_Q4_0)
+vec4 dequant4(uint blk, uint q) {
+    const uint w = read_u32(block_quants_address(blk) + 4u * (q & 3u)) >> (4u * (q >> 2));
+    return block_scale(blk) * (bytes_u(w & 0x0F0F0F0Fu) - 8.0);
+}
+#endif

@@ -7,25 +7,6 @@
 //   mv_dot(blk, u, xv)        dot of unit u of the block at byte address blk with x, where xv[i]
 //                             holds x at the elements of quad i
 
-// 16 bytes at an even byte address as four words, in 5 loads (a word-aligned run loads its last
-// word twice rather than the one past it, which may lie outside the binding).
-void load_run4(uint a, out uint q[4]) {
-    const uint i = a >> 2, odd = (a >> 1) & 1u;
-    const uint w0 = w_words[i], w1 = w_words[i + 1u], w2 = w_words[i + 2u], w3 = w_words[i + 3u];
-    const uint w4 = w_words[i + 3u + odd];
-    if (odd != 0u) {
-        q[0] = (w0 >> 16) | (w1 << 16);
-        q[1] = (w1 >> 16) | (w2 << 16);
-        q[2] = (w2 >> 16) | (w3 << 16);
-        q[3] = (w3 >> 16) | (w4 << 16);
-    } else {
-        q[0] = w0;
-        q[1] = w1;
-        q[2] = w2;
-        q[3] = w3;
-    }
-}
-
 vec4 nib_lo(uint w) { return bytes_u(w & 0x0F0F0F0Fu); }
 vec4 nib_hi(uint w) { return bytes_u((w >> 4) & 0x0F0F0F0Fu); }
 // Sum of the x values of quads i0..i0+3.
@@ -58,11 +39,12 @@ const uint MV_UNITS = 1u;
 uint mv_quad_elem(uint u, uint i) { return 4u * i; }
 float mv_dot(uint blk, uint u, vec4 xv[8]) {
     uint a[4], b[4];
-    load_run4(blk + 2u, a);
-    load_run4(blk + 18u, b);
+    const uint qa = block_quants_address(blk);
+    load_quants4(qa, a);
+    load_quants4(qa + 16u, b);
     float s = 0.0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) s += dot(bytes_s(a[j]), xv[j]) + dot(bytes_s(b[j]), xv[4u + j]);
-    return read_f16(blk) * s;
+    return block_scale(blk) * s;
 }
 
 #elif defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1)
@@ -72,7 +54,7 @@ uint mv_quad_elem(uint u, uint i) { return 4u * i; }  // word j: quads j (low ni
 float mv_dot(uint blk, uint u, vec4 xv[8]) {
     uint q[4];
 #ifdef WTYPE_Q4_0
-    load_run4(blk + 2u, q);
+    load_quants4(block_quants_address(blk), q);
 #else
     [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 1u + j];
 #endif
@@ -80,7 +62,7 @@ float mv_dot(uint blk, uint u, vec4 xv[8]) {
     [[unroll]] for (uint j = 0u; j < 4u; ++j) s += dot(nib_lo(q[j]), xv[j]) + dot(nib_hi(q[j]), xv[4u + j]);
     const float xs = xsum4(xv, 0u) + xsum4(xv, 4u);
 #ifdef WTYPE_Q4_0
-    return read_f16(blk) * (s - 8.0 * xs);
+    return block_scale(blk) * (s - 8.0 * xs);
 #else
     const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
     return dm.x * s + dm.y * xs;

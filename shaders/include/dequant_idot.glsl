@@ -24,18 +24,19 @@ int sdot(uint a, uint b) { return sdot4x8(a, b, 0); }
 // Dot of unit u (the whole block) with the packed quants xq (word i: quad i) of x.
 float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
     uint a[4], b[4];
-    load_run4(blk + 2u, a);
-    load_run4(blk + 18u, b);
+    const uint qa = block_quants_address(blk);
+    load_quants4(qa, a);
+    load_quants4(qa + 16u, b);
     int s = 0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) s += sdot(a[j], xq_lo[j]) + sdot(b[j], xq_hi[j]);
-    return read_f16(blk) * d_x * float(s);
+    return block_scale(blk) * d_x * float(s);
 }
 
 #elif defined(WTYPE_Q4_0) || defined(WTYPE_Q4_1)
 float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
     uint q[4];
 #ifdef WTYPE_Q4_0
-    load_run4(blk + 2u, q);
+    load_quants4(block_quants_address(blk), q);
 #else
     [[unroll]] for (uint j = 0u; j < 4u; ++j) q[j] = w_words[(blk >> 2) + 1u + j];
 #endif
@@ -43,7 +44,7 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
     [[unroll]] for (uint j = 0u; j < 4u; ++j)
         s += sdot(q[j] & 0x0F0F0F0Fu, xq_lo[j]) + sdot((q[j] >> 4) & 0x0F0F0F0Fu, xq_hi[j]);
 #ifdef WTYPE_Q4_0
-    return read_f16(blk) * d_x * float(s - 8 * xq_sum);
+    return block_scale(blk) * d_x * float(s - 8 * xq_sum);
 #else
     const vec2 dm = unpackHalf2x16(w_words[blk >> 2]);
     return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);

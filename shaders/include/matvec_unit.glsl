@@ -23,9 +23,9 @@ void accumulate_unit(uint unit) {  // K-quants, x quantized beforehand in blocks
     const float d_x = uintBitsToFloat(xq_words[pc.norm_base + ib]);
     const uint sums = pc.xq_sum_base + 16u * ib;
     if (MV_ROLLED != 0u) {
-        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot_k(row_addr[r] + ib * BLOCK_BYTES, u, lo, hi, sums, d_x);
+        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot_k(block_address(row_addr[r], ib), u, lo, hi, sums, d_x);
     } else {
-        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot_k(row_addr[r] + ib * BLOCK_BYTES, u, lo, hi, sums, d_x);
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot_k(block_address(row_addr[r], ib), u, lo, hi, sums, d_x);
     }
 }
 #elif defined(INT_DOT) && defined(XQ)
@@ -35,9 +35,9 @@ void accumulate_unit(uint unit) {  // x quantized beforehand (matvec_xq.glsl): i
     int xq_sum;
     xq_unit(unit, lo, hi, d_x, xq_sum);
     if (MV_ROLLED != 0u) {
-        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(block_address(row_addr[r], unit), lo, hi, xq_sum, d_x);
     } else {
-        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(block_address(row_addr[r], unit), lo, hi, xq_sum, d_x);
     }
 }
 #elif defined(INT_DOT)
@@ -66,9 +66,9 @@ void accumulate_unit(uint unit) {  // a unit is one block of 32 (MV_UNITS == 1)
     }
     const int xq_sum = qsum.x + qsum.y + qsum.z + qsum.w;
     if (MV_ROLLED != 0u) {
-        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(block_address(row_addr[r], unit), lo, hi, xq_sum, d_x);
     } else {
-        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(row_addr[r] + unit * BLOCK_BYTES, lo, hi, xq_sum, d_x);
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot(block_address(row_addr[r], unit), lo, hi, xq_sum, d_x);
     }
 }
 #else
@@ -78,9 +78,9 @@ void accumulate_unit(uint unit) {
     [[unroll]] for (uint i = 0u; i < 8u; ++i) xv[i] = x_quad(ib * BLOCK_ELEMS + mv_quad_elem(u, i));
     if (ROUND_X != 0u) round_unit(xv);
     if (MV_ROLLED != 0u) {
-        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
+        [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(block_address(row_addr[r], ib), u, xv);
     } else {
-        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(row_addr[r] + ib * BLOCK_BYTES, u, xv);
+        [[unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_dot(block_address(row_addr[r], ib), u, xv);
     }
 }
 #endif

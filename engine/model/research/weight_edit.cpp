@@ -23,7 +23,22 @@ struct ElementBlock {
     uint32_t n_bytes = 0;      // the type's block size in bytes
     uint32_t n_elements = 0;   // elements per block
     uint32_t index = 0;        // the element inside the block
+    bool grouped = false;      // the GPU keeps the block's scale and quants apart (ops::group_blocks)
+    uint64_t scale_at = 0, quants_at = 0;  // where, in bytes from the buffer's start
 };
+
+// A block's GGUF bytes written where the GPU keeps them: in place, or with grouped blocks its
+// f16 scale and its quants each at its own place.
+void write_block(model::Weights& weights, const gpu::Buffer* buffer, bool grouped, uint64_t offset, uint64_t scale_at,
+                 uint64_t quants_at, const std::vector<uint8_t>& bytes) {
+    gpu::Buffer& b = weights.writable(buffer);
+    if (!grouped) {
+        b.upload(bytes.data(), bytes.size(), offset);
+        return;
+    }
+    b.upload(bytes.data(), 2, scale_at);
+    b.upload(bytes.data() + 2, bytes.size() - 2, quants_at);
+}
 
 std::string describe(const WeightRef& w) {
     std::string s = w.tensor + "[" + std::to_string(w.row) + ", " + std::to_string(w.col) + "]";
@@ -87,6 +102,13 @@ ElementBlock locate(const detail::ModelInternals& m, const WeightRef& w) {
     b.n_elements = traits.block_size;
     b.offset = part->offset + uint64_t(file_row - part->first_row) * row_bytes + block_in_row;
     b.index = uint32_t(w.col % traits.block_size);
+    if (t->grouped) {
+        const uint64_t row_at = part->offset + uint64_t(file_row - part->first_row) * row_bytes;
+        const ops::GroupedBlockPlace place = ops::grouped_block_place(t->type, w.col / traits.block_size);
+        b.grouped = true;
+        b.scale_at = row_at + place.scale;
+        b.quants_at = row_at + place.quants;
+    }
     b.file_bytes = m.file().find_tensor(prefix + w.tensor + ".weight")->data + uint64_t(file_row) * row_bytes + block_in_row;
     return b;
 }
@@ -128,12 +150,13 @@ float Model::set_weight(const WeightRef& w, float value) {
     std::vector<uint8_t> encoded(b.n_bytes);
     gguf::quantize_row(b.type, values.data(), encoded.data(), b.n_elements);  // throws for a type it cannot encode
 
-    impl_->weights_->writable(b.buffer).upload(encoded.data(), b.n_bytes, b.offset);
+    write_block(*impl_->weights_, b.buffer, b.grouped, b.offset, b.scale_at, b.quants_at, encoded);
     // Only the first edit of a block keeps its original bytes: they are the file's.
     detail::ModelInternals::SavedBlock* saved = saved_block(*impl_, b);
     if (!saved)
-        saved = &impl_->saved_blocks_.emplace_back(
-            detail::ModelInternals::SavedBlock{b.buffer, b.offset, std::vector<uint8_t>(b.file_bytes, b.file_bytes + b.n_bytes), {}});
+        saved = &impl_->saved_blocks_.emplace_back(detail::ModelInternals::SavedBlock{
+            b.buffer, b.offset, std::vector<uint8_t>(b.file_bytes, b.file_bytes + b.n_bytes), {}, b.grouped, b.scale_at,
+            b.quants_at});
     saved->current = std::move(encoded);
 
     bool listed = false;
@@ -144,7 +167,7 @@ float Model::set_weight(const WeightRef& w, float value) {
 
 void Model::restore_weights() {
     for (const detail::ModelInternals::SavedBlock& s : impl_->saved_blocks_)
-        impl_->weights_->writable(s.buffer).upload(s.original.data(), s.original.size(), s.offset);
+        write_block(*impl_->weights_, s.buffer, s.grouped, s.offset, s.scale_at, s.quants_at, s.original);
     impl_->saved_blocks_.clear();
     impl_->edits_.clear();
 }
