@@ -27,15 +27,21 @@ struct ModelInternals {
 
     // Weight interventions (weight_edit.cpp): the edits in force, one per element, in the order
     // made; and for every block they touched, its bytes before the first edit of it and now.
-    struct SavedBlock {
-        const gpu::Buffer* buffer = nullptr;
-        uint64_t offset = 0;             // byte offset of the block in the buffer (in GGUF's block order)
-        std::vector<uint8_t> original;   // the file's bytes
-        std::vector<uint8_t> current;    // what the GPU holds
-        // With grouped blocks (ops::group_blocks) the GPU keeps the block's f16 scale and its
-        // quants apart, at these byte offsets in the buffer.
+    // Where a weight's block lies in its buffer: at `offset` in the file's block order (which
+    // names it), or with grouped blocks (ops::group_blocks) its f16 scale at scale_at and its
+    // payload (its other bytes in order) at quants_at; the scale is scale_in_block bytes into
+    // the file's block.
+    struct BlockPlace {
+        uint64_t offset = 0;
         bool grouped = false;
         uint64_t scale_at = 0, quants_at = 0;
+        uint64_t scale_in_block = 0;
+    };
+    struct SavedBlock {
+        const gpu::Buffer* buffer = nullptr;
+        BlockPlace place;
+        std::vector<uint8_t> original;   // the file's bytes
+        std::vector<uint8_t> current;    // what the GPU holds
     };
     std::vector<WeightRef> edits_;
     std::vector<SavedBlock> saved_blocks_;

@@ -1,7 +1,8 @@
-// Grouped blocks (ops.h): Q4_0 and Q8_0 rows rearranged on upload so that the shaders load each
-// block's quants with one 16-byte load. A group of 8 blocks [d0 q0][d1 q1]...[d7 q7] (each d an
-// f16 scale, each q the block's 16 or 32 bytes of quants) is stored as [d0 d1 ... d7][q0 q1 ... q7]:
-// 16 bytes of scales, then the payloads on 16-byte boundaries. Rows keep their size and place.
+// Grouped blocks (ops.h): Q4_0, Q8_0 and Q6_K rows rearranged on upload so that the shaders load
+// each block's quants with 16-byte loads. A group of 8 blocks [d0 q0][d1 q1]...[d7 q7] (each d
+// an f16 scale, each q the block's other bytes: 16 or 32 bytes of quants after d; Q6_K's 208
+// bytes of quants and scales before it) is stored as [d0 d1 ... d7][q0 q1 ... q7]: 16 bytes of
+// scales, then the payloads on 16-byte boundaries. Rows keep their size and place.
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -16,56 +17,84 @@ namespace vkllm::ops {
 
 namespace {
 
-constexpr int64_t kGroup = 8;       // blocks per group
-constexpr uint64_t kScaleBytes = 2;  // the f16 d at the start of each block
+constexpr int64_t kGroup = 8;        // blocks per group
+constexpr uint64_t kScaleBytes = 2;  // the f16 d of each block
 
-uint64_t block_bytes(TensorType t) { return gguf::type_traits(t)->type_size; }
+// The groupable types: the block's bytes, its elements and where its f16 scale sits in it.
+struct Groupable {
+    uint64_t block_bytes = 0, block_elems = 0, scale_at = 0;
+};
+bool groupable(TensorType t, Groupable* g) {
+    switch (t) {
+        case TensorType::Q4_0: *g = {18, 32, 0}; return true;
+        case TensorType::Q8_0: *g = {34, 32, 0}; return true;
+        case TensorType::Q6_K: *g = {210, 256, 208}; return true;  // ql, qh, scales, then d
+        default: return false;
+    }
+}
 
-void check(TensorType t, int64_t n_in, const char* what) {
+Groupable checked(TensorType t, int64_t n_in, const char* what) {
+    Groupable g;
     if (!can_group_blocks(t, n_in))
-        throw std::invalid_argument(std::string(what) + ": grouped blocks are for Q4_0 and Q8_0 rows of a multiple of " +
-                                    std::to_string(32 * kGroup) + " elements, not " +
+        throw std::invalid_argument(std::string(what) +
+                                    ": grouped blocks are for Q4_0 and Q8_0 rows of a multiple of 256 elements and "
+                                    "Q6_K rows of a multiple of 2048, not " +
                                     gguf::type_traits(t)->name + " rows of " + std::to_string(n_in));
+    groupable(t, &g);
+    return g;
+}
+
+// Block j of a group in the file's order <-> its scale and payload in grouped order. The payload
+// is the block's other bytes in order: those before the scale, then those after it.
+void move_block(const Groupable& g, const uint8_t* block, uint8_t* group, int64_t j, bool to_grouped) {
+    uint8_t* scale = group + kScaleBytes * uint64_t(j);
+    uint8_t* payload = group + kScaleBytes * kGroup + (g.block_bytes - kScaleBytes) * uint64_t(j);
+    const uint64_t before = g.scale_at, after = g.block_bytes - g.scale_at - kScaleBytes;
+    uint8_t* b = const_cast<uint8_t*>(block);
+    if (to_grouped) {
+        std::memcpy(scale, block + g.scale_at, kScaleBytes);
+        std::memcpy(payload, block, before);
+        std::memcpy(payload + before, block + g.scale_at + kScaleBytes, after);
+    } else {
+        std::memcpy(b + g.scale_at, scale, kScaleBytes);
+        std::memcpy(b, payload, before);
+        std::memcpy(b + g.scale_at + kScaleBytes, payload + before, after);
+    }
+}
+
+void regroup(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst, bool to_grouped,
+             const char* what) {
+    const Groupable g = checked(t, n_in, what);
+    const uint64_t groups = uint64_t(n_rows) * uint64_t(n_in) / g.block_elems / kGroup, bytes = kGroup * g.block_bytes;
+    for (uint64_t i = 0; i < groups; ++i)
+        for (int64_t j = 0; j < kGroup; ++j) {
+            if (to_grouped) move_block(g, src + i * bytes + uint64_t(j) * g.block_bytes, dst + i * bytes, j, true);
+            else move_block(g, dst + i * bytes + uint64_t(j) * g.block_bytes, const_cast<uint8_t*>(src) + i * bytes, j, false);
+        }
 }
 
 }  // namespace
 
 bool can_group_blocks(TensorType t, int64_t n_in) {
-    return (t == TensorType::Q4_0 || t == TensorType::Q8_0) && n_in > 0 && n_in % (32 * kGroup) == 0;
+    Groupable g;
+    return groupable(t, &g) && n_in > 0 && n_in % int64_t(g.block_elems * kGroup) == 0;
 }
 
 void group_blocks(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst) {
-    check(t, n_in, "group_blocks");
-    const uint64_t bb = block_bytes(t), payload = bb - kScaleBytes, groups = uint64_t(n_rows) * uint64_t(n_in / 32 / kGroup);
-    for (uint64_t g = 0; g < groups; ++g) {
-        const uint8_t* in = src + g * kGroup * bb;
-        uint8_t* out = dst + g * kGroup * bb;
-        for (int64_t j = 0; j < kGroup; ++j) {
-            std::memcpy(out + kScaleBytes * j, in + bb * j, kScaleBytes);
-            std::memcpy(out + kScaleBytes * kGroup + payload * j, in + bb * j + kScaleBytes, payload);
-        }
-    }
+    regroup(t, n_in, n_rows, src, dst, true, "group_blocks");
 }
 
 void ungroup_blocks(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst) {
-    check(t, n_in, "ungroup_blocks");
-    const uint64_t bb = block_bytes(t), payload = bb - kScaleBytes, groups = uint64_t(n_rows) * uint64_t(n_in / 32 / kGroup);
-    for (uint64_t g = 0; g < groups; ++g) {
-        const uint8_t* in = src + g * kGroup * bb;
-        uint8_t* out = dst + g * kGroup * bb;
-        for (int64_t j = 0; j < kGroup; ++j) {
-            std::memcpy(out + bb * j, in + kScaleBytes * j, kScaleBytes);
-            std::memcpy(out + bb * j + kScaleBytes, in + kScaleBytes * kGroup + payload * j, payload);
-        }
-    }
+    regroup(t, n_in, n_rows, src, dst, false, "ungroup_blocks");
 }
 
 GroupedBlockPlace grouped_block_place(TensorType t, int64_t ib) {
-    if (t != TensorType::Q4_0 && t != TensorType::Q8_0)
+    Groupable g;
+    if (!groupable(t, &g))
         throw std::invalid_argument(std::string("grouped_block_place: ") + gguf::type_traits(t)->name +
                                     " has no grouped blocks");
-    const uint64_t bb = block_bytes(t), group = uint64_t(ib / kGroup) * kGroup * bb, j = uint64_t(ib % kGroup);
-    return {group + kScaleBytes * j, group + kScaleBytes * kGroup + (bb - kScaleBytes) * j};
+    const uint64_t group = uint64_t(ib / kGroup) * kGroup * g.block_bytes, j = uint64_t(ib % kGroup);
+    return {group + kScaleBytes * j, group + kScaleBytes * kGroup + (g.block_bytes - kScaleBytes) * j, g.scale_at};
 }
 
 bool group_blocks_on_upload(const DeviceCapabilities& caps) {

@@ -40,29 +40,32 @@ struct Weight {
     int64_t n_in = 0;                // row length (elements)
     int64_t n_out = 0;               // number of rows
     uint64_t offset = 0;             // byte offset of row 0 in buffer (a multiple of 4)
-    // The bytes are in grouped-block order (group_blocks; Q4_0 and Q8_0 only), and offset is a
+    // The bytes are in grouped-block order (group_blocks; Q4_0, Q8_0, Q6_K), and offset is a
     // multiple of 16.
     bool grouped = false;
 };
 
-// Grouped blocks: each 8 consecutive blocks of a Q4_0 or Q8_0 row stored as their 8 f16 scales
-// and then their 8 quant payloads, so that every payload is 16-byte aligned and one wide load
-// for the shaders (shaders/include/dequant.glsl). The same bytes, rearranged within each row:
-// a row's size does not change. For rows of a multiple of 256 elements (8 blocks of 32).
+// Grouped blocks: each 8 consecutive blocks of a Q4_0, Q8_0 or Q6_K row stored as their 8 f16
+// scales and then their 8 payloads (each block's other bytes), so that every payload is 16-byte
+// aligned and read with wide loads by the shaders (shaders/include/dequant.glsl). The same bytes,
+// rearranged within each row: a row's size does not change. For rows of 8 whole blocks
+// (Q4_0/Q8_0: a multiple of 256 elements; Q6_K: of 2048).
 bool can_group_blocks(TensorType t, int64_t n_in);
 // n_rows rows of type t (GGUF's block order in `src`) in grouped-block order into `dst` (the same
 // size; src and dst must not overlap); ungroup_blocks undoes it. std::invalid_argument unless
 // can_group_blocks(t, n_in).
 void group_blocks(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst);
 void ungroup_blocks(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst);
-// Where a row with grouped blocks keeps block `ib`'s f16 scale and its quants (the block's other
-// bytes, from byte 2 of the GGUF block on), in bytes from the row's start.
+// Where a row with grouped blocks keeps block `ib`'s f16 scale and its payload (the block's
+// other bytes in order), in bytes from the row's start, and where the scale sits in the file's
+// block (0, or Q6_K's 208).
 struct GroupedBlockPlace {
     uint64_t scale = 0, quants = 0;
+    uint64_t scale_in_block = 0;
 };
 GroupedBlockPlace grouped_block_place(TensorType t, int64_t ib);
 // Whether a model uploads the weights that can take it with grouped blocks: on GPUs, not on a CPU
-// driver (lavapipe decodes zoo-wide's Q8_0 20% slower with them: its loads are a core's, where
+// driver (lavapipe decoded zoo-wide's Q8_0 20% slower with them: its loads are a core's, where
 // the address arithmetic costs more than the unaligned words); VKLLM_GROUPED_BLOCKS=0|1 forces it
 // either way. Not yet measured on a GPU.
 bool group_blocks_on_upload(const DeviceCapabilities& caps);

@@ -138,8 +138,8 @@ Layout checked_layout(const Weight& w, const char* op) {
     require(w.offset % 4 == 0, op, "weight offset " + std::to_string(w.offset) + " is not a multiple of 4");
     if (w.grouped) {
         require(can_group_blocks(w.type, w.n_in), op,
-                "grouped blocks are for Q4_0 and Q8_0 rows of a multiple of 256 elements, not " + type_name(w.type) +
-                    " rows of " + std::to_string(w.n_in));
+                "grouped blocks are for Q4_0 and Q8_0 rows of a multiple of 256 elements and Q6_K rows of a "
+                "multiple of 2048, not " + type_name(w.type) + " rows of " + std::to_string(w.n_in));
         require(w.offset % 16 == 0, op,
                 "a weight with grouped blocks starts on a 16-byte boundary, not at offset " + std::to_string(w.offset));
     }

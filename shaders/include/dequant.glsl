@@ -15,14 +15,15 @@
 // blocks at any address), so multi-byte fields are assembled from the word stream by byte
 // address. Layouts: ggml-common.h.
 //
-// Grouped blocks (Q4_0 and Q8_0 with the includer's specialization constant W_GROUPED = 1; the
-// weights were uploaded so, ops::group_blocks): each 8 consecutive blocks of a row are stored as
-// their 8 f16 scales (16 bytes) and then their 8 quant payloads (16 or 32 bytes each), the same
-// bytes in the same space, rows on 16-byte boundaries. Every payload is then 16-byte aligned and
-// one wide load, where a block of 18 or 34 bytes costs five word loads per 16 bytes and the
-// shifts that join them. Every includer declares W_GROUPED (0 for the other types) and finds a
-// block through block_address: the address of the block itself, or with grouped blocks its
-// group's (a multiple of 16) plus its place in the group (0..7).
+// Grouped blocks (Q4_0, Q8_0 and Q6_K with the includer's specialization constant W_GROUPED = 1;
+// the weights were uploaded so, ops::group_blocks): each 8 consecutive blocks of a row are stored
+// as their 8 f16 scales (16 bytes) and then their 8 payloads (the block's other bytes in order:
+// 16, 32 or 208 each), the same bytes in the same space, rows on 16-byte boundaries. Every
+// payload is then 16-byte aligned and read with wide loads, where a block of 18, 34 or 210
+// bytes costs five word loads per 16 bytes and the shifts that join them. Every includer
+// declares W_GROUPED (0 for the other types) and finds a block through block_address: the
+// address of the block itself, or with grouped blocks its group's (a multiple of 16) plus its
+// place in the group (0..7); block_quants_address gives its payload and block_scale its scale.
 
 layout(std430, binding = 0) readonly buffer WeightWords { uint w_words[]; };
 layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };  // the same words, by 4
@@ -41,6 +42,9 @@ uint read_u32(uint a) {
     return (lo >> sh) | ((hi << 16) << (16u - sh));
 }
 float read_f16(uint a) { return unpackHalf2x16(read_u16(a)).x; }
+// Defined at the end of this file for the types that can be grouped.
+uint block_quants_address(uint blk);
+float block_scale(uint blk);
 
 // 16 bytes at an even byte address as four words, in 5 loads (a word-aligned run loads its last
 // word twice rather than the one past it, which may lie outside the binding).
@@ -108,11 +112,13 @@ vec4 dequant4(uint blk, uint q) {
 // d: f16 at 0; qs: int8[32] at 2. x = d * q
 const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 34u;
 #define W_GROUPABLE 1
+const uint GROUP_SCALE_AT = 0u;  // the f16 scale's place in the block (grouped blocks, below)
 
 #elif defined(WTYPE_Q4_0)
 // d: f16 at 0; qs[16] at 2: byte j holds element j (low nibble) and j + 16 (high). x = d (q - 8)
 const uint BLOCK_ELEMS = 32u, BLOCK_BYTES = 18u;
 #define W_GROUPABLE 1
+const uint GROUP_SCALE_AT = 0u;
 
 #elif defined(WTYPE_Q4_1)
 // d, m: f16 at 0, 2; qs[16] at 4 (nibbles as Q4_0). x = d q + m
@@ -159,9 +165,10 @@ uint block_address(uint row_addr, uint ib) {
 
 #ifdef W_GROUPABLE
 // A block's f16 scale and the start of its quants (its payload), by byte address.
-uint block_scale_address(uint blk) { return W_GROUPED != 0u ? (blk & ~15u) + 2u * (blk & 7u) : blk; }
+uint block_scale_address(uint blk) { return W_GROUPED != 0u ? (blk & ~15u) + 2u * (blk & 7u) : blk + GROUP_SCALE_AT; }
 uint block_quants_address(uint blk) {
-    return W_GROUPED != 0u ? (blk & ~15u) + 16u + (BLOCK_BYTES - 2u) * (blk & 7u) : blk + 2u;
+    if (W_GROUPED != 0u) return (blk & ~15u) + 16u + (BLOCK_BYTES - 2u) * (blk & 7u);
+    return GROUP_SCALE_AT == 0u ? blk + 2u : blk;  // the bytes after the scale, or before it
 }
 float block_scale(uint blk) { return read_f16(block_scale_address(blk)); }
 // 16 bytes of a block's quants from byte `a` of its payload, as four words: one wide load where

@@ -137,9 +137,10 @@ uint mv_quad_elem(uint u, uint i) {
 // (dequant_idot.glsl) takes the same words.
 void q6k_unit_quants(uint blk, uint u, out uint lo[4], out uint hi[4]) {
     const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
+    const uint p = block_quants_address(blk);
     uint ql[4], qh[4];
-    load_run4(blk + 64u * H + 32u * k + 16u * h, ql);
-    load_run4(blk + 128u + 32u * H + 16u * h, qh);
+    load_quants4(p + 64u * H + 32u * k + 16u * h, ql);
+    load_quants4(p + 128u + 32u * H + 16u * h, qh);
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
         const uint top = qh[j] >> (2u * k);
         lo[j] = (ql[j] & 0x0F0F0F0Fu) | ((top & 0x03030303u) << 4);
@@ -156,8 +157,9 @@ float mv_dot(uint blk, uint u, vec4 xv[8]) {
         hi += dot(bytes_u(qhi[j]), xv[4u + j]);
     }
     const uint g = 8u * H + 2u * k + h;  // scale of the low 16 elements; the high ones use g + 4
-    return read_f16(blk + 208u) * (q6k_scale(blk, 16u * g) * (lo - 32.0 * xsum4(xv, 0u)) +
-                                   q6k_scale(blk, 16u * (g + 4u)) * (hi - 32.0 * xsum4(xv, 4u)));
+    const uint p = block_quants_address(blk);
+    return block_scale(blk) * (q6k_scale(p, 16u * g) * (lo - 32.0 * xsum4(xv, 0u)) +
+                               q6k_scale(p, 16u * (g + 4u)) * (hi - 32.0 * xsum4(xv, 4u)));
 }
 
 #elif defined(WTYPE_Q2_K)

@@ -96,8 +96,9 @@ float mv_idot_k(uint blk, uint u, uvec4 xq_lo, uvec4 xq_hi, uint sums, float d_x
     }
     const uint g = 8u * H + 2u * k + h;  // the low run's scale and sum; the high run's are g + 4
     const int bs_lo = int(xq_words[sums + g]), bs_hi = int(xq_words[sums + g + 4u]);
-    return d_x * read_f16(blk + 208u) *
-           (q6k_scale(blk, 16u * g) * float(lo - 32 * bs_lo) + q6k_scale(blk, 16u * (g + 4u)) * float(hi - 32 * bs_hi));
+    const uint p = block_quants_address(blk);
+    return d_x * block_scale(blk) *
+           (q6k_scale(p, 16u * g) * float(lo - 32 * bs_lo) + q6k_scale(p, 16u * (g + 4u)) * float(hi - 32 * bs_hi));
 #else
     const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // sub-blocks 2p (low nibbles) and 2p + 1, half h
     const vec2 dm = unpackHalf2x16(w_words[b]);

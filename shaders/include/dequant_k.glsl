@@ -42,12 +42,16 @@ vec4 dequant4(uint blk, uint q) {
 // In half h (128 elements), element 32k + l has its low nibble in ql[64h + 32(k%2) + l]
 // (nibble k/2) and its top two bits in qh[32h + l] at bit 2k. x = d sc (q - 32)
 const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 210u;
-float q6k_scale(uint blk, uint e) { return float(int(read_u8(blk + 192u + (e >> 4)) << 24) >> 24); }
+#define W_GROUPABLE 1
+const uint GROUP_SCALE_AT = 208u;  // grouped blocks (dequant.glsl): the payload is bytes 0..207
+// The int8 scale of element e, from the block's payload at byte p (block_quants_address).
+float q6k_scale(uint p, uint e) { return float(int(read_u8(p + 192u + (e >> 4)) << 24) >> 24); }
 vec4 dequant4(uint blk, uint q) {
     const uint e = 4u * q, h = e >> 7, k = (e >> 5) & 3u, l = e & 31u;
-    const uint ql = (read_u32(blk + 64u * h + 32u * (k & 1u) + l) >> (4u * (k >> 1))) & 0x0F0F0F0Fu;
-    const uint qh = (read_u32(blk + 128u + 32u * h + l) >> (2u * k)) & 0x03030303u;
-    return (read_f16(blk + 208u) * q6k_scale(blk, e)) * (bytes_u(ql | (qh << 4)) - 32.0);
+    const uint p = block_quants_address(blk);
+    const uint ql = (read_u32(p + 64u * h + 32u * (k & 1u) + l) >> (4u * (k >> 1))) & 0x0F0F0F0Fu;
+    const uint qh = (read_u32(p + 128u + 32u * h + l) >> (2u * k)) & 0x03030303u;
+    return (block_scale(blk) * q6k_scale(p, e)) * (bytes_u(ql | (qh << 4)) - 32.0);
 }
 
 #elif defined(WTYPE_Q2_K)

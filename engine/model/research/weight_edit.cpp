@@ -18,26 +18,26 @@ namespace {
 struct ElementBlock {
     const gpu::Buffer* buffer = nullptr;
     gguf::TensorType type = gguf::TensorType::F32;
-    uint64_t offset = 0;       // of the block, in bytes from the buffer's start
+    detail::ModelInternals::BlockPlace place;  // where the GPU keeps it
     const uint8_t* file_bytes = nullptr;  // the block in the mapped file
     uint32_t n_bytes = 0;      // the type's block size in bytes
     uint32_t n_elements = 0;   // elements per block
     uint32_t index = 0;        // the element inside the block
-    bool grouped = false;      // the GPU keeps the block's scale and quants apart (ops::group_blocks)
-    uint64_t scale_at = 0, quants_at = 0;  // where, in bytes from the buffer's start
 };
 
 // A block's GGUF bytes written where the GPU keeps them: in place, or with grouped blocks its
-// f16 scale and its quants each at its own place.
-void write_block(model::Weights& weights, const gpu::Buffer* buffer, bool grouped, uint64_t offset, uint64_t scale_at,
-                 uint64_t quants_at, const std::vector<uint8_t>& bytes) {
+// f16 scale and its payload (its other bytes in order) each at its own place.
+void write_block(model::Weights& weights, const gpu::Buffer* buffer, const detail::ModelInternals::BlockPlace& at,
+                 const std::vector<uint8_t>& bytes) {
     gpu::Buffer& b = weights.writable(buffer);
-    if (!grouped) {
-        b.upload(bytes.data(), bytes.size(), offset);
+    if (!at.grouped) {
+        b.upload(bytes.data(), bytes.size(), at.offset);
         return;
     }
-    b.upload(bytes.data(), 2, scale_at);
-    b.upload(bytes.data() + 2, bytes.size() - 2, quants_at);
+    std::vector<uint8_t> payload(bytes.begin(), bytes.begin() + at.scale_in_block);
+    payload.insert(payload.end(), bytes.begin() + at.scale_in_block + 2, bytes.end());
+    b.upload(bytes.data() + at.scale_in_block, 2, at.scale_at);
+    b.upload(payload.data(), payload.size(), at.quants_at);
 }
 
 std::string describe(const WeightRef& w) {
@@ -100,14 +100,15 @@ ElementBlock locate(const detail::ModelInternals& m, const WeightRef& w) {
     b.type = t->type;
     b.n_bytes = traits.type_size;
     b.n_elements = traits.block_size;
-    b.offset = part->offset + uint64_t(file_row - part->first_row) * row_bytes + block_in_row;
+    b.place.offset = part->offset + uint64_t(file_row - part->first_row) * row_bytes + block_in_row;
     b.index = uint32_t(w.col % traits.block_size);
     if (t->grouped) {
         const uint64_t row_at = part->offset + uint64_t(file_row - part->first_row) * row_bytes;
         const ops::GroupedBlockPlace place = ops::grouped_block_place(t->type, w.col / traits.block_size);
-        b.grouped = true;
-        b.scale_at = row_at + place.scale;
-        b.quants_at = row_at + place.quants;
+        b.place.grouped = true;
+        b.place.scale_at = row_at + place.scale;
+        b.place.quants_at = row_at + place.quants;
+        b.place.scale_in_block = place.scale_in_block;
     }
     b.file_bytes = m.file().find_tensor(prefix + w.tensor + ".weight")->data + uint64_t(file_row) * row_bytes + block_in_row;
     return b;
@@ -115,7 +116,7 @@ ElementBlock locate(const detail::ModelInternals& m, const WeightRef& w) {
 
 detail::ModelInternals::SavedBlock* saved_block(detail::ModelInternals& m, const ElementBlock& b) {
     for (detail::ModelInternals::SavedBlock& s : m.saved_blocks_)
-        if (s.buffer == b.buffer && s.offset == b.offset) return &s;
+        if (s.buffer == b.buffer && s.place.offset == b.place.offset) return &s;
     return nullptr;
 }
 
@@ -123,7 +124,7 @@ detail::ModelInternals::SavedBlock* saved_block(detail::ModelInternals& m, const
 std::vector<float> current_values(const detail::ModelInternals& m, const ElementBlock& b) {
     const uint8_t* bytes = b.file_bytes;
     for (const detail::ModelInternals::SavedBlock& s : m.saved_blocks_)
-        if (s.buffer == b.buffer && s.offset == b.offset) bytes = s.current.data();
+        if (s.buffer == b.buffer && s.place.offset == b.place.offset) bytes = s.current.data();
     std::vector<float> values(b.n_elements);
     gguf::dequantize_row(b.type, bytes, values.data(), b.n_elements);
     return values;
@@ -150,13 +151,12 @@ float Model::set_weight(const WeightRef& w, float value) {
     std::vector<uint8_t> encoded(b.n_bytes);
     gguf::quantize_row(b.type, values.data(), encoded.data(), b.n_elements);  // throws for a type it cannot encode
 
-    write_block(*impl_->weights_, b.buffer, b.grouped, b.offset, b.scale_at, b.quants_at, encoded);
+    write_block(*impl_->weights_, b.buffer, b.place, encoded);
     // Only the first edit of a block keeps its original bytes: they are the file's.
     detail::ModelInternals::SavedBlock* saved = saved_block(*impl_, b);
     if (!saved)
         saved = &impl_->saved_blocks_.emplace_back(detail::ModelInternals::SavedBlock{
-            b.buffer, b.offset, std::vector<uint8_t>(b.file_bytes, b.file_bytes + b.n_bytes), {}, b.grouped, b.scale_at,
-            b.quants_at});
+            b.buffer, b.place, std::vector<uint8_t>(b.file_bytes, b.file_bytes + b.n_bytes), {}});
     saved->current = std::move(encoded);
 
     bool listed = false;
@@ -167,7 +167,7 @@ float Model::set_weight(const WeightRef& w, float value) {
 
 void Model::restore_weights() {
     for (const detail::ModelInternals::SavedBlock& s : impl_->saved_blocks_)
-        write_block(*impl_->weights_, s.buffer, s.grouped, s.offset, s.scale_at, s.quants_at, s.original);
+        write_block(*impl_->weights_, s.buffer, s.place, s.original);
     impl_->saved_blocks_.clear();
     impl_->edits_.clear();
 }

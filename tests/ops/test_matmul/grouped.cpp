@@ -1,5 +1,5 @@
-// Grouped blocks (ops::group_blocks, dequant.glsl's W_GROUPED): Q4_0 and Q8_0 rows whose blocks
-// are stored as 8 scales and then 8 aligned quant payloads give every weight op the floats the
+// Grouped blocks (ops::group_blocks, dequant.glsl's W_GROUPED): Q4_0, Q8_0 and Q6_K rows whose
+// blocks are stored as 8 scales and then 8 aligned payloads give every weight op the floats the
 // file's block order gives, bit for bit (the same arithmetic on the same values, read from other
 // addresses): the one-token matvec (float x, x rounded in the shader, x quantized beforehand with
 // float and integer dots), the gated pair, the few-token and tiled matmuls, get_rows and the
@@ -30,6 +30,13 @@ using test::upload;
 
 constexpr uint64_t kGroupedOffset = 272;  // 16 x 17
 
+// The types that group, each with the shortest row that groups (8 blocks).
+struct Groupable {
+    TensorType type;
+    int64_t n_in;
+};
+constexpr Groupable kGroupable[] = {{TensorType::Q4_0, 256}, {TensorType::Q8_0, 256}, {TensorType::Q6_K, 2048}};
+
 std::string name_of(TensorType t) { return gguf::type_traits(t)->name; }
 
 void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
@@ -38,8 +45,8 @@ void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& w
 }
 
 TEST(GroupedBlocks, RearrangeEachGroupOfEightAndBack) {
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
-        const int64_t n_in = 512, n_rows = 3;
+    for (const auto& [t, shortest] : kGroupable) {
+        const int64_t n_in = 2 * shortest, n_rows = 3;
         const auto values = test::random_floats(size_t(n_in * n_rows), 3);
         const std::vector<uint8_t> bytes = gguf::quantize(t, values.data(), values.size());
         std::vector<uint8_t> grouped(bytes.size()), back(bytes.size());
@@ -48,20 +55,27 @@ TEST(GroupedBlocks, RearrangeEachGroupOfEightAndBack) {
         EXPECT_EQ(back, bytes) << name_of(t);
         EXPECT_NE(grouped, bytes) << name_of(t);
         // Block 9 of row 1 (group 1, place 1): its scale and its quants where grouped_block_place says.
-        const uint64_t bb = gguf::type_traits(t)->type_size, row = uint64_t(n_in / 32) * bb;
+        const uint64_t bb = gguf::type_traits(t)->type_size;
+        const uint64_t row = uint64_t(n_in / gguf::type_traits(t)->block_size) * bb;
         const ops::GroupedBlockPlace place = ops::grouped_block_place(t, 9);
         EXPECT_EQ(place.scale, 8 * bb + 2);
         EXPECT_EQ(place.quants, 8 * bb + 16 + (bb - 2));
+        EXPECT_EQ(place.scale_in_block, t == TensorType::Q6_K ? 208u : 0u);
         const uint8_t* block = bytes.data() + row + 9 * bb;
-        EXPECT_EQ(0, std::memcmp(grouped.data() + row + place.scale, block, 2)) << name_of(t);
-        EXPECT_EQ(0, std::memcmp(grouped.data() + row + place.quants, block + 2, bb - 2)) << name_of(t);
+        const uint64_t s = place.scale_in_block;
+        std::vector<uint8_t> payload(block, block + s);  // the block without its scale, in order
+        payload.insert(payload.end(), block + s + 2, block + bb);
+        EXPECT_EQ(0, std::memcmp(grouped.data() + row + place.scale, block + s, 2)) << name_of(t);
+        EXPECT_EQ(0, std::memcmp(grouped.data() + row + place.quants, payload.data(), bb - 2)) << name_of(t);
     }
+    EXPECT_TRUE(ops::can_group_blocks(TensorType::Q6_K, 2048));
+    EXPECT_FALSE(ops::can_group_blocks(TensorType::Q6_K, 1024));
     EXPECT_TRUE(ops::can_group_blocks(TensorType::Q8_0, 256));
     EXPECT_FALSE(ops::can_group_blocks(TensorType::Q8_0, 96)) << "8 blocks of 32 per group";
     EXPECT_FALSE(ops::can_group_blocks(TensorType::Q4_K, 256));
     std::vector<uint8_t> dst(1024);
     EXPECT_THROW(ops::group_blocks(TensorType::Q4_0, 96, 1, dst.data(), dst.data() + 512), std::invalid_argument);
-    EXPECT_THROW(ops::grouped_block_place(TensorType::Q6_K, 0), std::invalid_argument);
+    EXPECT_THROW(ops::grouped_block_place(TensorType::Q4_K, 0), std::invalid_argument);
     // GPUs group on upload, a CPU driver does not, unless VKLLM_GROUPED_BLOCKS says.
     gpu::Capabilities gpu_caps, cpu_caps;
     gpu_caps.type = "discrete";
@@ -127,8 +141,8 @@ protected:
 };
 
 TEST_F(GroupedOps, MatmulsEqualTheFileOrder) {
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
-        for (int64_t n_in : {256, 512}) {
+    for (const auto& [t, shortest] : kGroupable) {
+        for (int64_t n_in : {shortest, 2 * shortest}) {
             const Both w = both(t, n_in, 33, uint32_t(n_in));
             for (int64_t tokens : {1, 5, 40}) {  // matvec, matvec_rows, the tiled matmul
                 const std::string what = name_of(t) + " n_in " + std::to_string(n_in) + ", " + std::to_string(tokens) +
@@ -136,7 +150,8 @@ TEST_F(GroupedOps, MatmulsEqualTheFileOrder) {
                 test::ScopedEnv fp32_kernels("VKLLM_COOPMAT", "0");
                 expect_bit_equal(matmul(w.grouped, tokens, false), matmul(w.plain.gpu(), tokens, false), what);
             }
-            expect_bit_equal(matmul(w.grouped, 1, true), matmul(w.plain.gpu(), 1, true), name_of(t) + " x rounded");
+            if (ops::matvec_rounds_activations(t))
+                expect_bit_equal(matmul(w.grouped, 1, true), matmul(w.plain.gpu(), 1, true), name_of(t) + " x rounded");
             // The device's own choice for a prompt: on NVIDIA the tensor-core kernel, which rounds
             // the same values to fp16 in the same tiles.
             expect_bit_equal(matmul(w.grouped, 40, false), matmul(w.plain.gpu(), 40, false), name_of(t) + " prompt");
@@ -147,8 +162,8 @@ TEST_F(GroupedOps, MatmulsEqualTheFileOrder) {
 TEST_F(GroupedOps, QuantizedMatvecEqualsTheFileOrder) {
     for (const char* idot : {"0", "1"}) {  // the float dot, and the integer dot where the device has one
         test::ScopedEnv env("VKLLM_INTEGER_DOT", idot);
-        for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
-            const Both w = both(t, 512, 45, 5);
+        for (const auto& [t, n_in] : kGroupable) {
+            const Both w = both(t, n_in, 45, 5);
             expect_bit_equal(quantized_matvec(w.grouped), quantized_matvec(w.plain.gpu()),
                              name_of(t) + " VKLLM_INTEGER_DOT=" + idot);
         }
@@ -157,8 +172,8 @@ TEST_F(GroupedOps, QuantizedMatvecEqualsTheFileOrder) {
 
 // Gate and up grouped in one buffer (up 256 bytes past gate's end, rounded): the fused GLU matvec.
 TEST_F(GroupedOps, GatedPairEqualsTheFileOrder) {
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
-        const int64_t n_in = 256, n_out = 20;
+    for (const auto& [t, n_in] : kGroupable) {
+        const int64_t n_out = 20;
         const test::TestWeight g = test::make_weight(ctx(), t, n_in, n_out, 1), u = test::make_weight(ctx(), t, n_in, n_out, 2);
         const uint64_t up_at = (g.bytes.size() + 255) / 256 * 256;
         std::vector<float> y[2];
@@ -175,7 +190,8 @@ TEST_F(GroupedOps, GatedPairEqualsTheFileOrder) {
             gpu::Buffer xb = upload(ctx(), x), yb(ctx(), size_t(n_out) * 4, gpu::Memory::Device);
             gpu::Stream s(ctx());
             s.begin();
-            ops::matvec_swiglu(s, gw, uw, ops::f32_rows(xb, 1, n_in), ops::f32_rows(yb, 1, n_out), /*round_x=*/true);
+            ops::matvec_swiglu(s, gw, uw, ops::f32_rows(xb, 1, n_in), ops::f32_rows(yb, 1, n_out),
+                               /*round_x=*/ops::matvec_rounds_activations(t));
             s.submit_and_wait();
             y[grouped] = download(yb);
         }
@@ -187,16 +203,16 @@ TEST_F(GroupedOps, GatedPairEqualsTheFileOrder) {
 }
 
 TEST_F(GroupedOps, GetRowsEqualsTheFileOrder) {
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
-        const Both w = both(t, 256, 30, 4);
+    for (const auto& [t, n_in] : kGroupable) {
+        const Both w = both(t, n_in, 30, 4);
         const std::vector<int32_t> ids{3, 0, 29, 17, 3};
         std::vector<float> out[2];
         for (int grouped : {0, 1}) {
-            gpu::Buffer ib = upload(ctx(), ids), ob(ctx(), ids.size() * 256 * 4, gpu::Memory::Device);
+            gpu::Buffer ib = upload(ctx(), ids), ob(ctx(), ids.size() * size_t(n_in) * 4, gpu::Memory::Device);
             gpu::Stream s(ctx());
             s.begin();
             ops::get_rows(s, grouped ? w.grouped : w.plain.gpu(), ops::i32_vector(ib, int64_t(ids.size())),
-                          ops::f32_rows(ob, int64_t(ids.size()), 256));
+                          ops::f32_rows(ob, int64_t(ids.size()), n_in));
             s.submit_and_wait();
             out[grouped] = download(ob);
         }
@@ -204,12 +220,12 @@ TEST_F(GroupedOps, GetRowsEqualsTheFileOrder) {
     }
 }
 
-// 4 experts of 24 rows: the expert matvec (no sort) and the grouped matmul over sorted pairs.
+// 4 experts of 24 rows (Q6_K rows of 2048): the expert matvec (no sort) and the grouped matmul over sorted pairs.
 TEST_F(GroupedOps, ExpertsEqualTheFileOrder) {
-    const int64_t n_in = 256, n_out = 24, n_expert = 4, n_tokens = 9;
+    const int64_t n_out = 24, n_expert = 4, n_tokens = 9;
     const int top_k = 2;
     const int64_t n_pairs = n_tokens * top_k;
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q8_0}) {
+    for (const auto& [t, n_in] : kGroupable) {
         const auto values = test::random_floats(size_t(n_in * n_out * n_expert), 31);
         const std::vector<uint8_t> bytes = gguf::quantize(t, values.data(), values.size());
         std::vector<int32_t> ids;
