@@ -7,6 +7,7 @@
 // boundary, so a binding window starts before it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -156,6 +157,19 @@ TEST_F(GroupedOps, MatmulsEqualTheFileOrder) {
             // the same values to fp16 in the same tiles.
             expect_bit_equal(matmul(w.grouped, 40, false), matmul(w.plain.gpu(), 40, false), name_of(t) + " prompt");
         }
+    }
+}
+
+// A binding limit far below the weight's size: row windows whose starts the binding alignment
+// rounds down, so the rows sit at a shift inside each window (a multiple of 16 still).
+TEST_F(GroupedOps, RowWindowsEqualTheFileOrder) {
+    const Both w = both(TensorType::Q8_0, 256, 101, 8);
+    const uint64_t align = std::max<uint64_t>(ctx().caps().min_storage_buffer_offset_alignment, 4);
+    test::ScopedEnv env("VKLLM_MAX_BINDING_BYTES", std::to_string(2 * align + 16 + 5 * 272));
+    test::ScopedEnv fp32_kernels("VKLLM_COOPMAT", "0");
+    for (int64_t tokens : {1, 3, 20}) {
+        expect_bit_equal(matmul(w.grouped, tokens, false), matmul(w.plain.gpu(), tokens, false),
+                         "windows of about 5 rows, " + std::to_string(tokens) + " tokens");
     }
 }
 
