@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/model_internal.h"
+#include "bit_equal.h"
 #include "test_support.h"
 #include "vkllm/gguf.h"
 #include "vkllm/model.h"
@@ -19,6 +20,8 @@
 
 namespace vkllm {
 namespace {
+
+using test::expect_bit_equal;
 
 // The logits of a 20-token prompt's last token and of two decode steps after it.
 std::vector<float> run(const Model& model) {
@@ -33,10 +36,6 @@ std::vector<float> run(const Model& model) {
     return all;
 }
 
-void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << what << ": logit " << i;
-}
 
 class GroupedBlocksModel : public ::testing::TestWithParam<const char*> {};
 

@@ -19,12 +19,14 @@
 #include "gpu_test.h"
 #include "ops/ops.h"
 #include "../op_test_data.h"
+#include "bit_equal.h"
 #include "test_support.h"
 #include "test_weight.h"
 
 namespace vkllm {
 namespace {
 
+using test::expect_bit_equal;
 using gguf::TensorType;
 using test::download;
 using test::upload;
@@ -40,10 +42,6 @@ constexpr Groupable kGroupable[] = {{TensorType::Q4_0, 256}, {TensorType::Q8_0, 
 
 std::string name_of(TensorType t) { return gguf::type_traits(t)->name; }
 
-void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << what << ": element " << i;
-}
 
 TEST(GroupedBlocks, RearrangeEachGroupOfEightAndBack) {
     for (const auto& [t, shortest] : kGroupable) {

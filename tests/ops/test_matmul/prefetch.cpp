@@ -15,12 +15,14 @@
 #include "ops/matmul_tiles.h"
 #include "ops/ops.h"
 #include "../op_test_data.h"
+#include "bit_equal.h"
 #include "test_support.h"
 #include "test_weight.h"
 
 namespace vkllm {
 namespace {
 
+using test::expect_bit_equal;
 using gguf::TensorType;
 using test::download;
 using test::upload;
@@ -72,10 +74,6 @@ protected:
     }
 };
 
-void expect_bit_equal(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
-    ASSERT_EQ(a.size(), b.size()) << what;
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << what << ": element " << i;
-}
 
 TEST_F(MatmulPrefetch, TiledMatmulGivesTheSameSums) {
     struct Case {
