@@ -44,22 +44,19 @@ Groupable checked(TensorType t, int64_t n_in, const char* what) {
     return g;
 }
 
-// Block j of a group in the file's order <-> its scale and payload in grouped order. The payload
-// is the block's other bytes in order: those before the scale, then those after it.
-void move_block(const Groupable& g, const uint8_t* block, uint8_t* group, int64_t j, bool to_grouped) {
-    uint8_t* scale = group + kScaleBytes * uint64_t(j);
+// Block j of a group: from the file's order into grouped order (its scale into the group's 16
+// bytes of scales, its other bytes in order into its payload), and back.
+void block_to_group(const Groupable& g, const uint8_t* block, uint8_t* group, int64_t j) {
     uint8_t* payload = group + kScaleBytes * kGroup + (g.block_bytes - kScaleBytes) * uint64_t(j);
-    const uint64_t before = g.scale_at, after = g.block_bytes - g.scale_at - kScaleBytes;
-    uint8_t* b = const_cast<uint8_t*>(block);
-    if (to_grouped) {
-        std::memcpy(scale, block + g.scale_at, kScaleBytes);
-        std::memcpy(payload, block, before);
-        std::memcpy(payload + before, block + g.scale_at + kScaleBytes, after);
-    } else {
-        std::memcpy(b + g.scale_at, scale, kScaleBytes);
-        std::memcpy(b, payload, before);
-        std::memcpy(b + g.scale_at + kScaleBytes, payload + before, after);
-    }
+    std::memcpy(group + kScaleBytes * uint64_t(j), block + g.scale_at, kScaleBytes);
+    std::memcpy(payload, block, g.scale_at);
+    std::memcpy(payload + g.scale_at, block + g.scale_at + kScaleBytes, g.block_bytes - g.scale_at - kScaleBytes);
+}
+void group_to_block(const Groupable& g, const uint8_t* group, uint8_t* block, int64_t j) {
+    const uint8_t* payload = group + kScaleBytes * kGroup + (g.block_bytes - kScaleBytes) * uint64_t(j);
+    std::memcpy(block + g.scale_at, group + kScaleBytes * uint64_t(j), kScaleBytes);
+    std::memcpy(block, payload, g.scale_at);
+    std::memcpy(block + g.scale_at + kScaleBytes, payload + g.scale_at, g.block_bytes - g.scale_at - kScaleBytes);
 }
 
 void regroup(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uint8_t* dst, bool to_grouped,
@@ -68,8 +65,9 @@ void regroup(TensorType t, int64_t n_in, int64_t n_rows, const uint8_t* src, uin
     const uint64_t groups = uint64_t(n_rows) * uint64_t(n_in) / g.block_elems / kGroup, bytes = kGroup * g.block_bytes;
     for (uint64_t i = 0; i < groups; ++i)
         for (int64_t j = 0; j < kGroup; ++j) {
-            if (to_grouped) move_block(g, src + i * bytes + uint64_t(j) * g.block_bytes, dst + i * bytes, j, true);
-            else move_block(g, dst + i * bytes + uint64_t(j) * g.block_bytes, const_cast<uint8_t*>(src) + i * bytes, j, false);
+            const uint64_t block = i * bytes + uint64_t(j) * g.block_bytes;
+            if (to_grouped) block_to_group(g, src + block, dst + i * bytes, j);
+            else group_to_block(g, src + i * bytes, dst + block, j);
         }
 }
 
