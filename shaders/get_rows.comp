@@ -6,7 +6,7 @@
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint W_GROUPED = 0u;  // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
+layout(constant_id = 1) const uint W_ALIGNED = 0u;  // 1: the weight rows in their 16-byte-aligned layout (dequant.glsl)
 
 #define IQ_GRID_BINDING 3  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the table words (this dispatch's row window)

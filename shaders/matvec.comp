@@ -37,7 +37,7 @@ layout(constant_id = 3) const uint GLU_ACT = 0u;     // GLU: 0 silu (SwiGLU), 1 
 layout(constant_id = 4) const uint NORM_IN = 0u;     // 1: x is normalised here (RMSNorm, weight at binding 3)
 layout(constant_id = 5) const uint MV_ROLLED = 0u;   // 1: the rows' loop stays a loop (CPU drivers; matvec_unit.glsl)
 layout(constant_id = 6) const uint MV_TRIP = 2u;     // units each thread starts per loop trip (1..8)
-layout(constant_id = 7) const uint W_GROUPED = 0u;   // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
+layout(constant_id = 7) const uint W_ALIGNED = 0u;   // 1: the weight rows in their 16-byte-aligned layout (dequant.glsl)
 
 #define IQ_GRID_BINDING 4  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's row window)

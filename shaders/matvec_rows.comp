@@ -18,7 +18,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64u;    // threads per workgroup (a power of two)
 layout(constant_id = 1) const uint ROWS = 2u;   // weight rows per workgroup
 layout(constant_id = 2) const uint COLS = 8u;   // rows of x read per dispatch, at most (>= n_cols)
-layout(constant_id = 3) const uint W_GROUPED = 0u;  // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
+layout(constant_id = 3) const uint W_ALIGNED = 0u;  // 1: the weight rows in their 16-byte-aligned layout (dequant.glsl)
 
 #define IQ_GRID_BINDING 3  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"    // binding 0: the weight words (this dispatch's row window)

@@ -22,7 +22,7 @@ layout(constant_id = 0) const uint WG = 128u;        // threads per workgroup (a
 layout(constant_id = 1) const uint ROWS = 2u;        // rows per workgroup
 layout(constant_id = 2) const uint ROUND_X = 0u;     // 1: round x as llama.cpp's CPU backend does (matvec.comp)
 layout(constant_id = 3) const uint MV_ROLLED = 0u;   // 1: the rows' loop stays a loop (CPU drivers; matvec_unit.glsl)
-layout(constant_id = 4) const uint W_GROUPED = 0u;   // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
+layout(constant_id = 4) const uint W_ALIGNED = 0u;   // 1: the weight rows in their 16-byte-aligned layout (dequant.glsl)
 
 #define IQ_GRID_BINDING 5  // the grid i-quants' codebook (dequant_iq_grid.glsl)
 #include "dequant.glsl"  // binding 0: the weight words (this dispatch's window)

@@ -42,7 +42,7 @@ void get_rows(Stream& s, const Weight& table, const TensorView& ids_view, const 
     const uint64_t rows_per_window = usable / row_bytes;
     const uint64_t ids_per_dispatch = std::min<uint64_t>({usable / (n_in * 4), usable / 4, lim.max_groups[1]});
 
-    const gpu::Pipeline& pipe = ctx.pipeline(layout.format.shaders.get_rows, layout.format.bindings(3), sizeof(GetRowsPush), {kThreads, layout.grouped_spec()});
+    const gpu::Pipeline& pipe = ctx.pipeline(layout.format.shaders.get_rows, layout.format.bindings(3), sizeof(GetRowsPush), {kThreads, layout.aligned_spec()});
     const uint64_t n_rows = uint64_t(table.n_out);
     for (uint64_t row0 = 0; row0 < n_rows; row0 += rows_per_window) {
         const uint64_t rows = std::min(rows_per_window, n_rows - row0);

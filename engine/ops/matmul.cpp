@@ -237,7 +237,7 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
     // The few-rows pipeline for a window of `nt` tokens.
     auto rows_pipe = [&](uint64_t nt) {
         return &ctx.pipeline(layout.format.shaders.matvec_rows.pick(caps.subgroup_arithmetic), layout.format.bindings(3),
-                             sizeof(MatvecRowsPush), {mv_threads, mv_rows, matvec_rows_cols(nt), layout.grouped_spec()});
+                             sizeof(MatvecRowsPush), {mv_threads, mv_rows, matvec_rows_cols(nt), layout.aligned_spec()});
     };
     // Rows per window: what one binding holds, and what one grid covers.
     const uint64_t grid_rows = single || few ? uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv_rows
@@ -248,7 +248,7 @@ static void record_matmul(Stream& s, const Weight& w, const Buffer& x, uint64_t 
                                layout.format.bindings(4),
                                sizeof(MatvecPush),
                                {mv_threads, mv_rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u,
-                                weights::matvec_rolled(caps), weights::matvec_trip(caps), layout.grouped_spec()})
+                                weights::matvec_rolled(caps), weights::matvec_trip(caps), layout.aligned_spec()})
         : few ? nullptr  // per window (rows_pipe)
         : coop ? &ctx.pipeline(coop->shader, layout.format.bindings(3), sizeof(MatmulPush),
                                with_grouped(coop->tiles.spec(), layout))
@@ -348,8 +348,8 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
                                  uint64_t x_offset, const Buffer& y, uint64_t y_offset, bool round_x,
                                  GluActivation act, const MatvecNorm* norm) {
     const char* op = "matvec_swiglu";
-    const weights::Layout layout = weights::checked_layout(gate, op);
-    weights::checked_layout(up, op);
+    weights::Layout layout = weights::checked_layout(gate, op);
+    layout.and_aligned(weights::checked_layout(up, op));
     gpu::Context& ctx = s.context();
     require(matvec_swiglu_fits(ctx, gate, up), op,
             "gate and up must be one type and shape in one buffer (gate first), within one binding");
@@ -376,7 +376,7 @@ static void record_matvec_swiglu(Stream& s, const Weight& gate, const Weight& up
                      layout.format.bindings(4),
                      sizeof(MatvecPush),
                      {mv.threads, mv.rows, round_x ? 1u : 0u, uint32_t(act), norm ? 1u : 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps), layout.grouped_spec()});
+                      weights::matvec_trip(caps), layout.aligned_spec()});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,       uint32_t(row_bytes),
                           x_base,         yw.shift / 4,    0u,             x_vec4,
                           uint32_t(up.offset - gate.offset), nb.base, nb.eps, 0u};

@@ -56,10 +56,10 @@ struct CoopmatTiles {
     std::vector<uint32_t> spec() const { return {threads(), bm, bn, bk, wm, wn, shape.m, shape.n, shape.k, prefetch}; }
 };
 
-// A kernel's tile constants followed by the weight layout's W_GROUPED (dequant.glsl), which each
+// A kernel's tile constants followed by the weight layout's W_ALIGNED (dequant.glsl), which each
 // matmul shader declares right after its tile constants.
 inline std::vector<uint32_t> with_grouped(std::vector<uint32_t> spec, const weights::Layout& layout) {
-    spec.push_back(layout.grouped_spec());
+    spec.push_back(layout.aligned_spec());
     return spec;
 }
 

@@ -48,7 +48,7 @@ void matvec_quantized(Stream& s, const Weight& w, const QuantizedActs& x, const 
     const gpu::Pipeline& pipe =
         ctx.pipeline(xq_shader(caps, w.type, /*glu=*/false), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, /*GLU_ACT*/ 0u, /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps), layout.grouped_spec()});
+                      weights::matvec_trip(caps), layout.aligned_spec()});
     const XqBinding xb = xq_binding(x, lim, op);
     // Rows per window: what one binding holds and one grid covers (matmul's rule).
     const uint64_t grid_rows = uint64_t(lim.max_groups[0]) * lim.max_groups[1] * mv.rows;
@@ -77,7 +77,8 @@ void matvec_swiglu_quantized(Stream& s, const Weight& gate, const Weight& up, co
             "gate and up must be one type and shape in one buffer (gate first), within one binding");
     require(y.rows == 1 && y.cols == gate.n_out, op,
             "y must be one row of the weights' " + std::to_string(gate.n_out) + " outputs");
-    const weights::Layout layout = weights::checked_layout(gate, op);
+    weights::Layout layout = weights::checked_layout(gate, op);
+    layout.and_aligned(weights::checked_layout(up, op));
     const uint64_t n_in = uint64_t(gate.n_in), n_out = uint64_t(gate.n_out), row_bytes = layout.row_bytes;
     require(y.buffer->valid() && (y_offset + n_out) * 4 <= y.buffer->size(), op,
             "y holds fewer than n_out values after its offset");
@@ -93,7 +94,7 @@ void matvec_swiglu_quantized(Stream& s, const Weight& gate, const Weight& up, co
     const gpu::Pipeline& pipe =
         ctx.pipeline(xq_shader(caps, gate.type, /*glu=*/true), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, uint32_t(act), /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps), layout.grouped_spec()});
+                      weights::matvec_trip(caps), layout.aligned_spec()});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,  uint32_t(row_bytes), xb.quants, yw.shift / 4, 0u,
                           xb.vec4 ? 1u : 0u, uint32_t(up.offset - gate.offset), xb.scales, 0.0f, xb.sums};
     uint32_t gx = 1, gy = 1;

@@ -89,7 +89,8 @@ Stack checked_stack(const gpu::Context& ctx, std::span<const Weight* const> ws, 
     Stack st;
     require(stack_of(ws, &st) && matvec_stack_fits(ctx, ws), op,
             "two or three matrices of one type and row length in one buffer, within one binding");
-    for (const Weight* w : ws) *layout = weights::checked_layout(*w, op);  // one type: one layout
+    *layout = weights::checked_layout(*ws[0], op);  // one type: one layout, aligned if every matrix is
+    for (const Weight* w : ws) layout->and_aligned(weights::checked_layout(*w, op));
     return st;
 }
 
@@ -145,7 +146,7 @@ void matvec_stacked(Stream& s, std::span<const Weight* const> ws, const TensorVi
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::Matvec, w0.type, round_x), layout.format.bindings(4),
                      sizeof(MatvecPush),
                      {mv.threads, mv.rows, round_x ? 1u : 0u, /*GLU_ACT*/ 0u, norm ? 1u : 0u,
-                      weights::matvec_rolled(caps), weights::matvec_trip(caps), layout.grouped_spec()});
+                      weights::matvec_rolled(caps), weights::matvec_trip(caps), layout.aligned_spec()});
     MatvecPush push{uint32_t(n_in), uint32_t(st.n_out), 0u, uint32_t(layout.row_bytes), x_base, yw.shift / 4, 0u,
                     x_base % 4 == 0 && n_in % 4 == 0 && nb.vec4_ok ? 1u : 0u, 0u, nb.base, nb.eps, 0u};
     set_stack(push, wb, ws.size());
@@ -176,7 +177,7 @@ void matvec_stacked_quantized(Stream& s, std::span<const Weight* const> ws, cons
     const gpu::Pipeline& pipe =
         ctx.pipeline(xq_shader(caps, w0.type, /*glu=*/false), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, /*GLU_ACT*/ 0u, /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
-                      weights::matvec_trip(caps), layout.grouped_spec()});
+                      weights::matvec_trip(caps), layout.aligned_spec()});
     MatvecPush push{uint32_t(n_in), uint32_t(st.n_out), 0u, uint32_t(layout.row_bytes), xb.quants, yw.shift / 4, 0u,
                     xb.vec4 ? 1u : 0u, 0u, xb.scales, 0.0f, xb.sums};
     set_stack(push, wb, ws.size());

@@ -244,11 +244,11 @@ void moe_matmul(Stream& s, const ExpertWeights& w, const TensorView& x, bool x_p
                                with_grouped(coop->tiles.spec(), layout))
         : tiled ? ctx.pipeline(layout.format.shaders.moe_matmul, layout.format.bindings(5), sizeof(MoeMatmulPush),
                              {tiles.threads(), tiles.bm, tiles.bn, tiles.bk, tiles.tm, tiles.tn, matmul_prefetch(caps),
-                              layout.grouped_spec()})
+                              layout.aligned_spec()})
               : ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvec, w.type, round_x),
                              layout.format.bindings(5),
                              sizeof(MoeMatvecPush),
-                             {mv_threads, mv_rows, round_x ? 1u : 0u, weights::matvec_rolled(caps), layout.grouped_spec()});
+                             {mv_threads, mv_rows, round_x ? 1u : 0u, weights::matvec_rolled(caps), layout.aligned_spec()});
 
     // Weight windows: whole experts when an expert's rows fit one binding and one grid, else row
     // ranges of one expert at a time.
@@ -348,9 +348,10 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
     gpu::Context& ctx = s.context();
     require(gate.n_expert >= 1 && gate.n_expert <= kMaxExperts, op,
             "n_expert " + std::to_string(gate.n_expert) + " must be in [1, " + std::to_string(kMaxExperts) + "]");
-    const weights::Layout layout =
+    weights::Layout layout =
         weights::checked_layout(Weight{gate.type, gate.buffer, gate.n_in, gate.n_out * gate.n_expert, gate.offset, gate.grouped}, op);
-    weights::checked_layout(Weight{up.type, up.buffer, up.n_in, up.n_out * up.n_expert, up.offset, up.grouped}, op);
+    layout.and_aligned(
+        weights::checked_layout(Weight{up.type, up.buffer, up.n_in, up.n_out * up.n_expert, up.offset, up.grouped}, op));
     require(moe_matvec_swiglu_fits(ctx, gate, up), op,
             "gate and up must be one type and shape without bias in one buffer (gate first), within one binding");
     require(!round_x || matvec_rounds_activations(gate.type), op, "round_x needs a weight type whose matvec rounds");
@@ -369,7 +370,7 @@ void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights
         ctx.pipeline(weights::matvec_shader(caps, weights::MatvecOp::MoeMatvecSwiglu, gate.type, round_x),
                      layout.format.bindings(5),
                      sizeof(MoeMatvecPush),
-                     {mv.threads, mv.rows, round_x ? 1u : 0u, weights::matvec_rolled(caps), layout.grouped_spec()});
+                     {mv.threads, mv.rows, round_x ? 1u : 0u, weights::matvec_rolled(caps), layout.aligned_spec()});
     const uint64_t gx = (n_out + mv.rows - 1) / mv.rows;
     for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
         const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);

@@ -59,8 +59,13 @@ struct Layout {
     uint64_t row_bytes = 0;
     uint64_t total_bytes = 0;
     bool grouped = false;  // Weight::grouped (checked: a type and row length that have it, 16-byte aligned)
-    // The shaders' W_GROUPED specialization constant, which follows each weight shader's own.
-    uint32_t grouped_spec() const { return grouped ? 1u : 0u; }
+    // The rows in their 16-byte-aligned layout (shaders/include/dequant.glsl): grouped blocks, or
+    // Q4_K/Q5_K blocks (16-byte multiples) from a 16-byte boundary. Ops that bind several weights
+    // in one dispatch keep it only where every one of them has it (and_aligned).
+    bool aligned16 = false;
+    // The shaders' W_ALIGNED specialization constant, which follows each weight shader's own.
+    uint32_t aligned_spec() const { return aligned16 ? 1u : 0u; }
+    void and_aligned(const Layout& other) { aligned16 = aligned16 && other.aligned16; }
 };
 Layout checked_layout(const Weight& w, const char* op);
 

@@ -144,6 +144,7 @@ Layout checked_layout(const Weight& w, const char* op) {
                 "a weight with grouped blocks starts on a 16-byte boundary, not at offset " + std::to_string(w.offset));
     }
     l.grouped = w.grouped;
+    l.aligned16 = w.grouped || ((w.type == TensorType::Q4_K || w.type == TensorType::Q5_K) && w.offset % 16 == 0);
     l.row_bytes = uint64_t(w.n_in) / l.format.block_elems * l.format.block_bytes;
     l.total_bytes = l.row_bytes * uint64_t(w.n_out);
     const uint64_t needed = weight_buffer_bytes(w.type, w.n_in, w.n_out);

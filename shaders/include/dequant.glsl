@@ -15,13 +15,16 @@
 // blocks at any address), so multi-byte fields are assembled from the word stream by byte
 // address. Layouts: ggml-common.h.
 //
-// Grouped blocks (Q4_0, Q8_0 and Q6_K with the includer's specialization constant W_GROUPED = 1;
-// the weights were uploaded so, ops::group_blocks): each 8 consecutive blocks of a row are stored
+// The 16-byte-aligned layout (the includer's specialization constant W_ALIGNED = 1): the rows
+// start on 16-byte boundaries and their blocks' quants are 16-byte aligned, so the readers take
+// them with wide loads (load_words4, load_quants4). Q4_K and Q5_K blocks (144 and 176 bytes) are
+// so in the file's order whenever the weight starts on a 16-byte boundary; Q4_0, Q8_0 and Q6_K
+// in grouped blocks (the weights were uploaded so, ops::group_blocks): each 8 consecutive blocks of a row are stored
 // as their 8 f16 scales (16 bytes) and then their 8 payloads (the block's other bytes in order:
 // 16, 32 or 208 each), the same bytes in the same space, rows on 16-byte boundaries. Every
 // payload is then 16-byte aligned and read with wide loads, where a block of 18, 34 or 210
 // bytes costs five word loads per 16 bytes and the shifts that join them. Every includer
-// declares W_GROUPED (0 for the other types) and finds a block through block_address: the
+// declares W_ALIGNED (0 for the other types) and finds a block through block_address: the
 // address of the block itself, or with grouped blocks its group's (a multiple of 16) plus its
 // place in the group (0..7); block_quants_address gives its payload and block_scale its scale.
 
@@ -42,6 +45,11 @@ uint read_u32(uint a) {
     return (lo >> sh) | ((hi << 16) << (16u - sh));
 }
 float read_f16(uint a) { return unpackHalf2x16(read_u16(a)).x; }
+// Words i..i+3 of the weight binding: one 16-byte load in the aligned layout (i a multiple of 4).
+uvec4 load_words4(uint i) {
+    if (W_ALIGNED != 0u) return w_quads[i >> 2];
+    return uvec4(w_words[i], w_words[i + 1u], w_words[i + 2u], w_words[i + 3u]);
+}
 // Defined at the end of this file for the types that can be grouped.
 uint block_quants_address(uint blk);
 float block_scale(uint blk);
@@ -158,23 +166,23 @@ vec4 dequant4(uint blk, uint q) {
 // The block `ib` of the row at byte address row_addr, as the readers below take it.
 uint block_address(uint row_addr, uint ib) {
 #ifdef W_GROUPABLE
-    if (W_GROUPED != 0u) return (row_addr + (ib >> 3) * (8u * BLOCK_BYTES)) | (ib & 7u);
+    if (W_ALIGNED != 0u) return (row_addr + (ib >> 3) * (8u * BLOCK_BYTES)) | (ib & 7u);
 #endif
     return row_addr + ib * BLOCK_BYTES;
 }
 
 #ifdef W_GROUPABLE
 // A block's f16 scale and the start of its quants (its payload), by byte address.
-uint block_scale_address(uint blk) { return W_GROUPED != 0u ? (blk & ~15u) + 2u * (blk & 7u) : blk + GROUP_SCALE_AT; }
+uint block_scale_address(uint blk) { return W_ALIGNED != 0u ? (blk & ~15u) + 2u * (blk & 7u) : blk + GROUP_SCALE_AT; }
 uint block_quants_address(uint blk) {
-    if (W_GROUPED != 0u) return (blk & ~15u) + 16u + (BLOCK_BYTES - 2u) * (blk & 7u);
+    if (W_ALIGNED != 0u) return (blk & ~15u) + 16u + (BLOCK_BYTES - 2u) * (blk & 7u);
     return GROUP_SCALE_AT == 0u ? blk + 2u : blk;  // the bytes after the scale, or before it
 }
 float block_scale(uint blk) { return read_f16(block_scale_address(blk)); }
 // 16 bytes of a block's quants from byte `a` of its payload, as four words: one wide load where
 // the blocks are grouped (16-byte aligned), else five word loads (load_run4).
 void load_quants4(uint a, out uint q[4]) {
-    if (W_GROUPED != 0u) {
+    if (W_ALIGNED != 0u) {
         const uvec4 v = w_quads[a >> 4];
         q[0] = v.x;
         q[1] = v.y;

@@ -104,18 +104,25 @@ float mv_dot(uint blk, uint u, vec4 xv[8]) {
 const uint MV_UNITS = 8u;
 uint mv_quad_elem(uint u, uint i) { return 64u * (u >> 1) + 16u * (u & 1u) + 4u * (i & 3u) + 32u * (i >> 2); }
 float mv_dot(uint blk, uint u, vec4 xv[8]) {
-    const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // blocks are 4-byte aligned
-    const vec2 dm = unpackHalf2x16(w_words[b]);
-    const vec2 sm_lo = k4_scale_min(b, 2u * p), sm_hi = k4_scale_min(b, 2u * p + 1u);
+    const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // blocks are 4-byte aligned (16 with W_ALIGNED)
+    const uvec4 head = load_words4(b);  // d and dmin, the 12 bytes of scales and mins
+    const vec2 dm = unpackHalf2x16(head.x);
+    const vec2 sm_lo = k4_scale_min_of(head.y, head.z, head.w, 2u * p);
+    const vec2 sm_hi = k4_scale_min_of(head.y, head.z, head.w, 2u * p + 1u);
+#ifdef WTYPE_Q4_K
+    const uvec4 qs = load_words4(b + 4u + 8u * p + 4u * h);
+#else
+    const uvec4 qs = load_words4(b + 12u + 8u * p + 4u * h), qhs = load_words4(b + 4u + 4u * h);
+#endif
     float lo = 0.0, hi = 0.0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
 #ifdef WTYPE_Q4_K
-        const uint q = w_words[b + 4u + 8u * p + 4u * h + j];
+        const uint q = qs[j];
         lo += dot(nib_lo(q), xv[j]);
         hi += dot(nib_hi(q), xv[4u + j]);
 #else
-        const uint q = w_words[b + 12u + 8u * p + 4u * h + j];
-        const uint qh = w_words[b + 4u + 4u * h + j] >> (2u * p);
+        const uint q = qs[j];
+        const uint qh = qhs[j] >> (2u * p);
         lo += dot(bytes_u((q & 0x0F0F0F0Fu) | ((qh & 0x01010101u) << 4)), xv[j]);
         hi += dot(bytes_u(((q >> 4) & 0x0F0F0F0Fu) | (((qh >> 1) & 0x01010101u) << 4)), xv[4u + j]);
 #endif

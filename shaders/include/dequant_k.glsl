@@ -4,13 +4,14 @@
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
 // Q4_K/Q5_K: eight (scale, min) 6-bit pairs packed in the 12 bytes at byte 4 of the block
 // (ggml's get_scale_min_k4). b: word index of the block; s: sub-block 0..7.
-vec2 k4_scale_min(uint b, uint s) {
-    const uint s0 = w_words[b + 1u], s1 = w_words[b + 2u], s2 = w_words[b + 3u];
+// k4_scale_min_of takes the block's words 1..3 (s0, s1, s2) already loaded.
+vec2 k4_scale_min_of(uint s0, uint s1, uint s2, uint s) {
     const uint sh = 8u * (s & 3u);
     const uint b0 = (s0 >> sh) & 0xFFu, b1 = (s1 >> sh) & 0xFFu, b2 = (s2 >> sh) & 0xFFu;
     if (s < 4u) return vec2(b0 & 63u, b1 & 63u);
     return vec2((b2 & 0xFu) | ((b0 >> 6) << 4), (b2 >> 4) | ((b1 >> 6) << 4));
 }
+vec2 k4_scale_min(uint b, uint s) { return k4_scale_min_of(w_words[b + 1u], w_words[b + 2u], w_words[b + 3u], s); }
 #endif
 
 #if defined(WTYPE_Q4_K)

@@ -36,12 +36,12 @@ layout(constant_id = 6) const uint CM = 16u;         // the cooperative matrix s
 layout(constant_id = 7) const uint CN = 16u;         // B is CK x CN, the accumulator CM x CN
 layout(constant_id = 8) const uint CK = 16u;         // (BK a multiple of CK)
 layout(constant_id = 9) const uint PREFETCH = 0u;    // 1: the next step's slices read during this one's product
-layout(constant_id = 10) const uint W_GROUPED = 0u;  // 1: Q4_0/Q8_0 blocks grouped by 8 (dequant.glsl)
+layout(constant_id = 10) const uint W_ALIGNED = 0u;  // 1: the weight rows in their 16-byte-aligned layout (dequant.glsl)
 #else
 layout(constant_id = 4) const uint TM = 4u;          // rows per thread (a multiple of 4)
 layout(constant_id = 5) const uint TN = 4u;          // columns per thread (a multiple of 4)
 layout(constant_id = 6) const uint PREFETCH = 0u;    // as above
-layout(constant_id = 7) const uint W_GROUPED = 0u;   // as above
+layout(constant_id = 7) const uint W_ALIGNED = 0u;   // as above
 #endif
 
 vec4 tile_w_quad(uint r, uint k);

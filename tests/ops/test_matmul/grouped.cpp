@@ -1,4 +1,4 @@
-// Grouped blocks (ops::group_blocks, dequant.glsl's W_GROUPED): Q4_0, Q8_0 and Q6_K rows whose
+// Grouped blocks (ops::group_blocks, dequant.glsl's W_ALIGNED): Q4_0, Q8_0 and Q6_K rows whose
 // blocks are stored as 8 scales and then 8 aligned payloads give every weight op the floats the
 // file's block order gives, bit for bit (the same arithmetic on the same values, read from other
 // addresses): the one-token matvec (float x, x rounded in the shader, x quantized beforehand with
@@ -271,6 +271,30 @@ TEST_F(GroupedOps, ExpertsEqualTheFileOrder) {
                 y[grouped] = download(yb);
             }
             expect_bit_equal(y[1], y[0], name_of(t) + (sorted ? " grouped matmul" : " expert matvec"));
+        }
+    }
+}
+
+// Q4_K and Q5_K blocks (144 and 176 bytes) are 16-byte aligned in the file's own order whenever
+// the weight starts on a 16-byte boundary, and the shaders then read them with wide loads
+// (W_ALIGNED): the same floats as from a weight 4 bytes off that boundary, bit for bit.
+TEST_F(GroupedOps, AlignedKQuantsEqualUnaligned) {
+    for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K}) {
+        const int64_t n_in = 512, n_out = 33;
+        const test::TestWeight w = test::make_weight(ctx(), t, n_in, n_out, 12);
+        gpu::Buffer b(ctx(), 512 + ops::weight_buffer_bytes(t, n_in, n_out), gpu::Memory::Device);
+        b.upload(w.bytes.data(), w.bytes.size(), kGroupedOffset);
+        gpu::Buffer c(ctx(), 512 + ops::weight_buffer_bytes(t, n_in, n_out), gpu::Memory::Device);
+        c.upload(w.bytes.data(), w.bytes.size(), kGroupedOffset + 4);
+        const ops::Weight aligned{t, &b, n_in, n_out, kGroupedOffset}, off{t, &c, n_in, n_out, kGroupedOffset + 4};
+        test::ScopedEnv fp32_kernels("VKLLM_COOPMAT", "0");
+        for (int64_t tokens : {1, 5, 40})
+            expect_bit_equal(matmul(aligned, tokens, false), matmul(off, tokens, false),
+                             name_of(t) + ", " + std::to_string(tokens) + " tokens");
+        for (const char* idot : {"0", "1"}) {
+            test::ScopedEnv env("VKLLM_INTEGER_DOT", idot);
+            expect_bit_equal(quantized_matvec(aligned), quantized_matvec(off),
+                             name_of(t) + " x quantized, VKLLM_INTEGER_DOT=" + idot);
         }
     }
 }
