@@ -3,15 +3,13 @@
 
 #if defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K)
 // Q4_K/Q5_K: eight (scale, min) 6-bit pairs packed in the 12 bytes at byte 4 of the block
-// (ggml's get_scale_min_k4). b: word index of the block; s: sub-block 0..7.
-// k4_scale_min_of takes the block's words 1..3 (s0, s1, s2) already loaded.
+// (ggml's get_scale_min_k4), from the block's words 1..3 (s0, s1, s2); s: sub-block 0..7.
 vec2 k4_scale_min_of(uint s0, uint s1, uint s2, uint s) {
     const uint sh = 8u * (s & 3u);
     const uint b0 = (s0 >> sh) & 0xFFu, b1 = (s1 >> sh) & 0xFFu, b2 = (s2 >> sh) & 0xFFu;
     if (s < 4u) return vec2(b0 & 63u, b1 & 63u);
     return vec2((b2 & 0xFu) | ((b0 >> 6) << 4), (b2 >> 4) | ((b1 >> 6) << 4));
 }
-vec2 k4_scale_min(uint b, uint s) { return k4_scale_min_of(w_words[b + 1u], w_words[b + 2u], w_words[b + 3u], s); }
 #endif
 
 #if defined(WTYPE_Q4_K)
@@ -20,8 +18,9 @@ vec2 k4_scale_min(uint b, uint s) { return k4_scale_min_of(w_words[b + 1u], w_wo
 const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 144u;
 vec4 dequant4(uint blk, uint q) {
     const uint b = blk >> 2, e = 4u * q, s = e >> 5;  // blocks are 4-byte aligned
-    const vec2 dm = unpackHalf2x16(w_words[b]);
-    const vec2 sm = k4_scale_min(b, s);
+    const uvec4 head = load_words4(b);  // d and dmin, the 12 bytes of scales and mins
+    const vec2 dm = unpackHalf2x16(head.x);
+    const vec2 sm = k4_scale_min_of(head.y, head.z, head.w, s);
     const uint w = w_words[b + 4u + 8u * (s >> 1) + ((e & 31u) >> 2)] >> (4u * (s & 1u));
     return (dm.x * sm.x) * bytes_u(w & 0x0F0F0F0Fu) - dm.y * sm.y;
 }
@@ -31,8 +30,9 @@ vec4 dequant4(uint blk, uint q) {
 const uint BLOCK_ELEMS = 256u, BLOCK_BYTES = 176u;
 vec4 dequant4(uint blk, uint q) {
     const uint b = blk >> 2, e = 4u * q, s = e >> 5, l = (e & 31u) >> 2;
-    const vec2 dm = unpackHalf2x16(w_words[b]);
-    const vec2 sm = k4_scale_min(b, s);
+    const uvec4 head = load_words4(b);
+    const vec2 dm = unpackHalf2x16(head.x);
+    const vec2 sm = k4_scale_min_of(head.y, head.z, head.w, s);
     const uint w = (w_words[b + 12u + 8u * (s >> 1) + l] >> (4u * (s & 1u))) & 0x0F0F0F0Fu;
     const uint h = ((w_words[b + 4u + l] >> s) & 0x01010101u) << 4;
     return (dm.x * sm.x) * bytes_u(w | h) - dm.y * sm.y;
