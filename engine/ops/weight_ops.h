@@ -118,7 +118,7 @@ std::string matvec_variant(const gpu::Capabilities& caps, const char* op_prefix,
 
 // The decode matvecs reading x quantized beforehand (ops::matvec_quantized; the XQ variants of
 // shaders/variants_matvec_xq.cmake): plain and GLU, with their int8-dot twins for the types that
-// have them (Q8_0, Q4_0/1, Q5_0/1; Q4_K, Q5_K, Q6_K against blocks of 256).
+// have them (Q8_0, Q4_0/1, Q5_0/1; Q2_K..Q6_K against blocks of 256).
 struct XqMatvecShaders {
     SubgroupPair matvec{}, swiglu{};
     std::optional<SubgroupPair> idot_matvec, idot_swiglu;

@@ -71,8 +71,8 @@ bool xq_matvec_shaders(TensorType t, XqMatvecShaders* out) {
         case TensorType::Q5_1: *out = VKLLM_XQ_IDOT(q5_1); return true;
         case TensorType::MXFP4: *out = VKLLM_XQ(mxfp4); return true;
         case TensorType::IQ4_NL: *out = VKLLM_XQ(iq4_nl); return true;
-        case TensorType::Q2_K: *out = VKLLM_XQ(q2_k); return true;
-        case TensorType::Q3_K: *out = VKLLM_XQ(q3_k); return true;
+        case TensorType::Q2_K: *out = VKLLM_XQ_IDOT(q2_k); return true;
+        case TensorType::Q3_K: *out = VKLLM_XQ_IDOT(q3_k); return true;
         case TensorType::Q4_K: *out = VKLLM_XQ_IDOT(q4_k); return true;
         case TensorType::Q5_K: *out = VKLLM_XQ_IDOT(q5_k); return true;
         case TensorType::Q6_K: *out = VKLLM_XQ_IDOT(q6_k); return true;

@@ -74,7 +74,8 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
     return dm.x * d_x * float(s) + dm.y * d_x * float(xq_sum);
 #endif
 }
-#elif defined(XQ) && (defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || defined(WTYPE_Q6_K))
+#elif defined(XQ) && (defined(WTYPE_Q2_K) || defined(WTYPE_Q3_K) || defined(WTYPE_Q4_K) || defined(WTYPE_Q5_K) || \
+                       defined(WTYPE_Q6_K))
 // The K-quants against x quantized beforehand in blocks of 256 (block_q8_K, matvec_xq.glsl): a
 // unit is 32 elements of the super-block, two runs of 16 under one scale each (dequant_dot.glsl's
 // units); xq_lo / xq_hi hold x's quants at the unit's quads 0..3 / 4..7, d_x is the block's scale
@@ -82,10 +83,45 @@ float mv_idot(uint blk, uvec4 xq_lo, uvec4 xq_hi, int xq_sum, float d_x) {
 // or bias term as ggml's vec_dot_<type>_q8_K takes them from bsums:
 //   Q4_K, Q5_K  d_x (d sum_s sc_s sum_i q_i x_i - dmin sum_s m_s bsum_s)
 //   Q6_K        d_x d sum_s sc_s (sum_i q_i x_i - 32 bsum_s)
+//   Q3_K        d_x d sum_s sc_s (sum_i u_i x_i - 4 bsum_s), u = q + 4 (q's low 2 bits, high bit)
+//   Q2_K        d_x (d sum_s sc_s sum_i q_i x_i - dmin sum_s m_s sum_i x_i): its scales cover 16
+//               elements of which a unit holds 8, so the x sums are the unit's own (a dot with
+//               ones), not bsums
 // The quants are unsigned (at most 6 bits), so they fit the packed dot's signed bytes as they are.
 #define IDOT_KQUANT 1
 float mv_idot_k(uint blk, uint u, uvec4 xq_lo, uvec4 xq_hi, uint sums, float d_x) {
-#if defined(WTYPE_Q6_K)
+#if defined(WTYPE_Q2_K)
+    // dequant_dot.glsl's unit (H, c): quads 2s and 2s + 1 are bits 2s of qs words q0 and q1.
+    const uint b = blk >> 2, H = u >> 2, c = u & 3u;  // blocks are 4-byte aligned
+    const vec2 dm = unpackHalf2x16(w_words[b + 20u]);
+    const uint q0 = w_words[b + 4u + 8u * H + 2u * c], q1 = w_words[b + 4u + 8u * H + 2u * c + 1u];
+    const uint s01 = w_words[b + 2u * H] >> (8u * (c >> 1)), s23 = w_words[b + 2u * H + 1u] >> (8u * (c >> 1));
+    const uint sc[4] = uint[4](s01 & 0xFFu, (s01 >> 16) & 0xFFu, s23 & 0xFFu, (s23 >> 16) & 0xFFu);
+    const uint xq[8] = uint[8](xq_lo.x, xq_lo.y, xq_lo.z, xq_lo.w, xq_hi.x, xq_hi.y, xq_hi.z, xq_hi.w);
+    int sum = 0, msum = 0;
+    [[unroll]] for (uint s = 0u; s < 4u; ++s) {
+        const int qx = sdot((q0 >> (2u * s)) & 0x03030303u, xq[2u * s]) + sdot((q1 >> (2u * s)) & 0x03030303u, xq[2u * s + 1u]);
+        const int xs = sdot(0x01010101u, xq[2u * s]) + sdot(0x01010101u, xq[2u * s + 1u]);
+        sum += int(sc[s] & 0xFu) * qx;
+        msum += int(sc[s] >> 4) * xs;
+    }
+    return d_x * (dm.x * float(sum) - dm.y * float(msum));
+#elif defined(WTYPE_Q3_K)
+    // The generic unit (dequant_dot.glsl): elements 32u..32u+31, quads 0..3 under scale group
+    // 2u and 4..7 under 2u + 1. Element 32u + l: low bits in qs byte 32(u/4) + l at bit 2(u%4),
+    // high bit in hmask byte l at bit u.
+    int lo = 0, hi = 0;
+    [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+        const uint q2 = (read_u32(blk + 32u + 32u * (u >> 2) + 4u * j) >> (2u * (u & 3u))) & 0x03030303u;
+        const uint hm = (read_u32(blk + 4u * j) >> u) & 0x01010101u;
+        const int d = sdot(q2 | (hm << 2), j < 4u ? xq_lo[j] : xq_hi[j - 4u]);
+        if (j < 4u) lo += d;
+        else hi += d;
+    }
+    const int bs_lo = int(xq_words[sums + 2u * u]), bs_hi = int(xq_words[sums + 2u * u + 1u]);
+    return d_x * read_f16(blk + 108u) *
+           (q3k_scale(blk, 2u * u) * float(lo - 4 * bs_lo) + q3k_scale(blk, 2u * u + 1u) * float(hi - 4 * bs_hi));
+#elif defined(WTYPE_Q6_K)
     const uint H = u >> 2, k = (u >> 1) & 1u, h = u & 1u;
     uint qlo[4], qhi[4];
     q6k_unit_quants(blk, u, qlo, qhi);  // dequant_dot.glsl

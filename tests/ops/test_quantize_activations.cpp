@@ -235,6 +235,8 @@ TEST_F(MatvecQuantized, IntegerDotMatchesTheCpuReference) {
     check_matvec(*idot, TensorType::Q4_0, 160, 37);
     check_matvec(*idot, TensorType::Q4_K, 512, 9);
     check_matvec(*idot, TensorType::Q6_K, 768, 5);
+    check_matvec(*idot, TensorType::Q2_K, 512, 11);
+    check_matvec(*idot, TensorType::Q3_K, 768, 6);
 }
 
 // Gate and up against one quantized x: silu(gate x) * (up x), Q6_K (blocks of 256).
