@@ -103,31 +103,44 @@ float mv_dot(uint blk, uint u, vec4 xv[8]) {
 #define HAS_MV_DOT 1
 const uint MV_UNITS = 8u;
 uint mv_quad_elem(uint u, uint i) { return 64u * (u >> 1) + 16u * (u & 1u) + 4u * (i & 3u) + 32u * (i >> 2); }
-float mv_dot(uint blk, uint u, vec4 xv[8]) {
+// Unit u's d and dmin, its two sub-blocks' (scale, min) and its quants four to a word (lo[j]:
+// quad j, of sub-block 2p; hi[j]: quad 4 + j, of 2p + 1), Q5_K's fifth bit joined in. The float
+// dot below and the integer dot (dequant_idot.glsl) take the same.
+struct K4Unit {
+    vec2 dm, sm_lo, sm_hi;
+    uint lo[4], hi[4];
+};
+K4Unit k4_unit(uint blk, uint u) {
     const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // blocks are 4-byte aligned (16 with W_ALIGNED)
     const uvec4 head = load_words4(b);  // d and dmin, the 12 bytes of scales and mins
-    const vec2 dm = unpackHalf2x16(head.x);
-    const vec2 sm_lo = k4_scale_min_of(head.y, head.z, head.w, 2u * p);
-    const vec2 sm_hi = k4_scale_min_of(head.y, head.z, head.w, 2u * p + 1u);
+    K4Unit k;
+    k.dm = unpackHalf2x16(head.x);
+    k.sm_lo = k4_scale_min_of(head.y, head.z, head.w, 2u * p);
+    k.sm_hi = k4_scale_min_of(head.y, head.z, head.w, 2u * p + 1u);
 #ifdef WTYPE_Q4_K
     const uvec4 qs = load_words4(b + 4u + 8u * p + 4u * h);
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        k.lo[j] = qs[j] & 0x0F0F0F0Fu;
+        k.hi[j] = (qs[j] >> 4) & 0x0F0F0F0Fu;
+    }
 #else
     const uvec4 qs = load_words4(b + 12u + 8u * p + 4u * h), qhs = load_words4(b + 4u + 4u * h);
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+        const uint qh = qhs[j] >> (2u * p);
+        k.lo[j] = (qs[j] & 0x0F0F0F0Fu) | ((qh & 0x01010101u) << 4);
+        k.hi[j] = ((qs[j] >> 4) & 0x0F0F0F0Fu) | (((qh >> 1) & 0x01010101u) << 4);
+    }
 #endif
+    return k;
+}
+float mv_dot(uint blk, uint u, vec4 xv[8]) {
+    const K4Unit k = k4_unit(blk, u);
     float lo = 0.0, hi = 0.0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-#ifdef WTYPE_Q4_K
-        const uint q = qs[j];
-        lo += dot(nib_lo(q), xv[j]);
-        hi += dot(nib_hi(q), xv[4u + j]);
-#else
-        const uint q = qs[j];
-        const uint qh = qhs[j] >> (2u * p);
-        lo += dot(bytes_u((q & 0x0F0F0F0Fu) | ((qh & 0x01010101u) << 4)), xv[j]);
-        hi += dot(bytes_u(((q >> 4) & 0x0F0F0F0Fu) | (((qh >> 1) & 0x01010101u) << 4)), xv[4u + j]);
-#endif
+        lo += dot(bytes_u(k.lo[j]), xv[j]);
+        hi += dot(bytes_u(k.hi[j]), xv[4u + j]);
     }
-    return dm.x * (sm_lo.x * lo + sm_hi.x * hi) - dm.y * (sm_lo.y * xsum4(xv, 0u) + sm_hi.y * xsum4(xv, 4u));
+    return k.dm.x * (k.sm_lo.x * lo + k.sm_hi.x * hi) - k.dm.y * (k.sm_lo.y * xsum4(xv, 0u) + k.sm_hi.y * xsum4(xv, 4u));
 }
 
 #elif defined(WTYPE_Q6_K)

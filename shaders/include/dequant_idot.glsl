@@ -136,33 +136,17 @@ float mv_idot_k(uint blk, uint u, uvec4 xq_lo, uvec4 xq_hi, uint sums, float d_x
     return d_x * block_scale(blk) *
            (q6k_scale(p, 16u * g) * float(lo - 32 * bs_lo) + q6k_scale(p, 16u * (g + 4u)) * float(hi - 32 * bs_hi));
 #else
-    const uint b = blk >> 2, p = u >> 1, h = u & 1u;  // sub-blocks 2p (low nibbles) and 2p + 1, half h
-    const uvec4 head = load_words4(b);  // d and dmin, the 12 bytes of scales and mins
-    const vec2 dm = unpackHalf2x16(head.x);
-    const vec2 sm_lo = k4_scale_min_of(head.y, head.z, head.w, 2u * p);
-    const vec2 sm_hi = k4_scale_min_of(head.y, head.z, head.w, 2u * p + 1u);
-#ifdef WTYPE_Q4_K
-    const uvec4 qs = load_words4(b + 4u + 8u * p + 4u * h);
-#else
-    const uvec4 qs = load_words4(b + 12u + 8u * p + 4u * h), qhs = load_words4(b + 4u + 4u * h);
-#endif
+    const uint p = u >> 1, h = u & 1u;  // sub-blocks 2p (low nibbles) and 2p + 1, half h
+    const K4Unit k = k4_unit(blk, u);  // dequant_dot.glsl
     int lo = 0, hi = 0;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-#ifdef WTYPE_Q4_K
-        const uint q = qs[j];
-        lo += sdot(q & 0x0F0F0F0Fu, xq_lo[j]);
-        hi += sdot((q >> 4) & 0x0F0F0F0Fu, xq_hi[j]);
-#else
-        const uint q = qs[j];
-        const uint qh = qhs[j] >> (2u * p);
-        lo += sdot((q & 0x0F0F0F0Fu) | ((qh & 0x01010101u) << 4), xq_lo[j]);
-        hi += sdot(((q >> 4) & 0x0F0F0F0Fu) | (((qh >> 1) & 0x01010101u) << 4), xq_hi[j]);
-#endif
+        lo += sdot(k.lo[j], xq_lo[j]);
+        hi += sdot(k.hi[j], xq_hi[j]);
     }
     // The runs' 16-element groups: 4p + h (low) and 4p + 2 + h (high) of the block's 16.
     const int bs_lo = int(xq_words[sums + 4u * p + h]), bs_hi = int(xq_words[sums + 4u * p + 2u + h]);
-    return d_x * (dm.x * (sm_lo.x * float(lo) + sm_hi.x * float(hi)) -
-                  dm.y * (sm_lo.y * float(bs_lo) + sm_hi.y * float(bs_hi)));
+    return d_x * (k.dm.x * (k.sm_lo.x * float(lo) + k.sm_hi.x * float(hi)) -
+                  k.dm.y * (k.sm_lo.y * float(bs_lo) + k.sm_hi.y * float(bs_hi)));
 #endif
 }
 #else

@@ -67,6 +67,26 @@ void quad_coords(uint idx, uint rows, out uint r, out uint kq) {
 #endif
 }
 
+// The kernel's shared-memory slices (below): quad kq of weight row r, of input column c.
+void store_w_quad(uint r, uint kq, vec4 v);
+void store_x_quad(uint c, uint kq, vec4 v);
+
+// Writes this thread's quads of the slices from w_reg and x_reg into shared memory.
+void store_slices(uint tid) {
+    [[unroll]] for (uint i = 0u; i < W_PER_THREAD; ++i) {
+        const uint idx = tid + i * WG;
+        uint r, kq;
+        quad_coords(idx, BM, r, kq);
+        if (idx < W_QUADS) store_w_quad(r, kq, w_reg[i]);
+    }
+    [[unroll]] for (uint i = 0u; i < X_PER_THREAD; ++i) {
+        const uint idx = tid + i * WG;
+        uint c, kq;
+        quad_coords(idx, BN, c, kq);
+        if (idx < X_QUADS) store_x_quad(c, kq, x_reg[i]);
+    }
+}
+
 // Reads this thread's quads of the slices at K offset k0 into w_reg and x_reg.
 void load_slices(uint tid, uint k0) {
     [[unroll]] for (uint i = 0u; i < W_PER_THREAD; ++i) {
@@ -91,23 +111,11 @@ shared float16_t w_s[BM * LDS];  // [BM][BK] weights, row-major (A)
 shared float16_t x_s[BN * LDS];  // [BN][BK] inputs: B = x_s^T, read column-major
 shared float c_s[BM / WM * (BN / WN) * CM * CN];  // a CM x CN staging tile per subgroup
 
-void store_slices(uint tid) {
-    [[unroll]] for (uint i = 0u; i < W_PER_THREAD; ++i) {
-        const uint idx = tid + i * WG;
-        uint r, kq;
-        quad_coords(idx, BM, r, kq);
-        if (idx < W_QUADS) {
-            [[unroll]] for (uint e = 0u; e < 4u; ++e) w_s[r * LDS + 4u * kq + e] = float16_t(w_reg[i][e]);
-        }
-    }
-    [[unroll]] for (uint i = 0u; i < X_PER_THREAD; ++i) {
-        const uint idx = tid + i * WG;
-        uint c, kq;
-        quad_coords(idx, BN, c, kq);
-        if (idx < X_QUADS) {
-            [[unroll]] for (uint e = 0u; e < 4u; ++e) x_s[c * LDS + 4u * kq + e] = float16_t(x_reg[i][e]);
-        }
-    }
+void store_w_quad(uint r, uint kq, vec4 v) {
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) w_s[r * LDS + 4u * kq + e] = float16_t(v[e]);
+}
+void store_x_quad(uint c, uint kq, vec4 v) {
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) x_s[c * LDS + 4u * kq + e] = float16_t(v[e]);
 }
 
 void tile_product(uint tid, uint n_in) {
@@ -153,23 +161,11 @@ void tile_product(uint tid, uint n_in) {
 shared vec4 w_tile[BK * BM / 4u];  // [BK][BM] weights, k-major
 shared vec4 x_tile[BK * BN / 4u];  // [BK][BN] inputs, k-major
 
-void store_slices(uint tid) {
-    [[unroll]] for (uint i = 0u; i < W_PER_THREAD; ++i) {
-        const uint idx = tid + i * WG;
-        uint r, kq;
-        quad_coords(idx, BM, r, kq);
-        if (idx < W_QUADS) {
-            [[unroll]] for (uint e = 0u; e < 4u; ++e) w_tile[((4u * kq + e) * BM + r) >> 2][r & 3u] = w_reg[i][e];
-        }
-    }
-    [[unroll]] for (uint i = 0u; i < X_PER_THREAD; ++i) {
-        const uint idx = tid + i * WG;
-        uint c, kq;
-        quad_coords(idx, BN, c, kq);
-        if (idx < X_QUADS) {
-            [[unroll]] for (uint e = 0u; e < 4u; ++e) x_tile[((4u * kq + e) * BN + c) >> 2][c & 3u] = x_reg[i][e];
-        }
-    }
+void store_w_quad(uint r, uint kq, vec4 v) {
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) w_tile[((4u * kq + e) * BM + r) >> 2][r & 3u] = v[e];
+}
+void store_x_quad(uint c, uint kq, vec4 v) {
+    [[unroll]] for (uint e = 0u; e < 4u; ++e) x_tile[((4u * kq + e) * BN + c) >> 2][c & 3u] = v[e];
 }
 
 void tile_product(uint tid, uint n_in) {
