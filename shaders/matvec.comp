@@ -112,6 +112,9 @@ void store_row(uint r, float v) {
 float x_inv = 1.0;  // NORM_IN: 1 / rms(x), set by main before the first x_quad
 
 #ifdef XQ
+#define XQ_QUANTS pc.x_base
+#define XQ_SCALES pc.norm_base
+#define XQ_SUMS pc.xq_sum_base
 #include "matvec_xq.glsl"
 #endif
 

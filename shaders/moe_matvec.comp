@@ -8,6 +8,11 @@
 // from the window's row 0); pairs routed elsewhere exit. The dot product is matvec.comp's:
 // threads stride over 32-element units dotted in the quantized domain (dequant_dot.glsl), x
 // rounded in the shader with ROUND_X, int8 dots with INT_DOT (matvec_unit.glsl).
+// XQ (quantized x): the inputs were quantized beforehand, once per token or pair for every
+// workgroup that reads them (quantize_act.comp; ops::QuantizedActs, rows packed): binding 1
+// holds their int8 quants from word x_base, block scales from word xq_scales and quant sums from
+// word xq_sums, and each pair reads its row's (matvec_xq.glsl); with INT_DOT the quants are
+// dotted as they are (the K-quants too, against blocks of 256). ROUND_X is 0.
 // GLU: the experts' SwiGLU input, y = silu(W_gate x) * (W_up x): the binding holds both tensors,
 // up's expert e row r up_delta bytes after gate's; each workgroup dots the same rows of both
 // against one load of x (no bias), so the gate and up outputs never go to memory.
@@ -57,6 +62,8 @@ layout(push_constant) uniform Push {
     uint bias_stride;   // floats between experts in bias (n_out)
     uint up_delta;      // GLU: bytes from a gate row to the same up row
     uint x_stride;      // floats between x rows (0: n_in, packed rows)
+    uint xq_scales;     // XQ: word index of x row 0's block scales in the x binding
+    uint xq_sums;       // XQ: word index of x row 0's quant sums in the x binding
 } pc;
 
 #ifdef GLU
@@ -72,10 +79,24 @@ uint row_addr[NACC];
 float acc[NACC];
 uint x_row_base;
 
+#ifdef XQ
+// This pair's row of the quantized x (set by main): its quants, scales and sums.
+uint xq_quants, xq_scales_row, xq_sums_row;
+#define XQ_QUANTS xq_quants
+#define XQ_SCALES xq_scales_row
+#define XQ_SUMS xq_sums_row
+#include "matvec_xq.glsl"
+const uint XQ_SUM_GROUP = XQ_BLOCK == 32u ? 32u : 16u;  // elements per quant sum
+#endif
+
 vec4 x_quad(uint e) {
+#ifdef XQ
+    return xq_quad(e);
+#else
     const uint i = x_row_base + e;
     if (pc.x_vec4 != 0u) return x4[i >> 2];
     return vec4(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+#endif
 }
 
 #include "matvec_unit.glsl"
@@ -88,7 +109,14 @@ void main() {
     const int id = expert_ids[pc.ids_base + p];
     if (id < int(pc.expert_first) || id >= int(pc.expert_first + pc.expert_count)) return;  // uniform
     const uint ex = uint(id) - pc.expert_first;
-    x_row_base = pc.x_base + (pc.x_per_pair != 0u ? p : p / pc.top_k) * (pc.x_stride != 0u ? pc.x_stride : pc.n_in);
+    const uint x_row = pc.x_per_pair != 0u ? p : p / pc.top_k;
+#ifdef XQ
+    xq_quants = pc.x_base + x_row * (pc.n_in / 4u);
+    xq_scales_row = pc.xq_scales + x_row * (pc.n_in / XQ_BLOCK);
+    xq_sums_row = pc.xq_sums + x_row * (pc.n_in / XQ_SUM_GROUP);
+#else
+    x_row_base = pc.x_base + x_row * (pc.x_stride != 0u ? pc.x_stride : pc.n_in);
+#endif
 
     // Rows past the end repeat the last row (branch-free); their sums are not written.
     [[unroll]] for (uint r = 0u; r < NACC; ++r) {

@@ -47,12 +47,11 @@ void require_apart(const QuantizedActs& x, uint64_t y_offset, uint64_t n, const 
             "y overlaps the quantized x in the same buffer");
 }
 
-gpu::ShaderId xq_shader(const gpu::Capabilities& caps, TensorType t, bool glu) {
+gpu::ShaderId xq_shader(const gpu::Capabilities& caps, TensorType t, weights::MatvecOp op) {
     weights::XqMatvecShaders sh;
     weights::xq_matvec_shaders(t, &sh);  // checked by check_xq
-    const bool idot = caps.integer_dot_matvec && sh.idot_matvec.has_value();
-    const gpu::SubgroupPair& pair = idot ? (glu ? *sh.idot_swiglu : *sh.idot_matvec) : (glu ? sh.swiglu : sh.matvec);
-    return pair.pick(caps.subgroup_arithmetic);
+    const weights::MatvecShaders& ops = caps.integer_dot_matvec && sh.idot ? *sh.idot : sh.xq;
+    return ops[size_t(op)].pick(caps.subgroup_arithmetic);
 }
 
 void grid_of(uint64_t groups, const weights::Limits& lim, uint64_t n_out, const char* op, uint32_t* gx, uint32_t* gy) {

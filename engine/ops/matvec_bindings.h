@@ -34,8 +34,9 @@ XqBinding xq_binding(const QuantizedActs& x, const weights::Limits& lim, const c
 void check_xq(const QuantizedActs& x, const Weight& w, const char* op);
 // y (n floats from element y_offset of y_buf) must not overlap x's streams.
 void require_apart(const QuantizedActs& x, uint64_t y_offset, uint64_t n, const Buffer& y_buf, const char* op);
-// The XQ matvec variant for the device: the integer dot where it has one, subgroups where it can.
-gpu::ShaderId xq_shader(const gpu::Capabilities& caps, TensorType t, bool glu);
+// The XQ variant of matvec op `op` for the device: the integer dot where it has one, subgroups
+// where it can.
+gpu::ShaderId xq_shader(const gpu::Capabilities& caps, TensorType t, weights::MatvecOp op);
 // The 2-D grid of `groups` workgroups.
 void grid_of(uint64_t groups, const weights::Limits& lim, uint64_t n_out, const char* op, uint32_t* gx, uint32_t* gy);
 

@@ -46,7 +46,7 @@ void matvec_quantized(Stream& s, const Weight& w, const QuantizedActs& x, const 
     const weights::MatvecShape mv =
         weights::matvec_shape(caps, n_in / 32, /*glu=*/false, weights::large_int8_matvec(w.type, n_in, n_out));
     const gpu::Pipeline& pipe =
-        ctx.pipeline(xq_shader(caps, w.type, /*glu=*/false), layout.format.bindings(4), sizeof(MatvecPush),
+        ctx.pipeline(xq_shader(caps, w.type, weights::MatvecOp::Matvec), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, /*GLU_ACT*/ 0u, /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
                       weights::matvec_trip(caps), layout.aligned_spec()});
     const XqBinding xb = xq_binding(x, lim, op);
@@ -92,7 +92,7 @@ void matvec_swiglu_quantized(Stream& s, const Weight& gate, const Weight& up, co
     const XqBinding xb = xq_binding(x, lim, op);
     const weights::MatvecShape mv = weights::matvec_shape(caps, n_in / 32, /*glu=*/true);
     const gpu::Pipeline& pipe =
-        ctx.pipeline(xq_shader(caps, gate.type, /*glu=*/true), layout.format.bindings(4), sizeof(MatvecPush),
+        ctx.pipeline(xq_shader(caps, gate.type, weights::MatvecOp::MatvecSwiglu), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, uint32_t(act), /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
                       weights::matvec_trip(caps), layout.aligned_spec()});
     const MatvecPush push{uint32_t(n_in), uint32_t(n_out), ww.shift,  uint32_t(row_bytes), xb.quants, yw.shift / 4, 0u,

@@ -175,7 +175,7 @@ void matvec_stacked_quantized(Stream& s, std::span<const Weight* const> ws, cons
     const weights::MatvecShape mv =
         weights::matvec_shape(caps, n_in / 32, /*glu=*/false, weights::large_int8_matvec(w0.type, n_in, st.n_out));
     const gpu::Pipeline& pipe =
-        ctx.pipeline(xq_shader(caps, w0.type, /*glu=*/false), layout.format.bindings(4), sizeof(MatvecPush),
+        ctx.pipeline(xq_shader(caps, w0.type, weights::MatvecOp::Matvec), layout.format.bindings(4), sizeof(MatvecPush),
                      {mv.threads, mv.rows, /*ROUND_X*/ 0u, /*GLU_ACT*/ 0u, /*NORM_IN*/ 0u, weights::matvec_rolled(caps),
                       weights::matvec_trip(caps), layout.aligned_spec()});
     MatvecPush push{uint32_t(n_in), uint32_t(st.n_out), 0u, uint32_t(layout.row_bytes), xb.quants, yw.shift / 4, 0u,

@@ -366,6 +366,17 @@ bool moe_matvec_swiglu_fits(const gpu::Context& ctx, const ExpertWeights& gate, 
 void moe_matvec_swiglu(Stream& s, const ExpertWeights& gate, const ExpertWeights& up, const TensorView& x,
                        bool x_per_pair, const MoeRouting& r, const TensorView& y, bool round_x = false);
 
+// The expert matvecs (moe_matmul's matrix-vector path, moe_matvec_swiglu) with x quantized
+// beforehand (quantize_activations of the tokens' inputs, or with x_per_pair the pairs': x.rows
+// of them, packed): every workgroup reads the quants instead of rounding x again, and the
+// int8-dot types dot them in integers where the device has the integer dot product (as
+// matvec_quantized). x.mode must be activation_rounding(w.type) for a type
+// matvec_reads_quantized takes; y as moe_matmul's (rows at any stride); r needs no sort.
+void moe_matvec_quantized(Stream& s, const ExpertWeights& w, const QuantizedActs& x, bool x_per_pair,
+                          const MoeRouting& r, const TensorView& y);
+void moe_matvec_swiglu_quantized(Stream& s, const ExpertWeights& gate, const ExpertWeights& up,
+                                 const QuantizedActs& x, bool x_per_pair, const MoeRouting& r, const TensorView& y);
+
 // Weighted sum of the pairs' outputs: out[t, :] (+)= sum_k weights[t, k] y[t * top_k + k, :].
 // y: f32 [n_tokens * top_k, n], out: f32 [n_tokens, n], packed rows; accumulate adds to out (the
 // residual add fused in). out must not overlap y.

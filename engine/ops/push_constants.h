@@ -116,6 +116,7 @@ struct MoeMatvecPush {  // moe_matvec.comp
     uint32_t n_in, n_rows, w_base, row_bytes, expert_bytes, expert_first, expert_count, x_base, y_base, y_stride,
         ids_base, pair0, n_pairs, top_k, x_per_pair, x_vec4, has_bias, bias_base, bias_stride, up_delta;
     uint32_t x_stride = 0;  // floats between x rows (0: n_in)
+    uint32_t xq_scales = 0, xq_sums = 0;  // XQ: word indices of x row 0's block scales and quant sums
 };
 
 struct MoeMatmulPush {  // moe_matmul.comp

@@ -116,12 +116,13 @@ gpu::ShaderId matvec_shader(const gpu::Capabilities& caps, MatvecOp op, TensorTy
 // "moe_matvec_", "moe_matvec_swiglu_"; std::logic_error for another).
 std::string matvec_variant(const gpu::Capabilities& caps, const char* op_prefix, TensorType t, bool round_x);
 
-// The decode matvecs reading x quantized beforehand (ops::matvec_quantized; the XQ variants of
-// shaders/variants_matvec_xq.cmake): plain and GLU, with their int8-dot twins for the types that
-// have them (Q8_0, Q4_0/1, Q5_0/1; Q2_K..Q6_K against blocks of 256).
+// The decode matvecs reading x quantized beforehand (ops::matvec_quantized,
+// moe_matvec_quantized; the XQ variants of shaders/variants_matvec_xq.cmake): every MatvecOp,
+// with their int8-dot twins for the types that have them (Q8_0, Q4_0/1, Q5_0/1; Q2_K..Q6_K
+// against blocks of 256).
 struct XqMatvecShaders {
-    SubgroupPair matvec{}, swiglu{};
-    std::optional<SubgroupPair> idot_matvec, idot_swiglu;
+    MatvecShaders xq{};
+    std::optional<MatvecShaders> idot;
 };
 // False for a type without them (ops::matvec_reads_quantized).
 bool xq_matvec_shaders(TensorType t, XqMatvecShaders* out);

@@ -57,10 +57,8 @@ bool gpu_format(TensorType t, Format* f) {
     }
 }
 
-#define VKLLM_XQ(t) XqMatvecShaders{VKLLM_SG(matvec_##t##_xq), VKLLM_SG(matvec_swiglu_##t##_xq), std::nullopt, std::nullopt}
-#define VKLLM_XQ_IDOT(t)                                                                          \
-    XqMatvecShaders{VKLLM_SG(matvec_##t##_xq), VKLLM_SG(matvec_swiglu_##t##_xq), VKLLM_SG(matvec_##t##_idot_xq), \
-                    VKLLM_SG(matvec_swiglu_##t##_idot_xq)}
+#define VKLLM_XQ(t) XqMatvecShaders{VKLLM_MATVECS(t, _xq), std::nullopt}
+#define VKLLM_XQ_IDOT(t) XqMatvecShaders{VKLLM_MATVECS(t, _xq), VKLLM_MATVECS(t, _idot_xq)}
 
 bool xq_matvec_shaders(TensorType t, XqMatvecShaders* out) {
     switch (t) {

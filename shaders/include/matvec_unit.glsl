@@ -17,11 +17,11 @@ void accumulate_unit(uint unit) {  // K-quants, x quantized beforehand in blocks
     const uint ib = unit / MV_UNITS, u = unit % MV_UNITS;
     uvec4 lo, hi;  // x's quants at the unit's quads 0..3 and 4..7 (dequant_dot.glsl's mv_quad_elem)
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-        lo[i] = xq_words[pc.x_base + ((ib * BLOCK_ELEMS + mv_quad_elem(u, i)) >> 2)];
-        hi[i] = xq_words[pc.x_base + ((ib * BLOCK_ELEMS + mv_quad_elem(u, 4u + i)) >> 2)];
+        lo[i] = xq_words[XQ_QUANTS + ((ib * BLOCK_ELEMS + mv_quad_elem(u, i)) >> 2)];
+        hi[i] = xq_words[XQ_QUANTS + ((ib * BLOCK_ELEMS + mv_quad_elem(u, 4u + i)) >> 2)];
     }
-    const float d_x = uintBitsToFloat(xq_words[pc.norm_base + ib]);
-    const uint sums = pc.xq_sum_base + 16u * ib;
+    const float d_x = uintBitsToFloat(xq_words[XQ_SCALES + ib]);
+    const uint sums = XQ_SUMS + 16u * ib;
     if (MV_ROLLED != 0u) {
         [[dont_unroll]] for (uint r = 0u; r < NACC; ++r) acc[r] += mv_idot_k(block_address(row_addr[r], ib), u, lo, hi, sums, d_x);
     } else {

@@ -81,6 +81,29 @@ void MatmulInputs::matvec_stacked(gpu::Stream& s, std::span<const ops::Weight* c
     ops::matvec_stacked(s, ws, input(w), y, rounds_in_matvec(w.type), norm.weight ? &norm : nullptr);
 }
 
+void MatmulInputs::moe_matmul(gpu::Stream& s, const ops::ExpertWeights& e, bool x_per_pair,
+                              const ops::MoeRouting& r, const ops::TensorView& y) const {
+    if (const ops::QuantizedActs* q = quantized_for(e.type)) {
+        ops::moe_matvec_quantized(s, e, *q, x_per_pair, r, y);
+        return;
+    }
+    ops::moe_matmul(s, e, expert_input(e), x_per_pair, r, y, rounds_in_matvec(e.type));
+}
+
+void MatmulInputs::moe_matvec_swiglu(gpu::Stream& s, const ops::ExpertWeights& gate, const ops::ExpertWeights& up,
+                                     bool x_per_pair, const ops::MoeRouting& r, const ops::TensorView& y) const {
+    if (const ops::QuantizedActs* q = quantized_for(gate.type)) {
+        ops::moe_matvec_swiglu_quantized(s, gate, up, *q, x_per_pair, r, y);
+        return;
+    }
+    ops::moe_matvec_swiglu(s, gate, up, expert_input(gate), x_per_pair, r, y, rounds_in_matvec(gate.type));
+}
+
+const ops::QuantizedActs* MatmulInputs::quantized_for(ops::TensorType weight_type) const {
+    const auto& q = quantized[size_t(ops::activation_rounding(weight_type))];
+    return q ? &*q : nullptr;
+}
+
 bool MatmulInputs::rounds_in_matvec(ops::TensorType weight_type) const {
     return in_matvec[size_t(ops::activation_rounding(weight_type))];
 }
@@ -93,14 +116,17 @@ ops::Weight rounding_key(const ops::ExpertWeights& e) {
 
 namespace {
 
-// True when decode's matvecs of `weights` can all read x quantized beforehand.
+// True when decode's matvecs of `weights` can all read x (its rows: one token, or the pairs of
+// one routed token) quantized beforehand into the scratch's buffer of each block kind.
 bool quantizes(const Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights) {
-    if (!r.policy.round || !r.policy.matvec_quantizes_x || r.imatrix || x.rows != 1) return false;
+    if (!r.policy.round || !r.policy.matvec_quantizes_x || r.imatrix || x.rows < 1 || !x.packed()) return false;
     for (const ops::Weight* w : weights) {
         const ops::ActRounding mode = ops::activation_rounding(w->type);
         if ((mode != ops::ActRounding::Q8_32 && mode != ops::ActRounding::Q8_256) || !ops::matvec_reads_quantized(w->type) ||
             x.cols % ops::rounding_block(mode))
             return false;
+        const ops::QuantizedActs q{&r.scratch.rounded[size_t(mode)], 0, mode, x.rows, x.cols};
+        if (q.bytes() > r.scratch.rounded[size_t(mode)].size()) return false;
     }
     return true;
 }
@@ -113,8 +139,8 @@ MatmulInputs quantize_for(Recording& r, const ops::TensorView& src, std::initial
     for (const ops::Weight* w : weights) {
         const ops::ActRounding mode = ops::activation_rounding(w->type);
         if (in.quantized[size_t(mode)]) continue;
-        // One row's quants, scales and sums fit the row of floats the rounded copy would take.
-        const ops::QuantizedActs q = ops::quantized_acts(r.scratch.rounded[size_t(mode)], mode, 1, src.cols);
+        // The quants, scales and sums fit the buffer of floats the rounded copy would take (quantizes).
+        const ops::QuantizedActs q = ops::quantized_acts(r.scratch.rounded[size_t(mode)], mode, src.rows, src.cols);
         r.s.mark("quantize_act");
         ops::quantize_activations(r.s, src, q, norm);
         in.quantized[size_t(mode)] = q;
@@ -126,14 +152,24 @@ MatmulInputs quantize_for(Recording& r, const ops::TensorView& src, std::initial
 }  // namespace
 
 MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> weights) {
-    if (!quantizes(r, x, weights)) return r.prepare_inputs(x, weights);
+    if (x.rows != 1 || !quantizes(r, x, weights)) return r.prepare_inputs(x, weights);
     return quantize_for(r, x, weights, nullptr);
+}
+
+MatmulInputs expert_inputs(Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> keys,
+                           const ops::MoeRouting& routing, bool alone) {
+    bool rounds_itself = r.policy.matvec_rounds_x;
+    for (const ops::Weight* k : keys) rounds_itself = rounds_itself && ops::matvec_rounds_activations(k->type);
+    const bool wanted = !alone || r.policy.quantize_single_input || !rounds_itself;
+    if (routing.n_tokens != 1 || routing.sorted || !wanted || !quantizes(r, x, keys))
+        return r.prepare_inputs(x, keys, routing.sorted ? RoundAt::Dispatch : RoundAt::ExpertMatvec);
+    return quantize_for(r, x, keys, nullptr);
 }
 
 MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, const gpu::Buffer* norm_w,
                               const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
                               const char* why, const ops::TensorView& out) {
-    if (!quantizes(r, x, weights)) return r.normed_inputs(x, norm_w, norm_b, weights, why, out);
+    if (x.rows != 1 || !quantizes(r, x, weights)) return r.normed_inputs(x, norm_w, norm_b, weights, why, out);
     // An RMSNorm goes into the quantize dispatch on every device: it saves the norm's dispatch and
     // barrier, and unlike the matvecs' fused norm (ActivationPolicy::norm_in_matvec) it repeats the
     // sum of x^2 in a few workgroups only (one per 256 blocks of 32, or per block of 256), which

@@ -81,8 +81,18 @@ struct MatmulInputs {
     // whether ws can (one type, so one input; ops::matvec_stack_fits).
     bool can_stack(const gpu::Context& ctx, std::span<const ops::Weight* const> ws) const;
     void matvec_stacked(gpu::Stream& s, std::span<const ops::Weight* const> ws, const ops::TensorView& y) const;
+    // Experts: y = W_e x per routed pair (ops::moe_matmul, or ops::moe_matvec_quantized where
+    // e's input is quantized), and decode's fused gate, up and SwiGLU (ops::moe_matvec_swiglu,
+    // or its quantized twin); x a row per token, or with x_per_pair a row per pair.
+    void moe_matmul(gpu::Stream& s, const ops::ExpertWeights& e, bool x_per_pair, const ops::MoeRouting& r,
+                    const ops::TensorView& y) const;
+    void moe_matvec_swiglu(gpu::Stream& s, const ops::ExpertWeights& gate, const ops::ExpertWeights& up,
+                           bool x_per_pair, const ops::MoeRouting& r, const ops::TensorView& y) const;
     // True when the consumer of w's input rounds it itself (pass as round_x).
     bool rounds_in_matvec(ops::TensorType weight_type) const;
+
+private:
+    const ops::QuantizedActs* quantized_for(ops::TensorType weight_type) const;
 };
 
 // Activation rounding depends only on the weight type: a stand-in ops::Weight for experts'.
@@ -102,6 +112,15 @@ MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, std::initi
 MatmulInputs quantized_inputs(Recording& r, const ops::TensorView& x, const gpu::Buffer* norm_w,
                               const gpu::Buffer* norm_b, std::initializer_list<const ops::Weight*> weights,
                               const char* why, const ops::TensorView& out);
+// Decode's expert inputs (x: the routed token's input, or a row per pair; the experts' stand-in
+// weights, rounding_key): quantized once as quantized_inputs quantizes (every row, no norm) where
+// one token is routed without a sort and every type's expert matvec reads quantized x; otherwise
+// prepare_inputs(x, keys, RoundAt::ExpertMatvec). `alone`: each row is read by one matrix (the
+// down projection's pairs), so the rule of single_matvec_inputs applies: quantized where the
+// matvec cannot round x itself, or on a GPU (ActivationPolicy::quantize_single_input).
+MatmulInputs expert_inputs(Recording& r, const ops::TensorView& x, std::initializer_list<const ops::Weight*> keys,
+                           const ops::MoeRouting& routing, bool alone = false);
+
 // The input of one decode matvec that reads it alone (ActivationPolicy::quantize_single_input):
 // quantized_inputs where that costs no dispatch over rounding, or on a GPU; else prepare_inputs.
 MatmulInputs single_matvec_inputs(Recording& r, const ops::TensorView& x, const ops::Weight& w);

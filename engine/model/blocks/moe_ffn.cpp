@@ -69,22 +69,19 @@ void MoeFfnBlock::record(Recording& r) const {
         ops::moe_weighted_input(s, in, routing, expert_in);
         s.barrier("weighted expert inputs are complete before the expert matmuls read them");
     }
-    // Decode (no sort): the expert matvecs round x themselves, and gate, up and SwiGLU are one
-    // dispatch where gate and up share a buffer (no expert bias, not gpt-oss's clamped form).
-    const RoundAt at = routing.sorted ? RoundAt::Dispatch : RoundAt::ExpertMatvec;
-    mi = r.prepare_inputs(expert_in, {&gate_key, &up_key}, at);
+    // Decode (no sort): the expert matvecs read x quantized once (expert_inputs) or round it
+    // themselves, and gate, up and SwiGLU are one dispatch where gate and up share a buffer (no
+    // expert bias, not gpt-oss's clamped form).
+    mi = expert_inputs(r, expert_in, {&gate_key, &up_key}, routing);
     if (r.imatrix) r.imatrix->expert_input(s, expert_in, moe.weight_input, routing, {&w.gate_exps, &w.up_exps});
     if (T == 1 && moe.swiglu_alpha <= 0 && ops::moe_matvec_swiglu_fits(r.ctx, w.gate_exps, w.up_exps)) {
         s.mark("moe_matvec_swiglu");
-        ops::moe_matvec_swiglu(s, w.gate_exps, w.up_exps, mi.expert_input(w.gate_exps), moe.weight_input,
-                               routing, gate, mi.rounds_in_matvec(gate_key.type));
+        mi.moe_matvec_swiglu(s, w.gate_exps, w.up_exps, moe.weight_input, routing, gate);
     } else {
         s.mark("moe_matmul");
         const ops::TensorView up = ops::f32_rows(m.up, pairs, moe.n_ff_expert);
-        ops::moe_matmul(s, w.gate_exps, mi.expert_input(w.gate_exps), moe.weight_input, routing, gate,
-                        mi.rounds_in_matvec(gate_key.type));
-        ops::moe_matmul(s, w.up_exps, mi.expert_input(w.up_exps), moe.weight_input, routing, up,
-                        mi.rounds_in_matvec(up_key.type));
+        mi.moe_matmul(s, w.gate_exps, moe.weight_input, routing, gate);
+        mi.moe_matmul(s, w.up_exps, moe.weight_input, routing, up);
         s.barrier("expert gate and up outputs are complete before SwiGLU combines them");
         s.mark("swiglu");
         if (moe.swiglu_alpha > 0)
@@ -98,12 +95,11 @@ void MoeFfnBlock::record(Recording& r) const {
         s.copy(m.gate, 0, r.probe.moe_in(l), 0, uint64_t(pairs) * uint64_t(moe.n_ff_expert) * F);
     }
     const ops::Weight down_key = rounding_key(w.down_exps);
-    mi = r.prepare_inputs(gate, {&down_key}, at);
+    mi = expert_inputs(r, gate, {&down_key}, routing, /*alone=*/true);
     if (r.imatrix) r.imatrix->expert_input(s, gate, /*x_per_pair=*/true, routing, {&w.down_exps});
     s.mark("moe_matmul");
     const ops::TensorView down = ops::f32_rows(m.down, pairs, E);
-    ops::moe_matmul(s, w.down_exps, mi.expert_input(w.down_exps), /*x_per_pair=*/true, routing, down,
-                    mi.rounds_in_matvec(down_key.type));
+    mi.moe_matmul(s, w.down_exps, /*x_per_pair=*/true, routing, down);
     s.barrier("the experts' outputs are complete before their weighted sum");
     if (r.probes.ffn_down) {
         s.mark("copy");
