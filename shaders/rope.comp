@@ -11,6 +11,9 @@
 // With slots > 0 the result goes to y instead (a KV cache): token t's heads to row
 // pos[t] % slots of rows of n_heads * head_dim, dims past n_dims copied as they are. The
 // cache write then needs no copy of its own, and its row comes from the positions buffer.
+// With flags bit 3 (and no slots) only the rotated dims go to y, head h of token t from element
+// t * y_token_stride + h * y_head_stride: MLA's q_rope straight into the attention queries'
+// [q_abs | q_rope] rows, x left as it was.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 
@@ -46,12 +49,17 @@ layout(push_constant) uniform Push {
     float corr_low;      // YaRN correction dims (pair indices)
     float corr_high;
     uint y_shift;
-    uint slots;          // 0: in place on x
+    uint slots;          // 0: in place on x (or, flags bit 3, the rotated dims into y)
+    uint y_token_stride; // flags bit 3: floats between tokens in y
+    uint y_head_stride;  // flags bit 3: floats between heads in y
 } pc;
 
-// Where element d of token `token`'s head h goes (x in place, else its cache row).
+const uint kRotatedIntoY = 8u;  // flags bit 3
+
+// Where element d of token `token`'s head h goes in y: its cache row, or (no slots) its place in
+// the rows of y.
 uint out_index(uint token, uint h, uint d) {
-    if (pc.slots == 0u) return pc.x_shift + token * pc.token_stride + h * pc.head_dim + d;
+    if (pc.slots == 0u) return pc.y_shift + token * pc.y_token_stride + h * pc.y_head_stride + d;
     const uint slot = uint(pos[pc.pos_shift + token]) % pc.slots;
     return pc.y_shift + (slot * pc.n_heads + h) * pc.head_dim + d;
 }
@@ -61,6 +69,7 @@ uint out_index(uint token, uint h, uint d) {
 void main() {
     const uint threads = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     const bool neox = (pc.flags & 1u) != 0u;
+    const bool in_place = pc.slots == 0u && (pc.flags & kRotatedIntoY) == 0u;
     for (uint e = gl_GlobalInvocationID.x; e < pc.n_pairs_total; e += threads) {
         const uint j = e % pc.n_pairs;
         const uint head = e / pc.n_pairs;  // token * n_heads + h
@@ -74,7 +83,7 @@ void main() {
         const uint base = pc.x_shift + token * pc.token_stride + h * pc.head_dim;
         const float x0 = x[base + i0], x1 = x[base + i1];
         const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-        if (pc.slots == 0u) {
+        if (in_place) {
             x[base + i0] = r0;
             x[base + i1] = r1;
         } else {

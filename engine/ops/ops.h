@@ -204,6 +204,12 @@ struct RopeParams {
 // freq_factors: optional float [n_dims/2] divisors of each pair's frequency (Llama 3 / LongRoPE).
 void rope(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
           const Buffer* freq_factors = nullptr);
+// The rotation rope gives x's heads, x left as it is, with only the n_dims rotated values of each
+// head written into y (f32 [n_tokens, n_heads * y_head], rows at any stride): head h of token
+// t's at y[t, h * y_head + at ...], at + n_dims <= y_head, the rest of y untouched. MLA's q_rope
+// straight into the attention queries' [q_abs | q_rope] rows. x and y must not overlap.
+void rope_into(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
+               const Buffer* freq_factors, const TensorView& y, int at);
 // A KV cache's element type (KvCacheType, never Auto here). The shaders read and write f32
 // values: F16 is stored with 16-bit storage (caps().storage_16bit), each value rounded to nearest
 // even on its way in; Q8_0 keeps blocks of 32 values as 9 words (the fp16-valued scale as an f32

@@ -46,6 +46,7 @@ struct RopePush {  // rope.comp
     uint32_t n_pairs_total, n_heads, head_dim, n_pairs, token_stride, x_shift, pos_shift, ff_shift;
     RopeAngle angle;
     uint32_t y_shift, slots;
+    uint32_t y_token_stride, y_head_stride;  // the rotated dims into y (flags bit 3)
 };
 
 struct RopeQkvPush {  // rope_qkv.comp

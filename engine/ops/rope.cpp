@@ -1,4 +1,5 @@
-// Rotary position embedding (shaders/rope.comp), in place, with linear and YaRN scaling.
+// Rotary position embedding (shaders/rope.comp), in place or into another buffer, with linear and
+// YaRN scaling.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -49,11 +50,24 @@ void require_rope_params(const RopeParams& p, int head_dim, const char* op) {
     detail::require(p.ext_factor == 0.0f || p.n_ctx_orig > 0, op, "YaRN (ext_factor != 0) needs n_ctx_orig > 0");
 }
 
-// rope and rope_into_slots: cache (with slots > 0) receives the result instead of x.
+// Where rope.comp writes: x in place (neither set), a cache's slots (every dim), or the rotated
+// dims into rows of y.
+struct RopeOut {
+    const Buffer* cache = nullptr;
+    int64_t slots = 0;
+    KvCacheType cache_type = KvCacheType::F32;
+    const Buffer* y = nullptr;
+    uint64_t y_offset = 0, y_span = 0;  // floats: y's first element, and the span of its rows
+    uint64_t y_token_stride = 0, y_head_stride = 0;
+};
+
+// rope, rope_into_slots and rope_into.
 void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& positions, uint64_t pos_offset,
                  int64_t n_tokens, int n_heads, int head_dim, const RopeParams& p, const Buffer* freq_factors,
-                 int64_t token_stride, const Buffer* cache, int64_t slots, KvCacheType cache_type) {
-    const char* op = cache ? "rope_into_slots" : "rope";
+                 int64_t token_stride, const RopeOut& out, const char* op) {
+    const Buffer* cache = out.cache;
+    const int64_t slots = out.slots;
+    const KvCacheType cache_type = out.cache_type;
     detail::require(n_tokens >= 0 && n_heads > 0 && head_dim > 0, op,
                     "needs n_tokens >= 0 and positive n_heads and head_dim");
     require_rope_params(p, head_dim, op);
@@ -72,7 +86,9 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     const detail::Window fw =
         freq_factors ? detail::window(ctx, *freq_factors, 0, uint64_t(p.n_dims / 2), op, "freq_factors") : pw;
     const detail::Window yw =
-        cache ? detail::cache_window(ctx, *cache, uint64_t(slots) * uint64_t(row), cache_type, op, "cache") : xw;
+        cache   ? detail::cache_window(ctx, *cache, uint64_t(slots) * uint64_t(row), cache_type, op, "cache")
+        : out.y ? detail::window(ctx, *out.y, out.y_offset, out.y_span, op, "y")
+                : xw;
     if (cache) {
         require_cache_type(ctx, cache_type, row, op);
         detail::require(cache_type != KvCacheType::Q8_0, op,
@@ -89,8 +105,13 @@ void record_rope(Stream& s, const Buffer& x, uint64_t x_offset, const Buffer& po
     push.pos_shift = pw.shift;
     push.ff_shift = freq_factors ? fw.shift : 0u;
     push.angle = rope_angle(p, freq_factors != nullptr);
-    push.y_shift = cache ? yw.shift : 0u;
+    push.y_shift = cache || out.y ? yw.shift : 0u;
     push.slots = cache ? uint32_t(slots) : 0u;
+    if (out.y) {
+        push.angle.flags |= 8u;  // the rotated dims into y (rope.comp's kRotatedIntoY)
+        push.y_token_stride = uint32_t(out.y_token_stride);
+        push.y_head_stride = uint32_t(out.y_head_stride);
+    }
     // Into a cache, the unrotated dims are copied too (a second grid-stride loop).
     const uint64_t items = std::max<uint64_t>(
         n_pairs_total, cache ? uint64_t(n_tokens) * uint64_t(n_heads) * uint64_t(head_dim - p.n_dims) : 0);
@@ -120,7 +141,34 @@ void rope(Stream& s, const TensorView& x, int n_heads, const TensorView& positio
     const int head_dim = head_dim_of(x, n_heads, op, "x");
     const uint64_t pos_offset = detail::checked_vector(positions, TensorType::I32, x.rows, op, "positions");
     record_rope(s, *x.buffer, x_offset, *positions.buffer, pos_offset, x.rows, n_heads, head_dim, p, freq_factors,
-                x.stride(), nullptr, 0, KvCacheType::F32);
+                x.stride(), RopeOut{}, op);
+}
+
+void rope_into(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
+               const Buffer* freq_factors, const TensorView& y, int at) {
+    const char* op = "rope_into";
+    const uint64_t x_offset = detail::checked_f32(x, op, "x");
+    const uint64_t y_offset = detail::checked_f32(y, op, "y");
+    const int head_dim = head_dim_of(x, n_heads, op, "x");
+    const int y_head = head_dim_of(y, n_heads, op, "y");
+    detail::require(y.rows == x.rows, op, "x and y must have a row per token");
+    detail::require(at >= 0 && at + p.n_dims <= y_head, op,
+                    "the rotated dims at " + std::to_string(at) + " do not fit y's heads of " + std::to_string(y_head));
+    const uint64_t pos_offset = detail::checked_vector(positions, TensorType::I32, x.rows, op, "positions");
+    RopeOut out;
+    out.y = y.buffer;
+    out.y_offset = y_offset + uint64_t(at);
+    out.y_token_stride = uint64_t(y.stride());
+    out.y_head_stride = uint64_t(y_head);
+    // From the first head's rotated dims up to the last head's.
+    out.y_span = x.rows ? uint64_t(x.rows - 1) * out.y_token_stride + uint64_t(n_heads - 1) * uint64_t(y_head) +
+                              uint64_t(p.n_dims)
+                        : 0;
+    const uint64_t x_span = x.rows ? uint64_t(x.rows - 1) * uint64_t(x.stride()) + uint64_t(x.cols) : 0;
+    detail::require(x.buffer != y.buffer || out.y_offset + out.y_span <= x_offset || x_offset + x_span <= out.y_offset,
+                    op, "x and y overlap in the same buffer");
+    record_rope(s, *x.buffer, x_offset, *positions.buffer, pos_offset, x.rows, n_heads, head_dim, p, freq_factors,
+                x.stride(), out, op);
 }
 
 void rope_into_slots(Stream& s, const TensorView& x, int n_heads, const TensorView& positions, const RopeParams& p,
@@ -134,8 +182,12 @@ void rope_into_slots(Stream& s, const TensorView& x, int n_heads, const TensorVi
                         " columns");
     const int head_dim = head_dim_of(x, n_heads, op, "x");
     const uint64_t pos_offset = detail::checked_vector(positions, TensorType::I32, x.rows, op, "positions");
+    RopeOut out;
+    out.cache = cache.buffer;
+    out.slots = cache.slots;
+    out.cache_type = cache.type;
     record_rope(s, *x.buffer, x_offset, *positions.buffer, pos_offset, x.rows, n_heads, head_dim, p, freq_factors, 0,
-                cache.buffer, cache.slots, cache.type);
+                out, op);
 }
 
 void rope_qkv_into_slots(Stream& s, const TensorView& q_view, int n_heads_q, const TensorView& k_view, int n_heads_kv,

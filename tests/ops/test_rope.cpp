@@ -1,5 +1,6 @@
 // rope on the GPU against the CPU reference: both pairings, partial rotation, linear and YaRN
-// scaling, frequency factors, and heads inside a wider row (token_stride, offsets).
+// scaling, frequency factors, and heads inside a wider row (token_stride, offsets); rope_into,
+// rope_into_slots and rope_qkv_into_slots against rope in place.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "gpu/stream.h"
 #include "gpu_test.h"
 #include "ops/ops.h"
+#include "op_test_data.h"
 #include "test_support.h"
 
 namespace vkllm {
@@ -299,6 +301,50 @@ TEST_F(Rope, QkvIntoSlotsEqualsRopeRopeIntoSlotsAndSetRows) {
     EXPECT_THROW(qkv(2, KvCacheType::F32, 8), ops::ShapeError);  // a v cache row of 8 for v rows of 16
 }
 
+// The rotated dims written into other rows (MLA's q_rope into the attention queries' [q_abs |
+// q_rope] rows): each head's n_dims values equal, bit for bit, what rope leaves in place there
+// (read from a window inside a wider row, as MLA's projected heads are), at `at` inside y's
+// heads of y_head (rows strided); x unchanged and the rest of y untouched.
+TEST_F(Rope, IntoRowsWritesTheRotatedDimsOnly) {
+    for (const Case& c : cases()) {
+        for (int64_t n_tokens : {1, 5}) {
+            SCOPED_TRACE(c.name + " n_tokens " + std::to_string(n_tokens));
+            const int64_t row = int64_t(c.n_heads) * c.head_dim, x0 = 3, xs = row + 5;
+            const int at = 7, y_head = at + c.p.n_dims + 2;
+            const int64_t y0 = 2, ys = int64_t(c.n_heads) * y_head + 3;
+            const auto x = test::random_floats(size_t(x0 + n_tokens * xs), uint32_t(n_tokens + c.head_dim));
+            const std::vector<float> y_init(size_t(y0 + n_tokens * ys), -5.5f);
+            std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+            for (int64_t t = 0; t < n_tokens; ++t) pos[size_t(t)] = int32_t((t * 37 + 11) % c.max_pos);
+            std::vector<float> ff(size_t(c.p.n_dims / 2));
+            for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.25f * float(i % 7);
+            gpu::Buffer xb = test::upload(ctx(), x), in_place = test::upload(ctx(), x), yb = test::upload(ctx(), y_init);
+            gpu::Buffer pb = test::upload(ctx(), pos), fb = test::upload(ctx(), ff);
+            const gpu::Buffer* freqs = c.freq_factors ? &fb : nullptr;
+            gpu::Stream s(ctx());
+            s.begin();
+            const ops::TensorView positions = ops::i32_vector(pb, n_tokens);
+            ops::rope_into(s, ops::f32_rows(xb, n_tokens, row, uint64_t(x0), xs), c.n_heads, positions, c.p, freqs,
+                           ops::f32_rows(yb, n_tokens, int64_t(c.n_heads) * y_head, uint64_t(y0), ys), at);
+            ops::rope(s, ops::f32_rows(in_place, n_tokens, row, uint64_t(x0), xs), c.n_heads, positions, c.p, freqs);
+            s.submit_and_wait();
+            const auto y = test::download<float>(yb, y_init.size()), want = test::download<float>(in_place, x.size());
+            EXPECT_EQ(test::download<float>(xb, x.size()), x) << "x changed";
+            std::vector<bool> written(y.size(), false);
+            for (int64_t t = 0; t < n_tokens; ++t)
+                for (int h = 0; h < c.n_heads; ++h)
+                    for (int d = 0; d < c.p.n_dims; ++d) {
+                        const size_t yi = size_t(y0 + t * ys + h * y_head + at + d);
+                        const size_t xi = size_t(x0 + t * xs + h * c.head_dim + d);
+                        ASSERT_EQ(y[yi], want[xi]) << "token " << t << " head " << h << " dim " << d;
+                        written[yi] = true;
+                    }
+            for (size_t i = 0; i < y.size(); ++i)
+                if (!written[i]) ASSERT_EQ(y[i], -5.5f) << "y[" << i << "] outside the rotated dims changed";
+        }
+    }
+}
+
 TEST_F(Rope, BadParametersAreClearErrors) {
     gpu::Buffer xb(ctx(), 1024, gpu::Memory::Device), pb(ctx(), 64, gpu::Memory::Device);
     gpu::Stream s(ctx());
@@ -315,6 +361,13 @@ TEST_F(Rope, BadParametersAreClearErrors) {
     EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 100, 16), 2, ops::i32_vector(pb, 16), p), ops::ShapeError);  // x too small
     EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 15), 2, ops::i32_vector(pb, 2), p), ops::ShapeError);  // 15 in 2 heads
     EXPECT_THROW(ops::rope(s, ops::f32_rows(xb, 2, 16), 2, ops::i32_vector(pb, 3), p), ops::ShapeError);  // 3 positions
+    gpu::Buffer yb(ctx(), 1024, gpu::Memory::Device);
+    const ops::TensorView x = ops::f32_rows(xb, 2, 16), pos = ops::i32_vector(pb, 2);
+    EXPECT_NO_THROW(ops::rope_into(s, x, 2, pos, p, nullptr, ops::f32_rows(yb, 2, 20), 2));
+    EXPECT_THROW(ops::rope_into(s, x, 2, pos, p, nullptr, ops::f32_rows(yb, 2, 20), 3), ops::ShapeError);  // 3 + 8 > 10
+    EXPECT_THROW(ops::rope_into(s, x, 2, pos, p, nullptr, ops::f32_rows(yb, 3, 20), 0), ops::ShapeError);  // 3 rows
+    EXPECT_THROW(ops::rope_into(s, x, 2, pos, p, nullptr, ops::f32_rows(yb, 2, 21), 0), ops::ShapeError);  // 21 in 2 heads
+    EXPECT_THROW(ops::rope_into(s, x, 2, pos, p, nullptr, ops::f32_rows(xb, 2, 20, 10), 0), ops::ShapeError);  // y over x
     s.submit_and_wait();
 }
 

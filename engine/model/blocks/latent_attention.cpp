@@ -70,28 +70,29 @@ void LatentAttentionBlock::record_qkv(Recording& r, const MatmulInputs& in) cons
     // has bound: the rope must wait for the norm (a write-after-read hazard otherwise).
     s.barrier("the latent norm is done with the [c | kr] rows before RoPE writes their kr part");
     s.mark("rope");
-    // The rotated part ends each q head: rotate `rope` dims of windows starting `nope` into each
-    // head (Scratch::mla.q has `nope` floats of slack after its last head for the window).
+    // The attention queries [q_abs | q_rope] per head (the values are read inside [c | kr] by the
+    // cache write): q's rotated part goes straight into their rows, rotating `rope` dims of
+    // windows starting `nope` into each projected head (Scratch::mla.q has `nope` floats of slack
+    // after its last head for the window); kr is rotated in place.
     const ops::TensorView positions = ops::i32_vector(sc.positions, T);
-    ops::rope(s, ops::f32_rows(sc.mla.q, T, int64_t(qh) * a.n_head, uint64_t(mla.qk_nope)), a.n_head, positions, rp, freqs);
+    ops::rope_into(s, ops::f32_rows(sc.mla.q, T, int64_t(qh) * a.n_head, uint64_t(mla.qk_nope)), a.n_head, positions,
+                   rp, freqs, ops::f32_rows(sc.q, T, int64_t(kv) * a.n_head), mla.kv_lora_rank);
     ops::rope(s, ops::f32_rows(sc.k_new, T, mla.qk_rope, uint64_t(mla.kv_lora_rank), int64_t(kv)), 1, positions, rp,
               freqs);
-    s.barrier("normalised latent, rotated q and kr are complete before they are gathered");
+    s.barrier("normalised latent, rotated q and kr are complete before W_kb writes the rest of the queries' rows");
 
-    // The attention queries [q_abs | q_rope] per head (the values are read inside [c | kr] by the
-    // cache write): q_rope copied into place now, q_abs written there by W_kb's matvec below, which reads each head's
+    // q_abs is written into the queries' rows by W_kb's matvec below, which reads each head's
     // q_nope where the projection left it (rows of a wider row). An importance matrix, and a
     // rounding dispatch (VKLLM_MATVEC_ROUNDS_X=0), take W_kb's input from packed rows: then
     // q_nope is gathered first and q_abs copied into place.
     const ops::Weight kb_key = rounding_key(w.k_b);
     const bool gather = r.imatrix != nullptr || r.needs_rounding_dispatch(kb_key, int64_t(heads), mla.qk_nope,
                                                                           RoundAt::ExpertMatvec);
-    s.mark("copy");
-    s.copy_rows(sc.mla.q, uint64_t(mla.qk_nope) * F, qh * F, sc.q, uint64_t(mla.kv_lora_rank) * F, kv * F,
-                uint64_t(mla.qk_rope) * F, heads);
-    if (gather) s.copy_rows(sc.mla.q, 0, qh * F, sc.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
-    s.barrier(gather ? "gathered q_nope rows and the queries' rotated part are complete before W_kb reads and writes"
-                     : "the queries' rotated part is in place before W_kb writes the rest of their rows");
+    if (gather) {
+        s.mark("copy");
+        s.copy_rows(sc.mla.q, 0, qh * F, sc.mla.qn, 0, uint64_t(mla.qk_nope) * F, uint64_t(mla.qk_nope) * F, heads);
+        s.barrier("gathered q_nope rows are complete before W_kb reads them");
+    }
     ops::MoeRouting by_head{&sc.mla.head_ids, nullptr, nullptr, T, a.n_head};
     const ops::TensorView q_nope = gather ? ops::f32_rows(sc.mla.qn, int64_t(heads), mla.qk_nope)
                                           : ops::f32_rows(sc.mla.q, int64_t(heads), mla.qk_nope, 0, int64_t(qh));
