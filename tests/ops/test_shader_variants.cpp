@@ -194,8 +194,8 @@ TEST(ShaderVariants, PushConstantMismatchesAreSeen) {
 // The C++ reflection itself: a nested struct's members take their place in order.
 TEST(ShaderVariants, CppLayoutFlattensNestedStructs) {
     const gpu::SpirvPushBlock rope = cpp_layout<ops::RopePush>();
-    EXPECT_EQ(rope.size, 17u * 4);
-    ASSERT_EQ(rope.members.size(), 17u);
+    EXPECT_EQ(rope.size, 19u * 4);
+    ASSERT_EQ(rope.members.size(), 19u);
     EXPECT_EQ(rope.members[8].kind, Kind::Uint);    // angle.flags
     EXPECT_EQ(rope.members[9].kind, Kind::Float);   // angle.log2_base
     EXPECT_EQ(rope.members[16].offset, 16u * 4);    // slots
