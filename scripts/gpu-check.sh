@@ -536,8 +536,9 @@ if wants tests && fits tests 30; then
         done
         (
             t1=$(date +%s%N)
+            # VKLLM_SLIM_TREE=1: the cases whose data scripts/gpu-slim-branch.sh leaves out skip.
             # shellcheck disable=SC2086  # words
-            env VKLLM_VALIDATE=$validate VKLLM_SOURCE_DIR="$root" VKLLM_SHARED_DIR="$shared" VKLLM_BIN="$bin/vkllm" $envs \
+            env VKLLM_VALIDATE=$validate VKLLM_SLIM_TREE=1 VKLLM_SOURCE_DIR="$root" VKLLM_SHARED_DIR="$shared" VKLLM_BIN="$bin/vkllm" $envs \
                 timeout -k 5 "$cap" "$testdir/$exe" $args --gtest_output="json:$logs/tests/$name.json" \
                 >"$logs/tests/$name.log" 2>&1
             rc=$?

@@ -33,8 +33,8 @@
 #   GPU_PACK_KEEP=DIR       reuse DIR/support.tar.xz and DIR/validation.tar.xz from an earlier pack
 #   ORACLE_HOME, VKLLM_SHARED_DIR   as for scripts/bench-compare.sh
 #
-# The tree (tracked files and untracked ones git does not ignore) and .gpu/ must stay under the
-# limit less 256 KiB. When they do not, it leaves out, in this order, the test programs that are
+# The tree (tracked files and untracked ones git does not ignore) as scripts/gpu-slim-branch.sh
+# leaves it (the device call goes from that branch) and .gpu/ must stay under the limit less 256 KiB. When they do not, it leaves out, in this order, the test programs that are
 # neither kernels nor goldens (optional_tests below), then the validation layer, and says so
 # (MANIFEST's "dropped" line; gpu-check.sh records it); past that it fails. docs/gpu-check.md
 # has the device call that carries .gpu.
@@ -111,7 +111,9 @@ done
 
 # The Vulkan loader, glvnd's dispatch library, and the validation layer with a manifest that
 # names it beside itself.
-libpath() { ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ { print $NF; exit }'; }
+# (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail and set -e
+# turn into a silent exit where the library list is long.)
+libpath() { ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ && !found { print $NF; found = 1 }'; }
 for l in libvulkan.so.1 libGLdispatch.so.0; do
     p=$(libpath "$l")
     [[ -n $p ]] || die "no $l here (Debian: libvulkan1, libglvnd0)"
@@ -187,13 +189,17 @@ for sub in ("bin", "tests"):
             open(path, "wb").write(data)
 HOLES
 
-# What travels besides .gpu/: the tree (tracked files, and untracked ones git does not ignore).
+# What travels besides .gpu/: the tree (tracked files, and untracked ones git does not ignore) as
+# scripts/gpu-slim-branch.sh leaves it, without scripts/lib/gpu-slim-paths.txt's paths.
 tree_bytes=$(cd "$root" && { git ls-files -z; git ls-files -z -o --exclude-standard; } |
-    python3 -c 'import os,sys
-print(sum(os.path.getsize(f) for f in sys.stdin.read().split("\0") if f and os.path.isfile(f) and not os.path.islink(f)))')
+    python3 -c 'import fnmatch,os,sys
+slim = [l.strip() for l in open("scripts/lib/gpu-slim-paths.txt") if l.strip() and not l.startswith("#")]
+def kept(f): return not any(f == p or f.startswith(p + "/") or fnmatch.fnmatch(f, p) for p in slim)
+print(sum(os.path.getsize(f) for f in sys.stdin.read().split("\0")
+          if f and os.path.isfile(f) and not os.path.islink(f) and kept(f)))')
 limit=$((limit_mib * 1048576 - 262144))
 room=$((limit - tree_bytes - 16384))  # MANIFEST takes a few KiB
-note "the tree takes $((tree_bytes / 1024)) KiB: $((room / 1024)) KiB are left for .gpu/"
+note "the slim tree (scripts/gpu-slim-branch.sh) takes $((tree_bytes / 1024)) KiB: $((room / 1024)) KiB are left for .gpu/"
 
 # Three solid xz streams, so that what does not fit can be left out without compressing it all
 # again: programs (bin/ and tests/: they share their SPIR-V and most of their code), support
@@ -240,7 +246,7 @@ rm -rf "${out:?}" && mkdir -p "$out"
 {
     echo "commit $(git -C "$root" rev-parse HEAD)"
     echo "describe $(git -C "$root" describe --always --dirty)"
-    echo "packed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
+    echo "packed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | sed -n 1p)"
     echo "build $build ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt"))"
     echo "oracle $(tr -d '\n' <"$vkdir/_nlcBuildMetadata.json" 2>/dev/null || echo "$vkdir")"
     [[ -z $dropped ]] || echo "dropped ${dropped#; }"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A device call carries at most 64 MiB (the tree, untracked files git does not ignore, and what
 # `carry` names), and the tree alone is larger (the goldens and the zoo). This checks out a local
-# branch `gpu-slim` of the current commit without the files a GPU run does not read (the
-# screenshots, the zoo models the benches do not use, the goldens of the CPU-only and
-# left-out test programs) and prints what the call would carry with .gpu/ and .gl/. Run it
+# branch `gpu-slim` of the current commit without the files a GPU run does not read
+# (scripts/lib/gpu-slim-paths.txt: the screenshots, the zoo models the benches and packed tests do
+# not use, the goldens of the CPU-only and left-out test programs) and prints what the call would
+# carry with .gpu/ and .gl/. Run it
 # just before the device call and `git checkout main` right after: nothing is to be committed
 # on that branch, and others working in the same checkout must not commit meanwhile.
 #
@@ -13,9 +14,8 @@ cd "$(dirname "$0")/.."
 base=$(git rev-parse --abbrev-ref HEAD)
 [[ $base != gpu-slim ]] || { echo "gpu-slim-branch: already on gpu-slim (git checkout main first)" >&2; exit 1; }
 git checkout -q -B gpu-slim "$base"
-git rm -rq --ignore-unmatch assets/screenshots assets/zoo/zoo-bert.gguf assets/zoo/zoo-chat.gguf \
-    assets/zoo/zoo-deep.gguf assets/zoo/zoo-hybrid.gguf tests/golden/ssm tests/golden/iquant \
-    tests/golden/rwkv7 tests/golden/rwkv7-3head tests/golden/bert tests/golden/templates
+mapfile -t slim < <(grep -v '^#' scripts/lib/gpu-slim-paths.txt | grep -v '^$')
+git rm -rq --ignore-unmatch -- "${slim[@]}"
 git commit -qm "gpu-slim: $base without the data a device call cannot carry"
 { git ls-files -z; git ls-files -z -o --exclude-standard; } | python3 -c 'import os,sys
 fs = [f for f in sys.stdin.read().split("\0") if f and os.path.isfile(f) and not os.path.islink(f)]

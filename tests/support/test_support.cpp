@@ -80,6 +80,11 @@ std::string source_dir() {
     return env ? env : ".";
 }
 
+bool left_out_of_slim_tree(const std::string& relative) {
+    const char* slim = std::getenv("VKLLM_SLIM_TREE");
+    return slim && std::string(slim) == "1" && !std::filesystem::exists(source_dir() + "/" + relative);
+}
+
 std::vector<uint8_t> read_file(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::runtime_error("cannot open " + path);

@@ -25,6 +25,11 @@ std::string write_temp_file(const std::string& name, const std::string& bytes);
 std::optional<std::string> shared_dir();
 // The source tree (VKLLM_SOURCE_DIR).
 std::string source_dir();
+// True where a file of the source tree named by `relative` is missing because the tree is a
+// device call's slim one (VKLLM_SLIM_TREE=1: scripts/gpu-slim-branch.sh leaves out the paths of
+// scripts/lib/gpu-slim-paths.txt): the case that reads it skips, saying so. Anywhere else a
+// missing file stays the failure it is.
+bool left_out_of_slim_tree(const std::string& relative);
 
 std::vector<uint8_t> read_file(const std::string& path);
 // Whitespace-separated integers (token ids) and raw float32 arrays (logits) of golden files.
