@@ -2,6 +2,7 @@
 // matrix-vector path of moe_matmul, the fused gate, up and SwiGLU, and both reading x quantized
 // beforehand (its XQ variants).
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 
 #include "gpu/device.h"
@@ -13,47 +14,70 @@
 
 namespace vkllm::ops {
 
+namespace {
+
+using moe_detail::ActivationWindows;
+
+// The push constants every dispatch of one op shares: x, y and the routing as `act` and `ids_w`
+// bind them. The weights' fields and the pair range are the caller's to set.
+MoeMatvecPush pairs_push(const ActivationWindows& act, const MoeRouting& r, bool x_per_pair,
+                         const weights::Window& ids_w, int64_t n_in) {
+    MoeMatvecPush p{};
+    p.n_in = uint32_t(n_in);
+    p.x_base = act.x_base;
+    p.y_base = act.y.shift / 4;
+    p.y_stride = act.y_stride;
+    p.ids_base = ids_w.shift / 4;
+    p.top_k = uint32_t(r.top_k);
+    p.x_per_pair = x_per_pair ? 1u : 0u;
+    p.x_vec4 = act.x_vec4;
+    p.x_stride = act.x_stride;
+    p.xq_scales = act.xq_scales;
+    p.xq_sums = act.xq_sums;
+    return p;
+}
+
+// `push` over every pair, max_groups[1] pairs (grid rows) per dispatch, gx workgroups each.
+void dispatch_pairs(Stream& s, const gpu::Pipeline& pipe, const weights::Format& format,
+                    std::initializer_list<gpu::BufferRange> buffers, MoeMatvecPush push, uint64_t gx,
+                    const MoeRouting& r) {
+    const weights::Limits lim = weights::limits(s.context().caps());
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
+    for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
+        const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
+        push.pair0 = uint32_t(p0);
+        push.n_pairs = uint32_t(gy);
+        weights::dispatch(s, pipe, format, buffers, push, uint32_t(gx), uint32_t(gy));
+    }
+}
+
+}  // namespace
+
 namespace moe_detail {
 
 void expert_matvecs(Stream& s, const ExpertWeights& w, const weights::Layout& layout, const MoeRouting& r,
                     bool x_per_pair, const ActivationWindows& act, const gpu::Pipeline& pipe, uint32_t mv_rows,
                     const char* op) {
     const weights::Limits lim = weights::limits(s.context().caps());
-    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k), n_out = uint64_t(w.n_out);
+    const uint64_t n_pairs = uint64_t(r.n_tokens) * uint64_t(r.top_k);
     const weights::Window ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
     const weights::Window bias_w = expert_bias_window(w, act.y, lim, op);
+    MoeMatvecPush push = pairs_push(act, r, x_per_pair, ids_w, w.n_in);
+    push.row_bytes = uint32_t(layout.row_bytes);
+    push.has_bias = w.bias ? 1u : 0u;
+    push.bias_stride = uint32_t(w.n_out);
     for_each_expert_window(w, layout.row_bytes, lim, mv_rows, op, [&](const ExpertWindow& win) {
+        push.n_rows = uint32_t(win.nr);
+        push.w_base = win.w.shift;
+        push.expert_bytes = win.expert_stride;
+        push.expert_first = uint32_t(win.e0);
+        push.expert_count = uint32_t(win.ec);
+        push.y_base = act.y.shift / 4 + uint32_t(win.r0);
+        push.bias_base = bias_w.shift / 4 + uint32_t(win.r0);
         // Without a bias, binding 4 takes the weight window as a read-only placeholder.
         const gpu::BufferRange bias_range = w.bias ? bias_w.range : win.w.range;
-        const uint64_t gx = (win.nr + mv_rows - 1) / mv_rows;
-        for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
-            const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
-            MoeMatvecPush push{uint32_t(w.n_in),
-                               uint32_t(win.nr),
-                               win.w.shift,
-                               uint32_t(layout.row_bytes),
-                               win.expert_stride,
-                               uint32_t(win.e0),
-                               uint32_t(win.ec),
-                               act.x_base,
-                               act.y.shift / 4 + uint32_t(win.r0),
-                               act.y_stride,
-                               ids_w.shift / 4,
-                               uint32_t(p0),
-                               uint32_t(gy),
-                               uint32_t(r.top_k),
-                               x_per_pair ? 1u : 0u,
-                               act.x_vec4,
-                               w.bias ? 1u : 0u,
-                               bias_w.shift / 4 + uint32_t(win.r0),
-                               uint32_t(n_out),
-                               0u};
-            push.x_stride = act.x_stride;
-            push.xq_scales = act.xq_scales;
-            push.xq_sums = act.xq_sums;
-            weights::dispatch(s, pipe, layout.format, {win.w.range, act.x.range, act.y.range, ids_w.range, bias_range},
-                              push, uint32_t(gx), uint32_t(gy));
-        }
+        dispatch_pairs(s, pipe, layout.format, {win.w.range, act.x.range, act.y.range, ids_w.range, bias_range}, push,
+                       (win.nr + mv_rows - 1) / mv_rows, r);
     });
 }
 
@@ -106,36 +130,16 @@ void swiglu_matvecs(Stream& s, const ExpertWeights& gate, const ExpertWeights& u
     swiglu_experts(gate, up, &span, &row_bytes);
     const weights::Window ww = weights::window(*gate.buffer, gate.offset, gate.offset + span, lim, op, "gate and up");
     const weights::Window ids_w = weights::window(*r.experts, 0, n_pairs * 4, lim, op, "expert ids");
-    const uint64_t gx = (n_out + mv_rows - 1) / mv_rows;
-    for (uint64_t p0 = 0; p0 < n_pairs; p0 += lim.max_groups[1]) {
-        const uint64_t gy = std::min<uint64_t>(lim.max_groups[1], n_pairs - p0);
-        MoeMatvecPush push{uint32_t(gate.n_in),
-                           uint32_t(n_out),
-                           ww.shift,
-                           uint32_t(row_bytes),
-                           uint32_t(row_bytes * n_out),
-                           0u,
-                           uint32_t(gate.n_expert),
-                           act.x_base,
-                           act.y.shift / 4,
-                           act.y_stride,
-                           ids_w.shift / 4,
-                           uint32_t(p0),
-                           uint32_t(gy),
-                           uint32_t(r.top_k),
-                           x_per_pair ? 1u : 0u,
-                           act.x_vec4,
-                           0u,
-                           0u,
-                           0u,
-                           uint32_t(up.offset - gate.offset)};
-        push.x_stride = act.x_stride;
-        push.xq_scales = act.xq_scales;
-        push.xq_sums = act.xq_sums;
-        // Binding 4 (the bias) is unused: the weight window stands in, read-only.
-        weights::dispatch(s, pipe, layout.format, {ww.range, act.x.range, act.y.range, ids_w.range, ww.range}, push,
-                          uint32_t(gx), uint32_t(gy));
-    }
+    MoeMatvecPush push = pairs_push(act, r, x_per_pair, ids_w, gate.n_in);
+    push.n_rows = uint32_t(n_out);
+    push.w_base = ww.shift;
+    push.row_bytes = uint32_t(row_bytes);
+    push.expert_bytes = uint32_t(row_bytes * n_out);
+    push.expert_count = uint32_t(gate.n_expert);
+    push.up_delta = uint32_t(up.offset - gate.offset);
+    // Binding 4 (the bias) is unused: the weight window stands in, read-only.
+    dispatch_pairs(s, pipe, layout.format, {ww.range, act.x.range, act.y.range, ids_w.range, ww.range}, push,
+                   (n_out + mv_rows - 1) / mv_rows, r);
 }
 
 // The checks of a quantized x against the experts that read it.

@@ -57,12 +57,12 @@ std::vector<uint8_t> model_bytes(const RandomModelConfig& c) {
     return random_model::build_random_model(c, *tiny_vocab()).to_bytes();
 }
 
-std::unique_ptr<gguf::File> model_file(const RandomModelConfig& c) {
+[[maybe_unused]] std::unique_ptr<gguf::File> model_file(const RandomModelConfig& c) {
     auto bytes = model_bytes(c);
     return gguf::File::from_memory(bytes.data(), bytes.size(), "random.gguf");
 }
 
-const gguf::TensorInfo& tensor(const gguf::File& f, const std::string& name) {
+[[maybe_unused]] const gguf::TensorInfo& tensor(const gguf::File& f, const std::string& name) {
     const gguf::TensorInfo* t = f.find_tensor(name);
     if (!t) throw std::runtime_error("no tensor " + name);
     return *t;
@@ -71,7 +71,7 @@ const gguf::TensorInfo& tensor(const gguf::File& f, const std::string& name) {
 struct Stats {
     double mean, std;
 };
-Stats stats_of(const std::vector<float>& v) {
+[[maybe_unused]] Stats stats_of(const std::vector<float>& v) {
     double sum = std::accumulate(v.begin(), v.end(), 0.0), sq = 0;
     const double mean = sum / double(v.size());
     for (float x : v) sq += (x - mean) * (x - mean);

@@ -339,8 +339,11 @@ TEST_F(Rope, IntoRowsWritesTheRotatedDimsOnly) {
                         ASSERT_EQ(y[yi], want[xi]) << "token " << t << " head " << h << " dim " << d;
                         written[yi] = true;
                     }
-            for (size_t i = 0; i < y.size(); ++i)
-                if (!written[i]) ASSERT_EQ(y[i], -5.5f) << "y[" << i << "] outside the rotated dims changed";
+            for (size_t i = 0; i < y.size(); ++i) {
+                if (!written[i]) {
+                    ASSERT_EQ(y[i], -5.5f) << "y[" << i << "] outside the rotated dims changed";
+                }
+            }
         }
     }
 }
